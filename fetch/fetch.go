@@ -1,0 +1,56 @@
+// Package fetch fetches one URL the way a careful operator wants it fetched:
+// robots.txt, timeouts, a body cap, redirects recorded as pages, retries
+// decided by the frontier, link discovery with goquery, URL normalization,
+// scope and trap guards, and an address guard at dial time.
+//
+// The frontier decides what to fetch and when; this package only fetches,
+// parses and judges. It never follows a redirect itself: the redirect is a
+// page, and its target goes back through the frontier (so dedup applies).
+package fetch
+
+import (
+	"time"
+
+	"github.com/drover-crawl/drover/sink"
+)
+
+// Request is one URL to fetch, as the scheduler leased it.
+type Request struct {
+	URL    string
+	Depth  int
+	Hops   int // redirect hops that led here
+	Parent string
+	// Attempt counts from 1; when Attempt == MaxAttempts a transient
+	// failure is final and is returned as a Page with Err set.
+	Attempt     int
+	MaxAttempts int
+}
+
+// Link is a URL discovered in a page: normalized, in scope, not nofollow.
+type Link struct {
+	URL  string
+	Hops int // > 0 for a redirect's target: the hops so far
+}
+
+// Result is what a Fetch produced.
+type Result struct {
+	// Page is non-nil when there is something to store: a page the server
+	// answered (any status), or a permanent failure with Page.Err set.
+	Page *sink.Page
+	// Links are the page's in-scope links, normalized, each once.
+	Links []Link
+	// Retry asks the frontier to try the URL again later (network error,
+	// 5xx, 429), after RetryAfter when the server said so.
+	Retry      bool
+	RetryAfter time.Duration
+	// Err is the reason of a failure, transient or permanent.
+	Err error
+}
+
+// RobotsResult is the raw outcome of fetching a host's robots.txt; the
+// scheduler parses it with ParseRobots and keeps it for the host.
+type RobotsResult struct {
+	Status int
+	Body   []byte
+	Err    error // network error: the host is treated as disallowed for a while
+}
