@@ -1,0 +1,285 @@
+package frontier
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/drover-crawl/drover/campaign"
+)
+
+// The session protocol between a FetchSession (client) and a scheduler
+// (server), over one long-lived TCP connection.
+//
+// A frame is a 4-byte big-endian length n, then n bytes: one byte of frame
+// type and a JSON payload. JSON keeps the protocol debuggable with tcpdump;
+// a frame carries a batch (leases, outcomes), so its cost is per batch.
+//
+//	client                          scheduler
+//	Hello{version, token, role} ──▶
+//	                            ◀── Welcome{version} | Refused{reason}
+//	Credit{n}                   ──▶                    (fetcher role)
+//	                            ◀── Leases{[...]}
+//	Outcomes{[...]}             ──▶
+//	                            ◀── Acks{lease IDs}    (outcome durably handled)
+//	Ping                        ──▶ (keepalive; renews the session's leases)
+//	                            ◀── Pong
+//
+// A control session (role "control") sends requests (Seed, StatsRequest,
+// CloseCampaign) and receives one Reply per request, in order.
+//
+// The server refuses a wrong token, an unknown version and a malformed or
+// oversized frame with a Refused frame saying why, then closes.
+
+// ProtocolVersion is the version this build speaks. A server accepts
+// exactly the versions it knows; a mismatch is refused with a clear reason.
+const ProtocolVersion = 1
+
+// MaxFrame bounds one frame; a larger length prefix is a protocol error (a
+// page with 10,000 links of 2 KB each still fits).
+const MaxFrame = 32 << 20
+
+// FrameType tags a frame.
+type FrameType byte
+
+// Frame types.
+const (
+	FrameHello FrameType = iota + 1
+	FrameWelcome
+	FrameRefused
+	FrameCredit
+	FrameLeases
+	FrameOutcomes
+	FrameAcks
+	FramePing
+	FramePong
+	FrameRequest
+	FrameReply
+)
+
+func (t FrameType) String() string {
+	names := [...]string{"?", "hello", "welcome", "refused", "credit", "leases", "outcomes", "acks", "ping", "pong", "request", "reply"}
+	if int(t) < len(names) {
+		return names[t]
+	}
+	return fmt.Sprintf("frame(%d)", byte(t))
+}
+
+// Roles of a session.
+const (
+	RoleFetcher = "fetcher"
+	RoleControl = "control"
+)
+
+// Hello opens a session.
+type Hello struct {
+	Version int    `json:"version"`
+	Token   string `json:"token"`
+	Role    string `json:"role"`
+	// Client names the peer in logs and stats (worker identity, fetcher index).
+	Client string `json:"client"`
+	// Campaign is the campaign a fetcher session works for; the first
+	// session of a campaign opens it on this scheduler.
+	Campaign *campaign.Config `json:"campaign,omitempty"`
+}
+
+// Welcome accepts a session.
+type Welcome struct {
+	Version   int           `json:"version"`
+	Scheduler string        `json:"scheduler"`
+	KeepAlive time.Duration `json:"keepalive"`
+	// LeaseTimeout: a lease not reported within it goes back to the pool.
+	LeaseTimeout time.Duration `json:"lease_timeout"`
+}
+
+// Refused ends a session with the reason.
+type Refused struct {
+	Reason string `json:"reason"`
+}
+
+// Credit tells the scheduler how many more URLs the fetcher can take now.
+type Credit struct {
+	N int `json:"n"`
+}
+
+// LeaseKind says what a lease asks the fetcher to do.
+type LeaseKind string
+
+// Lease kinds.
+const (
+	KindPage   LeaseKind = ""       // fetch the URL as a page
+	KindRobots LeaseKind = "robots" // fetch the host's robots.txt (URL is the host's root)
+)
+
+// Lease hands one URL to a fetcher until Deadline.
+type Lease struct {
+	ID          uint64    `json:"id"`
+	Kind        LeaseKind `json:"kind,omitempty"`
+	URL         string    `json:"url"`
+	Depth       int       `json:"depth,omitempty"`
+	Hops        int       `json:"hops,omitempty"`
+	Parent      string    `json:"parent,omitempty"`
+	Attempt     int       `json:"attempt"`
+	MaxAttempts int       `json:"max_attempts"`
+	Deadline    time.Time `json:"deadline"`
+}
+
+// Leases is a batch of leases.
+type Leases struct {
+	Items []Lease `json:"items"`
+}
+
+// Link is a discovered URL, already normalized and in scope.
+type Link struct {
+	URL   string  `json:"url"`
+	Hops  int     `json:"hops,omitempty"`
+	Score float64 `json:"score,omitempty"`
+}
+
+// Outcome reports what became of a lease.
+type Outcome struct {
+	LeaseID uint64 `json:"lease"`
+	// Stored: the page (or the permanent failure) is durable in every sink.
+	Stored bool `json:"stored,omitempty"`
+	Status int  `json:"status,omitempty"`
+	// Retry asks for a later attempt (after RetryAfter when the server said).
+	Retry      bool          `json:"retry,omitempty"`
+	RetryAfter time.Duration `json:"retry_after,omitempty"`
+	// Backoff asks the scheduler to slow the host down (429/503).
+	Backoff bool   `json:"backoff,omitempty"`
+	Error   string `json:"error,omitempty"`
+	Links   []Link `json:"links,omitempty"`
+	// Robots carries the raw robots.txt of a KindRobots lease.
+	Robots *RobotsBody `json:"robots,omitempty"`
+	// Released: the fetcher gives the lease back untouched (pause, stop).
+	Released bool `json:"released,omitempty"`
+}
+
+// RobotsBody is a fetched robots.txt.
+type RobotsBody struct {
+	Status int    `json:"status"`
+	Body   []byte `json:"body,omitempty"`
+	Error  string `json:"error,omitempty"`
+}
+
+// Outcomes is a batch of outcomes.
+type Outcomes struct {
+	Items []Outcome `json:"items"`
+}
+
+// Acks tells the fetcher which outcomes are durably handled (links
+// confirmed, delivery acked): the fetcher may forget them.
+type Acks struct {
+	IDs []uint64 `json:"ids"`
+}
+
+// Request is a control request.
+type Request struct {
+	Op       string           `json:"op"` // "seed", "stats", "close"
+	Campaign *campaign.Config `json:"campaign"`
+	URLs     []string         `json:"urls,omitempty"` // seed
+}
+
+// Control operations.
+const (
+	OpSeed  = "seed"
+	OpStats = "stats"
+	OpClose = "close"
+)
+
+// Reply answers a Request.
+type Reply struct {
+	Error string `json:"error,omitempty"`
+	Stats *Stats `json:"stats,omitempty"`
+	// Seeded counts the seed URLs published (confirmed).
+	Seeded int `json:"seeded,omitempty"`
+}
+
+// Errors of the protocol layer.
+var (
+	// ErrFrameTooLarge: a length prefix above MaxFrame.
+	ErrFrameTooLarge = errors.New("frame too large")
+	// ErrBadFrame: an empty or undecodable frame.
+	ErrBadFrame = errors.New("malformed frame")
+	// ErrRefused: the scheduler refused the session (see the message).
+	ErrRefused = errors.New("session refused")
+)
+
+// frameWriter writes frames; not safe for concurrent use.
+type frameWriter struct {
+	w   *bufio.Writer
+	hdr [5]byte
+}
+
+func newFrameWriter(w io.Writer) *frameWriter {
+	return &frameWriter{w: bufio.NewWriterSize(w, 64<<10)}
+}
+
+// write encodes v as a frame of type t; flush sends what is buffered.
+func (fw *frameWriter) write(t FrameType, v any) error {
+	var payload []byte
+	if v != nil {
+		var err error
+		if payload, err = json.Marshal(v); err != nil {
+			return fmt.Errorf("encode %s frame: %w", t, err)
+		}
+	}
+	if len(payload)+1 > MaxFrame {
+		return fmt.Errorf("%s frame of %d bytes: %w", t, len(payload), ErrFrameTooLarge)
+	}
+	binary.BigEndian.PutUint32(fw.hdr[:4], uint32(len(payload)+1))
+	fw.hdr[4] = byte(t)
+	if _, err := fw.w.Write(fw.hdr[:]); err != nil {
+		return err
+	}
+	_, err := fw.w.Write(payload)
+	return err
+}
+
+func (fw *frameWriter) flush() error { return fw.w.Flush() }
+
+// frameReader reads frames; not safe for concurrent use.
+type frameReader struct {
+	r   *bufio.Reader
+	buf []byte
+}
+
+func newFrameReader(r io.Reader) *frameReader {
+	return &frameReader{r: bufio.NewReaderSize(r, 64<<10)}
+}
+
+// read returns the next frame's type and payload; the payload is valid
+// until the next read.
+func (fr *frameReader) read() (FrameType, []byte, error) {
+	var hdr [4]byte
+	if _, err := io.ReadFull(fr.r, hdr[:]); err != nil {
+		return 0, nil, err
+	}
+	n := binary.BigEndian.Uint32(hdr[:])
+	if n == 0 {
+		return 0, nil, fmt.Errorf("empty frame: %w", ErrBadFrame)
+	}
+	if n > MaxFrame {
+		return 0, nil, fmt.Errorf("length %d > %d: %w", n, MaxFrame, ErrFrameTooLarge)
+	}
+	if cap(fr.buf) < int(n) {
+		fr.buf = make([]byte, n)
+	}
+	buf := fr.buf[:n]
+	if _, err := io.ReadFull(fr.r, buf); err != nil {
+		return 0, nil, fmt.Errorf("frame body: %w", err)
+	}
+	return FrameType(buf[0]), buf[1:], nil
+}
+
+// decode unmarshals a frame payload, wrapping errors as ErrBadFrame.
+func decode(t FrameType, payload []byte, v any) error {
+	if err := json.Unmarshal(payload, v); err != nil {
+		return fmt.Errorf("%s frame: %v: %w", t, err, ErrBadFrame)
+	}
+	return nil
+}

@@ -1,0 +1,61 @@
+package frontier
+
+// Stats is what a scheduler knows of one campaign. `starter status` and the
+// workflow's drain check read it over a control session; several schedulers'
+// stats add up with Add.
+type Stats struct {
+	Campaign   string   `json:"campaign"`
+	Schedulers []string `json:"schedulers,omitempty"`
+	// Queued: messages ready in the campaign's queues (shards, parking),
+	// as RabbitMQ reports them.
+	Queued int64 `json:"queued"`
+	// Held: deliveries this scheduler holds unacked (waiting for their host,
+	// leased, or being recorded).
+	Held int64 `json:"held"`
+	// InFlight: leases handed to fetchers and not yet reported.
+	InFlight int64 `json:"in_flight"`
+	// Pending: publishes not yet confirmed by RabbitMQ.
+	Pending int64 `json:"pending"`
+
+	Fetched      int64 `json:"fetched"`       // pages stored (any status)
+	Failed       int64 `json:"failed"`        // permanent failures stored
+	Retried      int64 `json:"retried"`       // URLs parked for a later attempt
+	Disallowed   int64 `json:"disallowed"`    // URLs robots.txt forbade
+	Duplicates   int64 `json:"duplicates"`    // deliveries dropped as already done or in flight
+	DeadLettered int64 `json:"dead_lettered"` // URLs moved to the dead-letter queue
+	Discovered   int64 `json:"discovered"`    // links published (confirmed)
+	Published    int64 `json:"published"`     // all confirmed publishes
+	Acked        int64 `json:"acked"`         // deliveries acked
+	Hosts        int64 `json:"hosts"`
+	Sessions     int64 `json:"sessions"`
+	// CapReached: the campaign's max-pages was reached; no more leases.
+	CapReached bool `json:"cap_reached,omitempty"`
+}
+
+// Add accumulates o into s.
+func (s *Stats) Add(o Stats) {
+	s.Schedulers = append(s.Schedulers, o.Schedulers...)
+	// Every scheduler reports the same RabbitMQ counts: take the largest.
+	s.Queued = max(s.Queued, o.Queued)
+	s.Held += o.Held
+	s.InFlight += o.InFlight
+	s.Pending += o.Pending
+	s.Fetched += o.Fetched
+	s.Failed += o.Failed
+	s.Retried += o.Retried
+	s.Disallowed += o.Disallowed
+	s.Duplicates += o.Duplicates
+	s.DeadLettered += o.DeadLettered
+	s.Discovered += o.Discovered
+	s.Published += o.Published
+	s.Acked += o.Acked
+	s.Hosts += o.Hosts
+	s.Sessions += o.Sessions
+	s.CapReached = s.CapReached || o.CapReached
+}
+
+// Idle reports whether nothing is queued, held or unconfirmed: the frontier
+// is drained if this holds twice in a row with no ack or publish between.
+func (s Stats) Idle() bool {
+	return s.Queued == 0 && s.Held == 0 && s.InFlight == 0 && s.Pending == 0
+}
