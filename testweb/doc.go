@@ -1,0 +1,44 @@
+// Package testweb serves a deterministic synthetic web on loopback addresses,
+// for tests, the demo and benchmarks.
+//
+// # Shape
+//
+// A web has Config.Hosts hosts; host i listens on 127.B.x.y where x.y encodes
+// i+1 (127.10.0.1, 127.10.0.2, ...), all on one TCP port, so each host is a
+// distinct host name for scope and politeness. Every host serves:
+//
+//   - /robots.txt: "User-agent: *", "Disallow: /private/" and, when
+//     configured for that host, "Crawl-delay: N".
+//   - / (page 0) and /p/1.html ... /p/<PagesPerHost-1>.html: HTML pages of
+//     about PageBytes bytes. Each has LinksPerPage links: NavLinks navigation
+//     links, the same hrefs on every page of the host (/, /private/secret-<i>.html
+//     and a few /p/ pages), and content links. Page n links to pages 2n+1
+//     and 2n+2, so every page is reachable from the root within about
+//     log2(PagesPerHost) hops; the other content links go to pseudo-random
+//     pages, some on other hosts when CrossHost is set. Hrefs mix
+//     root-relative, relative ("p/5.html", "5.html", "../p/5.html", "./"),
+//     absolute forms and #fragments, all resolving (RFC 3986) to the
+//     canonical URLs of Pages().
+//   - /private/...: 200 with a short body, so that a fetch that robots.txt
+//     forbids is visible (see DisallowedHits).
+//   - anything else: 404.
+//
+// Host 0 also serves, linked from its root (in addition to its LinksPerPage
+// links): /redirect (301 to /p/1.html), /missing (404 with an HTML body),
+// /data.bin (application/octet-stream, 4 KiB) and, with Calendar, a crawler
+// trap: /calendar/2026/01, whose every month links to the next and the
+// previous month, without end.
+//
+// # Determinism
+//
+// Bodies depend only on the config and the port (absolute links carry
+// "IP:PORT"): two webs started with the same Config, Port included, serve
+// the same bytes. Body returns them for byte-for-byte checks.
+//
+// # Counting
+//
+// Every request is recorded on the server side at its start, before the
+// response is written, keyed by "http://" + Host header + request URI.
+// Pages is the set a complete, polite crawl must fetch; Missing, Duplicates
+// and DisallowedHits say how a crawl differed from it.
+package testweb

@@ -1,0 +1,503 @@
+package testweb
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/url"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+const testUA = "testweb-test/1.0"
+
+func startWeb(t *testing.T, cfg Config) *Web {
+	t.Helper()
+	w, err := Start(cfg)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := w.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return w
+}
+
+// newClient does not follow redirects, so every request is the test's own;
+// its timeout bounds every wait.
+func newClient() *http.Client {
+	return &http.Client{
+		Timeout:       10 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+type fetched struct {
+	status   int
+	ctype    string
+	location string
+	body     []byte
+}
+
+func get(t *testing.T, c *http.Client, rawURL string) fetched {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, rawURL, nil)
+	if err != nil {
+		t.Fatalf("request %s: %v", rawURL, err)
+	}
+	req.Header.Set("User-Agent", testUA)
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", rawURL, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s: reading body: %v", rawURL, err)
+	}
+	return fetched{resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Location"), body}
+}
+
+var hrefRE = regexp.MustCompile(`<a href="([^"]*)"`)
+
+func hrefs(body []byte) []string {
+	var out []string
+	for _, m := range hrefRE.FindAllSubmatch(body, -1) {
+		out = append(out, string(m[1]))
+	}
+	return out
+}
+
+func sorted(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s
+}
+
+// TestCrawlFetchesExactlyPages crawls the web breadth-first over its served
+// links and redirects, skipping what robots.txt disallows and the calendar,
+// and checks that it finds exactly Pages(), that the counters agree, and
+// that the served bytes are Body's.
+func TestCrawlFetchesExactlyPages(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Calendar = true
+	w := startWeb(t, cfg)
+	c := newClient()
+
+	inScope := map[string]bool{}
+	for _, h := range w.Hosts() {
+		inScope[h] = true
+	}
+	depth := map[string]int{}
+	var queue []string
+	for _, s := range w.Seeds() {
+		depth[s] = 0
+		queue = append(queue, s)
+	}
+	var disallowedSeen, calendarSeen, maxDepth int
+	forms := map[string]int{}
+	enqueue := func(base *url.URL, ref string, d int) {
+		classify(forms, base, ref)
+		u, err := base.Parse(ref)
+		if err != nil {
+			t.Fatalf("link %q on %s: %v", ref, base, err)
+		}
+		u.Fragment = ""
+		s := u.String()
+		switch {
+		case !inScope[u.Host]:
+			t.Errorf("link %q on %s leaves the web", ref, base)
+		case w.Disallowed(s):
+			disallowedSeen++
+		case strings.HasPrefix(u.Path, "/calendar/"):
+			calendarSeen++
+		default:
+			if _, ok := depth[s]; !ok {
+				depth[s] = d
+				queue = append(queue, s)
+			}
+		}
+	}
+	for len(queue) > 0 {
+		s := queue[0]
+		queue = queue[1:]
+		maxDepth = max(maxDepth, depth[s])
+		f := get(t, c, s)
+		if want, ok := w.Body(s); !ok || !bytes.Equal(want, f.body) {
+			t.Fatalf("served bytes of %s differ from Body (known %v)", s, ok)
+		}
+		base, _ := url.Parse(s)
+		if f.location != "" {
+			enqueue(base, f.location, depth[s]+1)
+		}
+		if strings.HasPrefix(f.ctype, "text/html") {
+			for _, ref := range hrefs(f.body) {
+				enqueue(base, ref, depth[s]+1)
+			}
+		}
+	}
+
+	var crawled []string
+	for s := range depth {
+		crawled = append(crawled, s)
+	}
+	pages := w.Pages()
+	if !slices.Equal(sorted(pages), sorted(crawled)) {
+		t.Errorf("crawl found %d URLs, Pages() has %d", len(crawled), len(pages))
+	}
+	if want := cfg.Hosts*cfg.PagesPerHost + 3; len(pages) != want {
+		t.Errorf("len(Pages()) = %d, want %d", len(pages), want)
+	}
+	if m := w.Missing(); len(m) != 0 {
+		t.Errorf("Missing() after a full crawl = %v", m)
+	}
+	if d := w.Duplicates(); len(d) != 0 {
+		t.Errorf("Duplicates() after a crawl that fetched each URL once = %v", d)
+	}
+	if d := w.DisallowedHits(); len(d) != 0 {
+		t.Errorf("DisallowedHits() = %v", d)
+	}
+	if w.Total() != len(pages) {
+		t.Errorf("Total() = %d, want %d", w.Total(), len(pages))
+	}
+	if disallowedSeen == 0 || calendarSeen == 0 {
+		t.Errorf("links seen: %d to /private/, %d to the calendar; want some of each", disallowedSeen, calendarSeen)
+	}
+	if maxDepth > 12 {
+		t.Errorf("deepest page at depth %d, want <= 12 for 400 pages per host", maxDepth)
+	}
+	for _, form := range []string{"absolute", "cross-host", "root-relative", "relative", "dot-segments", "fragment"} {
+		if forms[form] == 0 {
+			t.Errorf("no %s link on the web", form)
+		}
+	}
+}
+
+func classify(forms map[string]int, base *url.URL, ref string) {
+	if strings.Contains(ref, "#") {
+		forms["fragment"]++
+	}
+	switch {
+	case strings.HasPrefix(ref, "http://"):
+		forms["absolute"]++
+		if u, err := url.Parse(ref); err == nil && u.Host != base.Host {
+			forms["cross-host"]++
+		}
+	case strings.HasPrefix(ref, "/"):
+		forms["root-relative"]++
+	case strings.HasPrefix(ref, "./"), strings.HasPrefix(ref, "../"):
+		forms["dot-segments"]++
+	default:
+		forms["relative"]++
+	}
+}
+
+func TestPageShape(t *testing.T) {
+	cfg := Config{Hosts: 2, PagesPerHost: 60, LinksPerPage: 30, NavLinks: 8, PageBytes: 4000, CrossHost: true}
+	w := startWeb(t, cfg)
+	for h := range cfg.Hosts {
+		var nav []string
+		for n := range cfg.PagesPerHost {
+			u := w.pageURL(h, n)
+			body, ok := w.Body(u)
+			if !ok {
+				t.Fatalf("Body(%s) unknown", u)
+			}
+			if len(body) < cfg.PageBytes || len(body) > cfg.PageBytes+600 {
+				t.Errorf("%s is %d bytes, want about %d", u, len(body), cfg.PageBytes)
+			}
+			if !bytes.Contains(body, []byte("<title>")) || !bytes.Contains(body, []byte("<p>")) {
+				t.Errorf("%s lacks a title or paragraphs", u)
+			}
+			links := hrefs(body)
+			want := cfg.LinksPerPage
+			if h == 0 && n == 0 {
+				want += 3 // /redirect, /missing, /data.bin
+			}
+			if len(links) != want {
+				t.Fatalf("%s has %d links, want %d", u, len(links), want)
+			}
+			if nav == nil {
+				nav = links[:cfg.NavLinks]
+			}
+			if !slices.Equal(nav, links[:cfg.NavLinks]) {
+				t.Errorf("navigation of %s = %v, want %v", u, links[:cfg.NavLinks], nav)
+			}
+		}
+	}
+}
+
+func TestBodiesAreDeterministic(t *testing.T) {
+	cfg := Config{Hosts: 3, PagesPerHost: 50, CrossHost: true, Calendar: true, Base: 11,
+		CrawlDelay: map[int]time.Duration{1: time.Second}}
+	first, err := Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages := first.Pages()
+	urls := append(slices.Clone(pages), "http://"+first.Hosts()[1]+"/robots.txt", "http://"+first.Hosts()[0]+calendarFirst)
+	want := map[string][]byte{}
+	for _, u := range urls {
+		b, ok := first.Body(u)
+		if !ok {
+			t.Fatalf("Body(%s) unknown", u)
+		}
+		want[u] = b
+	}
+	cfg.Port = first.Config().Port
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	second := startWeb(t, cfg)
+	if !slices.Equal(pages, second.Pages()) {
+		t.Fatal("Pages() differ between two starts")
+	}
+	c := newClient()
+	for _, u := range urls {
+		if !bytes.Equal(want[u], get(t, c, u).body) {
+			t.Errorf("%s differs between two starts", u)
+		}
+	}
+}
+
+func TestTwoWebsCoexist(t *testing.T) {
+	a := startWeb(t, Config{Hosts: 2, PagesPerHost: 10})
+	b := startWeb(t, Config{Hosts: 2, PagesPerHost: 10, Base: 12})
+	if got := a.IPs(); !slices.Equal(got, []string{"127.10.0.1", "127.10.0.2"}) {
+		t.Errorf("a.IPs() = %v", got)
+	}
+	if got := b.IPs(); !slices.Equal(got, []string{"127.12.0.1", "127.12.0.2"}) {
+		t.Errorf("b.IPs() = %v", got)
+	}
+	c := newClient()
+	for _, w := range []*Web{a, b} {
+		if f := get(t, c, w.Seeds()[1]); f.status != http.StatusOK {
+			t.Errorf("GET %s: status %d", w.Seeds()[1], f.status)
+		}
+		if w.Total() != 1 {
+			t.Errorf("Total() = %d, want 1: each web counts its own requests", w.Total())
+		}
+	}
+}
+
+func TestCounting(t *testing.T) {
+	w := startWeb(t, Config{Hosts: 2, PagesPerHost: 10})
+	c := newClient()
+	h0, h1 := w.Hosts()[0], w.Hosts()[1]
+	root := "http://" + h0 + "/"
+	p1 := "http://" + h1 + "/p/1.html"
+	secret := "http://" + h0 + "/private/secret-0.html"
+	robots := "http://" + h1 + "/robots.txt"
+	nowhere := "http://" + h1 + "/nowhere"
+	before := time.Now()
+	for _, u := range []string{robots, root, p1, root, secret, robots, nowhere} {
+		get(t, c, u)
+	}
+
+	for u, want := range map[string]int{root: 2, p1: 1, robots: 2, secret: 1, "http://" + h0 + "/p/2.html": 0} {
+		if got := w.Count(u); got != want {
+			t.Errorf("Count(%s) = %d, want %d", u, got, want)
+		}
+	}
+	if w.Total() != 7 {
+		t.Errorf("Total() = %d, want 7", w.Total())
+	}
+	if got := w.Duplicates(); !reflect.DeepEqual(got, map[string]int{root: 2}) {
+		t.Errorf("Duplicates() = %v, want only the root (robots.txt excluded)", got)
+	}
+	if got := w.DisallowedHits(); !slices.Equal(got, []string{secret}) {
+		t.Errorf("DisallowedHits() = %v", got)
+	}
+	missing := w.Missing()
+	if len(missing) != len(w.Pages())-2 || slices.Contains(missing, root) || slices.Contains(missing, p1) {
+		t.Errorf("Missing() has %d URLs, want all %d pages but %s and %s", len(missing), len(w.Pages()), root, p1)
+	}
+
+	reqs := w.Requests()
+	if len(reqs) != 7 {
+		t.Fatalf("Requests() has %d, want 7", len(reqs))
+	}
+	if r := reqs[0]; r.URL != robots || r.Host != h1 || r.UA != testUA || r.Status != http.StatusOK {
+		t.Errorf("Requests()[0] = %+v", r)
+	}
+	if reqs[4].Status != http.StatusOK {
+		t.Errorf("a disallowed page answered %d, want 200", reqs[4].Status)
+	}
+	if reqs[6].Status != http.StatusNotFound {
+		t.Errorf("an unknown path answered %d, want 404", reqs[6].Status)
+	}
+	for i, r := range reqs {
+		if r.Start.Before(before) || (i > 0 && r.Start.Before(reqs[i-1].Start)) {
+			t.Errorf("request %d starts at %v, out of order", i, r.Start)
+		}
+	}
+
+	w.Reset()
+	if w.Total() != 0 || len(w.Requests()) != 0 || len(w.Duplicates()) != 0 || w.Count(root) != 0 {
+		t.Error("Reset() kept counts")
+	}
+	if !slices.Equal(w.Missing(), w.Pages()) {
+		t.Error("after Reset(), Missing() != Pages()")
+	}
+}
+
+func TestRobots(t *testing.T) {
+	w := startWeb(t, Config{Hosts: 3, PagesPerHost: 10,
+		CrawlDelay: map[int]time.Duration{1: 2 * time.Second, 2: 1500 * time.Millisecond}})
+	c := newClient()
+	tests := []struct {
+		host  int
+		delay string // "" means no Crawl-delay line
+	}{{0, ""}, {1, "Crawl-delay: 2\n"}, {2, "Crawl-delay: 1.5\n"}}
+	for _, tt := range tests {
+		f := get(t, c, "http://"+w.Hosts()[tt.host]+"/robots.txt")
+		body := string(f.body)
+		if f.status != http.StatusOK || !strings.HasPrefix(body, "User-agent: *\nDisallow: /private/\n") {
+			t.Errorf("host %d robots.txt: status %d, body %q", tt.host, f.status, body)
+		}
+		if tt.delay == "" && strings.Contains(body, "Crawl-delay") || tt.delay != "" && !strings.Contains(body, tt.delay) {
+			t.Errorf("host %d robots.txt = %q, want Crawl-delay line %q", tt.host, body, tt.delay)
+		}
+	}
+	if !w.Disallowed("http://" + w.Hosts()[2] + "/private/secret-2.html") {
+		t.Error("Disallowed(/private/secret-2.html) = false")
+	}
+	if w.Disallowed(w.Seeds()[2]) {
+		t.Error("Disallowed(root) = true")
+	}
+}
+
+func TestSpecialPaths(t *testing.T) {
+	w := startWeb(t, Config{Hosts: 2, PagesPerHost: 10, Calendar: true})
+	c := newClient()
+	h0, h1 := "http://"+w.Hosts()[0], "http://"+w.Hosts()[1]
+	tests := []struct {
+		url, ctype, location string
+		status               int
+		known                bool // Body knows it
+	}{
+		{h0 + "/redirect", "text/html", "/p/1.html", http.StatusMovedPermanently, true},
+		{h0 + "/missing", "text/html", "", http.StatusNotFound, true},
+		{h0 + "/data.bin", "application/octet-stream", "", http.StatusOK, true},
+		{h0 + "/private/anything", "text/html", "", http.StatusOK, true},
+		{h0 + "/calendar/2026/01", "text/html", "", http.StatusOK, true},
+		{h0 + "/calendar/2026/13", "text/plain", "", http.StatusNotFound, false},
+		{h0 + "/p/10.html", "text/plain", "", http.StatusNotFound, false},
+		{h0 + "/p/01.html", "text/plain", "", http.StatusNotFound, false},
+		{h1 + "/redirect", "text/plain", "", http.StatusNotFound, false},
+		{h1 + "/calendar/2026/01", "text/plain", "", http.StatusNotFound, false},
+		{h1 + "/p/9.html?q=1", "text/html", "", http.StatusOK, true},
+	}
+	for _, tt := range tests {
+		f := get(t, c, tt.url)
+		if f.status != tt.status || !strings.HasPrefix(f.ctype, tt.ctype) || f.location != tt.location {
+			t.Errorf("GET %s: %d %q Location %q, want %d %q Location %q",
+				tt.url, f.status, f.ctype, f.location, tt.status, tt.ctype, tt.location)
+		}
+		body, ok := w.Body(tt.url)
+		if ok != tt.known || ok && !bytes.Equal(body, f.body) {
+			t.Errorf("Body(%s): known %v (want %v), equal to served %v", tt.url, ok, tt.known, bytes.Equal(body, f.body))
+		}
+	}
+	if data, _ := w.Body(h0 + "/data.bin"); len(data) != dataBinSize {
+		t.Errorf("data.bin is %d bytes, want %d", len(data), dataBinSize)
+	}
+	for _, p := range []string{"/redirect", "/missing", "/data.bin"} {
+		if !slices.Contains(w.Pages(), h0+p) {
+			t.Errorf("Pages() lacks %s", h0+p)
+		}
+	}
+}
+
+// TestCalendarIsEndless follows "next month" links: each leads to a new page.
+func TestCalendarIsEndless(t *testing.T) {
+	w := startWeb(t, Config{Hosts: 1, PagesPerHost: 10, Calendar: true})
+	c := newClient()
+	next := regexp.MustCompile(`<a href="([^"]*)">next month</a>`)
+	host := "http://" + w.Hosts()[0]
+	u := host + calendarFirst
+	seen := map[string]bool{}
+	for range 40 {
+		if seen[u] {
+			t.Fatalf("calendar loops back to %s", u)
+		}
+		seen[u] = true
+		f := get(t, c, u)
+		m := next.FindSubmatch(f.body)
+		if f.status != http.StatusOK || m == nil {
+			t.Fatalf("GET %s: status %d, next month link %v", u, f.status, m != nil)
+		}
+		u = host + string(m[1])
+	}
+	if want := host + "/calendar/2029/05"; u != want {
+		t.Errorf("40 months after 2026/01: %s, want %s", u, want)
+	}
+	for _, p := range w.Pages() {
+		if strings.Contains(p, "/calendar/") {
+			t.Errorf("Pages() holds calendar page %s", p)
+		}
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name  string
+		cfg   Config
+		field string // "" means valid
+	}{
+		{"zero value takes defaults", Config{}, ""},
+		{"default", DefaultConfig(), ""},
+		{"negative hosts", Config{Hosts: -1}, "Hosts"},
+		{"too many hosts", Config{Hosts: maxHosts + 1}, "Hosts"},
+		{"one page", Config{PagesPerHost: 1}, "PagesPerHost"},
+		{"one nav link", Config{NavLinks: 1}, "NavLinks"},
+		{"no room for content links", Config{LinksPerPage: 11, NavLinks: 10}, "LinksPerPage"},
+		{"negative size", Config{PageBytes: -5}, "PageBytes"},
+		{"port out of range", Config{Port: 70000}, "Port"},
+		{"delay for unknown host", Config{Hosts: 2, CrawlDelay: map[int]time.Duration{2: time.Second}}, "CrawlDelay"},
+		{"negative delay", Config{CrawlDelay: map[int]time.Duration{0: -time.Second}}, "CrawlDelay"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.cfg.Validate()
+			if tt.field == "" {
+				if err != nil {
+					t.Errorf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.field) {
+				t.Errorf("Validate() = %v, want an error naming %s", err, tt.field)
+			}
+			if w, err := Start(tt.cfg); err == nil {
+				w.Close()
+				t.Error("Start accepted an invalid config")
+			}
+		})
+	}
+}
+
+func TestCloseStopsServing(t *testing.T) {
+	w, err := Start(Config{Hosts: 2, PagesPerHost: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed := w.Seeds()[0]
+	get(t, newClient(), seed)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Errorf("second Close() = %v", err)
+	}
+	if _, err := newClient().Get(seed); err == nil {
+		t.Error("GET after Close succeeded")
+	}
+}

@@ -1,0 +1,163 @@
+package testweb
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// portTries bounds the search for a port free on every host IP.
+const portTries = 20
+
+// Web is a running test web. Its methods are safe for concurrent use.
+type Web struct {
+	cfg     Config
+	ips     []string // by host index
+	addrs   []string // "IP:PORT" by host index
+	hostIdx map[string]int
+	pages   []string
+
+	// Generated at Start, read-only afterwards.
+	html    [][][]byte // [host][page]
+	robots  [][]byte
+	dataBin []byte
+
+	servers []*http.Server
+	serving sync.WaitGroup
+
+	closeOnce sync.Once
+	closeErr  error
+
+	mu     sync.Mutex
+	counts map[string]int
+	reqs   []Request
+}
+
+// Start binds one listener per host IP, generates every page and serves
+// until Close. It fails when cfg is invalid or a host IP cannot be bound.
+func Start(cfg Config) (*Web, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	ips := make([]string, cfg.Hosts)
+	for i := range ips {
+		n := i + 1
+		ips[i] = fmt.Sprintf("127.%d.%d.%d", cfg.Base, n>>8, n&0xff)
+	}
+	lns, port, err := listenAll(ips, cfg.Port)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Port = port
+	w := &Web{
+		cfg:     cfg,
+		ips:     ips,
+		addrs:   make([]string, len(ips)),
+		hostIdx: make(map[string]int, len(ips)),
+		counts:  make(map[string]int),
+	}
+	for i, ip := range ips {
+		w.addrs[i] = net.JoinHostPort(ip, strconv.Itoa(port))
+		w.hostIdx[w.addrs[i]] = i
+	}
+	// Generated after binding because absolute links carry the port; clients
+	// that connect meanwhile wait in the listen backlog.
+	w.generate()
+	for i, ln := range lns {
+		srv := &http.Server{
+			Handler:           w.handler(i),
+			ReadHeaderTimeout: 10 * time.Second,
+			IdleTimeout:       2 * time.Minute,
+		}
+		w.servers = append(w.servers, srv)
+		w.serving.Add(1)
+		go func() {
+			defer w.serving.Done()
+			_ = srv.Serve(ln) // returns http.ErrServerClosed after Close
+		}()
+	}
+	return w, nil
+}
+
+// listenAll binds port on every IP; port 0 picks one that is free on all.
+func listenAll(ips []string, port int) ([]net.Listener, int, error) {
+	if port != 0 {
+		lns, err := bindAll(ips, port)
+		return lns, port, err
+	}
+	var lastErr error
+	for range portTries {
+		first, err := net.Listen("tcp", net.JoinHostPort(ips[0], "0"))
+		if err != nil {
+			return nil, 0, fmt.Errorf("testweb: listen on %s: %w", ips[0], err)
+		}
+		p := first.Addr().(*net.TCPAddr).Port
+		rest, err := bindAll(ips[1:], p)
+		if err == nil {
+			return append([]net.Listener{first}, rest...), p, nil
+		}
+		_ = first.Close()
+		lastErr = err
+	}
+	return nil, 0, fmt.Errorf("testweb: no port free on all %d host IPs after %d tries: %w", len(ips), portTries, lastErr)
+}
+
+// bindAll binds port on every IP, or none of them.
+func bindAll(ips []string, port int) ([]net.Listener, error) {
+	lns := make([]net.Listener, 0, len(ips))
+	for _, ip := range ips {
+		ln, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(port)))
+		if err != nil {
+			for _, l := range lns {
+				_ = l.Close()
+			}
+			return nil, fmt.Errorf("testweb: listen on %s:%d: %w", ip, port, err)
+		}
+		lns = append(lns, ln)
+	}
+	return lns, nil
+}
+
+// Close stops every server and closes their connections; it waits for the
+// accept loops to end. Calls after the first return the first result.
+func (w *Web) Close() error {
+	w.closeOnce.Do(func() {
+		var errs []error
+		for _, srv := range w.servers {
+			if err := srv.Close(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		w.serving.Wait()
+		w.closeErr = errors.Join(errs...)
+	})
+	return w.closeErr
+}
+
+// Config returns the effective config: defaults applied, Port the bound port.
+func (w *Web) Config() Config { return w.cfg }
+
+// Seeds returns the root URL of each host, by host index.
+func (w *Web) Seeds() []string {
+	s := make([]string, len(w.addrs))
+	for i, a := range w.addrs {
+		s[i] = "http://" + a + "/"
+	}
+	return s
+}
+
+// Hosts returns "IP:PORT" of each host, by host index.
+func (w *Web) Hosts() []string { return append([]string(nil), w.addrs...) }
+
+// IPs returns the IP of each host, by host index.
+func (w *Web) IPs() []string { return append([]string(nil), w.ips...) }
+
+// Pages returns every URL a complete crawl that obeys robots.txt must fetch:
+// the HTML pages of every host, and on host 0 /redirect, /missing and
+// /data.bin. It excludes robots.txt, disallowed URLs and calendar pages.
+func (w *Web) Pages() []string { return append([]string(nil), w.pages...) }
