@@ -24,12 +24,20 @@ type Request struct {
 	// failure is final and is returned as a Page with Err set.
 	Attempt     int
 	MaxAttempts int
+	// Robots, when set, is the host's robots.txt: Fetch refuses a URL it
+	// disallows without sending anything (a permanent failure, ErrRobots).
+	// It is the fetching process's state, never sent over the wire.
+	Robots *Robots `json:"-"`
 }
 
 // Link is a URL discovered in a page: normalized, in scope, not nofollow.
 type Link struct {
 	URL  string
 	Hops int // > 0 for a redirect's target: the hops so far
+	// Depth is the depth the link's page has: the parent's depth + 1 for a
+	// link found in a page, the parent's depth for a redirect's target (a
+	// redirect does not take the crawl one link deeper).
+	Depth int
 }
 
 // Result is what a Fetch produced.
@@ -45,6 +53,13 @@ type Result struct {
 	RetryAfter time.Duration
 	// Err is the reason of a failure, transient or permanent.
 	Err error
+	// NoIndex is set when the page asks not to be indexed (meta robots or
+	// X-Robots-Tag "noindex" or "none"); the page is still stored raw, and
+	// consumers decide what indexing means.
+	NoIndex bool
+	// NoFollow is set when the page asks that its links not be followed
+	// (meta robots or X-Robots-Tag "nofollow" or "none"): Links is empty.
+	NoFollow bool
 }
 
 // RobotsResult is the raw outcome of fetching a host's robots.txt; the

@@ -1,0 +1,403 @@
+package fetch
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/sink"
+)
+
+// Timeouts of one fetch (DESIGN.md leaves them to the fetcher).
+const (
+	DialTimeout           = 10 * time.Second
+	TLSHandshakeTimeout   = 10 * time.Second
+	ResponseHeaderTimeout = 20 * time.Second
+	// ResponseTimeout bounds a whole fetch, body included: a server that
+	// trickles bytes cannot hold a fetch slot longer.
+	ResponseTimeout = 60 * time.Second
+	// MaxRetryAfter caps the wait a Retry-After header can ask for.
+	MaxRetryAfter = time.Hour
+	// maxRobotsRedirects is how many redirects FetchRobots follows (RFC
+	// 9309 section 2.3.1.2 asks for at least five).
+	maxRobotsRedirects = 5
+)
+
+// Sentinel errors of Fetch, in Result.Err (wrapped) and, as text, in
+// Page.Err.
+var (
+	// ErrRedirectHops: a redirect's target was dropped because following it
+	// would exceed the campaign's MaxRedirects.
+	ErrRedirectHops = errors.New("redirect hop limit")
+	// ErrRobots: robots.txt disallows the URL (Request.Robots).
+	ErrRobots = errors.New("disallowed by robots.txt")
+	// ErrStatus: the server answered with a status that asks for a retry
+	// (5xx, 429); on the last attempt it is the page's Err.
+	ErrStatus = errors.New("retryable status")
+)
+
+// Fetcher fetches pages for one campaign. It is safe for concurrent use;
+// one Fetcher holds one connection pool.
+type Fetcher struct {
+	cfg       campaign.Config
+	scope     *Scope
+	transport *http.Transport
+	client    *http.Client
+	guard     *addrGuard
+
+	// timeout is the whole-response timeout (ResponseTimeout); tests
+	// shorten it.
+	timeout time.Duration
+	// now is the clock of FetchedAt and of Retry-After dates.
+	now func() time.Time
+
+	closeOnce sync.Once
+}
+
+// New returns a Fetcher for cfg, which must have been through
+// WithDefaults. It speaks HTTP/1.1 only (so that the raw request and
+// response head can be recorded as they went over the wire, for WARC), uses
+// no proxy (a proxy would bypass the address guard), and never follows
+// redirects.
+func New(cfg campaign.Config) (*Fetcher, error) {
+	scope, err := NewScope(cfg)
+	if err != nil {
+		return nil, err
+	}
+	guard, err := newAddrGuard(cfg.AllowPrivate, cfg.AllowAddrs)
+	if err != nil {
+		return nil, err
+	}
+	dialer := &guardedDialer{
+		guard: guard,
+		dialer: &net.Dialer{
+			Timeout:   DialTimeout,
+			KeepAlive: 30 * time.Second,
+			Control:   guard.control,
+		},
+		resolver: net.DefaultResolver,
+	}
+	f := &Fetcher{
+		cfg:     cfg,
+		scope:   scope,
+		guard:   guard,
+		timeout: ResponseTimeout,
+		now:     time.Now,
+	}
+	f.transport = &http.Transport{
+		Proxy: nil,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := dialer.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return &recConn{Conn: c}, nil
+		},
+		DialTLSContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := dialer.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			host, _, _ := net.SplitHostPort(addr)
+			tc := tls.Client(c, &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}})
+			hctx, cancel := context.WithTimeout(ctx, TLSHandshakeTimeout)
+			defer cancel()
+			if err := tc.HandshakeContext(hctx); err != nil {
+				c.Close()
+				return nil, err
+			}
+			return &recConn{Conn: tc}, nil
+		},
+		DisableCompression:     true,
+		MaxIdleConns:           1024,
+		MaxIdleConnsPerHost:    8,
+		IdleConnTimeout:        90 * time.Second,
+		TLSHandshakeTimeout:    TLSHandshakeTimeout,
+		ResponseHeaderTimeout:  ResponseHeaderTimeout,
+		ExpectContinueTimeout:  time.Second,
+		MaxResponseHeaderBytes: rawCap,
+	}
+	f.client = &http.Client{
+		Transport: f.transport,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
+	return f, nil
+}
+
+// Scope is the fetcher's scope, shared by every Fetch (its trap guard counts
+// across them).
+func (f *Fetcher) Scope() *Scope { return f.scope }
+
+// Close releases idle connections. Fetch must not be called after.
+func (f *Fetcher) Close() {
+	f.closeOnce.Do(f.transport.CloseIdleConnections)
+}
+
+// response is one HTTP exchange as recorded.
+type response struct {
+	resp       *http.Response
+	statusLine string
+	header     []byte
+	request    []byte
+	body       []byte
+	truncated  bool
+	ip         string
+}
+
+// do sends a GET for u and reads the body up to limit bytes. The returned
+// error is a transport error (no response, or the body could not be read).
+func (f *Fetcher) do(ctx context.Context, u string, limit int64) (*response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("User-Agent", f.cfg.UserAgent)
+	req.Header.Set("Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8")
+	req.Header.Set("Accept-Encoding", "gzip")
+
+	var (
+		mu  sync.Mutex
+		rc  *recConn
+		out = &response{}
+	)
+	trace := &httptrace.ClientTrace{
+		GotConn: func(info httptrace.GotConnInfo) {
+			mu.Lock()
+			defer mu.Unlock()
+			if c, ok := info.Conn.(*recConn); ok {
+				rc = c
+				rc.start()
+			}
+			if a, ok := info.Conn.RemoteAddr().(*net.TCPAddr); ok {
+				out.ip = a.IP.String()
+			}
+		},
+	}
+	req = req.WithContext(httptrace.WithClientTrace(ctx, trace))
+	resp, err := f.client.Do(req)
+	mu.Lock()
+	c := rc
+	mu.Unlock()
+	var written, read []byte
+	if c != nil {
+		written, read = c.stop()
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	out.resp = resp
+	out.request = written
+	var ok bool
+	if out.statusLine, out.header, ok = splitRawHead(read); !ok {
+		out.statusLine, out.header = rebuildHead(resp)
+	}
+	out.body, out.truncated, err = readCapped(resp.Body, limit)
+	if err != nil {
+		return out, fmt.Errorf("reading body: %w", err)
+	}
+	return out, nil
+}
+
+// readCapped reads at most limit bytes of r; truncated is set when r had
+// more. It stops reading there: the rest is never transferred (the
+// connection is closed rather than drained).
+func readCapped(r io.Reader, limit int64) (b []byte, truncated bool, err error) {
+	b, err = io.ReadAll(io.LimitReader(r, limit+1))
+	if int64(len(b)) > limit {
+		return b[:limit], true, err
+	}
+	return b, false, err
+}
+
+// Fetch fetches req.URL once and reports what to store and what to do
+// next (see Result). It never follows a redirect, and never panics on what
+// a server sends.
+//
+// Outcomes:
+//   - an answer (any status) is a Page; 2xx HTML pages also yield Links; a
+//     3xx with Location yields its target as the only Link (Hops+1), or, past
+//     MaxRedirects, no link and Page.Err "redirect hop limit";
+//   - a network error, 5xx or 429 is Retry (with RetryAfter from the
+//     server), unless req.Attempt >= req.MaxAttempts: then a Page (Status 0
+//     for a network error, the answer itself for 5xx/429) with Err;
+//   - an invalid URL, an address guard refusal or a robots.txt refusal
+//     (req.Robots) is a Page with Status 0 and Err, never retried;
+//   - when ctx itself ends (the caller is shutting down), Retry with Err
+//     ctx.Err() and no Page, whatever the attempt: nothing was learnt.
+func (f *Fetcher) Fetch(ctx context.Context, req Request) Result {
+	start := f.now().UTC()
+	page := &sink.Page{
+		URL:       req.URL,
+		Campaign:  f.cfg.ID,
+		FetchedAt: start,
+		Depth:     req.Depth,
+		Parent:    req.Parent,
+	}
+	norm, err := Normalize(req.URL, nil, nil)
+	if err != nil {
+		return permanent(page, fmt.Errorf("invalid url: %w", err))
+	}
+	page.URL = norm
+	u, _ := url.Parse(norm) // Normalize's output parses
+	if req.Robots != nil && !req.Robots.Allowed(u.RequestURI()) {
+		return permanent(page, ErrRobots)
+	}
+
+	fctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+	r, err := f.do(fctx, norm, f.cfg.BodyCap)
+	if err != nil {
+		if ctx.Err() != nil {
+			return Result{Retry: true, Err: ctx.Err()}
+		}
+		var ge *GuardError
+		if errors.As(err, &ge) {
+			return permanent(page, ge)
+		}
+		err = fmt.Errorf("fetch %s: %w", norm, unwrapURLError(err))
+		if final(req, f.cfg) {
+			return permanent(page, err)
+		}
+		return Result{Retry: true, Err: err}
+	}
+
+	resp := r.resp
+	page.Status = resp.StatusCode
+	page.StatusLine = r.statusLine
+	page.Header = r.header
+	page.Request = r.request
+	page.Body = r.body
+	page.Truncated = r.truncated
+	page.IP = r.ip
+	page.ContentType = resp.Header.Get("Content-Type")
+	page.ContentEncoding = resp.Header.Get("Content-Encoding")
+	res := Result{Page: page}
+
+	switch code := resp.StatusCode; {
+	case code >= 500 || code == http.StatusTooManyRequests:
+		err := fmt.Errorf("%w: %s", ErrStatus, resp.Status)
+		if final(req, f.cfg) {
+			page.Err = err.Error()
+			res.Err = err
+			return res
+		}
+		return Result{Retry: true, RetryAfter: retryAfter(resp.Header.Get("Retry-After"), f.now()), Err: err}
+	case code >= 300 && code < 400:
+		f.redirect(&res, req, u, resp.Header.Get("Location"))
+		return res
+	case code >= 200 && code < 300:
+		f.extract(&res, req, u, resp.Header)
+	}
+	return res
+}
+
+// permanent is a failure recorded as a page (Status 0) and never retried.
+func permanent(page *sink.Page, err error) Result {
+	page.Err = err.Error()
+	return Result{Page: page, Err: err}
+}
+
+// final reports whether req is its last attempt.
+func final(req Request, cfg campaign.Config) bool {
+	maxAttempts := req.MaxAttempts
+	if maxAttempts <= 0 {
+		maxAttempts = cfg.MaxAttempts
+	}
+	return max(req.Attempt, 1) >= maxAttempts
+}
+
+// redirect turns a 3xx's Location into the page's only link.
+func (f *Fetcher) redirect(res *Result, req Request, u *url.URL, location string) {
+	if location == "" {
+		return
+	}
+	target, err := Normalize(location, u, f.cfg.DropParams)
+	if err != nil {
+		res.Page.Err = fmt.Sprintf("redirect target: %v", err)
+		return
+	}
+	if req.Hops+1 > f.cfg.MaxRedirects {
+		res.Page.Err = fmt.Sprintf("%v (%d): %s dropped", ErrRedirectHops, f.cfg.MaxRedirects, target)
+		res.Err = ErrRedirectHops
+		return
+	}
+	tu, _ := url.Parse(target)
+	// A redirect does not take the crawl one link deeper.
+	if ok, _ := f.scope.Allow(tu, req.Depth); !ok {
+		return
+	}
+	res.Links = []Link{{URL: target, Hops: req.Hops + 1, Depth: req.Depth}}
+}
+
+// retryAfter reads a Retry-After header: delay-seconds or an HTTP date,
+// capped at MaxRetryAfter; 0 when absent or invalid.
+func retryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	var d time.Duration
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n < 0 {
+			return 0
+		}
+		if n > int64(MaxRetryAfter/time.Second) {
+			return MaxRetryAfter
+		}
+		d = time.Duration(n) * time.Second
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = t.Sub(now)
+	}
+	return min(max(d, 0), MaxRetryAfter)
+}
+
+// FetchRobots fetches rootURL's /robots.txt (rootURL like
+// "http://host:port"), following up to 5 redirects, reading and decoding at
+// most RobotsBodyCap bytes. Body is the decoded content. A network error or
+// an address guard refusal is in Err; the status, whatever it is, in Status.
+func (f *Fetcher) FetchRobots(ctx context.Context, rootURL string) RobotsResult {
+	base, err := url.Parse(strings.TrimRight(rootURL, "/") + "/robots.txt")
+	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
+		return RobotsResult{Err: fmt.Errorf("robots.txt of %q: %w", rootURL, ErrInvalidURL)}
+	}
+	fctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+	target := base.String()
+	for hop := 0; ; hop++ {
+		r, err := f.do(fctx, target, RobotsBodyCap)
+		if err != nil {
+			return RobotsResult{Err: fmt.Errorf("robots.txt: %w", unwrapURLError(err))}
+		}
+		code := r.resp.StatusCode
+		if code >= 300 && code < 400 && hop < maxRobotsRedirects {
+			loc := r.resp.Header.Get("Location")
+			cur, _ := url.Parse(target)
+			next, err := Normalize(loc, cur, nil)
+			if loc != "" && err == nil {
+				target = next
+				continue
+			}
+		}
+		body := r.body
+		if code >= 200 && code < 300 {
+			if d, _, err := decodeBody(body, r.resp.Header.Get("Content-Encoding"), RobotsBodyCap); err == nil {
+				body = d
+			}
+		}
+		return RobotsResult{Status: code, Body: body}
+	}
+}

@@ -1,0 +1,138 @@
+package fetch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"syscall"
+)
+
+// GuardError is a dial the address guard refused: the host resolved only
+// to addresses a crawler must not reach from inside a network (loopback,
+// private, link-local, cloud metadata...). It is a permanent failure.
+type GuardError struct {
+	IP    netip.Addr
+	Class string // "loopback", "private", "link-local", "metadata", ...
+}
+
+func (e *GuardError) Error() string {
+	return fmt.Sprintf("address guard: %s is private (%s)", e.IP, e.Class)
+}
+
+// refusedPrefixes are the ranges the guard refuses, with their class.
+var refusedPrefixes = []struct {
+	p     netip.Prefix
+	class string
+}{
+	{netip.MustParsePrefix("169.254.169.254/32"), "metadata"},
+	{netip.MustParsePrefix("fd00:ec2::254/128"), "metadata"},
+	{netip.MustParsePrefix("0.0.0.0/8"), "unspecified"},
+	{netip.MustParsePrefix("10.0.0.0/8"), "private"},
+	{netip.MustParsePrefix("100.64.0.0/10"), "cgnat"},
+	{netip.MustParsePrefix("127.0.0.0/8"), "loopback"},
+	{netip.MustParsePrefix("169.254.0.0/16"), "link-local"},
+	{netip.MustParsePrefix("172.16.0.0/12"), "private"},
+	{netip.MustParsePrefix("192.168.0.0/16"), "private"},
+	{netip.MustParsePrefix("224.0.0.0/4"), "multicast"},
+	{netip.MustParsePrefix("240.0.0.0/4"), "reserved"}, // includes 255.255.255.255
+	{netip.MustParsePrefix("::/128"), "unspecified"},
+	{netip.MustParsePrefix("::1/128"), "loopback"},
+	{netip.MustParsePrefix("fc00::/7"), "private"},
+	{netip.MustParsePrefix("fe80::/10"), "link-local"},
+	{netip.MustParsePrefix("ff00::/8"), "multicast"},
+}
+
+// addrGuard decides which resolved addresses may be dialed.
+type addrGuard struct {
+	off   bool // cfg.AllowPrivate
+	allow map[netip.Addr]bool
+}
+
+func newAddrGuard(allowPrivate bool, allowAddrs []string) (*addrGuard, error) {
+	g := &addrGuard{off: allowPrivate, allow: map[netip.Addr]bool{}}
+	for _, s := range allowAddrs {
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			return nil, fmt.Errorf("allow_addrs %q: not an IP address: %w", s, err)
+		}
+		g.allow[a.Unmap()] = true
+	}
+	return g, nil
+}
+
+// check returns a *GuardError when ip must not be dialed.
+func (g *addrGuard) check(ip netip.Addr) error {
+	ip = ip.Unmap().WithZone("")
+	if g.off || g.allow[ip] {
+		return nil
+	}
+	for _, r := range refusedPrefixes {
+		if r.p.Contains(ip) {
+			return &GuardError{IP: ip, Class: r.class}
+		}
+	}
+	return nil
+}
+
+// control is the last line of defence: it runs on the socket right before
+// connect, with the numeric address, whatever path led to the dial.
+func (g *addrGuard) control(_, address string, _ syscall.RawConn) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return fmt.Errorf("address guard: cannot parse %q: %w", address, err)
+	}
+	return g.check(ap.Addr())
+}
+
+// guardedDialer resolves a host itself, drops the addresses the guard
+// refuses, and dials the remaining ones by IP, so that what is checked is
+// what is connected to (no second lookup an attacker's DNS could answer
+// differently).
+type guardedDialer struct {
+	guard    *addrGuard
+	dialer   *net.Dialer
+	resolver *net.Resolver
+}
+
+func (d *guardedDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	var ips []netip.Addr
+	if ip, err := netip.ParseAddr(host); err == nil {
+		ips = []netip.Addr{ip}
+	} else {
+		ips, err = d.resolver.LookupNetIP(ctx, "ip", host)
+		if err != nil {
+			return nil, err
+		}
+	}
+	var refused error
+	var errs []error
+	for _, ip := range ips {
+		if err := d.guard.check(ip); err != nil {
+			if refused == nil {
+				refused = err
+			}
+			continue
+		}
+		c, err := d.dialer.DialContext(ctx, network, net.JoinHostPort(ip.Unmap().String(), port))
+		if err == nil {
+			return c, nil
+		}
+		errs = append(errs, err)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if len(errs) == 0 && refused != nil {
+		return nil, refused
+	}
+	if len(errs) == 0 {
+		return nil, fmt.Errorf("dial %s: no address", host)
+	}
+	return nil, errors.Join(errs...)
+}

@@ -1,0 +1,216 @@
+package fetch
+
+import (
+	"bytes"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/PuerkitoBio/goquery"
+	"github.com/andybalholm/cascadia"
+
+	"github.com/drover-crawl/drover/campaign"
+)
+
+// maxLinksPerPage bounds the links one page can hand the frontier; a
+// 1 MiB body of "<a href=x>" could otherwise yield about 100,000.
+const maxLinksPerPage = 10000
+
+// Selectors, compiled once.
+var (
+	selBase  = cascadia.MustCompile("base[href]")
+	selMeta  = cascadia.MustCompile("meta")
+	selLinks = cascadia.MustCompile("a[href], area[href], frame[src], iframe[src], link[href]")
+)
+
+// extract decodes a 2xx page's body and fills res.Links, NoIndex and
+// NoFollow. The stored body is left as it was sent.
+func (f *Fetcher) extract(res *Result, req Request, pageURL *url.URL, h http.Header) {
+	page := res.Page
+	xNoIndex, xNoFollow := xRobotsTag(h.Values("X-Robots-Tag"))
+	res.NoIndex, res.NoFollow = xNoIndex, xNoFollow
+	decoded, truncated, err := decodeBody(page.Body, page.ContentEncoding, f.cfg.BodyCap)
+	if truncated {
+		page.Truncated = true
+	}
+	if err != nil || !isHTML(page.ContentType, decoded) {
+		return
+	}
+	urls, noIndex, noFollow := extractLinks(decoded, pageURL, f.cfg.DropParams)
+	res.NoIndex = res.NoIndex || noIndex
+	res.NoFollow = res.NoFollow || noFollow
+	if res.NoFollow {
+		return
+	}
+	self := pageURL.String()
+	for _, s := range urls {
+		if s == self {
+			continue
+		}
+		u, err := url.Parse(s)
+		if err != nil {
+			continue
+		}
+		if ok, _ := f.scope.Allow(u, req.Depth+1); ok {
+			res.Links = append(res.Links, Link{URL: s, Depth: req.Depth + 1})
+		}
+	}
+}
+
+// isHTML reports whether a body is HTML, by its Content-Type or, when
+// there is none, by sniffing (http.DetectContentType).
+func isHTML(contentType string, body []byte) bool {
+	if strings.TrimSpace(contentType) == "" {
+		contentType = http.DetectContentType(body)
+	}
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		mt, _, _ = strings.Cut(strings.ToLower(contentType), ";")
+		mt = strings.TrimSpace(mt)
+	}
+	return mt == "text/html" || mt == "application/xhtml+xml"
+}
+
+// extractLinks parses an HTML document (any bytes: the parser recovers from
+// malformed markup and invalid UTF-8) and returns its links, normalized,
+// http(s) only, each once, in document order, at most maxLinksPerPage:
+// a[href], area[href], frame[src], iframe[src], link[href] with rel
+// canonical or alternate, and a meta refresh target, resolved against the
+// first base[href]; a and area with rel=nofollow are skipped. A meta robots
+// (or meta name="drover") "noindex", "nofollow" or "none" sets noIndex and
+// noFollow; with noFollow no link is returned.
+func extractLinks(body []byte, pageURL *url.URL, dropParams []string) (urls []string, noIndex, noFollow bool) {
+	doc, err := goquery.NewDocumentFromReader(bytes.NewReader(body))
+	if err != nil {
+		return nil, false, false
+	}
+	base := pageURL
+	if href, ok := doc.FindMatcher(selBase).First().Attr("href"); ok {
+		if b, err := pageURL.Parse(trimURL(href)); err == nil && (b.Scheme == "http" || b.Scheme == "https") {
+			base = b
+		}
+	}
+
+	seen := make(map[string]bool)
+	add := func(raw string) {
+		if len(urls) >= maxLinksPerPage || raw == "" {
+			return
+		}
+		n, err := Normalize(raw, base, dropParams)
+		if err != nil || seen[n] {
+			return
+		}
+		seen[n] = true
+		urls = append(urls, n)
+	}
+
+	var refresh []string
+	doc.FindMatcher(selMeta).Each(func(_ int, s *goquery.Selection) {
+		name := strings.ToLower(strings.TrimSpace(s.AttrOr("name", "")))
+		if name == "robots" || name == campaign.RobotsToken {
+			ni, nf := robotsDirectives(s.AttrOr("content", ""))
+			noIndex, noFollow = noIndex || ni, noFollow || nf
+		}
+		if strings.EqualFold(strings.TrimSpace(s.AttrOr("http-equiv", "")), "refresh") {
+			if t := refreshURL(s.AttrOr("content", "")); t != "" {
+				refresh = append(refresh, t)
+			}
+		}
+	})
+	if noFollow {
+		return nil, noIndex, true
+	}
+
+	doc.FindMatcher(selLinks).Each(func(_ int, s *goquery.Selection) {
+		switch goquery.NodeName(s) {
+		case "a", "area":
+			if hasToken(s.AttrOr("rel", ""), "nofollow") {
+				return
+			}
+			add(s.AttrOr("href", ""))
+		case "link":
+			rel := s.AttrOr("rel", "")
+			if hasToken(rel, "canonical") || hasToken(rel, "alternate") {
+				add(s.AttrOr("href", ""))
+			}
+		default: // frame, iframe
+			add(s.AttrOr("src", ""))
+		}
+	})
+	for _, t := range refresh {
+		add(t)
+	}
+	return urls, noIndex, false
+}
+
+// hasToken reports whether the space-separated list has tok (ASCII
+// case-insensitive), as for rel values.
+func hasToken(list, tok string) bool {
+	for _, t := range strings.Fields(list) {
+		if strings.EqualFold(t, tok) {
+			return true
+		}
+	}
+	return false
+}
+
+// robotsDirectives reads a robots meta content or X-Robots-Tag value.
+func robotsDirectives(v string) (noIndex, noFollow bool) {
+	for _, d := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' }) {
+		switch strings.ToLower(d) {
+		case "noindex":
+			noIndex = true
+		case "nofollow":
+			noFollow = true
+		case "none":
+			noIndex, noFollow = true, true
+		}
+	}
+	return noIndex, noFollow
+}
+
+// xRobotsTag reads X-Robots-Tag values; a value for another crawler
+// ("otherbot: noindex") is ignored, one for drover or for all applies.
+func xRobotsTag(values []string) (noIndex, noFollow bool) {
+	for _, v := range values {
+		if agent, rest, ok := strings.Cut(v, ":"); ok {
+			a := strings.ToLower(strings.TrimSpace(agent))
+			if !strings.ContainsAny(a, " ,") && !strings.HasPrefix(a, "unavailable_after") && !strings.HasPrefix(a, "max-") {
+				if a != campaign.RobotsToken {
+					continue
+				}
+				v = rest
+			}
+		}
+		ni, nf := robotsDirectives(v)
+		noIndex, noFollow = noIndex || ni, noFollow || nf
+	}
+	return noIndex, noFollow
+}
+
+// refreshURL extracts the URL of a meta refresh content ("5; url=/next",
+// "0;URL='/next'"), "" when there is none.
+func refreshURL(content string) string {
+	_, rest, ok := strings.Cut(content, ";")
+	if !ok {
+		if _, rest, ok = strings.Cut(content, ","); !ok {
+			return ""
+		}
+	}
+	rest = strings.TrimSpace(rest)
+	if len(rest) >= 3 && strings.EqualFold(rest[:3], "url") {
+		r := strings.TrimSpace(rest[3:])
+		if strings.HasPrefix(r, "=") {
+			rest = strings.TrimSpace(r[1:])
+		}
+	}
+	if len(rest) > 0 && (rest[0] == '\'' || rest[0] == '"') {
+		q := rest[0]
+		rest = rest[1:]
+		if i := strings.IndexByte(rest, q); i >= 0 {
+			rest = rest[:i]
+		}
+	}
+	return strings.TrimSpace(rest)
+}

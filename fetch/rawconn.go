@@ -1,0 +1,138 @@
+package fetch
+
+import (
+	"bytes"
+	"net"
+	"net/http"
+	"sort"
+	"strconv"
+	"sync"
+)
+
+// rawCap bounds how many bytes of a request and of a response head are
+// recorded; it is also the transport's MaxResponseHeaderBytes, so a head
+// that fits the transport fits the recording.
+const rawCap = 128 << 10
+
+// recConn records the bytes written to and read from a connection while a
+// request is under way, so that the page keeps the request and the response
+// head exactly as they went over the wire. An HTTP/1.1 connection carries
+// one request at a time, and the recording is reset when the transport
+// hands the connection to a request (httptrace GotConn), so what it holds
+// belongs to that request. The transport's read loop reads concurrently
+// with the request's goroutine, hence the lock.
+type recConn struct {
+	net.Conn
+	mu         sync.Mutex
+	on         bool
+	rbuf, wbuf []byte
+}
+
+func (c *recConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.mu.Lock()
+		if c.on && len(c.rbuf) < rawCap {
+			c.rbuf = append(c.rbuf, p[:min(n, rawCap-len(c.rbuf))]...)
+		}
+		c.mu.Unlock()
+	}
+	return n, err
+}
+
+func (c *recConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	if c.on && len(c.wbuf) < rawCap {
+		c.wbuf = append(c.wbuf, p[:min(len(p), rawCap-len(c.wbuf))]...)
+	}
+	c.mu.Unlock()
+	return c.Conn.Write(p)
+}
+
+// start resets the recording for a new request.
+func (c *recConn) start() {
+	c.mu.Lock()
+	c.on, c.rbuf, c.wbuf = true, c.rbuf[:0], c.wbuf[:0]
+	c.mu.Unlock()
+}
+
+// stop ends the recording and returns copies of what was written and read.
+func (c *recConn) stop() (written, read []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.on = false
+	return bytes.Clone(c.wbuf), bytes.Clone(c.rbuf)
+}
+
+// headEnd returns the offset just past the blank line that ends the head
+// at the start of b, or -1.
+func headEnd(b []byte) int {
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\n' {
+			continue
+		}
+		if i+1 < len(b) && b[i+1] == '\n' {
+			return i + 2
+		}
+		if i+2 < len(b) && b[i+1] == '\r' && b[i+2] == '\n' {
+			return i + 3
+		}
+	}
+	return -1
+}
+
+// splitRawHead finds the final response head in rec (skipping 1xx interim
+// responses) and returns its status line (without line end) and header
+// block (every line with its own line end, without the blank line).
+func splitRawHead(rec []byte) (statusLine string, header []byte, ok bool) {
+	for len(rec) > 0 {
+		end := headEnd(rec)
+		if end < 0 {
+			return "", nil, false
+		}
+		head := rec[:end]
+		nl := bytes.IndexByte(head, '\n')
+		line := bytes.TrimRight(head[:nl], "\r")
+		block := head[nl+1:]
+		// Drop the blank line that ends the head.
+		block = bytes.TrimSuffix(block, []byte("\n"))
+		block = bytes.TrimSuffix(block, []byte("\r"))
+		if code := statusCode(line); code >= 100 && code < 200 && code != 101 {
+			rec = rec[end:]
+			continue
+		}
+		return string(line), bytes.Clone(block), true
+	}
+	return "", nil, false
+}
+
+func statusCode(line []byte) int {
+	f := bytes.Fields(line)
+	if len(f) < 2 {
+		return 0
+	}
+	n, _ := strconv.Atoi(string(f[1]))
+	return n
+}
+
+// rebuildHead is the fallback when no raw head was recorded: the parsed
+// header in wire format, names in canonical form, sorted, one
+// "Name: value\r\n" line per value.
+func rebuildHead(resp *http.Response) (statusLine string, header []byte) {
+	statusLine = resp.Proto + " " + resp.Status
+	keys := make([]string, 0, len(resp.Header))
+	for k := range resp.Header {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b bytes.Buffer
+	for _, k := range keys {
+		for _, v := range resp.Header[k] {
+			b.WriteString(k)
+			b.WriteString(": ")
+			b.WriteString(v)
+			b.WriteString("\r\n")
+		}
+	}
+	return statusLine, b.Bytes()
+}
