@@ -1,0 +1,118 @@
+package fetch
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/drover-crawl/drover/campaign"
+)
+
+func mustScope(t *testing.T, cfg campaign.Config) *Scope {
+	t.Helper()
+	s, err := NewScope(cfg.WithDefaults())
+	must(t, err == nil, err)
+	return s
+}
+
+func allow(s *Scope, raw string, depth int) (bool, string) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return false, err.Error()
+	}
+	return s.Allow(u, depth)
+}
+
+func TestScopeRules(t *testing.T) {
+	seeds := mustScope(t, campaign.Config{
+		Seeds:    []string{"http://Example.com:8080/start", "https://bücher.example/"},
+		Exclude:  []string{`/private/`, `\.pdf$`},
+		MaxDepth: 3,
+	})
+	regex := mustScope(t, campaign.Config{
+		Seeds: []string{"http://example.com/"},
+		Scope: []string{`^https?://([a-z]+\.)?example\.org/`},
+	})
+	cases := []struct {
+		s      *Scope
+		url    string
+		depth  int
+		reason string // "" when allowed
+	}{
+		{seeds, "http://example.com/a", 1, ""},
+		{seeds, "https://example.com:9999/a", 1, ""}, // host, not port, is the key
+		{seeds, "http://xn--bcher-kva.example/x", 1, ""},
+		{seeds, "http://www.example.com/a", 1, ReasonOutOfScope},
+		{seeds, "http://example.com/a", 3, ""},
+		{seeds, "http://example.com/a", 4, ReasonDepth},
+		{seeds, "http://example.com/private/x", 1, ReasonExcluded},
+		{seeds, "http://example.com/doc.pdf", 1, ReasonExcluded},
+		{seeds, "ftp://example.com/a", 1, ReasonScheme},
+		{seeds, "http://example.com/" + strings.Repeat("a", 2100), 1, ReasonTooLong},
+		{seeds, "http://example.com/1/2/3/4/5/6/7/8/9/10/11/12/13/14/15/16/17/18/19/20", 1, ""},
+		{seeds, "http://example.com/1/2/3/4/5/6/7/8/9/10/11/12/13/14/15/16/17/18/19/20/21", 1, ReasonSegments},
+		{seeds, "http://example.com/x/x/x", 1, ReasonRepeats},
+		{seeds, "http://example.com/a/b/a/b/a/b", 1, ReasonRepeats},
+		{seeds, "http://example.com/p/img/p/img/p/img/x.png", 1, ReasonRepeats},
+		{seeds, "http://example.com/a/b/a/b", 1, ""},
+		{seeds, "http://example.com////", 1, ""}, // empty segments are not counted
+		{regex, "http://example.org/x", 1, ""},
+		{regex, "https://www.example.org/x", 1, ""},
+		{regex, "http://example.com/x", 1, ReasonOutOfScope}, // regexes replace the seed hosts
+		{regex, "http://example.com/x", 1000, ReasonOutOfScope},
+		{regex, "http://example.org/x", 1000, ""}, // no depth limit
+	}
+	for _, c := range cases {
+		ok, reason := allow(c.s, c.url, c.depth)
+		equal(t, reason, c.reason, c.url[:min(60, len(c.url))])
+		equal(t, ok, c.reason == "", c.url[:min(60, len(c.url))])
+	}
+}
+
+func TestScopeGeneratedSpace(t *testing.T) {
+	s := mustScope(t, campaign.Config{Seeds: []string{"http://example.com/"}})
+	refused := 0
+	for i := range 300 {
+		ok, reason := allow(s, fmt.Sprintf("http://example.com/calendar/%d/%d?day=%d", 2000+i/12, i%12, i), 1)
+		if !ok {
+			equal(t, reason, ReasonGenerated)
+			refused++
+		}
+	}
+	equal(t, refused, 300-MaxPatternURLs)
+	// A URL seen again does not count twice; one of another pattern passes.
+	s2 := mustScope(t, campaign.Config{Seeds: []string{"http://example.com/"}})
+	for range 500 {
+		ok, _ := allow(s2, "http://example.com/calendar/2024/1", 1)
+		must(t, ok)
+	}
+	ok, _ := allow(s, "http://example.com/news/2024/story", 1)
+	check(t, ok, "other patterns are unaffected")
+	ok, _ = allow(s, "http://example.com/about", 1)
+	check(t, ok)
+}
+
+func TestScopePatternMemoryBounded(t *testing.T) {
+	s := mustScope(t, campaign.Config{Seeds: []string{"http://example.com/"}})
+	for i := range maxTrackedPatterns + 500 {
+		allow(s, fmt.Sprintf("http://example.com/%s/1", letters(i)), 1)
+	}
+	equal(t, len(s.patterns), maxTrackedPatterns)
+}
+
+func TestUrlPattern(t *testing.T) {
+	u, _ := url.Parse("http://h1.example/cal/2024/05/x7y?d=12&e=abc")
+	equal(t, urlPattern(u), "h1.example/cal/N/N/xNy?d=N&e=abc")
+	u, _ = url.Parse("http://h1.example/about")
+	equal(t, urlPattern(u), "")
+}
+
+// letters spells n in base 26 with a-z (digits would all become "N").
+func letters(n int) string {
+	b := []byte{byte('a' + n%26)}
+	for n /= 26; n > 0; n /= 26 {
+		b = append(b, byte('a'+n%26))
+	}
+	return string(b)
+}
