@@ -1,0 +1,60 @@
+package fetch
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+// benchPage is an 8 KB HTML page with 40 links of the usual kinds:
+// relative, absolute, with queries and fragments, some off-site.
+func benchPage() []byte {
+	var b strings.Builder
+	b.WriteString(`<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>Bench</title>
+<link rel="canonical" href="https://www.example.com/section/article-123.html">
+<link rel="stylesheet" href="/static/site.css"><meta name="viewport" content="width=device-width"></head><body>
+<header><nav><ul>`)
+	for i := range 39 {
+		var href string
+		switch i % 4 {
+		case 0:
+			href = fmt.Sprintf("/section/article-%d.html", i)
+		case 1:
+			href = fmt.Sprintf("../other/page%d?ref=nav&amp;utm_source=bench#top", i)
+		case 2:
+			href = fmt.Sprintf("https://WWW.Example.com:443/tag/%%7Etopic-%d/", i)
+		default:
+			href = fmt.Sprintf("https://cdn.partner.example/assets/item/%d/./view", i)
+		}
+		fmt.Fprintf(&b, "<li class=\"nav-item\"><a class=\"link\" href=\"%s\" title=\"Item %d\">Item number %d</a></li>\n", href, i, i)
+		if i%8 == 7 {
+			b.WriteString("</ul><p>Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor incididunt ut labore et dolore magna aliqua. Ut enim ad minim veniam, quis nostrud exercitation ullamco laboris.</p><ul>\n")
+		}
+	}
+	b.WriteString("</ul></nav></header><main>")
+	for b.Len() < 8000 {
+		b.WriteString("<p>Duis aute irure dolor in reprehenderit in voluptate velit esse cillum dolore eu fugiat nulla pariatur.</p>\n")
+	}
+	b.WriteString("</main></body></html>")
+	return []byte(b.String())
+}
+
+// BenchmarkExtractLinks measures link extraction and normalization of one
+// page (goquery parse, selection, Normalize of every link, dedup).
+func BenchmarkExtractLinks(b *testing.B) {
+	page := benchPage()
+	base, _ := url.Parse("https://www.example.com/section/article-123.html")
+	drop := []string{"utm_source"}
+	urls, _, _ := extractLinks(page, base, drop)
+	if len(urls) != 40 {
+		b.Fatalf("%d links, want 40", len(urls))
+	}
+	b.SetBytes(int64(len(page)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		extractLinks(page, base, drop)
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/page")
+}

@@ -1,0 +1,285 @@
+package fetch
+
+import (
+	"bytes"
+	"compress/gzip"
+	"io"
+	"math/rand"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Hostile servers: each fetch ends as a recorded error or a normal page,
+// never a panic or a hang.
+
+func hostileServer(t *testing.T, h http.HandlerFunc) (*httptest.Server, *Fetcher) {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv, newTestFetcher(t, testConfig(srv.URL))
+}
+
+func TestHostileMalformedHTML(t *testing.T) {
+	docs := []string{
+		`<html><body><a href="/ok">ok</a><div><p><table><tr><td><a href="/x"`,
+		`<a href=/unquoted>u</a><a href='/single'>s</a><a href="/unterminated>t</a>`,
+		`<<<<>>>><a <a href="/nested">n</a></a></b></i></body></html></html>` + strings.Repeat("<div>", 20000),
+		`<html><head><base href="javascript:evil()"><base href="/second/"></head><a href="x">x</a>`,
+		`<script>document.write('<a href="/in-script">')</script><!-- <a href="/in-comment"> --><a href="/real">r</a>`,
+		`<a href="http://[::1">v6</a><a href="http://%zz/">bad host</a><a href="http://a b/">sp</a><a href="/ok2">ok</a>`,
+	}
+	i := 0
+	srv, f := hostileServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, docs[i])
+	})
+	for i = range docs {
+		res := f.Fetch(testCtx(t), Request{URL: srv.URL + "/"})
+		must(t, res.Page != nil && res.Page.Status == 200, res.Err)
+		for _, l := range res.Links {
+			check(t, strings.HasPrefix(l.URL, srv.URL+"/"), l.URL)
+			check(t, !strings.Contains(l.URL, "in-script") && !strings.Contains(l.URL, "in-comment"), l.URL)
+		}
+	}
+}
+
+func TestHostileInvalidUTF8(t *testing.T) {
+	body := "<html><body>\xff\xfe\xc3\x28<a href=\"/caf\xe9\">latin-1</a><a href=\"/\xed\xa0\x80/x\">surrogate</a>\x00<a href=\"/after\">after</a></body></html>"
+	srv, f := hostileServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		io.WriteString(w, body)
+	})
+	res := f.Fetch(testCtx(t), Request{URL: srv.URL + "/"})
+	must(t, res.Page != nil && res.Page.Status == 200, res.Err)
+	equal(t, string(res.Page.Body), body, "stored raw")
+	equal(t, linkURLs(res.Links), []string{srv.URL + "/caf%E9", srv.URL + "/%ED%A0%80/x", srv.URL + "/after"})
+}
+
+// TestHostileHugeBody: a 50 MB body is cut at the cap, and reading stops
+// there (the server could not write most of it).
+func TestHostileHugeBody(t *testing.T) {
+	const total = 50 << 20
+	var written atomic.Int64
+	srv, f := hostileServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.Header().Set("Content-Length", itoa(total))
+		chunk := bytes.Repeat([]byte("<a href=/x>x</a>"), 4096) // 64 KiB
+		for written.Load() < total {
+			n, err := w.Write(chunk)
+			written.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+	})
+	res := f.Fetch(testCtx(t), Request{URL: srv.URL + "/"})
+	must(t, res.Page != nil && res.Page.Status == 200, res.Err)
+	check(t, res.Page.Truncated)
+	equal(t, int64(len(res.Page.Body)), f.cfg.BodyCap)
+	equal(t, linkURLs(res.Links), []string{srv.URL + "/x"})
+	// The handler stops when the client closes; socket buffers absorb some.
+	eventually(t, 10*time.Second, 10*time.Millisecond, func() bool {
+		w1 := written.Load()
+		time.Sleep(50 * time.Millisecond)
+		return written.Load() == w1
+	}, "the server kept writing")
+	check(t, written.Load() < total/2, "read did not stop at the cap: ", written.Load())
+}
+
+// TestHostileGzipBomb: 64 MiB of zeros in about 64 KB of gzip; the decoded
+// body is capped, the stored body is the compressed one.
+func TestHostileGzipBomb(t *testing.T) {
+	var bomb bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&bomb, gzip.BestCompression)
+	io.WriteString(zw, `<html><a href="/before">b</a>`)
+	zeros := make([]byte, 1<<20)
+	for range 64 {
+		zw.Write(zeros)
+	}
+	io.WriteString(zw, `<a href="/after-the-bomb">a</a></html>`)
+	zw.Close()
+	srv, f := hostileServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.Header().Set("Content-Encoding", "gzip")
+		w.Write(bomb.Bytes())
+	})
+	res := f.Fetch(testCtx(t), Request{URL: srv.URL + "/"})
+	must(t, res.Page != nil && res.Page.Status == 200, res.Err)
+	check(t, res.Page.Truncated, "decoded cap")
+	equal(t, res.Page.Body, bomb.Bytes())
+	equal(t, linkURLs(res.Links), []string{srv.URL + "/before"})
+
+	decoded, truncated, err := decodeBody(bomb.Bytes(), "gzip", 1<<20)
+	check(t, err == nil && truncated && len(decoded) == 1<<20, err)
+}
+
+// TestHostileRedirectChain follows an endless redirect chain the way the
+// frontier would (each target is a new Fetch with the link's Hops) and
+// stops at MaxRedirects.
+func TestHostileRedirectChain(t *testing.T) {
+	var hits atomic.Int32
+	srv, f := hostileServer(t, func(w http.ResponseWriter, r *http.Request) {
+		n := hits.Add(1)
+		http.Redirect(w, r, "/r/"+itoa(int(n)), http.StatusFound)
+	})
+	f.cfg.MaxRedirects = 5
+	req := Request{URL: srv.URL + "/r/0"}
+	fetches := 0
+	for {
+		fetches++
+		must(t, fetches <= 20, "redirects never stopped")
+		res := f.Fetch(testCtx(t), req)
+		must(t, res.Page != nil && res.Page.Status == http.StatusFound, res.Err)
+		if len(res.Links) == 0 {
+			check(t, strings.Contains(res.Page.Err, "redirect hop limit"), res.Page.Err)
+			break
+		}
+		req = Request{URL: res.Links[0].URL, Hops: res.Links[0].Hops, Depth: res.Links[0].Depth}
+	}
+	equal(t, fetches, 6, "the seed and 5 hops")
+}
+
+// TestHostileSlowServer: one byte per second; the whole-response timeout
+// ends the fetch (shortened here from 60 s).
+func TestHostileSlowServer(t *testing.T) {
+	srv, f := hostileServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(200)
+		for i := 0; i < 600; i++ {
+			if _, err := w.Write([]byte("x")); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(time.Second):
+			}
+		}
+	})
+	f.timeout = 1500 * time.Millisecond
+	start := time.Now()
+	res := f.Fetch(testCtx(t), Request{URL: srv.URL + "/", Attempt: 1, MaxAttempts: 2})
+	check(t, res.Retry && res.Err != nil, res)
+	res = f.Fetch(testCtx(t), Request{URL: srv.URL + "/", Attempt: 2, MaxAttempts: 2})
+	must(t, res.Page != nil && !res.Retry, res)
+	equal(t, res.Page.Status, 0)
+	check(t, strings.Contains(res.Page.Err, "deadline") || strings.Contains(res.Page.Err, "timeout"), res.Page.Err)
+	check(t, time.Since(start) < 20*time.Second, "the timeout did not bound the fetch")
+}
+
+// rawServer runs handle on every connection to a loopback listener.
+func rawServer(t *testing.T, handle func(c *net.TCPConn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err == nil, err)
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(10 * time.Second))
+				c.Read(make([]byte, 4096))
+				handle(c.(*net.TCPConn))
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String()
+}
+
+func TestHostileConnectionReset(t *testing.T) {
+	reset := func(c *net.TCPConn) { c.SetLinger(0) } // close sends RST
+	cases := map[string]func(c *net.TCPConn){
+		"before response": reset,
+		"mid head": func(c *net.TCPConn) {
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Ty")
+			reset(c)
+		},
+		"mid body": func(c *net.TCPConn) {
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\nContent-Type: text/html\r\n\r\n<html>")
+			time.Sleep(50 * time.Millisecond)
+			reset(c)
+		},
+		"garbage status": func(c *net.TCPConn) { io.WriteString(c, "SSH-2.0-OpenSSH_9.0\r\n\r\n") },
+	}
+	for name, h := range cases {
+		t.Run(name, func(t *testing.T) {
+			u := rawServer(t, h)
+			f := newTestFetcher(t, testConfig(u))
+			res := f.Fetch(testCtx(t), Request{URL: u + "/", Attempt: 1, MaxAttempts: 3})
+			check(t, res.Retry && res.Err != nil && res.Page == nil, res)
+			res = f.Fetch(testCtx(t), Request{URL: u + "/", Attempt: 3, MaxAttempts: 3})
+			must(t, res.Page != nil && !res.Retry, res)
+			equal(t, res.Page.Status, 0)
+			check(t, res.Page.Err != "")
+		})
+	}
+}
+
+func TestHostileRobots(t *testing.T) {
+	garbage := make([]byte, 2<<20)
+	rand.New(rand.NewSource(1)).Read(garbage)
+	copy(garbage[1000:], "\nuser-agent: *\ndisallow: /secret\n")
+	srv, f := hostileServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		w.Write(garbage)
+	})
+	rr := f.FetchRobots(testCtx(t), srv.URL)
+	must(t, rr.Err == nil, rr.Err)
+	equal(t, len(rr.Body), RobotsBodyCap, "capped at 500 KiB")
+	r := ParseRobots(rr.Status, rr.Body, rr.Err)
+	check(t, !r.Unreachable)
+	r.Allowed("/x")
+	r.CrawlDelay()
+	r.Sitemaps()
+}
+
+func TestHostileLongURL(t *testing.T) {
+	long := "/" + strings.Repeat("a", 10000)
+	var hits atomic.Int32
+	srv, f := hostileServer(t, func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, `<a href="`+long+`">long</a><a href="/short">short</a>`)
+	})
+	res := f.Fetch(testCtx(t), Request{URL: srv.URL + long, Attempt: 1, MaxAttempts: 3})
+	must(t, res.Page != nil && !res.Retry)
+	check(t, strings.Contains(res.Page.Err, "longer than 2048"), res.Page.Err)
+	equal(t, hits.Load(), int32(0))
+
+	res = f.Fetch(testCtx(t), Request{URL: srv.URL + "/"})
+	equal(t, linkURLs(res.Links), []string{srv.URL + "/short"})
+}
+
+func TestHostileBinaryAsHTML(t *testing.T) {
+	bin := make([]byte, 256<<10)
+	rand.New(rand.NewSource(2)).Read(bin)
+	srv, f := hostileServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.Write(bin)
+	})
+	res := f.Fetch(testCtx(t), Request{URL: srv.URL + "/"})
+	must(t, res.Page != nil && res.Page.Status == 200, res.Err)
+	equal(t, res.Page.Body, bin)
+	for _, l := range res.Links {
+		check(t, strings.HasPrefix(l.URL, srv.URL+"/"), l.URL)
+	}
+	// Declared gzip, but not gzip: stored, not parsed, no error.
+	srv2, f2 := hostileServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.Header().Set("Content-Encoding", "gzip")
+		w.Write(bin)
+	})
+	res = f2.Fetch(testCtx(t), Request{URL: srv2.URL + "/"})
+	must(t, res.Page != nil && res.Page.Status == 200, res.Err)
+	equal(t, len(res.Links), 0)
+}
