@@ -1,0 +1,260 @@
+// Package cli holds the starter's commands (DESIGN.md, "The operator's
+// commands"). The main reads the environment into an Env and calls
+// App.Run; everything else, including the Temporal client, is reached
+// through App's fields so that tests can swap in fakes.
+//
+// Exit codes: 0 success; 1 a runtime failure (Temporal unreachable, no such
+// campaign, a rejected scale, a campaign that failed or was stopped under
+// --wait); 2 a usage error (unknown flag or command, missing --id/--seed,
+// bad value, a config that does not validate); 130 when Ctrl-C ends a
+// --wait (the campaign itself keeps running).
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/drover-crawl/drover/frontier"
+)
+
+// Exit codes of the starter.
+const (
+	ExitOK          = 0
+	ExitFailure     = 1
+	ExitUsage       = 2
+	ExitInterrupted = 130
+)
+
+// Defaults of DESIGN.md, "Addresses, ports, names".
+const (
+	DefaultTemporalAddress = "127.0.0.1:7233"
+	DefaultNamespace       = "default"
+	DefaultScheduler       = "127.0.0.1:7420"
+	webUIPort              = "8233"
+)
+
+// Env is the starter's environment, read by the main: TEMPORAL_ADDRESS,
+// TEMPORAL_NAMESPACE, TEMPORAL_UI, DROVER_SCHEDULER (split on commas) and
+// DROVER_TOKEN. Empty fields take the defaults above.
+type Env struct {
+	TemporalAddress   string
+	TemporalNamespace string
+	// TemporalUI is the Web UI's base URL; empty derives it from
+	// TemporalAddress with port 8233.
+	TemporalUI string
+	Schedulers []string
+	// Token is the schedulers' session token; empty means frontier.DevToken.
+	Token string
+}
+
+func (e Env) withDefaults() Env {
+	if e.TemporalAddress == "" {
+		e.TemporalAddress = DefaultTemporalAddress
+	}
+	if e.TemporalNamespace == "" {
+		e.TemporalNamespace = DefaultNamespace
+	}
+	var addrs []string
+	for _, a := range e.Schedulers {
+		if a = strings.TrimSpace(a); a != "" {
+			addrs = append(addrs, a)
+		}
+	}
+	if len(addrs) == 0 {
+		addrs = []string{DefaultScheduler}
+	}
+	e.Schedulers = addrs
+	if e.Token == "" {
+		e.Token = frontier.DevToken
+	}
+	return e
+}
+
+// WorkflowURL is the Web UI page of a campaign's workflow.
+func (e Env) WorkflowURL(id string) string {
+	base := strings.TrimRight(e.TemporalUI, "/")
+	if base == "" {
+		host, _, err := net.SplitHostPort(e.TemporalAddress)
+		if err != nil {
+			host = e.TemporalAddress
+		}
+		if host == "" {
+			host = "127.0.0.1"
+		}
+		base = "http://" + net.JoinHostPort(host, webUIPort)
+	}
+	return fmt.Sprintf("%s/namespaces/%s/workflows/%s", base, e.TemporalNamespace, id)
+}
+
+// StatsFunc sums the schedulers' stats of one campaign;
+// frontier.CampaignStats in production.
+type StatsFunc func(ctx context.Context, addrs []string, token, campaignID string) (frontier.Stats, error)
+
+// DialFunc connects to Temporal; DialTemporal in production. It returns an
+// error (which the caller prints as it is) when Temporal is unreachable.
+type DialFunc func(ctx context.Context, env Env) (Campaigns, error)
+
+// App is the starter: its environment, its output and its dependencies.
+type App struct {
+	Env   Env
+	Out   io.Writer // results (tables, JSON)
+	Err   io.Writer // errors and --wait/--watch progress
+	Dial  DialFunc
+	Stats StatsFunc
+	// Interval is the refresh period of --wait and --watch (default 2 s).
+	Interval time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+
+	client Campaigns
+	closer func()
+}
+
+// exitError carries an exit code; msg, when set, is printed on stderr.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+func failf(format string, args ...any) error {
+	return &exitError{code: ExitFailure, msg: fmt.Sprintf(format, args...)}
+}
+
+// usageError is a mistake in the command line: printed with a pointer to the
+// command's help, exit 2.
+type usageError struct {
+	err error
+}
+
+func (e *usageError) Error() string { return e.err.Error() }
+
+func usagef(format string, args ...any) error {
+	return &usageError{err: fmt.Errorf(format, args...)}
+}
+
+// Run executes the command line args (without the program name) and
+// returns the exit code. Errors are printed on a.Err as one line each.
+func (a *App) Run(ctx context.Context, args []string) int {
+	a.Env = a.Env.withDefaults()
+	if a.Interval <= 0 {
+		a.Interval = 2 * time.Second
+	}
+	if a.Now == nil {
+		a.Now = time.Now
+	}
+	defer func() {
+		if a.closer != nil {
+			a.closer()
+			a.closer = nil
+		}
+	}()
+
+	root := a.rootCommand()
+	root.SetArgs(args)
+	root.SetOut(a.Out)
+	root.SetErr(a.Err)
+	// Cobra's own errors (unknown flag or command, argument count, missing
+	// required flag) arrive before any command ran; everything after is the
+	// command's own.
+	ran := false
+	for _, c := range root.Commands() {
+		if run := c.RunE; run != nil {
+			c.RunE = func(cmd *cobra.Command, args []string) error {
+				ran = true
+				return run(cmd, args)
+			}
+		}
+	}
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	var ue *usageError
+	if !ran || errors.As(err, &ue) {
+		if cmd == nil {
+			cmd = root
+		}
+		fmt.Fprintf(a.Err, "Error: %v\nRun '%s --help' for usage.\n", err, cmd.CommandPath())
+		return ExitUsage
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.msg != "" {
+			fmt.Fprintln(a.Err, oneLine(ee.msg))
+		}
+		return ee.code
+	}
+	fmt.Fprintln(a.Err, oneLine(err.Error()))
+	return ExitFailure
+}
+
+func (a *App) rootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "starter",
+		Short: "Start, watch and control drover crawl campaigns",
+		Long: `starter starts, watches and controls drover crawl campaigns, which run as
+Temporal workflows.
+
+Environment: TEMPORAL_ADDRESS (default 127.0.0.1:7233), TEMPORAL_NAMESPACE
+(default "default"), TEMPORAL_UI (default: TEMPORAL_ADDRESS's host, port 8233),
+DROVER_SCHEDULER (default 127.0.0.1:7420, comma-separated) and DROVER_TOKEN.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		// No Args: cobra's default for a root with subcommands makes
+		// "starter nonsense" an unknown command; a bare "starter" prints help.
+	}
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err: err} })
+	root.AddCommand(
+		a.startCommand(),
+		a.statusCommand(),
+		a.signalCommand("pause", "Pause a campaign: fetchers stop, the frontier keeps its URLs"),
+		a.signalCommand("resume", "Resume a paused campaign"),
+		a.signalCommand("stop", "Stop a campaign for good"),
+		a.restartCommand(),
+		a.scaleCommand(),
+		a.listCommand(),
+	)
+	return root
+}
+
+// temporal dials Temporal once per run.
+func (a *App) temporal(ctx context.Context) (Campaigns, error) {
+	if a.client != nil {
+		return a.client, nil
+	}
+	c, err := a.Dial(ctx, a.Env)
+	if err != nil {
+		return nil, &exitError{code: ExitFailure, msg: err.Error()}
+	}
+	a.client = c
+	if cl, ok := c.(interface{ Close() }); ok {
+		a.closer = cl.Close
+	}
+	return c, nil
+}
+
+// oneLine keeps an error to one line: joined validation errors are the
+// exception, printed one per line by the caller.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", "; ")), " ")
+}
+
+// exactArgs is cobra.ExactArgs naming the arguments in its error.
+func exactArgs(names ...string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != len(names) {
+			return fmt.Errorf("%s takes %s, got %d argument(s)", cmd.Name(), strings.Join(names, " "), len(args))
+		}
+		return nil
+	}
+}

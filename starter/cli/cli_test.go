@@ -1,0 +1,431 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/sdk/converter"
+
+	"github.com/drover-crawl/drover/activities"
+	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/workflows"
+)
+
+func startedConfig(t *testing.T, fake *fakeTemporal) campaign.Config {
+	t.Helper()
+	require.Len(t, fake.started, 1)
+	in, ok := fake.started[0].Input.(workflows.CampaignInput)
+	require.True(t, ok, "workflow input is %T", fake.started[0].Input)
+	return in.Config
+}
+
+func TestStartAllFlags(t *testing.T) {
+	fake := newFake()
+	code, out, errOut := run(t, fake, nil, "start",
+		"--id", "c1", "--seed", "https://a.example/", "--seed", "https://b.example/x?a=1,2",
+		"--scope", `^https://[ab]\.example/`, "--scope", `x{1,3}`, "--exclude", `\.pdf$`,
+		"--fetchers", "7", "--max-pages", "1000", "--max-pages-per-host", "50", "--max-depth", "4",
+		"--max-duration", "90m", "--per-host-concurrency", "2", "--per-host-delay", "250ms",
+		"--priority", "fair", "--user-agent", "ua/1", "--sitemaps", "--drop-param", "utm_source",
+		"--drop-param", "sid", "--notify-url", "https://hooks.example/n", "--sink", "warc:/tmp/w",
+		"--sink", "kafka://127.0.0.1:9092/t", "--allow-private")
+	require.Equal(t, ExitOK, code, errOut)
+
+	want := campaign.Config{
+		ID: "c1", Seeds: []string{"https://a.example/", "https://b.example/x?a=1,2"},
+		Scope: []string{`^https://[ab]\.example/`, `x{1,3}`}, Exclude: []string{`\.pdf$`},
+		Fetchers: 7, MaxPages: 1000, MaxPagesPerHost: 50, MaxDepth: 4, MaxDuration: 90 * time.Minute,
+		PerHostConcurrency: 2, PerHostDelay: 250 * time.Millisecond, Priority: "fair", UserAgent: "ua/1",
+		Sitemaps: true, DropParams: []string{"utm_source", "sid"}, NotifyURL: "https://hooks.example/n",
+		Sinks: []string{"warc:/tmp/w", "kafka://127.0.0.1:9092/t"}, AllowPrivate: true,
+	}.WithDefaults()
+	assert.Equal(t, want, startedConfig(t, fake))
+
+	req := fake.started[0]
+	assert.Equal(t, "c1", req.ID)
+	assert.Equal(t, workflows.TaskQueue, req.TaskQueue)
+	assert.Equal(t, workflows.WorkflowName, req.Workflow)
+	assert.Equal(t, "crawl of https://a.example/, https://b.example/x?a=1,2 with 7 fetchers", req.Summary)
+	assert.Contains(t, req.Details, "`warc:/tmp/w`")
+	state, ok := req.SearchAttributes.GetKeyword(workflows.CampaignStateKey)
+	assert.True(t, ok)
+	assert.Equal(t, campaign.StateRunning, state)
+	pages, ok := req.SearchAttributes.GetInt64(workflows.PagesFetchedKey)
+	assert.True(t, ok)
+	assert.Zero(t, pages)
+	assert.Contains(t, out, "http://127.0.0.1:8233/namespaces/default/workflows/c1")
+}
+
+func TestStartDefaults(t *testing.T) {
+	fake := newFake()
+	code, _, errOut := run(t, fake, nil, "start", "--id", "c1", "--seed", "https://a.example/")
+	require.Equal(t, ExitOK, code, errOut)
+	cfg := startedConfig(t, fake)
+	assert.Equal(t, campaign.DefaultFetchers, cfg.Fetchers)
+	assert.Equal(t, time.Second, cfg.PerHostDelay)
+	assert.Equal(t, 1, cfg.PerHostConcurrency)
+	assert.Equal(t, campaign.DefaultUserAgent, cfg.UserAgent)
+	assert.Equal(t, []string{campaign.DefaultSink}, cfg.Sinks)
+}
+
+func TestStartFileMergedWithFlags(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "campaign.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(`
+id: from-file
+seeds: [https://file.example/]
+scope: ['^https://file\.example/']
+fetchers: 3
+max_pages: 500
+per_host_delay: 2s
+max_duration: 1h
+sitemaps: true
+sinks: [warc:/tmp/file]
+`), 0o600))
+
+	fake := newFake()
+	code, _, errOut := run(t, fake, nil, "start", "-f", path, "--fetchers", "9", "--seed", "https://flag.example/")
+	require.Equal(t, ExitOK, code, errOut)
+	cfg := startedConfig(t, fake)
+	assert.Equal(t, "from-file", cfg.ID)
+	assert.Equal(t, []string{"https://flag.example/"}, cfg.Seeds, "a repeatable flag replaces the file's list")
+	assert.Equal(t, []string{`^https://file\.example/`}, cfg.Scope)
+	assert.Equal(t, 9, cfg.Fetchers, "a flag given overrides the file")
+	assert.Equal(t, int64(500), cfg.MaxPages)
+	assert.Equal(t, 2*time.Second, cfg.PerHostDelay, "a flag not given leaves the file's value")
+	assert.Equal(t, time.Hour, cfg.MaxDuration)
+	assert.True(t, cfg.Sitemaps)
+	assert.Equal(t, []string{"warc:/tmp/file"}, cfg.Sinks)
+}
+
+func TestStartFileErrors(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "campaign.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("id: x\nseeds: [https://a.example/]\nfetcherz: 3\n"), 0o600))
+	code, _, errOut := run(t, newFake(), nil, "start", "-f", path)
+	assert.Equal(t, ExitUsage, code)
+	assert.Contains(t, errOut, "field fetcherz not found")
+
+	code, _, errOut = run(t, newFake(), nil, "start", "-f", filepath.Join(t.TempDir(), "missing.yaml"))
+	assert.Equal(t, ExitUsage, code)
+	assert.Contains(t, errOut, "no such file")
+}
+
+func TestStartUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown flag", []string{"start", "--id", "c", "--seed", "https://a/", "--bogus"}, "Error: unknown flag: --bogus\nRun 'starter start --help' for usage.\n"},
+		{"missing id", []string{"start", "--seed", "https://a/"}, "required flag --id not set"},
+		{"missing seed", []string{"start", "--id", "c"}, "required flag --seed not set"},
+		{"bad duration", []string{"start", "--id", "c", "--seed", "https://a/", "--max-duration", "5q"}, `invalid argument "5q" for "--max-duration"`},
+		{"bad number", []string{"start", "--id", "c", "--seed", "https://a/", "--fetchers", "many"}, `invalid argument "many" for "--fetchers"`},
+		{"unknown command", []string{"begin"}, `unknown command "begin" for "starter"`},
+		{"status without ID", []string{"status"}, "status takes ID"},
+		{"scale not a number", []string{"scale", "c", "lots"}, `N "lots": must be a whole number`},
+		{"restart without fetcher", []string{"restart", "c"}, `required flag(s) "fetcher" not set`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fake := newFake()
+			code, out, errOut := run(t, fake, nil, tc.args...)
+			assert.Equal(t, ExitUsage, code)
+			assert.Contains(t, errOut, tc.want)
+			assert.Contains(t, errOut, "--help' for usage.")
+			assert.NotContains(t, errOut, "Flags:", "no usage dump")
+			assert.Empty(t, out)
+			assert.Empty(t, fake.started)
+		})
+	}
+}
+
+func TestStartValidationErrors(t *testing.T) {
+	fake := newFake()
+	code, out, errOut := run(t, fake, nil, "start", "--id", "c1", "--seed", "ftp://a.example/", "--fetchers", "5000")
+	assert.Equal(t, ExitUsage, code)
+	assert.Equal(t, "seed \"ftp://a.example/\": must be an http or https URL\nfetchers 5000: must be between 0 and 1024\n", errOut,
+		"Validate's messages, as they are")
+	assert.Empty(t, out)
+	assert.Empty(t, fake.started)
+}
+
+func TestStartAlreadyRunning(t *testing.T) {
+	fake := newFake()
+	startedAt := time.Date(2026, 5, 1, 10, 0, 0, 0, time.Local)
+	fake.add("c1", workflows.Status{}, Execution{Status: StatusRunning, StartTime: startedAt})
+	code, out, errOut := run(t, fake, nil, "start", "--id", "c1", "--seed", "https://a.example/")
+	assert.Equal(t, ExitFailure, code)
+	assert.Empty(t, out)
+	assert.Equal(t, "campaign c1 is already running (started "+startedAt.Format("2006-01-02 15:04:05 MST")+
+		"); stop it first or pick another --id\n", errOut)
+}
+
+func TestStartJSON(t *testing.T) {
+	code, out, errOut := run(t, newFake(), nil, "start", "--id", "c1", "--seed", "https://a.example/", "--json")
+	require.Equal(t, ExitOK, code, errOut)
+	var res map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &res), out)
+	assert.Equal(t, "c1", res["id"])
+	assert.Equal(t, "run-1", res["run_id"])
+	assert.Equal(t, "running", res["state"])
+	assert.Equal(t, "http://127.0.0.1:8233/namespaces/default/workflows/c1", res["web_ui"])
+}
+
+func TestTemporalUnreachable(t *testing.T) {
+	var errb strings.Builder
+	app := &App{Out: &strings.Builder{}, Err: &errb, Dial: DialTemporal,
+		Env: Env{TemporalAddress: "127.0.0.1:1"}}
+	code := app.Run(context.Background(), []string{"status", "c1"})
+	assert.Equal(t, ExitFailure, code)
+	assert.Regexp(t, "^cannot reach Temporal at 127.0.0.1:1: .+; start the dev stack with `make dev` or set TEMPORAL_ADDRESS\n$", errb.String())
+}
+
+func TestWaitExitCodes(t *testing.T) {
+	begin := time.Now().Add(-time.Minute)
+	for _, tc := range []struct {
+		name   string
+		closed Execution
+		result string // the state in the workflow's result
+		want   int
+		line   string
+	}{
+		{"completed", Execution{Status: StatusCompleted}, campaign.StateCompleted, ExitOK, "campaign c1 completed"},
+		{"max pages reached", Execution{Status: StatusCompleted}, "", ExitOK, "campaign c1 completed"},
+		{"stopped", Execution{Status: StatusCompleted}, campaign.StateStopped, ExitFailure, "campaign c1 stopped"},
+		{"failed state", Execution{Status: StatusCompleted}, campaign.StateFailed, ExitFailure, "campaign c1 failed"},
+		{"workflow failed", Execution{Status: StatusFailed}, "", ExitFailure, "campaign c1 failed"},
+		{"terminated", Execution{Status: StatusTerminated}, "", ExitFailure, "campaign c1 stopped"},
+		{"canceled", Execution{Status: StatusCanceled}, "", ExitFailure, "campaign c1 stopped"},
+		{"timed out", Execution{Status: StatusTimedOut}, "", ExitFailure, "campaign c1 failed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.closed.StartTime, tc.closed.CloseTime = begin, time.Now()
+			code, out, errOut := runWait(t, newFake(), tc.closed, tc.result)
+			assert.Equal(t, tc.want, code, errOut)
+			assert.Contains(t, out, tc.line)
+		})
+	}
+	assert.Equal(t, 0, ExitCode(campaign.StateCompleted))
+	assert.Equal(t, 1, ExitCode(campaign.StateStopped))
+	assert.Equal(t, 1, ExitCode(campaign.StateFailed))
+}
+
+// runWait starts c1 with --wait on a fake whose run is running twice and
+// then closed as given.
+func runWait(t *testing.T, fake *fakeTemporal, closed Execution, resultState string, extra ...string) (int, string, string) {
+	t.Helper()
+	starting := &startHook{fakeTemporal: fake, then: func() {
+		r := fake.add("c1", workflows.Status{State: campaign.StateRunning, PagesFetched: 10},
+			Execution{Status: StatusRunning, StartTime: closed.StartTime},
+			Execution{Status: StatusRunning, StartTime: closed.StartTime},
+			closed)
+		r.result = workflows.Status{State: resultState, PagesFetched: 42}
+	}}
+	var out, errb strings.Builder
+	app := &App{Out: &out, Err: &errb, Interval: time.Millisecond,
+		Dial: func(context.Context, Env) (Campaigns, error) { return starting, nil },
+		Stats: func(context.Context, []string, string, string) (frontier.Stats, error) {
+			return frontier.Stats{}, errors.New("down")
+		}}
+	args := append([]string{"start", "--id", "c1", "--seed", "https://a.example/", "--wait"}, extra...)
+	code := app.Run(context.Background(), args)
+	return code, out.String(), errb.String()
+}
+
+// startHook creates the fake run when the campaign is started.
+type startHook struct {
+	*fakeTemporal
+	then func()
+}
+
+func (s *startHook) Start(ctx context.Context, req StartRequest) (string, error) {
+	id, err := s.fakeTemporal.Start(ctx, req)
+	if err == nil {
+		s.then()
+	}
+	return id, err
+}
+
+func TestWaitJSONPrintsFinalStatus(t *testing.T) {
+	now := time.Now()
+	code, out, errOut := runWait(t, newFake(), Execution{Status: StatusCompleted, StartTime: now.Add(-time.Minute), CloseTime: now}, campaign.StateCompleted, "--json")
+	require.Equal(t, ExitOK, code, errOut)
+	var v map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &v), out)
+	assert.Equal(t, "completed", v["state"])
+	assert.EqualValues(t, 42, v["pages_fetched"])
+	assert.Contains(t, errOut, "running: 10 pages", "progress goes to stderr")
+}
+
+func TestStatusJSON(t *testing.T) {
+	fake := newFake()
+	hb := time.Now().Add(-3 * time.Second).UTC()
+	fake.add("c1", workflows.Status{
+		State: campaign.StatePaused, FetchersDesired: 3, FetchersActive: 2, PagesFetched: 100, PagesFailed: 4,
+		URLsQueued: 7, URLsInFlight: 1, Restarts: 2,
+		Fetchers: []workflows.FetcherStatus{{Index: 0}, {Index: 1, Restarts: 2}, {Index: 2}},
+	}, Execution{Status: StatusRunning, StartTime: time.Now().Add(-time.Hour), Pending: []PendingActivity{
+		{ActivityID: "fetcher-0", Type: "FetchSession", State: "Started", Worker: "w1@host", Attempt: 1, LastHeartbeat: hb,
+			Counters: &activities.SessionCounters{Index: 0, Fetched: 60, Errors: 1}},
+		{ActivityID: "fetcher-1", Type: "FetchSession", State: "Started", Worker: "w2@host", Attempt: 3, LastHeartbeat: hb,
+			Counters: &activities.SessionCounters{Index: 1, Fetched: 45, Errors: 2}},
+		{ActivityID: "monitor", Type: "Monitor", State: "Started"},
+	}})
+	stats := func(_ context.Context, addrs []string, token, id string) (frontier.Stats, error) {
+		assert.Equal(t, []string{DefaultScheduler}, addrs)
+		assert.Equal(t, "c1", id)
+		return frontier.Stats{Fetched: 110, Failed: 4, Queued: 30, InFlight: 5}, nil
+	}
+	code, out, errOut := run(t, fake, stats, "status", "c1", "--json")
+	require.Equal(t, ExitOK, code, errOut)
+
+	var v map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &v), out)
+	for key, want := range map[string]any{
+		"id": "c1", "state": "paused", "fetchers_desired": 3.0, "fetchers_active": 2.0,
+		"pages_fetched": 110.0, "pages_failed": 4.0, "urls_queued": 30.0, "urls_in_flight": 5.0,
+	} {
+		assert.Equal(t, want, v[key], key)
+	}
+	fetchers := v["fetchers"].([]any)
+	require.Len(t, fetchers, 3, "two sessions running and one the workflow knows of")
+	f1 := fetchers[1].(map[string]any)
+	assert.Equal(t, 1.0, f1["index"])
+	assert.Equal(t, "w2@host", f1["worker"])
+	assert.Equal(t, 45.0, f1["pages"])
+	assert.Equal(t, 2.0, f1["errors"])
+	assert.Equal(t, 2.0, f1["restarts"])
+	assert.Equal(t, 3.0, f1["attempt"])
+	assert.Equal(t, hb.Format(time.RFC3339Nano), f1["last_heartbeat"])
+	assert.Equal(t, "Idle", fetchers[2].(map[string]any)["state"])
+}
+
+func TestStatusWithoutScheduler(t *testing.T) {
+	fake := newFake()
+	fake.add("c1", workflows.Status{State: campaign.StateRunning, FetchersDesired: 1, PagesFetched: 9, URLsQueued: 3},
+		Execution{Status: StatusRunning, StartTime: time.Now()})
+	code, out, errOut := run(t, fake, nil, "status", "c1")
+	require.Equal(t, ExitOK, code, errOut)
+	assert.Contains(t, out, "campaign c1: running")
+	assert.Contains(t, out, "9 fetched")
+	assert.Contains(t, out, "3 queued")
+	assert.Contains(t, out, "no scheduler reachable at 127.0.0.1:7420")
+}
+
+func TestStatusClosedCampaign(t *testing.T) {
+	fake := newFake()
+	begin := time.Now().Add(-time.Hour)
+	fake.add("done", workflows.Status{State: campaign.StateStopped, PagesFetched: 77},
+		Execution{Status: StatusCompleted, StartTime: begin, CloseTime: begin.Add(time.Minute)})
+	fake.add("killed", workflows.Status{}, Execution{Status: StatusTerminated, StartTime: begin, CloseTime: begin, PagesFetched: 12, State: "running"})
+
+	code, out, _ := run(t, fake, nil, "status", "done", "--json")
+	require.Equal(t, ExitOK, code)
+	var v View
+	require.NoError(t, json.Unmarshal([]byte(out), &v))
+	assert.Equal(t, "stopped", v.State)
+	assert.EqualValues(t, 77, v.PagesFetched)
+
+	code, out, _ = run(t, fake, nil, "status", "killed", "--json")
+	require.Equal(t, ExitOK, code)
+	require.NoError(t, json.Unmarshal([]byte(out), &v))
+	assert.Equal(t, "stopped", v.State, "terminated from the Web UI ends a campaign like stop")
+	assert.EqualValues(t, 12, v.PagesFetched)
+}
+
+func TestUnknownCampaign(t *testing.T) {
+	for _, args := range [][]string{{"status", "nope"}, {"pause", "nope"}, {"resume", "nope"}, {"stop", "nope"},
+		{"restart", "nope", "--fetcher", "1"}, {"scale", "nope", "3"}} {
+		code, out, errOut := run(t, newFake(), nil, args...)
+		assert.Equal(t, ExitFailure, code, args)
+		assert.Equal(t, "no campaign nope\n", errOut, args)
+		assert.Empty(t, out)
+	}
+}
+
+func TestSignals(t *testing.T) {
+	fake := newFake()
+	fake.add("c1", workflows.Status{}, Execution{Status: StatusRunning})
+	for _, args := range [][]string{{"pause", "c1"}, {"resume", "c1"}, {"stop", "c1"}, {"restart", "c1", "--fetcher", "2"}} {
+		code, _, errOut := run(t, fake, nil, args...)
+		require.Equal(t, ExitOK, code, errOut)
+	}
+	assert.Equal(t, []sentSignal{
+		{"c1", workflows.SignalPause, workflows.PauseSignal{}},
+		{"c1", workflows.SignalResume, workflows.ResumeSignal{}},
+		{"c1", workflows.SignalStop, workflows.StopSignal{}},
+		{"c1", workflows.SignalRestart, workflows.RestartSignal{Fetcher: 2}},
+	}, fake.signals)
+
+	fake.add("old", workflows.Status{}, Execution{Status: StatusCompleted, State: campaign.StateCompleted})
+	code, _, errOut := run(t, fake, nil, "pause", "old")
+	assert.Equal(t, ExitFailure, code)
+	assert.Contains(t, errOut, "campaign old has ended (completed)")
+}
+
+func TestScale(t *testing.T) {
+	fake := newFake()
+	fake.add("c1", workflows.Status{}, Execution{Status: StatusRunning})
+	code, _, errOut := run(t, fake, nil, "scale", "c1", "6")
+	require.Equal(t, ExitOK, code, errOut)
+	assert.Equal(t, []any{workflows.ScaleRequest{Fetchers: 6}}, fake.updates)
+
+	fake.updateErr = &UpdateRejectedError{Message: "fetchers 5000: must be between 0 and 1024"}
+	code, out, errOut := run(t, fake, nil, "scale", "c1", "5000")
+	assert.Equal(t, ExitFailure, code)
+	assert.Empty(t, out)
+	assert.Equal(t, "scale rejected: fetchers 5000: must be between 0 and 1024\n", errOut)
+}
+
+func TestList(t *testing.T) {
+	fake := newFake()
+	fake.add("c1", workflows.Status{}, Execution{Status: StatusRunning, State: "paused", PagesFetched: 5, StartTime: time.Now()})
+	code, out, errOut := run(t, fake, nil, "list", "--json")
+	require.Equal(t, ExitOK, code, errOut)
+	assert.Equal(t, "WorkflowType = '"+workflows.WorkflowName+"'", fake.listQuery)
+	var entries []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &entries), out)
+	require.Len(t, entries, 1)
+	assert.Equal(t, "c1", entries[0]["id"])
+	assert.Equal(t, "paused", entries[0]["state"])
+	assert.Equal(t, 5.0, entries[0]["pages_fetched"])
+
+	code, out, _ = run(t, fake, nil, "list")
+	require.Equal(t, ExitOK, code)
+	assert.Contains(t, out, "ID")
+	assert.Regexp(t, `c1\s+paused\s+5\s+`, out)
+}
+
+func TestDecodeCounters(t *testing.T) {
+	want := activities.SessionCounters{Index: 3, Worker: "w", Fetched: 12, Errors: 2}
+	p, err := converter.GetDefaultDataConverter().ToPayloads(want)
+	require.NoError(t, err)
+	assert.Equal(t, &want, decodeCounters(p))
+	assert.Nil(t, decodeCounters(nil))
+	junk, err := converter.GetDefaultDataConverter().ToPayloads("not counters")
+	require.NoError(t, err)
+	assert.Nil(t, decodeCounters(junk))
+	assert.Nil(t, decodeCounters(&commonpb.Payloads{}))
+}
+
+func TestWorkflowURL(t *testing.T) {
+	for _, tc := range []struct {
+		env  Env
+		want string
+	}{
+		{Env{}, "http://127.0.0.1:8233/namespaces/default/workflows/c1"},
+		{Env{TemporalAddress: "temporal.internal:7233", TemporalNamespace: "crawl"}, "http://temporal.internal:8233/namespaces/crawl/workflows/c1"},
+		{Env{TemporalUI: "https://ui.example/"}, "https://ui.example/namespaces/default/workflows/c1"},
+	} {
+		assert.Equal(t, tc.want, tc.env.withDefaults().WorkflowURL("c1"))
+	}
+}

@@ -1,0 +1,121 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"github.com/drover-crawl/drover/workflows"
+)
+
+// signals maps the control commands onto the workflow's signals and their
+// (one struct) arguments.
+var signals = map[string]struct {
+	name string
+	arg  any
+}{
+	"pause":  {workflows.SignalPause, workflows.PauseSignal{}},
+	"resume": {workflows.SignalResume, workflows.ResumeSignal{}},
+	"stop":   {workflows.SignalStop, workflows.StopSignal{}},
+}
+
+func (a *App) signalCommand(name, short string) *cobra.Command {
+	return &cobra.Command{
+		Use:   name + " ID",
+		Short: short,
+		Args:  exactArgs("ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id := args[0]
+			if err := a.signal(cmd.Context(), id, signals[name].name, signals[name].arg); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.Out, "sent %s to campaign %s\n", name, id)
+			return nil
+		},
+	}
+}
+
+func (a *App) restartCommand() *cobra.Command {
+	var fetcher int
+	cmd := &cobra.Command{
+		Use:   "restart ID --fetcher K",
+		Short: "Restart one fetcher of a campaign's fleet, by index",
+		Args:  exactArgs("ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id := args[0]
+			if fetcher < 0 {
+				return usagef("--fetcher %d: must be 0 or more", fetcher)
+			}
+			if err := a.signal(cmd.Context(), id, workflows.SignalRestart, workflows.RestartSignal{Fetcher: fetcher}); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.Out, "sent restart of fetcher %d to campaign %s\n", fetcher, id)
+			return nil
+		},
+	}
+	cmd.Flags().IntVar(&fetcher, "fetcher", -1, "index of the fetcher to restart (0-based, as `starter status` shows)")
+	_ = cmd.MarkFlagRequired("fetcher")
+	return cmd
+}
+
+// signal sends a signal to a running campaign, saying which of "no such
+// campaign" and "it has ended" applies when the server refuses.
+func (a *App) signal(ctx context.Context, id, name string, arg any) error {
+	c, err := a.temporal(ctx)
+	if err != nil {
+		return err
+	}
+	err = c.Signal(ctx, id, name, arg)
+	if errors.Is(err, ErrNotFound) {
+		return a.notRunning(ctx, c, id)
+	}
+	if err != nil {
+		return failf("cannot signal campaign %s: %v", id, err)
+	}
+	return nil
+}
+
+// notRunning explains why a campaign takes no control: unknown or ended.
+func (a *App) notRunning(ctx context.Context, c Campaigns, id string) error {
+	ex, err := c.Describe(ctx, id)
+	if err != nil || ex.Status == StatusRunning {
+		return failf("no campaign %s", id)
+	}
+	return failf("campaign %s has ended (%s); start it again with `starter start --id %s ...`", id, stateOf(ex.Status, ex.State), id)
+}
+
+func (a *App) scaleCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "scale ID N",
+		Short: "Set the number of fetchers of a running campaign",
+		Args:  exactArgs("ID", "N"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id := args[0]
+			n, err := strconv.Atoi(args[1])
+			if err != nil {
+				return usagef("N %q: must be a whole number of fetchers", args[1])
+			}
+			ctx := cmd.Context()
+			c, err := a.temporal(ctx)
+			if err != nil {
+				return err
+			}
+			var res workflows.ScaleResult
+			err = c.Update(ctx, id, workflows.UpdateScale, workflows.ScaleRequest{Fetchers: n}, &res)
+			var rejected *UpdateRejectedError
+			switch {
+			case errors.As(err, &rejected):
+				return failf("scale rejected: %s", rejected.Message)
+			case errors.Is(err, ErrNotFound):
+				return a.notRunning(ctx, c, id)
+			case err != nil:
+				return failf("cannot scale campaign %s: %v", id, err)
+			}
+			fmt.Fprintf(a.Out, "campaign %s: %s\n", id, scaleText(res, n))
+			return nil
+		},
+	}
+}

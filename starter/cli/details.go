@@ -1,0 +1,79 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/drover-crawl/drover/campaign"
+)
+
+// maxSummary keeps the static summary to one readable line in the Web UI.
+const maxSummary = 200
+
+// Summary is a campaign's one-line static summary in the Web UI:
+// "crawl of <seeds> with N fetchers".
+func Summary(cfg campaign.Config) string {
+	seeds := strings.Join(cfg.Seeds, ", ")
+	if len(cfg.Seeds) > 2 {
+		seeds = fmt.Sprintf("%s, %s and %d more", cfg.Seeds[0], cfg.Seeds[1], len(cfg.Seeds)-2)
+	}
+	s := fmt.Sprintf("crawl of %s with %d fetchers", seeds, cfg.Fetchers)
+	if len(s) > maxSummary {
+		s = s[:maxSummary-3] + "..."
+	}
+	return s
+}
+
+// Details is a campaign's static details in the Web UI: its config as
+// markdown, and how to control it.
+func Details(cfg campaign.Config) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "### Crawl campaign `%s`\n\n| setting | value |\n|---|---|\n", cfg.ID)
+	row := func(name string, value any) {
+		fmt.Fprintf(&b, "| %s | %s |\n", name, strings.ReplaceAll(fmt.Sprint(value), "|", `\|`))
+	}
+	list := func(name string, xs []string) {
+		if len(xs) > 0 {
+			row(name, "`"+strings.Join(xs, "`<br>`")+"`")
+		}
+	}
+	limit := func(name string, n int64, unit string) {
+		if n > 0 {
+			row(name, fmt.Sprintf("%d%s", n, unit))
+		} else {
+			row(name, "none")
+		}
+	}
+	list("seeds", cfg.Seeds)
+	if len(cfg.Scope) == 0 {
+		row("scope", "the seeds' hosts")
+	}
+	list("scope", cfg.Scope)
+	list("exclude", cfg.Exclude)
+	row("fetchers", cfg.Fetchers)
+	limit("max pages", cfg.MaxPages, "")
+	limit("max pages per host", cfg.MaxPagesPerHost, "")
+	limit("max depth", int64(cfg.MaxDepth), "")
+	if cfg.MaxDuration > 0 {
+		row("max duration", cfg.MaxDuration)
+	} else {
+		row("max duration", "none")
+	}
+	row("per host", fmt.Sprintf("%d at a time, %s between starts", cfg.PerHostConcurrency, cfg.PerHostDelay))
+	row("priority", cfg.Priority)
+	row("user agent", "`"+cfg.UserAgent+"`")
+	if cfg.Sitemaps {
+		row("sitemaps", "yes")
+	}
+	list("dropped parameters", cfg.DropParams)
+	if cfg.NotifyURL != "" {
+		row("notify", cfg.NotifyURL)
+	}
+	list("sinks", cfg.Sinks)
+	if cfg.AllowPrivate {
+		row("private addresses", "allowed")
+	}
+	fmt.Fprintf(&b, "\nControl: `starter status %[1]s`, `starter pause %[1]s`, `starter resume %[1]s`, "+
+		"`starter scale %[1]s N`, `starter stop %[1]s` (or the signals pause, resume, stop, restart and the update scale).\n", cfg.ID)
+	return b.String()
+}

@@ -1,0 +1,146 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/workflows"
+)
+
+// fakeTemporal is Campaigns over a map: one campaign per ID, whose Describe
+// answers walk through a script (the last one repeats).
+type fakeTemporal struct {
+	mu        sync.Mutex
+	runs      map[string]*fakeRun
+	started   []StartRequest
+	signals   []sentSignal
+	updates   []any
+	updateErr error
+	listQuery string
+}
+
+type fakeRun struct {
+	describes []Execution
+	n         int
+	status    workflows.Status // the status query's answer
+	result    workflows.Status // the result of a completed run
+}
+
+type sentSignal struct {
+	id, name string
+	arg      any
+}
+
+func newFake() *fakeTemporal { return &fakeTemporal{runs: map[string]*fakeRun{}} }
+
+func (f *fakeTemporal) add(id string, st workflows.Status, describes ...Execution) *fakeRun {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := range describes {
+		describes[i].ID = id
+	}
+	r := &fakeRun{describes: describes, status: st, result: st}
+	f.runs[id] = r
+	return r
+}
+
+func (f *fakeTemporal) Start(_ context.Context, req StartRequest) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if r, ok := f.runs[req.ID]; ok && r.describes[min(r.n, len(r.describes)-1)].Status == StatusRunning {
+		return "", fmt.Errorf("%w: workflow execution already started", ErrAlreadyStarted)
+	}
+	f.started = append(f.started, req)
+	return "run-1", nil
+}
+
+func (f *fakeTemporal) Describe(_ context.Context, id string) (Execution, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r, ok := f.runs[id]
+	if !ok {
+		return Execution{}, fmt.Errorf("%w: workflow not found for ID: %s", ErrNotFound, id)
+	}
+	ex := r.describes[min(r.n, len(r.describes)-1)]
+	r.n++
+	return ex, nil
+}
+
+func (f *fakeTemporal) Query(_ context.Context, id, name string, result any) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if name != workflows.QueryStatus {
+		return fmt.Errorf("unknown query %s", name)
+	}
+	*result.(*workflows.Status) = f.runs[id].status
+	return nil
+}
+
+func (f *fakeTemporal) Result(_ context.Context, id string, result any) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	*result.(*workflows.Status) = f.runs[id].result
+	return nil
+}
+
+func (f *fakeTemporal) Signal(_ context.Context, id, name string, arg any) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r, ok := f.runs[id]
+	if !ok || r.describes[len(r.describes)-1].Status != StatusRunning {
+		return fmt.Errorf("%w: workflow execution already completed", ErrNotFound)
+	}
+	f.signals = append(f.signals, sentSignal{id, name, arg})
+	return nil
+}
+
+func (f *fakeTemporal) Update(_ context.Context, id, name string, arg, result any) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.runs[id]; !ok {
+		return fmt.Errorf("%w: workflow not found", ErrNotFound)
+	}
+	if f.updateErr != nil {
+		return f.updateErr
+	}
+	f.updates = append(f.updates, arg)
+	return nil
+}
+
+func (f *fakeTemporal) List(_ context.Context, query string) ([]Execution, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.listQuery = query
+	var out []Execution
+	for _, r := range f.runs {
+		out = append(out, r.describes[len(r.describes)-1])
+	}
+	return out, nil
+}
+
+// run runs the starter on args against fake and the given scheduler
+// stats, and returns its exit code, stdout and stderr.
+func run(t *testing.T, fake *fakeTemporal, stats StatsFunc, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	if stats == nil {
+		stats = func(context.Context, []string, string, string) (frontier.Stats, error) {
+			return frontier.Stats{}, fmt.Errorf("dial tcp 127.0.0.1:7420: connect: connection refused")
+		}
+	}
+	app := &App{
+		Out: &out, Err: &errb,
+		Dial:     func(context.Context, Env) (Campaigns, error) { return fake, nil },
+		Stats:    stats,
+		Interval: time.Millisecond,
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	code := app.Run(ctx, args)
+	return code, out.String(), errb.String()
+}

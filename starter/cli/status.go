@@ -1,0 +1,366 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/workflows"
+)
+
+// View is one campaign as `starter status` shows it: the workflow's own
+// status (query or result), its pending FetchSession activities and the
+// schedulers' stats, combined. Its JSON is `status --json`'s contract.
+type View struct {
+	ID    string `json:"id"`
+	RunID string `json:"run_id,omitempty"`
+	// State: running, paused, completed, stopped, failed (or starting,
+	// stopping on the way).
+	State string `json:"state"`
+	// WorkflowStatus is Temporal's: Running, Completed, Failed, ...
+	WorkflowStatus  string        `json:"workflow_status"`
+	FetchersDesired int           `json:"fetchers_desired"`
+	FetchersActive  int           `json:"fetchers_active"`
+	PagesFetched    int64         `json:"pages_fetched"`
+	PagesFailed     int64         `json:"pages_failed"`
+	URLsQueued      int64         `json:"urls_queued"`
+	URLsInFlight    int64         `json:"urls_in_flight"`
+	Restarts        int           `json:"restarts"`
+	StartTime       time.Time     `json:"start_time"`
+	CloseTime       *time.Time    `json:"close_time,omitempty"`
+	Fetchers        []FetcherView `json:"fetchers"`
+	// Scheduler is the schedulers' sum; nil when none answered, and then
+	// SchedulerError says why.
+	Scheduler      *frontier.Stats `json:"scheduler,omitempty"`
+	SchedulerError string          `json:"scheduler_error,omitempty"`
+	// StatusError says why the workflow's own status is missing (no worker
+	// answered the query); the counts then come from search attributes.
+	StatusError string `json:"status_error,omitempty"`
+	WebUI       string `json:"web_ui"`
+}
+
+// FetcherView is one fetcher of the fleet.
+type FetcherView struct {
+	Index         int        `json:"index"`
+	ActivityID    string     `json:"activity_id,omitempty"`
+	State         string     `json:"state"` // Started, Scheduled (waiting for a worker or retry), ...
+	Worker        string     `json:"worker,omitempty"`
+	Attempt       int32      `json:"attempt"`
+	Pages         int64      `json:"pages"`
+	Errors        int64      `json:"errors"`
+	LastHeartbeat *time.Time `json:"last_heartbeat,omitempty"`
+	Restarts      int        `json:"restarts"`
+	LastFailure   string     `json:"last_failure,omitempty"`
+}
+
+// Closed reports whether the campaign's workflow has ended.
+func (v View) Closed() bool { return v.WorkflowStatus != StatusRunning }
+
+func (a *App) statusCommand() *cobra.Command {
+	var asJSON, watch bool
+	cmd := &cobra.Command{
+		Use:   "status ID",
+		Short: "Show a campaign: state, fetchers, counts",
+		Args:  exactArgs("ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if watch {
+				return a.watch(cmd.Context(), args[0], asJSON)
+			}
+			v, err := a.view(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return a.printView(v, asJSON)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")
+	cmd.Flags().BoolVar(&watch, "watch", false, "refresh every 2 s until the campaign ends or Ctrl-C")
+	return cmd
+}
+
+func (a *App) printView(v View, asJSON bool) error {
+	if asJSON {
+		return writeJSON(a.Out, v)
+	}
+	renderView(a.Out, v, a.Now())
+	return nil
+}
+
+// view gathers one campaign's status. Only a missing campaign or an
+// unreachable Temporal is an error: a silent worker or scheduler is noted
+// in the view.
+func (a *App) view(ctx context.Context, id string) (View, error) {
+	c, err := a.temporal(ctx)
+	if err != nil {
+		return View{}, err
+	}
+	ex, err := c.Describe(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return View{}, failf("no campaign %s", id)
+	}
+	if err != nil {
+		return View{}, fmt.Errorf("cannot describe campaign %s: %w", id, err)
+	}
+	v := View{
+		ID: id, RunID: ex.RunID, WorkflowStatus: ex.Status, StartTime: ex.StartTime,
+		State: ex.State, PagesFetched: ex.PagesFetched, WebUI: a.Env.WorkflowURL(id),
+	}
+	if !ex.CloseTime.IsZero() {
+		t := ex.CloseTime
+		v.CloseTime = &t
+	}
+
+	var st workflows.Status
+	var stErr error
+	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	if ex.Status == StatusRunning {
+		stErr = c.Query(qctx, id, workflows.QueryStatus, &st)
+	} else if ex.Status == StatusCompleted {
+		stErr = c.Result(qctx, id, &st)
+	}
+	cancel()
+	switch {
+	case stErr != nil:
+		v.StatusError = oneLine(stErr.Error())
+	case ex.Status == StatusRunning || ex.Status == StatusCompleted:
+		v.applyStatus(st)
+	}
+	v.State = stateOf(ex.Status, v.State)
+
+	if ex.Status == StatusRunning {
+		v.addFetchers(ex.Pending, st)
+		v.addSchedulerStats(a.schedulerStats(ctx, id))
+	}
+	return v, nil
+}
+
+func (v *View) applyStatus(st workflows.Status) {
+	if st.State != "" {
+		v.State = st.State
+	}
+	v.FetchersDesired = st.FetchersDesired
+	v.FetchersActive = st.FetchersActive
+	v.PagesFetched = max(v.PagesFetched, st.PagesFetched)
+	v.PagesFailed = st.PagesFailed
+	v.URLsQueued = st.URLsQueued
+	v.URLsInFlight = st.URLsInFlight
+	v.Restarts = st.Restarts
+}
+
+// stateOf is the campaign state given Temporal's status and what the
+// workflow said: a run closed from outside (terminated, canceled from the
+// Web UI) ended like `stop`; one that failed or timed out failed.
+func stateOf(wfStatus, reported string) string {
+	switch wfStatus {
+	case StatusRunning:
+		if reported == "" || isFinal(reported) {
+			return campaign.StateRunning
+		}
+		return reported
+	case StatusCompleted:
+		if reported == campaign.StateStopped || reported == campaign.StateFailed {
+			return reported
+		}
+		return campaign.StateCompleted
+	case StatusTerminated, StatusCanceled:
+		return campaign.StateStopped
+	}
+	return campaign.StateFailed
+}
+
+func isFinal(state string) bool {
+	return state == campaign.StateCompleted || state == campaign.StateStopped || state == campaign.StateFailed
+}
+
+// addFetchers merges the pending FetchSession activities (what the workers
+// report) with the workflow's view of its fleet (restarts).
+func (v *View) addFetchers(pending []PendingActivity, st workflows.Status) {
+	byIndex := map[int]*FetcherView{}
+	get := func(i int) *FetcherView {
+		if f, ok := byIndex[i]; ok {
+			return f
+		}
+		f := &FetcherView{Index: i, State: "Idle"}
+		byIndex[i] = f
+		return f
+	}
+	for _, fs := range st.Fetchers {
+		get(fs.Index).Restarts = fs.Restarts
+	}
+	for _, p := range pending {
+		idx, ok := fetcherIndex(p)
+		if !ok {
+			continue
+		}
+		f := get(idx)
+		f.ActivityID, f.State, f.Worker, f.Attempt, f.LastFailure = p.ActivityID, p.State, p.Worker, p.Attempt, p.LastFailure
+		if !p.LastHeartbeat.IsZero() {
+			t := p.LastHeartbeat
+			f.LastHeartbeat = &t
+		}
+		if p.Counters != nil {
+			f.Pages, f.Errors = p.Counters.Fetched, p.Counters.Errors
+			if f.Worker == "" {
+				f.Worker = p.Counters.Worker
+			}
+		}
+	}
+	v.Fetchers = make([]FetcherView, 0, len(byIndex))
+	for _, f := range byIndex {
+		v.Fetchers = append(v.Fetchers, *f)
+	}
+	sort.Slice(v.Fetchers, func(i, j int) bool { return v.Fetchers[i].Index < v.Fetchers[j].Index })
+	if v.FetchersActive == 0 && v.StatusError != "" {
+		// No word from the workflow: count the sessions the server sees.
+		for _, f := range v.Fetchers {
+			if f.State == "Started" {
+				v.FetchersActive++
+			}
+		}
+	}
+}
+
+// fetcherIndex finds a pending activity's fleet index: from its heartbeat
+// details, else from the digits its activity ID ends in.
+func fetcherIndex(p PendingActivity) (int, bool) {
+	if p.Counters != nil {
+		return p.Counters.Index, true
+	}
+	if p.Type != fetchSessionType {
+		return 0, false
+	}
+	i := len(p.ActivityID)
+	for i > 0 && p.ActivityID[i-1] >= '0' && p.ActivityID[i-1] <= '9' {
+		i--
+	}
+	n, err := strconv.Atoi(p.ActivityID[i:])
+	return n, err == nil
+}
+
+// fetchSessionType is the FetchSession activity's type name (the method's
+// name, as the worker registers it).
+const fetchSessionType = "FetchSession"
+
+type statsResult struct {
+	addrs []string
+	stats frontier.Stats
+	err   error
+}
+
+func (a *App) schedulerStats(ctx context.Context, id string) statsResult {
+	if a.Stats == nil {
+		return statsResult{addrs: a.Env.Schedulers, err: errors.New("no scheduler stats configured")}
+	}
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	s, err := a.Stats(sctx, a.Env.Schedulers, a.Env.Token, id)
+	return statsResult{a.Env.Schedulers, s, err}
+}
+
+// addSchedulerStats prefers the schedulers' live gauges (queued, in
+// flight) and takes the larger of the two views' counts, which only grow.
+func (v *View) addSchedulerStats(r statsResult) {
+	if r.err != nil {
+		v.SchedulerError = fmt.Sprintf("no scheduler reachable at %s: %s", strings.Join(r.addrs, ","), oneLine(r.err.Error()))
+		return
+	}
+	s := r.stats
+	v.Scheduler = &s
+	v.PagesFetched = max(v.PagesFetched, s.Fetched)
+	v.PagesFailed = max(v.PagesFailed, s.Failed)
+	v.URLsQueued = s.Queued
+	v.URLsInFlight = s.InFlight
+}
+
+// renderView prints the human view of a campaign.
+func renderView(w io.Writer, v View, now time.Time) {
+	fmt.Fprintf(w, "campaign %s: %s", v.ID, v.State)
+	if v.Closed() {
+		fmt.Fprintf(w, " (workflow %s)", v.WorkflowStatus)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "  started   %s (%s)\n", v.StartTime.Local().Format(time.DateTime), since(now, v.StartTime))
+	if v.CloseTime != nil {
+		fmt.Fprintf(w, "  ended     %s (after %s)\n", v.CloseTime.Local().Format(time.DateTime), v.CloseTime.Sub(v.StartTime).Round(time.Second))
+	}
+	if !v.Closed() {
+		fmt.Fprintf(w, "  fetchers  %d active of %d desired, %d restarts\n", v.FetchersActive, v.FetchersDesired, v.Restarts)
+	}
+	fmt.Fprintf(w, "  pages     %d fetched, %d failed\n", v.PagesFetched, v.PagesFailed)
+	if !v.Closed() {
+		fmt.Fprintf(w, "  urls      %d queued, %d in flight\n", v.URLsQueued, v.URLsInFlight)
+	}
+	if v.StatusError != "" {
+		fmt.Fprintf(w, "  note: the workflow did not answer (%s); counts are from its search attributes\n", v.StatusError)
+	}
+	if v.SchedulerError != "" {
+		fmt.Fprintf(w, "  note: %s; queued and in-flight counts are the workflow's last report\n", v.SchedulerError)
+	}
+	if len(v.Fetchers) > 0 {
+		fmt.Fprintln(w)
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  FETCHER\tSTATE\tWORKER\tPAGES\tERRORS\tLAST HEARTBEAT\tATTEMPT\tRESTARTS")
+		for _, f := range v.Fetchers {
+			hb := "-"
+			if f.LastHeartbeat != nil {
+				hb = since(now, *f.LastHeartbeat)
+			}
+			worker := f.Worker
+			if worker == "" {
+				worker = "-"
+			}
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%d\t%d\t%s\t%d\t%d\n", f.Index, f.State, worker, f.Pages, f.Errors, hb, f.Attempt, f.Restarts)
+		}
+		tw.Flush()
+		for _, f := range v.Fetchers {
+			if f.LastFailure != "" {
+				fmt.Fprintf(w, "  fetcher %d last failure: %s\n", f.Index, oneLine(f.LastFailure))
+			}
+		}
+	}
+	fmt.Fprintf(w, "\n  Web UI: %s\n", v.WebUI)
+}
+
+// watch refreshes the status every Interval until the campaign ends or
+// ctx is done (Ctrl-C).
+func (a *App) watch(ctx context.Context, id string, asJSON bool) error {
+	tty := !asJSON && isTerminal(a.Out)
+	t := time.NewTicker(a.Interval)
+	defer t.Stop()
+	for {
+		v, err := a.view(ctx, id)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		if tty {
+			io.WriteString(a.Out, "\033[H\033[2J") // clear the screen
+		}
+		if err := a.printView(v, asJSON); err != nil {
+			return err
+		}
+		if v.Closed() {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		if !tty && !asJSON {
+			fmt.Fprintln(a.Out, strings.Repeat("-", 40))
+		}
+	}
+}

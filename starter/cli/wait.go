@@ -1,0 +1,127 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/drover-crawl/drover/campaign"
+)
+
+// ExitCode is the exit code of `start --wait` for a campaign's final state:
+// 0 completed (also when --max-pages or --max-duration ended it), 1 failed
+// or stopped.
+func ExitCode(state string) int {
+	if state == campaign.StateCompleted {
+		return ExitOK
+	}
+	return ExitFailure
+}
+
+// wait blocks until the campaign ends, showing progress on a.Err: one line
+// rewritten in place on a terminal, a line every few seconds otherwise.
+func (a *App) wait(ctx context.Context, id string, asJSON bool) error {
+	tty := isTerminal(a.Err)
+	every := a.Interval
+	if !tty {
+		every = max(a.Interval, 5*time.Second)
+	}
+	t := time.NewTicker(a.Interval)
+	defer t.Stop()
+	var (
+		lastPages  int64
+		lastAt     time.Time
+		lastPrint  time.Time
+		transient  int
+		printedAny bool
+	)
+	for {
+		v, err := a.view(ctx, id)
+		if ctx.Err() != nil {
+			if tty && printedAny {
+				fmt.Fprintln(a.Err)
+			}
+			return &exitError{code: ExitInterrupted,
+				msg: fmt.Sprintf("stopped waiting; campaign %s keeps running (`starter stop %s` ends it)", id, id)}
+		}
+		var ee *exitError
+		if errors.As(err, &ee) {
+			return err
+		}
+		if err != nil {
+			// A hiccup of Temporal's is not the campaign's end: keep waiting.
+			if transient++; transient > 30 {
+				return failf("lost track of campaign %s: %v", id, err)
+			}
+		} else {
+			transient = 0
+			now := a.Now()
+			rate := 0.0
+			if !lastAt.IsZero() && now.After(lastAt) {
+				rate = float64(v.PagesFetched-lastPages) / now.Sub(lastAt).Seconds()
+			}
+			lastPages, lastAt = v.PagesFetched, now
+			if v.Closed() {
+				if tty && printedAny {
+					fmt.Fprintln(a.Err)
+				}
+				return a.finish(v, asJSON)
+			}
+			if tty {
+				fmt.Fprintf(a.Err, "\r\033[K%s", progressLine(v, rate))
+				printedAny = true
+			} else if now.Sub(lastPrint) >= every {
+				fmt.Fprintln(a.Err, progressLine(v, rate))
+				lastPrint = now
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+	}
+}
+
+// progressLine is one line of --wait's progress.
+func progressLine(v View, rate float64) string {
+	return fmt.Sprintf("%s  %s: %d pages, %d failed, %d queued, %d in flight, %.1f pages/s, fetchers %d/%d",
+		time.Now().Format(time.TimeOnly), v.State, v.PagesFetched, v.PagesFailed, v.URLsQueued, v.URLsInFlight,
+		rate, v.FetchersActive, v.FetchersDesired)
+}
+
+// finish reports a campaign that ended and turns its state into the exit
+// code.
+func (a *App) finish(v View, asJSON bool) error {
+	if asJSON {
+		if err := writeJSON(a.Out, v); err != nil {
+			return err
+		}
+	} else {
+		took := ""
+		if v.CloseTime != nil {
+			took = " in " + v.CloseTime.Sub(v.StartTime).Round(time.Second).String()
+		}
+		fmt.Fprintf(a.Out, "campaign %s %s%s: %d pages fetched, %d failed\n", v.ID, v.State, took, v.PagesFetched, v.PagesFailed)
+	}
+	if code := ExitCode(v.State); code != ExitOK {
+		msg := ""
+		if asJSON {
+			msg = fmt.Sprintf("campaign %s %s", v.ID, v.State)
+		}
+		return &exitError{code: code, msg: msg}
+	}
+	return nil
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,35 @@
+// Command starter is the operator's CLI for drover campaigns: start, watch,
+// control and list crawl campaigns (DESIGN.md, "The operator's commands").
+// The commands live in package cli; this main only reads the environment.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/starter/cli"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	env := cli.Env{
+		TemporalAddress:   os.Getenv("TEMPORAL_ADDRESS"),
+		TemporalNamespace: os.Getenv("TEMPORAL_NAMESPACE"),
+		TemporalUI:        os.Getenv("TEMPORAL_UI"),
+		Schedulers:        frontier.ParseAddrs(os.Getenv("DROVER_SCHEDULER")),
+		Token:             os.Getenv("DROVER_TOKEN"),
+	}
+	app := &cli.App{
+		Env:   env,
+		Out:   os.Stdout,
+		Err:   os.Stderr,
+		Dial:  cli.DialTemporal,
+		Stats: frontier.CampaignStats,
+	}
+	code := app.Run(ctx, os.Args[1:])
+	stop()
+	os.Exit(code)
+}
