@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"net"
@@ -421,4 +422,26 @@ func TestFetchRobots(t *testing.T) {
 	rr = f.FetchRobots(ctx, srv.URL)
 	check(t, rr.Err != nil)
 	check(t, ParseRobots(rr.Status, rr.Body, rr.Err).Unreachable)
+}
+
+func TestFetchHTTPS(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, `<a href="/secure">s</a>`)
+	}))
+	defer srv.Close()
+	f := newTestFetcher(t, testConfig(srv.URL))
+	f.rootCAs = x509.NewCertPool()
+	f.rootCAs.AddCert(srv.Certificate())
+	for i := range 2 {
+		res := f.Fetch(testCtx(t), Request{URL: srv.URL + "/p"})
+		must(t, res.Page != nil && res.Err == nil, res.Err)
+		equal(t, res.Page.StatusLine, "HTTP/1.1 200 OK", i)
+		check(t, bytes.HasPrefix(res.Page.Request, []byte("GET /p HTTP/1.1\r\n")), "plain-text request recorded over TLS: ", string(res.Page.Request))
+		equal(t, linkURLs(res.Links), []string{srv.URL + "/secure"})
+	}
+	// An untrusted certificate is a network error.
+	f2 := newTestFetcher(t, testConfig(srv.URL))
+	res := f2.Fetch(testCtx(t), Request{URL: srv.URL + "/p", Attempt: 1, MaxAttempts: 3})
+	check(t, res.Retry && res.Err != nil)
 }

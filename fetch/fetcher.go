@@ -3,6 +3,7 @@ package fetch
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -61,6 +62,8 @@ type Fetcher struct {
 	timeout time.Duration
 	// now is the clock of FetchedAt and of Retry-After dates.
 	now func() time.Time
+	// rootCAs, when set, replaces the system's roots (tests).
+	rootCAs *x509.CertPool
 
 	closeOnce sync.Once
 }
@@ -110,7 +113,12 @@ func New(cfg campaign.Config) (*Fetcher, error) {
 				return nil, err
 			}
 			host, _, _ := net.SplitHostPort(addr)
-			tc := tls.Client(c, &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}})
+			tc := tls.Client(c, &tls.Config{
+				ServerName: host,
+				MinVersion: tls.VersionTLS12,
+				NextProtos: []string{"http/1.1"},
+				RootCAs:    f.rootCAs,
+			})
 			hctx, cancel := context.WithTimeout(ctx, TLSHandshakeTimeout)
 			defer cancel()
 			if err := tc.HandshakeContext(hctx); err != nil {

@@ -23,8 +23,8 @@ func TestGuardClasses(t *testing.T) {
 	}{
 		{"8.8.8.8", ""},
 		{"2001:4860:4860::8888", ""},
-		{"127.0.0.1", ""},  // allowed exactly
-		{"10.1.2.3", ""},   // allowed, written mapped
+		{"127.0.0.1", ""}, // allowed exactly
+		{"10.1.2.3", ""},  // allowed, written mapped
 		{"127.0.0.2", "loopback"},
 		{"::1", "loopback"},
 		{"::ffff:127.0.0.5", "loopback"},

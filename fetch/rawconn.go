@@ -61,7 +61,10 @@ func (c *recConn) stop() (written, read []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.on = false
-	return bytes.Clone(c.wbuf), bytes.Clone(c.rbuf)
+	written, read = c.wbuf, c.rbuf
+	// An idle connection keeps no buffers: the pool may hold a thousand.
+	c.wbuf, c.rbuf = nil, nil
+	return written, read
 }
 
 // headEnd returns the offset just past the blank line that ends the head

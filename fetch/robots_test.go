@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
 )
 
 // robotsCase is one robots.txt, one agent, one URL and the expected answer.
