@@ -1,0 +1,448 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/drover-crawl/drover/activities"
+	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/frontier"
+)
+
+// harness runs Campaign in the testsuite on virtual time with mocked
+// activities: FetchSession runs until cancelled (24 h), Monitor reports
+// every minute what the test set, Close and Notify are recorded.
+type harness struct {
+	t   *testing.T
+	env *testsuite.TestWorkflowEnvironment
+
+	drained atomic.Bool
+	fetched atomic.Int64
+
+	mu       sync.Mutex
+	starts   map[int]int // FetchSession starts per fetcher index
+	seeds    int
+	closes   []activities.CloseInput
+	notified []string // events
+}
+
+// newHarness builds the harness; before, when set, registers FetchSession
+// expectations that win over the default one (testify takes the first
+// expectation that matches).
+func newHarness(t *testing.T, before func(env *testsuite.TestWorkflowEnvironment)) *harness {
+	var s testsuite.WorkflowTestSuite
+	h := &harness{t: t, env: s.NewTestWorkflowEnvironment(), starts: map[int]int{}}
+	env := h.env
+	env.RegisterWorkflowWithOptions(Campaign, workflow.RegisterOptions{Name: WorkflowName})
+	env.RegisterActivity(&activities.Activities{})
+	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, args converter.EncodedValues) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		switch info.ActivityType.Name {
+		case "FetchSession":
+			var in activities.FetchSessionInput
+			require.NoError(t, args.Get(&in))
+			h.starts[in.Index]++
+		case "Seed":
+			h.seeds++
+		}
+	})
+	if before != nil {
+		before(env)
+	}
+	env.OnActivity(acts.FetchSession, mock.Anything, mock.Anything).After(24*time.Hour).
+		Return(activities.SessionCounters{}, nil).Maybe()
+	env.OnActivity(acts.Seed, mock.Anything, mock.Anything).Return(activities.SeedResult{Seeded: 1}, nil).Maybe()
+	env.OnActivity(acts.Monitor, mock.Anything, mock.Anything).After(time.Minute).Return(
+		func(context.Context, activities.MonitorInput) (activities.MonitorResult, error) {
+			n := h.fetched.Load()
+			return activities.MonitorResult{
+				Drained: h.drained.Load(),
+				Stats:   frontier.Stats{Fetched: n, Failed: 1, Queued: 7, InFlight: 3},
+			}, nil
+		}).Maybe()
+	env.OnActivity(acts.Close, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.CloseInput) (activities.CloseResult, error) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.closes = append(h.closes, in)
+			return activities.CloseResult{Stats: frontier.Stats{Fetched: h.fetched.Load(), Failed: 1}}, nil
+		}).Maybe()
+	env.OnActivity(acts.Notify, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.NotifyInput) error {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.notified = append(h.notified, in.Event)
+			return nil
+		}).Maybe()
+	return h
+}
+
+func testConfig() campaign.Config {
+	return campaign.Config{
+		ID:       "c1",
+		Seeds:    []string{"http://127.10.0.1:8080/"},
+		Fetchers: 2,
+		Sinks:    []string{"warc:/tmp/drover-test"},
+	}
+}
+
+// at runs f at virtual time d after the start.
+func (h *harness) at(d time.Duration, f func()) { h.env.RegisterDelayedCallback(f, d) }
+
+func (h *harness) signal(name string, arg any) { h.env.SignalWorkflow(name, arg) }
+
+// snapshot queries the status at virtual time d into *dst.
+func (h *harness) snapshot(d time.Duration, dst *Status) {
+	h.at(d, func() {
+		v, err := h.env.QueryWorkflow(QueryStatus)
+		require.NoError(h.t, err)
+		require.NoError(h.t, v.Get(dst))
+	})
+}
+
+// scale sends the scale update at virtual time d; the result or the
+// rejection lands in res / rejected.
+func (h *harness) scale(d time.Duration, n int, res *ScaleResult, rejected *error) {
+	h.at(d, func() {
+		h.env.UpdateWorkflow(UpdateScale, "", &testsuite.TestUpdateCallback{
+			OnAccept: func() {},
+			OnReject: func(err error) { *rejected = err },
+			OnComplete: func(v any, err error) {
+				require.NoError(h.t, err)
+				switch v := v.(type) {
+				case ScaleResult:
+					*res = v
+				case converter.EncodedValue:
+					require.NoError(h.t, v.Get(res))
+				}
+			},
+		}, ScaleRequest{Fetchers: n})
+	})
+}
+
+func (h *harness) run(in CampaignInput) Status {
+	h.env.ExecuteWorkflow(WorkflowName, in)
+	require.True(h.t, h.env.IsWorkflowCompleted())
+	require.NoError(h.t, h.env.GetWorkflowError())
+	var st Status
+	require.NoError(h.t, h.env.GetWorkflowResult(&st))
+	return st
+}
+
+func (h *harness) startsOf(i int) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.starts[i]
+}
+
+func TestCompletesWhenDrained(t *testing.T) {
+	h := newHarness(t, nil)
+	cfg := testConfig()
+	cfg.NotifyURL = "http://127.0.0.1:9/hook"
+	var mid Status
+	h.at(2*time.Minute, func() { h.fetched.Store(42) })
+	h.snapshot(4*time.Minute, &mid)
+	h.at(5*time.Minute, func() { h.drained.Store(true) })
+
+	st := h.run(CampaignInput{Config: cfg})
+
+	require.Equal(t, campaign.StateRunning, mid.State)
+	require.Equal(t, 2, mid.FetchersDesired)
+	require.Equal(t, 2, mid.FetchersActive)
+	require.Equal(t, int64(42), mid.PagesFetched)
+	require.Equal(t, int64(7), mid.URLsQueued)
+	require.Len(t, mid.Fetchers, 2)
+	require.True(t, mid.Fetchers[0].Running && mid.Fetchers[1].Running)
+
+	require.Equal(t, campaign.StateCompleted, st.State)
+	require.Equal(t, "frontier drained", st.Reason)
+	require.Equal(t, 0, st.FetchersActive)
+	require.Equal(t, int64(42), st.PagesFetched)
+	require.Equal(t, []activities.CloseInput{{Config: cfg.WithDefaults(), Delete: true}}, h.closes)
+	require.Equal(t, []string{"completed"}, h.notified)
+	require.Equal(t, 1, h.seeds)
+	require.Equal(t, 1, h.startsOf(0))
+	require.Equal(t, 1, h.startsOf(1))
+}
+
+func TestPauseResumeStop(t *testing.T) {
+	h := newHarness(t, nil)
+	var paused, pausedDrained, resumed Status
+	h.at(5*time.Minute, func() { h.signal(SignalPause, PauseSignal{Reason: "maintenance"}) })
+	h.snapshot(6*time.Minute, &paused)
+	// Drained while paused must not end the campaign.
+	h.at(6*time.Minute+time.Second, func() { h.drained.Store(true) })
+	h.snapshot(9*time.Minute, &pausedDrained)
+	h.at(9*time.Minute+time.Second, func() { h.drained.Store(false) })
+	h.at(10*time.Minute, func() { h.signal(SignalResume, nil) })
+	h.snapshot(11*time.Minute, &resumed)
+	h.at(15*time.Minute, func() { h.signal(SignalStop, StopSignal{Reason: "enough"}) })
+
+	st := h.run(CampaignInput{Config: testConfig()})
+
+	require.Equal(t, campaign.StatePaused, paused.State)
+	require.Equal(t, "maintenance", paused.Reason)
+	require.Equal(t, 0, paused.FetchersActive)
+	require.Equal(t, 2, paused.FetchersDesired)
+	require.Equal(t, campaign.StatePaused, pausedDrained.State)
+	require.Equal(t, campaign.StateRunning, resumed.State)
+	require.Equal(t, 2, resumed.FetchersActive)
+	require.Equal(t, campaign.StateStopped, st.State)
+	require.Equal(t, "enough", st.Reason)
+	require.Len(t, h.closes, 1)
+	require.True(t, h.closes[0].Delete)
+	require.Equal(t, 2, h.startsOf(0))
+	require.Equal(t, 2, h.startsOf(1))
+	require.Equal(t, 0, st.Restarts, "pause and resume are not restarts")
+}
+
+// Several control signals in one workflow task reach the workflow with
+// their relative order lost (see TestSDKDoesNotKeepOrderAcrossSignalChannels);
+// the batch rule makes pause win, so pause, resume, pause ends paused.
+func TestSignalsInOneTaskPauseWins(t *testing.T) {
+	h := newHarness(t, nil)
+	var afterPRP, afterRP, afterResume Status
+	h.at(5*time.Minute, func() {
+		h.env.SignalWorkflowSkippingWorkflowTask(SignalPause, nil)
+		h.env.SignalWorkflowSkippingWorkflowTask(SignalResume, nil)
+		h.signal(SignalPause, nil)
+	})
+	h.snapshot(6*time.Minute, &afterPRP)
+	h.at(7*time.Minute, func() {
+		h.env.SignalWorkflowSkippingWorkflowTask(SignalResume, nil)
+		h.signal(SignalPause, nil)
+	})
+	h.snapshot(8*time.Minute, &afterRP)
+	h.at(9*time.Minute, func() { h.signal(SignalResume, nil) })
+	h.snapshot(10*time.Minute, &afterResume)
+	h.at(11*time.Minute, func() {
+		// stop wins over everything in its batch
+		h.env.SignalWorkflowSkippingWorkflowTask(SignalStop, nil)
+		h.signal(SignalResume, nil)
+	})
+
+	st := h.run(CampaignInput{Config: testConfig()})
+
+	require.Equal(t, campaign.StatePaused, afterPRP.State)
+	require.Equal(t, 0, afterPRP.FetchersActive)
+	require.Equal(t, campaign.StatePaused, afterRP.State)
+	require.Equal(t, campaign.StateRunning, afterResume.State)
+	require.Equal(t, 2, afterResume.FetchersActive)
+	require.Equal(t, campaign.StateStopped, st.State)
+}
+
+func TestScale(t *testing.T) {
+	h := newHarness(t, nil)
+	var up, down ScaleResult
+	var upErr, downErr, negErr, hugeErr error
+	var at5, at1 Status
+	h.scale(5*time.Minute, 5, &up, &upErr)
+	h.snapshot(6*time.Minute, &at5)
+	h.scale(7*time.Minute, 1, &down, &downErr)
+	h.snapshot(8*time.Minute, &at1)
+	h.scale(8*time.Minute+time.Second, -1, new(ScaleResult), &negErr)
+	h.scale(8*time.Minute+2*time.Second, 100000, new(ScaleResult), &hugeErr)
+	h.at(9*time.Minute, func() { h.signal(SignalStop, nil) })
+
+	st := h.run(CampaignInput{Config: testConfig()})
+
+	require.NoError(t, upErr)
+	require.NoError(t, downErr)
+	require.Equal(t, ScaleResult{Previous: 2, Fetchers: 5}, up)
+	require.Equal(t, ScaleResult{Previous: 5, Fetchers: 1}, down)
+	require.Equal(t, 5, at5.FetchersActive)
+	require.Equal(t, 1, at1.FetchersActive)
+	require.Equal(t, 1, at1.FetchersDesired)
+	require.True(t, at1.Fetchers[0].Running)
+	for _, f := range at1.Fetchers[1:] {
+		require.False(t, f.Running, "fetcher %d", f.Index)
+	}
+	require.ErrorContains(t, negErr, "fetchers -1: must be between 0 and 1024")
+	require.ErrorContains(t, hugeErr, "fetchers 100000: must be between 0 and 1024")
+	require.Equal(t, 1, st.FetchersDesired)
+	require.Equal(t, 0, st.Restarts)
+	for i := range 5 {
+		require.Equal(t, 1, h.startsOf(i), "fetcher %d", i)
+	}
+}
+
+func failOnce(index int) func(env *testsuite.TestWorkflowEnvironment) {
+	return func(env *testsuite.TestWorkflowEnvironment) {
+		env.OnActivity(acts.FetchSession, mock.Anything, mock.MatchedBy(func(in activities.FetchSessionInput) bool {
+			return in.Index == index
+		})).Return(activities.SessionCounters{}, errors.New("session lost")).Once()
+	}
+}
+
+func TestRestartsFailedSession(t *testing.T) {
+	h := newHarness(t, failOnce(0))
+	var mid Status
+	h.snapshot(3*time.Minute, &mid)
+	h.at(4*time.Minute, func() { h.signal(SignalStop, nil) })
+
+	st := h.run(CampaignInput{Config: testConfig()})
+
+	require.Equal(t, 1, mid.Restarts)
+	require.Equal(t, 1, mid.Fetchers[0].Restarts)
+	require.Contains(t, mid.Fetchers[0].LastError, "session lost")
+	require.True(t, mid.Fetchers[0].Running)
+	require.Equal(t, 2, mid.FetchersActive)
+	require.Equal(t, 0, mid.Fetchers[1].Restarts)
+	require.Empty(t, mid.Alert)
+	require.Equal(t, 2, h.startsOf(0))
+	require.Equal(t, 1, h.startsOf(1))
+	require.Equal(t, campaign.StateStopped, st.State)
+}
+
+func TestRestartSignal(t *testing.T) {
+	h := newHarness(t, nil)
+	var mid Status
+	h.at(5*time.Minute, func() {
+		h.env.SignalWorkflowSkippingWorkflowTask(SignalRestart, RestartSignal{Fetcher: 7}) // no such fetcher: ignored
+		h.signal(SignalRestart, RestartSignal{Fetcher: 1})
+	})
+	h.snapshot(6*time.Minute, &mid)
+	h.at(7*time.Minute, func() { h.signal(SignalStop, nil) })
+
+	h.run(CampaignInput{Config: testConfig()})
+
+	require.Equal(t, 1, mid.Restarts)
+	require.Equal(t, 1, mid.Fetchers[1].Restarts)
+	require.Equal(t, 0, mid.Fetchers[0].Restarts)
+	require.Equal(t, 2, mid.FetchersActive)
+	require.Equal(t, 1, h.startsOf(0))
+	require.Equal(t, 2, h.startsOf(1))
+}
+
+func TestRestartAlert(t *testing.T) {
+	h := newHarness(t, func(env *testsuite.TestWorkflowEnvironment) {
+		env.OnActivity(acts.FetchSession, mock.Anything, mock.MatchedBy(func(in activities.FetchSessionInput) bool {
+			return in.Index == 0
+		})).Return(activities.SessionCounters{}, errors.New("scheduler unreachable"))
+	})
+	cfg := testConfig()
+	cfg.RestartAlert = 2
+	cfg.NotifyURL = "http://127.0.0.1:9/hook"
+	var mid Status
+	h.snapshot(10*time.Minute, &mid)
+	h.at(11*time.Minute, func() { h.signal(SignalStop, nil) })
+
+	st := h.run(CampaignInput{Config: cfg})
+
+	require.Greater(t, mid.Restarts, 2)
+	require.Contains(t, mid.Alert, "fetcher restarts in the last hour (alert above 2)")
+	require.Equal(t, []string{"fetcher_restarts", "stopped"}, h.notified, "one alert an hour, then the end")
+	require.Equal(t, campaign.StateStopped, st.State)
+}
+
+// Cancel in the Web UI ends the campaign like stop: the fleet stops, Close
+// runs, the result says stopped.
+func TestCancelEndsLikeStop(t *testing.T) {
+	h := newHarness(t, nil)
+	h.at(5*time.Minute, func() { h.env.CancelWorkflow() })
+
+	st := h.run(CampaignInput{Config: testConfig()})
+
+	require.Equal(t, campaign.StateStopped, st.State)
+	require.Equal(t, "cancelled", st.Reason)
+	require.Equal(t, 0, st.FetchersActive)
+	require.Len(t, h.closes, 1)
+	require.True(t, h.closes[0].Delete)
+}
+
+func TestSeedFailureFailsCampaign(t *testing.T) {
+	h := newHarness(t, func(env *testsuite.TestWorkflowEnvironment) {
+		env.OnActivity(acts.Seed, mock.Anything, mock.Anything).Return(activities.SeedResult{}, errors.New("no scheduler"))
+	})
+	h.env.ExecuteWorkflow(WorkflowName, CampaignInput{Config: testConfig()})
+	require.True(t, h.env.IsWorkflowCompleted())
+	require.ErrorContains(t, h.env.GetWorkflowError(), "seeding failed")
+	require.Len(t, h.closes, 1)
+	require.False(t, h.closes[0].Delete, "a failed campaign keeps its queues")
+	require.Equal(t, 0, h.startsOf(0))
+}
+
+func TestContinueAsNewCarriesState(t *testing.T) {
+	h := newHarness(t, failOnce(0))
+	h.at(2*time.Minute, func() { h.fetched.Store(42) })
+	h.at(3*time.Minute, func() { h.signal(SignalRestart, RestartSignal{Fetcher: 1}) })
+	h.at(5*time.Minute, func() {
+		// Signals in the very task that crosses the threshold.
+		h.env.SetCurrentHistoryLength(150)
+		h.env.SignalWorkflowSkippingWorkflowTask(SignalRestart, RestartSignal{Fetcher: 0})
+		h.signal(SignalPause, PauseSignal{Reason: "night"})
+	})
+	h.env.ExecuteWorkflow(WorkflowName, CampaignInput{Config: testConfig(), HistoryLimit: 100})
+
+	require.True(t, h.env.IsWorkflowCompleted())
+	var can *workflow.ContinueAsNewError
+	require.ErrorAs(t, h.env.GetWorkflowError(), &can)
+	require.Equal(t, WorkflowName, can.WorkflowType.Name)
+	var next CampaignInput
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
+	s := next.State
+	require.NotNil(t, s)
+	require.Equal(t, 100, next.HistoryLimit)
+	require.Equal(t, "c1", next.Config.ID)
+	require.Equal(t, campaign.StatePaused, s.State)
+	require.Equal(t, "night", s.Reason)
+	require.True(t, s.Seeded)
+	require.Equal(t, 1, s.Run)
+	require.Equal(t, 2, s.FetchersDesired)
+	require.Equal(t, 2, s.Restarts, "one failure, one restart signal")
+	require.Equal(t, 1, s.Fetchers[0].Restarts)
+	require.Equal(t, 1, s.Fetchers[1].Restarts)
+	require.Equal(t, int64(42), s.PagesFetched)
+	require.Empty(t, h.closes, "continue-as-new does not close the campaign")
+
+	// The next run: no second seeding, still paused, the fleet comes back
+	// on resume.
+	h2 := newHarness(t, nil)
+	var first, resumed Status
+	h2.snapshot(30*time.Second, &first)
+	h2.at(time.Minute+30*time.Second, func() { h2.signal(SignalResume, nil) })
+	h2.snapshot(2*time.Minute, &resumed)
+	h2.at(3*time.Minute, func() { h2.signal(SignalStop, nil) })
+	st := h2.run(next)
+
+	require.Equal(t, 0, h2.seeds)
+	require.Equal(t, campaign.StatePaused, first.State)
+	require.Equal(t, 1, first.Run)
+	require.Equal(t, 0, first.FetchersActive)
+	require.Equal(t, int64(42), first.PagesFetched)
+	require.Equal(t, campaign.StateRunning, resumed.State)
+	require.Equal(t, 2, resumed.FetchersActive)
+	require.Equal(t, 2, st.Restarts)
+	require.Equal(t, campaign.StateStopped, st.State)
+}
+
+// The history must be recorded from an integration run against a dev server:
+//
+//	temporal workflow show --workflow-id ID --output json > workflows/testdata/campaign_history.json
+//
+// Replaying it catches a change to Campaign that would break running
+// campaigns (non-determinism).
+func TestReplayRecordedHistory(t *testing.T) {
+	path := filepath.Join("testdata", "campaign_history.json")
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		t.Skip("no recorded history at workflows/testdata/campaign_history.json; record one from an integration run (see the comment above)")
+	}
+	r := worker.NewWorkflowReplayer()
+	r.RegisterWorkflowWithOptions(Campaign, workflow.RegisterOptions{Name: WorkflowName})
+	require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, path))
+}

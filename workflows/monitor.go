@@ -1,0 +1,124 @@
+package workflows
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/drover-crawl/drover/activities"
+	"github.com/drover-crawl/drover/campaign"
+)
+
+// smallOptions are the options of the campaign's short activities: on the
+// workflow's task queue, with a heartbeat timeout (house rule 5) and a
+// retry policy with backoff; attempts 0 retries until StartToClose budget
+// runs out on each attempt, forever.
+func smallOptions(startToClose time.Duration, attempts int32) workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		TaskQueue:           TaskQueue,
+		StartToCloseTimeout: startToClose,
+		HeartbeatTimeout:    30 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    time.Second,
+			BackoffCoefficient: 2,
+			MaximumInterval:    time.Minute,
+			MaximumAttempts:    attempts,
+		},
+	}
+}
+
+// seed runs Seed once per campaign (not again after continue-as-new).
+func (r *run) seed() error {
+	ctx := workflow.WithActivityOptions(r.ctx, smallOptions(2*time.Minute, 10))
+	var res activities.SeedResult
+	if err := workflow.ExecuteActivity(ctx, acts.Seed, activities.SeedInput{Config: r.cfg}).Get(r.ctx, &res); err != nil {
+		return err
+	}
+	workflow.GetLogger(r.ctx).Info("seeded", "urls", res.Seeded)
+	r.st.Seeded = true
+	return nil
+}
+
+// startMonitor runs one Monitor; monitored starts the next, so at most one
+// is pending and none is left over when the campaign ends.
+func (r *run) startMonitor() {
+	if r.ending != "" || r.monitoring {
+		return
+	}
+	mctx, cancel := workflow.WithCancel(r.ctx)
+	r.monitorCancel = cancel
+	r.monitoring = true
+	f := workflow.ExecuteActivity(workflow.WithActivityOptions(mctx, smallOptions(10*time.Minute, 0)),
+		acts.Monitor, activities.MonitorInput{Config: r.cfg, Report: monitorReport})
+	workflow.Go(r.ctx, func(ctx workflow.Context) {
+		var res activities.MonitorResult
+		err := f.Get(ctx, &res)
+		if err != nil && mctx.Err() == nil {
+			// Monitor retries on its own; an error here is non-retryable.
+			// Counts are only informative: wait and watch again.
+			workflow.GetLogger(ctx).Error("monitor failed; retrying in a minute", "error", err)
+			_ = workflow.Sleep(mctx, monitorReport)
+		}
+		r.events.Send(ctx, event{kind: evMonitor, monitor: res, err: err})
+	})
+}
+
+// monitored applies a Monitor result: new counts, and the end of the
+// campaign when the frontier is drained (not while paused: the fleet is
+// not fetching then, and a resume is expected) or max-pages is reached.
+func (r *run) monitored(e event) {
+	r.monitoring = false
+	if r.ending != "" {
+		return
+	}
+	if e.err == nil {
+		s := e.monitor.Stats
+		r.setCounts(s.Fetched, s.Failed, s.Queued, s.InFlight)
+		switch {
+		case e.monitor.CapReached || s.CapReached:
+			r.beginEnd(campaign.StateCompleted, "max pages reached")
+			return
+		case e.monitor.Drained && r.st.State != campaign.StatePaused:
+			r.beginEnd(campaign.StateCompleted, "frontier drained")
+			return
+		}
+	}
+	r.startMonitor()
+}
+
+func (r *run) setCounts(fetched, failed, queued, inFlight int64) {
+	r.st.PagesFetched, r.st.PagesFailed = fetched, failed
+	r.st.URLsQueued, r.st.URLsInFlight = queued, inFlight
+}
+
+// startDeadline ends the campaign MaxDuration after its first start.
+func (r *run) startDeadline() {
+	if r.cfg.MaxDuration <= 0 {
+		return
+	}
+	left := r.st.StartedAt.Add(r.cfg.MaxDuration).Sub(workflow.Now(r.ctx))
+	if left <= 0 {
+		left = time.Millisecond // fire on the next workflow task
+	}
+	dctx, cancel := workflow.WithCancel(r.ctx)
+	r.deadlineCancel = cancel
+	t := workflow.NewTimer(dctx, left)
+	workflow.Go(r.ctx, func(ctx workflow.Context) {
+		err := t.Get(ctx, nil)
+		r.events.Send(ctx, event{kind: evDeadline, err: err})
+	})
+}
+
+func (r *run) notifyInput(ev, text string) activities.NotifyInput {
+	return activities.NotifyInput{URL: r.cfg.NotifyURL, Campaign: r.id, Event: ev, Text: text}
+}
+
+// notify posts an exception notification; a failure is logged, never
+// fatal to the campaign.
+func (r *run) notify(ctx workflow.Context, in activities.NotifyInput) {
+	actx := workflow.WithActivityOptions(r.ctx, smallOptions(30*time.Second, 3))
+	if err := workflow.ExecuteActivity(actx, acts.Notify, in).Get(ctx, nil); err != nil {
+		workflow.GetLogger(ctx).Error("notify failed", "event", in.Event, "error", err)
+	}
+}

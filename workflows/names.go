@@ -1,0 +1,53 @@
+package workflows
+
+import "go.temporal.io/sdk/temporal"
+
+// One source of names (house rule 2): the worker, the starter, the tests and
+// the `temporal` CLI all use these, so a task queue or signal name can never
+// drift between them.
+const (
+	// WorkflowName is the Campaign workflow's type name. Register with
+	// workflow.RegisterOptions{Name: WorkflowName}.
+	WorkflowName = "Campaign"
+
+	// TaskQueue hosts the Campaign workflow and its small activities (Seed,
+	// Monitor, Close, Notify).
+	TaskQueue = "drover-campaign"
+	// FetchTaskQueue hosts the long-running FetchSession activities, so that
+	// fetch capacity can be scaled (and drained) apart from the workflows.
+	FetchTaskQueue = "drover-fetch"
+
+	// SignalPause takes PauseSignal: cancel the fleet (leases go back to the
+	// frontier) and wait for resume.
+	SignalPause = "pause"
+	// SignalResume takes ResumeSignal: start the fleet again.
+	SignalResume = "resume"
+	// SignalStop takes StopSignal: stop the fleet, close and end "stopped".
+	SignalStop = "stop"
+	// SignalRestart takes RestartSignal: restart one fetcher by index.
+	SignalRestart = "restart"
+
+	// UpdateScale takes ScaleRequest and returns ScaleResult.
+	UpdateScale = "scale"
+
+	// QueryStatus returns Status.
+	QueryStatus = "status"
+
+	// SearchAttributeState and SearchAttributePages are the names to
+	// register on the server (`temporal operator search-attribute create
+	// --name CampaignState --type Keyword --name PagesFetched --type Int`)
+	// before a campaign upserts them.
+	SearchAttributeState = "CampaignState"
+	SearchAttributePages = "PagesFetched"
+
+	// DefaultHistoryLimit is the history length (events) after which a
+	// campaign continues as new, unless the server suggests it earlier.
+	DefaultHistoryLimit = 5000
+)
+
+// Typed search attribute keys, for upserts and for visibility queries
+// (`CampaignState = "running"`).
+var (
+	CampaignStateKey = temporal.NewSearchAttributeKeyKeyword(SearchAttributeState)
+	PagesFetchedKey  = temporal.NewSearchAttributeKeyInt64(SearchAttributePages)
+)

@@ -1,0 +1,127 @@
+package workflows
+
+import (
+	"time"
+
+	"github.com/drover-crawl/drover/campaign"
+)
+
+// CampaignInput is the Campaign workflow's one input.
+//
+// A new campaign is started with only Config set. State is nil on the first
+// run and set by the workflow itself when it continues as new: it carries
+// everything the next run needs (DESIGN.md: "its state struct is carried
+// across continue-as-new"), so that the config stays the one thing an
+// operator writes and the Web UI shows.
+type CampaignInput struct {
+	Config campaign.Config `json:"config"`
+	State  *CampaignState  `json:"state,omitempty"`
+	// HistoryLimit is the history length (events) after which the campaign
+	// continues as new; 0 means DefaultHistoryLimit. Tests set it low.
+	HistoryLimit int `json:"history_limit,omitempty"`
+}
+
+// CampaignState is what one run of the workflow hands to the next across
+// continue-as-new. Control events that arrived before the handover are
+// already applied to it (see continueAsNew), so none is carried pending.
+type CampaignState struct {
+	State  string `json:"state"`            // a campaign.State* constant
+	Reason string `json:"reason,omitempty"` // why it paused or ended
+
+	FetchersDesired int  `json:"fetchers_desired"`
+	Seeded          bool `json:"seeded"`
+	// StartedAt is the first run's start; MaxDuration counts from it.
+	StartedAt time.Time `json:"started_at"`
+	// Run is the continue-as-new generation: 0 for the first run.
+	Run int `json:"run"`
+
+	// Restarts counts every fetcher restart, failures and restart signals.
+	Restarts int `json:"restarts"`
+	// RecentFailures holds the times of failure restarts within the last
+	// hour, for the exception notification.
+	RecentFailures []time.Time `json:"recent_failures,omitempty"`
+	AlertedAt      time.Time   `json:"alerted_at"`
+	Alert          string      `json:"alert,omitempty"`
+
+	// Fetchers is per fetcher index; Running is recomputed by each run.
+	Fetchers []FetcherStatus `json:"fetchers,omitempty"`
+
+	// Counts as last reported by Monitor (or Close).
+	PagesFetched int64 `json:"pages_fetched"`
+	PagesFailed  int64 `json:"pages_failed"`
+	URLsQueued   int64 `json:"urls_queued"`
+	URLsInFlight int64 `json:"urls_in_flight"`
+}
+
+// FetcherStatus is what the workflow knows of one fetcher of the fleet.
+// Fetched and Failed add up the counters that the fetcher's ended sessions
+// returned; a running session's own counts are in its heartbeat details,
+// which `starter status` reads with DescribeWorkflowExecution.
+type FetcherStatus struct {
+	Index     int    `json:"index"`
+	Running   bool   `json:"running"`
+	Restarts  int    `json:"restarts"`
+	LastError string `json:"last_error,omitempty"`
+	Fetched   int64  `json:"fetched"`
+	Failed    int64  `json:"failed"`
+}
+
+// Status is the answer to QueryStatus and the workflow's result.
+type Status struct {
+	ID              string          `json:"id"`
+	State           string          `json:"state"` // a campaign.State* constant
+	FetchersDesired int             `json:"fetchers_desired"`
+	FetchersActive  int             `json:"fetchers_active"`
+	Fetchers        []FetcherStatus `json:"fetchers,omitempty"`
+
+	// As last reported by Monitor.
+	PagesFetched int64 `json:"pages_fetched"`
+	PagesFailed  int64 `json:"pages_failed"`
+	URLsQueued   int64 `json:"urls_queued"`
+	URLsInFlight int64 `json:"urls_in_flight"`
+
+	Restarts  int       `json:"restarts"`
+	StartedAt time.Time `json:"started_at"`
+	// Reason says why the campaign paused or ended.
+	Reason string `json:"reason,omitempty"`
+	// Alert is the last exception raised (restarts piling up), if any.
+	Alert string `json:"alert,omitempty"`
+	// Run is the continue-as-new generation.
+	Run int `json:"run"`
+}
+
+// PauseSignal is SignalPause's payload; it may be omitted
+// (`temporal workflow signal --name pause`).
+type PauseSignal struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// ResumeSignal is SignalResume's payload; it may be omitted.
+type ResumeSignal struct{}
+
+// StopSignal is SignalStop's payload; it may be omitted.
+type StopSignal struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// RestartSignal is SignalRestart's payload: the index of the fetcher to
+// restart (`--input '{"fetcher": 2}'`).
+type RestartSignal struct {
+	Fetcher int `json:"fetcher"`
+}
+
+// ScaleRequest is UpdateScale's input: the number of fetchers wanted.
+type ScaleRequest struct {
+	Fetchers int `json:"fetchers"`
+}
+
+// ScaleResult is UpdateScale's result.
+type ScaleResult struct {
+	Previous int `json:"previous"`
+	Fetchers int `json:"fetchers"`
+}
+
+// isEnded reports whether s is a final state.
+func isEnded(s string) bool {
+	return s == campaign.StateCompleted || s == campaign.StateStopped || s == campaign.StateFailed
+}
