@@ -1,0 +1,46 @@
+package devstack
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestRedactURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"amqp://guest:guest@127.0.0.1:5672/": "amqp://guest:***@127.0.0.1:5672/",
+		"amqp://u%40x:p%3Aw@host/vhost":      "amqp://u%40x:***@host/vhost",
+		"amqp://127.0.0.1:5672/":             "amqp://127.0.0.1:5672/",
+		"amqp://guest@127.0.0.1/":            "amqp://guest@127.0.0.1/",
+	} {
+		require.Equal(t, want, RedactURL(in), in)
+	}
+}
+
+func TestCheckRabbitMQUnreachable(t *testing.T) {
+	addr := freeAddr(t)
+	err := CheckRabbitMQ(context.Background(), "amqp://guest:secret@"+addr+"/")
+	require.Error(t, err)
+	msg := err.Error()
+	require.Contains(t, msg, "RabbitMQ at amqp://guest:***@"+addr+"/ unreachable: ")
+	require.Contains(t, msg, "rabbitmq-server -detached")
+	require.Contains(t, msg, "set AMQP_URL")
+	require.NotContains(t, msg, "secret")
+	require.NotContains(t, msg, "\n")
+}
+
+// The machine's RabbitMQ (DESIGN.md: running on the development machines
+// and in CI); EnsureRabbitMQ starts it if it is stopped.
+func TestEnsureRabbitMQ(t *testing.T) {
+	ctx := context.Background()
+	require.NoError(t, EnsureRabbitMQ(ctx, "amqp://guest:guest@127.0.0.1:5672/"))
+	require.NoError(t, CheckRabbitMQ(ctx, "amqp://guest:guest@127.0.0.1:5672/"))
+}
+
+func TestIsLocalURL(t *testing.T) {
+	require.True(t, isLocalURL("amqp://guest:guest@127.0.0.1:5672/"))
+	require.True(t, isLocalURL("amqp://localhost/"))
+	require.True(t, isLocalURL("amqp://[::1]:5672/"))
+	require.False(t, isLocalURL("amqp://rabbit.example.com/"))
+}

@@ -1,0 +1,339 @@
+package devstack
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/testsuite"
+)
+
+// Search attributes every drover Temporal server registers, the dev stack's
+// and the tests' alike: a workflow cannot upsert one that is not registered.
+const (
+	SearchAttributeCampaignState = "CampaignState" // Keyword
+	SearchAttributePagesFetched  = "PagesFetched"  // Int
+)
+
+// TemporalBinaryRel is where `make bin/temporal` installs the Temporal CLI,
+// relative to the repository root.
+const TemporalBinaryRel = "bin/temporal"
+
+// ErrTemporalBinaryMissing means bin/temporal is not installed; the error
+// that wraps it says how to install it. Tests skip on it.
+var ErrTemporalBinaryMissing = errors.New("temporal CLI binary missing")
+
+// Defaults of TemporalOptions.
+const (
+	DefaultTemporalIP           = "127.0.0.1"
+	DefaultTemporalNamespace    = "default"
+	DefaultTemporalStartTimeout = 60 * time.Second
+	// temporalStopTimeout bounds the graceful stop; after it the server is killed.
+	temporalStopTimeout = 15 * time.Second
+)
+
+// TemporalOptions configures StartTemporal. The zero value starts
+// bin/temporal (found above the working directory) in memory on free ports
+// of 127.0.0.1, with its Web UI.
+type TemporalOptions struct {
+	// BinaryPath is the temporal CLI to run; empty means bin/temporal in the
+	// repository root found by walking up from the working directory.
+	BinaryPath string
+	// IP the frontend binds; empty means 127.0.0.1.
+	IP string
+	// Port of the frontend gRPC service; 0 means a free port chosen now.
+	Port int
+	// UIPort of the Web UI; 0 means a free port chosen now, -1 no UI.
+	UIPort int
+	// DBFilename keeps the server's state in this SQLite file (its directory
+	// is created); empty keeps it in memory.
+	DBFilename string
+	// Namespace registered at start and used by Client; empty means "default".
+	Namespace string
+	// LogLevel of the server (debug, info, warn, error); empty means warn.
+	LogLevel string
+	// Output receives the server's stdout and stderr; nil discards them (the
+	// last lines still go into a start-up error).
+	Output io.Writer
+	// Logger is the SDK client's logger; nil logs warnings and errors to stderr.
+	Logger log.Logger
+	// StartTimeout bounds the start, including the first successful dial;
+	// 0 means 60 s.
+	StartTimeout time.Duration
+}
+
+// Temporal is a running `temporal server start-dev` process.
+type Temporal struct {
+	server    *testsuite.DevServer
+	addr      string
+	uiURL     string
+	namespace string
+	pids      func() []int
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// StartTemporal starts a Temporal dev server from the temporal CLI and
+// returns once a client has connected to it. The server always registers the
+// CampaignState (Keyword) and PagesFetched (Int) search attributes. A fixed
+// port that is already taken fails at once with a *PortInUseError naming
+// its owner. Call Stop when done.
+func StartTemporal(ctx context.Context, opts TemporalOptions) (*Temporal, error) {
+	bin := opts.BinaryPath
+	if bin == "" {
+		var err error
+		if bin, err = TemporalBinary(); err != nil {
+			return nil, err
+		}
+	} else if err := checkExecutable(bin); err != nil {
+		return nil, err
+	}
+	if abs, err := filepath.Abs(bin); err == nil {
+		bin = abs
+	}
+	ip := cmp.Or(opts.IP, DefaultTemporalIP)
+	ns := cmp.Or(opts.Namespace, DefaultTemporalNamespace)
+
+	port := opts.Port
+	if port == 0 {
+		p, err := freePort(ip)
+		if err != nil {
+			return nil, err
+		}
+		port = p
+	} else if err := CheckPortFreeFor(net.JoinHostPort(ip, strconv.Itoa(port)), "TEMPORAL_ADDRESS"); err != nil {
+		return nil, fmt.Errorf("temporal frontend: %w", err)
+	}
+	addr := net.JoinHostPort(ip, strconv.Itoa(port))
+
+	devOpts := testsuite.DevServerOptions{
+		ExistingPath: bin,
+		ClientOptions: &client.Options{
+			HostPort:  addr,
+			Namespace: ns,
+			Logger:    cmp.Or(opts.Logger, quietLogger()),
+		},
+		DBFilename: opts.DBFilename,
+		LogLevel:   cmp.Or(opts.LogLevel, "warn"),
+		ExtraArgs: []string{
+			"--search-attribute", SearchAttributeCampaignState + "=Keyword",
+			"--search-attribute", SearchAttributePagesFetched + "=Int",
+		},
+	}
+	var uiURL string
+	switch {
+	case opts.UIPort < 0:
+		devOpts.EnableUI = false
+	default:
+		uiPort := opts.UIPort
+		if uiPort == 0 {
+			// The CLI's own default, frontend port + 1000, may be taken.
+			p, err := freePort(ip)
+			if err != nil {
+				return nil, err
+			}
+			uiPort = p
+		} else if err := CheckPortFree(net.JoinHostPort(ip, strconv.Itoa(uiPort))); err != nil {
+			return nil, fmt.Errorf("temporal web UI: %w", err)
+		}
+		devOpts.EnableUI = true
+		devOpts.UIPort = strconv.Itoa(uiPort)
+		uiURL = "http://" + net.JoinHostPort(ip, strconv.Itoa(uiPort))
+	}
+	if opts.DBFilename != "" {
+		if err := os.MkdirAll(filepath.Dir(opts.DBFilename), 0o755); err != nil {
+			return nil, fmt.Errorf("temporal db directory: %w", err)
+		}
+	}
+	out := &tailWriter{w: opts.Output}
+	devOpts.Stdout, devOpts.Stderr = out, out
+
+	// Our processes are the ones running this binary on this port: the SDK
+	// keeps the *exec.Cmd to itself, and leaks it when the start fails.
+	portArg := strconv.Itoa(port)
+	pids := func() []int {
+		return findProcesses(func(args []string) bool {
+			i := slices.Index(args, "--port")
+			return args[0] == bin && i > 0 && i+1 < len(args) && args[i+1] == portArg
+		})
+	}
+
+	startCtx, cancel := context.WithTimeout(ctx, cmp.Or(opts.StartTimeout, DefaultTemporalStartTimeout))
+	defer cancel()
+	server, err := testsuite.StartDevServer(startCtx, devOpts)
+	if err != nil {
+		for _, pid := range pids() {
+			killAndReap(pid)
+		}
+		msg := fmt.Sprintf("starting temporal dev server on %s: %v", addr, err)
+		if tail := out.Tail(); tail != "" {
+			msg += "; server output ends with:\n" + tail
+		}
+		return nil, errors.New(msg)
+	}
+	return &Temporal{server: server, addr: addr, uiURL: uiURL, namespace: ns, pids: pids}, nil
+}
+
+// Address is the frontend's host:port, for TEMPORAL_ADDRESS.
+func (t *Temporal) Address() string { return t.addr }
+
+// Namespace is the namespace Client uses.
+func (t *Temporal) Namespace() string { return t.namespace }
+
+// UIURL is the Web UI's URL, or "" when the server runs headless.
+func (t *Temporal) UIURL() string { return t.uiURL }
+
+// Client is a client connected to the server's namespace; Stop closes it.
+func (t *Temporal) Client() client.Client { return t.server.Client() }
+
+// Stop closes the client and stops the server, killing it if it has not
+// exited within 15 s. Calling it again returns the first result.
+func (t *Temporal) Stop() error {
+	t.stopOnce.Do(func() {
+		t.server.Client().Close()
+		done := make(chan error, 1)
+		go func() { done <- t.server.Stop() }()
+		select {
+		case err := <-done:
+			t.stopErr = ignoreInterrupted(err)
+		case <-time.After(temporalStopTimeout):
+			for _, pid := range t.pids() {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+			select {
+			case <-done:
+			case <-time.After(5 * time.Second):
+			}
+			t.stopErr = fmt.Errorf("temporal dev server on %s did not stop within %s; killed", t.addr, temporalStopTimeout)
+		}
+	})
+	return t.stopErr
+}
+
+// ignoreInterrupted treats "the server exited because we interrupted it" as
+// a clean stop.
+func ignoreInterrupted(err error) error {
+	var ee interface{ Sys() any }
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGINT {
+			return nil
+		}
+	}
+	return err
+}
+
+// killAndReap kills a child process the SDK started and then forgot, and
+// waits (bounded) for it so that it does not linger as a zombie.
+func killAndReap(pid int) {
+	if syscall.Kill(pid, syscall.SIGKILL) != nil {
+		return
+	}
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+		if got, err := syscall.Wait4(pid, nil, syscall.WNOHANG, nil); got == pid || err != nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TemporalBinary returns the path of bin/temporal in the repository root
+// above the working directory, or an error wrapping
+// ErrTemporalBinaryMissing that says how to install it.
+func TemporalBinary() (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("finding bin/temporal: %w", err)
+	}
+	return FindTemporalBinary(wd)
+}
+
+// FindTemporalBinary walks up from dir to the repository root (the first
+// directory holding go.mod) and returns its bin/temporal.
+func FindTemporalBinary(dir string) (string, error) {
+	root, err := RepoRoot(dir)
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(root, TemporalBinaryRel)
+	return bin, checkExecutable(bin)
+}
+
+// EnsureTemporalBinary returns nil when bin/temporal is installed in the
+// repository root above the working directory, and otherwise an error
+// (wrapping ErrTemporalBinaryMissing) that says to run `make bin/temporal`.
+func EnsureTemporalBinary() error {
+	_, err := TemporalBinary()
+	return err
+}
+
+// RepoRoot returns the first directory at or above dir that holds go.mod.
+func RepoRoot(dir string) (string, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d, nil
+		}
+		if filepath.Dir(d) == d {
+			return "", fmt.Errorf("no go.mod at or above %s: run this from the drover repository", dir)
+		}
+	}
+}
+
+func checkExecutable(bin string) error {
+	fi, err := os.Stat(bin)
+	if err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+		return fmt.Errorf("%w: %s is not installed: run `make bin/temporal` in the repository root (builds the temporal CLI, about 3.5 minutes cold)",
+			ErrTemporalBinaryMissing, bin)
+	}
+	return nil
+}
+
+// tailWriter forwards to w (if any) and keeps the last bytes written, for
+// error messages. The SDK copies stdout and stderr from two goroutines.
+type tailWriter struct {
+	w    io.Writer
+	mu   sync.Mutex
+	tail []byte
+}
+
+const tailMax = 4 << 10
+
+func (t *tailWriter) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	t.tail = append(t.tail, p...)
+	if len(t.tail) > tailMax {
+		t.tail = append(t.tail[:0], t.tail[len(t.tail)-tailMax:]...)
+	}
+	t.mu.Unlock()
+	if t.w != nil {
+		return t.w.Write(p)
+	}
+	return len(p), nil
+}
+
+func (t *tailWriter) Tail() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.tail)
+}
+
+func quietLogger() log.Logger {
+	return log.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+}
