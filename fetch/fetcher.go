@@ -345,7 +345,7 @@ func (f *Fetcher) redirect(res *Result, req Request, u *url.URL, location string
 	}
 	tu, _ := url.Parse(target)
 	// A redirect does not take the crawl one link deeper.
-	if ok, _ := f.scope.Allow(tu, req.Depth); !ok {
+	if ok, _ := f.scope.Allow(tu, req.Depth, u); !ok {
 		return
 	}
 	res.Links = []Link{{URL: target, Hops: req.Hops + 1, Depth: req.Depth}}

@@ -52,7 +52,7 @@ func (f *Fetcher) extract(res *Result, req Request, pageURL *url.URL, h http.Hea
 		if err != nil {
 			continue
 		}
-		if ok, _ := f.scope.Allow(u, req.Depth+1); ok {
+		if ok, _ := f.scope.Allow(u, req.Depth+1, pageURL); ok {
 			res.Links = append(res.Links, Link{URL: s, Depth: req.Depth + 1})
 		}
 	}
@@ -80,6 +80,10 @@ func isHTML(contentType string, body []byte) bool {
 // first base[href]; a and area with rel=nofollow are skipped. A meta robots
 // (or meta name="drover") "noindex", "nofollow" or "none" sets noIndex and
 // noFollow; with noFollow no link is returned.
+//
+// The document's charset is not converted: the bytes of a non-UTF-8 URL
+// are percent-encoded as they are (browsers encode a query in the page's
+// charset, so such links may differ from a browser's).
 func extractLinks(body []byte, pageURL *url.URL, dropParams []string) (urls []string, noIndex, noFollow bool) {
 	doc, err := goquery.NewDocumentFromReader(bytes.NewReader(body))
 	if err != nil {

@@ -2,11 +2,9 @@ package fetch
 
 import (
 	"fmt"
-	"hash/fnv"
 	"net/url"
 	"regexp"
 	"strings"
-	"sync"
 
 	"github.com/drover-crawl/drover/campaign"
 )
@@ -23,17 +21,15 @@ const (
 	// many times or more is refused (/x/x/x, /a/b/a/b/a/b, or relative links
 	// that keep nesting: /p/img/p/img/p/img).
 	MaxSegmentRepeats = 3
-	// MaxPatternURLs: once more than this many distinct URLs of one
-	// generated pattern (the host, path and query with every run of digits
-	// replaced by "N", as /calendar/N/N?day=N) were seen, further URLs of
-	// the pattern are refused.
-	MaxPatternURLs = 200
-	// maxTrackedPatterns bounds the memory of the pattern guard: about
-	// 4096 × 201 × 8 bytes (6.6 MB) at worst; when full, an arbitrary
-	// pattern still under the limit is forgotten.
-	maxTrackedPatterns = 4096
-	// maxTrappedPatterns bounds the set of patterns already over the limit.
-	maxTrappedPatterns = 16384
+	// MaxPatternDepth: a link whose generated pattern (host, path and
+	// query with every run of digits replaced by "N", as /calendar/N/N) is
+	// its page's own pattern is refused beyond this depth. An endless
+	// generated space (a calendar whose every month links to the next, a
+	// session id in every link) grows one level per page along such a
+	// chain and ends here after at most about twice this many pages (both
+	// directions), while a site's real numbered pages (/p/17.html,
+	// /product/123) sit at shallow depths however many there are.
+	MaxPatternDepth = 100
 )
 
 // Reasons Scope.Allow gives for a refusal.
@@ -57,30 +53,22 @@ const (
 // refused when it matches one of cfg.Exclude, is deeper than cfg.MaxDepth
 // (0: no limit), or trips a trap guard (see the constants above).
 //
-// The generated-space guard counts per Scope instance, that is per fetcher
-// process, not per campaign: each fetcher refuses a pattern after having
-// seen more than MaxPatternURLs of its URLs, so a campaign with N fetchers
-// may crawl up to about N × MaxPatternURLs of them. It is approximate by
-// design: distinct URLs are counted by 64-bit hash, and its memory is
-// bounded by forgetting patterns (which then count again from zero).
+// The generated-space guard is stateless (see MaxPatternDepth): an earlier
+// version counted distinct URLs per pattern in each fetcher, which cut real
+// sites with more than a few hundred numbered pages and still let every
+// fetcher crawl its own share of a trap.
 type Scope struct {
 	hosts   map[string]bool
 	scope   []*regexp.Regexp
 	exclude []*regexp.Regexp
 	depth   int
-
-	mu       sync.Mutex
-	patterns map[string][]uint64 // pattern -> hashes of its distinct URLs
-	trapped  map[string]bool
 }
 
 // NewScope compiles cfg's scope rules.
 func NewScope(cfg campaign.Config) (*Scope, error) {
 	s := &Scope{
-		hosts:    map[string]bool{},
-		depth:    cfg.MaxDepth,
-		patterns: map[string][]uint64{},
-		trapped:  map[string]bool{},
+		hosts: map[string]bool{},
+		depth: cfg.MaxDepth,
 	}
 	for _, seed := range cfg.Seeds {
 		h, err := HostKey(seed)
@@ -106,10 +94,9 @@ func NewScope(cfg campaign.Config) (*Scope, error) {
 	return s, nil
 }
 
-// Allow reports whether u, found at depth, is to be crawled, and why not.
-// u should be normalized (Normalize). Each URL it allows counts towards its
-// pattern's limit (once per distinct URL).
-func (s *Scope) Allow(u *url.URL, depth int) (ok bool, reason string) {
+// Allow reports whether u, found at depth on page parent (nil for a seed),
+// is to be crawled, and why not. u should be normalized (Normalize).
+func (s *Scope) Allow(u *url.URL, depth int, parent *url.URL) (ok bool, reason string) {
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return false, ReasonScheme
 	}
@@ -148,8 +135,10 @@ func (s *Scope) Allow(u *url.URL, depth int) (ok bool, reason string) {
 	if r := pathTrap(u.EscapedPath()); r != "" {
 		return false, r
 	}
-	if !s.countPattern(u, str) {
-		return false, ReasonGenerated
+	if depth > MaxPatternDepth && parent != nil {
+		if p := urlPattern(u); p != "" && p == urlPattern(parent) {
+			return false, ReasonGenerated
+		}
 	}
 	return true, ""
 }
@@ -204,47 +193,4 @@ func urlPattern(u *url.URL) string {
 		b.WriteByte(c)
 	}
 	return b.String()
-}
-
-// countPattern records str under its pattern and reports whether the
-// pattern is still under MaxPatternURLs.
-func (s *Scope) countPattern(u *url.URL, str string) bool {
-	p := urlPattern(u)
-	if p == "" {
-		return true
-	}
-	h := fnv.New64a()
-	h.Write([]byte(str))
-	sum := h.Sum64()
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.trapped[p] {
-		return false
-	}
-	seen := s.patterns[p]
-	for _, x := range seen {
-		if x == sum {
-			return true
-		}
-	}
-	if len(seen) >= MaxPatternURLs {
-		delete(s.patterns, p)
-		if len(s.trapped) >= maxTrappedPatterns {
-			for k := range s.trapped {
-				delete(s.trapped, k)
-				break
-			}
-		}
-		s.trapped[p] = true
-		return false
-	}
-	if seen == nil && len(s.patterns) >= maxTrackedPatterns {
-		for k := range s.patterns {
-			delete(s.patterns, k)
-			break
-		}
-	}
-	s.patterns[p] = append(seen, sum)
-	return true
 }

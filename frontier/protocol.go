@@ -25,7 +25,6 @@ import (
 //	Credit{n}                   ──▶                    (fetcher role)
 //	                            ◀── Leases{[...]}
 //	Outcomes{[...]}             ──▶
-//	                            ◀── Acks{lease IDs}    (outcome durably handled)
 //	Ping                        ──▶ (keepalive; renews the session's leases)
 //	                            ◀── Pong
 //
@@ -54,7 +53,7 @@ const (
 	FrameCredit
 	FrameLeases
 	FrameOutcomes
-	FrameAcks
+	_ // reserved (was acks)
 	FramePing
 	FramePong
 	FrameRequest
@@ -62,7 +61,7 @@ const (
 )
 
 func (t FrameType) String() string {
-	names := [...]string{"?", "hello", "welcome", "refused", "credit", "leases", "outcomes", "acks", "ping", "pong", "request", "reply"}
+	names := [...]string{"?", "hello", "welcome", "refused", "credit", "leases", "outcomes", "reserved", "ping", "pong", "request", "reply"}
 	if int(t) < len(names) {
 		return names[t]
 	}
@@ -155,8 +154,14 @@ type Outcome struct {
 	Links   []Link `json:"links,omitempty"`
 	// Robots carries the raw robots.txt of a KindRobots lease.
 	Robots *RobotsBody `json:"robots,omitempty"`
+	// SinkFailed: the page could not be stored (a sink is down); the URL is
+	// put aside for a while without counting an attempt.
+	SinkFailed bool `json:"sink_failed,omitempty"`
 	// Released: the fetcher gives the lease back untouched (pause, stop).
 	Released bool `json:"released,omitempty"`
+	// Took is the time from the request's start to this report; the
+	// scheduler uses it to space a host's request starts by its delay.
+	Took time.Duration `json:"took,omitempty"`
 }
 
 // RobotsBody is a fetched robots.txt.
@@ -171,17 +176,13 @@ type Outcomes struct {
 	Items []Outcome `json:"items"`
 }
 
-// Acks tells the fetcher which outcomes are durably handled (links
-// confirmed, delivery acked): the fetcher may forget them.
-type Acks struct {
-	IDs []uint64 `json:"ids"`
-}
-
 // Request is a control request.
 type Request struct {
 	Op       string           `json:"op"` // "seed", "stats", "close"
 	Campaign *campaign.Config `json:"campaign"`
 	URLs     []string         `json:"urls,omitempty"` // seed
+	// Delete (close): remove the campaign's queues and seen marks.
+	Delete bool `json:"delete,omitempty"`
 }
 
 // Control operations.

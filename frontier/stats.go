@@ -9,6 +9,8 @@ type Stats struct {
 	// Queued: messages ready in the campaign's queues (shards, parking),
 	// as RabbitMQ reports them.
 	Queued int64 `json:"queued"`
+	// DeadQueued: messages in the dead-letter queue.
+	DeadQueued int64 `json:"dead_queued"`
 	// Held: deliveries this scheduler holds unacked (waiting for their host,
 	// leased, or being recorded).
 	Held int64 `json:"held"`
@@ -23,6 +25,7 @@ type Stats struct {
 	Disallowed   int64 `json:"disallowed"`    // URLs robots.txt forbade
 	Duplicates   int64 `json:"duplicates"`    // deliveries dropped as already done or in flight
 	DeadLettered int64 `json:"dead_lettered"` // URLs moved to the dead-letter queue
+	Skipped      int64 `json:"skipped"`       // URLs dropped by max-pages-per-host
 	Discovered   int64 `json:"discovered"`    // links published (confirmed)
 	Published    int64 `json:"published"`     // all confirmed publishes
 	Acked        int64 `json:"acked"`         // deliveries acked
@@ -37,6 +40,7 @@ func (s *Stats) Add(o Stats) {
 	s.Schedulers = append(s.Schedulers, o.Schedulers...)
 	// Every scheduler reports the same RabbitMQ counts: take the largest.
 	s.Queued = max(s.Queued, o.Queued)
+	s.DeadQueued = max(s.DeadQueued, o.DeadQueued)
 	s.Held += o.Held
 	s.InFlight += o.InFlight
 	s.Pending += o.Pending
@@ -46,6 +50,7 @@ func (s *Stats) Add(o Stats) {
 	s.Disallowed += o.Disallowed
 	s.Duplicates += o.Duplicates
 	s.DeadLettered += o.DeadLettered
+	s.Skipped += o.Skipped
 	s.Discovered += o.Discovered
 	s.Published += o.Published
 	s.Acked += o.Acked

@@ -1,0 +1,148 @@
+package activities
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/drover-crawl/drover/frontier"
+)
+
+// Seed declares the campaign's frontier on a scheduler and publishes its
+// seeds (confirmed). Idempotent: a seed already queued is not published
+// again.
+func (a *Activities) Seed(ctx context.Context, in SeedInput) (SeedResult, error) {
+	cfg := in.Config.WithDefaults()
+	var errs []error
+	for _, addr := range a.Schedulers {
+		c, err := frontier.DialControl(ctx, addr, a.Token)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		n, err := c.Seed(ctx, cfg, cfg.Seeds)
+		c.Close()
+		if err != nil {
+			return SeedResult{}, temporal.NewNonRetryableApplicationError(err.Error(), "SeedRefused", err)
+		}
+		return SeedResult{Seeded: n}, nil
+	}
+	return SeedResult{}, fmt.Errorf("no scheduler reachable: %w", errors.Join(errs...))
+}
+
+// pollEvery is how often Monitor asks the schedulers for their stats.
+const pollEvery = time.Second
+
+// Monitor watches the campaign's frontier on every scheduler, heartbeating,
+// and returns when it is drained, when max-pages is reached, or after
+// in.Report with the current stats.
+//
+// Drained means: on every scheduler nothing queued, held, leased or
+// waiting for a confirm, seen twice at least a second apart with no ack and
+// no publish in between. A URL is always in exactly one of those places
+// until its outcome is recorded (the invariant), so two identical idle
+// readings mean nothing is moving and nothing is left.
+func (a *Activities) Monitor(ctx context.Context, in MonitorInput) (MonitorResult, error) {
+	cfg := in.Config.WithDefaults()
+	report := in.Report
+	if report <= 0 {
+		report = time.Minute
+	}
+	deadline := time.Now().Add(report)
+	var prev *frontier.Stats
+	var last frontier.Stats
+	var failingSince time.Time
+	for {
+		st, err := frontier.CampaignStats(ctx, a.Schedulers, a.Token, cfg.ID)
+		switch {
+		case err != nil:
+			prev = nil
+			if failingSince.IsZero() {
+				failingSince = time.Now()
+			}
+			activity.GetLogger(ctx).Warn("stats unavailable", "error", err)
+			if time.Since(failingSince) > 5*time.Minute {
+				return MonitorResult{Stats: last}, temporal.NewApplicationError(err.Error(), "SchedulerUnreachable")
+			}
+		default:
+			failingSince = time.Time{}
+			last = st
+			if cfg.MaxPages > 0 && st.Fetched+st.Failed >= cfg.MaxPages {
+				return MonitorResult{CapReached: true, Stats: st}, nil
+			}
+			if st.Idle() && prev != nil && prev.Idle() && prev.Acked == st.Acked && prev.Published == st.Published {
+				return MonitorResult{Drained: true, Stats: st}, nil
+			}
+			if st.Idle() {
+				prev = &st
+			} else {
+				prev = nil
+			}
+		}
+		activity.RecordHeartbeat(ctx, last)
+		if time.Now().After(deadline) {
+			return MonitorResult{Stats: last}, nil
+		}
+		select {
+		case <-ctx.Done():
+			return MonitorResult{Stats: last}, ctx.Err()
+		case <-time.After(pollEvery):
+		}
+	}
+}
+
+// Close releases the campaign on every scheduler and, with in.Delete,
+// removes its queues. The workflow calls it after the fleet has stopped, so
+// the last outcomes are recorded before the queues go.
+func (a *Activities) Close(ctx context.Context, in CloseInput) (CloseResult, error) {
+	var total frontier.Stats
+	for _, addr := range a.Schedulers {
+		c, err := frontier.DialControl(ctx, addr, a.Token)
+		if err != nil {
+			return CloseResult{}, err
+		}
+		st, err := c.CloseCampaign(ctx, in.Config.ID, in.Delete)
+		c.Close()
+		if err != nil {
+			return CloseResult{}, err
+		}
+		total.Add(st)
+	}
+	return CloseResult{Stats: total}, nil
+}
+
+// notifyMessage is the webhook payload: Slack-compatible through "text".
+type notifyMessage struct {
+	Text     string `json:"text"`
+	Campaign string `json:"campaign"`
+	Event    string `json:"event"`
+}
+
+// Notify posts an exception notification to in.URL as JSON with a
+// Slack-compatible "text" field.
+func (a *Activities) Notify(ctx context.Context, in NotifyInput) error {
+	body, _ := json.Marshal(notifyMessage{Text: in.Text, Campaign: in.Campaign, Event: in.Event})
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, in.URL, bytes.NewReader(body))
+	if err != nil {
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("notify url %q: %v", in.URL, err), "BadNotifyURL", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("notify %s: %w", in.URL, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		return fmt.Errorf("notify %s: HTTP %d", in.URL, resp.StatusCode)
+	}
+	return nil
+}

@@ -1,0 +1,263 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/fetch"
+	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/sink"
+)
+
+// heartbeatEvery is how often a FetchSession records a heartbeat. The SDK
+// throttles what it sends; a cancellation (pause) reaches the activity only
+// on a heartbeat response, so this and the worker's
+// MaxHeartbeatThrottleInterval bound how fast a pause takes effect.
+const heartbeatEvery = 200 * time.Millisecond
+
+// reconnectFor is how long a FetchSession tries to reach a scheduler before
+// it fails (and the workflow restarts it).
+const reconnectFor = 2 * time.Minute
+
+// storeTimeout bounds storing one page; storing is not cancelled by a pause,
+// so an in-flight outcome is recorded before the session ends.
+const storeTimeout = 30 * time.Second
+
+// FetchSession is one fetcher of the fleet: it holds a session to a
+// scheduler, fetches what it is leased, stores pages in the sinks and
+// reports outcomes, heartbeating its SessionCounters, until its ctx is
+// cancelled (pause, stop, scale down: it then returns a canceled error
+// carrying its counters, after its leases went back) or no scheduler can be
+// reached for reconnectFor (an error the workflow answers by restarting it).
+func (a *Activities) FetchSession(ctx context.Context, in FetchSessionInput) (SessionCounters, error) {
+	cfg := in.Config.WithDefaults()
+	if len(a.Schedulers) == 0 {
+		return SessionCounters{}, temporal.NewNonRetryableApplicationError("no scheduler configured (DROVER_SCHEDULER)", "Config", nil)
+	}
+	f, err := fetch.New(cfg)
+	if err != nil {
+		return SessionCounters{}, temporal.NewNonRetryableApplicationError(err.Error(), "Config", err)
+	}
+	defer f.Close()
+	sk, err := sink.OpenAll(ctx, cfg.Sinks, sink.Options{Campaign: cfg.ID, BodyCap: cfg.BodyCap, KafkaBrokers: a.KafkaBrokers})
+	if err != nil {
+		return SessionCounters{}, temporal.NewApplicationError(err.Error(), "SinkUnavailable")
+	}
+	defer sk.Close()
+
+	r := NewRunner(cfg, f, sk, in.Index, a.Identity)
+	stopBeat := r.heartbeat(ctx)
+	defer stopBeat()
+
+	client := fmt.Sprintf("%s/fetcher-%d", a.Identity, in.Index)
+	var lastOK = time.Now()
+	backoff := 100 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		if ctx.Err() != nil {
+			return r.Counters(), temporal.NewCanceledError(r.Counters())
+		}
+		addr := a.Schedulers[(in.Index+attempt)%len(a.Schedulers)]
+		sess, err := frontier.DialSession(ctx, addr, a.Token, client, cfg, cfg.FetcherConcurrency)
+		if err != nil {
+			if errors.Is(err, frontier.ErrRefused) {
+				return r.Counters(), temporal.NewNonRetryableApplicationError(err.Error(), "SessionRefused", err)
+			}
+			if time.Since(lastOK) > reconnectFor {
+				return r.Counters(), temporal.NewApplicationError(err.Error(), "SchedulerUnreachable")
+			}
+			activity.GetLogger(ctx).Warn("scheduler unreachable; retrying", "addr", addr, "error", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(backoff):
+			}
+			backoff = min(backoff*2, 5*time.Second)
+			continue
+		}
+		backoff = 100 * time.Millisecond
+		r.setScheduler(sess.Scheduler())
+		r.Run(ctx, sess)
+		lastOK = time.Now()
+		if ctx.Err() == nil {
+			activity.GetLogger(ctx).Warn("session ended; reconnecting", "addr", addr, "error", sess.Err())
+		}
+	}
+}
+
+// NewRunner returns the fetch loop of one fetcher: it serves sessions with
+// f and sk. FetchSession wraps it with heartbeats and reconnects; tests of
+// the frontier use it alone.
+func NewRunner(cfg campaign.Config, f *fetch.Fetcher, sk sink.Sink, index int, identity string) *Runner {
+	return &Runner{cfg: cfg, f: f, sk: sk, c: SessionCounters{Index: index, Worker: identity, Since: time.Now()}}
+}
+
+// Runner runs one fetcher's sessions.
+type Runner struct {
+	cfg campaign.Config
+	f   *fetch.Fetcher
+	sk  sink.Sink
+
+	mu sync.Mutex
+	c  SessionCounters
+}
+
+// Counters returns the runner's counters now.
+func (r *Runner) Counters() SessionCounters {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.c
+}
+
+func (r *Runner) setScheduler(s string) {
+	r.mu.Lock()
+	r.c.Scheduler = s
+	r.mu.Unlock()
+}
+
+func (r *Runner) count(f func(c *SessionCounters)) {
+	r.mu.Lock()
+	f(&r.c)
+	r.mu.Unlock()
+}
+
+func (r *Runner) heartbeat(ctx context.Context) func() {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(heartbeatEvery)
+		defer t.Stop()
+		for {
+			activity.RecordHeartbeat(ctx, r.Counters())
+			select {
+			case <-t.C:
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
+
+// Run serves one session until it ends or ctx is cancelled. On cancel, the
+// requests under way are cancelled at once (no request leaves after a
+// pause), pages already fetched are stored and reported, leases not done
+// are released, and the session closes.
+func (r *Runner) Run(ctx context.Context, sess *frontier.Session) {
+	fetchCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	sess.Credit(r.cfg.FetcherConcurrency)
+loop:
+	for {
+		select {
+		case l, ok := <-sess.Leases():
+			if !ok {
+				break loop
+			}
+			wg.Add(1)
+			r.count(func(c *SessionCounters) { c.InFlight++ })
+			go func() {
+				defer wg.Done()
+				o := r.handle(fetchCtx, l)
+				r.count(func(c *SessionCounters) { c.InFlight-- })
+				sess.Report(o)
+				if fetchCtx.Err() == nil {
+					sess.Credit(1)
+				}
+			}()
+		case <-ctx.Done():
+			break loop
+		}
+	}
+	cancel()
+	wg.Wait()
+	// Leases that arrived but were not started go back untouched.
+	for {
+		select {
+		case l, ok := <-sess.Leases():
+			if ok {
+				sess.Report(frontier.Outcome{LeaseID: l.ID, Released: true})
+				continue
+			}
+		default:
+		}
+		break
+	}
+	_ = sess.Close()
+}
+
+// handle fetches one lease and stores its page; the outcome says what the
+// scheduler must do with the URL.
+func (r *Runner) handle(ctx context.Context, l frontier.Lease) frontier.Outcome {
+	o := frontier.Outcome{LeaseID: l.ID}
+	if l.Kind == frontier.KindRobots {
+		rr := r.f.FetchRobots(ctx, l.URL)
+		if ctx.Err() != nil {
+			o.Released = true
+			return o
+		}
+		o.Robots = &frontier.RobotsBody{Status: rr.Status, Body: rr.Body}
+		if rr.Err != nil {
+			o.Robots.Error = rr.Err.Error()
+		}
+		return o
+	}
+	res := r.f.Fetch(ctx, fetch.Request{URL: l.URL, Depth: l.Depth, Hops: l.Hops, Parent: l.Parent, Attempt: l.Attempt, MaxAttempts: l.MaxAttempts})
+	if ctx.Err() != nil {
+		o.Released = true
+		return o
+	}
+	// Took is measured from now, after the request: the scheduler spaces
+	// the host's next start from (report time - Took), which must not be
+	// before this request's start.
+	done := time.Now()
+	if res.Err != nil {
+		o.Error = res.Err.Error()
+	}
+	if res.Retry {
+		o.Retry, o.RetryAfter = true, res.RetryAfter
+		if res.Page != nil {
+			o.Status = res.Page.Status
+		}
+		o.Backoff = o.Status == 429 || o.Status == 503
+		r.count(func(c *SessionCounters) { c.Errors++ })
+		o.Took = time.Since(done)
+		return o
+	}
+	if res.Page != nil {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+		err := r.sk.Store(sctx, res.Page)
+		cancel()
+		if err != nil {
+			o.SinkFailed = true
+			o.Error = err.Error()
+			r.count(func(c *SessionCounters) { c.Errors++ })
+			o.Took = time.Since(done)
+			return o
+		}
+		o.Stored, o.Status = true, res.Page.Status
+		if res.Page.Err != "" {
+			o.Error = res.Page.Err
+		}
+		if res.Page.Status == 0 {
+			r.count(func(c *SessionCounters) { c.Failed++ })
+		} else {
+			r.count(func(c *SessionCounters) { c.Fetched++ })
+		}
+	}
+	for _, ln := range res.Links {
+		o.Links = append(o.Links, frontier.Link{URL: ln.URL, Hops: ln.Hops})
+	}
+	o.Took = time.Since(done)
+	return o
+}

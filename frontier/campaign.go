@@ -1,0 +1,886 @@
+package frontier
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/fetch"
+)
+
+// holdWindow bounds how far ahead the scheduler holds a host's URLs: a URL
+// whose turn is further away is parked (re-published to a parking queue,
+// confirmed, then acked), so no delivery stays unacked anywhere near
+// RabbitMQ's consumer_timeout and no host fills its shard's prefetch window.
+const holdWindow = 30 * time.Second
+
+// maxLost: a URL whose lease was lost this many times (its fetcher died or
+// never reported) is a poison URL and goes to the dead-letter queue.
+const maxLost = 3
+
+// lease is a URL handed to a session.
+type lease struct {
+	id       uint64
+	e        *entry // nil for a robots lease
+	h        *host
+	s        *session
+	deadline time.Time
+	start    time.Time
+}
+
+// campaignActor owns one campaign on one scheduler. Its state is touched
+// only by its loop goroutine; everything else posts closures to it.
+type campaignActor struct {
+	srv    *Server
+	cfg    campaign.Config
+	topo   Topology
+	policy Policy
+	log    *slog.Logger
+
+	events chan func()
+	done   chan struct{}
+
+	hosts    map[string]*host
+	ready    hostHeap
+	waiting  hostHeap
+	sessions map[*session]struct{}
+	leases   map[uint64]*lease
+	held     map[Key]*entry // URLs held in memory or leased, by key
+	seq      uint64
+	timer    *time.Timer
+	timerAt  time.Time
+
+	consumeCh *amqp.Channel
+	consuming bool
+	idleSince time.Time
+
+	// counters (atomic: Stats reads them from the request goroutine too).
+	// unacked counts deliveries received and not yet settled (acked,
+	// nacked, or void because their channel closed).
+	unacked, acked, pending                                    atomic.Int64
+	fetched, failed, retried, disallowed, duplicates, deadLtrd atomic.Int64
+	skipped, discovered, published                             atomic.Int64
+	inflight                                                   atomic.Int64
+	nhosts, nsessions                                          atomic.Int64
+	capped                                                     atomic.Bool
+}
+
+func newCampaignActor(srv *Server, cfg campaign.Config) (*campaignActor, error) {
+	p, err := PolicyByName(cfg.Priority)
+	if err != nil {
+		return nil, err
+	}
+	a := &campaignActor{
+		srv:      srv,
+		cfg:      cfg,
+		topo:     Topology{Campaign: cfg.ID},
+		policy:   p,
+		log:      srv.log.With("campaign", cfg.ID),
+		events:   make(chan func(), 1024),
+		done:     make(chan struct{}),
+		hosts:    map[string]*host{},
+		ready:    hostHeap{ready: true},
+		sessions: map[*session]struct{}{},
+		leases:   map[uint64]*lease{},
+		held:     map[Key]*entry{},
+		timer:    time.NewTimer(time.Hour),
+	}
+	go a.loop()
+	return a, nil
+}
+
+// post runs f on the actor's goroutine; false when the actor has ended.
+func (a *campaignActor) post(f func()) bool {
+	select {
+	case a.events <- f:
+		return true
+	case <-a.done:
+		return false
+	}
+}
+
+func (a *campaignActor) loop() {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case f := <-a.events:
+			f()
+			// Take whatever else is waiting before leasing: leases then go
+			// out in batches.
+			for n := 0; n < 256; n++ {
+				select {
+				case f := <-a.events:
+					f()
+					continue
+				default:
+				}
+				break
+			}
+		case <-a.timer.C:
+			a.timerAt = time.Time{}
+		case <-tick.C:
+			a.expireLeases()
+			a.releaseIfIdle()
+		case <-a.done:
+			return
+		}
+		if a.consuming {
+			a.dispatch()
+		}
+	}
+}
+
+// --- consuming ---------------------------------------------------------
+
+// subscribe starts consuming the campaign's shards: first this scheduler's
+// own share, then, as a standby, the others (single-active-consumer makes
+// the first subscriber of a shard its owner).
+func (a *campaignActor) subscribe() error {
+	if a.consuming {
+		return nil
+	}
+	ch, err := a.srv.conn.Channel()
+	if err != nil {
+		return fmt.Errorf("open consume channel: %w", err)
+	}
+	if err := ch.Qos(a.srv.cfg.Prefetch, 0, false); err != nil {
+		ch.Close()
+		return fmt.Errorf("qos: %w", err)
+	}
+	order := make([]int, 0, Shards)
+	for i := range Shards {
+		if i%a.srv.cfg.Replicas == a.srv.cfg.Index {
+			order = append(order, i)
+		}
+	}
+	for i := range Shards {
+		if i%a.srv.cfg.Replicas != a.srv.cfg.Index {
+			order = append(order, i)
+		}
+	}
+	for _, shard := range order {
+		ds, err := ch.Consume(a.topo.Shard(shard), "", false, false, false, false, nil)
+		if err != nil {
+			ch.Close()
+			return fmt.Errorf("consume %s: %w", a.topo.Shard(shard), err)
+		}
+		go a.forward(ch, shard, ds)
+	}
+	closed := ch.NotifyClose(make(chan *amqp.Error, 1))
+	go func() {
+		if err, ok := <-closed; ok && err != nil {
+			a.post(func() { a.channelLost(ch, err) })
+		}
+	}()
+	a.consumeCh = ch
+	a.consuming = true
+	a.log.Info("consuming shards", "own", len(order)/a.srv.cfg.Replicas, "replicas", a.srv.cfg.Replicas)
+	return nil
+}
+
+func (a *campaignActor) forward(ch *amqp.Channel, shard int, ds <-chan amqp.Delivery) {
+	for d := range ds {
+		a.unacked.Add(1)
+		if !a.post(func() { a.onDelivery(ch, shard, d) }) {
+			a.unacked.Add(-1)
+			return
+		}
+	}
+}
+
+// channelLost: RabbitMQ closed the consume channel and requeued every
+// delivery on it; what the scheduler held for it is void.
+func (a *campaignActor) channelLost(ch *amqp.Channel, err *amqp.Error) {
+	if ch != a.consumeCh {
+		return
+	}
+	a.log.Warn("consume channel closed; its deliveries went back to their queues", "err", err)
+	a.dropHeld()
+	a.consumeCh = nil
+	a.consuming = false
+	if len(a.sessions) > 0 {
+		if err := a.subscribe(); err != nil {
+			a.log.Error("resubscribe", "err", err)
+		}
+	}
+}
+
+// dropHeld forgets every held delivery (their channel is gone, so RabbitMQ
+// has requeued them); leases out stay valid for their fetchers, but their
+// outcomes can no longer ack.
+func (a *campaignActor) dropHeld() {
+	for k, e := range a.held {
+		a.settle(e)
+		delete(a.held, k)
+	}
+	for _, h := range a.hosts {
+		h.queue = nil
+		a.place(h, time.Now())
+	}
+}
+
+// release stops consuming: closing the channel returns every unacked
+// delivery to its queue (and lets a standby scheduler take the shards).
+func (a *campaignActor) release() {
+	if !a.consuming {
+		return
+	}
+	ch := a.consumeCh
+	a.consumeCh = nil
+	a.consuming = false
+	a.dropHeld()
+	if ch != nil {
+		ch.Close()
+	}
+	a.log.Info("released shards")
+}
+
+func (a *campaignActor) releaseIfIdle() {
+	if len(a.sessions) > 0 || !a.consuming {
+		a.idleSince = time.Time{}
+		return
+	}
+	if a.idleSince.IsZero() {
+		a.idleSince = time.Now()
+		return
+	}
+	if time.Since(a.idleSince) > a.srv.cfg.IdleRelease && a.pending.Load() == 0 {
+		a.release()
+	}
+}
+
+// --- deliveries --------------------------------------------------------
+
+func (a *campaignActor) onDelivery(ch *amqp.Channel, shard int, d amqp.Delivery) {
+	if ch != a.consumeCh {
+		a.unacked.Add(-1)
+		return // from a channel already closed: RabbitMQ requeued it
+	}
+	m, err := decodeMsg(d.Body)
+	if err != nil {
+		a.deadLetter(&entry{d: d, shard: shard}, fmt.Sprintf("unreadable message: %v", err))
+		return
+	}
+	u, err := url.Parse(m.URL)
+	hostName := ""
+	if err == nil {
+		hostName, err = fetch.HostKey(m.URL)
+	}
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		a.deadLetter(&entry{d: d, msg: m, shard: shard}, fmt.Sprintf("unparseable URL %q: %v", m.URL, err))
+		return
+	}
+	k := KeyOf(m.URL)
+	if _, ok := a.held[k]; ok {
+		a.duplicates.Add(1)
+		a.ack(d)
+		return
+	}
+	if done, err := a.srv.store.Done(a.cfg.ID, k); err != nil {
+		a.log.Error("seen store", "err", err)
+	} else if done {
+		a.duplicates.Add(1)
+		a.ack(d)
+		return
+	}
+	h := a.hosts[hostName]
+	if h == nil {
+		delay, conc := a.cfg.PolitenessFor(hostName)
+		h = &host{name: hostName, root: u.Scheme + "://" + u.Host, delay: delay, conc: conc, index: -1}
+		a.hosts[hostName] = h
+		a.nhosts.Store(int64(len(a.hosts)))
+	}
+	a.seq++
+	e := &entry{key: k, msg: m, d: d, shard: shard, attempt: headerInt(d.Headers, hdrAttempt), lost: headerInt(d.Headers, hdrLost), seq: a.seq}
+	e.prio = a.policy.Priority(Item{URL: m.URL, Host: hostName, Depth: m.Depth, Score: m.Score, HostFetched: h.fetched})
+	now := time.Now()
+	if wait := a.expectedWait(h, now); wait > holdWindow {
+		a.park(e, wait, e.attempt, e.lost, "")
+		return
+	}
+	a.held[k] = e
+	heap.Push(&h.queue, e)
+	a.place(h, now)
+}
+
+// expectedWait estimates when a URL added now to h's queue would start.
+func (a *campaignActor) expectedWait(h *host, now time.Time) time.Duration {
+	wait := h.next.Sub(now)
+	if wait < 0 {
+		wait = 0
+	}
+	if h.robotsState == robotsReady && h.robots != nil && h.robots.Unreachable {
+		wait = max(wait, h.robotsAt.Sub(now))
+	}
+	conc := max(h.conc, 1)
+	return wait + time.Duration(len(h.queue)/conc)*h.delay
+}
+
+// --- leasing -----------------------------------------------------------
+
+// place puts h in the heap its state calls for.
+func (a *campaignActor) place(h *host, now time.Time) {
+	switch h.where {
+	case inReady:
+		a.ready.remove(h)
+	case inWaiting:
+		a.waiting.remove(h)
+	}
+	h.where = inNone
+	if h.inflight >= max(h.conc, 1) {
+		return
+	}
+	if !h.hasWork(now) {
+		return
+	}
+	h.wake = h.next
+	if h.robots != nil && h.robots.Unreachable {
+		h.wake = maxTime(h.wake, h.robotsAt)
+	}
+	if h.wake.After(now) {
+		h.where = inWaiting
+		heap.Push(&a.waiting, h)
+		return
+	}
+	h.best = h.queue[0].prio
+	h.where = inReady
+	heap.Push(&a.ready, h)
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// dispatch leases ready hosts' URLs to sessions with credit.
+func (a *campaignActor) dispatch() {
+	now := time.Now()
+	for a.waiting.Len() > 0 && !a.waiting.hs[0].wake.After(now) {
+		h := heap.Pop(&a.waiting).(*host)
+		h.where = inNone
+		a.place(h, now)
+	}
+	if a.capReached() {
+		a.setTimer(now)
+		return
+	}
+	batches := map[*session][]Lease{}
+	sessions := a.sessionsWithCredit()
+	si := 0
+	for a.ready.Len() > 0 && len(sessions) > 0 {
+		h := heap.Pop(&a.ready).(*host)
+		h.where = inNone
+		s := sessions[si%len(sessions)]
+		l, ok := a.leaseFrom(h, s, now)
+		if ok {
+			batches[s] = append(batches[s], l)
+			s.credit--
+			if s.credit == 0 {
+				sessions = append(sessions[:si%len(sessions)], sessions[si%len(sessions)+1:]...)
+			} else {
+				si++
+			}
+			if a.capReached() {
+				break
+			}
+		}
+		a.place(h, now)
+	}
+	for s, ls := range batches {
+		s.send(FrameLeases, Leases{Items: ls})
+	}
+	a.setTimer(now)
+}
+
+func (a *campaignActor) setTimer(now time.Time) {
+	if a.waiting.Len() == 0 {
+		return
+	}
+	at := a.waiting.hs[0].wake
+	if !a.timerAt.IsZero() && !at.Before(a.timerAt) {
+		return
+	}
+	a.timer.Reset(max(at.Sub(now), time.Millisecond))
+	a.timerAt = at
+}
+
+func (a *campaignActor) capReached() bool {
+	if a.cfg.MaxPages <= 0 {
+		return false
+	}
+	if a.fetched.Load()+a.failed.Load()+a.inflight.Load() >= a.cfg.MaxPages {
+		a.capped.Store(true)
+		return true
+	}
+	return false
+}
+
+func (a *campaignActor) sessionsWithCredit() []*session {
+	var out []*session
+	for s := range a.sessions {
+		if s.credit > 0 {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// leaseFrom takes h's next URL (or its robots.txt) and leases it to s.
+func (a *campaignActor) leaseFrom(h *host, s *session, now time.Time) (Lease, bool) {
+	l := &lease{id: a.srv.nextLease.Add(1), h: h, s: s, deadline: now.Add(a.srv.cfg.LeaseTimeout), start: now}
+	out := Lease{ID: l.id, Deadline: l.deadline}
+	if h.needsRobots(now) {
+		h.robotsState = robotsFetching
+		out.Kind = KindRobots
+		out.URL = h.root
+	} else {
+		for {
+			if len(h.queue) == 0 {
+				return Lease{}, false
+			}
+			e := heap.Pop(&h.queue).(*entry)
+			if h.robots != nil && !h.robots.Allowed(pathOf(e.msg.URL)) {
+				a.disallowed.Add(1)
+				delete(a.held, e.key)
+				a.ackEntry(e)
+				continue
+			}
+			if a.cfg.MaxPagesPerHost > 0 && h.fetched+int64(h.inflight) >= a.cfg.MaxPagesPerHost {
+				a.skipped.Add(1)
+				delete(a.held, e.key)
+				a.ackEntry(e)
+				continue
+			}
+			l.e = e
+			out.URL, out.Depth, out.Hops, out.Parent = e.msg.URL, e.msg.Depth, e.msg.Hops, e.msg.Parent
+			out.Attempt, out.MaxAttempts = e.attempt+1, a.cfg.MaxAttempts
+			break
+		}
+	}
+	h.inflight++
+	h.next = now.Add(h.delay)
+	a.leases[l.id] = l
+	s.leases[l.id] = struct{}{}
+	a.inflight.Add(1)
+	return out, true
+}
+
+func pathOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "/"
+	}
+	p := u.EscapedPath()
+	if p == "" {
+		p = "/"
+	}
+	if u.RawQuery != "" {
+		p += "?" + u.RawQuery
+	}
+	return p
+}
+
+// endLease removes a lease; the caller decides what becomes of its URL.
+func (a *campaignActor) endLease(l *lease, now time.Time) {
+	delete(a.leases, l.id)
+	delete(l.s.leases, l.id)
+	l.h.inflight--
+	a.inflight.Add(-1)
+}
+
+// returnLease puts a lost lease's URL back (or dead-letters a poison URL).
+func (a *campaignActor) returnLease(l *lease, why string, now time.Time) {
+	a.endLease(l, now)
+	if l.e == nil {
+		if l.h.robotsState == robotsFetching {
+			l.h.robotsState = robotsUnknown
+		}
+		a.place(l.h, now)
+		return
+	}
+	if _, ok := a.held[l.e.key]; !ok {
+		return // its delivery is void (channel lost)
+	}
+	l.e.lost++
+	if l.e.lost >= maxLost {
+		delete(a.held, l.e.key)
+		a.deadLetter(l.e, fmt.Sprintf("lease lost %d times (last: %s)", l.e.lost, why))
+		a.place(l.h, now)
+		return
+	}
+	heap.Push(&l.h.queue, l.e)
+	a.place(l.h, now)
+}
+
+func (a *campaignActor) expireLeases() {
+	now := time.Now()
+	for _, l := range a.leases {
+		if now.After(l.deadline) {
+			a.log.Warn("lease expired", "url", l.urlOf(), "session", l.s.client)
+			a.returnLease(l, "deadline passed without a report", now)
+		}
+	}
+}
+
+func (l *lease) urlOf() string {
+	if l.e == nil {
+		return l.h.root + "/robots.txt"
+	}
+	return l.e.msg.URL
+}
+
+// --- sessions ----------------------------------------------------------
+
+func (a *campaignActor) addSession(s *session) error {
+	if err := a.subscribe(); err != nil {
+		return err
+	}
+	a.sessions[s] = struct{}{}
+	a.nsessions.Store(int64(len(a.sessions)))
+	return nil
+}
+
+func (a *campaignActor) removeSession(s *session) {
+	if _, ok := a.sessions[s]; !ok {
+		return
+	}
+	delete(a.sessions, s)
+	a.nsessions.Store(int64(len(a.sessions)))
+	now := time.Now()
+	for id := range s.leases {
+		if l := a.leases[id]; l != nil {
+			a.returnLease(l, "session closed", now)
+		}
+	}
+}
+
+func (a *campaignActor) renew(s *session) {
+	deadline := time.Now().Add(a.srv.cfg.LeaseTimeout)
+	for id := range s.leases {
+		if l := a.leases[id]; l != nil && l.start.Add(a.srv.cfg.MaxLease).After(deadline) {
+			l.deadline = deadline
+		}
+	}
+}
+
+// --- outcomes ----------------------------------------------------------
+
+// onOutcomes handles a batch of outcomes from s. State changes happen here;
+// the I/O (publishing links with confirms, marking done, acking) runs in a
+// goroutine, so the loop never waits on RabbitMQ.
+func (a *campaignActor) onOutcomes(s *session, items []Outcome) {
+	now := time.Now()
+	var rec []recordJob
+	for _, o := range items {
+		l := a.leases[o.LeaseID]
+		if l == nil || l.s != s {
+			continue // expired and re-leased: the newer lease's outcome counts
+		}
+		a.endLease(l, now)
+		h := l.h
+		if o.Took > 0 {
+			// Space request starts: the request started no later than
+			// now-Took, whatever the lease's transit.
+			if start := now.Add(-o.Took); start.Add(h.delay).After(h.next) {
+				h.next = start.Add(h.delay)
+			}
+		}
+		if l.e == nil {
+			a.onRobots(h, o, now)
+			a.place(h, now)
+			continue
+		}
+		e := l.e
+		if _, ok := a.held[e.key]; !ok {
+			a.place(h, now)
+			continue // the delivery is void (channel lost); it comes again
+		}
+		switch {
+		case o.Released:
+			heap.Push(&h.queue, e)
+		case o.Backoff || o.Retry || o.SinkFailed:
+			if o.Backoff {
+				wait := max(o.RetryAfter, 2*h.delay, time.Second)
+				h.next = maxTime(h.next, now.Add(wait))
+			}
+			attempt := e.attempt
+			if !o.SinkFailed {
+				attempt++
+				a.retried.Add(1)
+			}
+			wait := max(o.RetryAfter, retryBackoff(attempt))
+			delete(a.held, e.key)
+			a.park(e, wait, attempt, e.lost, o.Error)
+		default:
+			h.fetched++
+			if o.Error != "" && o.Status == 0 {
+				a.failed.Add(1)
+			} else {
+				a.fetched.Add(1)
+			}
+			rec = append(rec, recordJob{e: e, links: o.Links})
+		}
+		a.place(h, now)
+		if wait := h.next.Sub(now); wait > holdWindow && len(h.queue) > 0 {
+			a.parkHost(h, wait)
+		}
+	}
+	if len(rec) > 0 {
+		a.pending.Add(1)
+		go a.record(rec)
+	}
+}
+
+// retryBackoff is the wait before attempt n+1.
+func retryBackoff(attempt int) time.Duration {
+	d := 5 * time.Second
+	for range attempt {
+		d *= 4
+	}
+	return min(d, 10*time.Minute)
+}
+
+func (a *campaignActor) onRobots(h *host, o Outcome, now time.Time) {
+	var r *fetch.Robots
+	if o.Robots == nil {
+		r = fetch.ParseRobots(0, nil, errors.New(o.Error))
+	} else {
+		var ferr error
+		if o.Robots.Error != "" {
+			ferr = errors.New(o.Robots.Error)
+		}
+		r = fetch.ParseRobots(o.Robots.Status, o.Robots.Body, ferr)
+	}
+	h.robots = r
+	h.robotsState = robotsReady
+	if r.Unreachable {
+		h.robotsAt = now.Add(robotsRetry)
+		a.parkHost(h, robotsRetry)
+		return
+	}
+	h.robotsAt = now.Add(robotsTTL)
+	if cd := r.CrawlDelay(); cd > h.delay {
+		h.delay = min(cd, 10*time.Minute)
+	}
+}
+
+// parkHost parks every URL h holds: its next request is too far away.
+func (a *campaignActor) parkHost(h *host, wait time.Duration) {
+	for _, e := range h.queue {
+		delete(a.held, e.key)
+		a.park(e, wait, e.attempt, e.lost, "")
+	}
+	h.queue = nil
+	a.place(h, time.Now())
+}
+
+type recordJob struct {
+	e     *entry
+	links []Link
+}
+
+// record publishes the discovered links not yet queued (confirmed), marks
+// them queued, marks the URLs done, then acks their deliveries: the order
+// the invariant needs. On failure the deliveries are nacked back to their
+// queues (fetched again later, never lost).
+func (a *campaignActor) record(jobs []recordJob) {
+	defer a.pending.Add(-1)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	err := a.publishLinks(ctx, jobs)
+	if err == nil {
+		keys := make([]Key, len(jobs))
+		for i, j := range jobs {
+			keys[i] = j.e.key
+		}
+		err = a.srv.store.MarkDone(a.cfg.ID, keys)
+	}
+	for _, j := range jobs {
+		if err != nil {
+			a.log.Error("recording outcome failed; the URL goes back to its queue", "url", j.e.msg.URL, "err", err)
+			_ = j.e.d.Nack(false, true)
+		} else {
+			_ = j.e.d.Ack(false)
+		}
+		a.settle(j.e)
+	}
+	a.post(func() {
+		for _, j := range jobs {
+			if a.held[j.e.key] == j.e {
+				delete(a.held, j.e.key)
+			}
+		}
+	})
+}
+
+func (a *campaignActor) publishLinks(ctx context.Context, jobs []recordJob) error {
+	var keys []Key
+	var msgs []outMsg
+	seen := map[Key]bool{}
+	for _, j := range jobs {
+		for _, l := range j.links {
+			k := KeyOf(l.URL)
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			keys = append(keys, k)
+			host, err := fetch.HostKey(l.URL)
+			if err != nil {
+				continue
+			}
+			depth := j.e.msg.Depth + 1
+			if l.Hops > 0 {
+				depth = j.e.msg.Depth // a redirect does not go deeper
+			}
+			m := urlMsg{URL: l.URL, Depth: depth, Hops: l.Hops, Parent: j.e.msg.URL, Score: l.Score}
+			prio := a.policy.Priority(Item{URL: l.URL, Host: host, Depth: depth, Score: l.Score})
+			msgs = append(msgs, outMsg{key: a.topo.Shard(ShardOf(host)), msg: encodeMsg(m, priorityLevel(prio), nil)})
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	queued, err := a.srv.store.Queued(a.cfg.ID, keys)
+	if err != nil {
+		return fmt.Errorf("seen store: %w", err)
+	}
+	var newKeys []Key
+	var newMsgs []outMsg
+	for i := range msgs {
+		if !queued[i] {
+			newKeys = append(newKeys, keys[i])
+			newMsgs = append(newMsgs, msgs[i])
+		}
+	}
+	if len(newMsgs) == 0 {
+		return nil
+	}
+	if err := a.srv.pub.publish(ctx, newMsgs); err != nil {
+		return err
+	}
+	a.published.Add(int64(len(newMsgs)))
+	a.discovered.Add(int64(len(newMsgs)))
+	return a.srv.store.MarkQueued(a.cfg.ID, newKeys)
+}
+
+// park re-publishes e's URL to the parking queue that fits wait
+// (confirmed), then acks its delivery.
+func (a *campaignActor) park(e *entry, wait time.Duration, attempt, lost int, why string) {
+	if attempt >= a.cfg.MaxAttempts && why != "" {
+		a.deadLetter(e, fmt.Sprintf("gave up after %d attempts: %s", attempt, why))
+		return
+	}
+	i := parkFor(wait)
+	hdr := amqp.Table{hdrAttempt: int32(attempt), hdrLost: int32(lost)}
+	if why != "" {
+		hdr[hdrError] = why
+	}
+	msg := outMsg{exchange: a.topo.Park(i), key: a.topo.Shard(e.shard), msg: encodeMsg(e.msg, e.d.Priority, hdr)}
+	a.repost(e, msg)
+}
+
+// deadLetter moves a URL to the dead-letter queue with its error.
+func (a *campaignActor) deadLetter(e *entry, why string) {
+	a.log.Warn("dead-lettering", "url", e.msg.URL, "reason", why)
+	a.deadLtrd.Add(1)
+	pub := amqp.Publishing{ContentType: e.d.ContentType, Body: e.d.Body, Headers: amqp.Table{hdrError: why}}
+	if e.msg.URL != "" {
+		pub = encodeMsg(e.msg, 0, amqp.Table{hdrError: why})
+	}
+	a.repost(e, outMsg{key: a.topo.Dead(), msg: pub})
+}
+
+// repost publishes msg (confirmed) and then acks e's delivery, in a
+// goroutine; if the publish fails, the delivery goes back to its queue.
+func (a *campaignActor) repost(e *entry, msg outMsg) {
+	a.pending.Add(1)
+	go func() {
+		defer a.pending.Add(-1)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := a.srv.pub.publish(ctx, []outMsg{msg}); err != nil {
+			a.log.Error("re-publish failed; the URL goes back to its queue", "err", err)
+			_ = e.d.Nack(false, true)
+		} else {
+			a.published.Add(1)
+			_ = e.d.Ack(false)
+		}
+		a.settle(e)
+	}()
+}
+
+// ackEntry acks e's delivery now (a URL dropped on purpose).
+func (a *campaignActor) ackEntry(e *entry) {
+	_ = e.d.Ack(false)
+	a.settle(e)
+}
+
+// ack acks a delivery that never became an entry.
+func (a *campaignActor) ack(d amqp.Delivery) {
+	_ = d.Ack(false)
+	a.unacked.Add(-1)
+	a.acked.Add(1)
+}
+
+// settle counts e's delivery as settled, once, whoever gets there first.
+func (a *campaignActor) settle(e *entry) {
+	if e.settled.CompareAndSwap(false, true) {
+		a.unacked.Add(-1)
+		a.acked.Add(1)
+	}
+}
+
+// --- stats and close ---------------------------------------------------
+
+func (a *campaignActor) stats() Stats {
+	return Stats{
+		Campaign:     a.cfg.ID,
+		Held:         a.unacked.Load(),
+		InFlight:     a.inflight.Load(),
+		Pending:      a.pending.Load(),
+		Fetched:      a.fetched.Load(),
+		Failed:       a.failed.Load(),
+		Retried:      a.retried.Load(),
+		Disallowed:   a.disallowed.Load(),
+		Duplicates:   a.duplicates.Load(),
+		DeadLettered: a.deadLtrd.Load(),
+		Skipped:      a.skipped.Load(),
+		Discovered:   a.discovered.Load(),
+		Published:    a.published.Load(),
+		Acked:        a.acked.Load(),
+		Hosts:        a.nhosts.Load(),
+		Sessions:     a.nsessions.Load(),
+		CapReached:   a.capped.Load(),
+	}
+}
+
+// stop ends the actor: its deliveries go back to their queues.
+func (a *campaignActor) stop() {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	if !a.post(func() {
+		defer wg.Done()
+		for s := range a.sessions {
+			a.removeSession(s)
+			s.close()
+		}
+		a.release()
+		close(a.done)
+	}) {
+		wg.Done()
+	}
+	wg.Wait()
+}

@@ -1,0 +1,368 @@
+package frontier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/drover-crawl/drover/campaign"
+)
+
+// Errors of the client side.
+var (
+	// ErrSessionClosed: the session ended (see Session.Err for why).
+	ErrSessionClosed = errors.New("session closed")
+)
+
+// handshake opens a connection and exchanges Hello / Welcome.
+func handshake(ctx context.Context, addr string, hello Hello) (net.Conn, *frameReader, *frameWriter, Welcome, error) {
+	var d net.Dialer
+	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	c, err := d.DialContext(dctx, "tcp", addr)
+	if err != nil {
+		return nil, nil, nil, Welcome{}, fmt.Errorf("scheduler %s unreachable: %w (start one with `go run ./scheduler` or `make dev`, or set DROVER_SCHEDULER)", addr, err)
+	}
+	fr, fw := newFrameReader(c), newFrameWriter(c)
+	hello.Version = ProtocolVersion
+	fail := func(err error) (net.Conn, *frameReader, *frameWriter, Welcome, error) {
+		c.Close()
+		return nil, nil, nil, Welcome{}, err
+	}
+	if err := fw.write(FrameHello, hello); err != nil {
+		return fail(err)
+	}
+	if err := fw.flush(); err != nil {
+		return fail(fmt.Errorf("scheduler %s: %w", addr, err))
+	}
+	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	t, payload, err := fr.read()
+	if err != nil {
+		return fail(fmt.Errorf("scheduler %s: reading welcome: %w", addr, err))
+	}
+	_ = c.SetReadDeadline(time.Time{})
+	switch t {
+	case FrameWelcome:
+		var w Welcome
+		if err := decode(t, payload, &w); err != nil {
+			return fail(err)
+		}
+		return c, fr, fw, w, nil
+	case FrameRefused:
+		var r Refused
+		_ = decode(t, payload, &r)
+		return fail(fmt.Errorf("scheduler %s: %w: %s", addr, ErrRefused, r.Reason))
+	}
+	return fail(fmt.Errorf("scheduler %s: unexpected %s frame: %w", addr, t, ErrBadFrame))
+}
+
+// Session is a fetcher's session with a scheduler: leases come in on
+// Leases, outcomes and credit go out batched.
+type Session struct {
+	conn    net.Conn
+	welcome Welcome
+	leases  chan Lease
+
+	mu       sync.Mutex
+	outcomes []Outcome
+	credit   int
+	wake     chan struct{}
+	err      error
+
+	done    chan struct{}
+	closing chan struct{}
+	once    sync.Once
+	wg      sync.WaitGroup
+}
+
+// DialSession opens a fetcher session for a campaign. buffer sizes the
+// lease channel (the fetcher's concurrency).
+func DialSession(ctx context.Context, addr, token, client string, cfg campaign.Config, buffer int) (*Session, error) {
+	c, fr, fw, w, err := handshake(ctx, addr, Hello{Token: token, Role: RoleFetcher, Client: client, Campaign: &cfg})
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{
+		conn:    c,
+		welcome: w,
+		leases:  make(chan Lease, max(buffer, 1)*2),
+		wake:    make(chan struct{}, 1),
+		done:    make(chan struct{}),
+		closing: make(chan struct{}),
+	}
+	s.wg.Add(2)
+	go s.readLoop(fr)
+	go s.writeLoop(fw)
+	return s, nil
+}
+
+// Scheduler names the scheduler at the other end.
+func (s *Session) Scheduler() string { return s.welcome.Scheduler }
+
+// Leases delivers leased URLs; it is closed when the session ends.
+func (s *Session) Leases() <-chan Lease { return s.leases }
+
+// Done is closed when the session has ended.
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+// Err says why the session ended.
+func (s *Session) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// Credit offers the scheduler n more URLs.
+func (s *Session) Credit(n int) {
+	s.mu.Lock()
+	s.credit += n
+	s.mu.Unlock()
+	s.poke()
+}
+
+// Report queues an outcome; it goes out with the next batch.
+func (s *Session) Report(o Outcome) {
+	s.mu.Lock()
+	s.outcomes = append(s.outcomes, o)
+	s.mu.Unlock()
+	s.poke()
+}
+
+func (s *Session) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Session) fail(err error) {
+	s.mu.Lock()
+	if s.err == nil {
+		s.err = err
+	}
+	s.mu.Unlock()
+	s.once.Do(func() {
+		close(s.done)
+		s.conn.Close()
+	})
+}
+
+// Close sends what is queued, then ends the session; the scheduler returns
+// the leases not reported to the pool.
+func (s *Session) Close() error {
+	select {
+	case <-s.closing:
+	default:
+		close(s.closing)
+	}
+	select {
+	case <-s.done:
+	case <-time.After(5 * time.Second):
+	}
+	s.fail(ErrSessionClosed)
+	s.wg.Wait()
+	return nil
+}
+
+func (s *Session) readLoop(fr *frameReader) {
+	defer s.wg.Done()
+	defer close(s.leases)
+	for {
+		_ = s.conn.SetReadDeadline(time.Now().Add(3 * s.welcome.KeepAlive))
+		t, payload, err := fr.read()
+		if err != nil {
+			s.fail(fmt.Errorf("session with %s: %w", s.welcome.Scheduler, err))
+			return
+		}
+		switch t {
+		case FrameLeases:
+			var ls Leases
+			if err := decode(t, payload, &ls); err != nil {
+				s.fail(err)
+				return
+			}
+			for _, l := range ls.Items {
+				select {
+				case s.leases <- l:
+				case <-s.done:
+					return
+				}
+			}
+		case FramePong:
+		case FrameRefused:
+			var r Refused
+			_ = decode(t, payload, &r)
+			s.fail(fmt.Errorf("%w: %s", ErrRefused, r.Reason))
+			return
+		default:
+			s.fail(fmt.Errorf("unexpected %s frame: %w", t, ErrBadFrame))
+			return
+		}
+	}
+}
+
+// writeLoop sends outcomes and credit in batches, and a ping every
+// keepalive (which also renews the session's leases).
+func (s *Session) writeLoop(fw *frameWriter) {
+	defer s.wg.Done()
+	ping := time.NewTicker(s.welcome.KeepAlive)
+	defer ping.Stop()
+	closing := s.closing
+	for {
+		select {
+		case <-s.wake:
+			// Let a few more outcomes join the batch.
+			time.Sleep(time.Millisecond)
+		case <-ping.C:
+			if err := fw.write(FramePing, nil); err != nil {
+				s.fail(err)
+				return
+			}
+		case <-closing:
+			closing = nil
+		case <-s.done:
+			return
+		}
+		s.mu.Lock()
+		outs, credit := s.outcomes, s.credit
+		s.outcomes, s.credit = nil, 0
+		s.mu.Unlock()
+		if len(outs) > 0 {
+			if err := fw.write(FrameOutcomes, Outcomes{Items: outs}); err != nil {
+				s.fail(err)
+				return
+			}
+		}
+		if credit > 0 && closing != nil {
+			if err := fw.write(FrameCredit, Credit{N: credit}); err != nil {
+				s.fail(err)
+				return
+			}
+		}
+		if err := fw.flush(); err != nil {
+			s.fail(err)
+			return
+		}
+		if closing == nil {
+			s.mu.Lock()
+			empty := len(s.outcomes) == 0
+			s.mu.Unlock()
+			if empty {
+				s.fail(ErrSessionClosed)
+				return
+			}
+		}
+	}
+}
+
+// Control is a control session: seeding, stats and closing campaigns.
+// Safe for concurrent use (requests are serialized).
+type Control struct {
+	mu   sync.Mutex
+	conn net.Conn
+	fr   *frameReader
+	fw   *frameWriter
+	addr string
+}
+
+// DialControl opens a control session.
+func DialControl(ctx context.Context, addr, token string) (*Control, error) {
+	c, fr, fw, _, err := handshake(ctx, addr, Hello{Token: token, Role: RoleControl, Client: "control"})
+	if err != nil {
+		return nil, err
+	}
+	return &Control{conn: c, fr: fr, fw: fw, addr: addr}, nil
+}
+
+func (c *Control) do(ctx context.Context, req Request) (Reply, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(3 * time.Minute)
+	}
+	_ = c.conn.SetDeadline(deadline)
+	if err := c.fw.write(FrameRequest, req); err != nil {
+		return Reply{}, err
+	}
+	if err := c.fw.flush(); err != nil {
+		return Reply{}, fmt.Errorf("scheduler %s: %w", c.addr, err)
+	}
+	t, payload, err := c.fr.read()
+	if err != nil {
+		return Reply{}, fmt.Errorf("scheduler %s: %w", c.addr, err)
+	}
+	var rep Reply
+	if t != FrameReply {
+		return Reply{}, fmt.Errorf("scheduler %s: unexpected %s frame: %w", c.addr, t, ErrBadFrame)
+	}
+	if err := decode(t, payload, &rep); err != nil {
+		return Reply{}, err
+	}
+	if rep.Error != "" {
+		return rep, fmt.Errorf("scheduler %s: %s", c.addr, rep.Error)
+	}
+	return rep, nil
+}
+
+// Seed publishes seed URLs (normalized, confirmed) for the campaign.
+func (c *Control) Seed(ctx context.Context, cfg campaign.Config, urls []string) (int, error) {
+	rep, err := c.do(ctx, Request{Op: OpSeed, Campaign: &cfg, URLs: urls})
+	return rep.Seeded, err
+}
+
+// Stats returns the scheduler's stats of a campaign.
+func (c *Control) Stats(ctx context.Context, id string) (Stats, error) {
+	rep, err := c.do(ctx, Request{Op: OpStats, Campaign: &campaign.Config{ID: id}})
+	if err != nil || rep.Stats == nil {
+		return Stats{Campaign: id}, err
+	}
+	return *rep.Stats, nil
+}
+
+// CloseCampaign ends a campaign on the scheduler; with del, its queues go.
+func (c *Control) CloseCampaign(ctx context.Context, id string, del bool) (Stats, error) {
+	rep, err := c.do(ctx, Request{Op: OpClose, Campaign: &campaign.Config{ID: id}, Delete: del})
+	if err != nil || rep.Stats == nil {
+		return Stats{Campaign: id}, err
+	}
+	return *rep.Stats, nil
+}
+
+// Close ends the control session.
+func (c *Control) Close() error { return c.conn.Close() }
+
+// ParseAddrs splits a DROVER_SCHEDULER value ("host:port,host:port").
+func ParseAddrs(s string) []string {
+	var out []string
+	for _, a := range strings.Split(s, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// CampaignStats asks every scheduler for its stats of a campaign and adds
+// them up. It fails if any scheduler cannot answer: a partial sum could
+// make a campaign look drained while it is not.
+func CampaignStats(ctx context.Context, addrs []string, token, id string) (Stats, error) {
+	total := Stats{Campaign: id}
+	for _, addr := range addrs {
+		c, err := DialControl(ctx, addr, token)
+		if err != nil {
+			return total, err
+		}
+		st, err := c.Stats(ctx, id)
+		c.Close()
+		if err != nil {
+			return total, err
+		}
+		total.Add(st)
+	}
+	return total, nil
+}

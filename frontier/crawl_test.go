@@ -1,0 +1,197 @@
+package frontier_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/drover-crawl/drover/activities"
+	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/fetch"
+	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/sink"
+	"github.com/drover-crawl/drover/testweb"
+)
+
+func amqpURL() string {
+	if u := os.Getenv("AMQP_URL"); u != "" {
+		return u
+	}
+	return "amqp://guest:guest@127.0.0.1:5672/"
+}
+
+// scheduler is a scheduler under test, on a free loopback port.
+type scheduler struct {
+	srv  *frontier.Server
+	addr string
+	conn *amqp.Connection
+}
+
+func startScheduler(t *testing.T, cfg frontier.ServerConfig, store frontier.SeenStore) *scheduler {
+	t.Helper()
+	conn, err := amqp.Dial(amqpURL())
+	if err != nil {
+		t.Fatalf("RabbitMQ at %s: %v", amqpURL(), err)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	srv, err := frontier.NewServer(cfg, conn, store, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	s := &scheduler{srv: srv, addr: ln.Addr().String(), conn: conn}
+	t.Cleanup(func() { s.stop() })
+	return s
+}
+
+func (s *scheduler) stop() {
+	s.srv.Close()
+	s.conn.Close()
+}
+
+func testCampaign(t *testing.T, web *testweb.Web) campaign.Config {
+	cfg := campaign.Config{
+		ID:           fmt.Sprintf("t-%s-%d", t.Name(), rand.IntN(1e9)),
+		Seeds:        web.Seeds(),
+		PerHostDelay: 5 * time.Millisecond,
+		AllowPrivate: true,
+		Sinks:        []string{"warc:/unused"},
+	}.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// fleet runs n fetchers against the schedulers until stopped.
+type fleet struct {
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+func startFleet(t *testing.T, cfg campaign.Config, addrs []string, sk sink.Sink, n int) *fleet {
+	ctx, cancel := context.WithCancel(context.Background())
+	fl := &fleet{cancel: cancel}
+	for i := range n {
+		f, err := fetch.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := activities.NewRunner(cfg, f, sk, i, "test")
+		fl.wg.Add(1)
+		go func() {
+			defer fl.wg.Done()
+			defer f.Close()
+			for attempt := 0; ctx.Err() == nil; attempt++ {
+				sess, err := frontier.DialSession(ctx, addrs[(i+attempt)%len(addrs)], frontier.DevToken, fmt.Sprintf("fetcher-%d", i), cfg, cfg.FetcherConcurrency)
+				if err != nil {
+					select {
+					case <-ctx.Done():
+					case <-time.After(100 * time.Millisecond):
+					}
+					continue
+				}
+				r.Run(ctx, sess)
+			}
+		}()
+	}
+	t.Cleanup(fl.stop)
+	return fl
+}
+
+func (fl *fleet) stop() { fl.cancel(); fl.wg.Wait() }
+
+// waitDrained polls the schedulers' stats until the frontier is drained as
+// the Monitor activity defines it.
+func waitDrained(t *testing.T, addrs []string, id string, within time.Duration) frontier.Stats {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	var prev *frontier.Stats
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		st, err := frontier.CampaignStats(ctx, addrs, frontier.DevToken, id)
+		cancel()
+		if err == nil && st.Idle() {
+			if prev != nil && prev.Acked == st.Acked && prev.Published == st.Published {
+				return st
+			}
+			prev = &st
+		} else {
+			prev = nil
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	t.Fatalf("campaign %s not drained within %s", id, within)
+	return frontier.Stats{}
+}
+
+func checkCrawl(t *testing.T, web *testweb.Web, sk *sink.Memory, wantNoDup bool) {
+	t.Helper()
+	if m := web.Missing(); len(m) > 0 {
+		t.Errorf("%d pages never requested, e.g. %v", len(m), m[:min(5, len(m))])
+	}
+	if d := web.DisallowedHits(); len(d) > 0 {
+		t.Errorf("disallowed URLs requested: %v", d)
+	}
+	if d := web.Duplicates(); wantNoDup && len(d) > 0 {
+		t.Errorf("%d URLs requested more than once: %v", len(d), d)
+	}
+	stored := map[string]int{}
+	for _, p := range sk.Pages() {
+		stored[p.URL]++
+	}
+	for _, u := range web.Pages() {
+		if stored[u] == 0 {
+			t.Errorf("page %s never stored", u)
+		} else if wantNoDup && stored[u] > 1 {
+			t.Errorf("page %s stored %d times", u, stored[u])
+		}
+	}
+}
+
+func TestCrawlCompletes(t *testing.T) {
+	web, err := testweb.Start(testweb.Config{Hosts: 4, PagesPerHost: 60, CrossHost: true, Base: 21})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	sched := startScheduler(t, frontier.DefaultServerConfig(), frontier.NewMemorySeen())
+	cfg := testCampaign(t, web)
+	ctl, err := frontier.DialControl(context.Background(), sched.addr, frontier.DevToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctl.Close()
+	n, err := ctl.Seed(context.Background(), cfg, cfg.Seeds)
+	if err != nil || n != len(cfg.Seeds) {
+		t.Fatalf("seed: %d, %v", n, err)
+	}
+	sk := sink.NewMemory()
+	startFleet(t, cfg, []string{sched.addr}, sk, 3)
+	st := waitDrained(t, []string{sched.addr}, cfg.ID, 2*time.Minute)
+	checkCrawl(t, web, sk, true)
+	if st.Fetched != int64(len(web.Pages())) {
+		t.Errorf("scheduler counted %d pages fetched, the web served %d", st.Fetched, len(web.Pages()))
+	}
+	if _, err := ctl.CloseCampaign(context.Background(), cfg.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	// Nothing of the campaign stays in RabbitMQ.
+	ch, _ := sched.conn.Channel()
+	defer ch.Close()
+	if _, err := ch.QueueDeclarePassive(frontier.Topology{Campaign: cfg.ID}.Shard(0), true, false, false, false, nil); err == nil {
+		t.Error("shard queue still exists after close")
+	}
+}

@@ -1,0 +1,161 @@
+package frontier
+
+import (
+	"container/heap"
+	"sync/atomic"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/drover-crawl/drover/fetch"
+)
+
+// entry is one URL the scheduler holds: its delivery stays unacked until
+// the URL's outcome is recorded or the URL is re-published elsewhere.
+type entry struct {
+	key   Key
+	msg   urlMsg
+	d     amqp.Delivery
+	shard int
+	// attempt: attempts made before this delivery (header); lost: leases of
+	// this delivery lost to dead sessions or deadlines.
+	attempt int
+	lost    int
+	prio    float64
+	seq     uint64
+	settled atomic.Bool
+}
+
+// entryHeap orders a host's entries: highest priority first, then FIFO.
+type entryHeap []*entry
+
+func (h entryHeap) Len() int { return len(h) }
+func (h entryHeap) Less(i, j int) bool {
+	if h[i].prio != h[j].prio {
+		return h[i].prio > h[j].prio
+	}
+	return h[i].seq < h[j].seq
+}
+func (h entryHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *entryHeap) Push(x any)   { *h = append(*h, x.(*entry)) }
+func (h *entryHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return e
+}
+
+type robotsState int
+
+const (
+	robotsUnknown  robotsState = iota // not fetched yet: the next lease is the robots lease
+	robotsFetching                    // a robots lease is out
+	robotsReady                       // rules known until robotsExpiry
+)
+
+// robotsTTL is how long a host's robots.txt is trusted.
+const robotsTTL = 24 * time.Hour
+
+// robotsRetry is how long a host whose robots.txt was unreachable waits
+// (everything disallowed) before it is fetched again.
+const robotsRetry = time.Minute
+
+// host is the scheduler's politeness state for one host. Only the owning
+// scheduler (the active consumer of the host's shard) has it.
+type host struct {
+	name     string
+	root     string // scheme://host[:port] of the first URL seen, for robots.txt
+	queue    entryHeap
+	inflight int
+	// next is the earliest start of the host's next request.
+	next time.Time
+	// wake is when the host may lease again (next, or later while its
+	// robots.txt is unreachable): the waiting heap's key.
+	wake        time.Time
+	delay       time.Duration
+	conc        int
+	robots      *fetch.Robots
+	robotsState robotsState
+	robotsAt    time.Time // when the rules expire (ready) or may be retried (unreachable)
+	fetched     int64
+	// heap bookkeeping: which heap the host is in and where.
+	where hostWhere
+	index int
+	best  float64 // head priority, the ready heap's key
+}
+
+type hostWhere int
+
+const (
+	inNone hostWhere = iota
+	inReady
+	inWaiting
+)
+
+// needsRobots reports whether the host's next lease must be a robots lease.
+func (h *host) needsRobots(now time.Time) bool {
+	switch h.robotsState {
+	case robotsUnknown:
+		return true
+	case robotsReady:
+		return !now.Before(h.robotsAt)
+	}
+	return false
+}
+
+// hasWork reports whether the host has something to lease.
+func (h *host) hasWork(now time.Time) bool {
+	if h.robotsState == robotsFetching {
+		return false
+	}
+	return len(h.queue) > 0
+}
+
+// hostHeap is a heap of hosts: by next start time (waiting) or by head
+// priority (ready).
+type hostHeap struct {
+	hs    []*host
+	ready bool
+}
+
+func (h *hostHeap) Len() int { return len(h.hs) }
+func (h *hostHeap) Less(i, j int) bool {
+	a, b := h.hs[i], h.hs[j]
+	if h.ready {
+		if a.best != b.best {
+			return a.best > b.best
+		}
+		return a.seqKey() < b.seqKey()
+	}
+	return a.wake.Before(b.wake)
+}
+func (h *host) seqKey() uint64 {
+	if len(h.queue) == 0 {
+		return 0
+	}
+	return h.queue[0].seq
+}
+
+func (h *hostHeap) Swap(i, j int) {
+	h.hs[i], h.hs[j] = h.hs[j], h.hs[i]
+	h.hs[i].index = i
+	h.hs[j].index = j
+}
+func (h *hostHeap) Push(x any) {
+	hh := x.(*host)
+	hh.index = len(h.hs)
+	h.hs = append(h.hs, hh)
+}
+func (h *hostHeap) Pop() any {
+	old := h.hs
+	hh := old[len(old)-1]
+	old[len(old)-1] = nil
+	h.hs = old[:len(old)-1]
+	hh.index = -1
+	return hh
+}
+
+func (h *hostHeap) remove(hh *host) {
+	heap.Remove(h, hh.index)
+}

@@ -1,0 +1,94 @@
+package frontier
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// urlMsg is the body of a frontier message: one URL and what the scheduler
+// needs to order and politely fetch it. It is small on purpose: the
+// frontier's per-message cost is the crawler's wall.
+type urlMsg struct {
+	URL    string  `json:"u"`
+	Depth  int     `json:"d,omitempty"`
+	Hops   int     `json:"h,omitempty"`
+	Parent string  `json:"p,omitempty"`
+	Score  float64 `json:"s,omitempty"`
+}
+
+// Headers of a frontier message.
+const (
+	hdrAttempt = "x-drover-attempt" // attempts made so far (retries)
+	hdrLost    = "x-drover-lost"    // leases lost (expired, session gone): a poison URL ends in the dead-letter queue
+	hdrError   = "x-drover-error"   // the last error, for the dead-letter queue
+)
+
+// Key is the 128-bit dedup key of a normalized URL.
+type Key [16]byte
+
+// KeyOf returns the dedup key of a normalized URL.
+func KeyOf(url string) Key {
+	h := fnv.New128a()
+	h.Write([]byte(url))
+	var k Key
+	h.Sum(k[:0])
+	return k
+}
+
+func encodeMsg(m urlMsg, priority uint8, headers amqp.Table) amqp.Publishing {
+	body, _ := json.Marshal(m) // a struct of strings and numbers always encodes
+	return amqp.Publishing{
+		ContentType: "application/json",
+		Body:        body,
+		Priority:    priority,
+		Headers:     headers,
+		Timestamp:   time.Now(),
+	}
+}
+
+func decodeMsg(body []byte) (urlMsg, error) {
+	var m urlMsg
+	if err := json.Unmarshal(body, &m); err != nil {
+		return m, fmt.Errorf("frontier message: %w", err)
+	}
+	if m.URL == "" {
+		return m, fmt.Errorf("frontier message: no url")
+	}
+	return m, nil
+}
+
+func headerInt(h amqp.Table, name string) int {
+	switch v := h[name].(type) {
+	case int32:
+		return int(v)
+	case int64:
+		return int(v)
+	case int:
+		return v
+	case int16:
+		return int(v)
+	case int8:
+		return int(v)
+	case uint8:
+		return int(v)
+	}
+	return 0
+}
+
+// priorityLevel maps a policy priority onto RabbitMQ's 0..MaxPriority, so a
+// shard delivers its most urgent URLs first. Priorities are ranked around
+// zero: breadth-first gives -depth, the level is MaxPriority-depth.
+func priorityLevel(p float64) uint8 {
+	l := float64(MaxPriority) + p
+	if l < 0 {
+		return 0
+	}
+	if l > MaxPriority {
+		return MaxPriority
+	}
+	return uint8(l)
+}

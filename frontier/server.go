@@ -1,0 +1,553 @@
+package frontier
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/fetch"
+)
+
+// DevToken is the documented token used when DROVER_TOKEN is unset; a
+// scheduler listening on a non-loopback address refuses to start with it.
+const DevToken = "drover-dev-token"
+
+// ServerConfig configures a scheduler.
+type ServerConfig struct {
+	// Name identifies the scheduler in stats and logs.
+	Name  string
+	Token string
+	// Index and Replicas: this scheduler is replica Index of Replicas; it
+	// subscribes first to the shards i with i%Replicas == Index.
+	Index, Replicas int
+	// Prefetch bounds the unacked deliveries per shard consumer.
+	Prefetch int
+	// LeaseTimeout: a lease not reported (or renewed by the session's
+	// keepalive) within it goes back to the pool.
+	LeaseTimeout time.Duration
+	// MaxLease: a lease is never renewed past this age (a fetcher that
+	// pings but never reports).
+	MaxLease  time.Duration
+	KeepAlive time.Duration
+	// IdleRelease: a campaign with no fetcher session for this long
+	// releases its shards to a standby scheduler.
+	IdleRelease time.Duration
+}
+
+// DefaultServerConfig returns the defaults.
+func DefaultServerConfig() ServerConfig {
+	return ServerConfig{
+		Name:         "scheduler",
+		Token:        DevToken,
+		Index:        0,
+		Replicas:     1,
+		Prefetch:     256,
+		LeaseTimeout: time.Minute,
+		MaxLease:     5 * time.Minute,
+		KeepAlive:    5 * time.Second,
+		IdleRelease:  30 * time.Second,
+	}
+}
+
+// Validate checks the config; errors name the field and its range.
+func (c ServerConfig) Validate() error {
+	var errs []error
+	if c.Token == "" {
+		errs = append(errs, errors.New("token: must not be empty"))
+	}
+	if c.Replicas < 1 || c.Index < 0 || c.Index >= c.Replicas {
+		errs = append(errs, fmt.Errorf("index %d of replicas %d: need 0 <= index < replicas", c.Index, c.Replicas))
+	}
+	if c.Prefetch < 1 || c.Prefetch > 65535 {
+		errs = append(errs, fmt.Errorf("prefetch %d: must be between 1 and 65535", c.Prefetch))
+	}
+	if c.LeaseTimeout < time.Second || c.MaxLease < c.LeaseTimeout {
+		errs = append(errs, fmt.Errorf("lease timeout %s / max lease %s: need 1s <= lease timeout <= max lease", c.LeaseTimeout, c.MaxLease))
+	}
+	if c.KeepAlive < 100*time.Millisecond || c.KeepAlive*3 > c.LeaseTimeout {
+		errs = append(errs, fmt.Errorf("keepalive %s: must be at least 100ms and at most a third of the lease timeout", c.KeepAlive))
+	}
+	return errors.Join(errs...)
+}
+
+// Server is a scheduler: it serves sessions over TCP and leases URLs from
+// the RabbitMQ frontier.
+type Server struct {
+	cfg   ServerConfig
+	conn  *amqp.Connection
+	pub   *publisher
+	store SeenStore
+	log   *slog.Logger
+
+	nextLease atomic.Uint64
+
+	mu        sync.Mutex
+	campaigns map[string]*campaignActor
+	ln        net.Listener
+	conns     map[net.Conn]struct{}
+	closed    bool
+	wg        sync.WaitGroup
+}
+
+// NewServer returns a scheduler over an open RabbitMQ connection.
+func NewServer(cfg ServerConfig, conn *amqp.Connection, store SeenStore, log *slog.Logger) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	pub, err := newPublisher(conn)
+	if err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Server{
+		cfg:       cfg,
+		conn:      conn,
+		pub:       pub,
+		store:     store,
+		log:       log.With("scheduler", cfg.Name),
+		campaigns: map[string]*campaignActor{},
+		conns:     map[net.Conn]struct{}{},
+	}, nil
+}
+
+// Serve accepts sessions on ln until Close.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	s.ln = ln
+	s.mu.Unlock()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closed := s.closed
+			s.mu.Unlock()
+			if closed {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			return fmt.Errorf("accept: %w", err)
+		}
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			c.Close()
+			return nil
+		}
+		s.conns[c] = struct{}{}
+		s.mu.Unlock()
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.handle(c)
+			s.mu.Lock()
+			delete(s.conns, c)
+			s.mu.Unlock()
+		}()
+	}
+}
+
+// Close stops accepting, ends every session and returns every held
+// delivery to RabbitMQ.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	if s.ln != nil {
+		s.ln.Close()
+	}
+	for c := range s.conns {
+		c.Close()
+	}
+	actors := make([]*campaignActor, 0, len(s.campaigns))
+	for _, a := range s.campaigns {
+		actors = append(actors, a)
+	}
+	s.campaigns = map[string]*campaignActor{}
+	s.mu.Unlock()
+	s.wg.Wait()
+	for _, a := range actors {
+		a.stop()
+	}
+	return s.pub.close()
+}
+
+// actor returns the campaign's actor, creating it (and declaring the
+// campaign's queues) on first use.
+func (s *Server) actor(cfg campaign.Config) (*campaignActor, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if a := s.campaigns[cfg.ID]; a != nil {
+		return a, nil
+	}
+	if err := s.declare(cfg.ID); err != nil {
+		return nil, err
+	}
+	a, err := newCampaignActor(s, cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.campaigns[cfg.ID] = a
+	return a, nil
+}
+
+func (s *Server) declare(id string) error {
+	ch, err := s.conn.Channel()
+	if err != nil {
+		return fmt.Errorf("open channel: %w", err)
+	}
+	defer ch.Close()
+	return Topology{Campaign: id}.Declare(ch)
+}
+
+func (s *Server) handle(c net.Conn) {
+	defer c.Close()
+	fr, fw := newFrameReader(c), newFrameWriter(c)
+	refuse := func(reason string) {
+		s.log.Warn("session refused", "remote", c.RemoteAddr().String(), "reason", reason)
+		_ = fw.write(FrameRefused, Refused{Reason: reason})
+		_ = fw.flush()
+	}
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	t, payload, err := fr.read()
+	if err != nil {
+		refuse(fmt.Sprintf("reading hello: %v", err))
+		return
+	}
+	var hello Hello
+	if t != FrameHello {
+		refuse(fmt.Sprintf("expected a hello frame, got %s", t))
+		return
+	}
+	if err := decode(t, payload, &hello); err != nil {
+		refuse(err.Error())
+		return
+	}
+	if hello.Version != ProtocolVersion {
+		refuse(fmt.Sprintf("protocol version %d not supported (this scheduler speaks %d)", hello.Version, ProtocolVersion))
+		return
+	}
+	if subtle.ConstantTimeCompare([]byte(hello.Token), []byte(s.cfg.Token)) != 1 {
+		refuse("wrong or missing token (set DROVER_TOKEN to the scheduler's token)")
+		return
+	}
+	welcome := Welcome{Version: ProtocolVersion, Scheduler: s.cfg.Name, KeepAlive: s.cfg.KeepAlive, LeaseTimeout: s.cfg.LeaseTimeout}
+	switch hello.Role {
+	case RoleFetcher:
+		if hello.Campaign == nil {
+			refuse("a fetcher session needs its campaign")
+			return
+		}
+		cfg := hello.Campaign.WithDefaults()
+		if err := cfg.Validate(); err != nil {
+			refuse(fmt.Sprintf("campaign config: %v", err))
+			return
+		}
+		a, err := s.actor(cfg)
+		if err != nil {
+			refuse(fmt.Sprintf("opening campaign %s: %v", cfg.ID, err))
+			return
+		}
+		if err := fw.write(FrameWelcome, welcome); err != nil {
+			return
+		}
+		if err := fw.flush(); err != nil {
+			return
+		}
+		s.serveFetcher(c, fr, fw, a, hello.Client)
+	case RoleControl:
+		if err := fw.write(FrameWelcome, welcome); err != nil {
+			return
+		}
+		if err := fw.flush(); err != nil {
+			return
+		}
+		s.serveControl(c, fr, fw)
+	default:
+		refuse(fmt.Sprintf("unknown role %q", hello.Role))
+	}
+}
+
+// session is a fetcher session as its campaign actor sees it. credit and
+// leases belong to the actor's goroutine.
+type session struct {
+	client string
+	credit int
+	leases map[uint64]struct{}
+	out    chan outFrame
+	quit   chan struct{}
+	once   sync.Once
+}
+
+type outFrame struct {
+	t FrameType
+	v any
+}
+
+// send queues a frame for the session's writer; it never blocks the actor:
+// a session whose writer is that far behind is closed.
+func (s *session) send(t FrameType, v any) {
+	select {
+	case s.out <- outFrame{t, v}:
+	case <-s.quit:
+	default:
+		s.close()
+	}
+}
+
+func (s *session) close() { s.once.Do(func() { close(s.quit) }) }
+
+func (s *Server) serveFetcher(c net.Conn, fr *frameReader, fw *frameWriter, a *campaignActor, client string) {
+	sess := &session{client: client, leases: map[uint64]struct{}{}, out: make(chan outFrame, 1024), quit: make(chan struct{})}
+	errc := make(chan error, 1)
+	if !a.post(func() { errc <- a.addSession(sess) }) {
+		return
+	}
+	if err := <-errc; err != nil {
+		_ = fw.write(FrameRefused, Refused{Reason: err.Error()})
+		_ = fw.flush()
+		return
+	}
+	s.log.Info("fetcher session opened", "campaign", a.cfg.ID, "client", client, "remote", c.RemoteAddr().String())
+	defer func() {
+		sess.close()
+		a.post(func() { a.removeSession(sess) })
+		s.log.Info("fetcher session closed", "campaign", a.cfg.ID, "client", client)
+	}()
+	// Writer.
+	go func() {
+		defer c.Close()
+		for {
+			select {
+			case f := <-sess.out:
+				if err := fw.write(f.t, f.v); err != nil {
+					sess.close()
+					return
+				}
+				if len(sess.out) == 0 {
+					if err := fw.flush(); err != nil {
+						sess.close()
+						return
+					}
+				}
+			case <-sess.quit:
+				return
+			}
+		}
+	}()
+	// Reader.
+	for {
+		_ = c.SetReadDeadline(time.Now().Add(3 * s.cfg.KeepAlive))
+		t, payload, err := fr.read()
+		if err != nil {
+			select {
+			case <-sess.quit:
+			default:
+				if !errors.Is(err, net.ErrClosed) {
+					s.log.Info("fetcher session ended", "client", client, "reason", err)
+				}
+			}
+			if errors.Is(err, ErrBadFrame) || errors.Is(err, ErrFrameTooLarge) {
+				sess.send(FrameRefused, Refused{Reason: err.Error()})
+			}
+			return
+		}
+		switch t {
+		case FrameCredit:
+			var cr Credit
+			if err := decode(t, payload, &cr); err != nil || cr.N < 0 || cr.N > 1<<16 {
+				s.log.Warn("bad credit frame; closing session", "client", client, "err", err)
+				return
+			}
+			a.post(func() { sess.credit += cr.N })
+		case FrameOutcomes:
+			var os Outcomes
+			if err := decode(t, payload, &os); err != nil {
+				s.log.Warn("bad outcomes frame; closing session (its leases go back)", "client", client, "err", err)
+				return
+			}
+			a.post(func() { a.onOutcomes(sess, os.Items) })
+		case FramePing:
+			a.post(func() { a.renew(sess) })
+			sess.send(FramePong, nil)
+		default:
+			s.log.Warn("unexpected frame; closing session", "client", client, "frame", t.String())
+			return
+		}
+	}
+}
+
+func (s *Server) serveControl(c net.Conn, fr *frameReader, fw *frameWriter) {
+	for {
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Minute))
+		t, payload, err := fr.read()
+		if err != nil {
+			return
+		}
+		var req Request
+		var rep Reply
+		if t == FramePing {
+			_ = fw.write(FramePong, nil)
+			if fw.flush() != nil {
+				return
+			}
+			continue
+		}
+		if t != FrameRequest {
+			rep.Error = fmt.Sprintf("unexpected %s frame on a control session", t)
+		} else if err := decode(t, payload, &req); err != nil {
+			rep.Error = err.Error()
+		} else if req.Campaign == nil || req.Campaign.ID == "" {
+			rep.Error = "request without a campaign"
+		} else {
+			rep = s.control(req)
+		}
+		if err := fw.write(FrameReply, rep); err != nil {
+			return
+		}
+		if err := fw.flush(); err != nil {
+			return
+		}
+	}
+}
+
+func (s *Server) control(req Request) Reply {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	switch req.Op {
+	case OpSeed:
+		n, err := s.seed(ctx, req.Campaign.WithDefaults(), req.URLs)
+		if err != nil {
+			return Reply{Error: err.Error()}
+		}
+		return Reply{Seeded: n}
+	case OpStats:
+		st, err := s.Stats(req.Campaign.ID)
+		if err != nil {
+			return Reply{Error: err.Error()}
+		}
+		return Reply{Stats: &st}
+	case OpClose:
+		st, err := s.closeCampaign(req.Campaign.ID, req.Delete)
+		if err != nil {
+			return Reply{Error: err.Error()}
+		}
+		return Reply{Stats: &st}
+	}
+	return Reply{Error: fmt.Sprintf("unknown op %q", req.Op)}
+}
+
+// seed declares the campaign's queues and publishes its seeds (those not
+// already queued), confirmed, at depth 0.
+func (s *Server) seed(ctx context.Context, cfg campaign.Config, urls []string) (int, error) {
+	if err := cfg.Validate(); err != nil {
+		return 0, err
+	}
+	if err := s.declare(cfg.ID); err != nil {
+		return 0, err
+	}
+	p, err := PolicyByName(cfg.Priority)
+	if err != nil {
+		return 0, err
+	}
+	var keys []Key
+	var msgs []outMsg
+	topo := Topology{Campaign: cfg.ID}
+	for _, raw := range urls {
+		u, err := fetch.Normalize(raw, nil, cfg.DropParams)
+		if err != nil {
+			return 0, fmt.Errorf("seed %q: %w", raw, err)
+		}
+		h, err := fetch.HostKey(u)
+		if err != nil {
+			return 0, fmt.Errorf("seed %q: %w", raw, err)
+		}
+		keys = append(keys, KeyOf(u))
+		prio := p.Priority(Item{URL: u, Host: h})
+		msgs = append(msgs, outMsg{key: topo.Shard(ShardOf(h)), msg: encodeMsg(urlMsg{URL: u}, priorityLevel(prio), nil)})
+	}
+	queued, err := s.store.Queued(cfg.ID, keys)
+	if err != nil {
+		return 0, err
+	}
+	var newKeys []Key
+	var newMsgs []outMsg
+	for i := range msgs {
+		if !queued[i] {
+			newKeys = append(newKeys, keys[i])
+			newMsgs = append(newMsgs, msgs[i])
+		}
+	}
+	if err := s.pub.publish(ctx, newMsgs); err != nil {
+		return 0, err
+	}
+	return len(newMsgs), s.store.MarkQueued(cfg.ID, newKeys)
+}
+
+// Stats returns what this scheduler knows of a campaign, with RabbitMQ's
+// count of its queued messages.
+func (s *Server) Stats(id string) (Stats, error) {
+	s.mu.Lock()
+	a := s.campaigns[id]
+	s.mu.Unlock()
+	st := Stats{Campaign: id}
+	if a != nil {
+		st = a.stats()
+	}
+	st.Schedulers = []string{s.cfg.Name}
+	queued, dead, err := Topology{Campaign: id}.Counts(s.conn)
+	if err != nil {
+		return st, err
+	}
+	st.Queued = queued
+	st.DeadQueued = dead
+	return st, nil
+}
+
+// closeCampaign ends the campaign here: its sessions close and its held
+// deliveries go back; with del, its queues and seen marks are removed.
+func (s *Server) closeCampaign(id string, del bool) (Stats, error) {
+	s.mu.Lock()
+	a := s.campaigns[id]
+	delete(s.campaigns, id)
+	s.mu.Unlock()
+	var st Stats
+	if a != nil {
+		// Let outcomes being recorded finish first.
+		deadline := time.Now().Add(30 * time.Second)
+		for a.pending.Load() > 0 && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		st = a.stats()
+		a.stop()
+	}
+	st.Campaign = id
+	st.Schedulers = []string{s.cfg.Name}
+	if del {
+		if err := (Topology{Campaign: id}).Delete(s.conn); err != nil {
+			return st, err
+		}
+		if err := s.store.Drop(id); err != nil {
+			return st, err
+		}
+		s.log.Info("campaign closed and its queues deleted", "campaign", id)
+	}
+	return st, nil
+}

@@ -1,0 +1,222 @@
+package frontier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// Shards is the number of shard queues per campaign. A URL's shard is a
+// hash of its host, so a host lives in exactly one shard and its owning
+// scheduler keeps its politeness state without coordination. It is fixed:
+// every scheduler and every seeding must agree on it.
+const Shards = 16
+
+// MaxPriority is the shard queues' x-max-priority.
+const MaxPriority = 9
+
+// parkTTLs are the parking queues' message TTLs. A URL whose host must wait
+// (politeness, backoff, retry) is re-published to the parking queue whose
+// TTL best fits the wait, confirmed, then acked; the quorum parking queue
+// dead-letters it back to its shard at-least-once when the TTL ends.
+var parkTTLs = []time.Duration{time.Second, 10 * time.Second, time.Minute, 10 * time.Minute}
+
+// Topology names a campaign's queues and exchanges.
+type Topology struct {
+	Campaign string
+}
+
+func (t Topology) prefix() string { return "drover." + t.Campaign + "." }
+
+// Shard returns the name of shard queue i.
+func (t Topology) Shard(i int) string { return fmt.Sprintf("%ss%02d", t.prefix(), i) }
+
+// Dead returns the dead-letter queue's name.
+func (t Topology) Dead() string { return t.prefix() + "dead" }
+
+// Park returns the name of the parking queue (and of its fanout exchange)
+// for TTL index i.
+func (t Topology) Park(i int) string { return fmt.Sprintf("%spark.%s", t.prefix(), parkTTLs[i]) }
+
+// ShardOf returns the shard of a host.
+func ShardOf(host string) int {
+	h := fnv.New32a()
+	h.Write([]byte(host))
+	return int(h.Sum32() % Shards)
+}
+
+// parkFor returns the index of the parking queue for a wait of d: the
+// largest TTL not above d (the URL comes back a little early rather than
+// late; the scheduler parks it again if its host still waits).
+func parkFor(d time.Duration) int {
+	i := 0
+	for j, ttl := range parkTTLs {
+		if ttl <= d {
+			i = j
+		}
+	}
+	return i
+}
+
+// Declare creates the campaign's queues if they do not exist. It is
+// idempotent, so every scheduler and the seeding may call it.
+//
+// Shards are classic queues (priorities need them on RabbitMQ 3.x) with
+// single-active-consumer (one owning scheduler per shard, failover to a
+// standby). Parking queues are quorum queues, because only they dead-letter
+// at-least-once; they route back through the default exchange by the
+// message's routing key, which is its shard queue's name.
+func (t Topology) Declare(ch *amqp.Channel) error {
+	for i := range Shards {
+		if _, err := ch.QueueDeclare(t.Shard(i), true, false, false, false, amqp.Table{
+			"x-max-priority":           int32(MaxPriority),
+			"x-single-active-consumer": true,
+		}); err != nil {
+			return fmt.Errorf("declare %s: %w", t.Shard(i), err)
+		}
+	}
+	if _, err := ch.QueueDeclare(t.Dead(), true, false, false, false, nil); err != nil {
+		return fmt.Errorf("declare %s: %w", t.Dead(), err)
+	}
+	for i, ttl := range parkTTLs {
+		name := t.Park(i)
+		if _, err := ch.QueueDeclare(name, true, false, false, false, amqp.Table{
+			"x-queue-type":           "quorum",
+			"x-message-ttl":          int64(ttl / time.Millisecond),
+			"x-dead-letter-exchange": "",
+			"x-dead-letter-strategy": "at-least-once",
+			"x-overflow":             "reject-publish",
+		}); err != nil {
+			return fmt.Errorf("declare %s: %w", name, err)
+		}
+		if err := ch.ExchangeDeclare(name, amqp.ExchangeFanout, true, false, false, false, nil); err != nil {
+			return fmt.Errorf("declare exchange %s: %w", name, err)
+		}
+		if err := ch.QueueBind(name, "", name, false, nil); err != nil {
+			return fmt.Errorf("bind %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// queueNames lists every queue of the campaign whose messages count as
+// queued work (the dead-letter queue does not).
+func (t Topology) queueNames() []string {
+	names := make([]string, 0, Shards+len(parkTTLs))
+	for i := range Shards {
+		names = append(names, t.Shard(i))
+	}
+	for i := range parkTTLs {
+		names = append(names, t.Park(i))
+	}
+	return names
+}
+
+// Counts returns the number of ready messages in the campaign's work
+// queues and in its dead-letter queue. A campaign never declared counts 0.
+func (t Topology) Counts(conn *amqp.Connection) (queued, dead int64, err error) {
+	ch, err := conn.Channel()
+	if err != nil {
+		return 0, 0, fmt.Errorf("open channel: %w", err)
+	}
+	defer ch.Close()
+	for _, name := range append(t.queueNames(), t.Dead()) {
+		q, err := ch.QueueDeclarePassive(name, true, false, false, false, nil)
+		if err != nil {
+			var aerr *amqp.Error
+			if errors.As(err, &aerr) && aerr.Code == amqp.NotFound {
+				// A missing queue closes the channel: reopen and go on.
+				if ch, err = conn.Channel(); err != nil {
+					return 0, 0, fmt.Errorf("open channel: %w", err)
+				}
+				defer ch.Close()
+				continue
+			}
+			return 0, 0, fmt.Errorf("inspect %s: %w", name, err)
+		}
+		if name == t.Dead() {
+			dead = int64(q.Messages)
+		} else {
+			queued += int64(q.Messages)
+		}
+	}
+	return queued, dead, nil
+}
+
+// Delete removes the campaign's queues and exchanges (its dead-letter queue
+// too: its messages were counted and logged).
+func (t Topology) Delete(conn *amqp.Connection) error {
+	ch, err := conn.Channel()
+	if err != nil {
+		return fmt.Errorf("open channel: %w", err)
+	}
+	defer ch.Close()
+	for _, name := range append(t.queueNames(), t.Dead()) {
+		if _, err := ch.QueueDelete(name, false, false, false); err != nil {
+			return fmt.Errorf("delete %s: %w", name, err)
+		}
+	}
+	for i := range parkTTLs {
+		if err := ch.ExchangeDelete(t.Park(i), false, false); err != nil {
+			return fmt.Errorf("delete exchange %s: %w", t.Park(i), err)
+		}
+	}
+	return nil
+}
+
+// publisher publishes persistent messages with publisher confirms on one
+// channel; safe for concurrent use (amqp091 serializes publishes on a
+// channel and matches confirms by sequence number).
+type publisher struct {
+	ch *amqp.Channel
+}
+
+func newPublisher(conn *amqp.Connection) (*publisher, error) {
+	ch, err := conn.Channel()
+	if err != nil {
+		return nil, fmt.Errorf("open channel: %w", err)
+	}
+	if err := ch.Confirm(false); err != nil {
+		ch.Close()
+		return nil, fmt.Errorf("confirm mode: %w", err)
+	}
+	return &publisher{ch: ch}, nil
+}
+
+// outMsg is one message to publish.
+type outMsg struct {
+	exchange, key string
+	msg           amqp.Publishing
+}
+
+// publish sends every message and waits until RabbitMQ confirmed all of
+// them; any nack or error fails the whole batch (the caller must then not
+// ack what the batch stood for; a later retry may publish duplicates, which
+// dedup absorbs).
+func (p *publisher) publish(ctx context.Context, msgs []outMsg) error {
+	confirms := make([]*amqp.DeferredConfirmation, 0, len(msgs))
+	for _, m := range msgs {
+		m.msg.DeliveryMode = amqp.Persistent
+		dc, err := p.ch.PublishWithDeferredConfirmWithContext(ctx, m.exchange, m.key, false, false, m.msg)
+		if err != nil {
+			return fmt.Errorf("publish to %q: %w", m.key, err)
+		}
+		confirms = append(confirms, dc)
+	}
+	for _, dc := range confirms {
+		ok, err := dc.WaitContext(ctx)
+		if err != nil {
+			return fmt.Errorf("wait for confirm: %w", err)
+		}
+		if !ok {
+			return errors.New("publish nacked by RabbitMQ")
+		}
+	}
+	return nil
+}
+
+func (p *publisher) close() error { return p.ch.Close() }

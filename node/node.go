@@ -1,0 +1,186 @@
+// Package node wires a drover process: the Temporal workers that host the
+// Campaign workflow and its activities, and a scheduler over RabbitMQ. The
+// mains (worker/, scheduler/), the dev stack and the integration tests all
+// start their pieces through it, so they are wired one way only.
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/drover-crawl/drover/activities"
+	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/workflows"
+)
+
+// WorkerConfig configures the Temporal workers of a process.
+type WorkerConfig struct {
+	Activities activities.Activities
+	// MaxSessions bounds the FetchSession activities this process runs.
+	MaxSessions int
+}
+
+// Workers are a process's two Temporal workers: one for the workflow and
+// its small activities, one for the long FetchSession activities.
+type Workers struct {
+	campaign, fetch worker.Worker
+}
+
+// StartWorkers registers the workflow and activities and starts polling.
+func StartWorkers(c client.Client, cfg WorkerConfig) (*Workers, error) {
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = 256
+	}
+	a := &cfg.Activities
+	opts := worker.Options{
+		Identity: a.Identity,
+		// A cancellation (pause) reaches an activity only on a heartbeat
+		// response; the default throttle (0.8 x heartbeat timeout) made
+		// pauses take seconds.
+		MaxHeartbeatThrottleInterval: 500 * time.Millisecond,
+		// A graceful stop with no timeout loses the sessions' last report.
+		WorkerStopTimeout: 10 * time.Second,
+		// A query right after a worker died waited on its sticky queue.
+		StickyScheduleToStartTimeout: 3 * time.Second,
+	}
+	cw := worker.New(c, workflows.TaskQueue, opts)
+	cw.RegisterWorkflowWithOptions(workflows.Campaign, workflow.RegisterOptions{Name: workflows.WorkflowName})
+	for name, fn := range map[string]any{"Seed": a.Seed, "Monitor": a.Monitor, "Close": a.Close, "Notify": a.Notify} {
+		cw.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
+	}
+	fopts := opts
+	fopts.MaxConcurrentActivityExecutionSize = cfg.MaxSessions
+	fw := worker.New(c, workflows.FetchTaskQueue, fopts)
+	fw.RegisterActivityWithOptions(a.FetchSession, activity.RegisterOptions{Name: "FetchSession"})
+	if err := cw.Start(); err != nil {
+		return nil, fmt.Errorf("start campaign worker: %w", err)
+	}
+	if err := fw.Start(); err != nil {
+		cw.Stop()
+		return nil, fmt.Errorf("start fetch worker: %w", err)
+	}
+	return &Workers{campaign: cw, fetch: fw}, nil
+}
+
+// Stop stops both workers, letting sessions report their last outcomes.
+func (w *Workers) Stop() {
+	w.fetch.Stop()
+	w.campaign.Stop()
+}
+
+// SchedulerConfig configures a scheduler process.
+type SchedulerConfig struct {
+	Server  frontier.ServerConfig
+	Listen  string
+	AMQPURL string
+	// SeenPath is the bbolt file of the seen-set; empty keeps it in memory.
+	SeenPath string
+	Log      *slog.Logger
+}
+
+// Scheduler is a running scheduler.
+type Scheduler struct {
+	srv   *frontier.Server
+	conn  *amqp.Connection
+	store frontier.SeenStore
+	ln    net.Listener
+	done  chan error
+}
+
+// StartScheduler dials RabbitMQ, opens the seen-set, listens and serves.
+func StartScheduler(ctx context.Context, cfg SchedulerConfig) (*Scheduler, error) {
+	if cfg.Server.Token == frontier.DevToken && !isLoopback(cfg.Listen) {
+		return nil, fmt.Errorf("scheduler on %s: refusing the dev token on a non-loopback address; set DROVER_TOKEN", cfg.Listen)
+	}
+	conn, err := amqp.DialConfig(cfg.AMQPURL, amqp.Config{Dial: amqp.DefaultDial(10 * time.Second), Heartbeat: 10 * time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("RabbitMQ at %s unreachable: %w (start it with `rabbitmq-server -detached`, or set AMQP_URL)", redactURL(cfg.AMQPURL), err)
+	}
+	var store frontier.SeenStore = frontier.NewMemorySeen()
+	if cfg.SeenPath != "" {
+		if store, err = frontier.OpenBoltSeen(cfg.SeenPath); err != nil {
+			conn.Close()
+			return nil, err
+		}
+	}
+	srv, err := frontier.NewServer(cfg.Server, conn, store, cfg.Log)
+	if err != nil {
+		store.Close()
+		conn.Close()
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		srv.Close()
+		store.Close()
+		conn.Close()
+		return nil, fmt.Errorf("scheduler listen on %s: %w", cfg.Listen, err)
+	}
+	s := &Scheduler{srv: srv, conn: conn, store: store, ln: ln, done: make(chan error, 1)}
+	closed := conn.NotifyClose(make(chan *amqp.Error, 1))
+	go func() {
+		err := srv.Serve(ln)
+		if err == nil {
+			err = errors.New("scheduler stopped")
+		}
+		s.done <- err
+	}()
+	go func() {
+		if e, ok := <-closed; ok && e != nil {
+			s.done <- fmt.Errorf("RabbitMQ connection lost: %w", e)
+		}
+	}()
+	return s, nil
+}
+
+// Addr is the address the scheduler listens on.
+func (s *Scheduler) Addr() string { return s.ln.Addr().String() }
+
+// Server is the scheduler's frontier server.
+func (s *Scheduler) Server() *frontier.Server { return s.srv }
+
+// Done delivers the error that ended the scheduler (RabbitMQ lost, or the
+// listener closed).
+func (s *Scheduler) Done() <-chan error { return s.done }
+
+// Close stops the scheduler; its held deliveries go back to RabbitMQ.
+func (s *Scheduler) Close() error {
+	err := s.srv.Close()
+	s.conn.Close()
+	s.store.Close()
+	return err
+}
+
+func isLoopback(addr string) bool {
+	h, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+func redactURL(s string) string {
+	if i := strings.Index(s, "@"); i > 0 {
+		if j := strings.Index(s, "://"); j > 0 && j < i {
+			if k := strings.Index(s[j+3:i], ":"); k >= 0 {
+				return s[:j+3+k+1] + "***" + s[i:]
+			}
+		}
+	}
+	return s
+}

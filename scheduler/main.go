@@ -1,0 +1,69 @@
+// Command scheduler runs a drover scheduler: it leases the URLs of the
+// RabbitMQ frontier to fetcher sessions, by priority and at the pace
+// politeness allows. Run one or more (-index i -replicas k).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/node"
+)
+
+func main() {
+	cfg := frontier.DefaultServerConfig()
+	listen := flag.String("listen", firstOr(frontier.ParseAddrs(os.Getenv("DROVER_SCHEDULER")), "127.0.0.1:7420"), "address to listen on")
+	flag.StringVar(&cfg.Name, "name", "", "scheduler name (default: scheduler-INDEX)")
+	flag.IntVar(&cfg.Index, "index", 0, "this scheduler's index among -replicas")
+	flag.IntVar(&cfg.Replicas, "replicas", 1, "number of schedulers sharing the campaigns")
+	flag.IntVar(&cfg.Prefetch, "prefetch", cfg.Prefetch, "unacked deliveries per shard consumer")
+	seen := flag.String("seen", "", "seen-set file (default data/seen/NAME.db; \"mem\" keeps it in memory)")
+	flag.Parse()
+	if cfg.Name == "" {
+		cfg.Name = fmt.Sprintf("scheduler-%d", cfg.Index)
+	}
+	if *seen == "" {
+		*seen = filepath.Join("data", "seen", cfg.Name+".db")
+	} else if *seen == "mem" {
+		*seen = ""
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	if cfg.Token = os.Getenv("DROVER_TOKEN"); cfg.Token == "" {
+		cfg.Token = frontier.DevToken
+		log.Warn("DROVER_TOKEN unset: using the documented dev token (loopback only)")
+	}
+	amqpURL := os.Getenv("AMQP_URL")
+	if amqpURL == "" {
+		amqpURL = "amqp://guest:guest@127.0.0.1:5672/"
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	s, err := node.StartScheduler(ctx, node.SchedulerConfig{Server: cfg, Listen: *listen, AMQPURL: amqpURL, SeenPath: *seen, Log: log})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "scheduler:", err)
+		os.Exit(1)
+	}
+	log.Info("scheduler listening", "addr", s.Addr(), "index", cfg.Index, "replicas", cfg.Replicas)
+	select {
+	case <-ctx.Done():
+		s.Close()
+	case err := <-s.Done():
+		s.Close()
+		fmt.Fprintln(os.Stderr, "scheduler:", err)
+		os.Exit(1)
+	}
+}
+
+func firstOr(list []string, def string) string {
+	if len(list) > 0 {
+		return list[0]
+	}
+	return def
+}

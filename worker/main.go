@@ -1,0 +1,83 @@
+// Command worker runs a drover Temporal worker: the Campaign workflow, its
+// activities and the FetchSession fetchers. With -scheduler it also runs a
+// scheduler in-process (single-machine mode).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+
+	"github.com/drover-crawl/drover/activities"
+	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/node"
+)
+
+func main() {
+	withScheduler := flag.Bool("scheduler", false, "also run a scheduler in this process")
+	identity := flag.String("identity", "", "worker identity (default: worker@HOSTNAME:PID)")
+	maxSessions := flag.Int("max-sessions", 256, "FetchSession activities this worker runs at most")
+	flag.Parse()
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	env := func(k, def string) string {
+		if v := os.Getenv(k); v != "" {
+			return v
+		}
+		return def
+	}
+	if *identity == "" {
+		h, _ := os.Hostname()
+		*identity = fmt.Sprintf("worker@%s:%d", h, os.Getpid())
+	}
+	token := os.Getenv("DROVER_TOKEN")
+	if token == "" {
+		token = frontier.DevToken
+		log.Warn("DROVER_TOKEN unset: using the documented dev token")
+	}
+	schedulers := frontier.ParseAddrs(env("DROVER_SCHEDULER", "127.0.0.1:7420"))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	var schedErr <-chan error
+	if *withScheduler {
+		cfg := frontier.DefaultServerConfig()
+		cfg.Token = token
+		s, err := node.StartScheduler(ctx, node.SchedulerConfig{Server: cfg, Listen: schedulers[0], AMQPURL: env("AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/"), SeenPath: filepath.Join("data", "seen", "scheduler-0.db"), Log: log})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "worker:", err)
+			os.Exit(1)
+		}
+		defer s.Close()
+		schedErr = s.Done()
+	}
+
+	addr := env("TEMPORAL_ADDRESS", "127.0.0.1:7233")
+	c, err := client.DialContext(ctx, client.Options{HostPort: addr, Namespace: env("TEMPORAL_NAMESPACE", "default"), Logger: tlog.NewStructuredLogger(log)})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "worker: cannot reach Temporal at %s: %v (start the dev stack with `make dev`, or set TEMPORAL_ADDRESS)\n", addr, err)
+		os.Exit(1)
+	}
+	defer c.Close()
+	w, err := node.StartWorkers(c, node.WorkerConfig{MaxSessions: *maxSessions, Activities: activities.Activities{
+		Schedulers: schedulers, Token: token, KafkaBrokers: env("KAFKA_BROKERS", "127.0.0.1:9092"), Identity: *identity,
+	}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		os.Exit(1)
+	}
+	log.Info("worker running", "temporal", addr, "schedulers", schedulers, "identity", *identity)
+	select {
+	case <-ctx.Done():
+	case err := <-schedErr:
+		fmt.Fprintln(os.Stderr, "worker: scheduler:", err)
+	}
+	w.Stop()
+}
