@@ -164,6 +164,9 @@ func (r *run) validateScale(_ workflow.Context, req ScaleRequest) error {
 // coroutines or the workflow's cancellation, applies it, then brings the
 // fleet in line and publishes the state.
 func (r *run) loop() (Status, error) {
+	// Signals that came while seeding (or before this run) apply before the
+	// fleet starts, so that a pause sent early starts nothing.
+	r.apply(r.controls.drain(r.ctx))
 	r.reconcile()
 	r.publish()
 	for r.ending == "" {

@@ -299,7 +299,7 @@ func TestRestartsFailedSession(t *testing.T) {
 
 	require.Equal(t, 1, mid.Restarts)
 	require.Equal(t, 1, mid.Fetchers[0].Restarts)
-	require.Contains(t, mid.Fetchers[0].LastError, "session lost")
+	require.Equal(t, "session lost", mid.Fetchers[0].LastError)
 	require.True(t, mid.Fetchers[0].Running)
 	require.Equal(t, 2, mid.FetchersActive)
 	require.Equal(t, 0, mid.Fetchers[1].Restarts)
@@ -445,4 +445,33 @@ func TestReplayRecordedHistory(t *testing.T) {
 	r := worker.NewWorkflowReplayer()
 	r.RegisterWorkflowWithOptions(Campaign, workflow.RegisterOptions{Name: WorkflowName})
 	require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, path))
+}
+
+func TestPauseWhileSeedingStartsNoFetcher(t *testing.T) {
+	h := newHarness(t, func(env *testsuite.TestWorkflowEnvironment) {
+		env.OnActivity(acts.Seed, mock.Anything, mock.Anything).After(time.Minute).Return(activities.SeedResult{Seeded: 1}, nil)
+	})
+	var mid Status
+	h.at(30*time.Second, func() { h.signal(SignalPause, nil) })
+	h.snapshot(3*time.Minute, &mid)
+	h.at(4*time.Minute, func() { h.signal(SignalStop, nil) })
+
+	st := h.run(CampaignInput{Config: testConfig()})
+
+	require.Equal(t, campaign.StatePaused, mid.State)
+	require.Equal(t, 0, h.startsOf(0)+h.startsOf(1))
+	require.Equal(t, campaign.StateStopped, st.State)
+}
+
+func TestMaxDurationCompletes(t *testing.T) {
+	h := newHarness(t, nil)
+	cfg := testConfig()
+	cfg.MaxDuration = 10 * time.Minute
+
+	st := h.run(CampaignInput{Config: cfg})
+
+	require.Equal(t, campaign.StateCompleted, st.State)
+	require.Equal(t, "max duration 10m0s reached", st.Reason)
+	require.Len(t, h.closes, 1)
+	require.True(t, h.closes[0].Delete)
 }

@@ -170,7 +170,7 @@ func (r *run) sessionEnded(e event) {
 	}
 	msg := "session ended without an error"
 	if e.err != nil {
-		msg = e.err.Error()
+		msg = errorText(e.err)
 	}
 	now := workflow.Now(r.ctx)
 	fs.LastError = msg
@@ -274,4 +274,20 @@ func countersFrom(err error) activities.SessionCounters {
 		_ = te.LastHeartbeatDetails(&c)
 	}
 	return c
+}
+
+// errorText is an activity error's cause, without the activity's envelope
+// (type, event IDs), cut short: it is carried across continue-as-new.
+func errorText(err error) string {
+	var ae *temporal.ActivityError
+	if errors.As(err, &ae) {
+		if cause := errors.Unwrap(ae); cause != nil {
+			err = cause
+		}
+	}
+	msg := err.Error()
+	if len(msg) > 300 {
+		msg = msg[:300] + "..."
+	}
+	return msg
 }
