@@ -12,8 +12,8 @@ import (
 
 // smallOptions are the options of the campaign's short activities: on the
 // workflow's task queue, with a heartbeat timeout (house rule 5) and a
-// retry policy with backoff; attempts 0 retries until StartToClose budget
-// runs out on each attempt, forever.
+// retry policy with backoff (1s doubling up to 1m); attempts 0 means no
+// limit (Monitor: counts are worth waiting for, never worth failing over).
 func smallOptions(startToClose time.Duration, attempts int32) workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		TaskQueue:           TaskQueue,
