@@ -107,12 +107,3 @@ func TestUrlPattern(t *testing.T) {
 	u, _ = url.Parse("http://h1.example/about")
 	equal(t, urlPattern(u), "")
 }
-
-// letters spells n in base 26 with a-z (digits would all become "N").
-func letters(n int) string {
-	b := []byte{byte('a' + n%26)}
-	for n /= 26; n > 0; n /= 26 {
-		b = append(b, byte('a'+n%26))
-	}
-	return string(b)
-}
