@@ -45,7 +45,7 @@ dev: bin/temporal
 # The dev stack plus a demo campaign against a local test web; SEED=n makes
 # it reproducible.
 demo: bin/temporal
-	$(GO) run ./devstack/cmd/demo $(if $(SEED),-seed $(SEED))
+	$(GO) run ./devstack/cmd/demo $(if $(SEED),-seed '$(SEED)')
 
 build:
 	$(GO) build -o bin/ ./worker ./scheduler ./starter

@@ -1,0 +1,38 @@
+// Command dev runs the dev stack in the foreground (`make dev`): the
+// Temporal dev server with its Web UI, in-memory Kafka, a scheduler and a
+// worker, with RabbitMQ from AMQP_URL. Ctrl-C stops all of it.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/drover-crawl/drover/devstack"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	s, err := devstack.StartStack(ctx, devstack.StackOptions{AMQPURL: os.Getenv("AMQP_URL"), Token: os.Getenv("DROVER_TOKEN"), Log: log})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "make dev:", err)
+		os.Exit(1)
+	}
+	fmt.Println(s.Describe())
+	fmt.Println("\nstart a campaign: go run ./starter start --id first --seed https://example.org/ --wait")
+	fmt.Println("Ctrl-C stops the stack.")
+	select {
+	case <-ctx.Done():
+	case err := <-s.Scheduler.Done():
+		fmt.Fprintln(os.Stderr, "scheduler:", err)
+	}
+	fmt.Println("\nstopping...")
+	if err := s.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stop:", err)
+	}
+}
