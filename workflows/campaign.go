@@ -201,7 +201,7 @@ func (r *run) apply(b controlBatch) {
 	case b.stop:
 		r.beginEnd(campaign.StateStopped, orDefault(b.reason, "stopped by signal"))
 		return
-	case b.pause:
+	case b.pause && !b.resumeWins():
 		if r.st.State != campaign.StatePaused {
 			log.Info("campaign paused", "resume_in_same_batch", b.resume)
 			r.st.State = campaign.StatePaused

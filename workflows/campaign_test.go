@@ -246,6 +246,31 @@ func TestSignalsInOneTaskPauseWins(t *testing.T) {
 	require.Equal(t, campaign.StateStopped, st.State)
 }
 
+// TestSignalsInOneTaskBySeq: pause and resume stamped by the starter keep
+// their order within one task; the latest wins.
+func TestSignalsInOneTaskBySeq(t *testing.T) {
+	h := newHarness(t, nil)
+	var afterPR, afterRP Status
+	h.at(5*time.Minute, func() {
+		h.env.SignalWorkflowSkippingWorkflowTask(SignalPause, PauseSignal{Seq: 1})
+		h.signal(SignalResume, ResumeSignal{Seq: 2})
+	})
+	h.snapshot(6*time.Minute, &afterPR)
+	h.at(7*time.Minute, func() {
+		h.env.SignalWorkflowSkippingWorkflowTask(SignalResume, ResumeSignal{Seq: 3})
+		h.env.SignalWorkflowSkippingWorkflowTask(SignalPause, PauseSignal{Seq: 4})
+		h.signal(SignalResume, nil) // unsequenced: pause wins the batch
+	})
+	h.snapshot(8*time.Minute, &afterRP)
+	h.at(9*time.Minute, func() { h.signal(SignalStop, nil) })
+
+	h.run(CampaignInput{Config: testConfig()})
+
+	require.Equal(t, campaign.StateRunning, afterPR.State, "pause then resume, sequenced: running")
+	require.Equal(t, 2, afterPR.FetchersActive)
+	require.Equal(t, campaign.StatePaused, afterRP.State, "an unsequenced resume in the batch: pause wins")
+}
+
 func TestScale(t *testing.T) {
 	h := newHarness(t, nil)
 	var up, down ScaleResult

@@ -21,9 +21,12 @@ import (
 // rule that does not depend on the sender:
 //
 //  1. stop in a batch wins over everything else in it;
-//  2. pause wins over resume (a crawl that stays paused by mistake costs an
-//     operator one more resume; one that runs by mistake loads sites that
-//     someone wanted left alone), so pause, resume, pause ends paused;
+//  2. between pause and resume, when every one of them carries a sequence
+//     number (the starter stamps Seq with its clock), the latest wins;
+//     otherwise pause wins over resume (a crawl that stays paused by
+//     mistake costs an operator one more resume; one that runs by mistake
+//     loads sites that someone wanted left alone), so pause, resume, pause
+//     ends paused;
 //  3. restarts apply, in their own order, after the state is settled, and
 //     only to fetchers that are meant to run.
 //
@@ -34,6 +37,16 @@ type controlBatch struct {
 	pause, resume, stop bool
 	reason              string
 	restarts            []int
+	// pauseSeq, resumeSeq: the latest sequence numbers; unsequenced is set
+	// when a pause or resume came without one.
+	pauseSeq, resumeSeq int64
+	unsequenced         bool
+}
+
+// resumeWins reports whether a batch holding both pause and resume ends
+// running: only when all of them were sequenced and a resume came last.
+func (b controlBatch) resumeWins() bool {
+	return b.pause && b.resume && !b.unsequenced && b.resumeSeq > b.pauseSeq
 }
 
 func (b controlBatch) empty() bool {
@@ -83,9 +96,15 @@ func (c controls) drain(ctx workflow.Context) controlBatch {
 		if p.Reason != "" && !b.stop {
 			b.reason = p.Reason
 		}
+		b.pauseSeq = max(b.pauseSeq, p.Seq)
+		b.unsequenced = b.unsequenced || p.Seq == 0
 	}
-	for _, ok := receiveRaw(c.resume); ok; _, ok = receiveRaw(c.resume) {
+	for raw, ok := receiveRaw(c.resume); ok; raw, ok = receiveRaw(c.resume) {
+		var rs ResumeSignal
+		decodeSignal(ctx, SignalResume, raw, &rs)
 		b.resume = true
+		b.resumeSeq = max(b.resumeSeq, rs.Seq)
+		b.unsequenced = b.unsequenced || rs.Seq == 0
 	}
 	for raw, ok := receiveRaw(c.restart); ok; raw, ok = receiveRaw(c.restart) {
 		var r RestartSignal

@@ -94,10 +94,18 @@ type Status struct {
 // (`temporal workflow signal --name pause`).
 type PauseSignal struct {
 	Reason string `json:"reason,omitempty"`
+	// Seq orders pause and resume signals that reach the workflow in one
+	// task (the SDK loses their order across channels): the sender's
+	// clock in nanoseconds. The starter sets it; a signal without it
+	// (the temporal CLI) falls back to "pause wins".
+	Seq int64 `json:"seq,omitempty"`
 }
 
 // ResumeSignal is SignalResume's payload; it may be omitted.
-type ResumeSignal struct{}
+type ResumeSignal struct {
+	// Seq: see PauseSignal.Seq.
+	Seq int64 `json:"seq,omitempty"`
+}
 
 // StopSignal is SignalStop's payload; it may be omitted.
 type StopSignal struct {
