@@ -26,9 +26,17 @@ const heartbeatEvery = 200 * time.Millisecond
 // it fails (and the workflow restarts it).
 const reconnectFor = 2 * time.Minute
 
-// storeTimeout bounds storing one page; storing is not cancelled by a pause,
-// so an in-flight outcome is recorded before the session ends.
-const storeTimeout = 30 * time.Second
+// storeTimeout bounds one attempt to store a page; an attempt is not
+// cancelled by a pause, so an in-flight outcome is recorded before the
+// session ends.
+const storeTimeout = 15 * time.Second
+
+// storeRetryFor is how long a fetched page is kept and its store retried
+// while a sink is down. The fetch slot stays busy meanwhile, so the fetcher
+// stops taking leases (the crawl holds back instead of fetching pages it
+// cannot store); the lease is renewed by the session's keepalive. After it,
+// the URL is put aside (SinkFailed) and fetched again later.
+const storeRetryFor = 2 * time.Minute
 
 // FetchSession is one fetcher of the fleet: it holds a session to a
 // scheduler, fetches what it is leased, stores pages in the sinks and
@@ -235,10 +243,7 @@ func (r *Runner) handle(ctx context.Context, l frontier.Lease) frontier.Outcome 
 		return o
 	}
 	if res.Page != nil {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
-		err := r.sk.Store(sctx, res.Page)
-		cancel()
-		if err != nil {
+		if err := r.store(ctx, res.Page); err != nil {
 			o.SinkFailed = true
 			o.Error = err.Error()
 			r.count(func(c *SessionCounters) { c.Errors++ })
@@ -260,4 +265,28 @@ func (r *Runner) handle(ctx context.Context, l frontier.Lease) frontier.Outcome 
 	}
 	o.Took = time.Since(done)
 	return o
+}
+
+// store stores p, retrying with backoff for storeRetryFor while a sink is
+// down, unless ctx is cancelled (pause, stop) between attempts.
+func (r *Runner) store(ctx context.Context, p *sink.Page) error {
+	deadline := time.Now().Add(storeRetryFor)
+	backoff := 250 * time.Millisecond
+	for {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+		err := r.sk.Store(sctx, p)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if time.Now().Add(backoff).After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
 }
