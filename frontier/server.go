@@ -92,10 +92,13 @@ type Server struct {
 
 	mu        sync.Mutex
 	campaigns map[string]*campaignActor
-	ln        net.Listener
-	conns     map[net.Conn]struct{}
-	closed    bool
-	wg        sync.WaitGroup
+	// tombs remembers campaigns closed with their queues deleted, so that
+	// a straggling fetcher session cannot declare them again.
+	tombs  map[string]time.Time
+	ln     net.Listener
+	conns  map[net.Conn]struct{}
+	closed bool
+	wg     sync.WaitGroup
 }
 
 // NewServer returns a scheduler over an open RabbitMQ connection.
@@ -117,6 +120,7 @@ func NewServer(cfg ServerConfig, conn *amqp.Connection, store SeenStore, log *sl
 		store:     store,
 		log:       log.With("scheduler", cfg.Name),
 		campaigns: map[string]*campaignActor{},
+		tombs:     map[string]time.Time{},
 		conns:     map[net.Conn]struct{}{},
 	}, nil
 }
@@ -196,6 +200,9 @@ func (s *Server) actor(cfg campaign.Config) (*campaignActor, error) {
 	defer s.mu.Unlock()
 	if a := s.campaigns[cfg.ID]; a != nil {
 		return a, nil
+	}
+	if at, ok := s.tombs[cfg.ID]; ok {
+		return nil, fmt.Errorf("campaign %s was closed at %s", cfg.ID, at.Format(time.RFC3339))
 	}
 	if err := s.declare(cfg.ID); err != nil {
 		return nil, err
@@ -460,6 +467,10 @@ func (s *Server) seed(ctx context.Context, cfg campaign.Config, urls []string) (
 	if err := cfg.Validate(); err != nil {
 		return 0, err
 	}
+	// Seeding starts a campaign (perhaps again, under an ID used before).
+	s.mu.Lock()
+	delete(s.tombs, cfg.ID)
+	s.mu.Unlock()
 	if err := s.declare(cfg.ID); err != nil {
 		return 0, err
 	}
@@ -541,6 +552,9 @@ func (s *Server) closeCampaign(id string, del bool) (Stats, error) {
 	st.Campaign = id
 	st.Schedulers = []string{s.cfg.Name}
 	if del {
+		s.mu.Lock()
+		s.tombs[id] = time.Now()
+		s.mu.Unlock()
 		if err := (Topology{Campaign: id}).Delete(s.conn); err != nil {
 			return st, err
 		}
