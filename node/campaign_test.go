@@ -1,0 +1,599 @@
+package node_test
+
+// Issue 4's integration tests: the campaign workflow driven from outside
+// (the real `temporal` CLI, worker processes killed with SIGKILL, the scale
+// update) against a real Temporal dev server, RabbitMQ and kfake.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/devstack"
+	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/node"
+	"github.com/drover-crawl/drover/testweb"
+	"github.com/drover-crawl/drover/workflows"
+)
+
+// ctWaitFor polls cond every interval until it holds or timeout passes, and
+// fails the test with what it waited for.
+func ctWaitFor(t *testing.T, timeout, interval time.Duration, what string, cond func() bool) time.Time {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		if cond() {
+			return time.Now()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(interval)
+	}
+}
+
+// ctPagesRequested counts the distinct non-robots.txt URLs the web served.
+func ctPagesRequested(web *testweb.Web) int {
+	seen := map[string]bool{}
+	for _, r := range web.Requests() {
+		if u, err := url.Parse(r.URL); err == nil && u.Path == "/robots.txt" {
+			continue
+		}
+		seen[r.URL] = true
+	}
+	return len(seen)
+}
+
+func ctQueryStatus(t *testing.T, c client.Client, id string) (workflows.Status, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var st workflows.Status
+	v, err := c.QueryWorkflow(ctx, id, "", workflows.QueryStatus)
+	if err != nil {
+		return st, err
+	}
+	return st, v.Get(&st)
+}
+
+// ctStartedSessions returns the FetchSession activities pending in state
+// STARTED, by the identity of the worker that runs them.
+func ctStartedSessions(t *testing.T, c client.Client, id string) (map[string]int, int, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	d, err := c.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		return nil, 0, err
+	}
+	by := map[string]int{}
+	n := 0
+	for _, pa := range d.GetPendingActivities() {
+		if pa.GetActivityType().GetName() == "FetchSession" && pa.GetState() == enumspb.PENDING_ACTIVITY_STATE_STARTED {
+			by[pa.GetLastWorkerIdentity()]++
+			n++
+		}
+	}
+	return by, n, nil
+}
+
+// ctTemporalCLI runs bin/temporal with args against the stack's server.
+func ctTemporalCLI(t *testing.T, s *stack, args ...string) {
+	t.Helper()
+	bin, err := devstack.TemporalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	args = append(args, "--address", s.temporal.Address(), "--namespace", s.temporal.Namespace())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("temporal %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// ctCheckHistory fetches a finished campaign's history, replays it against
+// the Campaign workflow as built now (a non-determinism fails the test),
+// and with DROVER_RECORD_HISTORY=1 writes it to
+// workflows/testdata/campaign_history.json for TestReplayRecordedHistory.
+func ctCheckHistory(t *testing.T, c client.Client, id, runID string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	h := &historypb.History{}
+	it := c.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatalf("history of %s: %v", id, err)
+		}
+		h.Events = append(h.Events, ev)
+	}
+	r := worker.NewWorkflowReplayer()
+	r.RegisterWorkflowWithOptions(workflows.Campaign, workflow.RegisterOptions{Name: workflows.WorkflowName})
+	if err := r.ReplayWorkflowHistory(nil, h); err != nil {
+		t.Errorf("replaying the history of %s (%d events): %v", id, len(h.Events), err)
+		return
+	}
+	t.Logf("history of %s: %d events, replays", id, len(h.Events))
+	if os.Getenv("DROVER_RECORD_HISTORY") != "1" {
+		return
+	}
+	b, err := protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := devstack.RepoRoot(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(root, "workflows", "testdata", "campaign_history.json")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("recorded %s", path)
+}
+
+func ctStartCampaign(t *testing.T, c client.Client, cfg campaign.Config) client.WorkflowRun {
+	t.Helper()
+	run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
+		ID: cfg.ID, TaskQueue: workflows.TaskQueue,
+	}, workflows.WorkflowName, workflows.CampaignInput{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return run
+}
+
+// ctResult waits (bounded) for the campaign's final status.
+func ctResult(t *testing.T, run client.WorkflowRun, timeout time.Duration) workflows.Status {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var st workflows.Status
+	if err := run.Get(ctx, &st); err != nil {
+		t.Fatalf("campaign %s: %v", run.GetID(), err)
+	}
+	return st
+}
+
+// TestPauseWithTemporalCLI pauses a running campaign with the real
+// `temporal workflow signal` and checks on the server's side that no
+// request starts more than 2 s after the signal while it stays paused;
+// resumed the same way, the campaign completes with every page fetched.
+func TestPauseWithTemporalCLI(t *testing.T) {
+	web, err := testweb.Start(testweb.Config{Hosts: 3, PagesPerHost: 150, CrossHost: true, Base: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	s := startStack(t)
+	c := s.temporal.Client()
+	cfg := campaign.Config{
+		ID:           fmt.Sprintf("pause-%d", rand.IntN(1e9)),
+		Seeds:        web.Seeds(),
+		Fetchers:     2,
+		PerHostDelay: 20 * time.Millisecond,
+		AllowPrivate: true,
+		Sinks:        []string{"kafka://" + s.kafka.Addr() + "/" + s.topic},
+	}
+	total := len(web.Pages())
+	run := ctStartCampaign(t, c, cfg)
+
+	ctWaitFor(t, 2*time.Minute, 10*time.Millisecond, "20% of the pages fetched", func() bool {
+		return ctPagesRequested(web) >= total/5
+	})
+	sent := time.Now()
+	ctTemporalCLI(t, s, "workflow", "signal", "--workflow-id", cfg.ID, "--name", workflows.SignalPause)
+	signalled := time.Now()
+	atPause := ctPagesRequested(web)
+	t.Logf("pause sent at %d/%d pages; the CLI took %s", atPause, total, signalled.Sub(sent).Round(time.Millisecond))
+
+	var st workflows.Status
+	paused := ctWaitFor(t, 30*time.Second, 50*time.Millisecond, "status paused", func() bool {
+		st, err = ctQueryStatus(t, c, cfg.ID)
+		return err == nil && st.State == campaign.StatePaused
+	})
+	t.Logf("status says paused %s after the signal", paused.Sub(signalled).Round(time.Millisecond))
+	if st.State == campaign.StateCompleted {
+		t.Fatal("the campaign completed before the pause: make the web bigger or slower")
+	}
+	time.Sleep(5 * time.Second)
+	st, err = ctQueryStatus(t, c, cfg.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State != campaign.StatePaused || st.FetchersActive != 0 {
+		t.Errorf("after 5 s paused: state %s, %d fetchers active; want paused, 0", st.State, st.FetchersActive)
+	}
+	reqs := web.Requests()
+	last := reqs[len(reqs)-1].Start
+	for _, r := range reqs {
+		if r.Start.After(last) {
+			last = r.Start
+		}
+		if r.Start.After(signalled.Add(2 * time.Second)) {
+			t.Errorf("request %s started %s after the pause signal (paused campaign)", r.URL, r.Start.Sub(signalled).Round(time.Millisecond))
+		}
+	}
+	t.Logf("pause -> last request start: %s (%d pages fetched at the pause, %d when paused; %d requests in all)",
+		last.Sub(signalled).Round(time.Millisecond), atPause, ctPagesRequested(web), len(reqs))
+	if ctPagesRequested(web) >= total {
+		t.Fatal("every page was fetched before the pause took effect: the test proves nothing")
+	}
+
+	ctTemporalCLI(t, s, "workflow", "signal", "--workflow-id", cfg.ID, "--name", workflows.SignalResume)
+	final := ctResult(t, run, 3*time.Minute)
+	if final.State != campaign.StateCompleted {
+		t.Fatalf("state %s (%s), want completed", final.State, final.Reason)
+	}
+	if m := web.Missing(); len(m) > 0 {
+		t.Errorf("%d pages never requested, e.g. %v", len(m), m[:min(5, len(m))])
+	}
+	t.Logf("completed: %d pages, %d duplicates", ctPagesRequested(web), len(web.Duplicates()))
+	ctCheckHistory(t, c, cfg.ID, run.GetRunID())
+}
+
+// ctWorkerProc is a worker process started from a binary built for the test.
+type ctWorkerProc struct {
+	identity string
+	cmd      *exec.Cmd
+	done     chan struct{}
+	log      string
+}
+
+func ctBuildWorker(t *testing.T) string {
+	t.Helper()
+	root, err := devstack.RepoRoot(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "worker")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./worker")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./worker: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func ctStartWorkerProc(t *testing.T, bin, identity string, env []string) *ctWorkerProc {
+	t.Helper()
+	logPath := filepath.Join(t.TempDir(), identity+".log")
+	f, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-identity", identity)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		t.Fatal(err)
+	}
+	p := &ctWorkerProc{identity: identity, cmd: cmd, done: make(chan struct{}), log: logPath}
+	go func() {
+		_ = cmd.Wait()
+		f.Close()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+			return
+		default:
+		}
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-p.done
+		}
+	})
+	return p
+}
+
+func (p *ctWorkerProc) kill(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatalf("SIGKILL %s: %v", p.identity, err)
+	}
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s did not die", p.identity)
+	}
+}
+
+func (p *ctWorkerProc) alive() bool {
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+func (p *ctWorkerProc) tail() string {
+	b, _ := os.ReadFile(p.log)
+	if len(b) > 3000 {
+		b = b[len(b)-3000:]
+	}
+	return string(b)
+}
+
+// ctStartBareStack is startStack without in-process workers: Temporal, kfake
+// and a scheduler, for worker processes to join.
+func ctStartBareStack(t *testing.T) *stack {
+	t.Helper()
+	ctx := context.Background()
+	tmp, err := devstack.StartTemporal(ctx, devstack.TemporalOptions{UIPort: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tmp.Stop() })
+	topic := fmt.Sprintf("pages-%d", rand.IntN(1e9))
+	k, err := devstack.StartKafka("127.0.0.1:0", topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(k.Close)
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	sched, err := node.StartScheduler(ctx, node.SchedulerConfig{Server: frontier.DefaultServerConfig(), Listen: "127.0.0.1:0", AMQPURL: amqpURL(), SeenPath: t.TempDir() + "/seen.db", Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sched.Close() })
+	return &stack{temporal: tmp, kafka: k, sched: sched, topic: topic}
+}
+
+// TestWorkerKilledMidCrawl runs a campaign on two worker processes and
+// SIGKILLs the one running the most fetchers at about 30% of the crawl:
+// Temporal times its sessions out, the workflow starts them again on the
+// survivor, and the campaign completes with every page requested and
+// landed in Kafka.
+func TestWorkerKilledMidCrawl(t *testing.T) {
+	bin := ctBuildWorker(t)
+	web, err := testweb.Start(testweb.Config{Hosts: 4, PagesPerHost: 400, CrossHost: true, Base: 51})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	s := ctStartBareStack(t)
+	c := s.temporal.Client()
+	env := []string{
+		"TEMPORAL_ADDRESS=" + s.temporal.Address(),
+		"TEMPORAL_NAMESPACE=" + s.temporal.Namespace(),
+		"DROVER_SCHEDULER=" + s.sched.Addr(),
+		"KAFKA_BROKERS=" + s.kafka.Addr(),
+		"DROVER_TOKEN=" + frontier.DevToken,
+	}
+	procs := map[string]*ctWorkerProc{}
+	for _, id := range []string{"worker-a", "worker-b"} {
+		procs[id] = ctStartWorkerProc(t, bin, id, env)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, p := range procs {
+				t.Logf("log of %s ends with:\n%s", p.identity, p.tail())
+			}
+		}
+	})
+	cfg := campaign.Config{
+		ID:       fmt.Sprintf("kill-%d", rand.IntN(1e9)),
+		Seeds:    web.Seeds(),
+		Fetchers: 4,
+		// Slow enough that the crawl outlasts the dead sessions' 20 s
+		// heartbeat timeout, so that the fleet is seen coming back.
+		PerHostDelay: 100 * time.Millisecond,
+		AllowPrivate: true,
+		Sinks:        []string{"kafka://" + s.kafka.Addr() + "/" + s.topic},
+	}
+	total := len(web.Pages())
+	start := time.Now()
+	run := ctStartCampaign(t, c, cfg)
+
+	ctWaitFor(t, 3*time.Minute, 50*time.Millisecond, "30% of the pages fetched", func() bool {
+		return ctPagesRequested(web) >= total*3/10
+	})
+	by, n, err := ctStartedSessions(t, c, cfg.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim, survivor := "worker-a", "worker-b"
+	if by["worker-b"] > by["worker-a"] {
+		victim, survivor = survivor, victim
+	}
+	atKill := ctPagesRequested(web)
+	t.Logf("at %d/%d pages after %s: %d sessions started %v; killing %s", atKill, total,
+		time.Since(start).Round(time.Millisecond), n, by, victim)
+	if by[victim] == 0 {
+		t.Fatalf("no FetchSession on either worker at 30%%: %v", by)
+	}
+	procs[victim].kill(t)
+	killed := time.Now()
+
+	// Watch the fleet come back on the survivor while waiting for the end.
+	done := make(chan error, 1)
+	var final workflows.Status
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		done <- run.Get(ctx, &final)
+	}()
+	var restored time.Time
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+wait:
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("campaign %s: %v", cfg.ID, err)
+			}
+			break wait
+		case <-tick.C:
+			if !restored.IsZero() {
+				continue
+			}
+			if by, _, err := ctStartedSessions(t, c, cfg.ID); err == nil && by[survivor] == cfg.Fetchers && by[victim] == 0 {
+				restored = time.Now()
+			}
+		}
+	}
+	ended := time.Now()
+	if !procs[survivor].alive() {
+		t.Errorf("the surviving worker %s exited", survivor)
+	}
+	if final.State != campaign.StateCompleted {
+		t.Fatalf("state %s (%s), want completed", final.State, final.Reason)
+	}
+	if restored.IsZero() {
+		t.Logf("the frontier drained before the fleet was whole again on %s", survivor)
+	} else {
+		t.Logf("fleet whole again on %s %s after the kill", survivor, restored.Sub(killed).Round(time.Millisecond))
+	}
+	dups := web.Duplicates()
+	t.Logf("killed %s at %d/%d pages; campaign completed %s after the kill (%s in all); %d restarts; %d URLs fetched more than once",
+		victim, atKill, total, ended.Sub(killed).Round(time.Millisecond), ended.Sub(start).Round(time.Millisecond), final.Restarts, len(dups))
+	// A dead session that times out while the campaign is ending was being
+	// stopped anyway, and is not counted as a restart.
+	if !restored.IsZero() && final.Restarts < by[victim] {
+		t.Errorf("%d restarts, want at least the %d sessions of the killed worker", final.Restarts, by[victim])
+	}
+	if m := web.Missing(); len(m) > 0 {
+		t.Errorf("%d pages never requested, e.g. %v", len(m), m[:min(5, len(m))])
+	}
+	got := map[string]int{}
+	for _, m := range readTopic(t, s.kafka.Addr(), s.topic, total) {
+		got[string(m.Key)]++
+		if body, ok := web.Body(string(m.Key)); ok && !bytes.Equal(body, m.Value) {
+			t.Errorf("record of %s differs from what the server sent", m.Key)
+		}
+	}
+	lost := 0
+	for _, u := range web.Pages() {
+		if got[u] == 0 {
+			lost++
+		}
+	}
+	if lost > 0 {
+		t.Errorf("%d of %d pages never landed in Kafka", lost, total)
+	}
+}
+
+// TestScaleUp scales a one-fetcher campaign to 16 with the scale update,
+// measures how long until 16 FetchSession activities run, checks that the
+// validator refuses nonsense, then stops the campaign.
+func TestScaleUp(t *testing.T) {
+	web, err := testweb.Start(testweb.Config{Hosts: 4, PagesPerHost: 300, CrossHost: true, Base: 52})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	s := startStack(t)
+	c := s.temporal.Client()
+	cfg := campaign.Config{
+		ID:           fmt.Sprintf("scale-%d", rand.IntN(1e9)),
+		Seeds:        web.Seeds(),
+		Fetchers:     1,
+		PerHostDelay: 200 * time.Millisecond,
+		AllowPrivate: true,
+		Sinks:        []string{"kafka://" + s.kafka.Addr() + "/" + s.topic},
+	}
+	run := ctStartCampaign(t, c, cfg)
+	ctWaitFor(t, time.Minute, 100*time.Millisecond, "one FetchSession started", func() bool {
+		_, n, err := ctStartedSessions(t, c, cfg.ID)
+		return err == nil && n == 1
+	})
+
+	update := func(n int) (workflows.ScaleResult, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		var res workflows.ScaleResult
+		h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+			WorkflowID:   cfg.ID,
+			UpdateName:   workflows.UpdateScale,
+			Args:         []any{workflows.ScaleRequest{Fetchers: n}},
+			WaitForStage: client.WorkflowUpdateStageCompleted,
+		})
+		if err == nil {
+			err = h.Get(ctx, &res)
+		}
+		return res, err
+	}
+	asked := time.Now()
+	res, err := update(16)
+	if err != nil {
+		t.Fatalf("scale to 16: %v", err)
+	}
+	accepted := time.Now()
+	if res.Previous != 1 || res.Fetchers != 16 {
+		t.Errorf("scale ctResult %+v, want previous 1, fetchers 16", res)
+	}
+	scaled := ctWaitFor(t, time.Minute, 50*time.Millisecond, "16 FetchSession activities started", func() bool {
+		_, n, err := ctStartedSessions(t, c, cfg.ID)
+		return err == nil && n == 16
+	})
+	st, err := ctQueryStatus(t, c, cfg.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("scale 1 -> 16: update completed in %s, 16 sessions started %s after the update was sent; status: %d desired, %d active",
+		accepted.Sub(asked).Round(time.Millisecond), scaled.Sub(asked).Round(time.Millisecond), st.FetchersDesired, st.FetchersActive)
+	if st.FetchersDesired != 16 || st.FetchersActive != 16 {
+		t.Errorf("status: %d desired, %d active; want 16, 16", st.FetchersDesired, st.FetchersActive)
+	}
+
+	if _, err := update(-1); err == nil {
+		t.Error("scale to -1 was accepted")
+	} else if !strings.Contains(err.Error(), "must be between 0 and") {
+		t.Errorf("scale to -1: %v; want the validator's message", err)
+	} else {
+		t.Logf("scale to -1 rejected: %v", err)
+	}
+	if st, err := ctQueryStatus(t, c, cfg.ID); err != nil || st.FetchersDesired != 16 {
+		t.Errorf("after the rejected update: %d desired (%v), want 16", st.FetchersDesired, err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.SignalWorkflow(ctx, cfg.ID, "", workflows.SignalStop, workflows.StopSignal{Reason: "test done"}); err != nil {
+		t.Fatal(err)
+	}
+	final := ctResult(t, run, 2*time.Minute)
+	if final.State != campaign.StateStopped {
+		t.Fatalf("state %s (%s), want stopped", final.State, final.Reason)
+	}
+	if ctPagesRequested(web) >= len(web.Pages()) {
+		t.Errorf("every page was fetched before the stop: the web is too small for this test")
+	}
+	if _, n, err := ctStartedSessions(t, c, cfg.ID); err != nil || n != 0 {
+		t.Errorf("after stop: %d sessions still pending (%v)", n, err)
+	}
+}
