@@ -211,7 +211,12 @@ func TestWaitExitCodes(t *testing.T) {
 			tc.closed.StartTime, tc.closed.CloseTime = begin, time.Now()
 			code, out, errOut := runWait(t, newFake(), tc.closed, tc.result)
 			assert.Equal(t, tc.want, code, errOut)
-			assert.Contains(t, out, tc.line)
+			if tc.want == ExitOK {
+				assert.Contains(t, out, tc.line)
+			} else {
+				assert.NotContains(t, out, tc.line)
+				assert.Contains(t, errOut, tc.line, "a campaign that did not complete is a failure, on stderr")
+			}
 		})
 	}
 	assert.Equal(t, 0, ExitCode(campaign.StateCompleted))
@@ -272,12 +277,14 @@ func TestStatusJSON(t *testing.T) {
 	fake.add("c1", workflows.Status{
 		State: campaign.StatePaused, FetchersDesired: 3, FetchersActive: 2, PagesFetched: 100, PagesFailed: 4,
 		URLsQueued: 7, URLsInFlight: 1, Restarts: 2,
-		Fetchers: []workflows.FetcherStatus{{Index: 0}, {Index: 1, Restarts: 2}, {Index: 2}},
+		Fetchers: []workflows.FetcherStatus{{Index: 0}, {Index: 1, Restarts: 2}, {Index: 2}, {Index: 3}},
 	}, Execution{Status: StatusRunning, StartTime: time.Now().Add(-time.Hour), Pending: []PendingActivity{
-		{ActivityID: "fetcher-0", Type: "FetchSession", State: "Started", Worker: "w1@host", Attempt: 1, LastHeartbeat: hb,
+		{ActivityID: "fetcher-0-1", Type: "FetchSession", State: "Started", Worker: "w1@host", Attempt: 1, LastHeartbeat: hb,
 			Counters: &activities.SessionCounters{Index: 0, Fetched: 60, Errors: 1}},
-		{ActivityID: "fetcher-1", Type: "FetchSession", State: "Started", Worker: "w2@host", Attempt: 3, LastHeartbeat: hb,
+		{ActivityID: "fetcher-1-3", Type: "FetchSession", State: "Started", Worker: "w2@host", Attempt: 3, LastHeartbeat: hb,
 			Counters: &activities.SessionCounters{Index: 1, Fetched: 45, Errors: 2}},
+		// Not yet heartbeated: its index comes from the activity ID.
+		{ActivityID: "fetcher-2-1", Type: "FetchSession", State: "Scheduled", Attempt: 1},
 		{ActivityID: "monitor", Type: "Monitor", State: "Started"},
 	}})
 	stats := func(_ context.Context, addrs []string, token, id string) (frontier.Stats, error) {
@@ -297,7 +304,7 @@ func TestStatusJSON(t *testing.T) {
 		assert.Equal(t, want, v[key], key)
 	}
 	fetchers := v["fetchers"].([]any)
-	require.Len(t, fetchers, 3, "two sessions running and one the workflow knows of")
+	require.Len(t, fetchers, 4, "three sessions pending and one the workflow knows of")
 	f1 := fetchers[1].(map[string]any)
 	assert.Equal(t, 1.0, f1["index"])
 	assert.Equal(t, "w2@host", f1["worker"])
@@ -306,7 +313,8 @@ func TestStatusJSON(t *testing.T) {
 	assert.Equal(t, 2.0, f1["restarts"])
 	assert.Equal(t, 3.0, f1["attempt"])
 	assert.Equal(t, hb.Format(time.RFC3339Nano), f1["last_heartbeat"])
-	assert.Equal(t, "Idle", fetchers[2].(map[string]any)["state"])
+	assert.Equal(t, "Scheduled", fetchers[2].(map[string]any)["state"])
+	assert.Equal(t, "Idle", fetchers[3].(map[string]any)["state"])
 }
 
 func TestStatusWithoutScheduler(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -87,6 +88,10 @@ func (a *App) notRunning(ctx context.Context, c Campaigns, id string) error {
 	return failf("campaign %s has ended (%s); start it again with `starter start --id %s ...`", id, stateOf(ex.Status, ex.State), id)
 }
 
+// updateTimeout bounds a scale: an update needs a worker to run the
+// workflow, and without one it would wait forever.
+const updateTimeout = 30 * time.Second
+
 func (a *App) scaleCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "scale ID N",
@@ -104,9 +109,13 @@ func (a *App) scaleCommand() *cobra.Command {
 				return err
 			}
 			var res workflows.ScaleResult
-			err = c.Update(ctx, id, workflows.UpdateScale, workflows.ScaleRequest{Fetchers: n}, &res)
+			uctx, cancel := context.WithTimeout(ctx, updateTimeout)
+			defer cancel()
+			err = c.Update(uctx, id, workflows.UpdateScale, workflows.ScaleRequest{Fetchers: n}, &res)
 			var rejected *UpdateRejectedError
 			switch {
+			case errors.Is(uctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
+				return failf("campaign %s did not answer the scale within %s; is a worker running on task queue %s?", id, updateTimeout, workflows.TaskQueue)
 			case errors.As(err, &rejected):
 				return failf("scale rejected: %s", rejected.Message)
 			case errors.Is(err, ErrNotFound):

@@ -28,17 +28,21 @@ type View struct {
 	// stopping on the way).
 	State string `json:"state"`
 	// WorkflowStatus is Temporal's: Running, Completed, Failed, ...
-	WorkflowStatus  string        `json:"workflow_status"`
-	FetchersDesired int           `json:"fetchers_desired"`
-	FetchersActive  int           `json:"fetchers_active"`
-	PagesFetched    int64         `json:"pages_fetched"`
-	PagesFailed     int64         `json:"pages_failed"`
-	URLsQueued      int64         `json:"urls_queued"`
-	URLsInFlight    int64         `json:"urls_in_flight"`
-	Restarts        int           `json:"restarts"`
-	StartTime       time.Time     `json:"start_time"`
-	CloseTime       *time.Time    `json:"close_time,omitempty"`
-	Fetchers        []FetcherView `json:"fetchers"`
+	WorkflowStatus  string `json:"workflow_status"`
+	FetchersDesired int    `json:"fetchers_desired"`
+	FetchersActive  int    `json:"fetchers_active"`
+	PagesFetched    int64  `json:"pages_fetched"`
+	PagesFailed     int64  `json:"pages_failed"`
+	URLsQueued      int64  `json:"urls_queued"`
+	URLsInFlight    int64  `json:"urls_in_flight"`
+	Restarts        int    `json:"restarts"`
+	// Reason says why the campaign paused or ended; Alert is the last
+	// exception raised (restarts piling up).
+	Reason    string        `json:"reason,omitempty"`
+	Alert     string        `json:"alert,omitempty"`
+	StartTime time.Time     `json:"start_time"`
+	CloseTime *time.Time    `json:"close_time,omitempty"`
+	Fetchers  []FetcherView `json:"fetchers"`
 	// Scheduler is the schedulers' sum; nil when none answered, and then
 	// SchedulerError says why.
 	Scheduler      *frontier.Stats `json:"scheduler,omitempty"`
@@ -114,6 +118,7 @@ func (a *App) view(ctx context.Context, id string) (View, error) {
 	v := View{
 		ID: id, RunID: ex.RunID, WorkflowStatus: ex.Status, StartTime: ex.StartTime,
 		State: ex.State, PagesFetched: ex.PagesFetched, WebUI: a.Env.WorkflowURL(id),
+		Fetchers: []FetcherView{},
 	}
 	if !ex.CloseTime.IsZero() {
 		t := ex.CloseTime
@@ -122,7 +127,7 @@ func (a *App) view(ctx context.Context, id string) (View, error) {
 
 	var st workflows.Status
 	var stErr error
-	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	qctx, cancel := context.WithTimeout(ctx, queryTimeout)
 	if ex.Status == StatusRunning {
 		stErr = c.Query(qctx, id, workflows.QueryStatus, &st)
 	} else if ex.Status == StatusCompleted {
@@ -130,6 +135,8 @@ func (a *App) view(ctx context.Context, id string) (View, error) {
 	}
 	cancel()
 	switch {
+	case stErr != nil && errors.Is(qctx.Err(), context.DeadlineExceeded):
+		v.StatusError = fmt.Sprintf("no answer within %s; is a worker running on task queue %s?", queryTimeout, workflows.TaskQueue)
 	case stErr != nil:
 		v.StatusError = oneLine(stErr.Error())
 	case ex.Status == StatusRunning || ex.Status == StatusCompleted:
@@ -155,6 +162,8 @@ func (v *View) applyStatus(st workflows.Status) {
 	v.URLsQueued = st.URLsQueued
 	v.URLsInFlight = st.URLsInFlight
 	v.Restarts = st.Restarts
+	v.Reason = st.Reason
+	v.Alert = st.Alert
 }
 
 // stateOf is the campaign state given Temporal's status and what the
@@ -195,7 +204,8 @@ func (v *View) addFetchers(pending []PendingActivity, st workflows.Status) {
 		return f
 	}
 	for _, fs := range st.Fetchers {
-		get(fs.Index).Restarts = fs.Restarts
+		f := get(fs.Index)
+		f.Restarts, f.LastFailure = fs.Restarts, fs.LastError
 	}
 	for _, p := range pending {
 		idx, ok := fetcherIndex(p)
@@ -203,7 +213,10 @@ func (v *View) addFetchers(pending []PendingActivity, st workflows.Status) {
 			continue
 		}
 		f := get(idx)
-		f.ActivityID, f.State, f.Worker, f.Attempt, f.LastFailure = p.ActivityID, p.State, p.Worker, p.Attempt, p.LastFailure
+		f.ActivityID, f.State, f.Worker, f.Attempt = p.ActivityID, p.State, p.Worker, p.Attempt
+		if p.LastFailure != "" {
+			f.LastFailure = p.LastFailure
+		}
 		if !p.LastHeartbeat.IsZero() {
 			t := p.LastHeartbeat
 			f.LastHeartbeat = &t
@@ -231,7 +244,8 @@ func (v *View) addFetchers(pending []PendingActivity, st workflows.Status) {
 }
 
 // fetcherIndex finds a pending activity's fleet index: from its heartbeat
-// details, else from the digits its activity ID ends in.
+// details, else from its activity ID, "fetcher-<index>-<start>" as the
+// workflow names it.
 func fetcherIndex(p PendingActivity) (int, bool) {
 	if p.Counters != nil {
 		return p.Counters.Index, true
@@ -239,13 +253,18 @@ func fetcherIndex(p PendingActivity) (int, bool) {
 	if p.Type != fetchSessionType {
 		return 0, false
 	}
-	i := len(p.ActivityID)
-	for i > 0 && p.ActivityID[i-1] >= '0' && p.ActivityID[i-1] <= '9' {
-		i--
+	rest, ok := strings.CutPrefix(p.ActivityID, "fetcher-")
+	if !ok {
+		return 0, false
 	}
-	n, err := strconv.Atoi(p.ActivityID[i:])
+	num, _, _ := strings.Cut(rest, "-")
+	n, err := strconv.Atoi(num)
 	return n, err == nil
 }
+
+// queryTimeout bounds the status query: a query needs a worker, and one
+// that just died holds it for its sticky timeout (5 s by default).
+const queryTimeout = 10 * time.Second
 
 // fetchSessionType is the FetchSession activity's type name (the method's
 // name, as the worker registers it).
@@ -285,10 +304,16 @@ func (v *View) addSchedulerStats(r statsResult) {
 // renderView prints the human view of a campaign.
 func renderView(w io.Writer, v View, now time.Time) {
 	fmt.Fprintf(w, "campaign %s: %s", v.ID, v.State)
+	if v.Reason != "" {
+		fmt.Fprintf(w, " (%s)", oneLine(v.Reason))
+	}
 	if v.Closed() {
-		fmt.Fprintf(w, " (workflow %s)", v.WorkflowStatus)
+		fmt.Fprintf(w, " [workflow %s]", v.WorkflowStatus)
 	}
 	fmt.Fprintln(w)
+	if v.Alert != "" {
+		fmt.Fprintf(w, "  ALERT     %s\n", oneLine(v.Alert))
+	}
 	fmt.Fprintf(w, "  started   %s (%s)\n", v.StartTime.Local().Format(time.DateTime), since(now, v.StartTime))
 	if v.CloseTime != nil {
 		fmt.Fprintf(w, "  ended     %s (after %s)\n", v.CloseTime.Local().Format(time.DateTime), v.CloseTime.Sub(v.StartTime).Round(time.Second))

@@ -71,10 +71,10 @@ func (a *App) wait(ctx context.Context, id string, asJSON bool) error {
 				return a.finish(v, asJSON)
 			}
 			if tty {
-				fmt.Fprintf(a.Err, "\r\033[K%s", progressLine(v, rate))
+				fmt.Fprintf(a.Err, "\r\033[K%s", progressLine(now, v, rate))
 				printedAny = true
 			} else if now.Sub(lastPrint) >= every {
-				fmt.Fprintln(a.Err, progressLine(v, rate))
+				fmt.Fprintln(a.Err, progressLine(now, v, rate))
 				lastPrint = now
 			}
 		}
@@ -86,32 +86,38 @@ func (a *App) wait(ctx context.Context, id string, asJSON bool) error {
 }
 
 // progressLine is one line of --wait's progress.
-func progressLine(v View, rate float64) string {
-	return fmt.Sprintf("%s  %s: %d pages, %d failed, %d queued, %d in flight, %.1f pages/s, fetchers %d/%d",
-		time.Now().Format(time.TimeOnly), v.State, v.PagesFetched, v.PagesFailed, v.URLsQueued, v.URLsInFlight,
+func progressLine(now time.Time, v View, rate float64) string {
+	line := fmt.Sprintf("%s  %s: %d pages, %d failed, %d queued, %d in flight, %.1f pages/s, fetchers %d/%d",
+		now.Format(time.TimeOnly), v.State, v.PagesFetched, v.PagesFailed, v.URLsQueued, v.URLsInFlight,
 		rate, v.FetchersActive, v.FetchersDesired)
+	if v.StatusError != "" {
+		line += " (the workflow does not answer: is a worker running?)"
+	}
+	return line
 }
 
 // finish reports a campaign that ended and turns its state into the exit
-// code.
+// code. A campaign that did not complete is a failure: its line goes to
+// stderr.
 func (a *App) finish(v View, asJSON bool) error {
+	took := ""
+	if v.CloseTime != nil {
+		took = " in " + v.CloseTime.Sub(v.StartTime).Round(time.Second).String()
+	}
+	line := fmt.Sprintf("campaign %s %s%s: %d pages fetched, %d failed", v.ID, v.State, took, v.PagesFetched, v.PagesFailed)
+	if v.Reason != "" {
+		line += " (" + v.Reason + ")"
+	}
+	code := ExitCode(v.State)
 	if asJSON {
 		if err := writeJSON(a.Out, v); err != nil {
 			return err
 		}
-	} else {
-		took := ""
-		if v.CloseTime != nil {
-			took = " in " + v.CloseTime.Sub(v.StartTime).Round(time.Second).String()
-		}
-		fmt.Fprintf(a.Out, "campaign %s %s%s: %d pages fetched, %d failed\n", v.ID, v.State, took, v.PagesFetched, v.PagesFailed)
+	} else if code == ExitOK {
+		fmt.Fprintln(a.Out, line)
 	}
-	if code := ExitCode(v.State); code != ExitOK {
-		msg := ""
-		if asJSON {
-			msg = fmt.Sprintf("campaign %s %s", v.ID, v.State)
-		}
-		return &exitError{code: code, msg: msg}
+	if code != ExitOK {
+		return &exitError{code: code, msg: line}
 	}
 	return nil
 }
