@@ -210,6 +210,7 @@ func (r *Runner) handle(ctx context.Context, l frontier.Lease) frontier.Outcome 
 	o := frontier.Outcome{LeaseID: l.ID}
 	if l.Kind == frontier.KindRobots {
 		rr := r.f.FetchRobots(ctx, l.URL)
+		done := time.Now()
 		if ctx.Err() != nil {
 			o.Released = true
 			return o
@@ -218,6 +219,7 @@ func (r *Runner) handle(ctx context.Context, l frontier.Lease) frontier.Outcome 
 		if rr.Err != nil {
 			o.Robots.Error = rr.Err.Error()
 		}
+		o.Took = time.Since(done) // robots.txt counts as a request for politeness
 		return o
 	}
 	res := r.f.Fetch(ctx, fetch.Request{URL: l.URL, Depth: l.Depth, Hops: l.Hops, Parent: l.Parent, Attempt: l.Attempt, MaxAttempts: l.MaxAttempts})

@@ -276,7 +276,10 @@ func (a *campaignActor) onDelivery(ch *amqp.Channel, shard int, d amqp.Delivery)
 	if err == nil {
 		hostName, err = fetch.HostKey(m.URL)
 	}
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+	if err == nil && u.Scheme != "http" && u.Scheme != "https" {
+		err = fmt.Errorf("scheme %q is not http or https", u.Scheme)
+	}
+	if err != nil {
 		a.deadLetter(&entry{d: d, msg: m, shard: shard}, fmt.Sprintf("unparseable URL %q: %v", m.URL, err))
 		return
 	}
@@ -590,12 +593,11 @@ func (a *campaignActor) onOutcomes(s *session, items []Outcome) {
 		}
 		a.endLease(l, now)
 		h := l.h
-		if o.Took > 0 {
-			// Space request starts: the request started no later than
-			// now-Took, whatever the lease's transit.
-			if start := now.Add(-o.Took); start.Add(h.delay).After(h.next) {
-				h.next = start.Add(h.delay)
-			}
+		// Space request starts: the request started no later than now-Took
+		// (Took is measured from after the request), whatever the lease's
+		// transit; an outcome without Took counts from now.
+		if start := now.Add(-o.Took); start.Add(h.delay).After(h.next) {
+			h.next = start.Add(h.delay)
 		}
 		if l.e == nil {
 			a.onRobots(h, o, now)

@@ -410,7 +410,7 @@ func TestHostileFrameMidSession(t *testing.T) {
 	// with a Refused frame saying why, then closes."
 	t.Run("refused frame says why", func(t *testing.T) {
 		if len(noRefused) > 0 {
-			t.Skipf("BUG: no Refused frame before the close mid-session for: %s (server.go serveFetcher: a decode error of a credit/outcomes frame returns without one; on a read error the Refused frame is queued with sess.send and then the deferred sess.close() and handle's c.Close() race the writer goroutine, which may exit on quit first)", strings.Join(noRefused, "; "))
+			t.Errorf("no Refused frame before the close mid-session for: %s", strings.Join(noRefused, "; "))
 		}
 	})
 }
@@ -748,6 +748,6 @@ func TestCloseCampaignWithFetchersConnected(t *testing.T) {
 		t.Logf("second close: %v", err)
 	}
 	if resurrected {
-		t.Skipf("BUG: a closed and deleted campaign comes back: %d fetcher sessions on it 1 s after CloseCampaign(delete), shard queue exists: %v (server.go handle/actor: a fetcher hello for an unknown campaign re-declares its queues and opens a new actor; nothing remembers the campaign was closed). This is also why TestCrawlCompletes flakes with \"shard queue still exists after close\": its fleet is still running when it closes the campaign", st.Sessions, qerr == nil)
+		t.Errorf("a closed and deleted campaign came back: %d fetcher sessions on it 1 s after CloseCampaign(delete), shard queue exists: %v", st.Sessions, qerr == nil)
 	}
 }

@@ -338,8 +338,11 @@ func (s *Server) serveFetcher(c net.Conn, fr *frameReader, fw *frameWriter, a *c
 		a.post(func() { a.removeSession(sess) })
 		s.log.Info("fetcher session closed", "campaign", a.cfg.ID, "client", client)
 	}()
-	// Writer.
+	// Writer. A Refused frame is the last: it is flushed, then the
+	// connection closes.
+	writerDone := make(chan struct{})
 	go func() {
+		defer close(writerDone)
 		defer c.Close()
 		for {
 			select {
@@ -348,8 +351,8 @@ func (s *Server) serveFetcher(c net.Conn, fr *frameReader, fw *frameWriter, a *c
 					sess.close()
 					return
 				}
-				if len(sess.out) == 0 {
-					if err := fw.flush(); err != nil {
+				if f.t == FrameRefused || len(sess.out) == 0 {
+					if err := fw.flush(); err != nil || f.t == FrameRefused {
 						sess.close()
 						return
 					}
@@ -359,6 +362,16 @@ func (s *Server) serveFetcher(c net.Conn, fr *frameReader, fw *frameWriter, a *c
 			}
 		}
 	}()
+	// refuse tells the fetcher why its session ends and waits (briefly) for
+	// the writer to send it; its leases go back to the pool.
+	refuse := func(reason string) {
+		s.log.Warn("closing fetcher session", "client", client, "reason", reason)
+		sess.send(FrameRefused, Refused{Reason: reason})
+		select {
+		case <-writerDone:
+		case <-time.After(2 * time.Second):
+		}
+	}
 	// Reader.
 	for {
 		_ = c.SetReadDeadline(time.Now().Add(3 * s.cfg.KeepAlive))
@@ -366,28 +379,32 @@ func (s *Server) serveFetcher(c net.Conn, fr *frameReader, fw *frameWriter, a *c
 		if err != nil {
 			select {
 			case <-sess.quit:
+				return
 			default:
-				if !errors.Is(err, net.ErrClosed) {
-					s.log.Info("fetcher session ended", "client", client, "reason", err)
-				}
 			}
 			if errors.Is(err, ErrBadFrame) || errors.Is(err, ErrFrameTooLarge) {
-				sess.send(FrameRefused, Refused{Reason: err.Error()})
+				refuse(err.Error())
+			} else if !errors.Is(err, net.ErrClosed) {
+				s.log.Info("fetcher session ended", "client", client, "reason", err)
 			}
 			return
 		}
 		switch t {
 		case FrameCredit:
 			var cr Credit
-			if err := decode(t, payload, &cr); err != nil || cr.N < 0 || cr.N > 1<<16 {
-				s.log.Warn("bad credit frame; closing session", "client", client, "err", err)
+			if err := decode(t, payload, &cr); err != nil {
+				refuse(err.Error())
+				return
+			}
+			if cr.N < 0 || cr.N > 1<<16 {
+				refuse(fmt.Sprintf("credit %d out of range 0..65536", cr.N))
 				return
 			}
 			a.post(func() { sess.credit += cr.N })
 		case FrameOutcomes:
 			var os Outcomes
 			if err := decode(t, payload, &os); err != nil {
-				s.log.Warn("bad outcomes frame; closing session (its leases go back)", "client", client, "err", err)
+				refuse(err.Error())
 				return
 			}
 			a.post(func() { a.onOutcomes(sess, os.Items) })
@@ -395,7 +412,7 @@ func (s *Server) serveFetcher(c net.Conn, fr *frameReader, fw *frameWriter, a *c
 			a.post(func() { a.renew(sess) })
 			sess.send(FramePong, nil)
 		default:
-			s.log.Warn("unexpected frame; closing session", "client", client, "frame", t.String())
+			refuse(fmt.Sprintf("unexpected %s frame on a fetcher session", t))
 			return
 		}
 	}
