@@ -8,8 +8,9 @@ TEMPORAL_CLI_VERSION := v1.5.1
 TEMPORAL_STAMP := bin/.temporal-version
 
 GO ?= go
-# Packages `make bench` runs; the benchmark suite narrows this to ./bench/...
-BENCH_PKGS ?= ./...
+# Flags of the benchmark suite (go run ./bench/cmd/bench -h), e.g.
+# BENCH_FLAGS='-cpuprofile out/drover.cpu' or '-fleets 1,4,16,64'.
+BENCH_FLAGS ?=
 
 .PHONY: all test bench dev demo build lint clean distclean bin/temporal
 
@@ -33,9 +34,13 @@ bin/temporal:
 test: bin/temporal
 	$(GO) vet ./... && $(GO) test -race -count=1 -timeout 20m ./...
 
-# Placeholder until the benchmark suite lands: every benchmark, no tests.
-bench:
-	$(GO) test -run '^$$' -bench . $(BENCH_PKGS)
+# The benchmark suite (bench/README.md): drover's whole stack at fleets 1, 4
+# and 16, Colly v2 and raw GETs on one test web, then a politeness-bound web;
+# prints a markdown table and writes bench/results.md. Run it on a quiet
+# machine: it uses both cores for several minutes.
+bench: bin/temporal
+	@mkdir -p out
+	$(GO) run ./bench/cmd/bench $(BENCH_FLAGS)
 
 # Temporal (data/temporal.db, UI on :8233), in-memory Kafka, RabbitMQ check,
 # scheduler and workers, in the foreground.

@@ -1,0 +1,76 @@
+// Command bench runs drover's benchmark suite (issue 7): drover's whole
+// pipeline at several fleet sizes, Colly v2 and plain GETs on the same test
+// web, then drover and Colly on a politeness-bound web; it prints a
+// markdown table and writes it to -out. `make bench` runs it.
+//
+// With -child it runs one contender, a JSON job on stdin and a JSON result
+// on stdout; the suite starts itself that way for every run.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/drover-crawl/drover/bench"
+)
+
+func main() {
+	o := bench.DefaultOptions()
+	child := flag.Bool("child", false, "run one job from stdin (internal)")
+	fleets := flag.String("fleets", "1,4,16", "drover fleet sizes, comma-separated")
+	out := flag.String("out", "bench/results.md", "markdown file the tables are written to (empty: none)")
+	flag.IntVar(&o.Hosts, "hosts", o.Hosts, "hosts of the plain web")
+	flag.IntVar(&o.PagesPerHost, "pages", o.PagesPerHost, "pages per host of the plain web")
+	flag.IntVar(&o.PerHostConcurrency, "per-host", o.PerHostConcurrency, "requests at once per host on the plain web")
+	flag.DurationVar(&o.PerHostDelay, "delay", o.PerHostDelay, "delay between request starts per host on the plain web")
+	flag.IntVar(&o.PoliteHosts, "polite-hosts", o.PoliteHosts, "hosts of the politeness-bound web (0 skips it)")
+	flag.IntVar(&o.PolitePages, "polite-pages", o.PolitePages, "pages per host of the politeness-bound web")
+	flag.DurationVar(&o.PoliteDelay, "polite-delay", o.PoliteDelay, "delay between request starts per host on the politeness-bound web")
+	flag.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the drover run with -profile-fleet fetchers to this file")
+	flag.IntVar(&o.ProfileFleet, "profile-fleet", o.ProfileFleet, "fleet size of the profiled drover run")
+	flag.DurationVar(&o.Timeout, "timeout", o.Timeout, "bound of each crawl")
+	flag.Parse()
+	if u := os.Getenv("AMQP_URL"); u != "" {
+		o.AMQPURL = u
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if *child {
+		if err := bench.RunChild(ctx, os.Stdin, os.Stdout); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
+	o.Fleets = nil
+	for _, f := range strings.Split(*fleets, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			log.Fatalf("-fleets: %q is not a fleet size", f)
+		}
+		o.Fleets = append(o.Fleets, n)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		log.Fatal(err)
+	}
+	o.Exe = exe
+	rep, runErr := bench.Run(ctx, o)
+	var b strings.Builder
+	rep.Markdown(&b)
+	fmt.Print(b.String())
+	if *out != "" {
+		if err := os.WriteFile(*out, []byte(b.String()), 0o644); err != nil {
+			log.Fatal(err)
+		}
+	}
+	if runErr != nil {
+		log.Fatal(runErr)
+	}
+}

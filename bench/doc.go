@@ -1,0 +1,14 @@
+// Package bench measures drover against its peers and against the
+// machine's ceiling on the same synthetic web (testweb): drover's whole
+// pipeline (RabbitMQ frontier, scheduler, Temporal fleet, Kafka sink with
+// acks=all), Colly v2, and plain keep-alive GETs of the page URLs.
+//
+// Every contender runs in a child process of its own (the bench binary
+// re-executed with -child), so that its CPU time and peak RSS are its own;
+// the test web lives in the parent, whose request log is the referee: unique
+// pages, duplicate fetches, missing pages, the crawl's span and, for the
+// politeness scenario, the gaps between request starts to one host.
+//
+// Nothing here runs under `go test ./...`: the suite is the bench/cmd/bench
+// main, which `make bench` runs.
+package bench

@@ -1,0 +1,120 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"os"
+	"runtime/pprof"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/drover-crawl/drover/activities"
+	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/devstack"
+	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/node"
+	"github.com/drover-crawl/drover/workflows"
+)
+
+// runDrover brings up the whole stack in this process as node/crawl_test.go
+// does (Temporal dev server as a child process, in-memory Kafka, a scheduler
+// over the machine's RabbitMQ, the workers), then times one campaign of
+// Fleet fetchers from ExecuteWorkflow to its result. Temporal's and
+// RabbitMQ's CPU over that window are measured from /proc, apart.
+func runDrover(ctx context.Context, j Job) (res Result, err error) {
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	tmp, err := devstack.StartTemporal(ctx, devstack.TemporalOptions{UIPort: -1})
+	if err != nil {
+		return res, err
+	}
+	defer tmp.Stop()
+	topic := fmt.Sprintf("bench-pages-%d", rand.IntN(1e9))
+	k, err := devstack.StartKafka("127.0.0.1:0", topic)
+	if err != nil {
+		return res, err
+	}
+	defer k.Close()
+	dir, err := os.MkdirTemp("", "drover-bench-")
+	if err != nil {
+		return res, err
+	}
+	defer os.RemoveAll(dir)
+	sched, err := node.StartScheduler(ctx, node.SchedulerConfig{
+		Server: frontier.DefaultServerConfig(), Listen: "127.0.0.1:0", AMQPURL: j.AMQPURL,
+		SeenPath: dir + "/seen.db", Log: log,
+	})
+	if err != nil {
+		return res, err
+	}
+	defer sched.Close()
+	w, err := node.StartWorkers(tmp.Client(), node.WorkerConfig{Activities: activities.Activities{
+		Schedulers: []string{sched.Addr()}, Token: frontier.DevToken, KafkaBrokers: k.Addr(), Identity: "bench-worker",
+	}})
+	if err != nil {
+		return res, err
+	}
+	defer w.Stop()
+
+	cfg := campaign.Config{
+		ID:                 fmt.Sprintf("bench-%d-%d", j.Fleet, rand.IntN(1e9)),
+		Seeds:              j.Seeds,
+		Fetchers:           j.Fleet,
+		PerHostDelay:       j.PerHostDelay,
+		PerHostConcurrency: j.PerHostConcurrency,
+		AllowPrivate:       true,
+		MaxDuration:        j.Timeout,
+		Sinks:              []string{"kafka://" + k.Addr() + "/" + topic},
+	}
+	eff := cfg.WithDefaults()
+	if err := eff.Validate(); err != nil {
+		return res, err
+	}
+	res.InFlight = min(eff.Fetchers*eff.FetcherConcurrency, len(j.Seeds)*eff.PerHostConcurrency)
+
+	_, port, _ := net.SplitHostPort(tmp.Address())
+	temporal, rabbit := sampleProc(temporalPID(port)), sampleProc(rabbitPID())
+	if j.CPUProfile != "" {
+		f, err := os.Create(j.CPUProfile)
+		if err != nil {
+			return res, err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return res, err
+		}
+		defer pprof.StopCPUProfile() // stopped below already on the normal path
+	}
+	cpu0, _ := selfUsage()
+	start := time.Now()
+	run, err := tmp.Client().ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: cfg.ID, TaskQueue: workflows.TaskQueue},
+		workflows.WorkflowName, workflows.CampaignInput{Config: cfg})
+	if err != nil {
+		return res, err
+	}
+	// MaxDuration ends the campaign itself; the extra minute lets it say so.
+	wctx, cancel := context.WithTimeout(ctx, j.Timeout+time.Minute)
+	defer cancel()
+	var st workflows.Status
+	err = run.Get(wctx, &st)
+	res.Wall = time.Since(start)
+	cpu1, _ := selfUsage()
+	if j.CPUProfile != "" {
+		pprof.StopCPUProfile()
+	}
+	res.CPU = cpu1 - cpu0
+	res.TemporalCPU, res.TemporalHWM = temporal.delta()
+	res.RabbitCPU, res.RabbitHWM = rabbit.delta()
+	res.Fetched, res.State = st.PagesFetched, st.State
+	if err != nil {
+		return res, fmt.Errorf("campaign %s: %w", cfg.ID, err)
+	}
+	if st.State != campaign.StateCompleted {
+		return res, errors.New("campaign " + cfg.ID + " ended " + st.State + ": " + st.Reason)
+	}
+	return res, nil
+}

@@ -1,0 +1,123 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+)
+
+// Contenders, the Kind of a Job.
+const (
+	KindDrover = "drover"
+	KindColly  = "colly"
+	KindRaw    = "raw"
+)
+
+// Job is what the parent asks a child process to do, as JSON on its stdin.
+type Job struct {
+	Kind  string   `json:"kind"`
+	Seeds []string `json:"seeds"`
+	// URLs are the pages the raw fetcher GETs (the web's Pages, interleaved
+	// across hosts).
+	URLs []string `json:"urls,omitempty"`
+	// Domains are the web's host names, Colly's AllowedDomains.
+	Domains []string `json:"domains,omitempty"`
+	// HostPorts are the web's "IP:PORT", one Colly LimitRule each.
+	HostPorts []string `json:"host_ports,omitempty"`
+
+	Fleet              int           `json:"fleet,omitempty"`
+	PerHostConcurrency int           `json:"per_host_concurrency"`
+	PerHostDelay       time.Duration `json:"per_host_delay"`
+	// StripFragments makes Colly drop "#..." from links before visiting them.
+	StripFragments bool `json:"strip_fragments,omitempty"`
+	// Concurrency is the raw fetcher's number of workers.
+	Concurrency int    `json:"concurrency,omitempty"`
+	AMQPURL     string `json:"amqp_url,omitempty"`
+	CPUProfile  string `json:"cpu_profile,omitempty"`
+	// Timeout bounds the crawl itself; the parent kills the child a little
+	// after it.
+	Timeout time.Duration `json:"timeout"`
+}
+
+// Result is what a child measured, as JSON on its stdout, completed by the
+// parent with what the web's server saw.
+type Result struct {
+	Name string `json:"name"`
+	Kind string `json:"kind"`
+	// Wall is the crawl's time as the crawler saw it: from the first Visit
+	// (drover: ExecuteWorkflow) to the end (drover: the workflow's result),
+	// setup and teardown of the stack excluded.
+	Wall time.Duration `json:"wall"`
+	// Fetched is the crawler's own count of responses, where it keeps one.
+	Fetched int64  `json:"fetched"`
+	State   string `json:"state,omitempty"`
+	Err     string `json:"err,omitempty"`
+
+	CPU         time.Duration `json:"cpu"`     // the crawler process, over Wall
+	MaxRSS      int64         `json:"max_rss"` // the crawler process, its whole life
+	TemporalCPU time.Duration `json:"temporal_cpu,omitempty"`
+	TemporalHWM int64         `json:"temporal_hwm,omitempty"`
+	RabbitCPU   time.Duration `json:"rabbit_cpu,omitempty"`
+	RabbitHWM   int64         `json:"rabbit_hwm,omitempty"`
+	// InFlight is the most requests the contender can have open at once.
+	InFlight int `json:"in_flight"`
+
+	// Filled by the parent from the server's log.
+	Pages      int           `json:"pages"`      // unique pages of Web.Pages requested
+	Duplicates int           `json:"duplicates"` // requests beyond the first of a URL
+	Missing    int           `json:"missing"`
+	Requests   int           `json:"requests"`
+	Span       time.Duration `json:"span"` // first to last request start
+	MinGap     time.Duration `json:"min_gap,omitempty"`
+	Bound      float64       `json:"bound,omitempty"` // pages/s politeness allows
+}
+
+// PagesPerSec is unique pages over the server-side span of the crawl.
+func (r Result) PagesPerSec() float64 {
+	if r.Span <= 0 {
+		return 0
+	}
+	return float64(r.Pages) / r.Span.Seconds()
+}
+
+// WallPagesPerSec is unique pages over the crawler's wall time.
+func (r Result) WallPagesPerSec() float64 {
+	if r.Wall <= 0 {
+		return 0
+	}
+	return float64(r.Pages) / r.Wall.Seconds()
+}
+
+// RunChild runs the Job read from in and writes its Result to out; the
+// bench main calls it when started with -child.
+func RunChild(ctx context.Context, in io.Reader, out io.Writer) error {
+	var j Job
+	if err := json.NewDecoder(in).Decode(&j); err != nil {
+		return fmt.Errorf("bench child: read job: %w", err)
+	}
+	if j.Timeout <= 0 {
+		j.Timeout = 5 * time.Minute
+	}
+	var (
+		res Result
+		err error
+	)
+	switch j.Kind {
+	case KindDrover:
+		res, err = runDrover(ctx, j)
+	case KindColly:
+		res, err = runColly(ctx, j)
+	case KindRaw:
+		res, err = runRaw(ctx, j)
+	default:
+		return fmt.Errorf("bench child: kind %q: want %s, %s or %s", j.Kind, KindDrover, KindColly, KindRaw)
+	}
+	res.Kind = j.Kind
+	if err != nil {
+		res.Err = err.Error()
+	}
+	_, res.MaxRSS = selfUsage()
+	return json.NewEncoder(out).Encode(res)
+}

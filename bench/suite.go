@@ -1,0 +1,259 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"os/exec"
+	"slices"
+	"time"
+
+	"github.com/drover-crawl/drover/testweb"
+)
+
+// Options configure the suite; DefaultOptions are issue 7's.
+type Options struct {
+	// Exe is the bench binary, re-executed with -child for every run.
+	Exe     string
+	AMQPURL string
+
+	// Scenario 1, the plain web: raw speed.
+	Hosts, PagesPerHost int
+	Fleets              []int
+	PerHostConcurrency  int
+	PerHostDelay        time.Duration
+
+	// Scenario 2, the politeness-bound web; PoliteHosts 0 skips it.
+	PoliteHosts, PolitePages int
+	PoliteDelay              time.Duration
+	PoliteFleet              int
+
+	// CPUProfile, when set, is written by the drover run of ProfileFleet.
+	CPUProfile   string
+	ProfileFleet int
+
+	// Timeout bounds each crawl; the child is killed a minute after it.
+	Timeout time.Duration
+	// Log receives progress lines.
+	Log io.Writer
+}
+
+// DefaultOptions: 20 hosts x 500 pages, fleets 1, 4 and 16 at 4 per host
+// and 1 ms; 200 hosts x 20 pages at 250 ms and 1 per host.
+func DefaultOptions() Options {
+	return Options{
+		AMQPURL: "amqp://guest:guest@127.0.0.1:5672/",
+		Hosts:   20, PagesPerHost: 500,
+		Fleets:             []int{1, 4, 16},
+		PerHostConcurrency: 4,
+		PerHostDelay:       time.Millisecond,
+		PoliteHosts:        200, PolitePages: 20,
+		PoliteDelay:  250 * time.Millisecond,
+		PoliteFleet:  4,
+		ProfileFleet: 4,
+		Timeout:      10 * time.Minute,
+		Log:          os.Stderr,
+	}
+}
+
+// Report holds every run of the suite.
+type Report struct {
+	Opts   Options
+	Plain  []Result // drover fleets, colly, raw
+	Polite []Result // drover, colly
+	Start  time.Time
+	Load   string // /proc/loadavg at the start
+}
+
+// Run runs every contender on a fresh instance of each web, one at a time.
+// It returns the report even when a run failed; the error says which runs
+// failed or broke politeness.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	load, _ := os.ReadFile("/proc/loadavg")
+	rep := &Report{Opts: o, Start: time.Now(), Load: string(bytes.TrimSpace(load))}
+	var errs []error
+	plain := testweb.Config{Hosts: o.Hosts, PagesPerHost: o.PagesPerHost, CrossHost: true, Base: 77}
+	type run struct {
+		name string
+		job  Job
+	}
+	var runs []run
+	for _, f := range o.Fleets {
+		j := Job{Kind: KindDrover, Fleet: f, PerHostConcurrency: o.PerHostConcurrency, PerHostDelay: o.PerHostDelay, AMQPURL: o.AMQPURL}
+		if o.CPUProfile != "" && f == o.ProfileFleet {
+			j.CPUProfile = o.CPUProfile
+		}
+		runs = append(runs, run{fmt.Sprintf("drover, fleet %d", f), j})
+	}
+	runs = append(runs,
+		run{"colly v2 (async)", Job{Kind: KindColly, PerHostConcurrency: o.PerHostConcurrency, PerHostDelay: o.PerHostDelay}},
+		run{"colly v2 (async), #fragments stripped", Job{Kind: KindColly, PerHostConcurrency: o.PerHostConcurrency, PerHostDelay: o.PerHostDelay, StripFragments: true}},
+		run{"raw GETs (ceiling)", Job{Kind: KindRaw, PerHostConcurrency: o.PerHostConcurrency, Concurrency: o.Hosts * o.PerHostConcurrency}},
+	)
+	for _, r := range runs {
+		res, err := o.runOne(ctx, plain, r.name, r.job)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", r.name, err))
+		}
+		rep.Plain = append(rep.Plain, res)
+	}
+	if o.PoliteHosts > 0 {
+		polite := testweb.Config{Hosts: o.PoliteHosts, PagesPerHost: o.PolitePages, CrossHost: true, Base: 78}
+		bound := float64(o.PoliteHosts) / o.PoliteDelay.Seconds()
+		for _, r := range []run{
+			{fmt.Sprintf("drover, fleet %d", o.PoliteFleet), Job{Kind: KindDrover, Fleet: o.PoliteFleet, PerHostConcurrency: 1, PerHostDelay: o.PoliteDelay, AMQPURL: o.AMQPURL}},
+			{"colly v2 (async), #fragments stripped", Job{Kind: KindColly, PerHostConcurrency: 1, PerHostDelay: o.PoliteDelay, StripFragments: true}},
+		} {
+			res, err := o.runOne(ctx, polite, r.name, r.job)
+			res.Bound = bound
+			if err != nil {
+				errs = append(errs, fmt.Errorf("polite %s: %w", r.name, err))
+			} else if r.job.Kind == KindDrover && res.MinGap < o.PoliteDelay {
+				errs = append(errs, fmt.Errorf("polite %s: two request starts to one host %s apart, want >= %s", r.name, res.MinGap, o.PoliteDelay))
+			}
+			rep.Polite = append(rep.Polite, res)
+		}
+	}
+	return rep, errors.Join(errs...)
+}
+
+// runOne starts a fresh web, runs the job in a child process and reads the
+// server's log.
+func (o Options) runOne(ctx context.Context, cfg testweb.Config, name string, j Job) (Result, error) {
+	res := Result{Name: name, Kind: j.Kind}
+	web, err := testweb.Start(cfg)
+	if err != nil {
+		return res, err
+	}
+	defer web.Close()
+	j.Seeds = web.Seeds()
+	j.Timeout = o.Timeout
+	j.HostPorts = web.Hosts()
+	j.Domains = web.IPs()
+	if j.Kind == KindRaw {
+		j.URLs = interleave(web.Pages())
+	}
+	fmt.Fprintf(o.Log, "bench: %s on %d hosts x %d pages ...\n", name, web.Config().Hosts, web.Config().PagesPerHost)
+	child, err := o.child(ctx, j)
+	if child.Kind == "" && err != nil {
+		return res, err
+	}
+	child.Name = name
+	res = child
+	pages := web.Pages()
+	res.Missing = len(web.Missing())
+	res.Pages = len(pages) - res.Missing
+	dups := web.Duplicates()
+	var worst []string
+	for u, n := range dups {
+		res.Duplicates += n - 1
+		if len(worst) < 3 {
+			worst = append(worst, fmt.Sprintf("%s x%d", u, n))
+		}
+	}
+	if len(worst) > 0 {
+		fmt.Fprintf(o.Log, "bench: %s: %d URLs fetched more than once, e.g. %v\n", name, len(dups), worst)
+	}
+	reqs := web.Requests()
+	res.Requests = len(reqs)
+	res.Span, res.MinGap = spanAndGap(reqs)
+	if err == nil && res.Err != "" {
+		err = errors.New(res.Err)
+	}
+	fmt.Fprintf(o.Log, "bench: %s: %d pages, %.0f pages/s over the server's span (%.0f over wall), %d duplicates, %d missing\n",
+		name, res.Pages, res.PagesPerSec(), res.WallPagesPerSec(), res.Duplicates, res.Missing)
+	return res, err
+}
+
+// child runs j in `Exe -child`, killed a minute after its timeout.
+func (o Options) child(ctx context.Context, j Job) (Result, error) {
+	var res Result
+	in, err := json.Marshal(j)
+	if err != nil {
+		return res, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, j.Timeout+2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, o.Exe, "-child")
+	cmd.Stdin = bytes.NewReader(in)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, o.Log
+	cmd.WaitDelay = 10 * time.Second
+	runErr := cmd.Run()
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		return Result{}, fmt.Errorf("child %s: %v; no result: %w", j.Kind, runErr, err)
+	}
+	if runErr != nil {
+		return res, fmt.Errorf("child %s: %w", j.Kind, runErr)
+	}
+	return res, nil
+}
+
+// interleave orders URLs round-robin across hosts, as a crawler's frontier
+// would, so that the raw fetcher does not queue on one host at a time.
+func interleave(urls []string) []string {
+	byHost := map[string][]string{}
+	var hosts []string
+	for _, u := range urls {
+		p, err := url.Parse(u)
+		if err != nil {
+			continue
+		}
+		if _, ok := byHost[p.Host]; !ok {
+			hosts = append(hosts, p.Host)
+		}
+		byHost[p.Host] = append(byHost[p.Host], u)
+	}
+	out := make([]string, 0, len(urls))
+	for i := 0; len(out) < len(urls); i++ {
+		progressed := false
+		for _, h := range hosts {
+			if i < len(byHost[h]) {
+				out = append(out, byHost[h][i])
+				progressed = true
+			}
+		}
+		if !progressed {
+			break
+		}
+	}
+	return out
+}
+
+// spanAndGap returns the time from the first request start to the last,
+// and the smallest gap between two request starts to one host (robots.txt
+// included: it counts as a request for politeness).
+func spanAndGap(reqs []testweb.Request) (span, minGap time.Duration) {
+	if len(reqs) == 0 {
+		return 0, 0
+	}
+	first, last := reqs[0].Start, reqs[0].Start
+	byHost := map[string][]time.Time{}
+	for _, r := range reqs {
+		if r.Start.Before(first) {
+			first = r.Start
+		}
+		if r.Start.After(last) {
+			last = r.Start
+		}
+		byHost[r.Host] = append(byHost[r.Host], r.Start)
+	}
+	minGap = -1
+	for _, ts := range byHost {
+		slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
+		for i := 1; i < len(ts); i++ {
+			if g := ts[i].Sub(ts[i-1]); minGap < 0 || g < minGap {
+				minGap = g
+			}
+		}
+	}
+	if minGap < 0 {
+		minGap = 0
+	}
+	return last.Sub(first), minGap
+}
