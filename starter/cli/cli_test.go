@@ -368,8 +368,8 @@ func TestSignals(t *testing.T) {
 		require.Equal(t, ExitOK, code, errOut)
 	}
 	assert.Equal(t, []sentSignal{
-		{"c1", workflows.SignalPause, workflows.PauseSignal{}},
-		{"c1", workflows.SignalResume, workflows.ResumeSignal{}},
+		{"c1", workflows.SignalPause, workflows.PauseSignal{Seq: clock.UnixNano()}},
+		{"c1", workflows.SignalResume, workflows.ResumeSignal{Seq: clock.UnixNano()}},
 		{"c1", workflows.SignalStop, workflows.StopSignal{}},
 		{"c1", workflows.SignalRestart, workflows.RestartSignal{Fetcher: 2}},
 	}, fake.signals)

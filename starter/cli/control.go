@@ -12,15 +12,18 @@ import (
 	"github.com/drover-crawl/drover/workflows"
 )
 
-// signals maps the control commands onto the workflow's signals and their
-// (one struct) arguments.
-var signals = map[string]struct {
-	name string
-	arg  any
-}{
-	"pause":  {workflows.SignalPause, workflows.PauseSignal{}},
-	"resume": {workflows.SignalResume, workflows.ResumeSignal{}},
-	"stop":   {workflows.SignalStop, workflows.StopSignal{}},
+// signalArg returns a control command's signal name and its (one struct)
+// argument. Pause and resume carry the clock as a sequence number, so that
+// the workflow keeps their order when both reach it in one task.
+func (a *App) signalArg(name string) (string, any) {
+	seq := a.Now().UnixNano()
+	switch name {
+	case "pause":
+		return workflows.SignalPause, workflows.PauseSignal{Seq: seq}
+	case "resume":
+		return workflows.SignalResume, workflows.ResumeSignal{Seq: seq}
+	}
+	return workflows.SignalStop, workflows.StopSignal{}
 }
 
 func (a *App) signalCommand(name, short string) *cobra.Command {
@@ -30,7 +33,8 @@ func (a *App) signalCommand(name, short string) *cobra.Command {
 		Args:  exactArgs("ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := args[0]
-			if err := a.signal(cmd.Context(), id, signals[name].name, signals[name].arg); err != nil {
+			sig, arg := a.signalArg(name)
+			if err := a.signal(cmd.Context(), id, sig, arg); err != nil {
 				return err
 			}
 			fmt.Fprintf(a.Out, "sent %s to campaign %s\n", name, id)

@@ -123,6 +123,9 @@ func (f *fakeTemporal) List(_ context.Context, query string) ([]Execution, error
 	return out, nil
 }
 
+// clock is the tests' fixed time.
+var clock = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
 // run runs the starter on args against fake and the given scheduler
 // stats, and returns its exit code, stdout and stderr.
 func run(t *testing.T, fake *fakeTemporal, stats StatsFunc, args ...string) (int, string, string) {
@@ -138,6 +141,7 @@ func run(t *testing.T, fake *fakeTemporal, stats StatsFunc, args ...string) (int
 		Dial:     func(context.Context, Env) (Campaigns, error) { return fake, nil },
 		Stats:    stats,
 		Interval: time.Millisecond,
+		Now:      func() time.Time { return clock },
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
