@@ -1,0 +1,17 @@
+package sink
+
+import "errors"
+
+// Sentinel errors of the sinks. Store wraps them with the sink and the page
+// URL; test with errors.Is.
+var (
+	// ErrClosed is returned by Store after Close.
+	ErrClosed = errors.New("sink closed")
+	// ErrUnreachable means the service behind a sink (Kafka, PostgreSQL) did
+	// not answer; the message names the address tried and how to start it.
+	ErrUnreachable = errors.New("sink service unreachable")
+	// ErrRecordTooLarge means a page does not fit the sink's record limit
+	// (Kafka: the writer's batch bytes and the broker's message.max.bytes).
+	// Retrying will not help; the caller should record the URL as failed.
+	ErrRecordTooLarge = errors.New("record too large for the sink")
+)

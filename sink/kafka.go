@@ -1,0 +1,293 @@
+package sink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+)
+
+// KafkaConfig configures a Kafka sink. Zero values take the defaults below.
+type KafkaConfig struct {
+	// Brokers are the bootstrap brokers, "host:port" each.
+	Brokers []string
+	Topic   string
+	// BodyCap is the campaign's body cap; the record limit is BodyCap plus
+	// HeaderRoom (default 1 MiB).
+	BodyCap int64
+	// HeaderRoom is the room left for key and headers (status line, the raw
+	// HTTP header block, ...) above BodyCap (default 64 KiB).
+	HeaderRoom int64
+	// Compression is "", "none", "gzip", "snappy", "lz4" or "zstd".
+	Compression string
+	// CreateTopic creates Topic (Partitions partitions, replication 1) when
+	// it does not exist; otherwise a missing topic is an error at NewKafka.
+	CreateTopic bool
+	// Partitions of a created topic (default 8).
+	Partitions int
+	// BatchSize is the most records in one produce per partition (default
+	// 200) and BatchTimeout the longest a record waits for its batch to fill
+	// (default 5ms): a Store returns after at most about BatchTimeout plus
+	// the round trip to the broker.
+	BatchSize    int
+	BatchTimeout time.Duration
+	// DialTimeout bounds connecting to a broker (default 5s).
+	DialTimeout time.Duration
+	// CloseTimeout bounds Close's flush of records whose Store already
+	// returned (default 10s); see Close.
+	CloseTimeout time.Duration
+}
+
+// maxBatchMargin is kept below the broker's limit because kafka-go counts a
+// batch's bytes without the record-batch framing the broker counts.
+const maxBatchMargin = 16 << 10
+
+// Kafka is a Sink writing one record per page to a Kafka topic with acks=all:
+// key = URL (so a consumer can drop duplicates and all fetches of a URL land
+// in one partition), value = the body as sent, the rest in record headers
+// (see Store). Many concurrent Stores are batched by kafka-go's Writer: each
+// synchronous WriteMessages joins the partition's open batch and waits for
+// that batch's produce response.
+//
+// Record limit: a record is at most BodyCap+HeaderRoom bytes (value, key and
+// headers). The broker must accept it: its message.max.bytes (or the topic's
+// max.message.bytes) must be at least BodyCap+HeaderRoom+16 KiB, which
+// NewKafka checks when the broker answers DescribeConfigs. Kafka's default
+// (1048588) is too small for a 1 MiB body cap.
+type Kafka struct {
+	w            *kafka.Writer
+	transport    *kafka.Transport
+	brokers      string
+	topic        string
+	closeTimeout time.Duration
+}
+
+// NewKafka connects to cfg.Brokers, checks (or creates) the topic and its
+// record limit, and returns the sink. An unreachable broker gives an error
+// wrapping ErrUnreachable that names the address and how to start Kafka.
+func NewKafka(ctx context.Context, cfg KafkaConfig) (*Kafka, error) {
+	if len(cfg.Brokers) == 0 || cfg.Topic == "" {
+		return nil, errors.New("kafka sink: Brokers and Topic are required")
+	}
+	if cfg.BodyCap <= 0 {
+		cfg.BodyCap = 1 << 20
+	}
+	if cfg.HeaderRoom <= 0 {
+		cfg.HeaderRoom = 64 << 10
+	}
+	if cfg.Partitions <= 0 {
+		cfg.Partitions = 8
+	}
+	if cfg.BatchSize <= 0 {
+		cfg.BatchSize = 200
+	}
+	if cfg.BatchTimeout <= 0 {
+		cfg.BatchTimeout = 5 * time.Millisecond
+	}
+	if cfg.DialTimeout <= 0 {
+		cfg.DialTimeout = 5 * time.Second
+	}
+	if cfg.CloseTimeout <= 0 {
+		cfg.CloseTimeout = 10 * time.Second
+	}
+	codec, err := kafkaCompression(cfg.Compression)
+	if err != nil {
+		return nil, err
+	}
+	brokers := strings.Join(cfg.Brokers, ",")
+	transport := &kafka.Transport{Dial: (&net.Dialer{Timeout: cfg.DialTimeout}).DialContext}
+	client := &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: 10 * time.Second, Transport: transport}
+
+	if err := ensureTopic(ctx, client, cfg, brokers); err != nil {
+		transport.CloseIdleConnections()
+		return nil, err
+	}
+	recordLimit := cfg.BodyCap + cfg.HeaderRoom
+	batchBytes := recordLimit
+	if brokerMax, ok := topicMaxMessageBytes(ctx, client, cfg.Topic); ok {
+		if brokerMax-maxBatchMargin < recordLimit {
+			transport.CloseIdleConnections()
+			return nil, fmt.Errorf("kafka %s topic %s: max.message.bytes is %d, a record may need %d (body cap %d + %d of headers + %d of framing): raise the broker's message.max.bytes or the topic's max.message.bytes: %w",
+				brokers, cfg.Topic, brokerMax, recordLimit+maxBatchMargin, cfg.BodyCap, cfg.HeaderRoom, maxBatchMargin, ErrRecordTooLarge)
+		}
+		// Fill produce requests up to what the broker takes: fewer round trips.
+		batchBytes = brokerMax - maxBatchMargin
+	}
+
+	w := &kafka.Writer{
+		Addr:         kafka.TCP(cfg.Brokers...),
+		Topic:        cfg.Topic,
+		Balancer:     &kafka.Murmur2Balancer{}, // the Java client's key hash: keyed consumers agree on partitions
+		RequiredAcks: kafka.RequireAll,
+		BatchSize:    cfg.BatchSize,
+		BatchBytes:   batchBytes,
+		BatchTimeout: cfg.BatchTimeout,
+		Compression:  codec,
+		Transport:    transport,
+	}
+	return &Kafka{w: w, transport: transport, brokers: brokers, topic: cfg.Topic, closeTimeout: cfg.CloseTimeout}, nil
+}
+
+func ensureTopic(ctx context.Context, client *kafka.Client, cfg KafkaConfig, brokers string) error {
+	md, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{cfg.Topic}})
+	if err != nil {
+		return kafkaUnreachable(brokers, err)
+	}
+	for _, t := range md.Topics {
+		if t.Name == cfg.Topic && t.Error == nil && len(t.Partitions) > 0 {
+			return nil
+		}
+	}
+	if !cfg.CreateTopic {
+		return fmt.Errorf("kafka %s: topic %q does not exist: create it, or add create=true to the sink URI", brokers, cfg.Topic)
+	}
+	res, err := client.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{
+		Topic: cfg.Topic, NumPartitions: cfg.Partitions, ReplicationFactor: 1,
+	}}})
+	if err != nil {
+		return fmt.Errorf("kafka %s: create topic %q: %w", brokers, cfg.Topic, err)
+	}
+	if err := res.Errors[cfg.Topic]; err != nil && !errors.Is(err, kafka.TopicAlreadyExists) {
+		return fmt.Errorf("kafka %s: create topic %q: %w", brokers, cfg.Topic, err)
+	}
+	return nil
+}
+
+// topicMaxMessageBytes reads the topic's effective max.message.bytes; ok is
+// false when the broker does not say (old broker, no DescribeConfigs ACL).
+// All of the topic's configs are asked for, and the most specific source
+// wins, because brokers differ in how they report a broker-wide setting: Kafka
+// as the topic's max.message.bytes, kfake as message.max.bytes.
+func topicMaxMessageBytes(ctx context.Context, client *kafka.Client, topic string) (int64, bool) {
+	res, err := client.DescribeConfigs(ctx, &kafka.DescribeConfigsRequest{Resources: []kafka.DescribeConfigRequestResource{{
+		ResourceType: kafka.ResourceTypeTopic, ResourceName: topic,
+	}}})
+	if err != nil {
+		return 0, false
+	}
+	var best int64
+	bestRank := int8(127)
+	for _, r := range res.Resources {
+		if r.Error != nil {
+			continue
+		}
+		for _, e := range r.ConfigEntries {
+			if e.ConfigName != "max.message.bytes" && e.ConfigName != "message.max.bytes" {
+				continue
+			}
+			n, err := strconv.ParseInt(e.ConfigValue, 10, 64)
+			if err != nil || n <= 0 {
+				continue
+			}
+			// ConfigSource: 1 topic, 2 dynamic broker, 3 dynamic default,
+			// 4 static broker, 5 default; 0 when the version has none.
+			rank := e.ConfigSource
+			if rank <= 0 {
+				rank = 1
+				if e.IsDefault {
+					rank = 5
+				}
+			}
+			if rank < bestRank {
+				best, bestRank = n, rank
+			}
+		}
+	}
+	return best, best > 0
+}
+
+func kafkaUnreachable(brokers string, err error) error {
+	return fmt.Errorf("kafka %s unreachable: %v (start the dev stack with `make dev`, or set KAFKA_BROKERS): %w", brokers, err, ErrUnreachable)
+}
+
+func kafkaCompression(name string) (kafka.Compression, error) {
+	switch strings.ToLower(name) {
+	case "", "none":
+		return 0, nil
+	case "gzip":
+		return kafka.Gzip, nil
+	case "snappy":
+		return kafka.Snappy, nil
+	case "lz4":
+		return kafka.Lz4, nil
+	case "zstd":
+		return kafka.Zstd, nil
+	}
+	return 0, fmt.Errorf("kafka sink: compression %q: must be one of none, gzip, snappy, lz4, zstd", name)
+}
+
+// Store writes p as one record and returns nil only when every in-sync
+// replica has it (acks=all). Record headers: url, status, content-type,
+// content-encoding, fetched-at (RFC 3339, nanoseconds, UTC), campaign,
+// depth, parent, ip, truncated ("true"/"false"), status-line, http-headers
+// (the raw header block), and error when p.Err is set.
+//
+// When ctx ends first, Store returns its error but the record may still be
+// written: a duplicate on retry, never a loss. p must not be modified after
+// the call.
+func (k *Kafka) Store(ctx context.Context, p *Page) error {
+	err := k.w.WriteMessages(ctx, kafkaMessage(p))
+	if err == nil {
+		return nil
+	}
+	var werrs kafka.WriteErrors
+	if errors.As(err, &werrs) && len(werrs) == 1 && werrs[0] != nil {
+		err = werrs[0]
+	}
+	var tooLarge kafka.MessageTooLargeError
+	if errors.As(err, &tooLarge) || errors.Is(err, kafka.MessageSizeTooLarge) {
+		return fmt.Errorf("kafka %s topic %s: store %s: %w: %v", k.brokers, k.topic, p.URL, ErrRecordTooLarge, err)
+	}
+	var opErr *net.OpError
+	if errors.As(err, &opErr) {
+		return fmt.Errorf("kafka %s topic %s: store %s: %w", k.brokers, k.topic, p.URL, kafkaUnreachable(k.brokers, err))
+	}
+	return fmt.Errorf("kafka %s topic %s: store %s: %w", k.brokers, k.topic, p.URL, err)
+}
+
+func kafkaMessage(p *Page) kafka.Message {
+	h := make([]kafka.Header, 0, 13)
+	add := func(k, v string) { h = append(h, kafka.Header{Key: k, Value: []byte(v)}) }
+	add("url", p.URL)
+	add("status", strconv.Itoa(p.Status))
+	add("content-type", p.ContentType)
+	add("content-encoding", p.ContentEncoding)
+	add("fetched-at", p.FetchedAt.UTC().Format(time.RFC3339Nano))
+	add("campaign", p.Campaign)
+	add("depth", strconv.Itoa(p.Depth))
+	add("parent", p.Parent)
+	add("ip", p.IP)
+	add("truncated", strconv.FormatBool(p.Truncated))
+	add("status-line", p.StatusLine)
+	h = append(h, kafka.Header{Key: "http-headers", Value: p.Header})
+	if p.Err != "" {
+		add("error", p.Err)
+	}
+	return kafka.Message{Key: []byte(p.URL), Value: p.Body, Headers: h, Time: p.FetchedAt}
+}
+
+// Close flushes pending records and closes the writer. It waits at most
+// CloseTimeout: kafka-go's Close retries a batch the broker does not answer
+// for up to MaxAttempts write timeouts. Giving up is safe because every
+// Store has already returned, either acked or with an error; what Close
+// abandons was reported as not durable.
+func (k *Kafka) Close() error {
+	done := make(chan error, 1)
+	go func() { done <- k.w.Close() }()
+	select {
+	case err := <-done:
+		k.transport.CloseIdleConnections()
+		if err != nil {
+			return fmt.Errorf("kafka %s: close: %w", k.brokers, err)
+		}
+		return nil
+	case <-time.After(k.closeTimeout):
+		k.transport.CloseIdleConnections()
+		return fmt.Errorf("kafka %s: close: unacked records still pending after %v; abandoned (their Store calls returned errors)", k.brokers, k.closeTimeout)
+	}
+}
