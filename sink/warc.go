@@ -1,0 +1,395 @@
+package sink
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/rand"
+	"crypto/sha1"
+	"encoding/base32"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// WARCConfig configures a WARC sink. Zero values take the defaults.
+type WARCConfig struct {
+	// Dir receives the files; it is created if missing.
+	Dir string
+	// Campaign goes into the file names and the warcinfo record.
+	Campaign string
+	// MaxFileSize rotates a file once it holds this many bytes (default 1 GB).
+	// A file may exceed it by one page's records.
+	MaxFileSize int64
+	// MaxBatch is the most pages written per fsync (default 256).
+	MaxBatch int
+}
+
+// WARC is a Sink writing WARC/1.1 files, each record its own gzip member
+// (.warc.gz), named drover-<campaign>-<UTC timestamp>-<seq>.warc.gz. Every
+// file opens with a warcinfo record. A page becomes:
+//
+//   - a request record (Page.Request), when the request is known;
+//   - a response record: StatusLine CRLF, Header, CRLF, Body, exactly as
+//     given; WARC-Payload-Digest is the SHA-1 of Body, WARC-Block-Digest of
+//     the whole block, both "sha1:" + base32, as is customary;
+//   - a metadata record (application/warc-fields) with what WARC has no field
+//     for: campaign, depth, via (the parent URL), and fetch-error.
+//
+// A permanent failure (Status 0) has no response: it is the metadata record
+// alone, with its fetch-error field. Metadata rather than resource, because a
+// resource record claims to hold the resource itself, and a failure has none.
+// All of a page's records are linked by WARC-Concurrent-To.
+//
+// Records are written by hand rather than with gowarc's WarcFileWriter:
+// that writer fsyncs per record or never (no group commit, and its file is
+// not exposed to sync a batch), and its record builder parses and validates
+// the HTTP block, which must not stand between a server's bytes (malformed
+// or not) and the archive. gowarc reads these files in the tests.
+//
+// Durability: Store returns once the page's records are written and the file
+// fsynced; concurrent Stores share one fsync (group commit). A new file's
+// directory entry is fsynced before it is used. After a failed write the
+// file is truncated to its last fsync and a new file is started.
+//
+// Caveat: Body has chunked transfer coding removed while Header is raw, so a
+// response block may say "Transfer-Encoding: chunked" over an unchunked
+// body; WARC readers that de-chunk (warcio does) fall back to the bytes as
+// they are when they do not parse as chunks.
+type WARC struct {
+	cfg WARCConfig
+	b   *batcher
+
+	// Owned by the batcher's single worker.
+	cur *warcFile
+	seq int
+	gz  *gzip.Writer
+	buf bytes.Buffer
+
+	mu     sync.Mutex // guards closed
+	closed bool
+}
+
+type warcFile struct {
+	f      *os.File
+	w      *bufio.Writer
+	name   string
+	size   int64 // bytes handed to w
+	synced int64 // size at the last fsync: whole pages, all on disk
+	infoID string
+}
+
+// NewWARC creates cfg.Dir if needed and returns the sink; the first file is
+// created by the first Store.
+func NewWARC(cfg WARCConfig) (*WARC, error) {
+	if cfg.Dir == "" {
+		return nil, errors.New("warc sink: Dir is required")
+	}
+	if cfg.MaxFileSize <= 0 {
+		cfg.MaxFileSize = 1 << 30
+	}
+	if cfg.MaxBatch <= 0 {
+		cfg.MaxBatch = 256
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("warc sink: %w", err)
+	}
+	w := &WARC{cfg: cfg, gz: gzip.NewWriter(nil)}
+	w.b = newBatcher(1, cfg.MaxBatch, w.flush)
+	return w, nil
+}
+
+// Store writes p's records and returns nil once they are fsynced. When ctx
+// ends first the page may still be written (a duplicate on retry). p must not
+// be modified after the call.
+func (w *WARC) Store(ctx context.Context, p *Page) error {
+	if err := w.b.store(ctx, p); err != nil {
+		return fmt.Errorf("warc %s: store %s: %w", w.cfg.Dir, p.URL, err)
+	}
+	return nil
+}
+
+// Close syncs and closes the current file.
+func (w *WARC) Close() error {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return nil
+	}
+	w.closed = true
+	w.mu.Unlock()
+	w.b.close()
+	return w.finish()
+}
+
+func (w *WARC) flush(_ int, pages []*Page) []error {
+	err := w.writeBatch(pages)
+	if err != nil {
+		w.abandon()
+		return allErr(len(pages), err)
+	}
+	return nil
+}
+
+func (w *WARC) writeBatch(pages []*Page) error {
+	for _, p := range pages {
+		if w.cur != nil && w.cur.size >= w.cfg.MaxFileSize {
+			if err := w.finish(); err != nil {
+				return err
+			}
+		}
+		if w.cur == nil {
+			if err := w.open(); err != nil {
+				return err
+			}
+		}
+		if err := w.writePage(p); err != nil {
+			return err
+		}
+	}
+	if err := w.cur.w.Flush(); err != nil {
+		return fmt.Errorf("write %s: %w", w.cur.name, err)
+	}
+	if err := w.cur.f.Sync(); err != nil {
+		return fmt.Errorf("fsync %s: %w", w.cur.name, err)
+	}
+	w.cur.synced = w.cur.size
+	return nil
+}
+
+// open creates the next file (O_EXCL: never overwrite another writer's file)
+// and writes its warcinfo record.
+func (w *WARC) open() error {
+	camp := sanitizeName(w.cfg.Campaign)
+	for {
+		w.seq++
+		name := fmt.Sprintf("drover-%s-%s-%05d.warc.gz", camp, time.Now().UTC().Format("20060102150405"), w.seq)
+		path := filepath.Join(w.cfg.Dir, name)
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("create %s: %w", path, err)
+		}
+		if err := syncDir(w.cfg.Dir); err != nil {
+			f.Close()
+			return err
+		}
+		w.cur = &warcFile{f: f, w: bufio.NewWriterSize(f, 1<<20), name: path, infoID: newRecordID()}
+		info := fmt.Sprintf("software: drover\r\nformat: WARC File Format 1.1\r\nconformsTo: https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/\r\nisPartOf: %s\r\n", w.cfg.Campaign)
+		return w.record([]string{
+			"WARC-Type", "warcinfo",
+			"WARC-Record-ID", w.cur.infoID,
+			"WARC-Date", warcDate(time.Now()),
+			"WARC-Filename", name,
+			"Content-Type", "application/warc-fields",
+		}, nil, []byte(info))
+	}
+}
+
+func (w *WARC) writePage(p *Page) error {
+	date := warcDate(p.FetchedAt)
+	common := []string{"WARC-Date", date, "WARC-Target-URI", p.URL, "WARC-Warcinfo-ID", w.cur.infoID}
+	if p.IP != "" {
+		common = append(common, "WARC-IP-Address", p.IP)
+	}
+	var mainID string
+	if len(p.Request) > 0 {
+		mainID = newRecordID()
+		h := append([]string{"WARC-Type", "request", "WARC-Record-ID", mainID}, common...)
+		h = append(h, "Content-Type", "application/http;msgtype=request")
+		if err := w.record(h, nil, withBlankLine(p.Request)); err != nil {
+			return err
+		}
+	}
+	if p.Status != 0 {
+		id := newRecordID()
+		h := append([]string{"WARC-Type", "response", "WARC-Record-ID", id}, common...)
+		if mainID != "" {
+			h = append(h, "WARC-Concurrent-To", mainID)
+		}
+		if p.Truncated {
+			h = append(h, "WARC-Truncated", "length")
+		}
+		h = append(h, "WARC-Payload-Digest", sha1Digest(p.Body), "Content-Type", "application/http;msgtype=response")
+		head := make([]byte, 0, len(p.StatusLine)+len(p.Header)+4)
+		head = append(head, p.StatusLine...)
+		head = append(head, "\r\n"...)
+		head = append(head, withBlankLine(p.Header)...)
+		if err := w.record(h, head, p.Body); err != nil {
+			return err
+		}
+		mainID = id
+	}
+	var meta strings.Builder
+	fmt.Fprintf(&meta, "campaign: %s\r\ndepth: %d\r\n", oneLine(p.Campaign), p.Depth)
+	if p.Parent != "" {
+		fmt.Fprintf(&meta, "via: %s\r\n", oneLine(p.Parent))
+	}
+	if p.Err != "" {
+		fmt.Fprintf(&meta, "fetch-error: %s\r\n", oneLine(p.Err))
+	}
+	h := append([]string{"WARC-Type", "metadata", "WARC-Record-ID", newRecordID()}, common...)
+	if mainID != "" {
+		h = append(h, "WARC-Concurrent-To", mainID)
+	}
+	h = append(h, "Content-Type", "application/warc-fields")
+	return w.record(h, nil, []byte(meta.String()))
+}
+
+// record writes one gzip member: the WARC header fields (name, value pairs),
+// WARC-Block-Digest and Content-Length of head+body, the block, CRLF CRLF.
+func (w *WARC) record(fields []string, head, body []byte) error {
+	d := sha1.New()
+	d.Write(head)
+	d.Write(body)
+	w.buf.Reset()
+	w.buf.WriteString("WARC/1.1\r\n")
+	for i := 0; i < len(fields); i += 2 {
+		w.buf.WriteString(fields[i] + ": " + oneLine(fields[i+1]) + "\r\n")
+	}
+	w.buf.WriteString("WARC-Block-Digest: sha1:" + base32.StdEncoding.EncodeToString(d.Sum(nil)) + "\r\n")
+	w.buf.WriteString("Content-Length: " + strconv.Itoa(len(head)+len(body)) + "\r\n\r\n")
+
+	cw := &countWriter{w: w.cur.w}
+	w.gz.Reset(cw)
+	for _, b := range [][]byte{w.buf.Bytes(), head, body, []byte("\r\n\r\n")} {
+		if _, err := w.gz.Write(b); err != nil {
+			return fmt.Errorf("write %s: %w", w.cur.name, err)
+		}
+	}
+	err := w.gz.Close()
+	w.cur.size += cw.n
+	if err != nil {
+		return fmt.Errorf("write %s: %w", w.cur.name, err)
+	}
+	return nil
+}
+
+// finish flushes, fsyncs and closes the current file.
+func (w *WARC) finish() error {
+	if w.cur == nil {
+		return nil
+	}
+	c := w.cur
+	w.cur = nil
+	err := c.w.Flush()
+	if err == nil {
+		err = c.f.Sync()
+	}
+	if cerr := c.f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("close %s: %w", c.name, err)
+	}
+	return nil
+}
+
+// abandon drops the current file after a failed write: the failed batch is
+// cut off (best effort) so that the file ends with a whole record, and the
+// next batch starts a new file. The batch's Stores all fail, so nothing
+// acknowledged is cut.
+func (w *WARC) abandon() {
+	if w.cur == nil {
+		return
+	}
+	c := w.cur
+	w.cur = nil
+	if c.synced == 0 {
+		_ = c.f.Close()
+		_ = os.Remove(c.name)
+		return
+	}
+	if c.f.Truncate(c.synced) == nil {
+		_ = c.f.Sync()
+	}
+	_ = c.f.Close()
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("fsync dir %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("fsync dir %s: %w", dir, err)
+	}
+	return nil
+}
+
+// withBlankLine ends a raw header block with the empty line that closes it
+// on the wire, unless it already does. Page.Header is documented as the
+// header lines alone.
+func withBlankLine(b []byte) []byte {
+	if bytes.HasSuffix(b, []byte("\r\n\r\n")) || (len(b) == 2 && string(b) == "\r\n") {
+		return b
+	}
+	out := make([]byte, 0, len(b)+4)
+	out = append(out, b...)
+	if len(b) > 0 && !bytes.HasSuffix(b, []byte("\r\n")) {
+		out = append(out, "\r\n"...)
+	}
+	return append(out, "\r\n"...)
+}
+
+func sha1Digest(b []byte) string {
+	s := sha1.Sum(b)
+	return "sha1:" + base32.StdEncoding.EncodeToString(s[:])
+}
+
+func warcDate(t time.Time) string {
+	if t.IsZero() {
+		t = time.Now()
+	}
+	return t.UTC().Format("2006-01-02T15:04:05.999999999Z")
+}
+
+// newRecordID returns a random (version 4) UUID URN in angle brackets.
+func newRecordID() string {
+	var u [16]byte
+	_, _ = rand.Read(u[:]) // crypto/rand.Read never fails on supported platforms
+	u[6] = u[6]&0x0f | 0x40
+	u[8] = u[8]&0x3f | 0x80
+	return fmt.Sprintf("<urn:uuid:%x-%x-%x-%x-%x>", u[0:4], u[4:6], u[6:8], u[8:10], u[10:])
+}
+
+// oneLine keeps a value from breaking out of its header line.
+func oneLine(s string) string {
+	if !strings.ContainsAny(s, "\r\n") {
+		return s
+	}
+	return strings.NewReplacer("\r", " ", "\n", " ").Replace(s)
+}
+
+func sanitizeName(s string) string {
+	if s == "" {
+		return "default"
+	}
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '.' || r == '-' {
+			return r
+		}
+		return '_'
+	}, s)
+}
+
+type countWriter struct {
+	w interface{ Write([]byte) (int, error) }
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
