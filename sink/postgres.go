@@ -1,0 +1,223 @@
+package sink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// PostgresConfig configures a PostgreSQL sink. Zero values take the defaults.
+type PostgresConfig struct {
+	// URI is a postgres:// URI without a password: pgx takes credentials
+	// from the environment (PGPASSWORD, PGPASSFILE, PGUSER, ...).
+	URI string
+	// Table is "name" or "schema.name" (default drover_pages); it is created
+	// if missing.
+	Table string
+	// Conns is the number of connections, each running one COPY at a time
+	// (default 2).
+	Conns int
+	// MaxBatch is the most pages in one COPY (default 256).
+	MaxBatch int
+	// FlushTimeout bounds one batch's COPY (default 30s).
+	FlushTimeout time.Duration
+}
+
+// Postgres is a Sink inserting one row per page into a table (see
+// NewPostgres for its columns). Concurrent Stores are grouped into one COPY
+// per batch; COPY is one statement, committed when it returns.
+//
+// It holds Conns plain pgx connections, one per batch worker, rather than a
+// pgxpool.Pool: each worker needs exactly one connection for its COPYs, and
+// pgxpool's dependency (jackc/puddle) is not in the module's go.sum.
+type Postgres struct {
+	cfg   PostgresConfig
+	pgcfg *pgx.ConnConfig
+	table pgx.Identifier
+	addr  string
+	conns []*pgx.Conn // conns[i] is owned by batch worker i; nil until needed
+	b     *batcher
+}
+
+var tableName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}(\.[A-Za-z_][A-Za-z0-9_]{0,62})?$`)
+
+var pgColumns = []string{"campaign", "url", "status", "status_line", "headers", "body", "content_type",
+	"content_encoding", "truncated", "fetched_at", "depth", "parent", "ip", "error"}
+
+// NewPostgres connects, creates the table if missing, and returns the sink.
+// The table:
+//
+//	id bigserial primary key, campaign text, url text, status int,
+//	status_line text, headers bytea (the raw header block), body bytea,
+//	content_type text, content_encoding text, truncated bool,
+//	fetched_at timestamptz, depth int, parent text, ip text, error text
+//
+// with an index on (campaign, url) for consumers that drop duplicates.
+// Text columns get invalid UTF-8 replaced and NUL bytes removed (PostgreSQL
+// text cannot hold them); headers and body are bytea, byte for byte.
+func NewPostgres(ctx context.Context, cfg PostgresConfig) (*Postgres, error) {
+	if cfg.Table == "" {
+		cfg.Table = "drover_pages"
+	}
+	if !tableName.MatchString(cfg.Table) {
+		return nil, fmt.Errorf("postgres sink: table %q: must be name or schema.name (letters, digits, _)", cfg.Table)
+	}
+	if cfg.Conns <= 0 {
+		cfg.Conns = 2
+	}
+	if cfg.MaxBatch <= 0 {
+		cfg.MaxBatch = 256
+	}
+	if cfg.FlushTimeout <= 0 {
+		cfg.FlushTimeout = 30 * time.Second
+	}
+	pgcfg, err := pgx.ParseConfig(cfg.URI)
+	if err != nil {
+		return nil, fmt.Errorf("postgres sink: %w", err)
+	}
+	s := &Postgres{
+		cfg: cfg, pgcfg: pgcfg, table: pgx.Identifier(strings.Split(cfg.Table, ".")),
+		addr: fmt.Sprintf("%s:%d", pgcfg.Host, pgcfg.Port), conns: make([]*pgx.Conn, cfg.Conns),
+	}
+	conn, err := s.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.createTable(ctx, conn); err != nil {
+		conn.Close(context.Background())
+		return nil, err
+	}
+	s.conns[0] = conn
+	s.b = newBatcher(cfg.Conns, cfg.MaxBatch, s.flush)
+	return s, nil
+}
+
+func (s *Postgres) connect(ctx context.Context) (*pgx.Conn, error) {
+	conn, err := pgx.ConnectConfig(ctx, s.pgcfg)
+	if err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) { // the server answered: auth, database, ...
+			return nil, fmt.Errorf("postgres %s: %w", s.addr, err)
+		}
+		return nil, fmt.Errorf("postgres %s unreachable: %v (start PostgreSQL, e.g. `docker run -d -p 5432:5432 -e POSTGRES_HOST_AUTH_METHOD=trust postgres`; credentials come from PGPASSWORD/PGPASSFILE, never the URI): %w", s.addr, err, ErrUnreachable)
+	}
+	return conn, nil
+}
+
+// createTable runs under an advisory lock: concurrent CREATE TABLE IF NOT
+// EXISTS from several workers can fail with a unique violation in pg_type.
+func (s *Postgres) createTable(ctx context.Context, conn *pgx.Conn) error {
+	t := s.table.Sanitize()
+	idx := pgx.Identifier{s.table[len(s.table)-1] + "_campaign_url_idx"}.Sanitize()
+	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext($1))`, "drover-sink-ddl:"+s.cfg.Table); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+t+` (
+	id bigserial PRIMARY KEY,
+	campaign text NOT NULL,
+	url text NOT NULL,
+	status integer NOT NULL,
+	status_line text NOT NULL,
+	headers bytea,
+	body bytea,
+	content_type text NOT NULL,
+	content_encoding text NOT NULL,
+	truncated boolean NOT NULL,
+	fetched_at timestamptz NOT NULL,
+	depth integer NOT NULL,
+	parent text NOT NULL,
+	ip text NOT NULL,
+	error text NOT NULL
+)`)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `CREATE INDEX IF NOT EXISTS `+idx+` ON `+t+` (campaign, url)`)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("postgres %s: create table %s: %w", s.addr, s.cfg.Table, err)
+	}
+	return nil
+}
+
+// Store returns nil once p's row is committed. When ctx ends first the row
+// may still be committed (a duplicate on retry). p must not be modified after
+// the call.
+func (s *Postgres) Store(ctx context.Context, p *Page) error {
+	if err := s.b.store(ctx, p); err != nil {
+		return fmt.Errorf("postgres %s table %s: store %s: %w", s.addr, s.cfg.Table, p.URL, err)
+	}
+	return nil
+}
+
+// flush COPYs a batch on worker i's connection. If the batch fails while
+// the connection is fine (a row the server refuses), the pages are retried
+// one by one so that one bad page does not fail the others.
+func (s *Postgres) flush(i int, pages []*Page) []error {
+	err := s.copy(i, pages)
+	if err == nil {
+		return nil
+	}
+	if len(pages) == 1 || s.conns[i] == nil {
+		return allErr(len(pages), err)
+	}
+	errs := make([]error, len(pages))
+	for j, p := range pages {
+		errs[j] = s.copy(i, []*Page{p})
+	}
+	return errs
+}
+
+func (s *Postgres) copy(i int, pages []*Page) error {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.FlushTimeout)
+	defer cancel()
+	if s.conns[i] == nil {
+		conn, err := s.connect(ctx)
+		if err != nil {
+			return err
+		}
+		s.conns[i] = conn
+	}
+	conn := s.conns[i]
+	_, err := conn.CopyFrom(ctx, s.table, pgColumns, pgx.CopyFromSlice(len(pages), func(j int) ([]any, error) {
+		p := pages[j]
+		return []any{pgText(p.Campaign), pgText(p.URL), p.Status, pgText(p.StatusLine), p.Header, p.Body,
+			pgText(p.ContentType), pgText(p.ContentEncoding), p.Truncated, p.FetchedAt, p.Depth,
+			pgText(p.Parent), pgText(p.IP), pgText(p.Err)}, nil
+	}))
+	if err != nil {
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || conn.IsClosed() {
+			// Not the server refusing the rows: the connection is suspect.
+			conn.Close(context.Background())
+			s.conns[i] = nil
+		}
+		return err
+	}
+	return nil
+}
+
+func pgText(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	return strings.ReplaceAll(s, "\x00", "")
+}
+
+// Close waits for the batch in flight and closes the connections.
+func (s *Postgres) Close() error {
+	s.b.close()
+	for i, c := range s.conns {
+		if c != nil {
+			c.Close(context.Background())
+			s.conns[i] = nil
+		}
+	}
+	return nil
+}
