@@ -5,92 +5,146 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/drover-crawl/drover/campaign"
 )
 
-// Options are what Open needs beyond the URI.
+// Options are the settings Open takes from outside the sink URI.
 type Options struct {
+	// Campaign names WARC files and their warcinfo record.
 	Campaign string
-	BodyCap  int64
-	// KafkaBrokers are the default brokers (KAFKA_BROKERS) for a kafka URI
-	// without a host.
+	// BodyCap is the campaign's body cap; Kafka's record limit follows it.
+	BodyCap int64
+	// KafkaBrokers, when set ("host:port,host:port", e.g. the worker's
+	// KAFKA_BROKERS), replaces the brokers of a kafka:// URI: the campaign
+	// names the topic, the worker knows where Kafka is on its network.
 	KafkaBrokers string
+	// Table is the PostgreSQL table (default drover_pages); a table= query
+	// parameter of the URI wins.
+	Table string
+	// WARCMaxFileSize rotates WARC files (default 1 GB).
+	WARCMaxFileSize int64
 }
 
-// Open opens the sink a URI names: kafka://HOST:PORT/TOPIC (query:
-// compression=NAME, create=true), warc:DIR, postgres://..., or mem: (an
-// in-memory sink for tests).
+// Open opens the sink a URI names, after campaign.CheckSinkURI accepts it
+// (a URI carrying a password is refused):
+//
+//	kafka://HOST:PORT[,HOST:PORT...]/TOPIC[?compression=zstd&create=true&partitions=8]
+//	warc:DIR
+//	postgres://USER@HOST:PORT/DB[?table=NAME&sslmode=...]  (postgresql:// too)
+//
+// An unreachable service is an error wrapping ErrUnreachable that names the
+// address tried and how to start the service.
 func Open(ctx context.Context, uri string, opts Options) (Sink, error) {
-	if uri == "mem:" {
-		return NewMemory(), nil
-	}
 	if err := campaign.CheckSinkURI(uri); err != nil {
 		return nil, err
 	}
-	switch {
-	case strings.HasPrefix(uri, "kafka://"):
-		u, err := url.Parse(uri)
-		if err != nil {
-			return nil, fmt.Errorf("sink %q: %w", uri, err)
-		}
-		brokers := u.Host
-		if brokers == "" {
-			brokers = opts.KafkaBrokers
-		}
-		q := u.Query()
-		return NewKafka(ctx, KafkaConfig{
-			Brokers:     strings.Split(brokers, ","),
-			Topic:       strings.Trim(u.Path, "/"),
-			BodyCap:     opts.BodyCap,
-			Compression: q.Get("compression"),
-			CreateTopic: q.Get("create") == "true",
-		})
+	if dir, ok := strings.CutPrefix(uri, "warc:"); ok {
+		return orNil(NewWARC(WARCConfig{Dir: dir, Campaign: opts.Campaign, MaxFileSize: opts.WARCMaxFileSize}))
 	}
-	return nil, fmt.Errorf("sink %q: not supported by this build", uri)
+	u, err := url.Parse(uri)
+	if err != nil {
+		return nil, fmt.Errorf("sink %q: %w", uri, err)
+	}
+	switch u.Scheme {
+	case "kafka":
+		return openKafka(ctx, u, opts)
+	case "postgres", "postgresql":
+		q := u.Query()
+		table := opts.Table
+		if t := q.Get("table"); t != "" {
+			table = t
+		}
+		q.Del("table") // pgx would send it to the server as a setting
+		u.RawQuery = q.Encode()
+		return orNil(NewPostgres(ctx, PostgresConfig{URI: u.String(), Table: table}))
+	}
+	return nil, fmt.Errorf("sink %q: unknown kind", u.Redacted())
 }
 
-// OpenAll opens every sink; several make a Multi.
-func OpenAll(ctx context.Context, uris []string, opts Options) (Sink, error) {
-	var sinks []Sink
-	for _, uri := range uris {
-		s, err := Open(ctx, uri, opts)
+func openKafka(ctx context.Context, u *url.URL, opts Options) (Sink, error) {
+	q := u.Query()
+	cfg := KafkaConfig{
+		Brokers:     strings.Split(u.Host, ","),
+		Topic:       strings.Trim(u.Path, "/"),
+		BodyCap:     opts.BodyCap,
+		Compression: q.Get("compression"),
+	}
+	if opts.KafkaBrokers != "" {
+		cfg.Brokers = strings.Split(opts.KafkaBrokers, ",")
+	}
+	if v := q.Get("create"); v != "" {
+		b, err := strconv.ParseBool(v)
 		if err != nil {
-			for _, o := range sinks {
-				o.Close()
-			}
+			return nil, fmt.Errorf("sink %s: create=%q: must be true or false", u.Redacted(), v)
+		}
+		cfg.CreateTopic = b
+	}
+	if v := q.Get("partitions"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 10000 {
+			return nil, fmt.Errorf("sink %s: partitions=%q: must be between 1 and 10000", u.Redacted(), v)
+		}
+		cfg.Partitions = n
+	}
+	return orNil(NewKafka(ctx, cfg))
+}
+
+// orNil keeps a constructor's typed nil pointer out of the Sink interface,
+// where it would compare non-nil.
+func orNil[S Sink](s S, err error) (Sink, error) {
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// OpenAll opens every URI; with several it returns a Multi. If one fails,
+// those already open are closed.
+func OpenAll(ctx context.Context, uris []string, opts Options) (Sink, error) {
+	if len(uris) == 0 {
+		return nil, errors.New("sink: no sink URI given")
+	}
+	var m Multi
+	for _, u := range uris {
+		s, err := Open(ctx, u, opts)
+		if err != nil {
+			_ = m.Close()
 			return nil, err
 		}
-		sinks = append(sinks, s)
+		m = append(m, s)
 	}
-	if len(sinks) == 1 {
-		return sinks[0], nil
+	if len(m) == 1 {
+		return m[0], nil
 	}
-	return Multi(sinks), nil
+	return m, nil
 }
 
-// Multi stores every page in each of its sinks, concurrently; Store returns
-// nil only when every one of them acknowledged.
+// Multi stores each page in every sink at once; Store returns nil only when
+// all of them acknowledged it. A page that one sink took and another refused
+// is stored again on retry: sinks key by URL so that readers can drop the
+// duplicate.
 type Multi []Sink
 
-// Store implements Sink.
+// Store stores p in every sink concurrently and joins their errors.
 func (m Multi) Store(ctx context.Context, p *Page) error {
 	errs := make([]error, len(m))
-	var wg sync.WaitGroup
+	done := make(chan struct{}, len(m))
 	for i, s := range m {
-		wg.Add(1)
 		go func() {
-			defer wg.Done()
 			errs[i] = s.Store(ctx, p)
+			done <- struct{}{}
 		}()
 	}
-	wg.Wait()
+	for range m {
+		<-done
+	}
 	return errors.Join(errs...)
 }
 
-// Close implements Sink.
+// Close closes every sink and joins their errors.
 func (m Multi) Close() error {
 	var errs []error
 	for _, s := range m {
