@@ -46,7 +46,7 @@ func runDrover(ctx context.Context, j Job) (res Result, err error) {
 	defer os.RemoveAll(dir)
 	sched, err := node.StartScheduler(ctx, node.SchedulerConfig{
 		Server: frontier.DefaultServerConfig(), Listen: "127.0.0.1:0", AMQPURL: j.AMQPURL,
-		SeenPath: dir + "/seen.db", Log: log,
+		SeenPath: dir + "/seen", Log: log,
 	})
 	if err != nil {
 		return res, err

@@ -106,7 +106,7 @@ func StartStack(ctx context.Context, opts StackOptions) (*Stack, error) {
 	sc.Token = opts.Token
 	s.Scheduler, err = node.StartScheduler(ctx, node.SchedulerConfig{
 		Server: sc, Listen: opts.SchedulerAddr, AMQPURL: opts.AMQPURL,
-		SeenPath: filepath.Join(opts.DataDir, "seen", "scheduler-0.db"), Log: opts.Log,
+		SeenPath: filepath.Join(opts.DataDir, "seen", "scheduler-0"), Log: opts.Log,
 	})
 	if err != nil {
 		s.Stop()

@@ -33,7 +33,7 @@
 //
 // # Dedup
 //
-// "Queued" and "done" marks live in a SeenStore (bbolt per scheduler),
+// "Queued" and "done" marks live in a SeenStore (LogSeen per scheduler),
 // written only after RabbitMQ confirmed the publish (queued) or after the
 // outcome is recorded (done). A link marked queued or done is not
 // published again; a delivery of a done URL, or of a URL this scheduler

@@ -55,7 +55,7 @@ func startStack(t *testing.T) *stack {
 	t.Cleanup(k.Close)
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	sc := frontier.DefaultServerConfig()
-	sched, err := node.StartScheduler(ctx, node.SchedulerConfig{Server: sc, Listen: "127.0.0.1:0", AMQPURL: amqpURL(), SeenPath: t.TempDir() + "/seen.db", Log: log})
+	sched, err := node.StartScheduler(ctx, node.SchedulerConfig{Server: sc, Listen: "127.0.0.1:0", AMQPURL: amqpURL(), SeenPath: t.TempDir() + "/seen", Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}

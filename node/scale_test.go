@@ -47,7 +47,7 @@ func TestSchedulerKilledMidCrawl(t *testing.T) {
 	web := scaleWeb(t, 40)
 	s := startServices(t)
 	addr := freeAddr(t)
-	seen := filepath.Join(t.TempDir(), "seen-0.db")
+	seen := filepath.Join(t.TempDir(), "seen-0")
 	sched := startSchedulerProc(t, addr, 0, 1, seen)
 	startWorkerProc(t, "worker-0", []string{addr}, s.temporal.Address(), s.kafka.Addr())
 
@@ -122,7 +122,7 @@ func TestTwoSchedulersThreeWorkers(t *testing.T) {
 	dir := t.TempDir()
 	addrs := []string{freeAddr(t), freeAddr(t)}
 	for i, a := range addrs {
-		startSchedulerProc(t, a, i, len(addrs), filepath.Join(dir, fmt.Sprintf("seen-%d.db", i)))
+		startSchedulerProc(t, a, i, len(addrs), filepath.Join(dir, fmt.Sprintf("seen-%d", i)))
 	}
 	for i := range 3 {
 		startWorkerProc(t, fmt.Sprintf("worker-%d", i), addrs, s.temporal.Address(), s.kafka.Addr())

@@ -24,13 +24,13 @@ func main() {
 	flag.IntVar(&cfg.Index, "index", 0, "this scheduler's index among -replicas")
 	flag.IntVar(&cfg.Replicas, "replicas", 1, "number of schedulers sharing the campaigns")
 	flag.IntVar(&cfg.Prefetch, "prefetch", cfg.Prefetch, "unacked deliveries per shard consumer")
-	seen := flag.String("seen", "", "seen-set file (default data/seen/NAME.db; \"mem\" keeps it in memory)")
+	seen := flag.String("seen", "", "seen-set directory (default data/seen/NAME; \"mem\" keeps it in memory)")
 	flag.Parse()
 	if cfg.Name == "" {
 		cfg.Name = fmt.Sprintf("scheduler-%d", cfg.Index)
 	}
 	if *seen == "" {
-		*seen = filepath.Join("data", "seen", cfg.Name+".db")
+		*seen = filepath.Join("data", "seen", cfg.Name)
 	} else if *seen == "mem" {
 		*seen = ""
 	}

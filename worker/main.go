@@ -50,7 +50,7 @@ func main() {
 	if *withScheduler {
 		cfg := frontier.DefaultServerConfig()
 		cfg.Token = token
-		s, err := node.StartScheduler(ctx, node.SchedulerConfig{Server: cfg, Listen: schedulers[0], AMQPURL: env("AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/"), SeenPath: filepath.Join("data", "seen", "scheduler-0.db"), Log: log})
+		s, err := node.StartScheduler(ctx, node.SchedulerConfig{Server: cfg, Listen: schedulers[0], AMQPURL: env("AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/"), SeenPath: filepath.Join("data", "seen", "scheduler-0"), Log: log})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "worker:", err)
 			os.Exit(1)
