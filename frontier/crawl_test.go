@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -194,4 +195,41 @@ func TestCrawlCompletes(t *testing.T) {
 	if _, err := ch.QueueDeclarePassive(frontier.Topology{Campaign: cfg.ID}.Shard(0), true, false, false, false, nil); err == nil {
 		t.Error("shard queue still exists after close")
 	}
+}
+
+// TestCalendarTrap: an endless calendar (every month links to the next and
+// the previous) on the test web; with default settings the crawl completes
+// and fetches at most a few hundred of its pages.
+func TestCalendarTrap(t *testing.T) {
+	web, err := testweb.Start(testweb.Config{Hosts: 2, PagesPerHost: 30, Calendar: true, Base: 22})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	sched := startScheduler(t, frontier.DefaultServerConfig(), frontier.NewMemorySeen())
+	cfg := testCampaign(t, web)
+	cfg.PerHostDelay = time.Millisecond
+	ctl, err := frontier.DialControl(context.Background(), sched.addr, frontier.DevToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctl.Close()
+	if _, err := ctl.Seed(context.Background(), cfg, cfg.Seeds); err != nil {
+		t.Fatal(err)
+	}
+	sk := sink.NewMemory()
+	startFleet(t, cfg, []string{sched.addr}, sk, 2)
+	waitDrained(t, []string{sched.addr}, cfg.ID, 3*time.Minute)
+	checkCrawl(t, web, sk, true)
+	calendar := 0
+	for _, r := range web.Requests() {
+		if strings.Contains(r.URL, "/calendar/") {
+			calendar++
+		}
+	}
+	t.Logf("calendar pages fetched: %d", calendar)
+	if calendar == 0 || calendar > 300 {
+		t.Errorf("%d calendar pages fetched, want some and at most 300", calendar)
+	}
+	ctl.CloseCampaign(context.Background(), cfg.ID, true)
 }
