@@ -11,24 +11,24 @@ import (
 // COPY). While a flush runs, the next callers queue up and form the next
 // batch, so the batch size follows the load with no timer and no added
 // latency for a lone caller.
-type batcher struct {
-	reqs  chan *batchItem // unbuffered: a send succeeds only when a worker takes it
+type batcher[T any] struct {
+	reqs  chan *batchItem[T] // unbuffered: a send succeeds only when a worker takes it
 	quit  chan struct{}
 	once  sync.Once
 	wg    sync.WaitGroup
 	max   int
-	flush func(worker int, pages []*Page) []error
+	flush func(worker int, items []T) []error
 }
 
-type batchItem struct {
-	p    *Page
+type batchItem[T any] struct {
+	v    T
 	done chan error // buffered (1): the worker never blocks on a caller that gave up
 }
 
 // newBatcher starts workers goroutines. flush returns one error per page (or
 // a nil slice when all succeeded); it must not keep the slice.
-func newBatcher(workers, max int, flush func(worker int, pages []*Page) []error) *batcher {
-	b := &batcher{reqs: make(chan *batchItem), quit: make(chan struct{}), max: max, flush: flush}
+func newBatcher[T any](workers, max int, flush func(worker int, items []T) []error) *batcher[T] {
+	b := &batcher[T]{reqs: make(chan *batchItem[T]), quit: make(chan struct{}), max: max, flush: flush}
 	for i := range workers {
 		b.wg.Add(1)
 		go b.run(i)
@@ -36,11 +36,11 @@ func newBatcher(workers, max int, flush func(worker int, pages []*Page) []error)
 	return b
 }
 
-// store waits until p's batch is flushed, ctx is done or the batcher closes.
+// store waits until v's batch is flushed, ctx is done or the batcher closes.
 // When ctx ends first the page may still be written later: the caller sees an
 // error and retries, which costs a duplicate, never a loss.
-func (b *batcher) store(ctx context.Context, p *Page) error {
-	it := &batchItem{p: p, done: make(chan error, 1)}
+func (b *batcher[T]) store(ctx context.Context, v T) error {
+	it := &batchItem[T]{v: v, done: make(chan error, 1)}
 	select {
 	case b.reqs <- it:
 	case <-b.quit:
@@ -56,10 +56,10 @@ func (b *batcher) store(ctx context.Context, p *Page) error {
 	}
 }
 
-func (b *batcher) run(worker int) {
+func (b *batcher[T]) run(worker int) {
 	defer b.wg.Done()
-	items := make([]*batchItem, 0, b.max)
-	pages := make([]*Page, 0, b.max)
+	items := make([]*batchItem[T], 0, b.max)
+	vals := make([]T, 0, b.max)
 	for {
 		select {
 		case it := <-b.reqs:
@@ -76,11 +76,11 @@ func (b *batcher) run(worker int) {
 				break drain
 			}
 		}
-		pages = pages[:0]
+		vals = vals[:0]
 		for _, it := range items {
-			pages = append(pages, it.p)
+			vals = append(vals, it.v)
 		}
-		errs := b.flush(worker, pages)
+		errs := b.flush(worker, vals)
 		for i, it := range items {
 			var err error
 			if errs != nil {
@@ -89,13 +89,13 @@ func (b *batcher) run(worker int) {
 			it.done <- err
 		}
 		clear(items)
-		clear(pages)
+		clear(vals)
 	}
 }
 
 // close stops the workers after their current batch; callers still waiting
 // to hand over a page get ErrClosed.
-func (b *batcher) close() {
+func (b *batcher[T]) close() {
 	b.once.Do(func() { close(b.quit) })
 	b.wg.Wait()
 }

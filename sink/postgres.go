@@ -42,7 +42,7 @@ type Postgres struct {
 	table pgx.Identifier
 	addr  string
 	conns []*pgx.Conn // conns[i] is owned by batch worker i; nil until needed
-	b     *batcher
+	b     *batcher[*Page]
 }
 
 var tableName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}(\.[A-Za-z_][A-Za-z0-9_]{0,62})?$`)

@@ -65,13 +65,11 @@ type WARCConfig struct {
 // they are when they do not parse as chunks.
 type WARC struct {
 	cfg WARCConfig
-	b   *batcher
+	b   *batcher[[]byte]
 
 	// Owned by the batcher's single worker.
 	cur *warcFile
 	seq int
-	gz  *gzip.Writer
-	buf bytes.Buffer
 
 	mu     sync.Mutex // guards closed
 	closed bool
@@ -83,8 +81,10 @@ type warcFile struct {
 	name   string
 	size   int64 // bytes handed to w
 	synced int64 // size at the last fsync: whole pages, all on disk
-	infoID string
 }
+
+// gzipWriters are reused: a gzip.Writer allocates about 800 KB.
+var gzipWriters = sync.Pool{New: func() any { return gzip.NewWriter(nil) }}
 
 // NewWARC creates cfg.Dir if needed and returns the sink; the first file is
 // created by the first Store.
@@ -101,7 +101,7 @@ func NewWARC(cfg WARCConfig) (*WARC, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("warc sink: %w", err)
 	}
-	w := &WARC{cfg: cfg, gz: gzip.NewWriter(nil)}
+	w := &WARC{cfg: cfg}
 	w.b = newBatcher(1, cfg.MaxBatch, w.flush)
 	return w, nil
 }
@@ -109,8 +109,11 @@ func NewWARC(cfg WARCConfig) (*WARC, error) {
 // Store writes p's records and returns nil once they are fsynced. When ctx
 // ends first the page may still be written (a duplicate on retry). p must not
 // be modified after the call.
+//
+// The records are built and compressed in the caller's goroutine, so that
+// compression runs on every core; the writer only appends and fsyncs.
 func (w *WARC) Store(ctx context.Context, p *Page) error {
-	if err := w.b.store(ctx, p); err != nil {
+	if err := w.b.store(ctx, encodePage(p)); err != nil {
 		return fmt.Errorf("warc %s: store %s: %w", w.cfg.Dir, p.URL, err)
 	}
 	return nil
@@ -129,7 +132,7 @@ func (w *WARC) Close() error {
 	return w.finish()
 }
 
-func (w *WARC) flush(_ int, pages []*Page) []error {
+func (w *WARC) flush(_ int, pages [][]byte) []error {
 	err := w.writeBatch(pages)
 	if err != nil {
 		w.abandon()
@@ -138,8 +141,10 @@ func (w *WARC) flush(_ int, pages []*Page) []error {
 	return nil
 }
 
-func (w *WARC) writeBatch(pages []*Page) error {
-	for _, p := range pages {
+// writeBatch appends each page's encoded records, rotating between pages,
+// and fsyncs once.
+func (w *WARC) writeBatch(pages [][]byte) error {
+	for _, data := range pages {
 		if w.cur != nil && w.cur.size >= w.cfg.MaxFileSize {
 			if err := w.finish(); err != nil {
 				return err
@@ -150,7 +155,7 @@ func (w *WARC) writeBatch(pages []*Page) error {
 				return err
 			}
 		}
-		if err := w.writePage(p); err != nil {
+		if err := w.write(data); err != nil {
 			return err
 		}
 	}
@@ -183,21 +188,55 @@ func (w *WARC) open() error {
 			f.Close()
 			return err
 		}
-		w.cur = &warcFile{f: f, w: bufio.NewWriterSize(f, 1<<20), name: path, infoID: newRecordID()}
+		w.cur = &warcFile{f: f, w: bufio.NewWriterSize(f, 1<<20), name: path}
 		info := fmt.Sprintf("software: drover\r\nformat: WARC File Format 1.1\r\nconformsTo: https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/\r\nisPartOf: %s\r\n", w.cfg.Campaign)
-		return w.record([]string{
+		e := newRecordEncoder()
+		e.record([]string{
 			"WARC-Type", "warcinfo",
-			"WARC-Record-ID", w.cur.infoID,
+			"WARC-Record-ID", newRecordID(),
 			"WARC-Date", warcDate(time.Now()),
 			"WARC-Filename", name,
 			"Content-Type", "application/warc-fields",
 		}, nil, []byte(info))
+		return w.write(e.done())
 	}
 }
 
-func (w *WARC) writePage(p *Page) error {
+func (w *WARC) write(data []byte) error {
+	n, err := w.cur.w.Write(data)
+	w.cur.size += int64(n)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", w.cur.name, err)
+	}
+	return nil
+}
+
+// recordEncoder builds gzip members, one per record, in out.
+type recordEncoder struct {
+	out bytes.Buffer
+	hdr bytes.Buffer
+	gz  *gzip.Writer
+}
+
+func newRecordEncoder() *recordEncoder {
+	return &recordEncoder{gz: gzipWriters.Get().(*gzip.Writer)}
+}
+
+// done returns the encoded records and releases the gzip writer.
+func (e *recordEncoder) done() []byte {
+	gzipWriters.Put(e.gz)
+	e.gz = nil
+	return e.out.Bytes()
+}
+
+// encodePage returns p's records (request, response, metadata), each a gzip
+// member. Page records carry no WARC-Warcinfo-ID (an optional field): the
+// file they land in is chosen later, by the writer.
+func encodePage(p *Page) []byte {
+	e := newRecordEncoder()
+	e.out.Grow(len(p.Body)/2 + len(p.Header) + len(p.Request) + 1024)
 	date := warcDate(p.FetchedAt)
-	common := []string{"WARC-Date", date, "WARC-Target-URI", p.URL, "WARC-Warcinfo-ID", w.cur.infoID}
+	common := []string{"WARC-Date", date, "WARC-Target-URI", p.URL}
 	if p.IP != "" {
 		common = append(common, "WARC-IP-Address", p.IP)
 	}
@@ -206,9 +245,7 @@ func (w *WARC) writePage(p *Page) error {
 		mainID = newRecordID()
 		h := append([]string{"WARC-Type", "request", "WARC-Record-ID", mainID}, common...)
 		h = append(h, "Content-Type", "application/http;msgtype=request")
-		if err := w.record(h, nil, withBlankLine(p.Request)); err != nil {
-			return err
-		}
+		e.record(h, nil, withBlankLine(p.Request))
 	}
 	if p.Status != 0 {
 		id := newRecordID()
@@ -224,9 +261,7 @@ func (w *WARC) writePage(p *Page) error {
 		head = append(head, p.StatusLine...)
 		head = append(head, "\r\n"...)
 		head = append(head, withBlankLine(p.Header)...)
-		if err := w.record(h, head, p.Body); err != nil {
-			return err
-		}
+		e.record(h, head, p.Body)
 		mainID = id
 	}
 	var meta strings.Builder
@@ -242,36 +277,30 @@ func (w *WARC) writePage(p *Page) error {
 		h = append(h, "WARC-Concurrent-To", mainID)
 	}
 	h = append(h, "Content-Type", "application/warc-fields")
-	return w.record(h, nil, []byte(meta.String()))
+	e.record(h, nil, []byte(meta.String()))
+	return e.done()
 }
 
-// record writes one gzip member: the WARC header fields (name, value pairs),
-// WARC-Block-Digest and Content-Length of head+body, the block, CRLF CRLF.
-func (w *WARC) record(fields []string, head, body []byte) error {
+// record appends one gzip member: the WARC header fields (name, value
+// pairs), WARC-Block-Digest and Content-Length of head+body, the block,
+// CRLF CRLF. Writes to a bytes.Buffer do not fail.
+func (e *recordEncoder) record(fields []string, head, body []byte) {
 	d := sha1.New()
 	d.Write(head)
 	d.Write(body)
-	w.buf.Reset()
-	w.buf.WriteString("WARC/1.1\r\n")
+	e.hdr.Reset()
+	e.hdr.WriteString("WARC/1.1\r\n")
 	for i := 0; i < len(fields); i += 2 {
-		w.buf.WriteString(fields[i] + ": " + oneLine(fields[i+1]) + "\r\n")
+		e.hdr.WriteString(fields[i] + ": " + oneLine(fields[i+1]) + "\r\n")
 	}
-	w.buf.WriteString("WARC-Block-Digest: sha1:" + base32.StdEncoding.EncodeToString(d.Sum(nil)) + "\r\n")
-	w.buf.WriteString("Content-Length: " + strconv.Itoa(len(head)+len(body)) + "\r\n\r\n")
-
-	cw := &countWriter{w: w.cur.w}
-	w.gz.Reset(cw)
-	for _, b := range [][]byte{w.buf.Bytes(), head, body, []byte("\r\n\r\n")} {
-		if _, err := w.gz.Write(b); err != nil {
-			return fmt.Errorf("write %s: %w", w.cur.name, err)
-		}
-	}
-	err := w.gz.Close()
-	w.cur.size += cw.n
-	if err != nil {
-		return fmt.Errorf("write %s: %w", w.cur.name, err)
-	}
-	return nil
+	e.hdr.WriteString("WARC-Block-Digest: sha1:" + base32.StdEncoding.EncodeToString(d.Sum(nil)) + "\r\n")
+	e.hdr.WriteString("Content-Length: " + strconv.Itoa(len(head)+len(body)) + "\r\n\r\n")
+	e.gz.Reset(&e.out)
+	_, _ = e.gz.Write(e.hdr.Bytes())
+	_, _ = e.gz.Write(head)
+	_, _ = e.gz.Write(body)
+	_, _ = e.gz.Write([]byte("\r\n\r\n"))
+	_ = e.gz.Close()
 }
 
 // finish flushes, fsyncs and closes the current file.
@@ -381,15 +410,4 @@ func sanitizeName(s string) string {
 		}
 		return '_'
 	}, s)
-}
-
-type countWriter struct {
-	w interface{ Write([]byte) (int, error) }
-	n int64
-}
-
-func (c *countWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
 }

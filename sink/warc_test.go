@@ -110,7 +110,7 @@ func b32sha1(b []byte) string {
 
 func TestWARCStoresEveryPageByteIdentical(t *testing.T) {
 	dir := t.TempDir()
-	w, err := NewWARC(WARCConfig{Dir: dir, Campaign: "camp-1", MaxFileSize: 256 << 10})
+	w, err := NewWARC(WARCConfig{Dir: dir, Campaign: "camp-1", MaxFileSize: 32 << 10})
 	require.NoError(t, err)
 	pages := testPages(t, 120)
 	storeAll(t, w, pages)
@@ -118,6 +118,7 @@ func TestWARCStoresEveryPageByteIdentical(t *testing.T) {
 
 	files, recs := readWARCs(t, dir)
 	require.True(t, len(files) > 3, "files were not rotated: %d", len(files))
+	t.Logf("%d pages in %d files", len(pages), len(files))
 	ids := map[string]warcRec{}
 	for _, r := range recs {
 		ids[r.id] = r
