@@ -103,8 +103,9 @@ const (
 	DefaultMaxRedirects       = 10
 	DefaultMaxAttempts        = 3
 	DefaultRestartAlert       = 5
-	DefaultSink               = "kafka://127.0.0.1:9092/drover.pages"
-	MaxFetchers               = 1024
+	// DefaultSink is the topic drover.pages on the worker's KAFKA_BROKERS.
+	DefaultSink = "kafka:///drover.pages"
+	MaxFetchers = 1024
 )
 
 // WithDefaults returns c with every unset field set to its default.
@@ -265,8 +266,8 @@ func CheckSinkURI(s string) error {
 		if u.Query().Has("password") {
 			return fmt.Errorf("sink %q: must not carry a password parameter; give credentials to the worker through its environment", redact(s))
 		}
-		if u.Scheme == "kafka" && (u.Host == "" || strings.Trim(u.Path, "/") == "") {
-			return fmt.Errorf("sink %q: must be kafka://HOST:PORT/TOPIC", s)
+		if u.Scheme == "kafka" && strings.Trim(u.Path, "/") == "" {
+			return fmt.Errorf("sink %q: must be kafka://HOST:PORT/TOPIC (or kafka:///TOPIC for the worker's KAFKA_BROKERS)", s)
 		}
 		return nil
 	default:
@@ -274,11 +275,17 @@ func CheckSinkURI(s string) error {
 	}
 }
 
+// redact hides a URI's password, in its user info or its query.
 func redact(s string) string {
-	if u, err := url.Parse(s); err == nil {
-		return u.Redacted()
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(unparseable URI)"
 	}
-	return "(unparseable URI)"
+	if q := u.Query(); q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.Redacted()
 }
 
 // PolitenessFor returns the delay and concurrency for a host: a HostRule

@@ -17,9 +17,9 @@ type Options struct {
 	Campaign string
 	// BodyCap is the campaign's body cap; Kafka's record limit follows it.
 	BodyCap int64
-	// KafkaBrokers, when set ("host:port,host:port", e.g. the worker's
-	// KAFKA_BROKERS), replaces the brokers of a kafka:// URI: the campaign
-	// names the topic, the worker knows where Kafka is on its network.
+	// KafkaBrokers ("host:port,host:port", the worker's KAFKA_BROKERS) are
+	// the brokers of a kafka:///TOPIC URI that names none (the default
+	// sink); a URI that names its brokers keeps them.
 	KafkaBrokers string
 	// Table is the PostgreSQL table (default drover_pages); a table= query
 	// parameter of the URI wins.
@@ -72,7 +72,10 @@ func openKafka(ctx context.Context, u *url.URL, opts Options) (Sink, error) {
 		BodyCap:     opts.BodyCap,
 		Compression: q.Get("compression"),
 	}
-	if opts.KafkaBrokers != "" {
+	if u.Host == "" {
+		if opts.KafkaBrokers == "" {
+			return nil, fmt.Errorf("sink %s names no brokers and KAFKA_BROKERS is not set", u.Redacted())
+		}
 		cfg.Brokers = strings.Split(opts.KafkaBrokers, ",")
 	}
 	if v := q.Get("create"); v != "" {

@@ -28,6 +28,8 @@ func main() {
 		Err:   os.Stderr,
 		Dial:  cli.DialTemporal,
 		Stats: frontier.CampaignStats,
+		// Checked before a start: a scheduler answers, the sinks are reachable.
+		Preflight: cli.Preflight,
 	}
 	code := app.Run(ctx, os.Args[1:])
 	stop()

@@ -108,6 +108,8 @@ type App struct {
 	Err   io.Writer // errors and --wait/--watch progress
 	Dial  DialFunc
 	Stats StatsFunc
+	// Preflight, when set, checks schedulers and sinks before a start.
+	Preflight PreflightFunc
 	// Interval is the refresh period of --wait and --watch (default 2 s).
 	Interval time.Duration
 	// Now is the clock (default time.Now).

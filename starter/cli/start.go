@@ -155,6 +155,11 @@ func (a *App) start(ctx context.Context, cfg campaign.Config, wait, asJSON bool)
 		fmt.Fprintln(a.Err, err)
 		return &exitError{code: ExitUsage}
 	}
+	if a.Preflight != nil {
+		if err := a.Preflight(ctx, a.Env, cfg); err != nil {
+			return failf("%v", err)
+		}
+	}
 	c, err := a.temporal(ctx)
 	if err != nil {
 		return err
