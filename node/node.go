@@ -62,7 +62,7 @@ func StartWorkers(c client.Client, cfg WorkerConfig) (*Workers, error) {
 	fopts := opts
 	fopts.MaxConcurrentActivityExecutionSize = cfg.MaxSessions
 	fw := worker.New(c, workflows.FetchTaskQueue, fopts)
-	fw.RegisterActivityWithOptions(a.FetchSession, activity.RegisterOptions{Name: "FetchSession"})
+	fw.RegisterActivityWithOptions(a.FetchSession, activity.RegisterOptions{Name: workflows.FetchSessionActivity})
 	if err := cw.Start(); err != nil {
 		return nil, fmt.Errorf("start campaign worker: %w", err)
 	}

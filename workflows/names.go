@@ -10,6 +10,11 @@ const (
 	// workflow.RegisterOptions{Name: WorkflowName}.
 	WorkflowName = "Campaign"
 
+	// FetchSessionActivity is the FetchSession activity's type name, as the
+	// worker registers it and `starter status` finds the fleet among a
+	// run's pending activities.
+	FetchSessionActivity = "FetchSession"
+
 	// TaskQueue hosts the Campaign workflow and its small activities (Seed,
 	// Monitor, Close, Notify).
 	TaskQueue = "drover-campaign"

@@ -285,12 +285,15 @@ func TestStatusJSON(t *testing.T) {
 			Counters: &activities.SessionCounters{Index: 1, Fetched: 45, Errors: 2}},
 		// Not yet heartbeated: its index comes from the activity ID.
 		{ActivityID: "fetcher-2-1", Type: "FetchSession", State: "Scheduled", Attempt: 1},
-		{ActivityID: "monitor", Type: "Monitor", State: "Started"},
+		// Monitor heartbeats too; its details decode as SessionCounters
+		// (JSON), but it is no fetcher.
+		{ActivityID: "12", Type: "Monitor", State: "Started", Worker: "w9@host", LastHeartbeat: hb,
+			Counters: &activities.SessionCounters{Index: 0}},
 	}})
 	stats := func(_ context.Context, addrs []string, token, id string) (frontier.Stats, error) {
 		assert.Equal(t, []string{DefaultScheduler}, addrs)
 		assert.Equal(t, "c1", id)
-		return frontier.Stats{Fetched: 110, Failed: 4, Queued: 30, InFlight: 5}, nil
+		return frontier.Stats{Fetched: 110, Failed: 4, Queued: 30, Held: 12, InFlight: 5}, nil
 	}
 	code, out, errOut := run(t, fake, stats, "status", "c1", "--json")
 	require.Equal(t, ExitOK, code, errOut)
@@ -299,12 +302,14 @@ func TestStatusJSON(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &v), out)
 	for key, want := range map[string]any{
 		"id": "c1", "state": "paused", "fetchers_desired": 3.0, "fetchers_active": 2.0,
-		"pages_fetched": 110.0, "pages_failed": 4.0, "urls_queued": 30.0, "urls_in_flight": 5.0,
+		// queued: 30 ready in RabbitMQ + 12 held by the scheduler - 5 leased
+		"pages_fetched": 110.0, "pages_failed": 4.0, "urls_queued": 37.0, "urls_in_flight": 5.0,
 	} {
 		assert.Equal(t, want, v[key], key)
 	}
 	fetchers := v["fetchers"].([]any)
 	require.Len(t, fetchers, 4, "three sessions pending and one the workflow knows of")
+	assert.Equal(t, "w1@host", fetchers[0].(map[string]any)["worker"], "the Monitor activity is not fetcher 0")
 	f1 := fetchers[1].(map[string]any)
 	assert.Equal(t, 1.0, f1["index"])
 	assert.Equal(t, "w2@host", f1["worker"])

@@ -247,11 +247,11 @@ func (v *View) addFetchers(pending []PendingActivity, st workflows.Status) {
 // details, else from its activity ID, "fetcher-<index>-<start>" as the
 // workflow names it.
 func fetcherIndex(p PendingActivity) (int, bool) {
+	if p.Type != workflows.FetchSessionActivity {
+		return 0, false // Monitor and the other small activities
+	}
 	if p.Counters != nil {
 		return p.Counters.Index, true
-	}
-	if p.Type != fetchSessionType {
-		return 0, false
 	}
 	rest, ok := strings.CutPrefix(p.ActivityID, "fetcher-")
 	if !ok {
@@ -266,9 +266,6 @@ func fetcherIndex(p PendingActivity) (int, bool) {
 // that just died holds it for its sticky timeout (5 s by default).
 const queryTimeout = 10 * time.Second
 
-// fetchSessionType is the FetchSession activity's type name (the method's
-// name, as the worker registers it).
-const fetchSessionType = "FetchSession"
 
 type statsResult struct {
 	addrs []string
@@ -297,7 +294,9 @@ func (v *View) addSchedulerStats(r statsResult) {
 	v.Scheduler = &s
 	v.PagesFetched = max(v.PagesFetched, s.Fetched)
 	v.PagesFailed = max(v.PagesFailed, s.Failed)
-	v.URLsQueued = s.Queued
+	// Queued counts what waits in RabbitMQ and what a scheduler holds for
+	// its host without having leased it yet.
+	v.URLsQueued = s.Queued + max(s.Held-s.InFlight, 0)
 	v.URLsInFlight = s.InFlight
 }
 

@@ -100,7 +100,7 @@ func run(ctx context.Context, seed string, maxPages int64) error {
 			cancel()
 			if err == nil {
 				el := time.Since(started)
-				fmt.Printf("\r%6.1fs  pages %5d  failed %3d  queued %5d  in flight %3d  %6.0f pages/s ", el.Seconds(), fs.Fetched, fs.Failed, fs.Queued, fs.InFlight, float64(fs.Fetched)/el.Seconds())
+				fmt.Printf("\r%6.1fs  pages %5d  failed %3d  queued %5d  in flight %3d  %6.0f pages/s ", el.Seconds(), fs.Fetched, fs.Failed, fs.Queued+max(fs.Held-fs.InFlight, 0), fs.InFlight, float64(fs.Fetched)/el.Seconds())
 			}
 		}
 	}

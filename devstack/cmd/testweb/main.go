@@ -6,6 +6,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -30,7 +31,7 @@ func main() {
 	}
 	defer web.Close()
 	fmt.Printf("test web: %d hosts, %d pages\nseeds: %s\n", len(web.Hosts()), len(web.Pages()), strings.Join(web.Seeds(), " "))
-	ctx, stop := signal.NotifyContext(nil, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	<-ctx.Done()
 	fmt.Printf("%d requests served\n", web.Total())
