@@ -266,7 +266,6 @@ func fetcherIndex(p PendingActivity) (int, bool) {
 // that just died holds it for its sticky timeout (5 s by default).
 const queryTimeout = 10 * time.Second
 
-
 type statsResult struct {
 	addrs []string
 	stats frontier.Stats
