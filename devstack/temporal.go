@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/drover-crawl/drover/node"
 	"io"
 	"log/slog"
 	"net"
@@ -335,5 +336,5 @@ func (t *tailWriter) Tail() string {
 }
 
 func quietLogger() log.Logger {
-	return log.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	return log.NewStructuredLogger(slog.New(node.QuietCancels(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))))
 }

@@ -60,7 +60,7 @@ func main() {
 	}
 
 	addr := env("TEMPORAL_ADDRESS", "127.0.0.1:7233")
-	c, err := client.DialContext(ctx, client.Options{HostPort: addr, Namespace: env("TEMPORAL_NAMESPACE", "default"), Logger: tlog.NewStructuredLogger(log)})
+	c, err := client.DialContext(ctx, client.Options{HostPort: addr, Namespace: env("TEMPORAL_NAMESPACE", "default"), Logger: tlog.NewStructuredLogger(slog.New(node.QuietCancels(log.Handler())))})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "worker: cannot reach Temporal at %s: %v (start the dev stack with `make dev`, or set TEMPORAL_ADDRESS)\n", addr, err)
 		os.Exit(1)
