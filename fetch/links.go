@@ -34,7 +34,22 @@ func (f *Fetcher) extract(res *Result, req Request, pageURL *url.URL, h http.Hea
 	if truncated {
 		page.Truncated = true
 	}
-	if err != nil || !isHTML(page.ContentType, decoded) {
+	if err != nil {
+		return
+	}
+	if f.cfg.Sitemaps && isSitemap(page.ContentType, decoded) {
+		// A sitemap's URLs (or an index's sitemaps) are links one level
+		// down, in scope like any other.
+		for _, s := range sitemapLocs(decoded, pageURL, f.cfg.DropParams) {
+			if u, err := url.Parse(s); err == nil {
+				if ok, _ := f.scope.Allow(u, req.Depth+1, pageURL); ok {
+					res.Links = append(res.Links, Link{URL: s, Depth: req.Depth + 1})
+				}
+			}
+		}
+		return
+	}
+	if !isHTML(page.ContentType, decoded) {
 		return
 	}
 	urls, noIndex, noFollow := extractLinks(decoded, pageURL, f.cfg.DropParams)

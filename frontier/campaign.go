@@ -44,6 +44,7 @@ type campaignActor struct {
 	cfg    campaign.Config
 	topo   Topology
 	policy Policy
+	scope  *fetch.Scope // for the sitemaps a robots.txt names
 	log    *slog.Logger
 
 	events chan func()
@@ -79,7 +80,12 @@ func newCampaignActor(srv *Server, cfg campaign.Config) (*campaignActor, error) 
 	if err != nil {
 		return nil, err
 	}
+	scope, err := fetch.NewScope(cfg)
+	if err != nil {
+		return nil, err
+	}
 	a := &campaignActor{
+		scope:    scope,
 		srv:      srv,
 		cfg:      cfg,
 		topo:     Topology{Campaign: cfg.ID},
@@ -676,6 +682,40 @@ func (a *campaignActor) onRobots(h *host, o Outcome, now time.Time) {
 	if cd := r.CrawlDelay(); cd > h.delay {
 		h.delay = min(cd, 10*time.Minute)
 	}
+	if a.cfg.Sitemaps && !h.sitemaps {
+		h.sitemaps = true
+		a.seedSitemaps(h, r.Sitemaps())
+	}
+}
+
+// seedSitemaps queues the in-scope sitemaps a host's robots.txt names, as
+// links of depth 0; the fetcher reads their <loc> URLs as links.
+func (a *campaignActor) seedSitemaps(h *host, urls []string) {
+	var links []Link
+	for _, raw := range urls {
+		s, err := fetch.Normalize(raw, nil, a.cfg.DropParams)
+		if err != nil {
+			continue
+		}
+		if u, err := url.Parse(s); err == nil && a.scope != nil {
+			if ok, _ := a.scope.Allow(u, 0, nil); ok {
+				links = append(links, Link{URL: s})
+			}
+		}
+	}
+	if len(links) == 0 {
+		return
+	}
+	robots := &entry{msg: urlMsg{URL: h.root + "/robots.txt", Depth: -1}}
+	a.pending.Add(1)
+	go func() {
+		defer a.pending.Add(-1)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := a.publishLinks(ctx, []recordJob{{e: robots, links: links}}); err != nil {
+			a.log.Error("queueing sitemaps failed", "host", h.name, "err", err)
+		}
+	}()
 }
 
 // parkHost parks every URL h holds: its next request is too far away.

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
@@ -232,4 +234,65 @@ func TestCalendarTrap(t *testing.T) {
 		t.Errorf("%d calendar pages fetched, want some and at most 300", calendar)
 	}
 	ctl.CloseCampaign(context.Background(), cfg.ID, true)
+}
+
+// TestSitemaps: with the campaign's sitemaps option, pages that no page
+// links to are found through the sitemap index robots.txt names; without
+// it, they are not.
+func TestSitemaps(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		t.Run(fmt.Sprintf("sitemaps=%v", on), func(t *testing.T) {
+			var mu sync.Mutex
+			seen := map[string]int{}
+			var srv *httptest.Server
+			srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				seen[r.URL.Path]++
+				mu.Unlock()
+				switch {
+				case r.URL.Path == "/robots.txt":
+					fmt.Fprintf(w, "User-agent: *\nAllow: /\nSitemap: %s/sitemap-index.xml\n", srv.URL)
+				case r.URL.Path == "/sitemap-index.xml":
+					w.Header().Set("Content-Type", "application/xml")
+					fmt.Fprintf(w, `<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><sitemap><loc>%s/sitemap-1.xml</loc></sitemap></sitemapindex>`, srv.URL)
+				case r.URL.Path == "/sitemap-1.xml":
+					w.Header().Set("Content-Type", "application/xml")
+					fmt.Fprint(w, `<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">`)
+					for i := range 5 {
+						fmt.Fprintf(w, "<url><loc>%s/hidden/%d</loc></url>", srv.URL, i)
+					}
+					fmt.Fprint(w, `</urlset>`)
+				default:
+					w.Header().Set("Content-Type", "text/html")
+					fmt.Fprint(w, "<html><body>no links here</body></html>")
+				}
+			}))
+			defer srv.Close()
+			sched := startScheduler(t, frontier.DefaultServerConfig(), frontier.NewMemorySeen())
+			cfg := campaign.Config{ID: fmt.Sprintf("t-sitemaps-%v-%d", on, rand.IntN(1e9)), Seeds: []string{srv.URL + "/"},
+				PerHostDelay: time.Millisecond, AllowPrivate: true, Sitemaps: on, Sinks: []string{"warc:/unused"}}.WithDefaults()
+			ctl, err := frontier.DialControl(context.Background(), sched.addr, frontier.DevToken)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ctl.Close()
+			if _, err := ctl.Seed(context.Background(), cfg, cfg.Seeds); err != nil {
+				t.Fatal(err)
+			}
+			startFleet(t, cfg, []string{sched.addr}, sink.NewMemory(), 1)
+			waitDrained(t, []string{sched.addr}, cfg.ID, time.Minute)
+			mu.Lock()
+			defer mu.Unlock()
+			for i := range 5 {
+				p := fmt.Sprintf("/hidden/%d", i)
+				if on && seen[p] != 1 {
+					t.Errorf("%s fetched %d times, want once", p, seen[p])
+				}
+				if !on && seen[p] != 0 {
+					t.Errorf("%s fetched without the sitemaps option", p)
+				}
+			}
+			ctl.CloseCampaign(context.Background(), cfg.ID, true)
+		})
+	}
 }

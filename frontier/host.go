@@ -79,6 +79,7 @@ type host struct {
 	robotsState robotsState
 	robotsAt    time.Time // when the rules expire (ready) or may be retried (unreachable)
 	fetched     int64
+	sitemaps    bool // its robots.txt's sitemaps were queued
 	// heap bookkeeping: which heap the host is in and where.
 	where hostWhere
 	index int
