@@ -9,6 +9,12 @@
 // pages, duplicate fetches, missing pages, the crawl's span and, for the
 // politeness scenario, the gaps between request starts to one host.
 //
+// Issue 3 and 6 scenarios follow: a slow host (robots.txt Crawl-delay 1 s,
+// half the URLs) and its effect on the other hosts' completion time; a
+// scheduler's memory with a large backlog in its shard queues, and the
+// seen-set's bytes per URL; each sink's records/s with many concurrent
+// Store callers.
+//
 // Nothing here runs under `go test ./...`: the suite is the bench/cmd/bench
 // main, which `make bench` runs.
 package bench

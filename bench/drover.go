@@ -25,8 +25,10 @@ import (
 // does (Temporal dev server as a child process, in-memory Kafka, a scheduler
 // over the machine's RabbitMQ, the workers), then times one campaign of
 // Fleet fetchers from ExecuteWorkflow to its result. Temporal's and
-// RabbitMQ's CPU over that window are measured from /proc, apart.
-func runDrover(ctx context.Context, j Job) (res Result, err error) {
+// RabbitMQ's CPU over that window are measured from /proc, apart. When stop
+// is closed (the parent closed stdin, Job.StopOnEOF), the campaign gets its
+// stop signal and ending "stopped" is a success.
+func runDrover(ctx context.Context, j Job, stop <-chan struct{}) (res Result, err error) {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	tmp, err := devstack.StartTemporal(ctx, devstack.TemporalOptions{UIPort: -1})
 	if err != nil {
@@ -99,6 +101,19 @@ func runDrover(ctx context.Context, j Job) (res Result, err error) {
 	// MaxDuration ends the campaign itself; the extra minute lets it say so.
 	wctx, cancel := context.WithTimeout(ctx, j.Timeout+time.Minute)
 	defer cancel()
+	if stop != nil {
+		go func() {
+			select {
+			case <-stop:
+			case <-wctx.Done():
+				return
+			}
+			if err := tmp.Client().SignalWorkflow(wctx, cfg.ID, "", workflows.SignalStop,
+				workflows.StopSignal{Reason: "bench: the measured pages are done"}); err != nil {
+				fmt.Fprintln(os.Stderr, "bench child: stop signal:", err)
+			}
+		}()
+	}
 	var st workflows.Status
 	err = run.Get(wctx, &st)
 	res.Wall = time.Since(start)
@@ -113,7 +128,7 @@ func runDrover(ctx context.Context, j Job) (res Result, err error) {
 	if err != nil {
 		return res, fmt.Errorf("campaign %s: %w", cfg.ID, err)
 	}
-	if st.State != campaign.StateCompleted {
+	if st.State != campaign.StateCompleted && !(stop != nil && st.State == campaign.StateStopped) {
 		return res, errors.New("campaign " + cfg.ID + " ended " + st.State + ": " + st.Reason)
 	}
 	return res, nil

@@ -13,6 +13,7 @@ const (
 	KindDrover = "drover"
 	KindColly  = "colly"
 	KindRaw    = "raw"
+	KindSink   = "sink"
 )
 
 // Job is what the parent asks a child process to do, as JSON on its stdin.
@@ -39,6 +40,18 @@ type Job struct {
 	// Timeout bounds the crawl itself; the parent kills the child a little
 	// after it.
 	Timeout time.Duration `json:"timeout"`
+
+	// StopOnEOF (drover): the parent keeps the child's stdin open after the
+	// job and closes it to say "stop now"; the child then sends the
+	// campaign its stop signal and a "stopped" end counts as success.
+	StopOnEOF bool `json:"stop_on_eof,omitempty"`
+
+	// Sink jobs (KindSink): Sink is kafka, warc or postgres.
+	Sink        string        `json:"sink,omitempty"`
+	Writers     int           `json:"writers,omitempty"`
+	PageBytes   int           `json:"page_bytes,omitempty"`
+	Duration    time.Duration `json:"duration,omitempty"`
+	PostgresURI string        `json:"postgres_uri,omitempty"`
 }
 
 // Result is what a child measured, as JSON on its stdout, completed by the
@@ -72,6 +85,14 @@ type Result struct {
 	Span       time.Duration `json:"span"` // first to last request start
 	MinGap     time.Duration `json:"min_gap,omitempty"`
 	Bound      float64       `json:"bound,omitempty"` // pages/s politeness allows
+
+	// Sink jobs: records stored, body bytes stored, Store latencies, and
+	// what the sink left on disk (WARC).
+	Records   int64         `json:"records,omitempty"`
+	BodyBytes int64         `json:"body_bytes,omitempty"`
+	P50       time.Duration `json:"p50,omitempty"`
+	P99       time.Duration `json:"p99,omitempty"`
+	DiskBytes int64         `json:"disk_bytes,omitempty"`
 }
 
 // PagesPerSec is unique pages over the server-side span of the crawl.
@@ -94,8 +115,17 @@ func (r Result) WallPagesPerSec() float64 {
 // bench main calls it when started with -child.
 func RunChild(ctx context.Context, in io.Reader, out io.Writer) error {
 	var j Job
-	if err := json.NewDecoder(in).Decode(&j); err != nil {
+	dec := json.NewDecoder(in)
+	if err := dec.Decode(&j); err != nil {
 		return fmt.Errorf("bench child: read job: %w", err)
+	}
+	var stop chan struct{}
+	if j.StopOnEOF {
+		stop = make(chan struct{})
+		go func() {
+			_, _ = io.Copy(io.Discard, io.MultiReader(dec.Buffered(), in))
+			close(stop)
+		}()
 	}
 	if j.Timeout <= 0 {
 		j.Timeout = 5 * time.Minute
@@ -106,13 +136,15 @@ func RunChild(ctx context.Context, in io.Reader, out io.Writer) error {
 	)
 	switch j.Kind {
 	case KindDrover:
-		res, err = runDrover(ctx, j)
+		res, err = runDrover(ctx, j, stop)
 	case KindColly:
 		res, err = runColly(ctx, j)
 	case KindRaw:
 		res, err = runRaw(ctx, j)
+	case KindSink:
+		res, err = runSink(ctx, j)
 	default:
-		return fmt.Errorf("bench child: kind %q: want %s, %s or %s", j.Kind, KindDrover, KindColly, KindRaw)
+		return fmt.Errorf("bench child: kind %q: want %s, %s, %s or %s", j.Kind, KindDrover, KindColly, KindRaw, KindSink)
 	}
 	res.Kind = j.Kind
 	if err != nil {

@@ -7,12 +7,24 @@ import (
 	"time"
 )
 
-// Markdown writes the report as tables with drover/colly and drover/raw
-// ratios of unique pages per second.
+// Markdown writes the report as tables, one per scenario that ran: for the
+// plain web with drover/colly and drover/raw ratios of unique pages per
+// second.
 func (r *Report) Markdown(w io.Writer) {
-	o := r.Opts
 	fmt.Fprintf(w, "## drover benchmark, %s\n\n", r.Start.Format(time.DateTime))
 	fmt.Fprintf(w, "Load average at start: %s (2 cores; above about 1.5 the machine was shared and the numbers are noisy).\n\n", r.Load)
+	r.markdownPlain(w)
+	r.markdownPolite(w)
+	r.markdownSlowHost(w)
+	r.markdownQueued(w)
+	r.markdownSinks(w)
+}
+
+func (r *Report) markdownPlain(w io.Writer) {
+	o := r.Opts
+	if len(r.Plain) == 0 {
+		return
+	}
 	fmt.Fprintf(w, "### Plain web: %d hosts x %d pages, %d per host, %s between starts\n\n", o.Hosts, o.PagesPerHost, o.PerHostConcurrency, o.PerHostDelay)
 	fmt.Fprintln(w, "pages/s: unique pages over the server's span (first to last request start); wall: over the crawler's own time, drover's including workflow start and the drain check. CPU s/1k pages: the crawler's process (drover: scheduler, fetchers, workflow worker and in-memory Kafka together); Temporal and RabbitMQ apart. RSS: peak (crawler: Maxrss; brokers: VmHWM, RabbitMQ's since it started, shared with other users).")
 	fmt.Fprintln(w)
@@ -38,6 +50,10 @@ func (r *Report) Markdown(w io.Writer) {
 			perK(res.CPU, res.Pages), brokerPerK(res, res.TemporalCPU), brokerPerK(res, res.RabbitCPU),
 			mb(res.MaxRSS), mb(res.TemporalHWM), mb(res.RabbitHWM), ratioC, ratioR, note(res))
 	}
+}
+
+func (r *Report) markdownPolite(w io.Writer) {
+	o := r.Opts
 	if len(r.Polite) == 0 {
 		return
 	}
@@ -59,6 +75,105 @@ func (r *Report) Markdown(w io.Writer) {
 			res.Name, res.Pages, res.PagesPerSec(), res.Bound, pct, res.WallPagesPerSec(), gap,
 			res.Duplicates, res.Missing, perK(res.CPU, res.Pages), note(res))
 	}
+}
+
+func (r *Report) markdownSlowHost(w io.Writer) {
+	o := r.Opts
+	if len(r.SlowHost) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n### Slow host (issue 3): %d hosts x %d pages at %s, with and without one host of %d URLs (all seeded) at Crawl-delay %s\n\n",
+		o.SlowHosts, o.SlowPages, o.SlowDelay, o.SlowHosts*o.SlowPages, o.SlowCrawlDelay)
+	fmt.Fprintf(w, "fast span: the run's first request (any host) to the last request to a fast host, by the server's clock; each run's campaign gets the stop signal once every fast page was requested. %d per host, fleet %d.\n\n", o.PerHostConcurrency, o.SlowFleet)
+	fmt.Fprintln(w, "shared / other: the fast hosts whose shard queue is the slow host's (frontier.ShardOf) and the rest, and when their last page was requested (from the run's first request). Slow host min gap: between any two requests (robots.txt included) / between pages.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| run | fast pages | missing | fast span | fast pages/s | shared hosts done at | other hosts done at | dup fetches | slow URLs seeded | slow host requests | slow host min gap | CPU s/1k pages | note |")
+	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|")
+	for _, res := range r.SlowHost {
+		pps := 0.0
+		if res.OtherSpan > 0 {
+			pps = float64(res.OtherPages) / res.OtherSpan.Seconds()
+		}
+		slowReq, gap := "-", "-"
+		if res.WithSlow {
+			slowReq = fmt.Sprint(res.SlowRequests)
+			gap = res.SlowMinGap.Round(time.Millisecond).String() + " / " + res.SlowMinPageGap.Round(time.Millisecond).String()
+		}
+		seeded := "-"
+		if res.WithSlow {
+			seeded = fmt.Sprint(res.SlowSeeded)
+		}
+		sharedAt := "-"
+		if res.SharedHosts > 0 {
+			sharedAt = fmt.Sprintf("%d: %s", res.SharedHosts, res.SharedSpan.Round(time.Millisecond))
+		}
+		fmt.Fprintf(w, "| %s | %d | %d | %s | %.0f | %s | %d: %s | %d | %s | %s | %s | %s | %s |\n", res.Name, res.OtherPages, res.OtherMissing,
+			res.OtherSpan.Round(time.Millisecond), pps, sharedAt, o.SlowHosts-res.SharedHosts, res.UnsharedSpan.Round(time.Millisecond), res.Duplicates, seeded, slowReq, gap, perK(res.CPU, res.OtherPages+res.SlowRequests), note(res.Result))
+	}
+	if pct, ok := SlowHostSlowdown(r.SlowHost); ok {
+		verdict := "goal < 10%: met"
+		if pct >= 10 {
+			verdict = "goal < 10%: NOT met"
+		}
+		fmt.Fprintf(w, "\nSlowdown of the fast hosts with the slow host: %+.1f%% (%s).\n", pct, verdict)
+	}
+}
+
+func (r *Report) markdownQueued(w io.Writer) {
+	q := r.Queued
+	if q == nil {
+		return
+	}
+	fmt.Fprintf(w, "\n### Queued backlog (issue 3): %d URLs over %d hosts in one campaign's shard queues\n\n", q.URLs, q.Hosts)
+	fmt.Fprintf(w, "A scheduler binary with one fetcher session that never gives credit, for %s: it fills its prefetch window, holds up to holdWindow per host and parks the rest. RSS from /proc/PID/status. Seen-set: the same URLs marked queued in a fresh LogSeen.\n\n", q.Hold)
+	fmt.Fprintln(w, "| URLs | publish (confirmed) | scheduler VmRSS MB | max VmRSS MB | VmHWM MB | goal | held | acked | parked (published) | still queued | RabbitMQ VmRSS MB before / after publish | seen-set bytes/URL | seen µs/mark | note |")
+	fmt.Fprintln(w, "|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|---|")
+	goal := "< 256 MB: met"
+	if q.HWM >= 256<<20 || q.HWM == 0 {
+		goal = "< 256 MB: NOT met"
+	}
+	perURL := "-"
+	if q.URLs > 0 && q.SeenBytes > 0 {
+		perURL = fmt.Sprintf("%.1f", float64(q.SeenBytes)/float64(q.URLs))
+	}
+	e := ""
+	if q.Err != "" {
+		e = "error: " + strings.ReplaceAll(firstLine(q.Err), "|", "/")
+	}
+	fmt.Fprintf(w, "| %d | %s (%.0f/s) | %s | %s | %s | %s | %d | %d | %d | %d | %s / %s | %s | %.2f | %s |\n", q.URLs,
+		q.Publish.Round(100*time.Millisecond), float64(q.URLs)/max(q.Publish.Seconds(), 1e-9), mb(q.RSS), mb(q.MaxRSS), mb(q.HWM), goal,
+		q.Stats.Held, q.Stats.Acked, q.Stats.Published, q.Stats.Queued, mb(q.RabbitRSS0), mb(q.RabbitRSS1), perURL,
+		float64(q.SeenPerMark.Nanoseconds())/1e3, e)
+}
+
+func (r *Report) markdownSinks(w io.Writer) {
+	o := r.Opts
+	if len(r.Sinks) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n### Sinks (issue 6): %d goroutines storing %d-byte pages for %s, each Store waited for (durable)\n\n", o.SinkWriters, o.SinkPageBytes, o.SinkDuration)
+	fmt.Fprintln(w, "MB/s: body bytes (10^6) per second. CPU: the child process (for Kafka, the in-memory broker is in it too; PostgreSQL's server is not).")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| sink | records | records/s | MB/s | Store p50 | Store p99 | CPU s/1k records | peak RSS MB | on disk MB | note |")
+	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|---|")
+	for _, res := range r.Sinks {
+		disk := "-"
+		if res.DiskBytes > 0 {
+			disk = fmt.Sprintf("%.1f", float64(res.DiskBytes)/1e6)
+		}
+		fmt.Fprintf(w, "| %s | %d | %.0f | %.1f | %s | %s | %s | %s | %s | %s |\n", res.Name, res.Records, res.RecordsPerSec(), res.MBPerSec(),
+			res.P50.Round(100*time.Microsecond), res.P99.Round(100*time.Microsecond), perK(res.CPU, int(res.Records)), mb(res.MaxRSS), disk, note(res))
+	}
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 120 {
+		s = s[:120] + "..."
+	}
+	return s
 }
 
 func ratio(a, b float64) string {

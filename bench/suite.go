@@ -37,6 +37,32 @@ type Options struct {
 	CPUProfile   string
 	ProfileFleet int
 
+	// Scenario 3 (issue 3), the slow host: SlowHosts x SlowPages at
+	// SlowDelay, crawled alone and with one more host of SlowHosts x
+	// SlowPages URLs (all seeded) behind robots.txt Crawl-delay
+	// SlowCrawlDelay; SlowFleet fetchers.
+	SlowHosts, SlowPages int
+	SlowDelay            time.Duration
+	SlowCrawlDelay       time.Duration
+	SlowFleet            int
+
+	// Scenario 4 (issue 3), a backlog: QueuedURLs over QueuedHosts in one
+	// campaign's shard queues, a scheduler holding them for QueuedHold.
+	QueuedURLs, QueuedHosts int
+	QueuedHold              time.Duration
+
+	// Scenario 5 (issue 6), the sinks: SinkWriters goroutines storing
+	// SinkPageBytes pages for SinkDuration into each of Sinks.
+	Sinks         []string
+	SinkWriters   int
+	SinkPageBytes int
+	SinkDuration  time.Duration
+	PostgresURI   string
+
+	// Scenarios selects what runs: plain, polite, slowhost, queued, sinks
+	// (nil: all).
+	Scenarios []string
+
 	// Timeout bounds each crawl; the child is killed a minute after it.
 	Timeout time.Duration
 	// Log receives progress lines.
@@ -56,18 +82,37 @@ func DefaultOptions() Options {
 		PoliteDelay:  250 * time.Millisecond,
 		PoliteFleet:  4,
 		ProfileFleet: 4,
-		Timeout:      10 * time.Minute,
-		Log:          os.Stderr,
+		SlowHosts:    9, SlowPages: 500,
+		SlowDelay:      10 * time.Millisecond,
+		SlowCrawlDelay: time.Second,
+		SlowFleet:      4,
+		QueuedURLs:     1_000_000, QueuedHosts: 10_000,
+		QueuedHold:    20 * time.Second,
+		Sinks:         sinkKinds,
+		SinkWriters:   64,
+		SinkPageBytes: 8192,
+		SinkDuration:  15 * time.Second,
+		PostgresURI:   "postgres://postgres@127.0.0.1:5432/test?sslmode=disable",
+		Timeout:       10 * time.Minute,
+		Log:           os.Stderr,
 	}
 }
 
+// AllScenarios are the suite's scenarios, in the order they run.
+var AllScenarios = []string{"plain", "polite", "slowhost", "queued", "sinks"}
+
+func (o Options) runs(s string) bool { return o.Scenarios == nil || slices.Contains(o.Scenarios, s) }
+
 // Report holds every run of the suite.
 type Report struct {
-	Opts   Options
-	Plain  []Result // drover fleets, colly, raw
-	Polite []Result // drover, colly
-	Start  time.Time
-	Load   string // /proc/loadavg at the start
+	Opts     Options
+	Plain    []Result // drover fleets, colly, raw
+	Polite   []Result // drover, colly
+	SlowHost []SlowHostResult
+	Queued   *QueuedResult
+	Sinks    []Result
+	Start    time.Time
+	Load     string // /proc/loadavg at the start
 }
 
 // Run runs every contender on a fresh instance of each web, one at a time.
@@ -95,6 +140,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		run{"colly v2 (async), #fragments stripped", Job{Kind: KindColly, PerHostConcurrency: o.PerHostConcurrency, PerHostDelay: o.PerHostDelay, StripFragments: true}},
 		run{"raw GETs (ceiling)", Job{Kind: KindRaw, PerHostConcurrency: o.PerHostConcurrency, Concurrency: o.Hosts * o.PerHostConcurrency}},
 	)
+	if !o.runs("plain") {
+		runs = nil
+	}
 	for _, r := range runs {
 		res, err := o.runOne(ctx, plain, r.name, r.job)
 		if err != nil {
@@ -102,7 +150,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 		rep.Plain = append(rep.Plain, res)
 	}
-	if o.PoliteHosts > 0 {
+	if o.PoliteHosts > 0 && o.runs("polite") {
 		polite := testweb.Config{Hosts: o.PoliteHosts, PagesPerHost: o.PolitePages, CrossHost: true, Base: 78}
 		bound := float64(o.PoliteHosts) / o.PoliteDelay.Seconds()
 		for _, r := range []run{
@@ -118,6 +166,28 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			}
 			rep.Polite = append(rep.Polite, res)
 		}
+	}
+	if o.SlowHosts > 0 && o.runs("slowhost") {
+		res, err := o.runSlowHost(ctx)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("slow host: %w", err))
+		}
+		rep.SlowHost = res
+	}
+	if o.QueuedURLs > 0 && o.runs("queued") {
+		res, err := o.runQueued(ctx)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("queued: %w", err))
+			res.Err = err.Error()
+		}
+		rep.Queued = &res
+	}
+	if len(o.Sinks) > 0 && o.runs("sinks") {
+		res, err := o.runSinks(ctx)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		rep.Sinks = res
 	}
 	return rep, errors.Join(errs...)
 }
@@ -170,9 +240,16 @@ func (o Options) runOne(ctx context.Context, cfg testweb.Config, name string, j 
 	return res, err
 }
 
-// child runs j in `Exe -child`, killed a minute after its timeout.
+// child runs j in `Exe -child`, killed two minutes after its timeout.
 func (o Options) child(ctx context.Context, j Job) (Result, error) {
+	return o.childStop(ctx, j, nil)
+}
+
+// childStop is child; with stop non-nil the child's stdin stays open after
+// the job (Job.StopOnEOF) and is closed when stop is.
+func (o Options) childStop(ctx context.Context, j Job, stop <-chan struct{}) (Result, error) {
 	var res Result
+	j.StopOnEOF = stop != nil
 	in, err := json.Marshal(j)
 	if err != nil {
 		return res, err
@@ -180,11 +257,33 @@ func (o Options) child(ctx context.Context, j Job) (Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, j.Timeout+2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, o.Exe, "-child")
-	cmd.Stdin = bytes.NewReader(in)
+	var stdin io.WriteCloser
+	if stop == nil {
+		cmd.Stdin = bytes.NewReader(in)
+	} else if stdin, err = cmd.StdinPipe(); err != nil {
+		return res, err
+	}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, o.Log
 	cmd.WaitDelay = 10 * time.Second
-	runErr := cmd.Run()
+	if err := cmd.Start(); err != nil {
+		return res, err
+	}
+	exited := make(chan struct{})
+	if stdin != nil {
+		go func() {
+			if _, err := stdin.Write(in); err != nil {
+				return
+			}
+			select {
+			case <-stop:
+			case <-exited:
+			}
+			stdin.Close()
+		}()
+	}
+	runErr := cmd.Wait()
+	close(exited)
 	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
 		return Result{}, fmt.Errorf("child %s: %v; no result: %w", j.Kind, runErr, err)
 	}

@@ -1,7 +1,9 @@
 // Command bench runs drover's benchmark suite (issue 7): drover's whole
 // pipeline at several fleet sizes, Colly v2 and plain GETs on the same test
-// web, then drover and Colly on a politeness-bound web; it prints a
-// markdown table and writes it to -out. `make bench` runs it.
+// web, then drover and Colly on a politeness-bound web; then issue 3's slow
+// host and queued backlog, and issue 6's sink throughput (-scenarios picks
+// some). It prints markdown tables and writes them to -out. `make bench`
+// runs it.
 //
 // With -child it runs one contender, a JSON job on stdin and a JSON result
 // on stdout; the suite starts itself that way for every run.
@@ -14,6 +16,7 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -36,7 +39,37 @@ func main() {
 	flag.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the drover run with -profile-fleet fetchers to this file")
 	flag.IntVar(&o.ProfileFleet, "profile-fleet", o.ProfileFleet, "fleet size of the profiled drover run")
 	flag.DurationVar(&o.Timeout, "timeout", o.Timeout, "bound of each crawl")
+	scenarios := flag.String("scenarios", strings.Join(bench.AllScenarios, ","), "scenarios to run, comma-separated: "+strings.Join(bench.AllScenarios, ", "))
+	flag.IntVar(&o.SlowHosts, "slow-hosts", o.SlowHosts, "fast hosts of the slow-host scenario (the slow host holds as many URLs as all of them)")
+	flag.IntVar(&o.SlowPages, "slow-pages", o.SlowPages, "pages per fast host of the slow-host scenario")
+	flag.DurationVar(&o.SlowDelay, "slow-delay", o.SlowDelay, "per-host delay of the slow-host scenario's campaign")
+	flag.DurationVar(&o.SlowCrawlDelay, "slow-crawl-delay", o.SlowCrawlDelay, "robots.txt Crawl-delay of the slow host")
+	flag.IntVar(&o.SlowFleet, "slow-fleet", o.SlowFleet, "drover fleet size of the slow-host scenario")
+	flag.IntVar(&o.QueuedURLs, "queued", o.QueuedURLs, "URLs published into the queued-backlog scenario's campaign")
+	flag.IntVar(&o.QueuedHosts, "queued-hosts", o.QueuedHosts, "hosts those URLs spread over")
+	flag.DurationVar(&o.QueuedHold, "queued-hold", o.QueuedHold, "how long the scheduler holds the backlog before its RSS is read")
+	sinks := flag.String("sinks", strings.Join(o.Sinks, ","), "sinks of the sink scenario, comma-separated (kafka, warc, postgres)")
+	flag.IntVar(&o.SinkWriters, "sink-writers", o.SinkWriters, "concurrent Store callers per sink")
+	flag.IntVar(&o.SinkPageBytes, "sink-page-bytes", o.SinkPageBytes, "body bytes of each stored page")
+	flag.DurationVar(&o.SinkDuration, "sink-duration", o.SinkDuration, "how long each sink is written to")
+	flag.StringVar(&o.PostgresURI, "postgres", o.PostgresURI, "PostgreSQL of the sink scenario (a table of its own, dropped after)")
 	flag.Parse()
+	o.Scenarios = nil
+	for _, s := range strings.Split(*scenarios, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		if !slices.Contains(bench.AllScenarios, s) {
+			log.Fatalf("-scenarios: %q is not one of %s", s, strings.Join(bench.AllScenarios, ", "))
+		}
+		o.Scenarios = append(o.Scenarios, s)
+	}
+	o.Sinks = nil
+	for _, s := range strings.Split(*sinks, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			o.Sinks = append(o.Sinks, s)
+		}
+	}
 	if u := os.Getenv("AMQP_URL"); u != "" {
 		o.AMQPURL = u
 	}

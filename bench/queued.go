@@ -1,0 +1,295 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/frontier"
+)
+
+// QueuedResult is the queued-URLs scenario (issue 3): a scheduler's memory
+// with a large backlog in its campaign's shard queues, and the seen-set's
+// size per URL.
+type QueuedResult struct {
+	URLs, Hosts int
+	Publish     time.Duration // publishing every URL, confirmed
+	Hold        time.Duration // how long the scheduler ran with the backlog
+	// The scheduler process (/proc/PID/status): VmRSS at the end and the
+	// largest seen while sampling; VmHWM its peak.
+	RSS, MaxRSS, HWM int64
+	// What the scheduler reported (control Stats) at the end.
+	Stats frontier.Stats
+	// RabbitMQ's VmRSS before publishing and with the backlog queued (the
+	// shared broker: anyone else's queues count too).
+	RabbitRSS0, RabbitRSS1 int64
+	// The seen-set: URLs marked queued in a fresh LogSeen, its files' bytes
+	// and the time per mark.
+	SeenBytes   int64
+	SeenPerMark time.Duration
+	Err         string
+}
+
+// runQueued publishes QueuedURLs URL messages (frontier's message body,
+// {"u":"..."}, persistent, priority 9 as a depth-0 URL under bfs) over
+// QueuedHosts hosts into a fresh campaign's shard queues, host after host,
+// with publisher confirms; starts a scheduler binary (go build ./scheduler)
+// as a child process; opens one fetcher session that never gives credit,
+// so nothing is leased: the scheduler fills its prefetch window, holds each
+// host's URLs up to holdWindow ahead and parks the rest. After QueuedHold it
+// reads the scheduler's VmRSS and VmHWM. Then it deletes the campaign's
+// queues, and marks the same URLs queued in a fresh LogSeen to report its
+// bytes per URL.
+func (o Options) runQueued(ctx context.Context) (res QueuedResult, err error) {
+	res.URLs, res.Hosts, res.Hold = o.QueuedURLs, o.QueuedHosts, o.QueuedHold
+	dir, err := os.MkdirTemp("", "drover-bench-queued-")
+	if err != nil {
+		return res, err
+	}
+	defer os.RemoveAll(dir)
+	bin := filepath.Join(dir, "scheduler")
+	fmt.Fprintf(o.Log, "bench: queued: building the scheduler ...\n")
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/drover-crawl/drover/scheduler").CombinedOutput(); err != nil {
+		return res, fmt.Errorf("go build ./scheduler: %v: %s", err, out)
+	}
+	conn, err := amqp.Dial(o.AMQPURL)
+	if err != nil {
+		return res, fmt.Errorf("RabbitMQ at %s: %w", o.AMQPURL, err)
+	}
+	defer conn.Close()
+	id := fmt.Sprintf("bench-queued-%d", time.Now().UnixNano())
+	topo := frontier.Topology{Campaign: id}
+	ch, err := conn.Channel()
+	if err != nil {
+		return res, err
+	}
+	if err := topo.Declare(ch); err != nil {
+		return res, err
+	}
+	defer func() {
+		// A fresh connection: the scheduler's end may have closed nothing of
+		// ours, but a failed publish closes its channel.
+		if derr := topo.Delete(conn); derr != nil {
+			err = errors.Join(err, fmt.Errorf("delete campaign queues: %w", derr))
+		} else {
+			fmt.Fprintf(o.Log, "bench: queued: deleted the queues of %s\n", id)
+		}
+	}()
+	if err := ch.Confirm(false); err != nil {
+		return res, err
+	}
+	rabbit := rabbitPID()
+	res.RabbitRSS0, _ = procStatusBytes(rabbit, "VmRSS:")
+	fmt.Fprintf(o.Log, "bench: queued: publishing %d URLs over %d hosts into %s ...\n", o.QueuedURLs, o.QueuedHosts, id)
+	start := time.Now()
+	if err := publishURLs(ctx, ch, topo, o.QueuedURLs, o.QueuedHosts, o.Log); err != nil {
+		return res, err
+	}
+	res.Publish = time.Since(start)
+	res.RabbitRSS1, _ = procStatusBytes(rabbit, "VmRSS:")
+	fmt.Fprintf(o.Log, "bench: queued: published in %s (%.0f/s)\n", res.Publish.Round(time.Millisecond), float64(o.QueuedURLs)/res.Publish.Seconds())
+
+	if err := o.holdScheduler(ctx, bin, dir, id, &res); err != nil {
+		return res, err
+	}
+
+	// The seen-set, apart from the scheduler.
+	seen, err := frontier.OpenLogSeen(filepath.Join(dir, "seen-measure"))
+	if err != nil {
+		return res, err
+	}
+	keys := make([]frontier.Key, 0, 1000)
+	start = time.Now()
+	for i := range o.QueuedURLs {
+		keys = append(keys, frontier.KeyOf(queuedURL(i, o.QueuedURLs, o.QueuedHosts)))
+		if len(keys) == cap(keys) || i == o.QueuedURLs-1 {
+			if err := seen.MarkQueued(id, keys); err != nil {
+				seen.Close()
+				return res, err
+			}
+			keys = keys[:0]
+		}
+	}
+	res.SeenPerMark = time.Since(start) / time.Duration(max(o.QueuedURLs, 1))
+	if err := seen.Close(); err != nil {
+		return res, err
+	}
+	res.SeenBytes = seen.DiskBytes()
+	return res, nil
+}
+
+// queuedURL is URL i of n over hosts hosts, host after host.
+func queuedURL(i, n, hosts int) string {
+	per := max(n/max(hosts, 1), 1)
+	return fmt.Sprintf("http://host%d.example/p/%d", i/per, i%per)
+}
+
+// publishURLs publishes n URL messages with confirms, in batches.
+func publishURLs(ctx context.Context, ch *amqp.Channel, topo frontier.Topology, n, hosts int, log interface{ Write([]byte) (int, error) }) error {
+	const batch = 2000
+	confirms := make([]*amqp.DeferredConfirmation, 0, batch)
+	type msg struct {
+		U string `json:"u"`
+	}
+	next := time.Now().Add(10 * time.Second)
+	for i := 0; i < n; {
+		confirms = confirms[:0]
+		for ; i < n && len(confirms) < batch; i++ {
+			u := queuedURL(i, n, hosts)
+			body, _ := json.Marshal(msg{U: u})
+			host := u[len("http://") : strings.Index(u[len("http://"):], "/")+len("http://")]
+			dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", topo.Shard(frontier.ShardOf(host)), false, false, amqp.Publishing{
+				ContentType: "application/json", DeliveryMode: amqp.Persistent, Priority: frontier.MaxPriority,
+				Timestamp: time.Now(), Body: body,
+			})
+			if err != nil {
+				return fmt.Errorf("publish: %w", err)
+			}
+			confirms = append(confirms, dc)
+		}
+		for _, dc := range confirms {
+			ok, err := dc.WaitContext(ctx)
+			if err != nil {
+				return fmt.Errorf("confirm: %w", err)
+			}
+			if !ok {
+				return errors.New("publish nacked by RabbitMQ")
+			}
+		}
+		if time.Now().After(next) {
+			fmt.Fprintf(log, "bench: queued: %d/%d published\n", i, n)
+			next = time.Now().Add(10 * time.Second)
+		}
+	}
+	return nil
+}
+
+// holdScheduler runs the scheduler binary with one credit-less session for
+// QueuedHold and samples its memory.
+func (o Options) holdScheduler(ctx context.Context, bin, dir, id string, res *QueuedResult) error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	logf, err := os.Create(filepath.Join(dir, "scheduler.log"))
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	cmd := exec.Command(bin, "-listen", addr, "-seen", filepath.Join(dir, "seen-scheduler"))
+	cmd.Env = append(os.Environ(), "AMQP_URL="+o.AMQPURL, "DROVER_TOKEN=")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		select {
+		case <-exited:
+			return
+		default:
+		}
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	}()
+	schedLog := func() string {
+		b, _ := os.ReadFile(filepath.Join(dir, "scheduler.log"))
+		if len(b) > 2000 {
+			b = b[len(b)-2000:]
+		}
+		return string(b)
+	}
+	cfg := campaign.Config{ID: id, Seeds: []string{"http://host0.example/"}, Sinks: []string{"warc:/unused"}}.WithDefaults()
+	var sess *frontier.Session
+	for deadline := time.Now().Add(15 * time.Second); ; {
+		sess, err = frontier.DialSession(ctx, addr, frontier.DevToken, "bench-queued", cfg, 32)
+		if err == nil {
+			break
+		}
+		select {
+		case e := <-exited:
+			return fmt.Errorf("scheduler exited: %v\n%s", e, schedLog())
+		default:
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no session with the scheduler: %w\n%s", err, schedLog())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	defer sess.Close()
+	pid := cmd.Process.Pid
+	fmt.Fprintf(o.Log, "bench: queued: scheduler pid %d holding for %s, no credit given ...\n", pid, o.QueuedHold)
+	ctl, err := frontier.DialControl(ctx, addr, frontier.DevToken)
+	if err != nil {
+		return err
+	}
+	defer ctl.Close()
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	end := time.Now().Add(o.QueuedHold)
+	for time.Now().Before(end) {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case e := <-exited:
+			exited <- e
+			return fmt.Errorf("scheduler exited: %v\n%s", e, schedLog())
+		case <-t.C:
+		}
+		rss, _ := procStatusBytes(pid, "VmRSS:")
+		res.MaxRSS = max(res.MaxRSS, rss)
+	}
+	res.RSS, _ = procStatusBytes(pid, "VmRSS:")
+	res.HWM, _ = procStatusBytes(pid, "VmHWM:")
+	res.MaxRSS = max(res.MaxRSS, res.RSS)
+	if st, err := ctl.Stats(ctx, id); err == nil {
+		res.Stats = st
+	} else {
+		fmt.Fprintf(o.Log, "bench: queued: stats: %v\n", err)
+	}
+	fmt.Fprintf(o.Log, "bench: queued: scheduler VmRSS %s MB (max %s), VmHWM %s MB; held %d, acked %d, published (parked) %d, queued %d\n",
+		mb(res.RSS), mb(res.MaxRSS), mb(res.HWM), res.Stats.Held, res.Stats.Acked, res.Stats.Published, res.Stats.Queued)
+	return nil
+}
+
+// procStatusBytes reads a kB field of /proc/PID/status ("VmRSS:").
+func procStatusBytes(pid int, field string) (int64, error) {
+	if pid == 0 {
+		return 0, errors.New("no pid")
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, field); ok {
+			f := strings.Fields(v)
+			if len(f) == 0 {
+				break
+			}
+			kb, err := strconv.ParseInt(f[0], 10, 64)
+			return kb * 1024, err
+		}
+	}
+	return 0, fmt.Errorf("/proc/%d/status: no %s", pid, field)
+}
