@@ -62,7 +62,12 @@ type campaignActor struct {
 
 	consumeCh *amqp.Channel
 	consuming bool
-	idleSince time.Time
+
+	// publishing holds the links being published (not yet marked queued),
+	// shared by the record goroutines.
+	publishingMu sync.Mutex
+	publishing   map[Key]bool
+	idleSince    time.Time
 
 	// counters (atomic: Stats reads them from the request goroutine too).
 	// unacked counts deliveries received and not yet settled (acked,
@@ -85,20 +90,21 @@ func newCampaignActor(srv *Server, cfg campaign.Config) (*campaignActor, error) 
 		return nil, err
 	}
 	a := &campaignActor{
-		scope:    scope,
-		srv:      srv,
-		cfg:      cfg,
-		topo:     Topology{Campaign: cfg.ID},
-		policy:   p,
-		log:      srv.log.With("campaign", cfg.ID),
-		events:   make(chan func(), 1024),
-		done:     make(chan struct{}),
-		hosts:    map[string]*host{},
-		ready:    hostHeap{ready: true},
-		sessions: map[*session]struct{}{},
-		leases:   map[uint64]*lease{},
-		held:     map[Key]*entry{},
-		timer:    time.NewTimer(time.Hour),
+		scope:      scope,
+		srv:        srv,
+		cfg:        cfg,
+		topo:       Topology{Campaign: cfg.ID},
+		policy:     p,
+		log:        srv.log.With("campaign", cfg.ID),
+		events:     make(chan func(), 1024),
+		done:       make(chan struct{}),
+		hosts:      map[string]*host{},
+		ready:      hostHeap{ready: true},
+		sessions:   map[*session]struct{}{},
+		leases:     map[uint64]*lease{},
+		held:       map[Key]*entry{},
+		publishing: map[Key]bool{},
+		timer:      time.NewTimer(time.Hour),
 	}
 	go a.loop()
 	return a, nil
@@ -778,11 +784,11 @@ func (a *campaignActor) publishLinks(ctx context.Context, jobs []recordJob) erro
 				continue
 			}
 			seen[k] = true
-			keys = append(keys, k)
 			host, err := fetch.HostKey(l.URL)
 			if err != nil {
 				continue
 			}
+			keys = append(keys, k)
 			depth := j.e.msg.Depth + 1
 			if l.Hops > 0 {
 				depth = j.e.msg.Depth // a redirect does not go deeper
@@ -799,17 +805,30 @@ func (a *campaignActor) publishLinks(ctx context.Context, jobs []recordJob) erro
 	if err != nil {
 		return fmt.Errorf("seen store: %w", err)
 	}
+	// A link another outcome of this campaign is publishing right now is
+	// left to that publish: if it fails, its parent's delivery goes back
+	// and the link is found again, so skipping it here loses nothing.
 	var newKeys []Key
 	var newMsgs []outMsg
+	a.publishingMu.Lock()
 	for i := range msgs {
-		if !queued[i] {
+		if !queued[i] && !a.publishing[keys[i]] {
+			a.publishing[keys[i]] = true
 			newKeys = append(newKeys, keys[i])
 			newMsgs = append(newMsgs, msgs[i])
 		}
 	}
+	a.publishingMu.Unlock()
 	if len(newMsgs) == 0 {
 		return nil
 	}
+	defer func() {
+		a.publishingMu.Lock()
+		for _, k := range newKeys {
+			delete(a.publishing, k)
+		}
+		a.publishingMu.Unlock()
+	}()
 	if err := a.srv.pub.publish(ctx, newMsgs); err != nil {
 		return err
 	}
@@ -830,7 +849,9 @@ func (a *campaignActor) park(e *entry, wait time.Duration, attempt, lost int, wh
 	if why != "" {
 		hdr[hdrError] = why
 	}
-	msg := outMsg{exchange: a.topo.Park(i), key: a.topo.Shard(e.shard), msg: encodeMsg(e.msg, e.d.Priority, hdr)}
+	// A parked URL comes back at the lowest priority: a slow host's
+	// backlog must not come back ahead of the other hosts of its shard.
+	msg := outMsg{exchange: a.topo.Park(i), key: a.topo.Shard(e.shard), msg: encodeMsg(e.msg, 0, hdr)}
 	a.repost(e, msg)
 }
 

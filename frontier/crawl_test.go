@@ -185,6 +185,14 @@ func TestCrawlCompletes(t *testing.T) {
 	startFleet(t, cfg, []string{sched.addr}, sk, 3)
 	st := waitDrained(t, []string{sched.addr}, cfg.ID, 2*time.Minute)
 	checkCrawl(t, web, sk, true)
+	t.Logf("frontier: %d fetched, %d published, %d duplicate deliveries, %d acked", st.Fetched, st.Published, st.Duplicates, st.Acked)
+	// One scheduler: a link being published by one outcome is not
+	// published again by another, so every URL is queued once: each page
+	// but the seeds, and each disallowed URL (robots.txt is applied when
+	// the URL's turn comes).
+	if want := st.Fetched - int64(len(cfg.Seeds)) + st.Disallowed; st.Duplicates != 0 || st.Published != want {
+		t.Errorf("%d links published, want %d (%d pages, %d seeds, %d disallowed); %d duplicate deliveries", st.Published, want, st.Fetched, len(cfg.Seeds), st.Disallowed, st.Duplicates)
+	}
 	if st.Fetched != int64(len(web.Pages())) {
 		t.Errorf("scheduler counted %d pages fetched, the web served %d", st.Fetched, len(web.Pages()))
 	}
