@@ -605,6 +605,10 @@ func (a *campaignActor) onOutcomes(s *session, items []Outcome) {
 		}
 		a.endLease(l, now)
 		h := l.h
+		if l.e == nil {
+			// robots.txt may set a Crawl-delay: apply it before spacing.
+			a.onRobots(h, o, now)
+		}
 		// Space request starts: the request started no later than now-Took
 		// (Took is measured from after the request), whatever the lease's
 		// transit; an outcome without Took counts from now.
@@ -612,7 +616,7 @@ func (a *campaignActor) onOutcomes(s *session, items []Outcome) {
 			h.next = start.Add(h.delay)
 		}
 		if l.e == nil {
-			a.onRobots(h, o, now)
+			a.trimHost(h, now)
 			a.place(h, now)
 			continue
 		}
@@ -722,6 +726,33 @@ func (a *campaignActor) seedSitemaps(h *host, urls []string) {
 			a.log.Error("queueing sitemaps failed", "host", h.name, "err", err)
 		}
 	}()
+}
+
+// trimHost parks the URLs h holds beyond holdWindow of its current pace
+// (a robots.txt Crawl-delay can turn a few seconds of backlog into
+// minutes): held, they would fill their shard's prefetch window and starve
+// the other hosts of the shard.
+func (a *campaignActor) trimHost(h *host, now time.Time) {
+	conc := max(h.conc, 1)
+	keep := conc
+	if h.delay > 0 {
+		keep = max(conc, int(holdWindow/h.delay)*conc)
+	}
+	if len(h.queue) <= keep {
+		return
+	}
+	var kept entryHeap
+	for i := 0; len(h.queue) > 0; i++ {
+		e := heap.Pop(&h.queue).(*entry)
+		if i < keep {
+			kept = append(kept, e)
+			continue
+		}
+		delete(a.held, e.key)
+		a.park(e, time.Duration(i/conc)*h.delay, e.attempt, e.lost, "")
+	}
+	heap.Init(&kept)
+	h.queue = kept
 }
 
 // parkHost parks every URL h holds: its next request is too far away.
