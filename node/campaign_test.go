@@ -80,10 +80,11 @@ func ctStartedSessions(t *testing.T, c client.Client, id string) (map[string]int
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	d, err := c.DescribeWorkflowExecution(ctx, id, "")
+	desc, err := c.DescribeWorkflow(ctx, id, "")
 	if err != nil {
 		return nil, 0, err
 	}
+	d := desc.RawResponse
 	by := map[string]int{}
 	n := 0
 	for _, pa := range d.GetPendingActivities() {

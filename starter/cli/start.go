@@ -20,11 +20,10 @@ import (
 // startFlags are the flags of `starter start`, bound before parsing; only
 // those given on the command line override the -f file.
 type startFlags struct {
-	file     string
-	wait     bool
-	json     bool
-	cfg      campaign.Config
-	fetchers int
+	file string
+	wait bool
+	json bool
+	cfg  campaign.Config
 }
 
 func (a *App) startCommand() *cobra.Command {

@@ -92,10 +92,11 @@ func (t *temporalClient) Start(ctx context.Context, req StartRequest) (string, e
 }
 
 func (t *temporalClient) Describe(ctx context.Context, id string) (Execution, error) {
-	resp, err := t.c.DescribeWorkflowExecution(ctx, id, "")
+	desc, err := t.c.DescribeWorkflow(ctx, id, "")
 	if err != nil {
 		return Execution{}, translate(err)
 	}
+	resp := desc.RawResponse
 	ex := execution(resp.GetWorkflowExecutionInfo())
 	for _, pa := range resp.GetPendingActivities() {
 		ex.Pending = append(ex.Pending, pendingActivity(pa))
