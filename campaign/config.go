@@ -258,34 +258,45 @@ func CheckSinkURI(s string) error {
 	case strings.HasPrefix(s, "kafka://"), strings.HasPrefix(s, "postgres://"), strings.HasPrefix(s, "postgresql://"):
 		u, err := url.Parse(s)
 		if err != nil {
-			return fmt.Errorf("sink %q: not a valid URI: %v", redact(s), err)
+			return fmt.Errorf("sink %q: not a valid URI: %v", Redact(s), err)
 		}
 		if _, has := u.User.Password(); has {
-			return fmt.Errorf("sink %q: must not carry a password (the Web UI shows a campaign's config); give credentials to the worker through its environment (PGPASSWORD, KAFKA_* variables)", u.Redacted())
+			return fmt.Errorf("sink %q: must not carry a password (the Web UI shows a campaign's config); give credentials to the worker through its environment (PGPASSWORD, KAFKA_* variables)", Redact(s))
 		}
 		if u.Query().Has("password") {
-			return fmt.Errorf("sink %q: must not carry a password parameter; give credentials to the worker through its environment", redact(s))
+			return fmt.Errorf("sink %q: must not carry a password parameter; give credentials to the worker through its environment", Redact(s))
 		}
 		if u.Scheme == "kafka" && strings.Trim(u.Path, "/") == "" {
 			return fmt.Errorf("sink %q: must be kafka://HOST:PORT/TOPIC (or kafka:///TOPIC for the worker's KAFKA_BROKERS)", s)
 		}
 		return nil
 	default:
-		return fmt.Errorf("sink %q: unknown kind; use kafka://HOST:PORT/TOPIC, warc:DIR or postgres://HOST/DB", redact(s))
+		return fmt.Errorf("sink %q: unknown kind; use kafka://HOST:PORT/TOPIC, warc:DIR or postgres://HOST/DB", Redact(s))
 	}
 }
 
-// redact hides a URI's password, in its user info or its query.
-func redact(s string) string {
+// Redact returns a URI with its password, in its user info or as a
+// password= query parameter, replaced by ***, for messages and logs.
+func Redact(s string) string {
 	u, err := url.Parse(s)
 	if err != nil {
 		return "(unparseable URI)"
 	}
 	if q := u.Query(); q.Has("password") {
-		q.Set("password", "xxxxx")
-		u.RawQuery = q.Encode()
+		q.Set("password", "***")
+		u.RawQuery = strings.ReplaceAll(q.Encode(), "%2A%2A%2A", "***")
 	}
-	return u.Redacted()
+	if u.User == nil {
+		return u.String()
+	}
+	if _, ok := u.User.Password(); !ok {
+		return u.String()
+	}
+	// Built by hand: url.UserPassword would percent-encode the asterisks.
+	user := u.User.Username()
+	u.User = nil
+	scheme, rest, _ := strings.Cut(u.String(), "://")
+	return scheme + "://" + url.User(user).String() + ":***@" + rest
 }
 
 // PolitenessFor returns the delay and concurrency for a host: a HostRule

@@ -59,3 +59,18 @@ func TestPolitenessFor(t *testing.T) {
 		t.Errorf("default: %s, %d", d, n)
 	}
 }
+
+func TestRedact(t *testing.T) {
+	for in, want := range map[string]string{
+		"amqp://guest:guest@127.0.0.1:5672/":    "amqp://guest:***@127.0.0.1:5672/",
+		"amqp://u%40x:p%3Aw@host/vhost":         "amqp://u%40x:***@host/vhost",
+		"amqp://127.0.0.1:5672/":                "amqp://127.0.0.1:5672/",
+		"amqp://guest@127.0.0.1/":               "amqp://guest@127.0.0.1/",
+		"postgres://db/crawl?password=hunter2":  "postgres://db/crawl?password=***",
+		"postgres://u:pw@db/crawl?password=pw2": "postgres://u:***@db/crawl?password=***",
+	} {
+		if got := Redact(in); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

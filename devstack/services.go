@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/drover-crawl/drover/campaign"
 	"net"
 	"net/url"
 	"os/exec"
@@ -31,7 +32,7 @@ func CheckRabbitMQ(ctx context.Context, amqpURL string) error {
 	defer cancel()
 	if err := dialAMQP(ctx, amqpURL); err != nil {
 		return fmt.Errorf("RabbitMQ at %s unreachable: %s. Start it with `rabbitmq-server -detached` "+
-			"(Debian/Ubuntu: `apt-get install rabbitmq-server`), or set AMQP_URL", RedactURL(amqpURL), oneLine(err))
+			"(Debian/Ubuntu: `apt-get install rabbitmq-server`), or set AMQP_URL", campaign.Redact(amqpURL), oneLine(err))
 	}
 	return nil
 }
@@ -53,7 +54,7 @@ func EnsureRabbitMQ(ctx context.Context, amqpURL string) error {
 	// -detached returns once the node is forked; it answers a few seconds later.
 	if out, runErr := exec.CommandContext(startCtx, bin, "-detached").CombinedOutput(); runErr != nil {
 		return fmt.Errorf("RabbitMQ at %s unreachable and `rabbitmq-server -detached` failed: %v: %s",
-			RedactURL(amqpURL), runErr, oneLine(errors.New(strings.TrimSpace(string(out)))))
+			campaign.Redact(amqpURL), runErr, oneLine(errors.New(strings.TrimSpace(string(out)))))
 	}
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
@@ -65,7 +66,7 @@ func EnsureRabbitMQ(ctx context.Context, amqpURL string) error {
 		select {
 		case <-startCtx.Done():
 			return fmt.Errorf("RabbitMQ at %s did not answer within %s of `rabbitmq-server -detached`: %s; "+
-				"see /var/log/rabbitmq/", RedactURL(amqpURL), RabbitMQStartTimeout, oneLine(lastErr))
+				"see /var/log/rabbitmq/", campaign.Redact(amqpURL), RabbitMQStartTimeout, oneLine(lastErr))
 		case <-tick.C:
 		}
 	}
@@ -127,23 +128,6 @@ func CheckKafka(ctx context.Context, brokers []string) error {
 	}
 	return fmt.Errorf("Kafka at %s unreachable: %s. Start the dev stack with `make dev` (it runs an in-memory Kafka), or set KAFKA_BROKERS",
 		strings.Join(brokers, ","), oneLine(lastErr))
-}
-
-// RedactURL returns u with its password replaced by ***, for messages.
-func RedactURL(u string) string {
-	p, err := url.Parse(u)
-	if err != nil || p.User == nil {
-		return u
-	}
-	if _, ok := p.User.Password(); !ok {
-		return u
-	}
-	// Built by hand: url.UserPassword would percent-encode the asterisks.
-	user := p.User.Username()
-	p.User = nil
-	s := p.String()
-	scheme, rest, _ := strings.Cut(s, "://")
-	return scheme + "://" + url.User(user).String() + ":***@" + rest
 }
 
 func isLocalURL(u string) bool {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/drover-crawl/drover/campaign"
 	"log/slog"
 	"net"
 	"path/filepath"
@@ -151,6 +152,6 @@ func (s *Stack) Describe() string {
   worker     dev-worker (task queues drover-campaign, drover-fetch)
 export TEMPORAL_ADDRESS=%s KAFKA_BROKERS=%s DROVER_SCHEDULER=%s`,
 		s.Temporal.Address(), s.Temporal.UIURL(), filepath.Join(s.Opts.DataDir, "temporal.db"),
-		s.Kafka.Addr(), KafkaPagesTopic, RedactURL(s.Opts.AMQPURL), s.Scheduler.Addr(),
+		s.Kafka.Addr(), KafkaPagesTopic, campaign.Redact(s.Opts.AMQPURL), s.Scheduler.Addr(),
 		s.Temporal.Address(), s.Kafka.Addr(), s.Scheduler.Addr())
 }

@@ -8,9 +8,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/drover-crawl/drover/campaign"
 	"log/slog"
 	"net"
-	"strings"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -105,7 +105,7 @@ func StartScheduler(ctx context.Context, cfg SchedulerConfig) (*Scheduler, error
 	}
 	conn, err := amqp.DialConfig(cfg.AMQPURL, amqp.Config{Dial: amqp.DefaultDial(10 * time.Second), Heartbeat: 10 * time.Second})
 	if err != nil {
-		return nil, fmt.Errorf("RabbitMQ at %s unreachable: %w (start it with `rabbitmq-server -detached`, or set AMQP_URL)", redactURL(cfg.AMQPURL), err)
+		return nil, fmt.Errorf("RabbitMQ at %s unreachable: %w (start it with `rabbitmq-server -detached`, or set AMQP_URL)", campaign.Redact(cfg.AMQPURL), err)
 	}
 	var store frontier.SeenStore = frontier.NewMemorySeen()
 	if cfg.SeenPath != "" {
@@ -172,15 +172,4 @@ func isLoopback(addr string) bool {
 	}
 	ip := net.ParseIP(h)
 	return ip != nil && ip.IsLoopback()
-}
-
-func redactURL(s string) string {
-	if i := strings.Index(s, "@"); i > 0 {
-		if j := strings.Index(s, "://"); j > 0 && j < i {
-			if k := strings.Index(s[j+3:i], ":"); k >= 0 {
-				return s[:j+3+k+1] + "***" + s[i:]
-			}
-		}
-	}
-	return s
 }
