@@ -304,3 +304,44 @@ func TestSitemaps(t *testing.T) {
 		})
 	}
 }
+
+// TestSeedBurstPriority: a host seeded with many URLs keeps its priority
+// for the first few only, so that its backlog does not sit ahead of the
+// other hosts of its shard.
+func TestSeedBurstPriority(t *testing.T) {
+	sched := startScheduler(t, frontier.DefaultServerConfig(), frontier.NewMemorySeen())
+	cfg := campaign.Config{ID: fmt.Sprintf("t-burst-%d", rand.IntN(1e9)), Seeds: []string{"http://big.example/"}, Sinks: []string{"warc:/unused"}}.WithDefaults()
+	var urls []string
+	for i := range 100 {
+		urls = append(urls, fmt.Sprintf("http://big.example/p/%d", i))
+	}
+	ctl, err := frontier.DialControl(context.Background(), sched.addr, frontier.DevToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctl.Close()
+	if n, err := ctl.Seed(context.Background(), cfg, urls); err != nil || n != 100 {
+		t.Fatalf("seeded %d: %v", n, err)
+	}
+	defer ctl.CloseCampaign(context.Background(), cfg.ID, true)
+	ch, err := sched.conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	levels := map[uint8]int{}
+	q := frontier.Topology{Campaign: cfg.ID}.Shard(frontier.ShardOf("big.example"))
+	for {
+		d, ok, err := ch.Get(q, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			break
+		}
+		levels[d.Priority]++
+	}
+	if levels[frontier.MaxPriority] != 64 || levels[0] != 36 {
+		t.Errorf("priority levels of 100 seeds of one host: %v, want 64 at %d and 36 at 0", levels, frontier.MaxPriority)
+	}
+}

@@ -478,6 +478,9 @@ func (s *Server) control(req Request) Reply {
 	return Reply{Error: fmt.Sprintf("unknown op %q", req.Op)}
 }
 
+// seedBurst is how many seeds of one host keep their priority.
+const seedBurst = 64
+
 // seed declares the campaign's queues and publishes its seeds (those not
 // already queued), confirmed, at depth 0.
 func (s *Server) seed(ctx context.Context, cfg campaign.Config, urls []string) (int, error) {
@@ -498,6 +501,7 @@ func (s *Server) seed(ctx context.Context, cfg campaign.Config, urls []string) (
 	var keys []Key
 	var msgs []outMsg
 	topo := Topology{Campaign: cfg.ID}
+	perHost := map[string]int{}
 	for _, raw := range urls {
 		u, err := fetch.Normalize(raw, nil, cfg.DropParams)
 		if err != nil {
@@ -508,8 +512,14 @@ func (s *Server) seed(ctx context.Context, cfg campaign.Config, urls []string) (
 			return 0, fmt.Errorf("seed %q: %w", raw, err)
 		}
 		keys = append(keys, KeyOf(u))
-		prio := p.Priority(Item{URL: u, Host: h})
-		msgs = append(msgs, outMsg{key: topo.Shard(ShardOf(h)), msg: encodeMsg(urlMsg{URL: u}, priorityLevel(prio), nil)})
+		level := priorityLevel(p.Priority(Item{URL: u, Host: h}))
+		// A host seeded with more URLs than it can be fetched soon gets
+		// the rest at the lowest priority, so that its backlog does not sit
+		// ahead of the other hosts of its shard.
+		if perHost[h]++; perHost[h] > seedBurst {
+			level = 0
+		}
+		msgs = append(msgs, outMsg{key: topo.Shard(ShardOf(h)), msg: encodeMsg(urlMsg{URL: u}, level, nil)})
 	}
 	queued, err := s.store.Queued(cfg.ID, keys)
 	if err != nil {
