@@ -565,6 +565,11 @@ func (s *Server) closeCampaign(id string, del bool) (Stats, error) {
 	s.mu.Lock()
 	a := s.campaigns[id]
 	delete(s.campaigns, id)
+	if del {
+		// At once, under the lock that creates actors: a fetcher session
+		// reconnecting while the campaign closes must not open it again.
+		s.tombs[id] = time.Now()
+	}
 	s.mu.Unlock()
 	var st Stats
 	if a != nil {
@@ -579,9 +584,6 @@ func (s *Server) closeCampaign(id string, del bool) (Stats, error) {
 	st.Campaign = id
 	st.Schedulers = []string{s.cfg.Name}
 	if del {
-		s.mu.Lock()
-		s.tombs[id] = time.Now()
-		s.mu.Unlock()
 		if err := (Topology{Campaign: id}).Delete(s.conn); err != nil {
 			return st, err
 		}
