@@ -219,7 +219,7 @@ func (r *Runner) handle(ctx context.Context, l frontier.Lease) frontier.Outcome 
 		if rr.Err != nil {
 			o.Robots.Error = rr.Err.Error()
 		}
-		o.Took = time.Since(done) // robots.txt counts as a request for politeness
+		o.Took = since(rr.Answered, done) // robots.txt counts as a request for politeness
 		return o
 	}
 	res := r.f.Fetch(ctx, fetch.Request{URL: l.URL, Depth: l.Depth, Hops: l.Hops, Parent: l.Parent, Attempt: l.Attempt, MaxAttempts: l.MaxAttempts})
@@ -227,9 +227,10 @@ func (r *Runner) handle(ctx context.Context, l frontier.Lease) frontier.Outcome 
 		o.Released = true
 		return o
 	}
-	// Took is measured from now, after the request: the scheduler spaces
-	// the host's next start from (report time - Took), which must not be
-	// before this request's start.
+	// Took is measured from when the response head arrived (or from now,
+	// without a response): the scheduler spaces the host's next start from
+	// (report time - Took), which must not be before this request reached
+	// the server; parsing and storing the page do not count.
 	done := time.Now()
 	if res.Err != nil {
 		o.Error = res.Err.Error()
@@ -241,7 +242,7 @@ func (r *Runner) handle(ctx context.Context, l frontier.Lease) frontier.Outcome 
 		}
 		o.Backoff = o.Status == 429 || o.Status == 503
 		r.count(func(c *SessionCounters) { c.Errors++ })
-		o.Took = time.Since(done)
+		o.Took = since(res.Answered, done)
 		return o
 	}
 	if res.Page != nil {
@@ -249,7 +250,7 @@ func (r *Runner) handle(ctx context.Context, l frontier.Lease) frontier.Outcome 
 			o.SinkFailed = true
 			o.Error = err.Error()
 			r.count(func(c *SessionCounters) { c.Errors++ })
-			o.Took = time.Since(done)
+			o.Took = since(res.Answered, done)
 			return o
 		}
 		o.Stored, o.Status = true, res.Page.Status
@@ -265,7 +266,7 @@ func (r *Runner) handle(ctx context.Context, l frontier.Lease) frontier.Outcome 
 	for _, ln := range res.Links {
 		o.Links = append(o.Links, frontier.Link{URL: ln.URL, Hops: ln.Hops})
 	}
-	o.Took = time.Since(done)
+	o.Took = since(res.Answered, done)
 	return o
 }
 
@@ -291,4 +292,13 @@ func (r *Runner) store(ctx context.Context, p *sink.Page) error {
 		}
 		backoff = min(backoff*2, 5*time.Second)
 	}
+}
+
+// since is the time elapsed from answered, or from done when there was no
+// response.
+func since(answered, done time.Time) time.Duration {
+	if answered.IsZero() {
+		return time.Since(done)
+	}
+	return time.Since(answered)
 }

@@ -53,6 +53,10 @@ type Result struct {
 	RetryAfter time.Duration
 	// Err is the reason of a failure, transient or permanent.
 	Err error
+	// Answered is when the response head arrived (zero without a
+	// response): the request had reached the server by then, so the
+	// scheduler can space the host's next request from it.
+	Answered time.Time
 	// NoIndex is set when the page asks not to be indexed (meta robots or
 	// X-Robots-Tag "noindex" or "none"); the page is still stored raw, and
 	// consumers decide what indexing means.
@@ -68,4 +72,6 @@ type RobotsResult struct {
 	Status int
 	Body   []byte
 	Err    error // network error: the host is treated as disallowed for a while
+	// Answered: see Result.Answered.
+	Answered time.Time
 }

@@ -167,7 +167,9 @@ type response struct {
 
 // do sends a GET for u and reads the body up to limit bytes. The returned
 // error is a transport error (no response, or the body could not be read).
-func (f *Fetcher) do(ctx context.Context, u string, limit int64) (*response, error) {
+// When the response head arrives, *answered (if not nil) is set to the
+// time: the server had started handling the request by then.
+func (f *Fetcher) do(ctx context.Context, u string, limit int64, answered *time.Time) (*response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, err
@@ -196,6 +198,9 @@ func (f *Fetcher) do(ctx context.Context, u string, limit int64) (*response, err
 	}
 	req = req.WithContext(httptrace.WithClientTrace(ctx, trace))
 	resp, err := f.client.Do(req)
+	if err == nil && answered != nil {
+		*answered = time.Now()
+	}
 	mu.Lock()
 	c := rc
 	mu.Unlock()
@@ -247,6 +252,13 @@ func readCapped(r io.Reader, limit int64) (b []byte, truncated bool, err error) 
 //   - when ctx itself ends (the caller is shutting down), Retry with Err
 //     ctx.Err() and no Page, whatever the attempt: nothing was learnt.
 func (f *Fetcher) Fetch(ctx context.Context, req Request) Result {
+	var answered time.Time
+	res := f.fetch(ctx, req, &answered)
+	res.Answered = answered
+	return res
+}
+
+func (f *Fetcher) fetch(ctx context.Context, req Request, answered *time.Time) Result {
 	start := f.now().UTC()
 	page := &sink.Page{
 		URL:       req.URL,
@@ -267,7 +279,7 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) Result {
 
 	fctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
-	r, err := f.do(fctx, norm, f.cfg.BodyCap)
+	r, err := f.do(fctx, norm, f.cfg.BodyCap, answered)
 	if err != nil {
 		if ctx.Err() != nil {
 			return Result{Retry: true, Err: ctx.Err()}
@@ -378,6 +390,13 @@ func retryAfter(v string, now time.Time) time.Duration {
 // most RobotsBodyCap bytes. Body is the decoded content. A network error or
 // an address guard refusal is in Err; the status, whatever it is, in Status.
 func (f *Fetcher) FetchRobots(ctx context.Context, rootURL string) RobotsResult {
+	var answered time.Time
+	rr := f.fetchRobots(ctx, rootURL, &answered)
+	rr.Answered = answered
+	return rr
+}
+
+func (f *Fetcher) fetchRobots(ctx context.Context, rootURL string, answered *time.Time) RobotsResult {
 	base, err := url.Parse(strings.TrimRight(rootURL, "/") + "/robots.txt")
 	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
 		return RobotsResult{Err: fmt.Errorf("robots.txt of %q: %w", rootURL, ErrInvalidURL)}
@@ -386,7 +405,7 @@ func (f *Fetcher) FetchRobots(ctx context.Context, rootURL string) RobotsResult 
 	defer cancel()
 	target := base.String()
 	for hop := 0; ; hop++ {
-		r, err := f.do(fctx, target, RobotsBodyCap)
+		r, err := f.do(fctx, target, RobotsBodyCap, answered)
 		if err != nil {
 			return RobotsResult{Err: fmt.Errorf("robots.txt: %w", unwrapURLError(err))}
 		}
