@@ -32,6 +32,7 @@ type harness struct {
 
 	drained atomic.Bool
 	fetched atomic.Int64
+	failed  atomic.Int64 // failures beyond the 1 every report has
 
 	mu       sync.Mutex
 	starts   map[int]int // FetchSession starts per fetcher index
@@ -72,7 +73,7 @@ func newHarness(t *testing.T, before func(env *testsuite.TestWorkflowEnvironment
 			n := h.fetched.Load()
 			return activities.MonitorResult{
 				Drained: h.drained.Load(),
-				Stats:   frontier.Stats{Fetched: n, Failed: 1, Queued: 7, InFlight: 3},
+				Stats:   frontier.Stats{Fetched: n, Failed: 1 + h.failed.Load(), Queued: 7, InFlight: 3},
 			}, nil
 		}).Maybe()
 	env.OnActivity(acts.Close, mock.Anything, mock.Anything).Return(
@@ -373,6 +374,27 @@ func TestRestartAlert(t *testing.T) {
 	require.Contains(t, mid.Alert, "fetcher restarts in the last hour (alert above 2)")
 	require.Equal(t, []string{"fetcher_restarts", "stopped"}, h.notified, "one alert an hour, then the end")
 	require.Equal(t, campaign.StateStopped, st.State)
+}
+
+// An error-rate spike between two Monitor reports raises one exception
+// notification an hour; a few failures among many pages do not.
+func TestErrorRateAlert(t *testing.T) {
+	h := newHarness(t, nil)
+	cfg := testConfig()
+	cfg.NotifyURL = "http://127.0.0.1:9/hook"
+	var quiet, spiked Status
+	h.at(2*time.Minute+30*time.Second, func() { h.fetched.Store(1000); h.failed.Store(10) })
+	h.snapshot(4*time.Minute, &quiet)
+	h.at(4*time.Minute+30*time.Second, func() { h.fetched.Store(1010); h.failed.Store(100) })
+	h.snapshot(6*time.Minute, &spiked)
+	h.at(6*time.Minute+30*time.Second, func() { h.failed.Store(300) }) // within the hour: no second alert
+	h.at(9*time.Minute, func() { h.signal(SignalStop, nil) })
+
+	h.run(CampaignInput{Config: cfg})
+
+	require.Empty(t, quiet.Alert, "10 failures among 1,000 pages are no spike")
+	require.Contains(t, spiked.Alert, "error-rate spike: 90 of the last 100 outcomes failed")
+	require.Equal(t, []string{"error_rate", "stopped"}, h.notified)
 }
 
 // Cancel in the Web UI ends the campaign like stop: the fleet stops, Close

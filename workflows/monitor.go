@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"fmt"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -74,6 +75,7 @@ func (r *run) monitored(e event) {
 	}
 	if e.err == nil {
 		s := e.monitor.Stats
+		r.checkErrorRate(s.Fetched-r.st.PagesFetched, s.Failed-r.st.PagesFailed)
 		r.setCounts(s.Fetched, s.Failed, s.Queued, s.InFlight)
 		switch {
 		case e.monitor.CapReached || s.CapReached:
@@ -85,6 +87,35 @@ func (r *run) monitored(e event) {
 		}
 	}
 	r.startMonitor()
+}
+
+// Error-rate spike: more than errorRateAlert of the outcomes between two
+// Monitor reports were permanent failures, and at least errorRateMin of
+// them (a handful of 404s is no exception).
+const (
+	errorRateAlert = 0.5
+	errorRateMin   = 20
+)
+
+// checkErrorRate raises the exception notification for an error-rate
+// spike, at most once an hour. Negative deltas (a scheduler restarted and
+// its counts began again) are no spike.
+func (r *run) checkErrorRate(fetched, failed int64) {
+	if failed < errorRateMin || fetched < 0 || float64(failed) <= errorRateAlert*float64(fetched+failed) {
+		return
+	}
+	now := workflow.Now(r.ctx)
+	if !r.st.ErrorAlertedAt.IsZero() && now.Sub(r.st.ErrorAlertedAt) < alertWindow {
+		return
+	}
+	r.st.ErrorAlertedAt = now
+	r.st.Alert = fmt.Sprintf("error-rate spike: %d of the last %d outcomes failed at %s",
+		failed, fetched+failed, now.UTC().Format(time.RFC3339))
+	workflow.GetLogger(r.ctx).Error("campaign exception: " + r.st.Alert)
+	if r.cfg.NotifyURL != "" {
+		in := r.notifyInput("error_rate", r.st.Alert)
+		workflow.Go(r.ctx, func(ctx workflow.Context) { r.notify(ctx, in) })
+	}
 }
 
 func (r *run) setCounts(fetched, failed, queued, inFlight int64) {

@@ -41,7 +41,9 @@ type CampaignState struct {
 	// hour, for the exception notification.
 	RecentFailures []time.Time `json:"recent_failures,omitempty"`
 	AlertedAt      time.Time   `json:"alerted_at"`
-	Alert          string      `json:"alert,omitempty"`
+	// ErrorAlertedAt: the last error-rate spike notification.
+	ErrorAlertedAt time.Time `json:"error_alerted_at"`
+	Alert          string    `json:"alert,omitempty"`
 
 	// Fetchers is per fetcher index; Running is recomputed by each run.
 	Fetchers []FetcherStatus `json:"fetchers,omitempty"`
