@@ -236,10 +236,7 @@ func (r *Runner) handle(ctx context.Context, l frontier.Lease) frontier.Outcome 
 		o.Error = res.Err.Error()
 	}
 	if res.Retry {
-		o.Retry, o.RetryAfter = true, res.RetryAfter
-		if res.Page != nil {
-			o.Status = res.Page.Status
-		}
+		o.Retry, o.RetryAfter, o.Status = true, res.RetryAfter, res.Status
 		o.Backoff = o.Status == 429 || o.Status == 503
 		r.count(func(c *SessionCounters) { c.Errors++ })
 		o.Took = since(res.Answered, done)

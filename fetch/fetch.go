@@ -51,6 +51,9 @@ type Result struct {
 	// 5xx, 429), after RetryAfter when the server said so.
 	Retry      bool
 	RetryAfter time.Duration
+	// Status is the HTTP status of a response to retry (5xx, 429); 0 for a
+	// network error. With 429 and 503 the scheduler slows the whole host.
+	Status int
 	// Err is the reason of a failure, transient or permanent.
 	Err error
 	// Answered is when the response head arrived (zero without a

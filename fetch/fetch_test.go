@@ -332,10 +332,12 @@ func TestFetchRetry(t *testing.T) {
 	res := f.Fetch(ctx, Request{URL: srv.URL + "/busy", Attempt: 1, MaxAttempts: 3})
 	check(t, res.Retry && res.Page == nil && res.Err != nil)
 	equal(t, res.RetryAfter, 120*time.Second)
+	equal(t, res.Status, 503, "the scheduler slows the host on 429 and 503")
 
 	res = f.Fetch(ctx, Request{URL: srv.URL + "/slowdown", Attempt: 2, MaxAttempts: 3})
 	check(t, res.Retry)
 	equal(t, res.RetryAfter, MaxRetryAfter, "capped")
+	equal(t, res.Status, 429)
 
 	res = f.Fetch(ctx, Request{URL: srv.URL + "/busy", Attempt: 3, MaxAttempts: 3})
 	must(t, res.Page != nil && !res.Retry)

@@ -315,7 +315,7 @@ func (f *Fetcher) fetch(ctx context.Context, req Request, answered *time.Time) R
 			res.Err = err
 			return res
 		}
-		return Result{Retry: true, RetryAfter: retryAfter(resp.Header.Get("Retry-After"), f.now()), Err: err}
+		return Result{Retry: true, Status: code, RetryAfter: retryAfter(resp.Header.Get("Retry-After"), f.now()), Err: err}
 	case code >= 300 && code < 400:
 		f.redirect(&res, req, u, resp.Header.Get("Location"))
 		return res

@@ -345,3 +345,78 @@ func TestSeedBurstPriority(t *testing.T) {
 		t.Errorf("priority levels of 100 seeds of one host: %v, want 64 at %d and 36 at 0", levels, frontier.MaxPriority)
 	}
 }
+
+// TestBackoffOn429: a 429 with Retry-After: 1 holds the whole host back for
+// that second, and the URL is fetched again afterwards; nothing is lost.
+func TestBackoffOn429(t *testing.T) {
+	type hit struct {
+		path string
+		at   time.Time
+	}
+	var mu sync.Mutex
+	var hits []hit
+	limited := false
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		hits = append(hits, hit{r.URL.Path, time.Now()})
+		first := r.URL.Path == "/a" && !limited
+		if first {
+			limited = true
+		}
+		mu.Unlock()
+		switch {
+		case r.URL.Path == "/robots.txt":
+			fmt.Fprint(w, "User-agent: *\nAllow: /\n")
+		case first:
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "slow down", http.StatusTooManyRequests)
+		case r.URL.Path == "/":
+			w.Header().Set("Content-Type", "text/html")
+			fmt.Fprint(w, `<html><body><a href="/a">a</a> <a href="/b">b</a> <a href="/c">c</a></body></html>`)
+		default:
+			w.Header().Set("Content-Type", "text/html")
+			fmt.Fprint(w, "<html><body>leaf</body></html>")
+		}
+	}))
+	defer srv.Close()
+	sched := startScheduler(t, frontier.DefaultServerConfig(), frontier.NewMemorySeen())
+	cfg := campaign.Config{ID: fmt.Sprintf("t-429-%d", rand.IntN(1e9)), Seeds: []string{srv.URL + "/"},
+		PerHostDelay: time.Millisecond, Priority: "bfs", AllowPrivate: true, Sinks: []string{"warc:/unused"}}.WithDefaults()
+	ctl, err := frontier.DialControl(context.Background(), sched.addr, frontier.DevToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctl.Close()
+	if _, err := ctl.Seed(context.Background(), cfg, cfg.Seeds); err != nil {
+		t.Fatal(err)
+	}
+	sk := sink.NewMemory()
+	startFleet(t, cfg, []string{sched.addr}, sk, 1)
+	st := waitDrained(t, []string{sched.addr}, cfg.ID, 2*time.Minute)
+	defer ctl.CloseCampaign(context.Background(), cfg.ID, true)
+	mu.Lock()
+	defer mu.Unlock()
+	count := map[string]int{}
+	var limitedAt time.Time
+	for i, h := range hits {
+		count[h.path]++
+		if h.path == "/a" && limitedAt.IsZero() {
+			limitedAt = h.at
+			if i+1 < len(hits) {
+				if gap := hits[i+1].at.Sub(h.at); gap < time.Second {
+					t.Errorf("the request after the 429 came %s later, want Retry-After's 1s", gap)
+				}
+			}
+		}
+	}
+	if count["/a"] != 2 || count["/b"] != 1 || count["/c"] != 1 {
+		t.Errorf("requests %v: want /a twice (429, then 200), /b and /c once", count)
+	}
+	stored := map[string]int{}
+	for _, p := range sk.Pages() {
+		stored[p.URL]++
+	}
+	if stored[srv.URL+"/a"] != 1 || st.Retried != 1 {
+		t.Errorf("/a stored %d times, %d retries counted; want 1 and 1", stored[srv.URL+"/a"], st.Retried)
+	}
+}
