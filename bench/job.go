@@ -84,7 +84,11 @@ type Result struct {
 	Requests   int           `json:"requests"`
 	Span       time.Duration `json:"span"` // first to last request start
 	MinGap     time.Duration `json:"min_gap,omitempty"`
-	Bound      float64       `json:"bound,omitempty"` // pages/s politeness allows
+	Bound      float64       `json:"bound,omitempty"` // pages/s politeness allows: hosts / delay
+	// Achievable: the bound this web allows at all: its largest host needs
+	// robots.txt plus its pages, each a delay apart, so no crawl's span is
+	// shorter than (those requests - 1) x delay.
+	Achievable float64 `json:"achievable,omitempty"`
 
 	// Sink jobs: records stored, body bytes stored, Store latencies, and
 	// what the sink left on disk (WARC).

@@ -28,6 +28,10 @@ type Config struct {
 	CrawlDelay map[int]time.Duration
 	// Calendar makes host 0 serve an endless calendar under /calendar/.
 	Calendar bool
+	// NoExtras leaves out host 0's redirect, 404 and binary resource, so
+	// that every host has the same pages (the politeness benchmark's
+	// bound assumes it).
+	NoExtras bool
 	// Port is the TCP port on every host IP; 0 picks one free on all of them.
 	Port int
 	// Base is the second octet of the hosts' addresses, so that two webs

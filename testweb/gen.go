@@ -43,8 +43,10 @@ func (w *Web) generate() {
 		}
 		w.robots[h] = w.robotsTxt(h)
 	}
-	for _, p := range []string{pathRedirect, pathMissing, pathDataBin} {
-		w.pages = append(w.pages, "http://"+w.addrs[0]+p)
+	if !c.NoExtras {
+		for _, p := range []string{pathRedirect, pathMissing, pathDataBin} {
+			w.pages = append(w.pages, "http://"+w.addrs[0]+p)
+		}
 	}
 	r := rand.New(rand.NewPCG(0xda7a, 0xb1))
 	w.dataBin = make([]byte, dataBinSize)
@@ -107,11 +109,13 @@ func (w *Web) contentLinks(h, n int, r *rand.Rand) []link {
 	for _, t := range ts {
 		links = append(links, link{w.href(h, n, t.host, t.page, r), phrase(r, 2)})
 	}
-	if h == 0 && n == 0 {
+	if h == 0 && n == 0 && !c.NoExtras {
 		links = append(links,
 			link{pathRedirect, "old address"},
 			link{pathMissing[1:], "a page that is gone"},
 			link{"http://" + w.addrs[0] + pathDataBin, "raw data"})
+	}
+	if h == 0 && n == 0 {
 		if c.Calendar {
 			links = append(links, link{calendarFirst, "calendar"})
 		}

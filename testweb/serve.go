@@ -44,11 +44,11 @@ func (w *Web) route(h int, path string) response {
 	case strings.HasPrefix(path, privatePath):
 		return response{status: http.StatusOK, ctype: contentHTML, body: privateBody, known: true}
 	case h != 0:
-	case path == pathRedirect:
+	case path == pathRedirect && !w.cfg.NoExtras:
 		return response{status: http.StatusMovedPermanently, ctype: contentHTML, location: redirectTo, body: redirectBody, known: true}
-	case path == pathMissing:
+	case path == pathMissing && !w.cfg.NoExtras:
 		return response{status: http.StatusNotFound, ctype: contentHTML, body: missingBody, known: true}
-	case path == pathDataBin:
+	case path == pathDataBin && !w.cfg.NoExtras:
 		return response{status: http.StatusOK, ctype: "application/octet-stream", body: w.dataBin, known: true}
 	case w.cfg.Calendar && strings.HasPrefix(path, "/calendar/"):
 		if y, m, ok := calendarMonth(path[len("/calendar/"):]); ok {

@@ -501,3 +501,30 @@ func TestCloseStopsServing(t *testing.T) {
 		t.Error("GET after Close succeeded")
 	}
 }
+
+// TestNoExtras: without the extras every host has the same pages, and the
+// extras' paths are plain 404s nobody links to.
+func TestNoExtras(t *testing.T) {
+	w, err := Start(Config{Hosts: 2, PagesPerHost: 10, NoExtras: true, Base: 29})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if got := len(w.Pages()); got != 20 {
+		t.Errorf("%d pages, want 20 (no redirect, 404 or binary on host 0)", got)
+	}
+	root, _ := w.Body(w.Seeds()[0])
+	for _, p := range []string{pathRedirect, "missing", pathDataBin} {
+		if strings.Contains(string(root), p+`"`) {
+			t.Errorf("host 0's root still links to %s", p)
+		}
+	}
+	resp, err := http.Get("http://" + w.Hosts()[0] + pathRedirect)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("%s: status %d, want 404", pathRedirect, resp.StatusCode)
+	}
+}
