@@ -366,3 +366,23 @@ func CampaignStats(ctx context.Context, addrs []string, token, id string) (Stats
 	}
 	return total, nil
 }
+
+// ReleaseCampaign closes a campaign on every scheduler, then deletes its
+// queues: what the workflow's Close does, for a campaign that ended
+// without running it (terminated).
+func ReleaseCampaign(ctx context.Context, addrs []string, token, id string) error {
+	for i := range addrs {
+		// The last one deletes, once every scheduler let go.
+		addr, del := addrs[i], i == len(addrs)-1
+		c, err := DialControl(ctx, addr, token)
+		if err != nil {
+			return err
+		}
+		_, err = c.CloseCampaign(ctx, id, del)
+		c.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -30,6 +30,7 @@ func main() {
 		Stats: frontier.CampaignStats,
 		// Checked before a start: a scheduler answers, the sinks are reachable.
 		Preflight: cli.Preflight,
+		Release:   frontier.ReleaseCampaign,
 	}
 	code := app.Run(ctx, os.Args[1:])
 	stop()

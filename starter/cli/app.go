@@ -110,6 +110,9 @@ type App struct {
 	Stats StatsFunc
 	// Preflight, when set, checks schedulers and sinks before a start.
 	Preflight PreflightFunc
+	// Release, when set, lets `stop` remove what a terminated or failed
+	// campaign left in the frontier.
+	Release ReleaseFunc
 	// Interval is the refresh period of --wait and --watch (default 2 s).
 	Interval time.Duration
 	// Now is the clock (default time.Now).

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -441,4 +442,24 @@ func TestWorkflowURL(t *testing.T) {
 	} {
 		assert.Equal(t, tc.want, tc.env.withDefaults().WorkflowURL("c1"))
 	}
+}
+
+// TestStopReleasesTerminated: Terminate runs no workflow code, so `stop` on
+// a terminated campaign removes its queues from the frontier instead.
+func TestStopReleasesTerminated(t *testing.T) {
+	fake := newFake()
+	fake.add("gone", workflows.Status{}, Execution{Status: StatusTerminated})
+	fake.add("done", workflows.Status{}, Execution{Status: StatusCompleted, State: campaign.StateCompleted})
+	var released []string
+	var out, errb bytes.Buffer
+	app := &App{Out: &out, Err: &errb, Now: func() time.Time { return clock },
+		Dial: func(context.Context, Env) (Campaigns, error) { return fake, nil },
+		Release: func(_ context.Context, addrs []string, token, id string) error {
+			released = append(released, id)
+			return nil
+		}}
+	require.Equal(t, ExitOK, app.Run(context.Background(), []string{"stop", "gone"}), errb.String())
+	assert.Contains(t, out.String(), "campaign gone had ended (Terminated) without closing; its queues are removed")
+	assert.Equal(t, ExitFailure, app.Run(context.Background(), []string{"stop", "done"}), "a completed campaign closed itself")
+	assert.Equal(t, []string{"gone"}, released)
 }

@@ -35,6 +35,11 @@ func (a *App) signalCommand(name, short string) *cobra.Command {
 			id := args[0]
 			sig, arg := a.signalArg(name)
 			if err := a.signal(cmd.Context(), id, sig, arg); err != nil {
+				if name == "stop" {
+					if done, rerr := a.releaseEnded(cmd.Context(), id); done || rerr != nil {
+						return rerr
+					}
+				}
 				return err
 			}
 			fmt.Fprintf(a.Out, "sent %s to campaign %s\n", name, id)
@@ -81,6 +86,33 @@ func (a *App) signal(ctx context.Context, id, name string, arg any) error {
 		return failf("cannot signal campaign %s: %v", id, err)
 	}
 	return nil
+}
+
+// ReleaseFunc removes a campaign's queues from the schedulers;
+// frontier.ReleaseCampaign in production.
+type ReleaseFunc func(ctx context.Context, addrs []string, token, id string) error
+
+// releaseEnded finishes what a campaign that ended without closing left in
+// the frontier: Terminate runs no workflow code, and a failed campaign
+// keeps its queues for inspection. `stop` on such a campaign removes them.
+// done reports that it did.
+func (a *App) releaseEnded(ctx context.Context, id string) (done bool, err error) {
+	if a.Release == nil {
+		return false, nil
+	}
+	c, err := a.temporal(ctx)
+	if err != nil {
+		return false, nil
+	}
+	ex, err := c.Describe(ctx, id)
+	if err != nil || (ex.Status != StatusTerminated && ex.Status != StatusFailed) {
+		return false, nil
+	}
+	if err := a.Release(ctx, a.Env.Schedulers, a.Env.Token, id); err != nil {
+		return true, failf("campaign %s ended (%s) without closing; removing its queues failed: %v", id, ex.Status, err)
+	}
+	fmt.Fprintf(a.Out, "campaign %s had ended (%s) without closing; its queues are removed from the frontier\n", id, ex.Status)
+	return true, nil
 }
 
 // notRunning explains why a campaign takes no control: unknown or ended.
