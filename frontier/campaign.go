@@ -355,7 +355,7 @@ func (a *campaignActor) place(h *host, now time.Time) {
 	if h.inflight >= max(h.conc, 1) {
 		return
 	}
-	if !h.hasWork(now) {
+	if !h.hasWork() {
 		return
 	}
 	h.wake = h.next

@@ -106,7 +106,7 @@ func (h *host) needsRobots(now time.Time) bool {
 }
 
 // hasWork reports whether the host has something to lease.
-func (h *host) hasWork(now time.Time) bool {
+func (h *host) hasWork() bool {
 	if h.robotsState == robotsFetching {
 		return false
 	}
