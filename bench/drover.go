@@ -27,7 +27,9 @@ import (
 // Fleet fetchers from ExecuteWorkflow to its result. Temporal's and
 // RabbitMQ's CPU over that window are measured from /proc, apart. When stop
 // is closed (the parent closed stdin, Job.StopOnEOF), the campaign gets its
-// stop signal and ending "stopped" is a success.
+// stop signal and ending "stopped" is a success. With j.Workers > 0 the
+// workers are j.Workers processes of the worker binary j.WorkerBin instead,
+// measured apart (Result.WorkerProcs).
 func runDrover(ctx context.Context, j Job, stop <-chan struct{}) (res Result, err error) {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	tmp, err := devstack.StartTemporal(ctx, devstack.TemporalOptions{UIPort: -1})
@@ -54,13 +56,30 @@ func runDrover(ctx context.Context, j Job, stop <-chan struct{}) (res Result, er
 		return res, err
 	}
 	defer sched.Close()
-	w, err := node.StartWorkers(tmp.Client(), node.WorkerConfig{Activities: activities.Activities{
-		Schedulers: []string{sched.Addr()}, Token: frontier.DevToken, KafkaBrokers: k.Addr(), Identity: "bench-worker",
-	}})
-	if err != nil {
-		return res, err
+	var procs []*workerProc
+	if j.Workers > 0 {
+		// The fleet in worker processes (./worker), the workflow too; this
+		// process keeps Temporal, Kafka and the scheduler. Each process runs
+		// at most its share of the fleet, so the sessions split evenly.
+		if j.WorkerBin == "" {
+			return res, errNoWorkerBin
+		}
+		procs, err = startWorkerProcs(ctx, tmp.Client(), j.WorkerBin, dir, j.Workers, (j.Fleet+j.Workers-1)/j.Workers, workerEnv{
+			Scheduler: sched.Addr(), Token: frontier.DevToken, Temporal: tmp.Address(), Kafka: k.Addr(), AMQPURL: j.AMQPURL,
+		})
+		if err != nil {
+			return res, err
+		}
+		defer stopWorkerProcs(procs)
+	} else {
+		w, err := node.StartWorkers(tmp.Client(), node.WorkerConfig{Activities: activities.Activities{
+			Schedulers: []string{sched.Addr()}, Token: frontier.DevToken, KafkaBrokers: k.Addr(), Identity: "bench-worker",
+		}})
+		if err != nil {
+			return res, err
+		}
+		defer w.Stop()
 	}
-	defer w.Stop()
 
 	cfg := campaign.Config{
 		ID:                 fmt.Sprintf("bench-%d-%d", j.Fleet, rand.IntN(1e9)),
@@ -80,6 +99,7 @@ func runDrover(ctx context.Context, j Job, stop <-chan struct{}) (res Result, er
 
 	_, port, _ := net.SplitHostPort(tmp.Address())
 	temporal, rabbit := sampleProc(temporalPID(port)), sampleProc(rabbitPID())
+	sampleWorkerProcs(procs)
 	if j.CPUProfile != "" {
 		f, err := os.Create(j.CPUProfile)
 		if err != nil {
@@ -124,12 +144,20 @@ func runDrover(ctx context.Context, j Job, stop <-chan struct{}) (res Result, er
 	res.CPU = cpu1 - cpu0
 	res.TemporalCPU, res.TemporalHWM = temporal.delta()
 	res.RabbitCPU, res.RabbitHWM = rabbit.delta()
+	if len(procs) > 0 {
+		res.WorkerProcs = measureWorkerProcs(procs)
+		if err == nil {
+			if herr := countSessions(wctx, tmp.Client(), cfg.ID, res.WorkerProcs); herr != nil {
+				fmt.Fprintln(os.Stderr, "bench child: workflow history:", herr)
+			}
+		}
+	}
 	res.Fetched, res.State = st.PagesFetched, st.State
 	if err != nil {
-		return res, fmt.Errorf("campaign %s: %w", cfg.ID, err)
+		return res, fmt.Errorf("campaign %s: %w%s", cfg.ID, err, workerLogs(procs))
 	}
 	if st.State != campaign.StateCompleted && !(stop != nil && st.State == campaign.StateStopped) {
-		return res, errors.New("campaign " + cfg.ID + " ended " + st.State + ": " + st.Reason)
+		return res, errors.New("campaign " + cfg.ID + " ended " + st.State + ": " + st.Reason + workerLogs(procs))
 	}
 	return res, nil
 }

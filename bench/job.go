@@ -36,7 +36,11 @@ type Job struct {
 	// Concurrency is the raw fetcher's number of workers.
 	Concurrency int    `json:"concurrency,omitempty"`
 	AMQPURL     string `json:"amqp_url,omitempty"`
-	CPUProfile  string `json:"cpu_profile,omitempty"`
+	// Workers (drover): run the Temporal workers as this many processes of
+	// the worker binary WorkerBin rather than in the child.
+	Workers    int    `json:"workers,omitempty"`
+	WorkerBin  string `json:"worker_bin,omitempty"`
+	CPUProfile string `json:"cpu_profile,omitempty"`
 	// Timeout bounds the crawl itself; the parent kills the child a little
 	// after it.
 	Timeout time.Duration `json:"timeout"`
@@ -74,6 +78,10 @@ type Result struct {
 	TemporalHWM int64         `json:"temporal_hwm,omitempty"`
 	RabbitCPU   time.Duration `json:"rabbit_cpu,omitempty"`
 	RabbitHWM   int64         `json:"rabbit_hwm,omitempty"`
+	// WorkerProcs: the worker processes of a Job with Workers > 0, apart
+	// from CPU and MaxRSS (which are the child's: Temporal client,
+	// scheduler, in-memory Kafka).
+	WorkerProcs []WorkerProc `json:"worker_procs,omitempty"`
 	// InFlight is the most requests the contender can have open at once.
 	InFlight int `json:"in_flight"`
 

@@ -38,17 +38,45 @@ func (r *Report) markdownPlain(w io.Writer) {
 			raw = res.PagesPerSec()
 		}
 	}
-	fmt.Fprintln(w, "| run | in flight | pages | pages/s | wall pages/s | dup fetches | missing | CPU s/1k pages | Temporal CPU s/1k | RabbitMQ CPU s/1k | peak RSS MB | Temporal HWM MB | RabbitMQ HWM MB | /colly | /raw | note |")
-	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|")
+	workers := false
+	for _, res := range r.Plain {
+		workers = workers || len(res.WorkerProcs) > 0
+	}
+	if workers {
+		fmt.Fprintln(w, "Worker processes (a row with them): the fetchers and the workflow worker run in processes of the `worker` binary; CPU s/1k pages and peak RSS are then the child's (Temporal client, scheduler, in-memory Kafka), the worker processes' CPU (utime+stime delta from /proc/PID/stat over the crawl) and VmHWM are summed in their own columns, and the note gives each process's share (FetchSession activities it ran, from the workflow history).")
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintln(w, "| run | in flight | pages | pages/s | wall pages/s | dup fetches | missing | CPU s/1k pages | worker procs CPU s/1k | Temporal CPU s/1k | RabbitMQ CPU s/1k | peak RSS MB | worker procs HWM MB | Temporal HWM MB | RabbitMQ HWM MB | /colly | /raw | note |")
+	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|")
 	for _, res := range r.Plain {
 		ratioC, ratioR := "", ""
 		if res.Kind == KindDrover {
 			ratioC, ratioR = ratio(res.PagesPerSec(), colly), ratio(res.PagesPerSec(), raw)
 		}
-		fmt.Fprintf(w, "| %s | %d | %d | %.0f | %.0f | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+		wCPU, wHWM, wNote := "-", "-", ""
+		if len(res.WorkerProcs) > 0 {
+			var cpu time.Duration
+			var hwm int64
+			var parts []string
+			for _, p := range res.WorkerProcs {
+				cpu += p.CPU
+				hwm += p.HWM
+				wf := ""
+				if p.Workflow {
+					wf = ", workflow"
+				}
+				parts = append(parts, fmt.Sprintf("%s: %d sessions%s, %s CPU s/1k, %s MB", p.Identity, p.Sessions, wf, perK(p.CPU, res.Pages), mb(p.HWM)))
+			}
+			wCPU, wHWM, wNote = perK(cpu, res.Pages), mb(hwm), strings.Join(parts, "; ")
+		}
+		n := note(res)
+		if wNote != "" {
+			n = strings.TrimPrefix(n+"; "+wNote, "; ")
+		}
+		fmt.Fprintf(w, "| %s | %d | %d | %.0f | %.0f | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 			res.Name, res.InFlight, res.Pages, res.PagesPerSec(), res.WallPagesPerSec(), res.Duplicates, res.Missing,
-			perK(res.CPU, res.Pages), brokerPerK(res, res.TemporalCPU), brokerPerK(res, res.RabbitCPU),
-			mb(res.MaxRSS), mb(res.TemporalHWM), mb(res.RabbitHWM), ratioC, ratioR, note(res))
+			perK(res.CPU, res.Pages), wCPU, brokerPerK(res, res.TemporalCPU), brokerPerK(res, res.RabbitCPU),
+			mb(res.MaxRSS), wHWM, mb(res.TemporalHWM), mb(res.RabbitHWM), ratioC, ratioR, n)
 	}
 }
 

@@ -27,6 +27,9 @@ type Options struct {
 	Fleets              []int
 	PerHostConcurrency  int
 	PerHostDelay        time.Duration
+	// Workers > 0 adds a drover run of WorkersFleet fetchers whose workers
+	// are that many processes of the worker binary (built from ./worker).
+	Workers, WorkersFleet int
 
 	// Scenario 2, the politeness-bound web; PoliteHosts 0 skips it.
 	PoliteHosts, PolitePages int
@@ -76,6 +79,7 @@ func DefaultOptions() Options {
 		AMQPURL: "amqp://guest:guest@127.0.0.1:5672/",
 		Hosts:   20, PagesPerHost: 500,
 		Fleets:             []int{1, 4, 16},
+		WorkersFleet:       4,
 		PerHostConcurrency: 4,
 		PerHostDelay:       time.Millisecond,
 		PoliteHosts:        200, PolitePages: 20,
@@ -134,6 +138,22 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			j.CPUProfile = o.CPUProfile
 		}
 		runs = append(runs, run{fmt.Sprintf("drover, fleet %d", f), j})
+	}
+	if o.Workers > 0 && o.runs("plain") {
+		dir, err := os.MkdirTemp("", "drover-bench-worker-")
+		if err != nil {
+			return rep, err
+		}
+		defer os.RemoveAll(dir)
+		fmt.Fprintf(o.Log, "bench: building the worker ...\n")
+		bin, err := buildWorker(ctx, dir)
+		if err != nil {
+			return rep, err
+		}
+		runs = append(runs, run{fmt.Sprintf("drover, fleet %d, %d worker processes", o.WorkersFleet, o.Workers), Job{
+			Kind: KindDrover, Fleet: o.WorkersFleet, PerHostConcurrency: o.PerHostConcurrency, PerHostDelay: o.PerHostDelay, AMQPURL: o.AMQPURL,
+			Workers: o.Workers, WorkerBin: bin,
+		}})
 	}
 	runs = append(runs,
 		run{"colly v2 (async)", Job{Kind: KindColly, PerHostConcurrency: o.PerHostConcurrency, PerHostDelay: o.PerHostDelay}},

@@ -32,6 +32,8 @@ func main() {
 	flag.IntVar(&o.Hosts, "hosts", o.Hosts, "hosts of the plain web")
 	flag.IntVar(&o.PagesPerHost, "pages", o.PagesPerHost, "pages per host of the plain web")
 	flag.IntVar(&o.PerHostConcurrency, "per-host", o.PerHostConcurrency, "requests at once per host on the plain web")
+	flag.IntVar(&o.Workers, "workers", 0, "also run drover with its fleet in this many worker processes (./worker) on the plain web (0 skips it)")
+	flag.IntVar(&o.WorkersFleet, "workers-fleet", o.WorkersFleet, "fleet size of the -workers run")
 	flag.DurationVar(&o.PerHostDelay, "delay", o.PerHostDelay, "delay between request starts per host on the plain web")
 	flag.IntVar(&o.PoliteHosts, "polite-hosts", o.PoliteHosts, "hosts of the politeness-bound web (0 skips it)")
 	flag.IntVar(&o.PolitePages, "polite-pages", o.PolitePages, "pages per host of the politeness-bound web")
