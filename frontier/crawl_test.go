@@ -78,6 +78,20 @@ func testCampaign(t *testing.T, web *testweb.Web) campaign.Config {
 	return cfg
 }
 
+// seed opens a control session to sched and seeds cfg's seeds.
+func seed(t *testing.T, sched *scheduler, cfg campaign.Config) *frontier.Control {
+	t.Helper()
+	ctl, err := frontier.DialControl(context.Background(), sched.addr, frontier.DevToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ctl.Close() })
+	if _, err := ctl.Seed(context.Background(), cfg, cfg.Seeds); err != nil {
+		t.Fatal(err)
+	}
+	return ctl
+}
+
 // fleet runs n fetchers against the schedulers until stopped.
 type fleet struct {
 	cancel context.CancelFunc
@@ -219,14 +233,7 @@ func TestCalendarTrap(t *testing.T) {
 	sched := startScheduler(t, frontier.DefaultServerConfig(), frontier.NewMemorySeen())
 	cfg := testCampaign(t, web)
 	cfg.PerHostDelay = time.Millisecond
-	ctl, err := frontier.DialControl(context.Background(), sched.addr, frontier.DevToken)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ctl.Close()
-	if _, err := ctl.Seed(context.Background(), cfg, cfg.Seeds); err != nil {
-		t.Fatal(err)
-	}
+	ctl := seed(t, sched, cfg)
 	sk := sink.NewMemory()
 	startFleet(t, cfg, []string{sched.addr}, sk, 2)
 	waitDrained(t, []string{sched.addr}, cfg.ID, 3*time.Minute)
@@ -279,14 +286,7 @@ func TestSitemaps(t *testing.T) {
 			sched := startScheduler(t, frontier.DefaultServerConfig(), frontier.NewMemorySeen())
 			cfg := campaign.Config{ID: fmt.Sprintf("t-sitemaps-%v-%d", on, rand.IntN(1e9)), Seeds: []string{srv.URL + "/"},
 				PerHostDelay: time.Millisecond, AllowPrivate: true, Sitemaps: on, Sinks: []string{"warc:/unused"}}.WithDefaults()
-			ctl, err := frontier.DialControl(context.Background(), sched.addr, frontier.DevToken)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ctl.Close()
-			if _, err := ctl.Seed(context.Background(), cfg, cfg.Seeds); err != nil {
-				t.Fatal(err)
-			}
+			ctl := seed(t, sched, cfg)
 			startFleet(t, cfg, []string{sched.addr}, sink.NewMemory(), 1)
 			waitDrained(t, []string{sched.addr}, cfg.ID, time.Minute)
 			mu.Lock()
@@ -382,14 +382,7 @@ func TestBackoffOn429(t *testing.T) {
 	sched := startScheduler(t, frontier.DefaultServerConfig(), frontier.NewMemorySeen())
 	cfg := campaign.Config{ID: fmt.Sprintf("t-429-%d", rand.IntN(1e9)), Seeds: []string{srv.URL + "/"},
 		PerHostDelay: time.Millisecond, Priority: "bfs", AllowPrivate: true, Sinks: []string{"warc:/unused"}}.WithDefaults()
-	ctl, err := frontier.DialControl(context.Background(), sched.addr, frontier.DevToken)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ctl.Close()
-	if _, err := ctl.Seed(context.Background(), cfg, cfg.Seeds); err != nil {
-		t.Fatal(err)
-	}
+	ctl := seed(t, sched, cfg)
 	sk := sink.NewMemory()
 	startFleet(t, cfg, []string{sched.addr}, sk, 1)
 	st := waitDrained(t, []string{sched.addr}, cfg.ID, 2*time.Minute)
