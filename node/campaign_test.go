@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"net/url"
 	"os"
@@ -29,7 +28,6 @@ import (
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/devstack"
 	"github.com/drover-crawl/drover/frontier"
-	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/workflows"
 )
@@ -348,31 +346,6 @@ func (p *ctWorkerProc) tail() string {
 	return string(b)
 }
 
-// ctStartBareStack is startStack without in-process workers: Temporal, kfake
-// and a scheduler, for worker processes to join.
-func ctStartBareStack(t *testing.T) *stack {
-	t.Helper()
-	ctx := context.Background()
-	tmp, err := devstack.StartTemporal(ctx, devstack.TemporalOptions{UIPort: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tmp.Stop() })
-	topic := fmt.Sprintf("pages-%d", rand.IntN(1e9))
-	k, err := devstack.StartKafka("127.0.0.1:0", topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(k.Close)
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	sched, err := node.StartScheduler(ctx, node.SchedulerConfig{Server: frontier.DefaultServerConfig(), Listen: "127.0.0.1:0", AMQPURL: amqpURL(), SeenPath: t.TempDir() + "/seen", Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sched.Close() })
-	return &stack{temporal: tmp, kafka: k, sched: sched, topic: topic}
-}
-
 // TestWorkerKilledMidCrawl runs a campaign on two worker processes and
 // SIGKILLs the one running the most fetchers at about 30% of the crawl:
 // Temporal times its sessions out, the workflow starts them again on the
@@ -385,7 +358,7 @@ func TestWorkerKilledMidCrawl(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer web.Close()
-	s := ctStartBareStack(t)
+	s := startBareStack(t)
 	c := s.temporal.Client()
 	env := []string{
 		"TEMPORAL_ADDRESS=" + s.temporal.Address(),

@@ -41,6 +41,22 @@ type stack struct {
 
 func startStack(t *testing.T) *stack {
 	t.Helper()
+	s := startBareStack(t)
+	w, err := node.StartWorkers(s.temporal.Client(), node.WorkerConfig{Activities: activities.Activities{
+		Schedulers: []string{s.sched.Addr()}, Token: frontier.DevToken, KafkaBrokers: s.kafka.Addr(), Identity: "test-worker",
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	s.workers = w
+	return s
+}
+
+// startBareStack is startStack without in-process workers: Temporal, kfake
+// and a scheduler, for worker processes to join.
+func startBareStack(t *testing.T) *stack {
+	t.Helper()
 	ctx := context.Background()
 	tmp, err := devstack.StartTemporal(ctx, devstack.TemporalOptions{UIPort: -1})
 	if err != nil {
@@ -54,20 +70,12 @@ func startStack(t *testing.T) *stack {
 	}
 	t.Cleanup(k.Close)
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	sc := frontier.DefaultServerConfig()
-	sched, err := node.StartScheduler(ctx, node.SchedulerConfig{Server: sc, Listen: "127.0.0.1:0", AMQPURL: amqpURL(), SeenPath: t.TempDir() + "/seen", Log: log})
+	sched, err := node.StartScheduler(ctx, node.SchedulerConfig{Server: frontier.DefaultServerConfig(), Listen: "127.0.0.1:0", AMQPURL: amqpURL(), SeenPath: t.TempDir() + "/seen", Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sched.Close() })
-	w, err := node.StartWorkers(tmp.Client(), node.WorkerConfig{Activities: activities.Activities{
-		Schedulers: []string{sched.Addr()}, Token: frontier.DevToken, KafkaBrokers: k.Addr(), Identity: "test-worker",
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.Stop)
-	return &stack{temporal: tmp, kafka: k, sched: sched, workers: w, topic: topic}
+	return &stack{temporal: tmp, kafka: k, sched: sched, topic: topic}
 }
 
 // readTopic reads every record of the topic until none arrives for a while.
