@@ -85,7 +85,12 @@ func seed(t *testing.T, sched *scheduler, cfg campaign.Config) *frontier.Control
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ctl.Close() })
+	// Registered before the fleet's, so it runs after the fleet stopped:
+	// nothing of the campaign stays in RabbitMQ, even when the test fails.
+	t.Cleanup(func() {
+		ctl.CloseCampaign(context.Background(), cfg.ID, true)
+		ctl.Close()
+	})
 	if _, err := ctl.Seed(context.Background(), cfg, cfg.Seeds); err != nil {
 		t.Fatal(err)
 	}
@@ -191,6 +196,7 @@ func TestCrawlCompletes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ctl.Close()
+	t.Cleanup(func() { frontier.ReleaseCampaign(context.Background(), []string{sched.addr}, frontier.DevToken, cfg.ID) })
 	n, err := ctl.Seed(context.Background(), cfg, cfg.Seeds)
 	if err != nil || n != len(cfg.Seeds) {
 		t.Fatalf("seed: %d, %v", n, err)
