@@ -196,7 +196,9 @@ func TestCrawlCompletes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ctl.Close()
-	t.Cleanup(func() { frontier.ReleaseCampaign(context.Background(), []string{sched.addr}, frontier.DevToken, cfg.ID) })
+	t.Cleanup(func() {
+		frontier.ReleaseCampaign(context.Background(), []string{sched.addr}, frontier.DevToken, cfg.ID)
+	})
 	n, err := ctl.Seed(context.Background(), cfg, cfg.Seeds)
 	if err != nil || n != len(cfg.Seeds) {
 		t.Fatalf("seed: %d, %v", n, err)
