@@ -90,6 +90,22 @@ type Config struct {
 	// RestartAlert is the number of fetcher restarts within an hour after
 	// which the campaign sends an exception notification.
 	RestartAlert int `json:"restart_alert,omitempty" yaml:"restart_alert,omitempty"`
+
+	// HostRetries is how many times a host whose connections fail (DNS,
+	// refused, connect timeout, TLS, reset before a response, robots.txt
+	// 5xx or unreachable) is tried again before it is declared unreachable
+	// for the campaign; its URLs are then settled as failed with that
+	// reason, without a fetch each. nil: DefaultHostRetries; 0: the first
+	// failure decides.
+	HostRetries *int `json:"host_retries,omitempty" yaml:"host_retries,omitempty"`
+	// RetryBackoff is the wait before a failing host's first retry; each
+	// further retry waits three times longer, with jitter. nil:
+	// DefaultRetryBackoff.
+	RetryBackoff *time.Duration `json:"retry_backoff,omitempty" yaml:"retry_backoff,omitempty"`
+	// FailAfter: a campaign whose every fetcher keeps failing, with no
+	// page fetched, for this long ends as failed with the fetchers' reason.
+	// nil: DefaultFailAfter.
+	FailAfter *time.Duration `json:"fail_after,omitempty" yaml:"fail_after,omitempty"`
 }
 
 // Defaults of DESIGN.md, "The operator's commands".
@@ -103,6 +119,9 @@ const (
 	DefaultMaxRedirects       = 10
 	DefaultMaxAttempts        = 3
 	DefaultRestartAlert       = 5
+	DefaultHostRetries        = 3
+	DefaultRetryBackoff       = 15 * time.Second
+	DefaultFailAfter          = 5 * time.Minute
 	// DefaultSink is the topic drover.pages on the worker's KAFKA_BROKERS.
 	DefaultSink = "kafka:///drover.pages"
 	MaxFetchers = 1024
@@ -144,7 +163,42 @@ func (c Config) WithDefaults() Config {
 	if len(c.Sinks) == 0 {
 		c.Sinks = []string{DefaultSink}
 	}
+	if c.HostRetries == nil {
+		c.HostRetries = ptr(DefaultHostRetries)
+	}
+	if c.RetryBackoff == nil {
+		c.RetryBackoff = ptr(DefaultRetryBackoff)
+	}
+	if c.FailAfter == nil {
+		c.FailAfter = ptr(DefaultFailAfter)
+	}
 	return c
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// HostRetryCount is HostRetries, or its default when unset.
+func (c Config) HostRetryCount() int {
+	if c.HostRetries == nil {
+		return DefaultHostRetries
+	}
+	return *c.HostRetries
+}
+
+// HostRetryBackoff is RetryBackoff, or its default when unset.
+func (c Config) HostRetryBackoff() time.Duration {
+	if c.RetryBackoff == nil {
+		return DefaultRetryBackoff
+	}
+	return *c.RetryBackoff
+}
+
+// FailAfterDuration is FailAfter, or its default when unset.
+func (c Config) FailAfterDuration() time.Duration {
+	if c.FailAfter == nil {
+		return DefaultFailAfter
+	}
+	return *c.FailAfter
 }
 
 var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
@@ -227,6 +281,15 @@ func (c Config) Validate() error {
 	}
 	if c.MaxAttempts < 1 || c.MaxAttempts > 20 {
 		errs = append(errs, fmt.Errorf("max_attempts %d: must be between 1 and 20", c.MaxAttempts))
+	}
+	if n := c.HostRetryCount(); n < 0 || n > 20 {
+		errs = append(errs, fmt.Errorf("host_retries %d: must be between 0 and 20", n))
+	}
+	if d := c.HostRetryBackoff(); d < 0 || d > time.Hour {
+		errs = append(errs, fmt.Errorf("retry_backoff %s: must be between 0 and 1h", d))
+	}
+	if d := c.FailAfterDuration(); d < 10*time.Second || d > 24*time.Hour {
+		errs = append(errs, fmt.Errorf("fail_after %s: must be between 10s and 24h", d))
 	}
 	return errors.Join(errs...)
 }

@@ -162,6 +162,15 @@ type Outcome struct {
 	// Took is the time from the request's start to this report; the
 	// scheduler uses it to space a host's request starts by its delay.
 	Took time.Duration `json:"took,omitempty"`
+	// Reason classifies a failure in one word (fetch.Reason*: "dns",
+	// "refused", "timeout", "tls", "reset", "4xx", "5xx", "sink", ...), for
+	// the failure report and the counts by reason.
+	Reason string `json:"reason,omitempty"`
+	// HostDown: the failure was at the connection level (DNS, refused,
+	// connect timeout, TLS, reset before any response); it counts against
+	// the host, which the scheduler fails for the campaign after
+	// HostRetries such failures.
+	HostDown bool `json:"host_down,omitempty"`
 }
 
 // RobotsBody is a fetched robots.txt.
