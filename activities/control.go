@@ -102,20 +102,11 @@ func (a *Activities) Monitor(ctx context.Context, in MonitorInput) (MonitorResul
 // removes its queues. The workflow calls it after the fleet has stopped, so
 // the last outcomes are recorded before the queues go.
 func (a *Activities) Close(ctx context.Context, in CloseInput) (CloseResult, error) {
-	var total frontier.Stats
-	for _, addr := range a.Schedulers {
-		c, err := frontier.DialControl(ctx, addr, a.Token)
-		if err != nil {
-			return CloseResult{}, err
-		}
-		st, err := c.CloseCampaign(ctx, in.Config.ID, in.Delete)
-		c.Close()
-		if err != nil {
-			return CloseResult{}, err
-		}
-		total.Add(st)
+	st, err := frontier.CloseEverywhere(ctx, a.Schedulers, a.Token, in.Config.ID, in.Delete)
+	if err != nil {
+		return CloseResult{}, err
 	}
-	return CloseResult{Stats: total}, nil
+	return CloseResult{Stats: st}, nil
 }
 
 // notifyMessage is the webhook payload: Slack-compatible through "text".

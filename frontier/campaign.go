@@ -49,6 +49,17 @@ type campaignActor struct {
 
 	events chan func()
 	done   chan struct{}
+	// stopped is set by the closure that closes done: the loop runs nothing
+	// after it, even what was already queued.
+	stopped bool
+	// stopping: the campaign is closing here; no new session, no lease, no
+	// new goroutine.
+	stopping bool
+	// ctx ends the actor's goroutines (record, repost, sitemaps) when stop
+	// gives up waiting for them; wg counts them.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 
 	hosts    map[string]*host
 	ready    hostHeap
@@ -62,11 +73,18 @@ type campaignActor struct {
 
 	consumeCh *amqp.Channel
 	consuming bool
+	// resubscribeAt: consuming broke while sessions need it; try again then
+	// (with backoff resubscribeWait), and show consumeErr in the stats.
+	resubscribeAt   time.Time
+	resubscribeWait time.Duration
+	consumeErr      atomic.Pointer[string]
 
 	// publishing holds the links being published (not yet marked queued),
-	// shared by the record goroutines.
+	// shared by the record goroutines: another record that finds one of its
+	// links there waits for that publish's outcome before it acks its own
+	// page.
 	publishingMu sync.Mutex
-	publishing   map[Key]bool
+	publishing   map[Key]*linkPublish
 	idleSince    time.Time
 
 	// counters (atomic: Stats reads them from the request goroutine too).
@@ -74,7 +92,7 @@ type campaignActor struct {
 	// nacked, or void because their channel closed).
 	unacked, acked, pending                                    atomic.Int64
 	fetched, failed, retried, disallowed, duplicates, deadLtrd atomic.Int64
-	skipped, discovered, published                             atomic.Int64
+	skipped, discovered, published, recordFailed               atomic.Int64
 	inflight                                                   atomic.Int64
 	nhosts, nsessions                                          atomic.Int64
 	capped                                                     atomic.Bool
@@ -103,21 +121,64 @@ func newCampaignActor(srv *Server, cfg campaign.Config) (*campaignActor, error) 
 		sessions:   map[*session]struct{}{},
 		leases:     map[uint64]*lease{},
 		held:       map[Key]*entry{},
-		publishing: map[Key]bool{},
+		publishing: map[Key]*linkPublish{},
 		timer:      time.NewTimer(time.Hour),
 	}
+	a.ctx, a.cancel = context.WithCancel(context.Background())
 	go a.loop()
 	return a, nil
 }
 
-// post runs f on the actor's goroutine; false when the actor has ended.
+// post queues f to run on the actor's goroutine; false when the actor has
+// ended. Once it has, post says so every time; f queued just before the end
+// may still not run, so a caller that waits for f uses call.
 func (a *campaignActor) post(f func()) bool {
+	select {
+	case <-a.done:
+		return false
+	default:
+	}
 	select {
 	case a.events <- f:
 		return true
 	case <-a.done:
 		return false
 	}
+}
+
+// call runs f on the actor's goroutine and waits for it; false when the
+// actor ended without running it.
+func (a *campaignActor) call(f func()) bool {
+	ran := make(chan struct{})
+	if !a.post(func() { f(); close(ran) }) {
+		return false
+	}
+	select {
+	case <-ran:
+		return true
+	case <-a.done:
+		select {
+		case <-ran:
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// spawn runs f in a goroutine that stop waits for; only the actor's
+// goroutine spawns, and not once the actor is stopping (the work is then
+// left undone: its delivery goes back to its queue with the channel).
+func (a *campaignActor) spawn(f func(ctx context.Context)) bool {
+	if a.stopping {
+		return false
+	}
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		f(a.ctx)
+	}()
+	return true
 }
 
 func (a *campaignActor) loop() {
@@ -129,7 +190,7 @@ func (a *campaignActor) loop() {
 			f()
 			// Take whatever else is waiting before leasing: leases then go
 			// out in batches.
-			for n := 0; n < 256; n++ {
+			for n := 0; n < 256 && !a.stopped; n++ {
 				select {
 				case f := <-a.events:
 					f()
@@ -143,7 +204,11 @@ func (a *campaignActor) loop() {
 		case <-tick.C:
 			a.expireLeases()
 			a.releaseIfIdle()
+			a.resubscribeIfDue()
 		case <-a.done:
+			return
+		}
+		if a.stopped {
 			return
 		}
 		if a.consuming {
@@ -161,6 +226,9 @@ func (a *campaignActor) subscribe() error {
 	if a.consuming {
 		return nil
 	}
+	if a.stopping {
+		return fmt.Errorf("campaign %s is closing", a.cfg.ID)
+	}
 	ch, err := a.srv.conn.Channel()
 	if err != nil {
 		return fmt.Errorf("open consume channel: %w", err)
@@ -169,6 +237,8 @@ func (a *campaignActor) subscribe() error {
 		ch.Close()
 		return fmt.Errorf("qos: %w", err)
 	}
+	// Before Consume, so that no close goes unseen.
+	closed := ch.NotifyClose(make(chan *amqp.Error, 1))
 	order := make([]int, 0, Shards)
 	for i := range Shards {
 		if i%a.srv.cfg.Replicas == a.srv.cfg.Index {
@@ -188,18 +258,22 @@ func (a *campaignActor) subscribe() error {
 		}
 		go a.forward(ch, shard, ds)
 	}
-	closed := ch.NotifyClose(make(chan *amqp.Error, 1))
 	go func() {
 		if err, ok := <-closed; ok && err != nil {
-			a.post(func() { a.channelLost(ch, err) })
+			a.post(func() { a.consumeLost(ch, err.Error()) })
 		}
 	}()
 	a.consumeCh = ch
 	a.consuming = true
+	a.resubscribeAt, a.resubscribeWait = time.Time{}, 0
+	a.consumeErr.Store(nil)
 	a.log.Info("consuming shards", "own", len(order)/a.srv.cfg.Replicas, "replicas", a.srv.cfg.Replicas)
 	return nil
 }
 
+// forward hands a shard's deliveries to the actor. Its end, other than by
+// release, means consuming broke: the channel closed, or RabbitMQ cancelled
+// the consumer (its queue was deleted).
 func (a *campaignActor) forward(ch *amqp.Channel, shard int, ds <-chan amqp.Delivery) {
 	for d := range ds {
 		a.unacked.Add(1)
@@ -208,22 +282,48 @@ func (a *campaignActor) forward(ch *amqp.Channel, shard int, ds <-chan amqp.Deli
 			return
 		}
 	}
+	a.post(func() { a.consumeLost(ch, fmt.Sprintf("consumer of %s ended (cancelled by RabbitMQ)", a.topo.Shard(shard))) })
 }
 
-// channelLost: RabbitMQ closed the consume channel and requeued every
-// delivery on it; what the scheduler held for it is void.
-func (a *campaignActor) channelLost(ch *amqp.Channel, err *amqp.Error) {
+// consumeLost: the consume channel failed, or one of its consumers was
+// cancelled. The channel is closed (RabbitMQ requeues every delivery on
+// it), what the scheduler held for it is void, and consuming starts again
+// at once while sessions need it, then with backoff.
+func (a *campaignActor) consumeLost(ch *amqp.Channel, why string) {
 	if ch != a.consumeCh {
 		return
 	}
-	a.log.Warn("consume channel closed; its deliveries went back to their queues", "err", err)
-	a.dropHeld()
+	a.log.Warn("consuming broke; the deliveries held went back to their queues", "reason", why)
 	a.consumeCh = nil
 	a.consuming = false
-	if len(a.sessions) > 0 {
-		if err := a.subscribe(); err != nil {
-			a.log.Error("resubscribe", "err", err)
-		}
+	a.dropHeld()
+	go ch.Close() // may wait on RabbitMQ; the actor does not
+	a.setConsumeErr(why)
+	if len(a.sessions) > 0 && !a.stopping {
+		a.resubscribeAt = time.Now()
+		a.resubscribeIfDue()
+	}
+}
+
+func (a *campaignActor) setConsumeErr(why string) { a.consumeErr.Store(&why) }
+
+// resubscribeIfDue retries consuming after it broke, with backoff (1 s,
+// doubling to 30 s). While it fails, the reason is in the campaign's stats
+// (ConsumeError), so `starter status` shows it; the fetchers' sessions stay
+// open and get leases as soon as it works again.
+func (a *campaignActor) resubscribeIfDue() {
+	if a.consuming || a.resubscribeAt.IsZero() || a.stopping || time.Now().Before(a.resubscribeAt) {
+		return
+	}
+	if len(a.sessions) == 0 {
+		a.resubscribeAt = time.Time{}
+		return
+	}
+	if err := a.subscribe(); err != nil {
+		a.resubscribeWait = min(max(2*a.resubscribeWait, time.Second), 30*time.Second)
+		a.resubscribeAt = time.Now().Add(a.resubscribeWait)
+		a.setConsumeErr(err.Error())
+		a.log.Error("consuming again failed; retrying", "err", err, "in", a.resubscribeWait)
 	}
 }
 
@@ -297,6 +397,8 @@ func (a *campaignActor) onDelivery(ch *amqp.Channel, shard int, d amqp.Delivery)
 	}
 	k := KeyOf(m.URL)
 	if _, ok := a.held[k]; ok {
+		// In flight here: this copy is a duplicate message (a link published
+		// twice); the entry held settles the URL.
 		a.duplicates.Add(1)
 		a.ack(d)
 		return
@@ -352,7 +454,7 @@ func (a *campaignActor) place(h *host, now time.Time) {
 		a.waiting.remove(h)
 	}
 	h.where = inNone
-	if h.inflight >= max(h.conc, 1) {
+	if h.inflight >= max(h.conc, 1) || a.hostCapWaits(h) {
 		return
 	}
 	if !h.hasWork() {
@@ -372,6 +474,14 @@ func (a *campaignActor) place(h *host, now time.Time) {
 	heap.Push(&a.ready, h)
 }
 
+// hostCapWaits: h's pages fetched and leases out reach max-pages-per-host,
+// but its pages alone do not. Its URLs wait for the leases' outcomes
+// rather than being dropped: a lease that fails leaves room for another.
+func (a *campaignActor) hostCapWaits(h *host) bool {
+	m := a.cfg.MaxPagesPerHost
+	return m > 0 && h.fetched < m && h.fetched+int64(h.inflight) >= m
+}
+
 func maxTime(a, b time.Time) time.Time {
 	if a.After(b) {
 		return a
@@ -387,7 +497,7 @@ func (a *campaignActor) dispatch() {
 		h.where = inNone
 		a.place(h, now)
 	}
-	if a.capReached() {
+	if a.stopping || a.capReached() {
 		a.setTimer(now)
 		return
 	}
@@ -431,15 +541,19 @@ func (a *campaignActor) setTimer(now time.Time) {
 	a.timerAt = at
 }
 
+// capReached: no more leases, as the pages fetched and those in flight
+// reach max-pages. The campaign counts as capped (Stats.CapReached) only
+// once pages fetched reach it: a lease in flight may still fail, and its
+// URL's place then goes to another.
 func (a *campaignActor) capReached() bool {
 	if a.cfg.MaxPages <= 0 {
 		return false
 	}
-	if a.fetched.Load()+a.failed.Load()+a.inflight.Load() >= a.cfg.MaxPages {
+	done := a.fetched.Load() + a.failed.Load()
+	if done >= a.cfg.MaxPages {
 		a.capped.Store(true)
-		return true
 	}
-	return false
+	return done+a.inflight.Load() >= a.cfg.MaxPages
 }
 
 func (a *campaignActor) sessionsWithCredit() []*session {
@@ -472,11 +586,16 @@ func (a *campaignActor) leaseFrom(h *host, s *session, now time.Time) (Lease, bo
 				a.ackEntry(e)
 				continue
 			}
-			if a.cfg.MaxPagesPerHost > 0 && h.fetched+int64(h.inflight) >= a.cfg.MaxPagesPerHost {
+			if a.cfg.MaxPagesPerHost > 0 && h.fetched >= a.cfg.MaxPagesPerHost {
 				a.skipped.Add(1)
 				delete(a.held, e.key)
 				a.ackEntry(e)
 				continue
+			}
+			if a.hostCapWaits(h) {
+				// The leases out may reach the cap, or fail: wait for them.
+				heap.Push(&h.queue, e)
+				return Lease{}, false
 			}
 			l.e = e
 			out.URL, out.Depth, out.Hops, out.Parent = e.msg.URL, e.msg.Depth, e.msg.Hops, e.msg.Parent
@@ -525,8 +644,8 @@ func (a *campaignActor) returnLease(l *lease, why string, now time.Time) {
 		a.place(l.h, now)
 		return
 	}
-	if _, ok := a.held[l.e.key]; !ok {
-		return // its delivery is void (channel lost)
+	if a.held[l.e.key] != l.e {
+		return // its delivery is void (channel lost); a new one may be held
 	}
 	l.e.lost++
 	if l.e.lost >= maxLost {
@@ -559,6 +678,9 @@ func (l *lease) urlOf() string {
 // --- sessions ----------------------------------------------------------
 
 func (a *campaignActor) addSession(s *session) error {
+	if a.stopping {
+		return fmt.Errorf("campaign %s is closing on this scheduler", a.cfg.ID)
+	}
 	if err := a.subscribe(); err != nil {
 		return err
 	}
@@ -621,9 +743,9 @@ func (a *campaignActor) onOutcomes(s *session, items []Outcome) {
 			continue
 		}
 		e := l.e
-		if _, ok := a.held[e.key]; !ok {
+		if a.held[e.key] != e {
 			a.place(h, now)
-			continue // the delivery is void (channel lost); it comes again
+			continue // the delivery is void (channel lost); it came again or will
 		}
 		switch {
 		case o.Released:
@@ -657,7 +779,9 @@ func (a *campaignActor) onOutcomes(s *session, items []Outcome) {
 	}
 	if len(rec) > 0 {
 		a.pending.Add(1)
-		go a.record(rec)
+		if !a.spawn(func(ctx context.Context) { a.record(ctx, rec) }) {
+			a.pending.Add(-1)
+		}
 	}
 }
 
@@ -718,15 +842,47 @@ func (a *campaignActor) seedSitemaps(h *host, urls []string) {
 	}
 	robots := &entry{msg: urlMsg{URL: h.root + "/robots.txt", Depth: -1}}
 	a.pending.Add(1)
-	go func() {
+	ok := a.spawn(func(ctx context.Context) {
 		defer a.pending.Add(-1)
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := a.publishLinks(ctx, []recordJob{{e: robots, links: links}}); err != nil {
-			a.log.Error("queueing sitemaps failed", "host", h.name, "err", err)
+		// robots.txt is no delivery whose ack could wait for these links:
+		// the publish is retried here, a bounded number of times, and the
+		// pending count keeps the campaign from draining meanwhile. After
+		// the last try the host's robots.txt is fetched again, and its
+		// sitemaps queued again with it.
+		wait := time.Second
+		for try := 1; ; try++ {
+			pctx, cancel := context.WithTimeout(ctx, time.Minute)
+			err := a.publishLinks(pctx, []recordJob{{e: robots, links: links}})
+			cancel()
+			if err == nil {
+				return
+			}
+			if try == sitemapTries || ctx.Err() != nil {
+				a.log.Error("queueing sitemaps failed; robots.txt will be fetched again", "host", h.name, "tries", try, "err", err)
+				a.post(func() {
+					h.sitemaps = false
+					if h.robotsState == robotsReady {
+						h.robotsState = robotsUnknown
+					}
+				})
+				return
+			}
+			a.log.Warn("queueing sitemaps failed; retrying", "host", h.name, "err", err, "in", wait)
+			select {
+			case <-ctx.Done():
+			case <-time.After(wait):
+			}
+			wait = min(2*wait, 30*time.Second)
 		}
-	}()
+	})
+	if !ok {
+		a.pending.Add(-1)
+		h.sitemaps = false
+	}
 }
+
+// sitemapTries bounds the publishes of one robots.txt's sitemaps.
+const sitemapTries = 8
 
 // trimHost parks the URLs h holds beyond holdWindow of its current pace
 // (a robots.txt Crawl-delay can turn a few seconds of backlog into
@@ -774,9 +930,14 @@ type recordJob struct {
 // them queued, marks the URLs done, then acks their deliveries: the order
 // the invariant needs. On failure the deliveries are nacked back to their
 // queues (fetched again later, never lost).
-func (a *campaignActor) record(jobs []recordJob) {
+//
+// The entries leave held on the actor's goroutine before anything is acked
+// or nacked: a redelivery that comes after a nack must be taken as the URL
+// again, not as a duplicate of an entry still held, and one that comes
+// after an ack finds the URL marked done.
+func (a *campaignActor) record(ctx context.Context, jobs []recordJob) {
 	defer a.pending.Add(-1)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	err := a.publishLinks(ctx, jobs)
 	if err == nil {
@@ -784,26 +945,41 @@ func (a *campaignActor) record(jobs []recordJob) {
 		for i, j := range jobs {
 			keys[i] = j.e.key
 		}
-		err = a.srv.store.MarkDone(a.cfg.ID, keys)
-	}
-	for _, j := range jobs {
-		if err != nil {
-			a.log.Error("recording outcome failed; the URL goes back to its queue", "url", j.e.msg.URL, "err", err)
-			_ = j.e.d.Nack(false, true)
-		} else {
-			_ = j.e.d.Ack(false)
+		if err = a.srv.store.MarkDone(a.cfg.ID, keys); err != nil {
+			err = fmt.Errorf("seen store: %w", err)
 		}
-		a.settle(j.e)
 	}
-	a.post(func() {
+	a.call(func() {
 		for _, j := range jobs {
 			if a.held[j.e.key] == j.e {
 				delete(a.held, j.e.key)
 			}
 		}
 	})
+	if err != nil {
+		a.recordFailed.Add(int64(len(jobs)))
+		a.log.Error("recording outcome failed; the URL goes back to its queue", "urls", len(jobs), "url", jobs[0].e.msg.URL, "err", err)
+	}
+	for _, j := range jobs {
+		if err != nil {
+			a.nackEntry(j.e)
+		} else {
+			a.ackEntry(j.e)
+		}
+	}
 }
 
+// linkPublish is one record's publish of a link, which other records that
+// found the same link wait for.
+type linkPublish struct {
+	done chan struct{}
+	err  error // set before done is closed
+}
+
+// publishLinks publishes the jobs' links that are not queued yet and
+// returns once every one of them is confirmed and marked queued: by this
+// call, or by another record's publish of the same link that it waited for
+// (and did again itself when that one failed).
 func (a *campaignActor) publishLinks(ctx context.Context, jobs []recordJob) error {
 	var keys []Key
 	var msgs []outMsg
@@ -836,36 +1012,73 @@ func (a *campaignActor) publishLinks(ctx context.Context, jobs []recordJob) erro
 	if err != nil {
 		return fmt.Errorf("seen store: %w", err)
 	}
-	// A link another outcome of this campaign is publishing right now is
-	// left to that publish: if it fails, its parent's delivery goes back
-	// and the link is found again, so skipping it here loses nothing.
-	var newKeys []Key
-	var newMsgs []outMsg
+	var mine []int
+	var mineW []*linkPublish
+	type other struct {
+		i int
+		w *linkPublish
+	}
+	var others []other
 	a.publishingMu.Lock()
 	for i := range msgs {
-		if !queued[i] && !a.publishing[keys[i]] {
-			a.publishing[keys[i]] = true
-			newKeys = append(newKeys, keys[i])
-			newMsgs = append(newMsgs, msgs[i])
+		if queued[i] {
+			continue
 		}
+		if w := a.publishing[keys[i]]; w != nil {
+			others = append(others, other{i, w})
+			continue
+		}
+		w := &linkPublish{done: make(chan struct{})}
+		a.publishing[keys[i]] = w
+		mine = append(mine, i)
+		mineW = append(mineW, w)
 	}
 	a.publishingMu.Unlock()
-	if len(newMsgs) == 0 {
-		return nil
+	err = a.publishSome(ctx, keys, msgs, mine)
+	a.publishingMu.Lock()
+	for n, i := range mine {
+		delete(a.publishing, keys[i])
+		mineW[n].err = err
+		close(mineW[n].done)
 	}
-	defer func() {
-		a.publishingMu.Lock()
-		for _, k := range newKeys {
-			delete(a.publishing, k)
-		}
-		a.publishingMu.Unlock()
-	}()
-	if err := a.srv.pub.publish(ctx, newMsgs); err != nil {
+	a.publishingMu.Unlock()
+	if err != nil {
 		return err
 	}
-	a.published.Add(int64(len(newMsgs)))
-	a.discovered.Add(int64(len(newMsgs)))
-	return a.srv.store.MarkQueued(a.cfg.ID, newKeys)
+	var again []int
+	for _, o := range others {
+		select {
+		case <-o.w.done:
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for a link's publish: %w", ctx.Err())
+		}
+		if o.w.err != nil {
+			again = append(again, o.i)
+		}
+	}
+	return a.publishSome(ctx, keys, msgs, again)
+}
+
+// publishSome publishes msgs[i] for each i in idx, confirmed, and marks
+// their keys queued.
+func (a *campaignActor) publishSome(ctx context.Context, keys []Key, msgs []outMsg, idx []int) error {
+	if len(idx) == 0 {
+		return nil
+	}
+	out := make([]outMsg, len(idx))
+	ks := make([]Key, len(idx))
+	for n, i := range idx {
+		out[n], ks[n] = msgs[i], keys[i]
+	}
+	if err := a.srv.pub.publish(ctx, out); err != nil {
+		return err
+	}
+	a.published.Add(int64(len(out)))
+	a.discovered.Add(int64(len(out)))
+	if err := a.srv.store.MarkQueued(a.cfg.ID, ks); err != nil {
+		return fmt.Errorf("seen store: %w", err)
+	}
+	return nil
 }
 
 // park re-publishes e's URL to the parking queue that fits wait
@@ -901,30 +1114,48 @@ func (a *campaignActor) deadLetter(e *entry, why string) {
 // goroutine; if the publish fails, the delivery goes back to its queue.
 func (a *campaignActor) repost(e *entry, msg outMsg) {
 	a.pending.Add(1)
-	go func() {
+	ok := a.spawn(func(ctx context.Context) {
 		defer a.pending.Add(-1)
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
 		if err := a.srv.pub.publish(ctx, []outMsg{msg}); err != nil {
-			a.log.Error("re-publish failed; the URL goes back to its queue", "err", err)
-			_ = e.d.Nack(false, true)
-		} else {
-			a.published.Add(1)
-			_ = e.d.Ack(false)
+			a.recordFailed.Add(1)
+			a.log.Error("re-publish failed; the URL goes back to its queue", "url", e.msg.URL, "err", err)
+			a.nackEntry(e)
+			return
 		}
-		a.settle(e)
-	}()
+		a.published.Add(1)
+		a.ackEntry(e)
+	})
+	if !ok {
+		a.pending.Add(-1) // stopping: the delivery goes back with the channel
+	}
 }
 
-// ackEntry acks e's delivery now (a URL dropped on purpose).
+// ackEntry acks e's delivery (its outcome is recorded, or it was dropped
+// on purpose).
 func (a *campaignActor) ackEntry(e *entry) {
-	_ = e.d.Ack(false)
+	if err := e.d.Ack(false); err != nil {
+		// Its channel is gone: RabbitMQ requeued it, and the redelivery is
+		// seen as done (or fetched again).
+		a.log.Warn("ack failed; the URL comes back", "url", e.msg.URL, "err", err)
+	}
+	a.settle(e)
+}
+
+// nackEntry returns e's delivery to its queue.
+func (a *campaignActor) nackEntry(e *entry) {
+	if err := e.d.Nack(false, true); err != nil {
+		a.log.Warn("nack failed; the channel is gone, so RabbitMQ requeued the URL", "url", e.msg.URL, "err", err)
+	}
 	a.settle(e)
 }
 
 // ack acks a delivery that never became an entry.
 func (a *campaignActor) ack(d amqp.Delivery) {
-	_ = d.Ack(false)
+	if err := d.Ack(false); err != nil {
+		a.log.Warn("ack of a duplicate failed; it comes back", "err", err)
+	}
 	a.unacked.Add(-1)
 	a.acked.Add(1)
 }
@@ -958,23 +1189,57 @@ func (a *campaignActor) stats() Stats {
 		Hosts:        a.nhosts.Load(),
 		Sessions:     a.nsessions.Load(),
 		CapReached:   a.capped.Load(),
+		RecordFailed: a.recordFailed.Load(),
+		ConsumeError: a.consumeErrText(),
 	}
 }
 
-// stop ends the actor: its deliveries go back to their queues.
-func (a *campaignActor) stop() {
-	var wg sync.WaitGroup
-	wg.Add(1)
-	if !a.post(func() {
-		defer wg.Done()
+func (a *campaignActor) consumeErrText() string {
+	if p := a.consumeErr.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// stop ends the actor: its sessions close and their leases go back, the
+// goroutines recording outcomes finish (within grace, then they are
+// cancelled, which nacks what they held), and then its deliveries go back
+// to their queues. After stop nothing of the actor writes to RabbitMQ or
+// to the seen store.
+func (a *campaignActor) stop(grace time.Duration) {
+	a.call(func() {
+		a.stopping = true
 		for s := range a.sessions {
 			a.removeSession(s)
 			s.close()
 		}
-		a.release()
-		close(a.done)
-	}) {
-		wg.Done()
+	})
+	if !waitGroupTimeout(&a.wg, grace) {
+		a.log.Warn("outcomes still being recorded at close; cancelling them (their URLs go back to their queues)", "after", grace)
+		a.cancel()
+		if !waitGroupTimeout(&a.wg, time.Minute) {
+			a.log.Error("outcome recording did not end a minute after its cancel")
+		}
 	}
-	wg.Wait()
+	a.call(func() {
+		a.release()
+		a.stopped = true
+		close(a.done)
+	})
+	a.cancel()
+}
+
+// waitGroupTimeout waits for wg for at most d; false when it timed out.
+func waitGroupTimeout(wg *sync.WaitGroup, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		return false
+	}
 }

@@ -205,6 +205,43 @@ func (s *Session) readLoop(fr *frameReader) {
 	}
 }
 
+// outcomesFrameBytes bounds the estimated size of one outcomes frame, well
+// under MaxFrame: the outcomes queued while the writer was busy can carry
+// far more links than one frame may.
+const outcomesFrameBytes = 4 << 20
+
+// splitOutcomes cuts outs into batches of at most limit estimated bytes
+// (one outcome alone may be larger; the fetcher's caps bound it far below
+// MaxFrame).
+func splitOutcomes(outs []Outcome, limit int) [][]Outcome {
+	var parts [][]Outcome
+	start, size := 0, 0
+	for i, o := range outs {
+		n := outcomeSize(o)
+		if i > start && size+n > limit {
+			parts = append(parts, outs[start:i])
+			start, size = i, 0
+		}
+		size += n
+	}
+	if start < len(outs) {
+		parts = append(parts, outs[start:])
+	}
+	return parts
+}
+
+// outcomeSize estimates an outcome's JSON size from above.
+func outcomeSize(o Outcome) int {
+	n := 256 + 2*len(o.Error)
+	for _, l := range o.Links {
+		n += 64 + 2*len(l.URL)
+	}
+	if o.Robots != nil {
+		n += 64 + 2*len(o.Robots.Body) + 2*len(o.Robots.Error)
+	}
+	return n
+}
+
 // writeLoop sends outcomes and credit in batches, and a ping every
 // keepalive (which also renews the session's leases).
 func (s *Session) writeLoop(fw *frameWriter) {
@@ -231,8 +268,8 @@ func (s *Session) writeLoop(fw *frameWriter) {
 		outs, credit := s.outcomes, s.credit
 		s.outcomes, s.credit = nil, 0
 		s.mu.Unlock()
-		if len(outs) > 0 {
-			if err := fw.write(FrameOutcomes, Outcomes{Items: outs}); err != nil {
+		for _, part := range splitOutcomes(outs, outcomesFrameBytes) {
+			if err := fw.write(FrameOutcomes, Outcomes{Items: part}); err != nil {
 				s.fail(err)
 				return
 			}
@@ -324,11 +361,20 @@ func (c *Control) Stats(ctx context.Context, id string) (Stats, error) {
 	return *rep.Stats, nil
 }
 
-// CloseCampaign ends a campaign on the scheduler; with del, its queues go.
+// CloseCampaign ends a campaign on the scheduler for good; with del, its
+// queues and this scheduler's seen marks go too. With several schedulers,
+// use CloseEverywhere, which deletes only after every one let go.
 func (c *Control) CloseCampaign(ctx context.Context, id string, del bool) (Stats, error) {
-	rep, err := c.do(ctx, Request{Op: OpClose, Campaign: &campaign.Config{ID: id}, Delete: del})
-	if err != nil || rep.Stats == nil {
+	return c.closeCampaign(ctx, id, true, del)
+}
+
+func (c *Control) closeCampaign(ctx context.Context, id string, final, del bool) (Stats, error) {
+	rep, err := c.do(ctx, Request{Op: OpClose, Campaign: &campaign.Config{ID: id}, Final: final, Delete: del})
+	if err != nil {
 		return Stats{Campaign: id}, err
+	}
+	if rep.Stats == nil {
+		return Stats{Campaign: id}, nil
 	}
 	return *rep.Stats, nil
 }
@@ -367,22 +413,48 @@ func CampaignStats(ctx context.Context, addrs []string, token, id string) (Stats
 	return total, nil
 }
 
-// ReleaseCampaign closes a campaign on every scheduler, then deletes its
-// queues: what the workflow's Close does, for a campaign that ended
-// without running it (terminated).
-func ReleaseCampaign(ctx context.Context, addrs []string, token, id string) error {
-	for i := range addrs {
-		// The last one deletes, once every scheduler let go.
-		addr, del := addrs[i], i == len(addrs)-1
-		c, err := DialControl(ctx, addr, token)
-		if err != nil {
-			return err
+// CloseEverywhere closes a campaign on every scheduler, in two rounds.
+// First each one stops consuming it, finishes recording its outcomes and
+// refuses its fetchers from then on; the stats returned add up what each
+// knew then. Then, with del, each removes the campaign's queues (the first
+// one does; deleting is idempotent) and its own seen marks, so that a new
+// run of the same ID starts with a fresh seen-set on every scheduler.
+// Deleting only after every scheduler let go means none is still parking
+// or publishing into queues that vanish under it.
+func CloseEverywhere(ctx context.Context, addrs []string, token, id string, del bool) (Stats, error) {
+	total := Stats{Campaign: id}
+	each := func(f func(c *Control) error) error {
+		for _, addr := range addrs {
+			c, err := DialControl(ctx, addr, token)
+			if err != nil {
+				return err
+			}
+			err = f(c)
+			c.Close()
+			if err != nil {
+				return err
+			}
 		}
-		_, err = c.CloseCampaign(ctx, id, del)
-		c.Close()
-		if err != nil {
-			return err
-		}
+		return nil
 	}
-	return nil
+	err := each(func(c *Control) error {
+		st, err := c.closeCampaign(ctx, id, true, false)
+		total.Add(st)
+		return err
+	})
+	if err != nil || !del {
+		return total, err
+	}
+	return total, each(func(c *Control) error {
+		_, err := c.closeCampaign(ctx, id, true, true)
+		return err
+	})
+}
+
+// ReleaseCampaign closes a campaign on every scheduler and deletes its
+// queues and seen marks: what the workflow's Close does, for a campaign
+// that ended without running it (terminated).
+func ReleaseCampaign(ctx context.Context, addrs []string, token, id string) error {
+	_, err := CloseEverywhere(ctx, addrs, token, id, true)
+	return err
 }

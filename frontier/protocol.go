@@ -192,6 +192,9 @@ type Request struct {
 	URLs     []string         `json:"urls,omitempty"` // seed
 	// Delete (close): remove the campaign's queues and seen marks.
 	Delete bool `json:"delete,omitempty"`
+	// Final (close): the campaign is over; refuse its fetcher sessions
+	// from now on (Delete implies it).
+	Final bool `json:"final,omitempty"`
 }
 
 // Control operations.
@@ -217,6 +220,9 @@ var (
 	ErrBadFrame = errors.New("malformed frame")
 	// ErrRefused: the scheduler refused the session (see the message).
 	ErrRefused = errors.New("session refused")
+	// ErrUnroutable: RabbitMQ returned a published message that reached no
+	// queue (the campaign's queues are gone); it was not stored.
+	ErrUnroutable = errors.New("message reached no queue")
 )
 
 // frameWriter writes frames; not safe for concurrent use.

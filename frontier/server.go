@@ -188,7 +188,7 @@ func (s *Server) Close() error {
 	s.mu.Unlock()
 	s.wg.Wait()
 	for _, a := range actors {
-		a.stop()
+		a.stop(10 * time.Second)
 	}
 	return s.pub.close()
 }
@@ -323,11 +323,11 @@ func (s *session) close() { s.once.Do(func() { close(s.quit) }) }
 
 func (s *Server) serveFetcher(c net.Conn, fr *frameReader, fw *frameWriter, a *campaignActor, client string) {
 	sess := &session{client: client, leases: map[uint64]struct{}{}, out: make(chan outFrame, 1024), quit: make(chan struct{})}
-	errc := make(chan error, 1)
-	if !a.post(func() { errc <- a.addSession(sess) }) {
-		return
+	var err error
+	if !a.call(func() { err = a.addSession(sess) }) {
+		err = fmt.Errorf("campaign %s is closing on this scheduler", a.cfg.ID)
 	}
-	if err := <-errc; err != nil {
+	if err != nil {
 		_ = fw.write(FrameRefused, Refused{Reason: err.Error()})
 		_ = fw.flush()
 		return
@@ -469,7 +469,7 @@ func (s *Server) control(req Request) Reply {
 		}
 		return Reply{Stats: &st}
 	case OpClose:
-		st, err := s.closeCampaign(req.Campaign.ID, req.Delete)
+		st, err := s.closeCampaign(req.Campaign.ID, req.Final || req.Delete, req.Delete)
 		if err != nil {
 			return Reply{Error: err.Error()}
 		}
@@ -550,6 +550,9 @@ func (s *Server) Stats(id string) (Stats, error) {
 		st = a.stats()
 	}
 	st.Schedulers = []string{s.cfg.Name}
+	if st.ConsumeError != "" {
+		st.ConsumeError = s.cfg.Name + ": " + st.ConsumeError
+	}
 	queued, dead, err := Topology{Campaign: id}.Counts(s.conn)
 	if err != nil {
 		return st, err
@@ -559,13 +562,18 @@ func (s *Server) Stats(id string) (Stats, error) {
 	return st, nil
 }
 
-// closeCampaign ends the campaign here: its sessions close and its held
-// deliveries go back; with del, its queues and seen marks are removed.
-func (s *Server) closeCampaign(id string, del bool) (Stats, error) {
+// closeCampaign ends the campaign here: its sessions close, the outcomes
+// being recorded finish, and its held deliveries go back to their queues.
+// final: the campaign is over, and fetcher sessions for it are refused
+// from now on (until it is seeded again). del: its queues and this
+// scheduler's seen marks are removed too; callers delete only once every
+// scheduler has closed the campaign (CloseEverywhere), so that none is
+// still parking or publishing into queues that vanish under it.
+func (s *Server) closeCampaign(id string, final, del bool) (Stats, error) {
 	s.mu.Lock()
 	a := s.campaigns[id]
 	delete(s.campaigns, id)
-	if del {
+	if final {
 		// At once, under the lock that creates actors: a fetcher session
 		// reconnecting while the campaign closes must not open it again.
 		s.tombs[id] = time.Now()
@@ -573,17 +581,13 @@ func (s *Server) closeCampaign(id string, del bool) (Stats, error) {
 	s.mu.Unlock()
 	var st Stats
 	if a != nil {
-		// Let outcomes being recorded finish first.
-		deadline := time.Now().Add(30 * time.Second)
-		for a.pending.Load() > 0 && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-		}
+		a.stop(30 * time.Second)
 		st = a.stats()
-		a.stop()
 	}
 	st.Campaign = id
 	st.Schedulers = []string{s.cfg.Name}
 	if del {
+		// Idempotent: the first scheduler to get here deletes the queues.
 		if err := (Topology{Campaign: id}).Delete(s.conn); err != nil {
 			return st, err
 		}

@@ -33,6 +33,12 @@ type Stats struct {
 	Sessions     int64 `json:"sessions"`
 	// CapReached: the campaign's max-pages was reached; no more leases.
 	CapReached bool `json:"cap_reached,omitempty"`
+	// RecordFailed counts outcomes whose recording failed (a publish or the
+	// seen store): their URLs went back to their queues.
+	RecordFailed int64 `json:"record_failed,omitempty"`
+	// ConsumeError says why the scheduler is not consuming the campaign's
+	// queues while it should (it retries); empty when all is well.
+	ConsumeError string `json:"consume_error,omitempty"`
 }
 
 // Add accumulates o into s.
@@ -57,6 +63,13 @@ func (s *Stats) Add(o Stats) {
 	s.Hosts += o.Hosts
 	s.Sessions += o.Sessions
 	s.CapReached = s.CapReached || o.CapReached
+	s.RecordFailed += o.RecordFailed
+	if o.ConsumeError != "" {
+		if s.ConsumeError != "" {
+			s.ConsumeError += "; "
+		}
+		s.ConsumeError += o.ConsumeError
+	}
 }
 
 // Idle reports whether nothing is queued, held or unconfirmed: the frontier

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -168,23 +171,115 @@ func (t Topology) Delete(conn *amqp.Connection) error {
 	return nil
 }
 
-// publisher publishes persistent messages with publisher confirms on one
-// channel; safe for concurrent use (amqp091 serializes publishes on a
-// channel and matches confirms by sequence number).
+// publisher publishes persistent messages with publisher confirms; safe for
+// concurrent use (amqp091 serializes publishes on a channel and matches
+// confirms by sequence number).
+//
+// Every message is published mandatory: one that reaches no queue (its
+// campaign's queues were deleted) comes back as a basic.return before its
+// confirm, and the publish fails instead of counting a confirmed drop. A
+// channel that RabbitMQ closed (a publish to an exchange deleted under it)
+// is reopened by the next publish, so one campaign's closing cannot break
+// the scheduler's publishing for every other.
 type publisher struct {
-	ch *amqp.Channel
+	conn *amqp.Connection
+	seq  atomic.Uint64
+
+	mu  sync.Mutex
+	cur *pubChannel
+
+	// fault, when set (tests only, through export_test.go), is asked before
+	// each message is published; an error fails the publish as RabbitMQ
+	// would.
+	fault func(exchange, key string) error
+}
+
+// pubChannel is one confirm-mode channel and the goroutine that collects
+// its returned messages.
+type pubChannel struct {
+	ch      *amqp.Channel
+	returns chan amqp.Return
+	barrier chan chan struct{}
+	dead    chan struct{}
+
+	mu       sync.Mutex
+	returned map[string]string // message ID -> RabbitMQ's reason
 }
 
 func newPublisher(conn *amqp.Connection) (*publisher, error) {
-	ch, err := conn.Channel()
+	p := &publisher{conn: conn}
+	if _, err := p.channel(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// channel returns the open publishing channel, opening a new one when
+// RabbitMQ closed the last.
+func (p *publisher) channel() (*pubChannel, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cur != nil && !p.cur.ch.IsClosed() {
+		return p.cur, nil
+	}
+	ch, err := p.conn.Channel()
 	if err != nil {
-		return nil, fmt.Errorf("open channel: %w", err)
+		return nil, fmt.Errorf("open publish channel: %w", err)
 	}
 	if err := ch.Confirm(false); err != nil {
 		ch.Close()
 		return nil, fmt.Errorf("confirm mode: %w", err)
 	}
-	return &publisher{ch: ch}, nil
+	pc := &pubChannel{
+		ch:       ch,
+		returns:  ch.NotifyReturn(make(chan amqp.Return)),
+		barrier:  make(chan chan struct{}),
+		dead:     make(chan struct{}),
+		returned: map[string]string{},
+	}
+	go pc.watch()
+	p.cur = pc
+	return pc, nil
+}
+
+// watch records returned messages. RabbitMQ sends a message's return
+// before its confirm, and amqp091 hands the return over before it reads
+// the confirm; a barrier request answered by this same loop therefore
+// comes after every return of the messages already confirmed.
+func (pc *pubChannel) watch() {
+	defer close(pc.dead)
+	for {
+		select {
+		case r, ok := <-pc.returns:
+			if !ok {
+				return
+			}
+			pc.mu.Lock()
+			pc.returned[r.MessageId] = fmt.Sprintf("%d %s", r.ReplyCode, r.ReplyText)
+			pc.mu.Unlock()
+		case done := <-pc.barrier:
+			close(done)
+		}
+	}
+}
+
+// sync waits until every return sent before now has been recorded.
+func (pc *pubChannel) sync() {
+	done := make(chan struct{})
+	select {
+	case pc.barrier <- done:
+		<-done
+	case <-pc.dead:
+	}
+}
+
+// take reports and forgets whether the message id came back.
+func (pc *pubChannel) take(id string) (string, bool) {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	why, ok := pc.returned[id]
+	delete(pc.returned, id)
+	return why, ok
 }
 
 // outMsg is one message to publish.
@@ -194,14 +289,34 @@ type outMsg struct {
 }
 
 // publish sends every message and waits until RabbitMQ confirmed all of
-// them; any nack or error fails the whole batch (the caller must then not
-// ack what the batch stood for; a later retry may publish duplicates, which
-// dedup absorbs).
+// them, each routed to a queue; any nack, return or error fails the whole
+// batch (the caller must then not ack what the batch stood for; a later
+// retry may publish duplicates, which dedup absorbs).
 func (p *publisher) publish(ctx context.Context, msgs []outMsg) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	pc, err := p.channel()
+	if err != nil {
+		return err
+	}
 	confirms := make([]*amqp.DeferredConfirmation, 0, len(msgs))
+	ids := make([]string, 0, len(msgs))
+	defer func() {
+		for _, id := range ids {
+			pc.take(id)
+		}
+	}()
 	for _, m := range msgs {
+		if p.fault != nil {
+			if err := p.fault(m.exchange, m.key); err != nil {
+				return fmt.Errorf("publish to %q: %w", m.key, err)
+			}
+		}
 		m.msg.DeliveryMode = amqp.Persistent
-		dc, err := p.ch.PublishWithDeferredConfirmWithContext(ctx, m.exchange, m.key, false, false, m.msg)
+		m.msg.MessageId = strconv.FormatUint(p.seq.Add(1), 36)
+		ids = append(ids, m.msg.MessageId)
+		dc, err := pc.ch.PublishWithDeferredConfirmWithContext(ctx, m.exchange, m.key, true, false, m.msg)
 		if err != nil {
 			return fmt.Errorf("publish to %q: %w", m.key, err)
 		}
@@ -216,7 +331,20 @@ func (p *publisher) publish(ctx context.Context, msgs []outMsg) error {
 			return errors.New("publish nacked by RabbitMQ")
 		}
 	}
+	pc.sync()
+	for i, id := range ids {
+		if why, ok := pc.take(id); ok {
+			return fmt.Errorf("publish to %q reached no queue (%s): %w", msgs[i].key, why, ErrUnroutable)
+		}
+	}
 	return nil
 }
 
-func (p *publisher) close() error { return p.ch.Close() }
+func (p *publisher) close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cur == nil || p.cur.ch.IsClosed() {
+		return nil
+	}
+	return p.cur.ch.Close()
+}

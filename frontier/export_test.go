@@ -1,0 +1,31 @@
+package frontier
+
+import "context"
+
+// SetPublishFault makes s's publisher ask f before each message it
+// publishes; an error from f fails that publish. Tests use it to widen the
+// failure paths of the ack chain on purpose.
+func SetPublishFault(s *Server, f func(exchange, key string) error) { s.pub.fault = f }
+
+// Publish publishes one small message through s's publisher, as the
+// scheduler's own parks and links are published.
+func Publish(s *Server, exchange, key string) error {
+	return s.pub.publish(context.Background(), []outMsg{{exchange: exchange, key: key, msg: encodeMsg(urlMsg{URL: "http://127.0.0.1/probe"}, 0, nil)}})
+}
+
+// BreakConsume makes RabbitMQ close the consume channel of campaign id on
+// s with a channel error (an ack of an unknown delivery tag), as a broker
+// does when a channel fails under the scheduler.
+func BreakConsume(s *Server, id string) {
+	s.mu.Lock()
+	a := s.campaigns[id]
+	s.mu.Unlock()
+	if a == nil {
+		return
+	}
+	a.post(func() {
+		if a.consumeCh != nil {
+			_ = a.consumeCh.Ack(1<<40, false)
+		}
+	})
+}

@@ -1,0 +1,550 @@
+package frontier_test
+
+// The failure paths of the ack chain (issue 10): each test widens one
+// window on purpose (a publisher that fails or waits on cue, a log handler
+// that sleeps, a channel broken under the scheduler) and counts what came
+// back, so that a URL lost on that path fails it.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/drover-crawl/drover/activities"
+	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/fetch"
+	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/sink"
+	"github.com/drover-crawl/drover/testweb"
+)
+
+// sleepyHandler logs at warn level and sleeps after each record whose
+// message starts with one of the given prefixes: it holds the goroutine
+// that logged it in the middle of its work.
+type sleepyHandler struct {
+	slog.Handler
+	prefix string
+	d      time.Duration
+}
+
+func (h sleepyHandler) Handle(ctx context.Context, r slog.Record) error {
+	err := h.Handler.Handle(ctx, r)
+	if strings.HasPrefix(r.Message, h.prefix) {
+		time.Sleep(h.d)
+	}
+	return err
+}
+
+func (h sleepyHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return sleepyHandler{h.Handler.WithAttrs(as), h.prefix, h.d}
+}
+
+func (h sleepyHandler) WithGroup(g string) slog.Handler {
+	return sleepyHandler{h.Handler.WithGroup(g), h.prefix, h.d}
+}
+
+// startSchedulerWith starts a scheduler with its own logger.
+func startSchedulerWith(t *testing.T, cfg frontier.ServerConfig, store frontier.SeenStore, log *slog.Logger) *scheduler {
+	t.Helper()
+	conn, err := amqp.Dial(amqpURL())
+	if err != nil {
+		t.Fatalf("RabbitMQ at %s: %v", amqpURL(), err)
+	}
+	srv, err := frontier.NewServer(cfg, conn, store, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	s := &scheduler{srv: srv, addr: ln.Addr().String(), conn: conn}
+	t.Cleanup(func() { s.stop() })
+	return s
+}
+
+// handCampaign is a campaign over made-up hosts that no one fetches: a raw
+// fetcher answers its leases by hand.
+func handCampaign(t *testing.T, seeds ...string) campaign.Config {
+	cfg := campaign.Config{
+		ID:           fmt.Sprintf("h-%s-%d", strings.ReplaceAll(t.Name(), "/", "-"), rand.IntN(1e9)),
+		Seeds:        seeds,
+		PerHostDelay: time.Millisecond,
+		AllowPrivate: true,
+		Sinks:        []string{"warc:/unused"},
+	}.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func (f *rawFetcher) report(t *testing.T, items ...frontier.Outcome) {
+	t.Helper()
+	writeRaw(t, f.c, jsonFrame(t, frontier.FrameOutcomes, frontier.Outcomes{Items: items}))
+}
+
+// pages gives credit and reads leases until want says it has what it
+// needs; robots leases are answered at once with robots (nil: a 404,
+// everything allowed), page leases are passed to want. It pings while it
+// waits, so the session stays up.
+func (f *rawFetcher) pages(t *testing.T, credit int, within time.Duration, robots *frontier.RobotsBody, want func(frontier.Lease) bool) {
+	t.Helper()
+	if robots == nil {
+		robots = &frontier.RobotsBody{Status: 404}
+	}
+	writeRaw(t, f.c, jsonFrame(t, frontier.FrameCredit, frontier.Credit{N: credit}))
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		ft, payload, err := readFrame(f.c, min(time.Second, time.Until(deadline)))
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			writeRaw(t, f.c, frame(frontier.FramePing, nil))
+			continue
+		}
+		if err != nil {
+			t.Fatalf("reading leases: %v", err)
+		}
+		if ft != frontier.FrameLeases {
+			continue
+		}
+		var ls frontier.Leases
+		if err := json.Unmarshal(payload, &ls); err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range ls.Items {
+			if l.Kind == frontier.KindRobots {
+				f.report(t, frontier.Outcome{LeaseID: l.ID, Robots: robots})
+				writeRaw(t, f.c, jsonFrame(t, frontier.FrameCredit, frontier.Credit{N: 1}))
+				continue
+			}
+			if want(l) {
+				return
+			}
+		}
+	}
+	t.Fatalf("the leases wanted did not come within %s", within)
+}
+
+// faultOnShard fails (or holds) publishes to one shard queue of a campaign
+// while armed.
+type faultOnShard struct {
+	queue string
+	armed atomic.Int32 // publishes still to fail
+	hold  chan struct{}
+	held  chan struct{}
+}
+
+func (f *faultOnShard) fault(exchange, key string) error {
+	if exchange != "" || key != f.queue || f.armed.Load() <= 0 {
+		return nil
+	}
+	if f.armed.Add(-1) < 0 {
+		return nil
+	}
+	if f.hold != nil {
+		close(f.held)
+		<-f.hold
+	}
+	return errors.New("injected publish failure")
+}
+
+func shardQueue(cfg campaign.Config, rawURL string) string {
+	h, err := fetch.HostKey(rawURL)
+	if err != nil {
+		panic(err)
+	}
+	return frontier.Topology{Campaign: cfg.ID}.Shard(frontier.ShardOf(h))
+}
+
+// Hole 1: a record that fails must not let its URL's own redelivery be
+// acked as a duplicate. Two outcomes fail in one record; the log line of
+// the second sleeps, so the first one's redelivery arrives meanwhile. Both
+// URLs must come back.
+func TestHoleFailedRecordRedeliveryIsNotADuplicate(t *testing.T) {
+	base := slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})
+	log := slog.New(sleepyHandler{base, "recording outcome failed", 700 * time.Millisecond})
+	sched := startSchedulerWith(t, frontier.DefaultServerConfig(), frontier.NewMemorySeen(), log)
+	p1, p2 := "http://127.66.1.1:9/p1", "http://127.66.1.2:9/p2"
+	cfg := handCampaign(t, p1, p2)
+	child := "http://127.66.1.1:9/child"
+	fault := &faultOnShard{queue: shardQueue(cfg, child)}
+	frontier.SetPublishFault(sched.srv, fault.fault)
+	ctl := control(t, sched.addr)
+	seedCampaign(t, ctl, cfg)
+
+	f := dialRawFetcher(t, sched.addr, cfg)
+	got := map[string]uint64{}
+	f.pages(t, 4, 20*time.Second, nil, func(l frontier.Lease) bool { got[l.URL] = l.ID; return len(got) == 2 })
+	fault.armed.Store(1)
+	links := []frontier.Link{{URL: child}}
+	f.report(t,
+		frontier.Outcome{LeaseID: got[p1], Stored: true, Status: 200, Links: links},
+		frontier.Outcome{LeaseID: got[p2], Stored: true, Status: 200, Links: links})
+	again := map[string]bool{}
+	f.pages(t, 2, 20*time.Second, nil, func(l frontier.Lease) bool {
+		again[l.URL] = true
+		f.report(t, frontier.Outcome{LeaseID: l.ID, Stored: true, Status: 200, Links: links})
+		return again[p1] && again[p2]
+	})
+	if st := stats(t, ctl, cfg.ID); st.Duplicates != 0 {
+		t.Errorf("%d deliveries acked as duplicates after a failed record", st.Duplicates)
+	}
+}
+
+// Hole 2: a campaign's seen marks go with its queues on every scheduler:
+// a second run of the same ID, after ReleaseCampaign, crawls the web again,
+// whole, with two schedulers.
+func TestHoleSeenMarksGoWithTheQueues(t *testing.T) {
+	web := startWeb(t, testweb.Config{Hosts: 4, PagesPerHost: 15, CrossHost: true, Base: 61})
+	var addrs []string
+	for i := range 2 {
+		c := frontier.DefaultServerConfig()
+		c.Name, c.Index, c.Replicas = fmt.Sprintf("s%d", i), i, 2
+		addrs = append(addrs, startScheduler(t, c, frontier.NewMemorySeen()).addr)
+	}
+	cfg := testCampaign(t, web)
+	t.Cleanup(func() { frontier.ReleaseCampaign(context.Background(), addrs, frontier.DevToken, cfg.ID) })
+	for run := 1; run <= 2; run++ {
+		web.Reset()
+		ctl := control(t, addrs[0])
+		n, err := ctl.Seed(context.Background(), cfg, cfg.Seeds)
+		if err != nil || n != len(cfg.Seeds) {
+			t.Fatalf("run %d: seeded %d of %d: %v", run, n, len(cfg.Seeds), err)
+		}
+		sk := sink.NewMemory()
+		fl := startFleet(t, cfg, addrs, sk, 2)
+		waitDrained(t, addrs, cfg.ID, 2*time.Minute)
+		fl.stop()
+		checkCrawl(t, web, sk, false)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		if err := frontier.ReleaseCampaign(ctx, addrs, frontier.DevToken, cfg.ID); err != nil {
+			t.Fatalf("run %d: release: %v", run, err)
+		}
+		cancel()
+	}
+}
+
+// Hole 3: a publish that reaches no queue is an error, never a confirmed
+// drop; a publish that closes the publisher's channel (an exchange deleted
+// under it) does not break every later publish of the scheduler.
+func TestHolePublisherSurvivesADeletedTopology(t *testing.T) {
+	sched := startScheduler(t, frontier.DefaultServerConfig(), frontier.NewMemorySeen())
+	gone := fmt.Sprintf("drover.gone-%d", rand.IntN(1e9))
+	if err := frontier.Publish(sched.srv, "", gone+".s00"); err == nil {
+		t.Error("a publish to a queue that does not exist was confirmed")
+	}
+	if err := frontier.Publish(sched.srv, gone+".park.1s", gone+".s00"); err == nil {
+		t.Error("a publish to an exchange that does not exist was confirmed")
+	}
+	// The scheduler still publishes: a new campaign seeds and crawls.
+	cfg := handCampaign(t, "http://127.66.3.1:9/a")
+	ctl := control(t, sched.addr)
+	seedCampaign(t, ctl, cfg)
+	f := dialRawFetcher(t, sched.addr, cfg)
+	child := "http://127.66.3.1:9/b"
+	f.pages(t, 2, 20*time.Second, nil, func(l frontier.Lease) bool {
+		f.report(t, frontier.Outcome{LeaseID: l.ID, Stored: true, Status: 200, Links: []frontier.Link{{URL: child}}})
+		return l.URL == child
+	})
+}
+
+// Hole 3, end to end: two schedulers share a campaign, and it is closed
+// while both consume it; afterwards both still serve another campaign.
+func TestHoleCloseWithTwoSchedulers(t *testing.T) {
+	web := startWeb(t, testweb.Config{Hosts: 6, PagesPerHost: 20, CrossHost: true, Base: 62})
+	var addrs []string
+	for i := range 2 {
+		c := frontier.DefaultServerConfig()
+		c.Name, c.Index, c.Replicas = fmt.Sprintf("s%d", i), i, 2
+		addrs = append(addrs, startScheduler(t, c, frontier.NewMemorySeen()).addr)
+	}
+	cfg := testCampaign(t, web)
+	ctl := control(t, addrs[0])
+	if _, err := ctl.Seed(context.Background(), cfg, cfg.Seeds); err != nil {
+		t.Fatal(err)
+	}
+	sk := sink.NewMemory()
+	fl := startFleet(t, cfg, addrs, sk, 4)
+	// Close mid-crawl, with sessions on both schedulers.
+	waitStats(t, ctl, cfg.ID, 30*time.Second, "crawl under way", func(st frontier.Stats) bool { return st.Fetched > 10 })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// What the workflow's Close activity does.
+	acts := &activities.Activities{Schedulers: addrs, Token: frontier.DevToken}
+	if _, err := acts.Close(ctx, activities.CloseInput{Config: cfg, Delete: true}); err != nil {
+		t.Fatal(err)
+	}
+	fl.stop()
+	ch, err := addrsConn(t).Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	for _, q := range []string{frontier.Topology{Campaign: cfg.ID}.Shard(0), frontier.Topology{Campaign: cfg.ID}.Dead()} {
+		if _, err := ch.QueueDeclarePassive(q, true, false, false, false, nil); err == nil {
+			t.Errorf("queue %s still exists after the close", q)
+			ch, _ = addrsConn(t).Channel()
+		}
+	}
+	// Each scheduler still publishes for another campaign.
+	for i, addr := range addrs {
+		c2 := handCampaign(t, fmt.Sprintf("http://127.66.4.%d:9/a", i+1))
+		ctl := control(t, addr)
+		seedCampaign(t, ctl, c2)
+		f := dialRawFetcher(t, addr, c2)
+		child := fmt.Sprintf("http://127.66.4.%d:9/b", i+1)
+		f.pages(t, 2, 20*time.Second, nil, func(l frontier.Lease) bool {
+			f.report(t, frontier.Outcome{LeaseID: l.ID, Stored: true, Status: 200, Links: []frontier.Link{{URL: child}}})
+			return l.URL == child
+		})
+	}
+}
+
+func addrsConn(t *testing.T) *amqp.Connection {
+	conn, err := amqp.Dial(amqpURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// Hole 4: a parent is acked only once every link it found is confirmed,
+// even when another outcome is publishing the same link: here that other
+// publish fails, and the page that found it comes back as a 404.
+func TestHoleParentAckWaitsForItsLinks(t *testing.T) {
+	sched := startScheduler(t, frontier.DefaultServerConfig(), frontier.NewMemorySeen())
+	p1, p2 := "http://127.66.5.1:9/p1", "http://127.66.5.2:9/p2"
+	cfg := handCampaign(t, p1, p2)
+	link := "http://127.66.5.3:9/shared"
+	fault := &faultOnShard{queue: shardQueue(cfg, link), hold: make(chan struct{}), held: make(chan struct{})}
+	frontier.SetPublishFault(sched.srv, fault.fault)
+	ctl := control(t, sched.addr)
+	seedCampaign(t, ctl, cfg)
+	f := dialRawFetcher(t, sched.addr, cfg)
+	got := map[string]uint64{}
+	f.pages(t, 4, 20*time.Second, nil, func(l frontier.Lease) bool { got[l.URL] = l.ID; return len(got) == 2 })
+	fault.armed.Store(1)
+	links := []frontier.Link{{URL: link}}
+	f.report(t, frontier.Outcome{LeaseID: got[p1], Stored: true, Status: 200, Links: links})
+	select {
+	case <-fault.held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first publish of the link never started")
+	}
+	f.report(t, frontier.Outcome{LeaseID: got[p2], Stored: true, Status: 200, Links: links})
+	time.Sleep(300 * time.Millisecond) // the second record runs while the first publish waits
+	close(fault.hold)
+	// p1 comes back (its record failed) and is now a 404 without links;
+	// the link must still come.
+	f.pages(t, 2, 20*time.Second, nil, func(l frontier.Lease) bool {
+		f.report(t, frontier.Outcome{LeaseID: l.ID, Stored: true, Status: 404})
+		return l.URL == link
+	})
+}
+
+// Hole 5: the sitemaps a robots.txt names are queued even when their first
+// publish fails.
+func TestHoleSitemapsSurviveAFailedPublish(t *testing.T) {
+	sched := startScheduler(t, frontier.DefaultServerConfig(), frontier.NewMemorySeen())
+	seedURL := "http://127.66.6.1:9/"
+	cfg := handCampaign(t, seedURL)
+	cfg.Sitemaps = true
+	sitemap := "http://127.66.6.1:9/sitemap.xml"
+	fault := &faultOnShard{queue: shardQueue(cfg, sitemap)}
+	frontier.SetPublishFault(sched.srv, fault.fault)
+	ctl := control(t, sched.addr)
+	seedCampaign(t, ctl, cfg)
+	fault.armed.Store(1)
+	f := dialRawFetcher(t, sched.addr, cfg)
+	robots := &frontier.RobotsBody{Status: 200, Body: []byte("User-agent: *\nAllow: /\nSitemap: " + sitemap + "\n")}
+	f.pages(t, 2, 30*time.Second, robots, func(l frontier.Lease) bool {
+		f.report(t, frontier.Outcome{LeaseID: l.ID, Stored: true, Status: 200})
+		return l.URL == sitemap
+	})
+	if n := fault.armed.Load(); n > 0 {
+		t.Errorf("the injected failure never happened (%d left)", n)
+	}
+}
+
+// Hole 6: after the consume channel is lost, an old lease's outcome must
+// not settle or delete the new delivery of its URL: the campaign drains.
+func TestHoleStaleLeaseAfterChannelLost(t *testing.T) {
+	sched := startScheduler(t, frontier.DefaultServerConfig(), frontier.NewMemorySeen())
+	u := "http://127.66.7.1:9/u"
+	cfg := handCampaign(t, u)
+	ctl := control(t, sched.addr)
+	seedCampaign(t, ctl, cfg)
+	f := dialRawFetcher(t, sched.addr, cfg)
+	var old uint64
+	f.pages(t, 1, 20*time.Second, nil, func(l frontier.Lease) bool { old = l.ID; return true })
+	frontier.BreakConsume(sched.srv, cfg.ID)
+	// The held delivery was settled by the channel's loss and has come again.
+	waitStats(t, ctl, cfg.ID, 15*time.Second, "redelivery after the channel loss", func(st frontier.Stats) bool {
+		return st.Acked >= 1 && st.Held == 1 && st.Queued == 0
+	})
+	f.report(t, frontier.Outcome{LeaseID: old, Retry: true, Error: "connection reset", RetryAfter: time.Second})
+	f.pages(t, 1, 20*time.Second, nil, func(l frontier.Lease) bool {
+		f.report(t, frontier.Outcome{LeaseID: l.ID, Stored: true, Status: 200})
+		return l.URL == u
+	})
+	waitStats(t, ctl, cfg.ID, 15*time.Second, "drained", func(st frontier.Stats) bool {
+		return st.Held == 0 && st.InFlight == 0 && st.Queued == 0 && st.Pending == 0
+	})
+}
+
+// Hole 8: a shard queue deleted under the scheduler (RabbitMQ cancels the
+// consumer) is consumed again once it exists again.
+func TestHoleConsumerCancelledByTheBroker(t *testing.T) {
+	sched := startScheduler(t, frontier.DefaultServerConfig(), frontier.NewMemorySeen())
+	first := "http://127.66.8.1:9/first"
+	cfg := handCampaign(t, first)
+	ctl := control(t, sched.addr)
+	seedCampaign(t, ctl, cfg)
+	f := dialRawFetcher(t, sched.addr, cfg)
+	f.pages(t, 1, 20*time.Second, nil, func(l frontier.Lease) bool {
+		f.report(t, frontier.Outcome{LeaseID: l.ID, Stored: true, Status: 200})
+		return true
+	})
+	// A URL of another host, in another shard.
+	var later string
+	for i := 2; ; i++ {
+		later = fmt.Sprintf("http://127.66.8.%d:9/later", i)
+		if shardQueue(cfg, later) != shardQueue(cfg, first) {
+			break
+		}
+	}
+	ch, err := sched.conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.QueueDelete(shardQueue(cfg, later), false, false, false); err != nil {
+		t.Fatal(err)
+	}
+	ch.Close()
+	// Seeding declares the queue again and publishes to it.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if n, err := ctl.Seed(ctx, cfg, []string{later}); err != nil || n != 1 {
+		t.Fatalf("seed: %d %v", n, err)
+	}
+	f.pages(t, 1, 20*time.Second, nil, func(l frontier.Lease) bool {
+		f.report(t, frontier.Outcome{LeaseID: l.ID, Stored: true, Status: 200})
+		return l.URL == later
+	})
+}
+
+// Hole 9a: outcomes too many for one frame are split, not lost with the
+// session.
+func TestHoleOutcomesSplitAcrossFrames(t *testing.T) {
+	sched := startScheduler(t, frontier.DefaultServerConfig(), frontier.NewMemorySeen())
+	cfg := handCampaign(t, "http://127.66.9.1:9/")
+	ctl := control(t, sched.addr)
+	seedCampaign(t, ctl, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sess, err := frontier.DialSession(ctx, sched.addr, frontier.DevToken, "big", cfg, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	// 48 outcomes of about 1 MiB of links each, reported at once: more than
+	// one frame (MaxFrame is 32 MiB) can carry. Their lease IDs are unknown
+	// to the scheduler, which ignores them.
+	links := make([]frontier.Link, 8000)
+	for i := range links {
+		links[i] = frontier.Link{URL: fmt.Sprintf("http://127.66.9.1:9/%0120d", i)}
+	}
+	for i := range 48 {
+		sess.Report(frontier.Outcome{LeaseID: uint64(1<<40 + i), Stored: true, Status: 200, Links: links})
+	}
+	select {
+	case <-sess.Done():
+		t.Fatalf("the session ended: %v", sess.Err())
+	case <-time.After(5 * time.Second):
+	}
+	sess.Credit(1)
+	select {
+	case l := <-sess.Leases():
+		if l.URL == "" {
+			t.Fatalf("no lease: session ended: %v", sess.Err())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("no lease after the big report: %v", sess.Err())
+	}
+}
+
+// Hole 9b: max-pages-per-host counts pages, not leases: a host whose
+// in-flight URLs fail does not end below its cap, and its other URLs are
+// not dropped meanwhile.
+func TestHolePerHostCapCountsPagesNotLeases(t *testing.T) {
+	sched := startScheduler(t, frontier.DefaultServerConfig(), frontier.NewMemorySeen())
+	u1, u2, u3 := "http://127.66.10.1:9/1", "http://127.66.10.1:9/2", "http://127.66.10.1:9/3"
+	cfg := handCampaign(t, u1, u2, u3)
+	cfg.MaxPagesPerHost, cfg.PerHostConcurrency, cfg.MaxAttempts = 2, 3, 1
+	ctl := control(t, sched.addr)
+	seedCampaign(t, ctl, cfg)
+	f := dialRawFetcher(t, sched.addr, cfg)
+	var first []frontier.Lease
+	f.pages(t, 3, 20*time.Second, nil, func(l frontier.Lease) bool { first = append(first, l); return len(first) == 2 })
+	time.Sleep(200 * time.Millisecond) // let the third lease go out, if it would
+	if st := stats(t, ctl, cfg.ID); st.Skipped != 0 {
+		t.Fatalf("%d URLs dropped by the per-host cap with no page fetched yet", st.Skipped)
+	}
+	// The first fails for good (1 attempt), the second is a page: the
+	// third must be fetched to reach the cap of 2 pages.
+	f.report(t, frontier.Outcome{LeaseID: first[0].ID, Retry: true, Error: "503"}, frontier.Outcome{LeaseID: first[1].ID, Stored: true, Status: 200})
+	var third string
+	for _, u := range []string{u1, u2, u3} {
+		if u != first[0].URL && u != first[1].URL {
+			third = u
+		}
+	}
+	f.pages(t, 2, 20*time.Second, nil, func(l frontier.Lease) bool {
+		f.report(t, frontier.Outcome{LeaseID: l.ID, Stored: true, Status: 200})
+		return l.URL == third
+	})
+}
+
+// Hole 9c: max-pages counts pages, not leases: the campaign is not "capped"
+// while its pages are only leased, and a lease that fails does not end it
+// below its cap.
+func TestHoleMaxPagesCountsPagesNotLeases(t *testing.T) {
+	sched := startScheduler(t, frontier.DefaultServerConfig(), frontier.NewMemorySeen())
+	u1, u2, u3 := "http://127.66.11.1:9/", "http://127.66.11.2:9/", "http://127.66.11.3:9/"
+	cfg := handCampaign(t, u1, u2, u3)
+	cfg.MaxPages, cfg.MaxAttempts = 2, 1
+	ctl := control(t, sched.addr)
+	seedCampaign(t, ctl, cfg)
+	f := dialRawFetcher(t, sched.addr, cfg)
+	var first []frontier.Lease
+	f.pages(t, 6, 20*time.Second, nil, func(l frontier.Lease) bool { first = append(first, l); return len(first) == 2 })
+	if st := stats(t, ctl, cfg.ID); st.CapReached {
+		t.Fatalf("cap reported reached with %d pages fetched and %d failed", st.Fetched, st.Failed)
+	}
+	f.report(t, frontier.Outcome{LeaseID: first[0].ID, Retry: true, Error: "503"}, frontier.Outcome{LeaseID: first[1].ID, Stored: true, Status: 200})
+	var got []string
+	f.pages(t, 1, 20*time.Second, nil, func(l frontier.Lease) bool {
+		got = append(got, l.URL)
+		f.report(t, frontier.Outcome{LeaseID: l.ID, Stored: true, Status: 200})
+		return true
+	})
+	waitStats(t, ctl, cfg.ID, 10*time.Second, "cap reached at 2 pages", func(st frontier.Stats) bool {
+		return st.CapReached && st.Fetched == 2
+	})
+}
+
+
