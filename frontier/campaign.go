@@ -282,7 +282,9 @@ func (a *campaignActor) forward(ch *amqp.Channel, shard int, ds <-chan amqp.Deli
 			return
 		}
 	}
-	a.post(func() { a.consumeLost(ch, fmt.Sprintf("consumer of %s ended (cancelled by RabbitMQ)", a.topo.Shard(shard))) })
+	a.post(func() {
+		a.consumeLost(ch, fmt.Sprintf("consumer of %s ended (cancelled by RabbitMQ)", a.topo.Shard(shard)))
+	})
 }
 
 // consumeLost: the consume channel failed, or one of its consumers was

@@ -546,5 +546,3 @@ func TestHoleMaxPagesCountsPagesNotLeases(t *testing.T) {
 		return st.CapReached && st.Fetched == 2
 	})
 }
-
-
