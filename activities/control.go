@@ -20,6 +20,11 @@ import (
 // again.
 func (a *Activities) Seed(ctx context.Context, in SeedInput) (SeedResult, error) {
 	cfg := in.Config.WithDefaults()
+	// A new run of the campaign ID starts without the last run's failure
+	// records (they stay readable until then).
+	if err := frontier.DropFailures(ctx, a.Schedulers, a.Token, cfg.ID); err != nil {
+		activity.GetLogger(ctx).Warn("could not drop the failure records of an earlier run", "error", err)
+	}
 	var errs []error
 	for _, addr := range a.Schedulers {
 		c, err := frontier.DialControl(ctx, addr, a.Token)

@@ -268,7 +268,8 @@ func (r *Runner) handle(ctx context.Context, l frontier.Lease) frontier.Outcome 
 }
 
 // store stores p, retrying with backoff for storeRetryFor while a sink is
-// down, unless ctx is cancelled (pause, stop) between attempts.
+// down, unless ctx is cancelled (pause, stop) between attempts, or the sink
+// refused the page for good (sink.Permanent), which no retry changes.
 func (r *Runner) store(ctx context.Context, p *sink.Page) error {
 	deadline := time.Now().Add(storeRetryFor)
 	backoff := 250 * time.Millisecond
@@ -279,7 +280,7 @@ func (r *Runner) store(ctx context.Context, p *sink.Page) error {
 		if err == nil {
 			return nil
 		}
-		if time.Now().Add(backoff).After(deadline) {
+		if sink.Permanent(err) || time.Now().Add(backoff).After(deadline) {
 			return err
 		}
 		select {

@@ -119,7 +119,7 @@ const (
 	DefaultMaxRedirects       = 10
 	DefaultMaxAttempts        = 3
 	DefaultRestartAlert       = 5
-	DefaultHostRetries        = 3
+	DefaultHostRetries        = 2
 	DefaultRetryBackoff       = 15 * time.Second
 	DefaultFailAfter          = 5 * time.Minute
 	// DefaultSink is the topic drover.pages on the worker's KAFKA_BROKERS.

@@ -94,8 +94,11 @@ type campaignActor struct {
 	fetched, failed, retried, disallowed, duplicates, deadLtrd atomic.Int64
 	skipped, discovered, published, recordFailed               atomic.Int64
 	inflight                                                   atomic.Int64
-	nhosts, nsessions                                          atomic.Int64
+	nhosts, nsessions, hostsDown                               atomic.Int64
 	capped                                                     atomic.Bool
+
+	reasonsMu sync.Mutex
+	reasons   map[string]int64 // failures by reason
 }
 
 func newCampaignActor(srv *Server, cfg campaign.Config) (*campaignActor, error) {
@@ -122,6 +125,7 @@ func newCampaignActor(srv *Server, cfg campaign.Config) (*campaignActor, error) 
 		leases:     map[uint64]*lease{},
 		held:       map[Key]*entry{},
 		publishing: map[Key]*linkPublish{},
+		reasons:    map[string]int64{},
 		timer:      time.NewTimer(time.Hour),
 	}
 	a.ctx, a.cancel = context.WithCancel(context.Background())
@@ -382,7 +386,7 @@ func (a *campaignActor) onDelivery(ch *amqp.Channel, shard int, d amqp.Delivery)
 	}
 	m, err := decodeMsg(d.Body)
 	if err != nil {
-		a.deadLetter(&entry{d: d, shard: shard}, fmt.Sprintf("unreadable message: %v", err))
+		a.deadLetter(&entry{d: d, shard: shard}, ReasonUnreadable, fmt.Sprintf("unreadable message: %v", err))
 		return
 	}
 	u, err := url.Parse(m.URL)
@@ -394,7 +398,7 @@ func (a *campaignActor) onDelivery(ch *amqp.Channel, shard int, d amqp.Delivery)
 		err = fmt.Errorf("scheme %q is not http or https", u.Scheme)
 	}
 	if err != nil {
-		a.deadLetter(&entry{d: d, msg: m, shard: shard}, fmt.Sprintf("unparseable URL %q: %v", m.URL, err))
+		a.deadLetter(&entry{d: d, msg: m, shard: shard}, ReasonUnreadable, fmt.Sprintf("unparseable URL %q: %v", m.URL, err))
 		return
 	}
 	k := KeyOf(m.URL)
@@ -420,11 +424,15 @@ func (a *campaignActor) onDelivery(ch *amqp.Channel, shard int, d amqp.Delivery)
 		a.nhosts.Store(int64(len(a.hosts)))
 	}
 	a.seq++
-	e := &entry{key: k, msg: m, d: d, shard: shard, attempt: headerInt(d.Headers, hdrAttempt), lost: headerInt(d.Headers, hdrLost), seq: a.seq}
+	e := &entry{key: k, msg: m, d: d, shard: shard, attempt: headerInt(d.Headers, hdrAttempt), lost: headerInt(d.Headers, hdrLost), sinkFails: headerInt(d.Headers, hdrSinkFails), seq: a.seq}
+	if h.down {
+		a.failHostURL(h, e)
+		return
+	}
 	e.prio = a.policy.Priority(Item{URL: m.URL, Host: hostName, Depth: m.Depth, Score: m.Score, HostFetched: h.fetched})
 	now := time.Now()
 	if wait := a.expectedWait(h, now); wait > holdWindow {
-		a.park(e, wait, e.attempt, e.lost, "")
+		a.park(e, wait, e.attempt, e.lost, "", "")
 		return
 	}
 	a.held[k] = e
@@ -585,7 +593,7 @@ func (a *campaignActor) leaseFrom(h *host, s *session, now time.Time) (Lease, bo
 			if h.robots != nil && !h.robots.Allowed(pathOf(e.msg.URL)) {
 				a.disallowed.Add(1)
 				delete(a.held, e.key)
-				a.ackEntry(e)
+				a.dropRecorded(e, ReasonRobots, "disallowed by robots.txt")
 				continue
 			}
 			if a.cfg.MaxPagesPerHost > 0 && h.fetched >= a.cfg.MaxPagesPerHost {
@@ -652,7 +660,7 @@ func (a *campaignActor) returnLease(l *lease, why string, now time.Time) {
 	l.e.lost++
 	if l.e.lost >= maxLost {
 		delete(a.held, l.e.key)
-		a.deadLetter(l.e, fmt.Sprintf("lease lost %d times (last: %s)", l.e.lost, why))
+		a.deadLetter(l.e, ReasonLost, fmt.Sprintf("lease lost %d times (last: %s)", l.e.lost, why))
 		a.place(l.h, now)
 		return
 	}
@@ -749,30 +757,69 @@ func (a *campaignActor) onOutcomes(s *session, items []Outcome) {
 			a.place(h, now)
 			continue // the delivery is void (channel lost); it came again or will
 		}
+		if o.Status > 0 {
+			h.downCount = 0 // the host answered
+		}
 		switch {
 		case o.Released:
 			heap.Push(&h.queue, e)
-		case o.Backoff || o.Retry || o.SinkFailed:
+		case o.HostDown:
+			// Counts against the host, and as an attempt of the URL, so that
+			// a URL that always fails on a host that works ends too.
+			e.attempt++
+			switch {
+			case a.hostDown(h, o.Reason, o.Error, now):
+				delete(a.held, e.key)
+				a.failHostURL(h, e)
+			case e.attempt >= a.cfg.MaxAttempts:
+				delete(a.held, e.key)
+				a.deadLetter(e, o.Reason, fmt.Sprintf("gave up after %d attempts: %s", e.attempt, o.Error))
+			default:
+				a.retried.Add(1)
+				heap.Push(&h.queue, e)
+			}
+		case o.SinkFailed:
+			// A sink refused the page (the fetcher retried it for a while):
+			// put aside without counting a fetch attempt, at most
+			// MaxAttempts times, then dead-lettered with the sink's reason.
+			e.sinkFails++
+			delete(a.held, e.key)
+			if e.sinkFails >= a.cfg.MaxAttempts {
+				a.deadLetter(e, ReasonSink, fmt.Sprintf("no sink stored the page after %d tries: %s", e.sinkFails, o.Error))
+				break
+			}
+			a.park(e, max(o.RetryAfter, retryBackoff(0)), e.attempt, e.lost, "", "")
+		case o.Backoff || o.Retry:
 			if o.Backoff {
 				wait := max(o.RetryAfter, 2*h.delay, time.Second)
 				h.next = maxTime(h.next, now.Add(wait))
 			}
-			attempt := e.attempt
-			if !o.SinkFailed {
-				attempt++
-				a.retried.Add(1)
-			}
+			attempt := e.attempt + 1
+			a.retried.Add(1)
 			wait := max(o.RetryAfter, retryBackoff(attempt))
 			delete(a.held, e.key)
-			a.park(e, wait, attempt, e.lost, o.Error)
+			reason := o.Reason
+			if reason == "" {
+				reason = statusReason(o.Status)
+			}
+			a.park(e, wait, attempt, e.lost, reason, o.Error)
 		default:
 			h.fetched++
+			j := recordJob{e: e, links: o.Links}
 			if o.Error != "" && o.Status == 0 {
 				a.failed.Add(1)
+				j.fail = &FailureRecord{Reason: orOther(o.Reason), LastError: o.Error}
 			} else {
 				a.fetched.Add(1)
+				if o.Status >= 400 {
+					j.fail = &FailureRecord{Reason: statusReason(o.Status), LastError: o.Error}
+				}
 			}
-			rec = append(rec, recordJob{e: e, links: o.Links})
+			if j.fail != nil {
+				j.fail.URL, j.fail.Attempts, j.fail.First, j.fail.Last = e.msg.URL, e.attempt+1, now, now
+				a.countReason(j.fail.Reason)
+			}
+			rec = append(rec, j)
 		}
 		a.place(h, now)
 		if wait := h.next.Sub(now); wait > holdWindow && len(h.queue) > 0 {
@@ -785,6 +832,25 @@ func (a *campaignActor) onOutcomes(s *session, items []Outcome) {
 			a.pending.Add(-1)
 		}
 	}
+}
+
+// statusReason is the failure reason of an HTTP status (4xx, 5xx), or
+// ReasonOther.
+func statusReason(status int) string {
+	switch {
+	case status >= 400 && status < 500:
+		return "4xx"
+	case status >= 500 && status < 600:
+		return "5xx"
+	}
+	return ReasonOther
+}
+
+func orOther(reason string) string {
+	if reason == "" {
+		return ReasonOther
+	}
+	return reason
 }
 
 // retryBackoff is the wait before attempt n+1.
@@ -810,10 +876,25 @@ func (a *campaignActor) onRobots(h *host, o Outcome, now time.Time) {
 	h.robots = r
 	h.robotsState = robotsReady
 	if r.Unreachable {
-		h.robotsAt = now.Add(robotsRetry)
-		a.parkHost(h, robotsRetry)
+		// RFC 9309: everything disallowed while robots.txt is unreachable
+		// (5xx, 429, network); it counts against the host like any
+		// connection failure, and the host fails after HostRetries more.
+		reason, why := o.Reason, o.Error
+		if o.Robots != nil && o.Robots.Status > 0 {
+			reason, why = ReasonRobots, fmt.Sprintf("robots.txt answered %d", o.Robots.Status)
+		} else if o.Robots != nil && o.Robots.Error != "" {
+			why = o.Robots.Error
+		}
+		if a.hostDown(h, reason, why, now) {
+			return
+		}
+		h.robotsAt = h.next
+		if wait := h.robotsAt.Sub(now); wait > holdWindow {
+			a.parkHost(h, wait)
+		}
 		return
 	}
+	h.downCount = 0
 	h.robotsAt = now.Add(robotsTTL)
 	if cd := r.CrawlDelay(); cd > h.delay {
 		h.delay = min(cd, 10*time.Minute)
@@ -907,7 +988,7 @@ func (a *campaignActor) trimHost(h *host, now time.Time) {
 			continue
 		}
 		delete(a.held, e.key)
-		a.park(e, time.Duration(i/conc)*h.delay, e.attempt, e.lost, "")
+		a.park(e, time.Duration(i/conc)*h.delay, e.attempt, e.lost, "", "")
 	}
 	heap.Init(&kept)
 	h.queue = kept
@@ -917,7 +998,7 @@ func (a *campaignActor) trimHost(h *host, now time.Time) {
 func (a *campaignActor) parkHost(h *host, wait time.Duration) {
 	for _, e := range h.queue {
 		delete(a.held, e.key)
-		a.park(e, wait, e.attempt, e.lost, "")
+		a.park(e, wait, e.attempt, e.lost, "", "")
 	}
 	h.queue = nil
 	a.place(h, time.Now())
@@ -926,6 +1007,7 @@ func (a *campaignActor) parkHost(h *host, wait time.Duration) {
 type recordJob struct {
 	e     *entry
 	links []Link
+	fail  *FailureRecord // a page with an error status, or a failure stored as a page
 }
 
 // record publishes the discovered links not yet queued (confirmed), marks
@@ -947,8 +1029,16 @@ func (a *campaignActor) record(ctx context.Context, jobs []recordJob) {
 		for i, j := range jobs {
 			keys[i] = j.e.key
 		}
-		if err = a.srv.store.MarkDone(a.cfg.ID, keys); err != nil {
-			err = fmt.Errorf("seen store: %w", err)
+		var fails []FailureRecord
+		for _, j := range jobs {
+			if j.fail != nil {
+				fails = append(fails, *j.fail)
+			}
+		}
+		if err = a.recordFailures(fails); err == nil {
+			if err = a.srv.store.MarkDone(a.cfg.ID, keys); err != nil {
+				err = fmt.Errorf("seen store: %w", err)
+			}
 		}
 	}
 	a.call(func() {
@@ -1085,42 +1175,59 @@ func (a *campaignActor) publishSome(ctx context.Context, keys []Key, msgs []outM
 
 // park re-publishes e's URL to the parking queue that fits wait
 // (confirmed), then acks its delivery.
-func (a *campaignActor) park(e *entry, wait time.Duration, attempt, lost int, why string) {
-	if attempt >= a.cfg.MaxAttempts && why != "" {
-		a.deadLetter(e, fmt.Sprintf("gave up after %d attempts: %s", attempt, why))
+//
+// A retry (reason given) that reaches MaxAttempts is dead-lettered
+// instead, with its reason.
+func (a *campaignActor) park(e *entry, wait time.Duration, attempt, lost int, reason, why string) {
+	if attempt >= a.cfg.MaxAttempts && reason != "" {
+		a.deadLetter(e, reason, fmt.Sprintf("gave up after %d attempts: %s", attempt, why))
 		return
 	}
 	i := parkFor(wait)
-	hdr := amqp.Table{hdrAttempt: int32(attempt), hdrLost: int32(lost)}
+	hdr := amqp.Table{hdrAttempt: int32(attempt), hdrLost: int32(lost), hdrSinkFails: int32(e.sinkFails)}
 	if why != "" {
 		hdr[hdrError] = why
 	}
 	// A parked URL comes back at the lowest priority: a slow host's
 	// backlog must not come back ahead of the other hosts of its shard.
 	msg := outMsg{exchange: a.topo.Park(i), key: a.topo.Shard(e.shard), msg: encodeMsg(e.msg, 0, hdr)}
-	a.repost(e, msg)
+	a.repost(e, msg, nil)
 }
 
-// deadLetter moves a URL to the dead-letter queue with its error.
-func (a *campaignActor) deadLetter(e *entry, why string) {
-	a.log.Warn("dead-lettering", "url", e.msg.URL, "reason", why)
+// deadLetter moves a URL to the dead-letter queue with its reason and
+// error, and records it as a failure (for `starter failures`) before its
+// delivery is acked.
+func (a *campaignActor) deadLetter(e *entry, reason, why string) {
+	reason = orOther(reason)
+	a.log.Warn("dead-lettering", "url", e.msg.URL, "reason", reason, "error", why)
 	a.deadLtrd.Add(1)
-	pub := amqp.Publishing{ContentType: e.d.ContentType, Body: e.d.Body, Headers: amqp.Table{hdrError: why}}
+	a.countReason(reason)
+	hdr := amqp.Table{hdrError: why, hdrReason: reason, hdrAttempt: int32(e.attempt)}
+	pub := amqp.Publishing{ContentType: e.d.ContentType, Body: e.d.Body, Headers: hdr}
 	if e.msg.URL != "" {
-		pub = encodeMsg(e.msg, 0, amqp.Table{hdrError: why})
+		pub = encodeMsg(e.msg, 0, hdr)
 	}
-	a.repost(e, outMsg{key: a.topo.Dead(), msg: pub})
+	now := time.Now()
+	var fail *FailureRecord
+	if e.msg.URL != "" {
+		fail = &FailureRecord{URL: e.msg.URL, Reason: reason, Attempts: e.attempt, LastError: why, First: now, Last: now}
+	}
+	a.repost(e, outMsg{key: a.topo.Dead(), msg: pub}, fail)
 }
 
 // repost publishes msg (confirmed) and then acks e's delivery, in a
 // goroutine; if the publish fails, the delivery goes back to its queue.
-func (a *campaignActor) repost(e *entry, msg outMsg) {
+func (a *campaignActor) repost(e *entry, msg outMsg, fail *FailureRecord) {
 	a.pending.Add(1)
 	ok := a.spawn(func(ctx context.Context) {
 		defer a.pending.Add(-1)
 		ctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
-		if err := a.srv.pub.publish(ctx, []outMsg{msg}); err != nil {
+		err := a.srv.pub.publish(ctx, []outMsg{msg})
+		if err == nil && fail != nil {
+			err = a.recordFailures([]FailureRecord{*fail})
+		}
+		if err != nil {
 			a.recordFailed.Add(1)
 			a.log.Error("re-publish failed; the URL goes back to its queue", "url", e.msg.URL, "err", err)
 			a.nackEntry(e)
@@ -1131,6 +1238,33 @@ func (a *campaignActor) repost(e *entry, msg outMsg) {
 	})
 	if !ok {
 		a.pending.Add(-1) // stopping: the delivery goes back with the channel
+	}
+}
+
+// dropRecorded settles a URL dropped on purpose (robots.txt disallows it):
+// its failure is recorded, then its delivery acked; if the record fails,
+// the delivery goes back and the URL is dropped again later.
+func (a *campaignActor) dropRecorded(e *entry, reason, why string) {
+	a.countReason(reason)
+	now := time.Now()
+	fail := FailureRecord{URL: e.msg.URL, Reason: reason, Attempts: e.attempt, LastError: why, First: now, Last: now}
+	if _, keeps := a.srv.store.(FailureStore); !keeps {
+		a.ackEntry(e)
+		return
+	}
+	a.pending.Add(1)
+	ok := a.spawn(func(context.Context) {
+		defer a.pending.Add(-1)
+		if err := a.recordFailures([]FailureRecord{fail}); err != nil {
+			a.recordFailed.Add(1)
+			a.log.Error("recording a dropped URL failed; it goes back to its queue", "url", e.msg.URL, "err", err)
+			a.nackEntry(e)
+			return
+		}
+		a.ackEntry(e)
+	})
+	if !ok {
+		a.pending.Add(-1)
 	}
 }
 
@@ -1192,6 +1326,8 @@ func (a *campaignActor) stats() Stats {
 		Sessions:     a.nsessions.Load(),
 		CapReached:   a.capped.Load(),
 		RecordFailed: a.recordFailed.Load(),
+		HostsDown:    a.hostsDown.Load(),
+		FailedBy:     a.reasonCounts(),
 		ConsumeError: a.consumeErrText(),
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -379,6 +380,13 @@ func (c *Control) closeCampaign(ctx context.Context, id string, final, del bool)
 	return *rep.Stats, nil
 }
 
+// Failures lists the campaign's failure records on this scheduler (reason
+// "" for all) and how many there are.
+func (c *Control) Failures(ctx context.Context, id, reason string) ([]FailureRecord, int, error) {
+	rep, err := c.do(ctx, Request{Op: OpFailures, Campaign: &campaign.Config{ID: id}, Reason: reason})
+	return rep.Failures, rep.FailuresTotal, err
+}
+
 // Close ends the control session.
 func (c *Control) Close() error { return c.conn.Close() }
 
@@ -411,6 +419,53 @@ func CampaignStats(ctx context.Context, addrs []string, token, id string) (Stats
 		total.Add(st)
 	}
 	return total, nil
+}
+
+// Failures gathers a campaign's failure records from every scheduler, by
+// URL (a URL recorded by two schedulers, after a failover, is merged), and
+// the total count, which may exceed the list (MaxFailuresReply per
+// scheduler).
+func Failures(ctx context.Context, addrs []string, token, id, reason string) ([]FailureRecord, int, error) {
+	byURL := map[string]FailureRecord{}
+	total := 0
+	for _, addr := range addrs {
+		c, err := DialControl(ctx, addr, token)
+		if err != nil {
+			return nil, 0, err
+		}
+		fs, n, err := c.Failures(ctx, id, reason)
+		c.Close()
+		if err != nil {
+			return nil, 0, fmt.Errorf("scheduler %s: %w", addr, err)
+		}
+		total += n - len(fs)
+		for _, f := range fs {
+			byURL[f.URL] = mergeFailure(byURL[f.URL], f)
+		}
+	}
+	out := make([]FailureRecord, 0, len(byURL))
+	for _, f := range byURL {
+		out = append(out, f)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].URL < out[j].URL })
+	return out, total + len(out), nil
+}
+
+// DropFailures forgets a campaign's failure records on every scheduler: a
+// new run of the campaign starts with none.
+func DropFailures(ctx context.Context, addrs []string, token, id string) error {
+	for _, addr := range addrs {
+		c, err := DialControl(ctx, addr, token)
+		if err != nil {
+			return err
+		}
+		_, err = c.do(ctx, Request{Op: OpForget, Campaign: &campaign.Config{ID: id}})
+		c.Close()
+		if err != nil {
+			return fmt.Errorf("scheduler %s: %w", addr, err)
+		}
+	}
+	return nil
 }
 
 // CloseEverywhere closes a campaign on every scheduler, in two rounds.

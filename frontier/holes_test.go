@@ -546,3 +546,75 @@ func TestHoleMaxPagesCountsPagesNotLeases(t *testing.T) {
 		return st.CapReached && st.Fetched == 2
 	})
 }
+
+// flakyStore fails one write in every n (MarkQueued, MarkDone), the way a
+// disk that hiccups would.
+type flakyStore struct {
+	frontier.SeenStore
+	n      int64
+	writes atomic.Int64
+	failed atomic.Int64
+}
+
+func (s *flakyStore) fail() error {
+	if s.writes.Add(1)%s.n == 0 {
+		s.failed.Add(1)
+		return errors.New("injected seen-store failure")
+	}
+	return nil
+}
+
+func (s *flakyStore) MarkQueued(c string, keys []frontier.Key) error {
+	if err := s.fail(); err != nil {
+		return err
+	}
+	return s.SeenStore.MarkQueued(c, keys)
+}
+
+func (s *flakyStore) MarkDone(c string, keys []frontier.Key) error {
+	if err := s.fail(); err != nil {
+		return err
+	}
+	return s.SeenStore.MarkDone(c, keys)
+}
+
+// The promise under faults: a 10,000-page crawl during which the publisher
+// fails 1 publish in 50 and the seen store 1 write in 50 completes with
+// every page fetched and stored, by the server's count. Duplicates are
+// reported, not refused: a failed record fetches its URL again.
+func TestCrawlUnderPublishAndStoreFaults(t *testing.T) {
+	pages := 10_000
+	if testing.Short() {
+		pages = 2_000
+	}
+	web := startWeb(t, testweb.Config{Hosts: 20, PagesPerHost: pages / 20, CrossHost: true, Base: 63, NoExtras: true})
+	store := &flakyStore{SeenStore: frontier.NewMemorySeen(), n: 50}
+	sched := startScheduler(t, frontier.DefaultServerConfig(), store)
+	var publishes, pubFailed atomic.Int64
+	frontier.SetPublishFault(sched.srv, func(exchange, key string) error {
+		if publishes.Add(1)%50 == 0 {
+			pubFailed.Add(1)
+			return errors.New("injected publish failure")
+		}
+		return nil
+	})
+	cfg := testCampaign(t, web)
+	cfg.PerHostDelay, cfg.PerHostConcurrency = time.Millisecond, 4
+	seed(t, sched, cfg)
+	sk := sink.NewMemory()
+	startFleet(t, cfg, []string{sched.addr}, sk, 4)
+	st := waitDrained(t, []string{sched.addr}, cfg.ID, 8*time.Minute)
+	checkCrawl(t, web, sk, false)
+	if st.DeadLettered != 0 {
+		t.Errorf("%d URLs dead-lettered", st.DeadLettered)
+	}
+	dups := 0
+	for _, n := range web.Duplicates() {
+		dups += n - 1
+	}
+	t.Logf("%d pages: %d publishes failed of %d, %d seen-store writes failed of %d; %d records failed; %d duplicate fetches by the server's count, %d duplicate deliveries",
+		len(web.Pages()), pubFailed.Load(), publishes.Load(), store.failed.Load(), store.writes.Load(), st.RecordFailed, dups, st.Duplicates)
+	if pubFailed.Load() == 0 || store.failed.Load() == 0 {
+		t.Error("no fault was injected")
+	}
+}

@@ -21,9 +21,12 @@ type entry struct {
 	// this delivery lost to dead sessions or deadlines.
 	attempt int
 	lost    int
-	prio    float64
-	seq     uint64
-	settled atomic.Bool
+	// sinkFails: times every sink refused the page (header); it does not
+	// count as a fetch attempt, and is bounded by MaxAttempts too.
+	sinkFails int
+	prio      float64
+	seq       uint64
+	settled   atomic.Bool
 }
 
 // entryHeap orders a host's entries: highest priority first, then FIFO.
@@ -57,10 +60,6 @@ const (
 // robotsTTL is how long a host's robots.txt is trusted.
 const robotsTTL = 24 * time.Hour
 
-// robotsRetry is how long a host whose robots.txt was unreachable waits
-// (everything disallowed) before it is fetched again.
-const robotsRetry = time.Minute
-
 // host is the scheduler's politeness state for one host. Only the owning
 // scheduler (the active consumer of the host's shard) has it.
 type host struct {
@@ -80,6 +79,14 @@ type host struct {
 	robotsAt    time.Time // when the rules expire (ready) or may be retried (unreachable)
 	fetched     int64
 	sitemaps    bool // its robots.txt's sitemaps were queued
+	// Connection-level failures in a row (DNS, refused, timeout, TLS,
+	// reset, robots.txt 5xx): after the campaign's HostRetries more, the
+	// host fails for the campaign (down), and so does every URL of it
+	// without a fetch.
+	downCount int
+	downWhy   string // the last one's reason (fetch.Reason*)
+	downErr   string // and its error
+	down      bool
 	// heap bookkeeping: which heap the host is in and where.
 	where hostWhere
 	index int
@@ -107,7 +114,7 @@ func (h *host) needsRobots(now time.Time) bool {
 
 // hasWork reports whether the host has something to lease.
 func (h *host) hasWork() bool {
-	if h.robotsState == robotsFetching {
+	if h.robotsState == robotsFetching || h.down {
 		return false
 	}
 	return len(h.queue) > 0

@@ -22,9 +22,11 @@ type urlMsg struct {
 
 // Headers of a frontier message.
 const (
-	hdrAttempt = "x-drover-attempt" // attempts made so far (retries)
-	hdrLost    = "x-drover-lost"    // leases lost (expired, session gone): a poison URL ends in the dead-letter queue
-	hdrError   = "x-drover-error"   // the last error, for the dead-letter queue
+	hdrAttempt   = "x-drover-attempt"    // attempts made so far (retries)
+	hdrLost      = "x-drover-lost"       // leases lost (expired, session gone): a poison URL ends in the dead-letter queue
+	hdrError     = "x-drover-error"      // the last error, for the dead-letter queue
+	hdrReason    = "x-drover-reason"     // the failure's reason in one word, for the dead-letter queue
+	hdrSinkFails = "x-drover-sink-fails" // times no sink stored the page
 )
 
 // Key is the 128-bit dedup key of a normalized URL.

@@ -195,6 +195,8 @@ type Request struct {
 	// Final (close): the campaign is over; refuse its fetcher sessions
 	// from now on (Delete implies it).
 	Final bool `json:"final,omitempty"`
+	// Reason (failures): only the records with this reason.
+	Reason string `json:"reason,omitempty"`
 }
 
 // Control operations.
@@ -202,6 +204,10 @@ const (
 	OpSeed  = "seed"
 	OpStats = "stats"
 	OpClose = "close"
+	// OpFailures lists a campaign's failure records (Reason filters);
+	// OpForget drops them.
+	OpFailures = "failures"
+	OpForget   = "forget"
 )
 
 // Reply answers a Request.
@@ -210,6 +216,10 @@ type Reply struct {
 	Stats *Stats `json:"stats,omitempty"`
 	// Seeded counts the seed URLs published (confirmed).
 	Seeded int `json:"seeded,omitempty"`
+	// Failures answers OpFailures, at most MaxFailuresReply of them;
+	// FailuresTotal is how many there are.
+	Failures      []FailureRecord `json:"failures,omitempty"`
+	FailuresTotal int             `json:"failures_total,omitempty"`
 }
 
 // Errors of the protocol layer.

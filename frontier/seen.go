@@ -37,6 +37,7 @@ const (
 // MemorySeen is an in-memory SeenStore for tests and throwaway runs; it
 // does not survive a restart.
 type MemorySeen struct {
+	memFailures
 	mu sync.Mutex
 	m  map[string]map[Key]byte
 }

@@ -468,6 +468,24 @@ func (s *Server) control(req Request) Reply {
 			return Reply{Error: err.Error()}
 		}
 		return Reply{Stats: &st}
+	case OpFailures, OpForget:
+		st, ok := s.store.(FailureStore)
+		if !ok {
+			return Reply{}
+		}
+		if req.Op == OpForget {
+			if err := st.DropFailures(req.Campaign.ID); err != nil {
+				return Reply{Error: err.Error()}
+			}
+			return Reply{}
+		}
+		fs, err := st.Failures(req.Campaign.ID, req.Reason)
+		if err != nil {
+			return Reply{Error: err.Error()}
+		}
+		rep := Reply{FailuresTotal: len(fs)}
+		rep.Failures = fs[:min(len(fs), MaxFailuresReply)]
+		return rep
 	case OpClose:
 		st, err := s.closeCampaign(req.Campaign.ID, req.Final || req.Delete, req.Delete)
 		if err != nil {
@@ -477,6 +495,10 @@ func (s *Server) control(req Request) Reply {
 	}
 	return Reply{Error: fmt.Sprintf("unknown op %q", req.Op)}
 }
+
+// MaxFailuresReply bounds the failure records in one reply (well within
+// MaxFrame); a longer list is cut, and its total said.
+const MaxFailuresReply = 50_000
 
 // seedBurst is how many seeds of one host keep their priority.
 const seedBurst = 64

@@ -39,6 +39,13 @@ type Stats struct {
 	// ConsumeError says why the scheduler is not consuming the campaign's
 	// queues while it should (it retries); empty when all is well.
 	ConsumeError string `json:"consume_error,omitempty"`
+	// HostsDown: hosts failed for the campaign (unreachable after their
+	// retries); their URLs fail without a fetch.
+	HostsDown int64 `json:"hosts_down,omitempty"`
+	// FailedBy counts the URLs that did not become a page, and the pages
+	// with an error status, by reason (dns, refused, timeout, tls, reset,
+	// robots, 4xx, 5xx, sink, lost, ...). `starter failures` lists them.
+	FailedBy map[string]int64 `json:"failed_by,omitempty"`
 }
 
 // Add accumulates o into s.
@@ -64,6 +71,13 @@ func (s *Stats) Add(o Stats) {
 	s.Sessions += o.Sessions
 	s.CapReached = s.CapReached || o.CapReached
 	s.RecordFailed += o.RecordFailed
+	s.HostsDown += o.HostsDown
+	for k, v := range o.FailedBy {
+		if s.FailedBy == nil {
+			s.FailedBy = map[string]int64{}
+		}
+		s.FailedBy[k] += v
+	}
 	if o.ConsumeError != "" {
 		if s.ConsumeError != "" {
 			s.ConsumeError += "; "

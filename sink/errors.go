@@ -14,4 +14,14 @@ var (
 	// (Kafka: the writer's batch bytes and the broker's message.max.bytes).
 	// Retrying will not help; the caller should record the URL as failed.
 	ErrRecordTooLarge = errors.New("record too large for the sink")
+	// ErrRejected means the service refused this page for good (PostgreSQL
+	// rejected its row on a healthy connection); retrying will not help.
+	ErrRejected = errors.New("page rejected by the sink")
 )
+
+// Permanent reports whether err says the sink will never store the page
+// (ErrRecordTooLarge, ErrRejected): the caller stops retrying it, and the
+// scheduler dead-letters the URL with the sink's reason after MaxAttempts.
+func Permanent(err error) bool {
+	return errors.Is(err, ErrRecordTooLarge) || errors.Is(err, ErrRejected)
+}

@@ -199,6 +199,11 @@ func (s *Postgres) copy(i int, pages []*Page) error {
 			// Not the server refusing the rows: the connection is suspect.
 			conn.Close(context.Background())
 			s.conns[i] = nil
+			return err
+		}
+		if len(pages) == 1 && (strings.HasPrefix(pgErr.Code, "22") || strings.HasPrefix(pgErr.Code, "23")) {
+			// A data exception or an integrity violation of this one row.
+			return fmt.Errorf("%w: %v", ErrRejected, err)
 		}
 		return err
 	}

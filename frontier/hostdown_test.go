@@ -1,0 +1,105 @@
+package frontier_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/drover-crawl/drover/frontier"
+)
+
+// A host whose connections fail is tried HostRetries more times, with
+// backoff, then fails for the campaign: every URL of it held, and every one
+// found later, is dead-lettered and recorded with the reason, without a
+// lease each, and the campaign drains.
+func TestHostDownFailsItsURLs(t *testing.T) {
+	store := frontier.NewMemorySeen()
+	sched := startScheduler(t, frontier.DefaultServerConfig(), store)
+	dead := []string{"http://127.66.20.1:9/a", "http://127.66.20.1:9/b", "http://127.66.20.1:9/c"}
+	live := "http://127.66.20.2:9/"
+	later := "http://127.66.20.1:9/later"
+	cfg := handCampaign(t, append([]string{live}, dead...)...)
+	retries, backoff := 1, 100*time.Millisecond
+	cfg.HostRetries, cfg.RetryBackoff = &retries, &backoff
+	ctl := control(t, sched.addr)
+	seedCampaign(t, ctl, cfg)
+
+	f := dialRawFetcher(t, sched.addr, cfg)
+	// Robots leases: the dead host's connection is refused each time; the
+	// live host has no robots.txt.
+	robotsTries := 0
+	writeRaw(t, f.c, jsonFrame(t, frontier.FrameCredit, frontier.Credit{N: 4}))
+	deadline := time.Now().Add(20 * time.Second)
+	gotLive := false
+	for time.Now().Before(deadline) && !(gotLive && robotsTries == retries+1) {
+		for _, l := range readLeases(t, f, time.Until(deadline)) {
+			switch {
+			case l.Kind == frontier.KindRobots && l.URL == "http://127.66.20.1:9":
+				robotsTries++
+				f.report(t, frontier.Outcome{LeaseID: l.ID, Robots: &frontier.RobotsBody{Error: "dial tcp 127.66.20.1:9: connect: connection refused"},
+					Error: "connection refused", Reason: "refused", HostDown: true})
+			case l.Kind == frontier.KindRobots:
+				f.report(t, frontier.Outcome{LeaseID: l.ID, Robots: &frontier.RobotsBody{Status: 404}})
+			case l.URL == live:
+				gotLive = true
+				f.report(t, frontier.Outcome{LeaseID: l.ID, Stored: true, Status: 200, Links: []frontier.Link{{URL: later}}})
+			default:
+				t.Fatalf("a URL of the dead host was leased: %s", l.URL)
+			}
+			writeRaw(t, f.c, jsonFrame(t, frontier.FrameCredit, frontier.Credit{N: 1}))
+		}
+	}
+	if robotsTries != retries+1 || !gotLive {
+		t.Fatalf("robots.txt of the dead host tried %d times (want %d), live page leased: %v", robotsTries, retries+1, gotLive)
+	}
+	st := waitStats(t, ctl, cfg.ID, 20*time.Second, "the dead host's URLs settled", func(st frontier.Stats) bool {
+		return st.Held == 0 && st.InFlight == 0 && st.Queued == 0 && st.Pending == 0 && st.DeadQueued == 4
+	})
+	if st.HostsDown != 1 || st.FailedBy["refused"] != 4 || st.Fetched != 1 {
+		t.Errorf("stats: %d hosts down, failed by reason %v, %d fetched", st.HostsDown, st.FailedBy, st.Fetched)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	fs, total, err := frontier.Failures(ctx, []string{sched.addr}, frontier.DevToken, cfg.ID, "refused")
+	if err != nil || total != 4 || len(fs) != 4 {
+		t.Fatalf("failures: %d listed of %d: %v", len(fs), total, err)
+	}
+	for _, fr := range fs {
+		if fr.Reason != "refused" || fr.LastError == "" || fr.First.IsZero() {
+			t.Errorf("failure record %+v", fr)
+		}
+	}
+	if fs[len(fs)-1].URL != later {
+		t.Errorf("the link found later is not listed: %+v", fs)
+	}
+}
+
+// readLeases returns the items of the next leases frame, all kinds, pinging
+// while it waits.
+func readLeases(t *testing.T, f *rawFetcher, within time.Duration) []frontier.Lease {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		ft, payload, err := readFrame(f.c, min(time.Second, time.Until(deadline)))
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			writeRaw(t, f.c, frame(frontier.FramePing, nil))
+			continue
+		}
+		if err != nil {
+			t.Fatalf("reading leases: %v", err)
+		}
+		if ft != frontier.FrameLeases {
+			continue
+		}
+		var ls frontier.Leases
+		if err := json.Unmarshal(payload, &ls); err != nil {
+			t.Fatal(err)
+		}
+		return ls.Items
+	}
+	return nil
+}
