@@ -38,6 +38,7 @@ type harness struct {
 	starts   map[int]int // FetchSession starts per fetcher index
 	seeds    int
 	closes   []activities.CloseInput
+	closedAt time.Time // virtual time of the last Close
 	notified []string // events
 }
 
@@ -81,6 +82,7 @@ func newHarness(t *testing.T, before func(env *testsuite.TestWorkflowEnvironment
 			h.mu.Lock()
 			defer h.mu.Unlock()
 			h.closes = append(h.closes, in)
+			h.closedAt = h.env.Now()
 			return activities.CloseResult{Stats: frontier.Stats{Fetched: h.fetched.Load(), Failed: 1}}, nil
 		}).Maybe()
 	env.OnActivity(acts.Notify, mock.Anything, mock.Anything).Return(
