@@ -39,7 +39,7 @@ type harness struct {
 	seeds    int
 	closes   []activities.CloseInput
 	closedAt time.Time // virtual time of the last Close
-	notified []string // events
+	notified []string  // events
 }
 
 // newHarness builds the harness; before, when set, registers FetchSession
