@@ -63,6 +63,9 @@ type run struct {
 	monitorCancel  workflow.CancelFunc
 	monitoring     bool
 	deadlineCancel workflow.CancelFunc
+	// failAfterOn: this run may raise "fetchers failing" and fail after
+	// FailAfter (versionFailAfter).
+	failAfterOn bool
 	// failTimer fires at failAt(); checkFleet keeps it in line.
 	failTimer struct {
 		cancel workflow.CancelFunc
@@ -106,6 +109,10 @@ func Campaign(ctx workflow.Context, in CampaignInput) (Status, error) {
 		limit:    in.HistoryLimit,
 		id:       cfg.ID,
 		controls: newControls(ctx),
+		// Runs started before fail-after existed replay without its
+		// timer and notification (they would not match their history);
+		// they get it at their next continue-as-new.
+		failAfterOn: workflow.GetVersion(ctx, versionFailAfter, workflow.DefaultVersion, 1) >= 1,
 	}
 	if r.limit <= 0 {
 		r.limit = DefaultHistoryLimit

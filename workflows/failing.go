@@ -33,6 +33,9 @@ import (
 // rising (reported every minute) and a session's own count when it ends.
 // Seen late, progress only delays the failure; it never brings it forward.
 
+// versionFailAfter is the workflow.GetVersion change ID of this behaviour.
+const versionFailAfter = "fail-after"
+
 // failingAlertGap is the least time between two "fetchers_failing"
 // notifications: one per streak, and streaks that come and go do not spam.
 const failingAlertGap = 15 * time.Minute
@@ -94,7 +97,7 @@ func (r *run) allFailing() bool {
 // failAt is when the campaign fails if nothing changes; zero while some
 // fetcher is not failing.
 func (r *run) failAt() time.Time {
-	if r.st.AllFailingSince.IsZero() {
+	if r.st.AllFailingSince.IsZero() || !r.failAfterOn {
 		return time.Time{}
 	}
 	from := r.st.AllFailingSince
@@ -116,6 +119,9 @@ func (r *run) checkFleet() {
 	now := workflow.Now(r.ctx)
 	if r.st.AllFailingSince.IsZero() {
 		r.st.AllFailingSince = now
+	}
+	if !r.failAfterOn {
+		return
 	}
 	r.checkFailingAlert(now)
 	at := r.failAt()

@@ -10,6 +10,7 @@ import (
 	sdkpb "go.temporal.io/api/sdk/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/drover-crawl/drover/activities"
 	"github.com/drover-crawl/drover/campaign"
@@ -159,4 +160,25 @@ func TestOneFetcherFailingDoesNotFailCampaign(t *testing.T) {
 	require.Equal(t, 1, mid.Failure.Failing)
 	require.True(t, mid.Failure.FailAt.IsZero())
 	require.Contains(t, mid.Failure.Message, "out of file descriptors")
+}
+
+// A run started before fail-after existed replays as it ran: no timer, no
+// notification, no failure (they would not match its history).
+func TestFailAfterOffForOlderRuns(t *testing.T) {
+	h := newHarness(t, func(env *testsuite.TestWorkflowEnvironment) {
+		sinkMissing(env)
+		env.OnGetVersion(versionFailAfter, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	})
+	cfg := testConfig()
+	cfg.NotifyURL = "http://127.0.0.1:9/hook"
+	var mid Status
+	h.snapshot(9*time.Minute, &mid)
+	h.at(10*time.Minute, func() { h.signal(SignalStop, nil) })
+
+	st := h.run(CampaignInput{Config: cfg})
+
+	require.Equal(t, campaign.StateStopped, st.State)
+	require.Equal(t, "SinkUnavailable", mid.Failure.Reason, "the failure is still shown")
+	require.True(t, mid.Failure.FailAt.IsZero())
+	require.Equal(t, []string{"fetcher_restarts", "stopped"}, h.notified)
 }
