@@ -15,6 +15,14 @@ import (
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/drover-crawl/drover/devstack"
 	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/starter/cli"
 	"github.com/drover-crawl/drover/testweb"
@@ -81,7 +89,9 @@ func TestMissingKafkaTopicFailsCampaign(t *testing.T) {
 	began := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	go func() { waited <- app(&waitOut, &waitErr).Run(ctx, []string{"start", "--id", id, "-f", file, "--wait"}) }()
+	go func() {
+		waited <- app(&waitOut, &waitErr).Run(ctx, []string{"start", "--id", id, "-f", file, "--wait"})
+	}()
 
 	c := s.temporal.Client()
 	var st workflows.Status
@@ -129,6 +139,48 @@ func TestMissingKafkaTopicFailsCampaign(t *testing.T) {
 	case <-time.After(2 * time.Minute):
 		t.Fatal("start --wait still waiting 2 minutes after a 20 s fail_after")
 	}
+	replayFailedHistory(t, c, id)
+}
+
+// replayFailedHistory replays the failed campaign's history (fail timer,
+// notifications, version marker) and, with DROVER_RECORD_HISTORY=1, writes
+// it to workflows/testdata/failed_campaign_history.json, which
+// TestReplayRecordedHistory replays from then on.
+func replayFailedHistory(t *testing.T, c client.Client, id string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	h := &historypb.History{}
+	it := c.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatalf("history of %s: %v", id, err)
+		}
+		h.Events = append(h.Events, ev)
+	}
+	r := worker.NewWorkflowReplayer()
+	r.RegisterWorkflowWithOptions(workflows.Campaign, workflow.RegisterOptions{Name: workflows.WorkflowName})
+	if err := r.ReplayWorkflowHistory(nil, h); err != nil {
+		t.Fatalf("replaying the history of %s (%d events): %v", id, len(h.Events), err)
+	}
+	t.Logf("history of %s: %d events, replays", id, len(h.Events))
+	if os.Getenv("DROVER_RECORD_HISTORY") != "1" {
+		return
+	}
+	b, err := protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := devstack.RepoRoot(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(root, "workflows", "testdata", "failed_campaign_history.json")
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("recorded %s", path)
 }
 
 // lastLines returns the last n lines of s.
