@@ -112,6 +112,6 @@ type CloseResult struct {
 type NotifyInput struct {
 	URL      string
 	Campaign string
-	Event    string // "fetcher_restarts", "error_rate", "completed", "failed", "stopped"
+	Event    string // "fetchers_failing", "fetcher_restarts", "error_rate", "completed", "failed", "stopped"
 	Text     string
 }
