@@ -7,6 +7,7 @@
 package activities
 
 import (
+	"context"
 	"time"
 
 	"github.com/drover-crawl/drover/campaign"
@@ -25,6 +26,25 @@ type Activities struct {
 	KafkaBrokers string
 	// Identity names this worker in the scheduler's logs.
 	Identity string
+	// DialControl opens a control session to a scheduler for Seed and
+	// Close; nil means frontier.DialControl. Tests put a slow or failing
+	// scheduler here.
+	DialControl func(ctx context.Context, addr, token string) (ControlClient, error)
+}
+
+// ControlClient is what Seed and Close need of a scheduler's control
+// session; *frontier.Control is one.
+type ControlClient interface {
+	Seed(ctx context.Context, cfg campaign.Config, urls []string) (int, error)
+	CloseCampaign(ctx context.Context, id string, del bool) (frontier.Stats, error)
+	Close() error
+}
+
+func (a *Activities) dialControl(ctx context.Context, addr string) (ControlClient, error) {
+	if a.DialControl != nil {
+		return a.DialControl(ctx, addr, a.Token)
+	}
+	return frontier.DialControl(ctx, addr, a.Token)
 }
 
 // SeedInput is the input of Seed.
@@ -92,6 +112,6 @@ type CloseResult struct {
 type NotifyInput struct {
 	URL      string
 	Campaign string
-	Event    string // "fetcher_restarts", "error_rate", "completed", "failed", "stopped"
+	Event    string // "fetchers_failing", "fetcher_restarts", "error_rate", "completed", "failed", "stopped"
 	Text     string
 }

@@ -17,8 +17,12 @@ import (
 
 // Seed declares the campaign's frontier on a scheduler and publishes its
 // seeds (confirmed). Idempotent: a seed already queued is not published
-// again.
+// again. It heartbeats while it works (see keepAlive).
 func (a *Activities) Seed(ctx context.Context, in SeedInput) (SeedResult, error) {
+	return keepAlive(ctx, func(ctx context.Context) (SeedResult, error) { return a.seed(ctx, in) })
+}
+
+func (a *Activities) seed(ctx context.Context, in SeedInput) (SeedResult, error) {
 	cfg := in.Config.WithDefaults()
 	// A new run of the campaign ID starts without the last run's failure
 	// records (they stay readable until then).
@@ -27,7 +31,7 @@ func (a *Activities) Seed(ctx context.Context, in SeedInput) (SeedResult, error)
 	}
 	var errs []error
 	for _, addr := range a.Schedulers {
-		c, err := frontier.DialControl(ctx, addr, a.Token)
+		c, err := a.dialControl(ctx, addr)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -105,9 +109,17 @@ func (a *Activities) Monitor(ctx context.Context, in MonitorInput) (MonitorResul
 
 // Close releases the campaign on every scheduler and, with in.Delete,
 // removes its queues. The workflow calls it after the fleet has stopped, so
-// the last outcomes are recorded before the queues go.
+// the last outcomes are recorded before the queues go. A scheduler may take
+// longer than the heartbeat timeout to answer (it waits for its pending
+// records), so Close heartbeats while it waits (see keepAlive).
 func (a *Activities) Close(ctx context.Context, in CloseInput) (CloseResult, error) {
-	st, err := frontier.CloseEverywhere(ctx, a.Schedulers, a.Token, in.Config.ID, in.Delete)
+	return keepAlive(ctx, func(ctx context.Context) (CloseResult, error) { return a.close(ctx, in) })
+}
+
+func (a *Activities) close(ctx context.Context, in CloseInput) (CloseResult, error) {
+	st, err := frontier.CloseVia(ctx, a.Schedulers, func(ctx context.Context, addr string) (frontier.CampaignCloser, error) {
+		return a.dialControl(ctx, addr)
+	}, in.Config.ID, in.Delete)
 	if err != nil {
 		return CloseResult{}, err
 	}
@@ -122,8 +134,13 @@ type notifyMessage struct {
 }
 
 // Notify posts an exception notification to in.URL as JSON with a
-// Slack-compatible "text" field.
+// Slack-compatible "text" field, heartbeating while it waits.
 func (a *Activities) Notify(ctx context.Context, in NotifyInput) error {
+	_, err := keepAlive(ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, a.notify(ctx, in) })
+	return err
+}
+
+func (a *Activities) notify(ctx context.Context, in NotifyInput) error {
 	body, _ := json.Marshal(notifyMessage{Text: in.Text, Campaign: in.Campaign, Event: in.Event})
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -141,4 +158,47 @@ func (a *Activities) Notify(ctx context.Context, in NotifyInput) error {
 		return fmt.Errorf("notify %s: HTTP %d", in.URL, resp.StatusCode)
 	}
 	return nil
+}
+
+// keepAlive runs work and heartbeats while it runs, a few times per
+// heartbeat timeout. Seed, Close and Notify report no progress of their
+// own, yet their work can outlast the heartbeat timeout (Close waits for
+// the schedulers' pending records): without this they timed out and were
+// retried while the first attempt still ran. With it, a live attempt is
+// never timed out, and a dead worker's attempt is still retried at the
+// heartbeat timeout rather than at StartToClose. Outside an activity (a
+// unit test calling the method), work just runs.
+func keepAlive[T any](ctx context.Context, work func(context.Context) (T, error)) (T, error) {
+	if !activity.IsActivity(ctx) || activity.GetInfo(ctx).HeartbeatTimeout <= 0 {
+		return work(ctx)
+	}
+	every := keepAliveEvery(activity.GetInfo(ctx).HeartbeatTimeout)
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx)
+			}
+		}
+	}()
+	defer func() {
+		close(done)
+		<-stopped
+	}()
+	return work(ctx)
+}
+
+// keepAliveEvery is a third of the heartbeat timeout, between 100 ms and
+// 5 s; the SDK sends at most one heartbeat per 0.8 timeout anyway.
+func keepAliveEvery(timeout time.Duration) time.Duration {
+	return min(max(timeout/3, 100*time.Millisecond), 5*time.Second)
 }

@@ -477,10 +477,23 @@ func DropFailures(ctx context.Context, addrs []string, token, id string) error {
 // Deleting only after every scheduler let go means none is still parking
 // or publishing into queues that vanish under it.
 func CloseEverywhere(ctx context.Context, addrs []string, token, id string, del bool) (Stats, error) {
+	return CloseVia(ctx, addrs, func(ctx context.Context, addr string) (CampaignCloser, error) {
+		return DialControl(ctx, addr, token)
+	}, id, del)
+}
+
+// CampaignCloser closes campaigns on one scheduler (a *Control).
+type CampaignCloser interface {
+	CloseCampaign(ctx context.Context, id string, del bool) (Stats, error)
+	Close() error
+}
+
+// CloseVia is CloseEverywhere over the given dial.
+func CloseVia(ctx context.Context, addrs []string, dial func(ctx context.Context, addr string) (CampaignCloser, error), id string, del bool) (Stats, error) {
 	total := Stats{Campaign: id}
-	each := func(f func(c *Control) error) error {
+	each := func(f func(c CampaignCloser) error) error {
 		for _, addr := range addrs {
-			c, err := DialControl(ctx, addr, token)
+			c, err := dial(ctx, addr)
 			if err != nil {
 				return err
 			}
@@ -492,16 +505,16 @@ func CloseEverywhere(ctx context.Context, addrs []string, token, id string, del 
 		}
 		return nil
 	}
-	err := each(func(c *Control) error {
-		st, err := c.closeCampaign(ctx, id, true, false)
+	err := each(func(c CampaignCloser) error {
+		st, err := c.CloseCampaign(ctx, id, false)
 		total.Add(st)
 		return err
 	})
 	if err != nil || !del {
 		return total, err
 	}
-	return total, each(func(c *Control) error {
-		_, err := c.closeCampaign(ctx, id, true, true)
+	return total, each(func(c CampaignCloser) error {
+		_, err := c.CloseCampaign(ctx, id, true)
 		return err
 	})
 }

@@ -26,11 +26,12 @@ const monitorReport = time.Minute
 type eventKind int
 
 const (
-	evSession  eventKind = iota // a FetchSession returned
-	evBackoff                   // a restart backoff timer ended
-	evMonitor                   // Monitor returned
-	evDeadline                  // MaxDuration passed
-	evScaled                    // the scale update changed the fleet size
+	evSession   eventKind = iota // a FetchSession returned
+	evBackoff                    // a restart backoff timer ended
+	evMonitor                    // Monitor returned
+	evDeadline                   // MaxDuration passed
+	evScaled                     // the scale update changed the fleet size
+	evFailAfter                  // the fail-after timer fired (checkFleet decides)
 )
 
 // event is what the workflow's own coroutines report to the main loop,
@@ -62,6 +63,14 @@ type run struct {
 	monitorCancel  workflow.CancelFunc
 	monitoring     bool
 	deadlineCancel workflow.CancelFunc
+	// failAfterOn: this run may raise "fetchers failing" and fail after
+	// FailAfter (versionFailAfter).
+	failAfterOn bool
+	// failTimer fires at failAt(); checkFleet keeps it in line.
+	failTimer struct {
+		cancel workflow.CancelFunc
+		at     time.Time
+	}
 	// ending is the final state once the campaign started to end.
 	ending string
 
@@ -100,6 +109,10 @@ func Campaign(ctx workflow.Context, in CampaignInput) (Status, error) {
 		limit:    in.HistoryLimit,
 		id:       cfg.ID,
 		controls: newControls(ctx),
+		// Runs started before fail-after existed replay without its
+		// timer and notification (they would not match their history);
+		// they get it at their next continue-as-new.
+		failAfterOn: workflow.GetVersion(ctx, versionFailAfter, workflow.DefaultVersion, 1) >= 1,
 	}
 	if r.limit <= 0 {
 		r.limit = DefaultHistoryLimit
@@ -168,6 +181,7 @@ func (r *run) loop() (Status, error) {
 	// fleet starts, so that a pause sent early starts nothing.
 	r.apply(r.controls.drain(r.ctx))
 	r.reconcile()
+	r.checkFleet()
 	r.publish()
 	for r.ending == "" {
 		sel := workflow.NewSelector(r.ctx)
@@ -183,6 +197,7 @@ func (r *run) loop() (Status, error) {
 		})
 		sel.Select(r.ctx)
 		r.reconcile()
+		r.checkFleet()
 		r.publish()
 		if r.ending == "" && r.shouldContinueAsNew() {
 			return r.continueAsNew()
@@ -212,6 +227,11 @@ func (r *run) apply(b controlBatch) {
 			log.Info("campaign resumed")
 			r.st.State = campaign.StateRunning
 			r.st.Reason = ""
+			// A resume is the operator's new try (say after creating
+			// the missing topic): fail-after counts afresh.
+			for i := range r.st.Fetchers {
+				r.freshStart(i)
+			}
 		}
 	}
 	for _, k := range b.restarts {
@@ -231,8 +251,8 @@ func (r *run) handle(e event) {
 		if e.err == nil && r.ending == "" {
 			r.beginEnd(campaign.StateCompleted, fmt.Sprintf("max duration %s reached", r.cfg.MaxDuration))
 		}
-	case evScaled:
-		// reconcile, after every event, does the work.
+	case evScaled, evFailAfter:
+		// reconcile and checkFleet, after every event, do the work.
 	}
 }
 
@@ -277,7 +297,9 @@ func (r *run) finish() (Status, error) {
 	_ = workflow.Await(r.ctx, func() bool { return workflow.AllHandlersFinished(r.ctx) })
 	st := r.status()
 	if r.ending == campaign.StateFailed {
-		return st, temporal.NewApplicationError(fmt.Sprintf("campaign %s failed: %s", r.id, r.st.Reason), "CampaignFailed")
+		// A failed workflow has no result: the final Status travels as the
+		// error's details, for `starter status` and `start --wait`.
+		return st, temporal.NewApplicationError(fmt.Sprintf("campaign %s failed: %s", r.id, r.st.Reason), "CampaignFailed", st)
 	}
 	return st, nil
 }
@@ -290,6 +312,7 @@ func (r *run) stopAll() {
 	if r.deadlineCancel != nil {
 		r.deadlineCancel()
 	}
+	r.cancelFailTimer()
 	for _, s := range r.slots {
 		r.stopSlot(s)
 	}

@@ -38,7 +38,8 @@ type harness struct {
 	starts   map[int]int // FetchSession starts per fetcher index
 	seeds    int
 	closes   []activities.CloseInput
-	notified []string // events
+	closedAt time.Time // virtual time of the last Close
+	notified []string  // events
 }
 
 // newHarness builds the harness; before, when set, registers FetchSession
@@ -81,6 +82,7 @@ func newHarness(t *testing.T, before func(env *testsuite.TestWorkflowEnvironment
 			h.mu.Lock()
 			defer h.mu.Unlock()
 			h.closes = append(h.closes, in)
+			h.closedAt = h.env.Now()
 			return activities.CloseResult{Stats: frontier.Stats{Fetched: h.fetched.Load(), Failed: 1}}, nil
 		}).Maybe()
 	env.OnActivity(acts.Notify, mock.Anything, mock.Anything).Return(
@@ -478,20 +480,24 @@ func TestContinueAsNewCarriesState(t *testing.T) {
 	require.Equal(t, campaign.StateStopped, st.State)
 }
 
-// The history must be recorded from an integration run against a dev server:
-//
-//	temporal workflow show --workflow-id ID --output json > workflows/testdata/campaign_history.json
-//
-// Replaying it catches a change to Campaign that would break running
-// campaigns (non-determinism).
+// The histories must be recorded from integration runs against a dev
+// server (DROVER_RECORD_HISTORY=1 go test ./node/ -run 'TestPauseWithTemporalCLI|TestMissingKafkaTopicFailsCampaign'):
+// campaign_history.json is a campaign paused, resumed and completed;
+// failed_campaign_history.json one whose fetchers all failed until
+// fail_after. Replaying them catches a change to Campaign that would break
+// running campaigns (non-determinism).
 func TestReplayRecordedHistory(t *testing.T) {
-	path := filepath.Join("testdata", "campaign_history.json")
-	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-		t.Skip("no recorded history at workflows/testdata/campaign_history.json; record one from an integration run (see the comment above)")
+	for _, name := range []string{"campaign_history.json", "failed_campaign_history.json"} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join("testdata", name)
+			if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+				t.Skipf("no recorded history at workflows/testdata/%s; record one from an integration run (see the comment above)", name)
+			}
+			r := worker.NewWorkflowReplayer()
+			r.RegisterWorkflowWithOptions(Campaign, workflow.RegisterOptions{Name: WorkflowName})
+			require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, path))
+		})
 	}
-	r := worker.NewWorkflowReplayer()
-	r.RegisterWorkflowWithOptions(Campaign, workflow.RegisterOptions{Name: WorkflowName})
-	require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, path))
 }
 
 func TestPauseWhileSeedingStartsNoFetcher(t *testing.T) {

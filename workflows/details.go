@@ -29,6 +29,7 @@ func (r *run) status() Status {
 		StartedAt:       r.st.StartedAt,
 		Reason:          r.st.Reason,
 		Alert:           r.st.Alert,
+		Failure:         r.failureStatus(),
 		Run:             r.st.Run,
 	}
 }
@@ -68,6 +69,14 @@ func (r *run) details() string {
 	}
 	if r.st.Alert != "" {
 		fmt.Fprintf(&b, "- **alert**: %s\n", r.st.Alert)
+	}
+	if f := r.failureStatus(); f != nil && f.Consecutive > 0 {
+		fmt.Fprintf(&b, "- **fetchers failing**: %d of %d, %d failures in a row since %s: %s\n",
+			f.Failing, f.Desired, f.Consecutive, f.Since.UTC().Format("15:04:05 UTC"), f.Text())
+		if !f.FailAt.IsZero() {
+			fmt.Fprintf(&b, "- **fails at %s** unless a page is fetched (fail_after %s)\n",
+				f.FailAt.UTC().Format("15:04:05 UTC"), r.cfg.FailAfterDuration())
+		}
 	}
 	fmt.Fprintf(&b, "- fetchers: %d active of %d desired, %d restarts\n", r.active(), r.st.FetchersDesired, r.st.Restarts)
 	fmt.Fprintf(&b, "- pages: %d fetched, %d failed; URLs: %d queued, %d in flight\n",

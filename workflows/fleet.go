@@ -156,6 +156,10 @@ func (r *run) sessionEnded(e event) {
 	}
 	fs.Fetched += c.Fetched
 	fs.Failed += c.Failed
+	now := workflow.Now(r.ctx)
+	if c.Fetched > 0 {
+		r.progressed(now)
+	}
 	if s.stopping {
 		s.stopping = false
 		return // asked for: pause, stop, scale down or a restart signal
@@ -172,8 +176,8 @@ func (r *run) sessionEnded(e event) {
 	if e.err != nil {
 		msg = errorText(e.err)
 	}
-	now := workflow.Now(r.ctx)
 	fs.LastError = msg
+	r.fetcherFailed(e.index, e.err, msg, now)
 	fs.Restarts++
 	r.st.Restarts++
 	r.st.RecentFailures = append(r.st.RecentFailures, now)
@@ -231,6 +235,7 @@ func (r *run) restartFetcher(i int) {
 	}
 	r.st.Restarts++
 	r.st.Fetchers[i].Restarts++
+	r.freshStart(i)
 	log.Info("fetcher restarted by signal", "fetcher", i)
 }
 
@@ -244,12 +249,18 @@ func (r *run) checkRestartAlert(now time.Time) {
 		}
 	}
 	r.st.RecentFailures = kept
+	if f := r.st.Failure; f != nil && f.Consecutive > 0 && !r.st.FailingAlertedAt.IsZero() && !r.st.FailingAlertedAt.Before(f.Since) {
+		return // "every fetcher failing" was raised for this streak and says more
+	}
 	if len(kept) <= r.cfg.RestartAlert || (!r.st.AlertedAt.IsZero() && now.Sub(r.st.AlertedAt) < alertWindow) {
 		return
 	}
 	r.st.AlertedAt = now
 	r.st.Alert = fmt.Sprintf("%d fetcher restarts in the last hour (alert above %d) at %s",
 		len(kept), r.cfg.RestartAlert, now.UTC().Format(time.RFC3339))
+	if f := r.st.Failure; f != nil {
+		r.st.Alert += "; last failure: " + f.Text()
+	}
 	workflow.GetLogger(r.ctx).Error("campaign exception: " + r.st.Alert)
 	if r.cfg.NotifyURL != "" {
 		in := r.notifyInput("fetcher_restarts", r.st.Alert)
@@ -286,6 +297,15 @@ func errorText(err error) string {
 		}
 	}
 	msg := err.Error()
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		// Error() adds "(type: T, retryable: B)"; the type is shown as
+		// the failure's reason already.
+		msg = app.Message()
+		if cause := errors.Unwrap(app); cause != nil {
+			msg += ": " + cause.Error()
+		}
+	}
 	if len(msg) > 300 {
 		msg = msg[:300] + "..."
 	}

@@ -15,6 +15,11 @@ import (
 // workflow's task queue, with a heartbeat timeout (house rule 5) and a
 // retry policy with backoff (1s doubling up to 1m); attempts 0 means no
 // limit (Monitor: counts are worth waiting for, never worth failing over).
+//
+// Every one of them heartbeats while it runs, however long its work takes
+// (Monitor in its loop; Seed, Close and Notify through keepAlive), so the
+// heartbeat timeout only catches a dead worker; startToClose bounds the
+// work itself.
 func smallOptions(startToClose time.Duration, attempts int32) workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		TaskQueue:           TaskQueue,
@@ -75,6 +80,9 @@ func (r *run) monitored(e event) {
 	}
 	if e.err == nil {
 		s := e.monitor.Stats
+		if s.Fetched > r.st.PagesFetched {
+			r.progressed(workflow.Now(r.ctx))
+		}
 		r.checkErrorRate(s.Fetched-r.st.PagesFetched, s.Failed-r.st.PagesFailed)
 		r.setCounts(s.Fetched, s.Failed, s.Queued, s.InFlight)
 		switch {

@@ -53,6 +53,56 @@ type CampaignState struct {
 	PagesFailed  int64 `json:"pages_failed"`
 	URLsQueued   int64 `json:"urls_queued"`
 	URLsInFlight int64 `json:"urls_in_flight"`
+
+	// Failure is the fleet's latest fetcher failure and its streak; nil
+	// until a fetcher failed. See failing.go.
+	Failure *FleetFailure `json:"failure,omitempty"`
+	// ProgressAt is when the workflow last saw a page fetched (Monitor's
+	// count rising, or a session's own count); zero before the first.
+	ProgressAt time.Time `json:"progress_at,omitzero"`
+	// AllFailingSince is when every desired fetcher came to be failing;
+	// zero while one is not. FailAfter counts from the later of it and
+	// ProgressAt.
+	AllFailingSince time.Time `json:"all_failing_since,omitzero"`
+	// FailingAlertedAt: the last "fetchers failing" notification.
+	FailingAlertedAt time.Time `json:"failing_alerted_at,omitzero"`
+}
+
+// FleetFailure is what the status query, `starter status` and the Web UI
+// show of fetchers that fail: the latest failure in words, and the streak
+// of failures with no page fetched in between that it belongs to.
+type FleetFailure struct {
+	// Reason is the failure's kind: the activity error's type
+	// (SinkUnavailable, SessionRefused, SchedulerUnreachable, ...),
+	// HeartbeatTimeout (a worker died or hung), or SessionEnded.
+	Reason string `json:"reason"`
+	// Message is the error's own words, cut short.
+	Message string `json:"message"`
+	// Fetcher is the index of the fetcher that failed last; At is when.
+	Fetcher int       `json:"fetcher"`
+	At      time.Time `json:"at"`
+	// Since is the first failure of the streak; Consecutive counts the
+	// streak's failures (all fetchers together). Both are reset by a page
+	// fetched: Consecutive 0 means the fleet recovered since At.
+	Since       time.Time `json:"since,omitzero"`
+	Consecutive int       `json:"consecutive"`
+	// Failing is how many of the desired fetchers are failing now (their
+	// last session failed, with no page fetched since), out of Desired.
+	// Status fills them in; they are not carried.
+	Failing int `json:"failing"`
+	Desired int `json:"desired"`
+	// FailAt is when the campaign will end as failed if every fetcher
+	// keeps failing and no page is fetched (config fail_after); zero
+	// while some fetcher is not failing.
+	FailAt time.Time `json:"fail_at,omitzero"`
+}
+
+// Text is the failure in one line: the reason and the error's words.
+func (f FleetFailure) Text() string {
+	if f.Message == "" {
+		return f.Reason
+	}
+	return f.Reason + ": " + f.Message
 }
 
 // FetcherStatus is what the workflow knows of one fetcher of the fleet.
@@ -66,6 +116,10 @@ type FetcherStatus struct {
 	LastError string `json:"last_error,omitempty"`
 	Fetched   int64  `json:"fetched"`
 	Failed    int64  `json:"failed"`
+	// Failing counts this fetcher's failures since a page was last fetched
+	// (or since a resume or restart signal gave it a fresh start): 0 means
+	// it is not failing.
+	Failing int `json:"failing,omitempty"`
 }
 
 // Status is the answer to QueryStatus and the workflow's result.
@@ -86,8 +140,12 @@ type Status struct {
 	StartedAt time.Time `json:"started_at"`
 	// Reason says why the campaign paused or ended.
 	Reason string `json:"reason,omitempty"`
-	// Alert is the last exception raised (restarts piling up), if any.
+	// Alert is the last exception raised (restarts piling up, fetchers
+	// failing, an error-rate spike), if any.
 	Alert string `json:"alert,omitempty"`
+	// Failure is the latest fetcher failure and its streak (see
+	// FleetFailure); nil when no fetcher ever failed.
+	Failure *FleetFailure `json:"failure,omitempty"`
 	// Run is the continue-as-new generation.
 	Run int `json:"run"`
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/frontier"
@@ -38,11 +39,16 @@ type View struct {
 	Restarts        int    `json:"restarts"`
 	// Reason says why the campaign paused or ended; Alert is the last
 	// exception raised (restarts piling up).
-	Reason    string        `json:"reason,omitempty"`
-	Alert     string        `json:"alert,omitempty"`
-	StartTime time.Time     `json:"start_time"`
-	CloseTime *time.Time    `json:"close_time,omitempty"`
-	Fetchers  []FetcherView `json:"fetchers"`
+	Reason string `json:"reason,omitempty"`
+	Alert  string `json:"alert,omitempty"`
+	// Failure is the fleet's latest fetcher failure in words, with the
+	// streak it belongs to (failures in a row with no page fetched, since
+	// when, how many fetchers are failing) and, when every fetcher is
+	// failing, when the campaign will fail; nil when none ever failed.
+	Failure   *workflows.FleetFailure `json:"failure,omitempty"`
+	StartTime time.Time               `json:"start_time"`
+	CloseTime *time.Time              `json:"close_time,omitempty"`
+	Fetchers  []FetcherView           `json:"fetchers"`
 	// Scheduler is the schedulers' sum; nil when none answered, and then
 	// SchedulerError says why.
 	Scheduler      *frontier.Stats `json:"scheduler,omitempty"`
@@ -128,10 +134,19 @@ func (a *App) view(ctx context.Context, id string) (View, error) {
 	var st workflows.Status
 	var stErr error
 	qctx, cancel := context.WithTimeout(ctx, queryTimeout)
-	if ex.Status == StatusRunning {
+	switch ex.Status {
+	case StatusRunning:
 		stErr = c.Query(qctx, id, workflows.QueryStatus, &st)
-	} else if ex.Status == StatusCompleted {
+	case StatusCompleted:
 		stErr = c.Result(qctx, id, &st)
+	case StatusFailed:
+		// A failed campaign has no result: its error says why, and
+		// carries its final Status.
+		stErr = c.Result(qctx, id, &st)
+		if failed, reason, ok := failureOf(stErr); ok {
+			st, stErr = failed, nil
+			st.Reason = orElse(st.Reason, reason)
+		}
 	}
 	cancel()
 	switch {
@@ -139,7 +154,7 @@ func (a *App) view(ctx context.Context, id string) (View, error) {
 		v.StatusError = fmt.Sprintf("no answer within %s; is a worker running on task queue %s?", queryTimeout, workflows.TaskQueue)
 	case stErr != nil:
 		v.StatusError = oneLine(stErr.Error())
-	case ex.Status == StatusRunning || ex.Status == StatusCompleted:
+	case ex.Status == StatusRunning || ex.Status == StatusCompleted || ex.Status == StatusFailed:
 		v.applyStatus(st)
 	}
 	v.State = stateOf(ex.Status, v.State)
@@ -164,6 +179,34 @@ func (v *View) applyStatus(st workflows.Status) {
 	v.Restarts = st.Restarts
 	v.Reason = st.Reason
 	v.Alert = st.Alert
+	v.Failure = st.Failure
+}
+
+// failureOf reads a failed campaign's error: the final Status it carries
+// (none from a run that failed otherwise: a panic, a bad config) and its
+// reason, the message without the "campaign ID failed: " the workflow puts
+// first.
+func failureOf(err error) (workflows.Status, string, bool) {
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) {
+		return workflows.Status{}, "", false
+	}
+	var st workflows.Status
+	if app.HasDetails() {
+		_ = app.Details(&st)
+	}
+	reason := app.Message()
+	if _, after, ok := strings.Cut(reason, " failed: "); ok && strings.HasPrefix(reason, "campaign ") {
+		reason = after
+	}
+	return st, reason, true
+}
+
+func orElse(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
 // stateOf is the campaign state given Temporal's status and what the
@@ -312,6 +355,9 @@ func renderView(w io.Writer, v View, now time.Time) {
 	if v.Alert != "" {
 		fmt.Fprintf(w, "  ALERT     %s\n", oneLine(v.Alert))
 	}
+	if line := failureLine(v.Failure, now); line != "" && !v.Closed() {
+		fmt.Fprintf(w, "  FAILING   %s\n", line)
+	}
 	fmt.Fprintf(w, "  started   %s (%s)\n", v.StartTime.Local().Format(time.DateTime), since(now, v.StartTime))
 	if v.CloseTime != nil {
 		fmt.Fprintf(w, "  ended     %s (after %s)\n", v.CloseTime.Local().Format(time.DateTime), v.CloseTime.Sub(v.StartTime).Round(time.Second))
@@ -352,6 +398,21 @@ func renderView(w io.Writer, v View, now time.Time) {
 		}
 	}
 	fmt.Fprintf(w, "\n  Web UI: %s\n", v.WebUI)
+}
+
+// failureLine tells fetchers that keep failing in one line: how many,
+// since when, the reason in words and when the campaign will fail; empty
+// when none is failing now.
+func failureLine(f *workflows.FleetFailure, now time.Time) string {
+	if f == nil || f.Consecutive == 0 {
+		return ""
+	}
+	line := fmt.Sprintf("%d of %d fetchers, %d failures in a row since %s (%s): %s",
+		f.Failing, f.Desired, f.Consecutive, f.Since.Local().Format(time.TimeOnly), since(now, f.Since), oneLine(f.Text()))
+	if !f.FailAt.IsZero() {
+		line += fmt.Sprintf("; the campaign fails at %s unless a page is fetched", f.FailAt.Local().Format(time.TimeOnly))
+	}
+	return line
 }
 
 // watch refreshes the status every Interval until the campaign ends or

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/workflows"
 )
 
 // ExitCode is the exit code of `start --wait` for a campaign's final state:
@@ -37,6 +38,8 @@ func (a *App) wait(ctx context.Context, id string, asJSON bool) error {
 		lastPrint  time.Time
 		transient  int
 		printedAny bool
+		// shownFailure: the failure last printed on a line of its own
+		shownFailure string
 	)
 	for {
 		v, err := a.view(ctx, id)
@@ -71,7 +74,12 @@ func (a *App) wait(ctx context.Context, id string, asJSON bool) error {
 				return a.finish(v, asJSON)
 			}
 			if tty {
-				fmt.Fprintf(a.Err, "\r\033[K%s", progressLine(now, v, rate))
+				if key := failureKey(v.Failure); key != "" && key != shownFailure {
+					// On a line of its own, so it stays on screen.
+					fmt.Fprintf(a.Err, "\r\033[K%s  FAILING: %s\n", now.Format(time.TimeOnly), failureLine(v.Failure, now))
+					shownFailure = key
+				}
+				fmt.Fprintf(a.Err, "\r\033[K%s", shortProgressLine(now, v, rate))
 				printedAny = true
 			} else if now.Sub(lastPrint) >= every {
 				fmt.Fprintln(a.Err, progressLine(now, v, rate))
@@ -93,7 +101,31 @@ func progressLine(now time.Time, v View, rate float64) string {
 	if v.StatusError != "" {
 		line += " (the workflow does not answer: is a worker running?)"
 	}
+	if f := failureLine(v.Failure, now); f != "" {
+		line += "; FAILING: " + f
+	}
 	return line
+}
+
+// shortProgressLine is progressLine for a terminal, where the line is
+// rewritten in place and must not wrap: a failure is named by its reason
+// only, its words having been printed on a line of their own.
+func shortProgressLine(now time.Time, v View, rate float64) string {
+	f := v.Failure
+	v.Failure = nil
+	line := progressLine(now, v, rate)
+	if f != nil && f.Consecutive > 0 {
+		line += fmt.Sprintf("; FAILING %d/%d: %s", f.Failing, f.Desired, f.Reason)
+	}
+	return line
+}
+
+// failureKey changes when a new failure streak begins or its reason does.
+func failureKey(f *workflows.FleetFailure) string {
+	if f == nil || f.Consecutive == 0 {
+		return ""
+	}
+	return f.Since.String() + "\x00" + f.Text()
 }
 
 // finish reports a campaign that ended and turns its state into the exit

@@ -1,0 +1,190 @@
+package node_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/drover-crawl/drover/devstack"
+	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/starter/cli"
+	"github.com/drover-crawl/drover/testweb"
+	"github.com/drover-crawl/drover/workflows"
+)
+
+// syncBuffer is a strings.Builder safe for a writer and a reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// Issue 11, on the whole stack: a campaign whose sink is a Kafka topic that
+// does not exist. Every FetchSession fails on it; within 30 s the status
+// query, `starter status` and a notification name the topic; after
+// fail_after the campaign fails and `start --wait` exits 1 with the reason.
+func TestMissingKafkaTopicFailsCampaign(t *testing.T) {
+	web, err := testweb.Start(testweb.Config{Hosts: 1, PagesPerHost: 20, Base: 61})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	s := startStack(t)
+	notes := make(chan map[string]string, 16)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m map[string]string
+		b, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(b, &m)
+		notes <- m
+	}))
+	defer hook.Close()
+
+	id := fmt.Sprintf("notopic-%d", rand.IntN(1e9))
+	topic := "missing." + id
+	file := filepath.Join(t.TempDir(), "campaign.yaml")
+	yaml := fmt.Sprintf("fail_after: 20s\nfetchers: 2\nallow_private: true\nnotify_url: %s\nsinks: [%q]\nseeds: [%q]\n",
+		hook.URL, "kafka://"+s.kafka.Addr()+"/"+topic, web.Seeds()[0])
+	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	app := func(out, errw io.Writer) *cli.App {
+		return &cli.App{
+			Env: cli.Env{TemporalAddress: s.temporal.Address(), TemporalNamespace: s.temporal.Namespace(),
+				Schedulers: []string{s.sched.Addr()}, Token: frontier.DevToken},
+			Out: out, Err: errw, Dial: cli.DialTemporal, Stats: frontier.CampaignStats,
+			Interval: 500 * time.Millisecond,
+		}
+	}
+
+	var waitOut, waitErr syncBuffer
+	waited := make(chan int, 1)
+	began := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	go func() {
+		waited <- app(&waitOut, &waitErr).Run(ctx, []string{"start", "--id", id, "-f", file, "--wait"})
+	}()
+
+	c := s.temporal.Client()
+	var st workflows.Status
+	shown := ctWaitFor(t, 30*time.Second, 200*time.Millisecond, "the status query names the failure", func() bool {
+		st, err = ctQueryStatus(t, c, id)
+		return err == nil && st.Failure != nil && strings.Contains(st.Failure.Message, topic)
+	})
+	t.Logf("the status query named the failure %s after the start: %s", shown.Sub(began).Round(time.Millisecond), st.Failure.Text())
+	if st.Failure.Reason != "SinkUnavailable" {
+		t.Errorf("reason %q, want SinkUnavailable", st.Failure.Reason)
+	}
+
+	ctWaitFor(t, 30*time.Second, 200*time.Millisecond, "--wait's progress names the topic", func() bool {
+		return strings.Contains(waitErr.String(), topic)
+	})
+	var out, errb strings.Builder
+	if code := app(&out, &errb).Run(ctx, []string{"status", id}); code != 0 {
+		t.Fatalf("status exited %d: %s", code, errb.String())
+	}
+	t.Logf("starter status %s, %s after the start:\n%s", id, time.Since(began).Round(time.Second), out.String())
+	if !strings.Contains(out.String(), "FAILING") || !strings.Contains(out.String(), topic) {
+		t.Errorf("starter status does not show the failure:\n%s", out.String())
+	}
+
+	select {
+	case m := <-notes:
+		t.Logf("notification %s after the start: %s", time.Since(began).Round(time.Millisecond), m["text"])
+		if m["event"] != "fetchers_failing" || !strings.Contains(m["text"], topic) {
+			t.Errorf("first notification %v, want fetchers_failing naming the topic", m)
+		}
+	case <-time.After(30*time.Second - time.Since(began)):
+		t.Error("no notification within 30 s")
+	}
+
+	select {
+	case code := <-waited:
+		t.Logf("start --wait exited %d after %s; stderr ends:\n%s", code, time.Since(began).Round(time.Second), lastLines(waitErr.String(), 3))
+		if code != cli.ExitFailure {
+			t.Errorf("start --wait exited %d, want %d", code, cli.ExitFailure)
+		}
+		last := lastLines(waitErr.String(), 1)
+		if !strings.Contains(last, "campaign "+id+" failed") || !strings.Contains(last, topic) {
+			t.Errorf("start --wait's last line does not name the failure: %q", last)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("start --wait still waiting 2 minutes after a 20 s fail_after")
+	}
+	replayFailedHistory(t, c, id)
+}
+
+// replayFailedHistory replays the failed campaign's history (fail timer,
+// notifications, version marker) and, with DROVER_RECORD_HISTORY=1, writes
+// it to workflows/testdata/failed_campaign_history.json, which
+// TestReplayRecordedHistory replays from then on.
+func replayFailedHistory(t *testing.T, c client.Client, id string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	h := &historypb.History{}
+	it := c.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatalf("history of %s: %v", id, err)
+		}
+		h.Events = append(h.Events, ev)
+	}
+	r := worker.NewWorkflowReplayer()
+	r.RegisterWorkflowWithOptions(workflows.Campaign, workflow.RegisterOptions{Name: workflows.WorkflowName})
+	if err := r.ReplayWorkflowHistory(nil, h); err != nil {
+		t.Fatalf("replaying the history of %s (%d events): %v", id, len(h.Events), err)
+	}
+	t.Logf("history of %s: %d events, replays", id, len(h.Events))
+	if os.Getenv("DROVER_RECORD_HISTORY") != "1" {
+		return
+	}
+	b, err := protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := devstack.RepoRoot(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(root, "workflows", "testdata", "failed_campaign_history.json")
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("recorded %s", path)
+}
+
+// lastLines returns the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
