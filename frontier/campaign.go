@@ -96,7 +96,7 @@ type campaignActor struct {
 	inflight                                                   atomic.Int64
 	nhosts, nsessions, hostsDown                               atomic.Int64
 	capped                                                     atomic.Bool
-
+	isConsuming                                                atomic.Bool // consuming, for Stats
 	reasonsMu sync.Mutex
 	reasons   map[string]int64 // failures by reason
 }
@@ -269,6 +269,7 @@ func (a *campaignActor) subscribe() error {
 	}()
 	a.consumeCh = ch
 	a.consuming = true
+	a.isConsuming.Store(true)
 	a.resubscribeAt, a.resubscribeWait = time.Time{}, 0
 	a.consumeErr.Store(nil)
 	a.log.Info("consuming shards", "own", len(order)/a.srv.cfg.Replicas, "replicas", a.srv.cfg.Replicas)
@@ -302,6 +303,7 @@ func (a *campaignActor) consumeLost(ch *amqp.Channel, why string) {
 	a.log.Warn("consuming broke; the deliveries held went back to their queues", "reason", why)
 	a.consumeCh = nil
 	a.consuming = false
+	a.isConsuming.Store(false)
 	a.dropHeld()
 	go ch.Close() // may wait on RabbitMQ; the actor does not
 	a.setConsumeErr(why)
@@ -356,6 +358,7 @@ func (a *campaignActor) release() {
 	ch := a.consumeCh
 	a.consumeCh = nil
 	a.consuming = false
+	a.isConsuming.Store(false)
 	a.dropHeld()
 	if ch != nil {
 		ch.Close()
@@ -1327,6 +1330,7 @@ func (a *campaignActor) stats() Stats {
 		CapReached:   a.capped.Load(),
 		RecordFailed: a.recordFailed.Load(),
 		HostsDown:    a.hostsDown.Load(),
+		Consuming:    a.isConsuming.Load(),
 		FailedBy:     a.reasonCounts(),
 		ConsumeError: a.consumeErrText(),
 	}

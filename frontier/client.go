@@ -13,6 +13,11 @@ import (
 	"github.com/drover-crawl/drover/campaign"
 )
 
+// replyError is an error a scheduler answered with (it is up).
+type replyError struct{ msg string }
+
+func (e *replyError) Error() string { return e.msg }
+
 // Errors of the client side.
 var (
 	// ErrSessionClosed: the session ended (see Session.Err for why).
@@ -342,7 +347,7 @@ func (c *Control) do(ctx context.Context, req Request) (Reply, error) {
 		return Reply{}, err
 	}
 	if rep.Error != "" {
-		return rep, fmt.Errorf("scheduler %s: %s", c.addr, rep.Error)
+		return rep, &replyError{fmt.Sprintf("scheduler %s: %s", c.addr, rep.Error)}
 	}
 	return rep, nil
 }
@@ -402,21 +407,40 @@ func ParseAddrs(s string) []string {
 }
 
 // CampaignStats asks every scheduler for its stats of a campaign and adds
-// them up. It fails if any scheduler cannot answer: a partial sum could
-// make a campaign look drained while it is not.
+// them up. A scheduler that cannot be reached is named in Missing, and the
+// sum still counts as idle only when RabbitMQ shows no consumer of the
+// campaign beyond the schedulers that answered (Stats.Idle): a scheduler
+// gone for good does not hold a campaign open, and one cut off but alive
+// does not let it end early. It fails when no scheduler answers, or when
+// one answers with an error.
 func CampaignStats(ctx context.Context, addrs []string, token, id string) (Stats, error) {
 	total := Stats{Campaign: id}
+	var unreachable []error
 	for _, addr := range addrs {
 		c, err := DialControl(ctx, addr, token)
 		if err != nil {
-			return total, err
+			if errors.Is(err, ErrRefused) || ctx.Err() != nil {
+				return total, err
+			}
+			total.Missing = append(total.Missing, addr)
+			unreachable = append(unreachable, err)
+			continue
 		}
 		st, err := c.Stats(ctx, id)
 		c.Close()
-		if err != nil {
+		var rerr *replyError
+		switch {
+		case errors.As(err, &rerr), err != nil && ctx.Err() != nil:
 			return total, err
+		case err != nil:
+			total.Missing = append(total.Missing, addr)
+			unreachable = append(unreachable, err)
+			continue
 		}
 		total.Add(st)
+	}
+	if len(total.Missing) == len(addrs) {
+		return total, fmt.Errorf("no scheduler reachable: %w", errors.Join(unreachable...))
 	}
 	return total, nil
 }

@@ -575,12 +575,11 @@ func (s *Server) Stats(id string) (Stats, error) {
 	if st.ConsumeError != "" {
 		st.ConsumeError = s.cfg.Name + ": " + st.ConsumeError
 	}
-	queued, dead, err := Topology{Campaign: id}.Counts(s.conn)
+	c, err := Topology{Campaign: id}.counts(s.conn)
 	if err != nil {
 		return st, err
 	}
-	st.Queued = queued
-	st.DeadQueued = dead
+	st.Queued, st.DeadQueued, st.Consumers = c.queued, c.dead, c.consumers
 	return st, nil
 }
 

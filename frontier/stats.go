@@ -46,6 +46,17 @@ type Stats struct {
 	// with an error status, by reason (dns, refused, timeout, tls, reset,
 	// robots, 4xx, 5xx, sink, lost, ...). `starter failures` lists them.
 	FailedBy map[string]int64 `json:"failed_by,omitempty"`
+
+	// Consumers: how many schedulers consume the campaign's shards, as
+	// RabbitMQ counts them (connections alive, whether or not they answer
+	// a control session).
+	Consumers int64 `json:"consumers,omitempty"`
+	// Consuming: this scheduler consumes the campaign's shards; added up,
+	// how many of the schedulers that answered do.
+	Consuming bool  `json:"consuming,omitempty"`
+	Answering int64 `json:"answering,omitempty"`
+	// Missing lists the schedulers that did not answer (CampaignStats).
+	Missing []string `json:"missing,omitempty"`
 }
 
 // Add accumulates o into s.
@@ -53,6 +64,11 @@ func (s *Stats) Add(o Stats) {
 	s.Schedulers = append(s.Schedulers, o.Schedulers...)
 	// Every scheduler reports the same RabbitMQ counts: take the largest.
 	s.Queued = max(s.Queued, o.Queued)
+	s.Consumers = max(s.Consumers, o.Consumers)
+	if o.Consuming {
+		s.Answering++
+	}
+	s.Missing = append(s.Missing, o.Missing...)
 	s.DeadQueued = max(s.DeadQueued, o.DeadQueued)
 	s.Held += o.Held
 	s.InFlight += o.InFlight
@@ -88,6 +104,15 @@ func (s *Stats) Add(o Stats) {
 
 // Idle reports whether nothing is queued, held or unconfirmed: the frontier
 // is drained if this holds twice in a row with no ack or publish between.
+//
+// With schedulers missing (they did not answer), it holds only when no
+// scheduler beyond those that answered still consumes the campaign: a dead
+// scheduler's connection is gone, and RabbitMQ put its deliveries back in
+// the queues (counted in Queued); one that is alive but cut off from the
+// control sessions still holds a consumer, and so counts as busy.
 func (s Stats) Idle() bool {
-	return s.Queued == 0 && s.Held == 0 && s.InFlight == 0 && s.Pending == 0
+	if s.Queued != 0 || s.Held != 0 || s.InFlight != 0 || s.Pending != 0 {
+		return false
+	}
+	return len(s.Missing) == 0 || s.Consumers <= s.Answering
 }

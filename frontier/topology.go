@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -122,9 +123,24 @@ func (t Topology) queueNames() []string {
 // Counts returns the number of ready messages in the campaign's work
 // queues and in its dead-letter queue. A campaign never declared counts 0.
 func (t Topology) Counts(conn *amqp.Connection) (queued, dead int64, err error) {
+	c, err := t.counts(conn)
+	return c.queued, c.dead, err
+}
+
+// queueCounts is what RabbitMQ says of a campaign's queues.
+type queueCounts struct {
+	queued, dead int64
+	// consumers: the most consumers any shard queue has. Every scheduler
+	// that consumes a campaign subscribes to all its shards (its own, then
+	// the others as a standby), so this is how many schedulers consume it.
+	consumers int64
+}
+
+func (t Topology) counts(conn *amqp.Connection) (queueCounts, error) {
+	var c queueCounts
 	ch, err := conn.Channel()
 	if err != nil {
-		return 0, 0, fmt.Errorf("open channel: %w", err)
+		return c, fmt.Errorf("open channel: %w", err)
 	}
 	defer ch.Close()
 	for _, name := range append(t.queueNames(), t.Dead()) {
@@ -134,20 +150,24 @@ func (t Topology) Counts(conn *amqp.Connection) (queued, dead int64, err error) 
 			if errors.As(err, &aerr) && aerr.Code == amqp.NotFound {
 				// A missing queue closes the channel: reopen and go on.
 				if ch, err = conn.Channel(); err != nil {
-					return 0, 0, fmt.Errorf("open channel: %w", err)
+					return c, fmt.Errorf("open channel: %w", err)
 				}
 				defer ch.Close()
 				continue
 			}
-			return 0, 0, fmt.Errorf("inspect %s: %w", name, err)
+			return c, fmt.Errorf("inspect %s: %w", name, err)
 		}
-		if name == t.Dead() {
-			dead = int64(q.Messages)
-		} else {
-			queued += int64(q.Messages)
+		switch {
+		case name == t.Dead():
+			c.dead = int64(q.Messages)
+		default:
+			c.queued += int64(q.Messages)
+		}
+		if strings.HasPrefix(name, t.prefix()+"s") {
+			c.consumers = max(c.consumers, int64(q.Consumers))
 		}
 	}
-	return queued, dead, nil
+	return c, nil
 }
 
 // Delete removes the campaign's queues and exchanges (its dead-letter queue

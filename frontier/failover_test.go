@@ -1,0 +1,99 @@
+package frontier_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/sink"
+	"github.com/drover-crawl/drover/testweb"
+)
+
+// One of two schedulers dies mid-crawl (its RabbitMQ connection and its
+// sessions cut at once, as a SIGKILL does) and stays down: the other takes
+// its shards, the campaign drains by the drain rule with the dead one
+// named as missing, and every page was fetched and stored.
+func TestSchedulerGoneForGoodDoesNotHoldTheCampaign(t *testing.T) {
+	web := startWeb(t, testweb.Config{Hosts: 6, PagesPerHost: 60, CrossHost: true, Base: 64})
+	var scheds []*scheduler
+	var addrs []string
+	for i := range 2 {
+		c := frontier.DefaultServerConfig()
+		c.Name, c.Index, c.Replicas = fmt.Sprintf("s%d", i), i, 2
+		s := startScheduler(t, c, frontier.NewMemorySeen())
+		scheds, addrs = append(scheds, s), append(addrs, s.addr)
+	}
+	cfg := testCampaign(t, web)
+	t.Cleanup(func() { frontier.ReleaseCampaign(context.Background(), addrs[1:], frontier.DevToken, cfg.ID) })
+	ctl := control(t, addrs[1])
+	if _, err := ctl.Seed(context.Background(), cfg, cfg.Seeds); err != nil {
+		t.Fatal(err)
+	}
+	sk := sink.NewMemory()
+	startFleet(t, cfg, addrs, sk, 4)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st, err := frontier.CampaignStats(context.Background(), addrs, frontier.DevToken, cfg.ID)
+		if err == nil && st.Fetched > 20 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("crawl not under way within 30s: %+v %v", st, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// The kill: the connection first, so nothing of s0 is settled by a
+	// graceful close.
+	scheds[0].conn.Close()
+	scheds[0].srv.Close()
+
+	st := waitDrained(t, addrs, cfg.ID, 3*time.Minute)
+	checkCrawl(t, web, sk, false)
+	if len(st.Missing) != 1 || st.Missing[0] != addrs[0] {
+		t.Errorf("missing schedulers %v, want [%s]", st.Missing, addrs[0])
+	}
+	t.Logf("drained with %v missing: %d fetched by the survivor, %d duplicates by the server's count", st.Missing, st.Fetched, len(web.Duplicates()))
+}
+
+// A scheduler cut off from the control sessions but alive, holding a URL,
+// keeps the campaign from looking drained: RabbitMQ still counts its
+// consumer.
+func TestSchedulerCutOffButAliveKeepsTheCampaignOpen(t *testing.T) {
+	var scheds []*scheduler
+	for i := range 2 {
+		c := frontier.DefaultServerConfig()
+		c.Name, c.Index, c.Replicas = fmt.Sprintf("s%d", i), i, 2
+		scheds = append(scheds, startScheduler(t, c, frontier.NewMemorySeen()))
+	}
+	cfg := handCampaign(t, "http://127.66.30.1:9/")
+	ctl := control(t, scheds[0].addr)
+	seedCampaign(t, ctl, cfg)
+	f := dialRawFetcher(t, scheds[0].addr, cfg)
+	f.pages(t, 2, 20*time.Second, nil, func(l frontier.Lease) bool { return true }) // held, not reported
+	g := dialRawFetcher(t, scheds[1].addr, cfg) // s1 consumes too, as a standby
+	_ = g
+	// s0 does not answer: its address is wrong in the list (a partition).
+	addrs := []string{scheds[1].addr, "127.0.0.1:1"}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, err := frontier.CampaignStats(context.Background(), addrs, frontier.DevToken, cfg.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Consumers == 2 {
+			if st.Idle() {
+				t.Fatalf("idle with a live scheduler holding a lease unreachable: %+v", st)
+			}
+			if len(st.Missing) != 1 || st.Queued != 0 || st.Held != 0 {
+				t.Fatalf("stats %+v", st)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the two schedulers never both consumed: %+v", st)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
