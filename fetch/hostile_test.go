@@ -169,7 +169,7 @@ func TestHostileSlowServer(t *testing.T) {
 			}
 		}
 	})
-	f.timeout = time.Second
+	f.timeouts.Response = time.Second
 	start := time.Now()
 	res := f.Fetch(testCtx(t), Request{URL: srv.URL + "/", Attempt: 1, MaxAttempts: 2})
 	check(t, res.Retry && res.Err != nil, res)
