@@ -18,6 +18,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/testweb"
 )
 
 // timeoutErr is a net.Error that timed out, as a dial or read deadline
@@ -432,5 +435,41 @@ func TestFetchRobotsReasons(t *testing.T) {
 			// A reason is given exactly when robots.txt is unreachable.
 			equal(t, rr.Reason != "", ParseRobots(rr.Status, rr.Body, rr.Err).Unreachable, rr.Err)
 		})
+	}
+}
+
+// TestDeadWebReasons fetches testweb's dead-hosts web: every live page is a
+// page with no failure, every URL of a dead host fails with the reason the
+// web expects (its words are fetch's), and the robots.txt-503 host's
+// robots.txt is unreachable.
+func TestDeadWebReasons(t *testing.T) {
+	web, err := testweb.StartDead(testweb.DeadConfig{Base: 64, LiveHosts: 2, PagesPerHost: 4})
+	must(t, err == nil, err)
+	t.Cleanup(func() { web.Close() })
+	cfg := campaign.Config{ID: "dead", Seeds: web.Seeds(), Scope: web.Scope(), AllowPrivate: true}.WithDefaults()
+	f, err := New(cfg, WithTimeouts(shortTimeouts()))
+	must(t, err == nil, err)
+	t.Cleanup(f.Close)
+
+	for _, u := range web.Live() {
+		res := f.Fetch(testCtx(t), Request{URL: u, Attempt: 1, MaxAttempts: 3})
+		must(t, res.Page != nil && res.Page.Status == 200, u, res.Err)
+		equal(t, res.Reason, "", u)
+	}
+	for _, h := range web.DeadHosts() {
+		if h.Kind == testweb.DeadRobots {
+			rr := f.FetchRobots(testCtx(t), h.Root)
+			check(t, ParseRobots(rr.Status, rr.Body, rr.Err).Unreachable, "robots.txt 503 is unreachable")
+			equal(t, rr.Reason, Reason5xx)
+			check(t, !rr.HostDown)
+			equal(t, h.Reason, ReasonRobots)
+			continue
+		}
+		for _, u := range h.URLs {
+			res := f.Fetch(testCtx(t), Request{URL: u, Attempt: 1, MaxAttempts: 3})
+			check(t, res.Retry, u)
+			equal(t, res.Reason, h.Reason, u, res.Err)
+			check(t, res.HostDown, u, " does not count against its host")
+		}
 	}
 }
