@@ -205,7 +205,8 @@ loop:
 }
 
 // handle fetches one lease and stores its page; the outcome says what the
-// scheduler must do with the URL.
+// scheduler must do with the URL, and why a failure happened (Reason, and
+// HostDown for one the scheduler counts against the host).
 func (r *Runner) handle(ctx context.Context, l frontier.Lease) frontier.Outcome {
 	o := frontier.Outcome{LeaseID: l.ID}
 	if l.Kind == frontier.KindRobots {
@@ -219,6 +220,7 @@ func (r *Runner) handle(ctx context.Context, l frontier.Lease) frontier.Outcome 
 		if rr.Err != nil {
 			o.Robots.Error = rr.Err.Error()
 		}
+		o.Reason, o.HostDown = rr.Reason, rr.HostDown
 		o.Took = since(rr.Answered, done) // robots.txt counts as a request for politeness
 		return o
 	}
@@ -235,6 +237,7 @@ func (r *Runner) handle(ctx context.Context, l frontier.Lease) frontier.Outcome 
 	if res.Err != nil {
 		o.Error = res.Err.Error()
 	}
+	o.Reason, o.HostDown = res.Reason, res.HostDown
 	if res.Retry {
 		o.Retry, o.RetryAfter, o.Status = true, res.RetryAfter, res.Status
 		o.Backoff = o.Status == 429 || o.Status == 503
@@ -244,8 +247,11 @@ func (r *Runner) handle(ctx context.Context, l frontier.Lease) frontier.Outcome 
 	}
 	if res.Page != nil {
 		if err := r.store(ctx, res.Page); err != nil {
+			// The sink's failure, not the fetch's, is why the URL is not
+			// done.
 			o.SinkFailed = true
 			o.Error = err.Error()
+			o.Reason, o.HostDown = fetch.ReasonSink, false
 			r.count(func(c *SessionCounters) { c.Errors++ })
 			o.Took = since(res.Answered, done)
 			return o

@@ -67,6 +67,14 @@ type Result struct {
 	// NoFollow is set when the page asks that its links not be followed
 	// (meta robots or X-Robots-Tag "nofollow" or "none"): Links is empty.
 	NoFollow bool
+	// Reason classifies a failure in one word (a Reason* constant): set
+	// with Err, and for a stored 4xx page or a redirect not followed;
+	// empty for a page that is no failure and when ctx ended the fetch.
+	Reason string
+	// HostDown: the failure was at the connection level, before any byte
+	// of a response (DNS, refused, connect or response-head timeout, TLS,
+	// reset); it counts against the host, not the URL (Classify).
+	HostDown bool
 }
 
 // RobotsResult is the raw outcome of fetching a host's robots.txt; the
@@ -77,4 +85,8 @@ type RobotsResult struct {
 	Err    error // network error: the host is treated as disallowed for a while
 	// Answered: see Result.Answered.
 	Answered time.Time
+	// Reason and HostDown classify a failure that leaves the host's
+	// robots.txt unreachable, as in Result (see FetchRobots).
+	Reason   string
+	HostDown bool
 }

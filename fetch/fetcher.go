@@ -20,8 +20,12 @@ import (
 	"github.com/drover-crawl/drover/sink"
 )
 
-// Timeouts of one fetch (DESIGN.md leaves them to the fetcher).
+// Default timeouts of one fetch (DefaultTimeouts). With them a host that
+// never answers fails within 20 s: a silent DNS server within DNSTimeout,
+// a dropped SYN within DialTimeout, a listener that accepts and says
+// nothing within TLSHandshakeTimeout (https) or ResponseHeaderTimeout.
 const (
+	DNSTimeout            = 10 * time.Second
 	DialTimeout           = 10 * time.Second
 	TLSHandshakeTimeout   = 10 * time.Second
 	ResponseHeaderTimeout = 20 * time.Second
@@ -44,7 +48,8 @@ var (
 	// ErrRobots: robots.txt disallows the URL (Request.Robots).
 	ErrRobots = errors.New("disallowed by robots.txt")
 	// ErrStatus: the server answered with a status that asks for a retry
-	// (5xx, 429); on the last attempt it is the page's Err.
+	// (5xx, 429); on the last attempt it is the page's Err. The error is a
+	// *StatusError, which carries the code.
 	ErrStatus = errors.New("retryable status")
 )
 
@@ -56,10 +61,9 @@ type Fetcher struct {
 	transport *http.Transport
 	client    *http.Client
 	guard     *addrGuard
+	timeouts  Timeouts
+	resolver  *net.Resolver
 
-	// timeout is the whole-response timeout (ResponseTimeout); tests
-	// shorten it.
-	timeout time.Duration
 	// now is the clock of FetchedAt and of Retry-After dates.
 	now func() time.Time
 	// rootCAs, when set, replaces the system's roots (tests).
@@ -69,11 +73,11 @@ type Fetcher struct {
 }
 
 // New returns a Fetcher for cfg, which must have been through
-// WithDefaults. It speaks HTTP/1.1 only (so that the raw request and
-// response head can be recorded as they went over the wire, for WARC), uses
-// no proxy (a proxy would bypass the address guard), and never follows
-// redirects.
-func New(cfg campaign.Config) (*Fetcher, error) {
+// WithDefaults, configured further by opts. It speaks HTTP/1.1 only (so
+// that the raw request and response head can be recorded as they went over
+// the wire, for WARC), uses no proxy (a proxy would bypass the address
+// guard), and never follows redirects.
+func New(cfg campaign.Config, opts ...Option) (*Fetcher, error) {
 	scope, err := NewScope(cfg)
 	if err != nil {
 		return nil, err
@@ -82,21 +86,30 @@ func New(cfg campaign.Config) (*Fetcher, error) {
 	if err != nil {
 		return nil, err
 	}
+	f := &Fetcher{
+		cfg:      cfg,
+		scope:    scope,
+		guard:    guard,
+		timeouts: DefaultTimeouts(),
+		resolver: net.DefaultResolver,
+		now:      time.Now,
+	}
+	for _, o := range opts {
+		o(f)
+	}
+	if err := f.timeouts.Validate(); err != nil {
+		return nil, err
+	}
+	to := f.timeouts
 	dialer := &guardedDialer{
 		guard: guard,
 		dialer: &net.Dialer{
-			Timeout:   DialTimeout,
 			KeepAlive: 30 * time.Second,
 			Control:   guard.control,
 		},
-		resolver: net.DefaultResolver,
-	}
-	f := &Fetcher{
-		cfg:     cfg,
-		scope:   scope,
-		guard:   guard,
-		timeout: ResponseTimeout,
-		now:     time.Now,
+		resolver:       f.resolver,
+		resolveTimeout: to.DNS,
+		connectTimeout: to.Connect,
 	}
 	f.transport = &http.Transport{
 		Proxy: nil,
@@ -119,11 +132,11 @@ func New(cfg campaign.Config) (*Fetcher, error) {
 				NextProtos: []string{"http/1.1"},
 				RootCAs:    f.rootCAs,
 			})
-			hctx, cancel := context.WithTimeout(ctx, TLSHandshakeTimeout)
+			hctx, cancel := context.WithTimeout(ctx, to.TLSHandshake)
 			defer cancel()
 			if err := tc.HandshakeContext(hctx); err != nil {
 				c.Close()
-				return nil, err
+				return nil, &handshakeError{err}
 			}
 			return &recConn{Conn: tc}, nil
 		},
@@ -131,8 +144,8 @@ func New(cfg campaign.Config) (*Fetcher, error) {
 		MaxIdleConns:           1024,
 		MaxIdleConnsPerHost:    8,
 		IdleConnTimeout:        90 * time.Second,
-		TLSHandshakeTimeout:    TLSHandshakeTimeout,
-		ResponseHeaderTimeout:  ResponseHeaderTimeout,
+		TLSHandshakeTimeout:    to.TLSHandshake,
+		ResponseHeaderTimeout:  to.ResponseHeader,
 		ExpectContinueTimeout:  time.Second,
 		MaxResponseHeaderBytes: rawCap,
 	}
@@ -166,9 +179,11 @@ type response struct {
 }
 
 // do sends a GET for u and reads the body up to limit bytes. The returned
-// error is a transport error (no response, or the body could not be read).
-// When the response head arrives, *answered (if not nil) is set to the
-// time: the server had started handling the request by then.
+// error is a transport error (no response, or the body could not be read);
+// once a byte of the response has arrived it is wrapped in afterResponse,
+// so that Classify does not hold it against the host. When the response
+// head arrives, *answered (if not nil) is set to the time: the server had
+// started handling the request by then.
 func (f *Fetcher) do(ctx context.Context, u string, limit int64, answered *time.Time) (*response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
@@ -179,9 +194,10 @@ func (f *Fetcher) do(ctx context.Context, u string, limit int64, answered *time.
 	req.Header.Set("Accept-Encoding", "gzip")
 
 	var (
-		mu  sync.Mutex
-		rc  *recConn
-		out = &response{}
+		mu        sync.Mutex
+		rc        *recConn
+		firstByte bool
+		out       = &response{}
 	)
 	trace := &httptrace.ClientTrace{
 		GotConn: func(info httptrace.GotConnInfo) {
@@ -195,6 +211,11 @@ func (f *Fetcher) do(ctx context.Context, u string, limit int64, answered *time.
 				out.ip = a.IP.String()
 			}
 		},
+		GotFirstResponseByte: func() {
+			mu.Lock()
+			firstByte = true
+			mu.Unlock()
+		},
 	}
 	req = req.WithContext(httptrace.WithClientTrace(ctx, trace))
 	resp, err := f.client.Do(req)
@@ -202,13 +223,17 @@ func (f *Fetcher) do(ctx context.Context, u string, limit int64, answered *time.
 		*answered = time.Now()
 	}
 	mu.Lock()
-	c := rc
+	c, began := rc, firstByte
 	mu.Unlock()
 	var written, read []byte
 	if c != nil {
 		written, read = c.stop()
 	}
 	if err != nil {
+		err = unwrapURLError(err)
+		if began {
+			err = &afterResponse{err}
+		}
 		return nil, err
 	}
 	defer resp.Body.Close()
@@ -220,7 +245,7 @@ func (f *Fetcher) do(ctx context.Context, u string, limit int64, answered *time.
 	}
 	out.body, out.truncated, err = readCapped(resp.Body, limit)
 	if err != nil {
-		return out, fmt.Errorf("reading body: %w", err)
+		return out, &afterResponse{fmt.Errorf("reading body: %w", err)}
 	}
 	return out, nil
 }
@@ -250,7 +275,12 @@ func readCapped(r io.Reader, limit int64) (b []byte, truncated bool, err error) 
 //   - an invalid URL, an address guard refusal or a robots.txt refusal
 //     (req.Robots) is a Page with Status 0 and Err, never retried;
 //   - when ctx itself ends (the caller is shutting down), Retry with Err
-//     ctx.Err() and no Page, whatever the attempt: nothing was learnt.
+//     ctx.Err() and no Page, whatever the attempt: nothing was learnt, and
+//     Reason is empty.
+//
+// Every failure has a Reason, with HostDown for a connection-level one
+// (Classify); a stored 4xx page has Reason4xx, a redirect not followed
+// ReasonRedirect.
 func (f *Fetcher) Fetch(ctx context.Context, req Request) Result {
 	var answered time.Time
 	res := f.fetch(ctx, req, &answered)
@@ -277,7 +307,7 @@ func (f *Fetcher) fetch(ctx context.Context, req Request, answered *time.Time) R
 		return permanent(page, ErrRobots)
 	}
 
-	fctx, cancel := context.WithTimeout(ctx, f.timeout)
+	fctx, cancel := context.WithTimeout(ctx, f.timeouts.Response)
 	defer cancel()
 	r, err := f.do(fctx, norm, f.cfg.BodyCap, answered)
 	if err != nil {
@@ -292,7 +322,8 @@ func (f *Fetcher) fetch(ctx context.Context, req Request, answered *time.Time) R
 		if final(req, f.cfg) {
 			return permanent(page, err)
 		}
-		return Result{Retry: true, Err: err}
+		reason, down := Classify(err)
+		return Result{Retry: true, Err: err, Reason: reason, HostDown: down}
 	}
 
 	resp := r.resp
@@ -309,18 +340,24 @@ func (f *Fetcher) fetch(ctx context.Context, req Request, answered *time.Time) R
 
 	switch code := resp.StatusCode; {
 	case code >= 500 || code == http.StatusTooManyRequests:
-		err := fmt.Errorf("%w: %s", ErrStatus, resp.Status)
+		err := &StatusError{Code: code, Status: resp.Status}
+		reason := statusReason(code)
 		if final(req, f.cfg) {
 			page.Err = err.Error()
-			res.Err = err
+			res.Err, res.Reason = err, reason
 			return res
 		}
-		return Result{Retry: true, Status: code, RetryAfter: retryAfter(resp.Header.Get("Retry-After"), f.now()), Err: err}
+		return Result{Retry: true, Status: code, RetryAfter: retryAfter(resp.Header.Get("Retry-After"), f.now()), Err: err, Reason: reason}
 	case code >= 300 && code < 400:
 		f.redirect(&res, req, u, resp.Header.Get("Location"))
+		if page.Err != "" {
+			res.Reason = ReasonRedirect
+		}
 		return res
 	case code >= 200 && code < 300:
 		f.extract(&res, req, u, resp.Header)
+	default:
+		res.Reason = statusReason(code)
 	}
 	return res
 }
@@ -328,7 +365,8 @@ func (f *Fetcher) fetch(ctx context.Context, req Request, answered *time.Time) R
 // permanent is a failure recorded as a page (Status 0) and never retried.
 func permanent(page *sink.Page, err error) Result {
 	page.Err = err.Error()
-	return Result{Page: page, Err: err}
+	reason, down := Classify(err)
+	return Result{Page: page, Err: err, Reason: reason, HostDown: down}
 }
 
 // final reports whether req is its last attempt.
@@ -389,6 +427,10 @@ func retryAfter(v string, now time.Time) time.Duration {
 // "http://host:port"), following up to 5 redirects, reading and decoding at
 // most RobotsBodyCap bytes. Body is the decoded content. A network error or
 // an address guard refusal is in Err; the status, whatever it is, in Status.
+// Reason and HostDown are set when the outcome makes the host's robots.txt
+// unreachable (ParseRobots): a network error (Classify), a 5xx (Reason5xx)
+// or a 429 (Reason4xx); a 4xx other than 429 means "no robots.txt" and is no
+// failure.
 func (f *Fetcher) FetchRobots(ctx context.Context, rootURL string) RobotsResult {
 	var answered time.Time
 	rr := f.fetchRobots(ctx, rootURL, &answered)
@@ -399,15 +441,20 @@ func (f *Fetcher) FetchRobots(ctx context.Context, rootURL string) RobotsResult 
 func (f *Fetcher) fetchRobots(ctx context.Context, rootURL string, answered *time.Time) RobotsResult {
 	base, err := url.Parse(strings.TrimRight(rootURL, "/") + "/robots.txt")
 	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
-		return RobotsResult{Err: fmt.Errorf("robots.txt of %q: %w", rootURL, ErrInvalidURL)}
+		return RobotsResult{Err: fmt.Errorf("robots.txt of %q: %w", rootURL, ErrInvalidURL), Reason: ReasonInvalid}
 	}
-	fctx, cancel := context.WithTimeout(ctx, f.timeout)
+	fctx, cancel := context.WithTimeout(ctx, f.timeouts.Response)
 	defer cancel()
 	target := base.String()
 	for hop := 0; ; hop++ {
 		r, err := f.do(fctx, target, RobotsBodyCap, answered)
 		if err != nil {
-			return RobotsResult{Err: fmt.Errorf("robots.txt: %w", unwrapURLError(err))}
+			err = fmt.Errorf("robots.txt: %w", unwrapURLError(err))
+			if ctx.Err() != nil {
+				return RobotsResult{Err: err}
+			}
+			reason, down := Classify(err)
+			return RobotsResult{Err: err, Reason: reason, HostDown: down}
 		}
 		code := r.resp.StatusCode
 		if code >= 300 && code < 400 && hop < maxRobotsRedirects {
@@ -425,6 +472,10 @@ func (f *Fetcher) fetchRobots(ctx context.Context, rootURL string, answered *tim
 				body = d
 			}
 		}
-		return RobotsResult{Status: code, Body: body}
+		rr := RobotsResult{Status: code, Body: body}
+		if code >= 500 || code == http.StatusTooManyRequests {
+			rr.Reason = statusReason(code)
+		}
+		return rr
 	}
 }

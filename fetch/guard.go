@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"syscall"
+	"time"
 )
 
 // GuardError is a dial the address guard refused: the host resolved only
@@ -94,7 +95,15 @@ type guardedDialer struct {
 	guard    *addrGuard
 	dialer   *net.Dialer
 	resolver *net.Resolver
+	// resolveTimeout bounds the lookup; connectTimeout bounds the connects
+	// to all of the host's addresses together.
+	resolveTimeout time.Duration
+	connectTimeout time.Duration
 }
+
+// minConnectShare is the least time an address gets when several share
+// the connect timeout (net.Dialer uses 2 s too).
+const minConnectShare = 2 * time.Second
 
 func (d *guardedDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	host, port, err := net.SplitHostPort(addr)
@@ -105,13 +114,15 @@ func (d *guardedDialer) DialContext(ctx context.Context, network, addr string) (
 	if ip, err := netip.ParseAddr(host); err == nil {
 		ips = []netip.Addr{ip}
 	} else {
-		ips, err = d.resolver.LookupNetIP(ctx, "ip", host)
+		rctx, cancel := context.WithTimeout(ctx, d.resolveTimeout)
+		ips, err = d.resolver.LookupNetIP(rctx, "ip", host)
+		cancel()
 		if err != nil {
 			return nil, err
 		}
 	}
 	var refused error
-	var errs []error
+	allowed := ips[:0:0]
 	for _, ip := range ips {
 		if err := d.guard.check(ip); err != nil {
 			if refused == nil {
@@ -119,20 +130,38 @@ func (d *guardedDialer) DialContext(ctx context.Context, network, addr string) (
 			}
 			continue
 		}
-		c, err := d.dialer.DialContext(ctx, network, net.JoinHostPort(ip.Unmap().String(), port))
+		allowed = append(allowed, ip)
+	}
+	if len(allowed) == 0 && refused != nil {
+		return nil, refused
+	}
+	if len(allowed) == 0 {
+		return nil, fmt.Errorf("dial %s: no address", host)
+	}
+	cctx, cancel := context.WithTimeout(ctx, d.connectTimeout)
+	defer cancel()
+	var errs []error
+	for i, ip := range allowed {
+		// Each address gets its share of what is left, so that a first
+		// address that drops packets does not use up the whole timeout.
+		actx := cctx
+		if dl, ok := cctx.Deadline(); ok {
+			share := time.Until(dl) / time.Duration(len(allowed)-i)
+			if share < minConnectShare && time.Until(dl) > minConnectShare {
+				share = minConnectShare
+			}
+			var acancel context.CancelFunc
+			actx, acancel = context.WithTimeout(cctx, share)
+			defer acancel()
+		}
+		c, err := d.dialer.DialContext(actx, network, net.JoinHostPort(ip.Unmap().String(), port))
 		if err == nil {
 			return c, nil
 		}
 		errs = append(errs, err)
-		if ctx.Err() != nil {
+		if cctx.Err() != nil {
 			break
 		}
-	}
-	if len(errs) == 0 && refused != nil {
-		return nil, refused
-	}
-	if len(errs) == 0 {
-		return nil, fmt.Errorf("dial %s: no address", host)
 	}
 	return nil, errors.Join(errs...)
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -25,26 +26,58 @@ func hostileServer(t *testing.T, h http.HandlerFunc) (*httptest.Server, *Fetcher
 }
 
 func TestHostileMalformedHTML(t *testing.T) {
-	docs := []string{
-		`<html><body><a href="/ok">ok</a><div><p><table><tr><td><a href="/x"`,
-		`<a href=/unquoted>u</a><a href='/single'>s</a><a href="/unterminated>t</a>`,
-		`<<<<>>>><a <a href="/nested">n</a></a></b></i></body></html></html>` + strings.Repeat("<div>", 20000),
-		`<html><head><base href="javascript:evil()"><base href="/second/"></head><a href="x">x</a>`,
-		`<script>document.write('<a href="/in-script">')</script><!-- <a href="/in-comment"> --><a href="/real">r</a>`,
-		`<a href="http://[::1">v6</a><a href="http://%zz/">bad host</a><a href="http://a b/">sp</a><a href="/ok2">ok</a>`,
+	// Each document with the links a browser's parser finds in it (paths
+	// on the test server): a tag cut by the end of the document is
+	// dropped, a stray "<a" is an attribute, script and comments hold no
+	// links, the first <base> wins but a javascript: one is ignored, and
+	// links with invalid hosts are dropped without losing the others.
+	docs := []struct {
+		html  string
+		links []string
+	}{
+		{`<html><body><a href="/ok">ok</a><div><p><table><tr><td><a href="/x"`, []string{"/ok"}},
+		{`<a href=/unquoted>u</a><a href='/single'>s</a><a href="/unterminated>t</a>`, []string{"/unquoted", "/single"}},
+		{`<<<<>>>><a <a href="/nested">n</a></a></b></i></body></html></html>` + strings.Repeat("<div>", 20000), []string{"/nested"}},
+		{`<html><head><base href="javascript:evil()"><base href="/second/"></head><a href="x">x</a>`, []string{"/x"}},
+		{`<script>document.write('<a href="/in-script">')</script><!-- <a href="/in-comment"> --><a href="/real">r</a>`, []string{"/real"}},
+		{`<a href="http://[::1">v6</a><a href="http://%zz/">bad host</a><a href="http://a b/">sp</a><a href="/ok2">ok</a>`, []string{"/ok2"}},
 	}
 	i := 0
 	srv, f := hostileServer(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
-		io.WriteString(w, docs[i])
+		io.WriteString(w, docs[i].html)
 	})
 	for i = range docs {
 		res := f.Fetch(testCtx(t), Request{URL: srv.URL + "/"})
 		must(t, res.Page != nil && res.Page.Status == 200, res.Err)
-		for _, l := range res.Links {
-			check(t, strings.HasPrefix(l.URL, srv.URL+"/"), l.URL)
-			check(t, !strings.Contains(l.URL, "in-script") && !strings.Contains(l.URL, "in-comment"), l.URL)
+		var want []string
+		for _, p := range docs[i].links {
+			want = append(want, srv.URL+p)
 		}
+		equal(t, linkURLs(res.Links), want, "document ", i)
+	}
+}
+
+// TestHostileDeepNesting: a document nested deeper than the HTML parser
+// accepts (512 open elements) still yields its links, the same ones as
+// without the nesting, by the tokenizer (linkTags).
+func TestHostileDeepNesting(t *testing.T) {
+	page, _ := url.Parse("http://example.com/dir/page.html")
+	for _, doc := range []string{
+		testPage,
+		`<script>document.write('<a href="/in-script">')</script><!-- <a href="/in-comment"> --><a href="/real">r</a><style>a[href="/in-style"]{}</style>`,
+		`<head><meta name="robots" content="nofollow"></head><a href="/x">x</a>`,
+	} {
+		want, wantNI, wantNF := extractLinks([]byte(doc), page, []string{"utm_source"})
+		deep := `<a href="/deep">deep</a>` + strings.Repeat("<div>", 600) + doc
+		got, ni, nf := extractLinks([]byte(deep), page, []string{"utm_source"})
+		if !wantNF {
+			want = append([]string{"http://example.com/deep"}, want...)
+		}
+		check(t, len(want) > 0 || wantNF, "the document has links")
+		equal(t, got, want)
+		equal(t, ni, wantNI)
+		equal(t, nf, wantNF)
 	}
 }
 
@@ -169,7 +202,7 @@ func TestHostileSlowServer(t *testing.T) {
 			}
 		}
 	})
-	f.timeout = time.Second
+	f.timeouts.Response = time.Second
 	start := time.Now()
 	res := f.Fetch(testCtx(t), Request{URL: srv.URL + "/", Attempt: 1, MaxAttempts: 2})
 	check(t, res.Retry && res.Err != nil, res)
@@ -232,10 +265,15 @@ func TestHostileConnectionReset(t *testing.T) {
 	}
 }
 
+// TestHostileRobots: 2 MiB of random bytes with one group in them; the
+// body is capped at RobotsBodyCap, the lines that cannot be understood are
+// skipped, and the group that can is obeyed.
 func TestHostileRobots(t *testing.T) {
 	garbage := make([]byte, 2<<20)
 	rand.New(rand.NewSource(1)).Read(garbage)
-	copy(garbage[1000:], "\nuser-agent: *\ndisallow: /secret\n")
+	copy(garbage[1000:], "\nuser-agent: *\ndisallow: /secret\ncrawl-delay: 7\n")
+	// The same group beyond the cap must not count.
+	copy(garbage[RobotsBodyCap+1000:], "\nuser-agent: *\ndisallow: /beyond-the-cap\n")
 	srv, f := hostileServer(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		w.Write(garbage)
@@ -245,9 +283,14 @@ func TestHostileRobots(t *testing.T) {
 	equal(t, len(rr.Body), RobotsBodyCap, "capped at 500 KiB")
 	r := ParseRobots(rr.Status, rr.Body, rr.Err)
 	check(t, !r.Unreachable)
-	r.Allowed("/x")
-	r.CrawlDelay()
-	r.Sitemaps()
+	check(t, !r.Allowed("/secret"), "the group in the garbage is obeyed")
+	check(t, !r.Allowed("/secret/x"))
+	check(t, r.Allowed("/x"), "only /secret is disallowed")
+	check(t, r.Allowed("/beyond-the-cap"), "a rule past the cap is ignored")
+	equal(t, r.CrawlDelay(), 7*time.Second)
+	// Random bytes may hold "sitemap:" by chance; whatever they yield is
+	// bounded.
+	check(t, len(r.Sitemaps()) <= maxSitemaps)
 }
 
 func TestHostileLongURL(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/andybalholm/cascadia"
+	"golang.org/x/net/html"
 
 	"github.com/drover-crawl/drover/campaign"
 )
@@ -17,11 +18,11 @@ import (
 // 1 MiB body of "<a href=x>" could otherwise yield about 100,000.
 const maxLinksPerPage = 10000
 
-// Selectors, compiled once.
+// The tags link extraction reads, as a selector (compiled once) and as a
+// set of names.
 var (
-	selBase  = cascadia.MustCompile("base[href]")
-	selMeta  = cascadia.MustCompile("meta")
-	selLinks = cascadia.MustCompile("a[href], area[href], frame[src], iframe[src], link[href]")
+	selTags      = cascadia.MustCompile("base, meta, a, area, frame, iframe, link")
+	linkTagNames = map[string]bool{"base": true, "meta": true, "a": true, "area": true, "frame": true, "iframe": true, "link": true}
 )
 
 // extract decodes a 2xx page's body and fills res.Links, NoIndex and
@@ -100,14 +101,17 @@ func isHTML(contentType string, body []byte) bool {
 // are percent-encoded as they are (browsers encode a query in the page's
 // charset, so such links may differ from a browser's).
 func extractLinks(body []byte, pageURL *url.URL, dropParams []string) (urls []string, noIndex, noFollow bool) {
-	doc, err := goquery.NewDocumentFromReader(bytes.NewReader(body))
-	if err != nil {
-		return nil, false, false
-	}
+	tags := linkTags(body)
 	base := pageURL
-	if href, ok := doc.FindMatcher(selBase).First().Attr("href"); ok {
-		if b, err := pageURL.Parse(trimURL(href)); err == nil && (b.Scheme == "http" || b.Scheme == "https") {
-			base = b
+	for _, t := range tags {
+		if t.name != "base" {
+			continue
+		}
+		if href, ok := t.attr("href"); ok {
+			if b, err := pageURL.Parse(trimURL(href)); err == nil && (b.Scheme == "http" || b.Scheme == "https") {
+				base = b
+			}
+			break // the first base[href] only
 		}
 	}
 
@@ -125,42 +129,103 @@ func extractLinks(body []byte, pageURL *url.URL, dropParams []string) (urls []st
 	}
 
 	var refresh []string
-	doc.FindMatcher(selMeta).Each(func(_ int, s *goquery.Selection) {
-		name := strings.ToLower(strings.TrimSpace(s.AttrOr("name", "")))
+	for _, t := range tags {
+		if t.name != "meta" {
+			continue
+		}
+		name := strings.ToLower(strings.TrimSpace(t.attrOr("name")))
 		if name == "robots" || name == campaign.RobotsToken {
-			ni, nf := robotsDirectives(s.AttrOr("content", ""))
+			ni, nf := robotsDirectives(t.attrOr("content"))
 			noIndex, noFollow = noIndex || ni, noFollow || nf
 		}
-		if strings.EqualFold(strings.TrimSpace(s.AttrOr("http-equiv", "")), "refresh") {
-			if t := refreshURL(s.AttrOr("content", "")); t != "" {
-				refresh = append(refresh, t)
+		if strings.EqualFold(strings.TrimSpace(t.attrOr("http-equiv")), "refresh") {
+			if u := refreshURL(t.attrOr("content")); u != "" {
+				refresh = append(refresh, u)
 			}
 		}
-	})
+	}
 	if noFollow {
 		return nil, noIndex, true
 	}
 
-	doc.FindMatcher(selLinks).Each(func(_ int, s *goquery.Selection) {
-		switch goquery.NodeName(s) {
+	for _, t := range tags {
+		switch t.name {
 		case "a", "area":
-			if hasToken(s.AttrOr("rel", ""), "nofollow") {
-				return
+			if hasToken(t.attrOr("rel"), "nofollow") {
+				continue
 			}
-			add(s.AttrOr("href", ""))
+			add(t.attrOr("href"))
 		case "link":
-			rel := s.AttrOr("rel", "")
+			rel := t.attrOr("rel")
 			if hasToken(rel, "canonical") || hasToken(rel, "alternate") {
-				add(s.AttrOr("href", ""))
+				add(t.attrOr("href"))
 			}
-		default: // frame, iframe
-			add(s.AttrOr("src", ""))
+		case "frame", "iframe":
+			add(t.attrOr("src"))
 		}
-	})
-	for _, t := range refresh {
-		add(t)
+	}
+	for _, u := range refresh {
+		add(u)
 	}
 	return urls, noIndex, false
+}
+
+// tag is a start tag that link extraction reads.
+type tag struct {
+	name  string
+	attrs []html.Attribute
+}
+
+// attr returns the value of the tag's first attribute named key.
+func (t tag) attr(key string) (string, bool) {
+	for _, a := range t.attrs {
+		if a.Key == key {
+			return a.Val, true
+		}
+	}
+	return "", false
+}
+
+func (t tag) attrOr(key string) string {
+	v, _ := t.attr(key)
+	return v
+}
+
+// linkTags returns the base, meta, a, area, frame, iframe and link tags of
+// a document, in document order. It parses the document as a browser does
+// (goquery, golang.org/x/net/html); when the parser gives up, as it does on
+// a document nested deeper than 512 elements (a hostile page, or years of
+// unclosed <font> tags), it reads the start tags with the tokenizer, which
+// has no such limit and still skips comments, script and style text, so
+// that such a page keeps its links.
+func linkTags(body []byte) []tag {
+	doc, err := goquery.NewDocumentFromReader(bytes.NewReader(body))
+	if err != nil {
+		return tokenTags(body)
+	}
+	var tags []tag
+	doc.FindMatcher(selTags).Each(func(_ int, s *goquery.Selection) {
+		n := s.Get(0)
+		tags = append(tags, tag{name: n.Data, attrs: n.Attr})
+	})
+	return tags
+}
+
+// tokenTags is linkTags by the tokenizer alone.
+func tokenTags(body []byte) []tag {
+	var tags []tag
+	z := html.NewTokenizer(bytes.NewReader(body))
+	for {
+		switch z.Next() {
+		case html.ErrorToken:
+			return tags // io.EOF: the tokenizer never fails otherwise on a reader of bytes
+		case html.StartTagToken, html.SelfClosingTagToken:
+			tok := z.Token()
+			if linkTagNames[tok.Data] {
+				tags = append(tags, tag{name: tok.Data, attrs: tok.Attr})
+			}
+		}
+	}
 }
 
 // hasToken reports whether the space-separated list has tok (ASCII

@@ -41,4 +41,17 @@
 // response is written, keyed by "http://" + Host header + request URI.
 // Pages is the set a complete, polite crawl must fetch; Missing, Duplicates
 // and DisallowedHits say how a crawl differed from it.
+//
+// # Dead hosts
+//
+// StartDead serves a small live web (DeadConfig.LiveHosts hosts of
+// PagesPerHost pages on 127.B.0.x) whose pages link to a host of every kind
+// that fails: a name that does not resolve (dead.invalid), a port that
+// refuses connections, a listener that accepts and never answers, an https
+// URL to a listener that answers garbage, and a host whose robots.txt
+// answers 503 (127.B.1.1 to 127.B.1.4). Live lists the pages a crawl must
+// fetch, Dead the URLs it must report as failed with their reason, Scope the
+// campaign scope that takes in the dead hosts; the live hosts count requests
+// as above, the silent and TLS hosts their connections (Conns), the
+// robots.txt-503 host its requests (DeadRequests).
 package testweb

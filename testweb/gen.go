@@ -120,6 +120,15 @@ func (w *Web) contentLinks(h, n int, r *rand.Rand) []link {
 			links = append(links, link{calendarFirst, "calendar"})
 		}
 	}
+	switch {
+	case len(w.extraLinks) == 0:
+	case n == 0:
+		for _, u := range w.extraLinks {
+			links = append(links, link{u, "elsewhere"})
+		}
+	default:
+		links = append(links, link{w.extraLinks[(h*c.PagesPerHost+n)%len(w.extraLinks)], "elsewhere"})
+	}
 	r.Shuffle(len(links), func(i, j int) { links[i], links[j] = links[j], links[i] })
 	return links
 }

@@ -21,6 +21,11 @@ type Web struct {
 	hostIdx map[string]int
 	pages   []string
 
+	// extraLinks are absolute URLs off the web that its pages link to
+	// (StartDead): every root links to all of them, every other page to
+	// one.
+	extraLinks []string
+
 	// Generated at Start, read-only afterwards.
 	html    [][][]byte // [host][page]
 	robots  [][]byte
@@ -39,7 +44,10 @@ type Web struct {
 
 // Start binds one listener per host IP, generates every page and serves
 // until Close. It fails when cfg is invalid or a host IP cannot be bound.
-func Start(cfg Config) (*Web, error) {
+func Start(cfg Config) (*Web, error) { return start(cfg, nil) }
+
+// start is Start with links to extra (absolute URLs) in the pages.
+func start(cfg Config, extra []string) (*Web, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -60,6 +68,8 @@ func Start(cfg Config) (*Web, error) {
 		addrs:   make([]string, len(ips)),
 		hostIdx: make(map[string]int, len(ips)),
 		counts:  make(map[string]int),
+
+		extraLinks: extra,
 	}
 	for i, ip := range ips {
 		w.addrs[i] = net.JoinHostPort(ip, strconv.Itoa(port))

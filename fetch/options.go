@@ -1,0 +1,71 @@
+package fetch
+
+import (
+	"fmt"
+	"net"
+	"time"
+)
+
+// Timeouts bound the phases of one fetch, so that a host that never
+// answers fails in bounded time with ReasonTimeout (or ReasonDNS) instead
+// of holding a fetch slot. Every field must be positive.
+type Timeouts struct {
+	// DNS bounds resolving the host name.
+	DNS time.Duration
+	// Connect bounds the TCP connect, over all of the host's addresses
+	// together (each gets a share of what is left, as net.Dialer does).
+	Connect time.Duration
+	// TLSHandshake bounds the TLS handshake of an https URL.
+	TLSHandshake time.Duration
+	// ResponseHeader bounds the wait for the response head once the
+	// request is written.
+	ResponseHeader time.Duration
+	// Response bounds the whole fetch, body included.
+	Response time.Duration
+}
+
+// DefaultTimeouts returns DNSTimeout, DialTimeout, TLSHandshakeTimeout,
+// ResponseHeaderTimeout and ResponseTimeout.
+func DefaultTimeouts() Timeouts {
+	return Timeouts{
+		DNS:            DNSTimeout,
+		Connect:        DialTimeout,
+		TLSHandshake:   TLSHandshakeTimeout,
+		ResponseHeader: ResponseHeaderTimeout,
+		Response:       ResponseTimeout,
+	}
+}
+
+// Validate names the first field that is not positive.
+func (t Timeouts) Validate() error {
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{
+		{"DNS", t.DNS},
+		{"Connect", t.Connect},
+		{"TLSHandshake", t.TLSHandshake},
+		{"ResponseHeader", t.ResponseHeader},
+		{"Response", t.Response},
+	} {
+		if f.d <= 0 {
+			return fmt.Errorf("fetch: Timeouts.%s is %v, must be > 0", f.name, f.d)
+		}
+	}
+	return nil
+}
+
+// Option configures a Fetcher beyond its campaign (New).
+type Option func(*Fetcher)
+
+// WithTimeouts replaces DefaultTimeouts; New fails when t is not valid.
+// Tests shorten them; an operator may lengthen them for slow networks.
+func WithTimeouts(t Timeouts) Option {
+	return func(f *Fetcher) { f.timeouts = t }
+}
+
+// WithResolver resolves host names with r instead of net.DefaultResolver
+// (a DNS server of one's own; tests). Timeouts.DNS still bounds a lookup.
+func WithResolver(r *net.Resolver) Option {
+	return func(f *Fetcher) { f.resolver = r }
+}
