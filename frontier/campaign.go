@@ -97,8 +97,8 @@ type campaignActor struct {
 	nhosts, nsessions, hostsDown                               atomic.Int64
 	capped                                                     atomic.Bool
 	isConsuming                                                atomic.Bool // consuming, for Stats
-	reasonsMu sync.Mutex
-	reasons   map[string]int64 // failures by reason
+	reasonsMu                                                  sync.Mutex
+	reasons                                                    map[string]int64 // failures by reason
 }
 
 func newCampaignActor(srv *Server, cfg campaign.Config) (*campaignActor, error) {

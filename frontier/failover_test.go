@@ -72,7 +72,7 @@ func TestSchedulerCutOffButAliveKeepsTheCampaignOpen(t *testing.T) {
 	seedCampaign(t, ctl, cfg)
 	f := dialRawFetcher(t, scheds[0].addr, cfg)
 	f.pages(t, 2, 20*time.Second, nil, func(l frontier.Lease) bool { return true }) // held, not reported
-	g := dialRawFetcher(t, scheds[1].addr, cfg) // s1 consumes too, as a standby
+	g := dialRawFetcher(t, scheds[1].addr, cfg)                                     // s1 consumes too, as a standby
 	_ = g
 	// s0 does not answer: its address is wrong in the list (a partition).
 	addrs := []string{scheds[1].addr, "127.0.0.1:1"}
