@@ -428,8 +428,8 @@ func (a *campaignActor) onDelivery(ch *amqp.Channel, shard int, d amqp.Delivery)
 	}
 	a.seq++
 	e := &entry{key: k, msg: m, d: d, shard: shard, attempt: headerInt(d.Headers, hdrAttempt), lost: headerInt(d.Headers, hdrLost), sinkFails: headerInt(d.Headers, hdrSinkFails), seq: a.seq}
-	if h.down {
-		a.failHostURL(h, e)
+	if d := h.downFor(originOf(m.URL)); d != nil {
+		a.deadLetter(e, d.why, d.message(h, originOf(m.URL)))
 		return
 	}
 	e.prio = a.policy.Priority(Item{URL: m.URL, Host: hostName, Depth: m.Depth, Score: m.Score, HostFetched: h.fetched})
@@ -760,20 +760,25 @@ func (a *campaignActor) onOutcomes(s *session, items []Outcome) {
 			a.place(h, now)
 			continue // the delivery is void (channel lost); it came again or will
 		}
+		origin := originOf(e.msg.URL)
 		if o.Status > 0 {
-			h.downCount = 0 // the host answered
+			h.answered(origin)
+		}
+		if o.HostDown {
+			// Counts against the host's origin, and as an attempt of the
+			// URL, so that a URL that always fails on a host that works
+			// ends too.
+			a.hostDown(h, origin, o.Reason, o.Error, now)
 		}
 		switch {
 		case o.Released:
 			heap.Push(&h.queue, e)
-		case o.HostDown:
-			// Counts against the host, and as an attempt of the URL, so that
-			// a URL that always fails on a host that works ends too.
+		case o.HostDown && !o.Stored:
 			e.attempt++
-			switch {
-			case a.hostDown(h, o.Reason, o.Error, now):
+			switch d := h.downFor(origin); {
+			case d != nil:
 				delete(a.held, e.key)
-				a.failHostURL(h, e)
+				a.deadLetter(e, d.why, d.message(h, origin))
 			case e.attempt >= a.cfg.MaxAttempts:
 				delete(a.held, e.key)
 				a.deadLetter(e, o.Reason, fmt.Sprintf("gave up after %d attempts: %s", e.attempt, o.Error))
@@ -888,7 +893,7 @@ func (a *campaignActor) onRobots(h *host, o Outcome, now time.Time) {
 		} else if o.Robots != nil && o.Robots.Error != "" {
 			why = o.Robots.Error
 		}
-		if a.hostDown(h, reason, why, now) {
+		if a.hostDown(h, "", reason, why, now) {
 			return
 		}
 		h.robotsAt = h.next
@@ -897,7 +902,7 @@ func (a *campaignActor) onRobots(h *host, o Outcome, now time.Time) {
 		}
 		return
 	}
-	h.downCount = 0
+	h.answered("")
 	h.robotsAt = now.Add(robotsTTL)
 	if cd := r.CrawlDelay(); cd > h.delay {
 		h.delay = min(cd, 10*time.Minute)

@@ -33,17 +33,7 @@ func TestSchedulerGoneForGoodDoesNotHoldTheCampaign(t *testing.T) {
 	}
 	sk := sink.NewMemory()
 	startFleet(t, cfg, addrs, sk, 4)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		st, err := frontier.CampaignStats(context.Background(), addrs, frontier.DevToken, cfg.ID)
-		if err == nil && st.Fetched > 20 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("crawl not under way within 30s: %+v %v", st, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitCrawling(t, addrs, cfg.ID, 20)
 	// The kill: the connection first, so nothing of s0 is settled by a
 	// graceful close.
 	scheds[0].conn.Close()

@@ -1,7 +1,9 @@
 package frontier
 
 import (
+	"container/heap"
 	"fmt"
+	"net/url"
 	"math/rand/v2"
 	"sort"
 	"sync"
@@ -115,41 +117,99 @@ func hostBackoff(base time.Duration, n int) time.Duration {
 	return d/2 + rand.N(d)
 }
 
-// hostDown counts a connection-level failure against h. It reports
-// whether h has now failed for the campaign (its URLs were failed).
-func (a *campaignActor) hostDown(h *host, reason, lastErr string, now time.Time) bool {
-	if reason == "" {
-		reason = ReasonOther
+// downState is the failure count of one origin of a host (or of the whole
+// host, under "").
+type downState struct {
+	count int
+	why   string // the last failure's reason (fetch.Reason*)
+	err   string // and its error
+	down  bool
+}
+
+// downFor returns the state that fails the URLs of origin now: the whole
+// host's or the origin's; nil when they may be fetched.
+func (h *host) downFor(origin string) *downState {
+	if d := h.downs[""]; d != nil && d.down {
+		return d
 	}
-	h.downCount++
-	h.downWhy, h.downErr = reason, lastErr
-	if h.downCount > a.cfg.HostRetryCount() {
-		a.failHost(h, now)
+	if d := h.downs[origin]; d != nil && d.down {
+		return d
+	}
+	return nil
+}
+
+// answered resets origin's count: it answered.
+func (h *host) answered(origin string) {
+	if d := h.downs[origin]; d != nil && !d.down {
+		d.count = 0
+	}
+}
+
+// originOf returns scheme://host[:port] of a URL ("" when it does not
+// parse: such a URL never gets this far).
+func originOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
+}
+
+// hostDown counts a connection-level failure of origin ("": the host's
+// robots.txt) against h. It reports whether the origin, or the whole host,
+// has now failed for the campaign (its URLs held were failed). Until then
+// the host waits RetryBackoff, doubling, before its next request.
+func (a *campaignActor) hostDown(h *host, origin, reason, lastErr string, now time.Time) bool {
+	if h.downs == nil {
+		h.downs = map[string]*downState{}
+	}
+	d := h.downs[origin]
+	if d == nil {
+		d = &downState{}
+		h.downs[origin] = d
+	}
+	d.count++
+	d.why, d.err = orOther(reason), lastErr
+	if d.count > a.cfg.HostRetryCount() {
+		a.failOrigin(h, origin, d, now)
 		return true
 	}
-	h.next = maxTime(h.next, now.Add(hostBackoff(a.cfg.HostRetryBackoff(), h.downCount)))
+	h.next = maxTime(h.next, now.Add(hostBackoff(a.cfg.HostRetryBackoff(), d.count)))
 	return false
 }
 
-// failHost declares h unreachable for the campaign: every URL it holds,
-// and every one that comes later, is failed with h's reason without a
-// fetch (dead-lettered and recorded), never parked again.
-func (a *campaignActor) failHost(h *host, now time.Time) {
-	h.down = true
-	a.hostsDown.Add(1)
-	why := fmt.Sprintf("host %s unreachable after %d tries: %s", h.name, h.downCount, h.downErr)
-	a.log.Warn("host unreachable; its URLs fail without a fetch", "host", h.name, "reason", h.downWhy, "tries", h.downCount, "err", h.downErr)
-	for _, e := range h.queue {
-		delete(a.held, e.key)
-		a.deadLetter(e, h.downWhy, why)
+func (d *downState) message(h *host, origin string) string {
+	what := h.name
+	if origin != "" {
+		what = origin
 	}
-	h.queue = nil
-	a.place(h, now)
+	return fmt.Sprintf("%s unreachable after %d tries: %s", what, d.count, d.err)
 }
 
-// failHostURL fails one URL of a host that is down.
-func (a *campaignActor) failHostURL(h *host, e *entry) {
-	a.deadLetter(e, h.downWhy, fmt.Sprintf("host %s unreachable after %d tries: %s", h.name, h.downCount, h.downErr))
+// failOrigin declares origin (or, with "", the whole host) unreachable for
+// the campaign: every URL of it held, and every one that comes later, is
+// failed with the reason without a fetch (dead-lettered and recorded),
+// never parked again.
+func (a *campaignActor) failOrigin(h *host, origin string, d *downState, now time.Time) {
+	d.down = true
+	if origin == "" {
+		h.down = true
+	}
+	a.hostsDown.Add(1)
+	why := d.message(h, origin)
+	a.log.Warn("host unreachable; its URLs fail without a fetch", "host", h.name, "origin", origin, "reason", d.why, "tries", d.count, "err", d.err)
+	var kept entryHeap
+	for _, e := range h.queue {
+		if origin != "" && originOf(e.msg.URL) != origin {
+			kept = append(kept, e)
+			continue
+		}
+		delete(a.held, e.key)
+		a.deadLetter(e, d.why, why)
+	}
+	heap.Init(&kept)
+	h.queue = kept
+	a.place(h, now)
 }
 
 // countReason counts a failure by its reason for the stats.

@@ -279,7 +279,7 @@ func TestHoleCloseWithTwoSchedulers(t *testing.T) {
 	sk := sink.NewMemory()
 	fl := startFleet(t, cfg, addrs, sk, 4)
 	// Close mid-crawl, with sessions on both schedulers.
-	waitStats(t, ctl, cfg.ID, 30*time.Second, "crawl under way", func(st frontier.Stats) bool { return st.Fetched > 10 })
+	waitCrawling(t, addrs, cfg.ID, 10)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	// What the workflow's Close activity does.
@@ -616,5 +616,23 @@ func TestCrawlUnderPublishAndStoreFaults(t *testing.T) {
 		len(web.Pages()), pubFailed.Load(), publishes.Load(), store.failed.Load(), store.writes.Load(), st.RecordFailed, dups, st.Duplicates)
 	if pubFailed.Load() == 0 || store.failed.Load() == 0 {
 		t.Error("no fault was injected")
+	}
+}
+
+// waitCrawling waits until the schedulers together counted more than n
+// pages fetched (single-active-consumer may give every shard to one of
+// them, so one alone may count none).
+func waitCrawling(t *testing.T, addrs []string, id string, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st, err := frontier.CampaignStats(context.Background(), addrs, frontier.DevToken, id)
+		if err == nil && st.Fetched > n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("crawl not under way within 30s: %+v %v", st, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

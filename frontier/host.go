@@ -79,14 +79,14 @@ type host struct {
 	robotsAt    time.Time // when the rules expire (ready) or may be retried (unreachable)
 	fetched     int64
 	sitemaps    bool // its robots.txt's sitemaps were queued
-	// Connection-level failures in a row (DNS, refused, timeout, TLS,
-	// reset, robots.txt 5xx): after the campaign's HostRetries more, the
-	// host fails for the campaign (down), and so does every URL of it
-	// without a fetch.
-	downCount int
-	downWhy   string // the last one's reason (fetch.Reason*)
-	downErr   string // and its error
-	down      bool
+	// downs counts connection-level failures in a row (DNS, refused,
+	// timeout, TLS, reset) by origin (scheme://host:port: one port of a
+	// host may refuse while another serves), and under "" those of the
+	// host's robots.txt (5xx, unreachable), which stand for the whole host.
+	// After the campaign's HostRetries more, the origin (or the host) is
+	// down for the campaign, and every URL of it fails without a fetch.
+	downs map[string]*downState
+	down  bool // the whole host is down
 	// heap bookkeeping: which heap the host is in and where.
 	where hostWhere
 	index int
