@@ -37,6 +37,7 @@ func TestStartAllFlags(t *testing.T) {
 		"--scope", `^https://[ab]\.example/`, "--scope", `x{1,3}`, "--exclude", `\.pdf$`,
 		"--fetchers", "7", "--max-pages", "1000", "--max-pages-per-host", "50", "--max-depth", "4",
 		"--max-duration", "90m", "--per-host-concurrency", "2", "--per-host-delay", "250ms",
+		"--host-retries", "5", "--retry-backoff", "2s", "--fail-after", "10m",
 		"--priority", "fair", "--user-agent", "ua/1", "--sitemaps", "--drop-param", "utm_source",
 		"--drop-param", "sid", "--notify-url", "https://hooks.example/n", "--sink", "warc:/tmp/w",
 		"--sink", "kafka://127.0.0.1:9092/t", "--allow-private")
@@ -45,8 +46,9 @@ func TestStartAllFlags(t *testing.T) {
 	want := campaign.Config{
 		ID: "c1", Seeds: []string{"https://a.example/", "https://b.example/x?a=1,2"},
 		Scope: []string{`^https://[ab]\.example/`, `x{1,3}`}, Exclude: []string{`\.pdf$`},
-		Fetchers: 7, MaxPages: 1000, MaxPagesPerHost: 50, MaxDepth: 4, MaxDuration: 90 * time.Minute,
-		PerHostConcurrency: 2, PerHostDelay: 250 * time.Millisecond, Priority: "fair", UserAgent: "ua/1",
+		Fetchers: 7, MaxPages: 1000, MaxPagesPerHost: 50, MaxDepth: new(4), MaxDuration: 90 * time.Minute,
+		PerHostConcurrency: 2, PerHostDelay: new(250 * time.Millisecond), Priority: "fair", UserAgent: "ua/1",
+		HostRetries: new(5), RetryBackoff: new(2 * time.Second), FailAfter: new(10 * time.Minute),
 		Sitemaps: true, DropParams: []string{"utm_source", "sid"}, NotifyURL: "https://hooks.example/n",
 		Sinks: []string{"warc:/tmp/w", "kafka://127.0.0.1:9092/t"}, AllowPrivate: true,
 	}.WithDefaults()
@@ -73,7 +75,7 @@ func TestStartDefaults(t *testing.T) {
 	require.Equal(t, ExitOK, code, errOut)
 	cfg := startedConfig(t, fake)
 	assert.Equal(t, campaign.DefaultFetchers, cfg.Fetchers)
-	assert.Equal(t, time.Second, cfg.PerHostDelay)
+	assert.Equal(t, time.Second, cfg.HostDelay())
 	assert.Equal(t, 1, cfg.PerHostConcurrency)
 	assert.Equal(t, campaign.DefaultUserAgent, cfg.UserAgent)
 	assert.Equal(t, []string{campaign.DefaultSink}, cfg.Sinks)
@@ -102,7 +104,7 @@ sinks: [warc:/tmp/file]
 	assert.Equal(t, []string{`^https://file\.example/`}, cfg.Scope)
 	assert.Equal(t, 9, cfg.Fetchers, "a flag given overrides the file")
 	assert.Equal(t, int64(500), cfg.MaxPages)
-	assert.Equal(t, 2*time.Second, cfg.PerHostDelay, "a flag not given leaves the file's value")
+	assert.Equal(t, 2*time.Second, cfg.HostDelay(), "a flag not given leaves the file's value")
 	assert.Equal(t, time.Hour, cfg.MaxDuration)
 	assert.True(t, cfg.Sitemaps)
 	assert.Equal(t, []string{"warc:/tmp/file"}, cfg.Sinks)
@@ -153,7 +155,7 @@ func TestStartValidationErrors(t *testing.T) {
 	fake := newFake()
 	code, out, errOut := run(t, fake, nil, "start", "--id", "c1", "--seed", "ftp://a.example/", "--fetchers", "5000")
 	assert.Equal(t, ExitUsage, code)
-	assert.Equal(t, "seed \"ftp://a.example/\": must be an http or https URL\nfetchers 5000: must be between 0 and 1024\n", errOut,
+	assert.Equal(t, "seed \"ftp://a.example/\": must be an http or https URL\nfetchers 5000: must be between 1 and 1024 (`starter scale ID 0` idles a running campaign)\n", errOut,
 		"Validate's messages, as they are")
 	assert.Empty(t, out)
 	assert.Empty(t, fake.started)
