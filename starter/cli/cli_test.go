@@ -371,7 +371,7 @@ func TestUnknownCampaign(t *testing.T) {
 func TestSignals(t *testing.T) {
 	fake := newFake()
 	fake.add("c1", workflows.Status{}, Execution{Status: StatusRunning})
-	for _, args := range [][]string{{"pause", "c1"}, {"resume", "c1"}, {"stop", "c1"}, {"restart", "c1", "--fetcher", "2"}} {
+	for _, args := range [][]string{{"pause", "c1"}, {"resume", "c1"}, {"stop", "c1", "--no-wait"}, {"restart", "c1", "--fetcher", "2"}} {
 		code, _, errOut := run(t, fake, nil, args...)
 		require.Equal(t, ExitOK, code, errOut)
 	}
@@ -464,4 +464,44 @@ func TestStopReleasesTerminated(t *testing.T) {
 	assert.Contains(t, out.String(), "campaign gone had ended (Terminated) without closing; its queues are removed")
 	assert.Equal(t, ExitFailure, app.Run(context.Background(), []string{"stop", "done"}), "a completed campaign closed itself")
 	assert.Equal(t, []string{"gone"}, released)
+}
+
+// TestStopWaitsUntilStopped: stop returns once the workflow has closed, so
+// that `stop X && start --id X` works; the fake closes on its third look.
+func TestStopWaitsUntilStopped(t *testing.T) {
+	fake := newFake()
+	r := fake.add("c1", workflows.Status{}, Execution{Status: StatusRunning}, Execution{Status: StatusRunning},
+		Execution{Status: StatusRunning}, Execution{Status: StatusCompleted, State: campaign.StateStopped, PagesFetched: 23})
+	code, out, errOut := run(t, fake, nil, "stop", "c1")
+	require.Equal(t, ExitOK, code, errOut)
+	assert.Contains(t, out, "campaign c1 stopped (23 pages fetched), ")
+	assert.Equal(t, []sentSignal{{"c1", workflows.SignalStop, workflows.StopSignal{}}}, fake.signals)
+	assert.GreaterOrEqual(t, r.n, 4, "returned before the workflow closed")
+
+	code, _, errOut = run(t, fake, nil, "start", "--id", "c1", "--seed", "https://a.example/")
+	assert.Equal(t, ExitOK, code, "start after stop: %s", errOut)
+}
+
+func TestStopTimeout(t *testing.T) {
+	fake := newFake()
+	fake.add("c1", workflows.Status{}, Execution{Status: StatusRunning})
+	code, out, errOut := run(t, fake, nil, "stop", "c1", "--timeout", "50ms")
+	assert.Equal(t, ExitFailure, code)
+	assert.Empty(t, out)
+	assert.Equal(t, "campaign c1 has the stop signal but has not stopped within 50ms; is a worker running on task queue "+
+		workflows.TaskQueue+"? `starter status c1` shows what it is doing, and it stops once a worker runs it\n", errOut)
+
+	code, _, errOut = run(t, fake, nil, "stop", "c1", "--timeout", "0s")
+	assert.Equal(t, ExitUsage, code)
+	assert.Contains(t, errOut, "--timeout 0s: must be more than 0")
+}
+
+func TestStopNoWait(t *testing.T) {
+	fake := newFake()
+	r := fake.add("c1", workflows.Status{}, Execution{Status: StatusRunning})
+	code, out, errOut := run(t, fake, nil, "stop", "c1", "--no-wait")
+	require.Equal(t, ExitOK, code, errOut)
+	assert.Equal(t, "sent stop to campaign c1\n", out)
+	assert.Len(t, fake.signals, 1)
+	assert.Zero(t, r.n, "--no-wait looked at the campaign")
 }
