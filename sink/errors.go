@@ -14,4 +14,7 @@ var (
 	// (Kafka: the writer's batch bytes and the broker's message.max.bytes).
 	// Retrying will not help; the caller should record the URL as failed.
 	ErrRecordTooLarge = errors.New("record too large for the sink")
+	// ErrTopicMissing means a Kafka sink's topic does not exist and its URI
+	// does not ask to create it (create=true). Retrying will not help.
+	ErrTopicMissing = errors.New("kafka topic does not exist")
 )

@@ -20,6 +20,7 @@ import (
 	"github.com/drover-crawl/drover/devstack"
 	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/node"
+	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/testweb"
 )
 
@@ -91,15 +92,12 @@ func TestStarterAgainstRealStack(t *testing.T) {
 	// same ID right after it is not refused as already running.
 	t.Run("stop then start", func(t *testing.T) {
 		id := fmt.Sprintf("stop-start-%d", rand.IntN(1e9))
+		s.stopAtCleanup(t, id)
 		start := append([]string{"start", "--id", id, "--allow-private", "--per-host-delay", "200ms",
 			"--sink", "kafka://" + s.kafka.Addr() + "/" + s.topic}, seedArgs(web)...)
 		code, out, errOut := s.starter(t, time.Minute, start...)
 		require.Equal(t, ExitOK, code, "start: %s%s", out, errOut)
-		require.Eventually(t, func() bool {
-			code, out, _ := s.starter(t, 10*time.Second, "status", id, "--json")
-			var v View
-			return code == ExitOK && json.Unmarshal([]byte(out), &v) == nil && v.PagesFetched > 0
-		}, time.Minute, 200*time.Millisecond, "a page fetched")
+		s.waitFetched(t, id)
 
 		began := time.Now()
 		code, stopOut, errOut := s.starter(t, 3*time.Minute, "stop", id)
@@ -116,6 +114,53 @@ func TestStarterAgainstRealStack(t *testing.T) {
 		code, out, errOut = s.starter(t, 3*time.Minute, "stop", id)
 		require.Equal(t, ExitOK, code, "second stop: %s%s", out, errOut)
 	})
+
+	// A sink whose Kafka topic does not exist: start --wait exits 1 at
+	// once, naming the topic and the fix, and starts nothing (it used to
+	// start, and wait for ever while the fetchers failed).
+	t.Run("missing topic", func(t *testing.T) {
+		id := fmt.Sprintf("missing-topic-%d", rand.IntN(1e9))
+		s.stopAtCleanup(t, id)
+		uri := "kafka://" + s.kafka.Addr() + "/some.topic"
+		began := time.Now()
+		code, out, errOut := s.starter(t, 30*time.Second, append([]string{"start", "--id", id, "--allow-private",
+			"--sink", uri, "--wait"}, seedArgs(web)...)...)
+		t.Logf("exit %d after %s; stderr:\n%s", code, time.Since(began).Round(time.Millisecond), errOut)
+		require.Equal(t, ExitFailure, code, "stdout: %s", out)
+		assert.Equal(t, "campaign "+id+" not started:\n  kafka sink "+uri+
+			": topic \"some.topic\" does not exist; create it or add ?create=true to the sink URI\n", errOut)
+		code, _, errOut = s.starter(t, 10*time.Second, "status", id)
+		assert.Equal(t, ExitFailure, code)
+		assert.Equal(t, "no campaign "+id+"\n", errOut, "a campaign was started")
+
+		// With create=true the same start goes ahead and the topic is
+		// created by the fetchers' sink.
+		code, out, errOut = s.starter(t, 30*time.Second, append([]string{"start", "--id", id, "--allow-private",
+			"--sink", uri + "?create=true&partitions=2", "--per-host-delay", "200ms"}, seedArgs(web)...)...)
+		require.Equal(t, ExitOK, code, "start with create=true: %s%s", out, errOut)
+		s.waitFetched(t, id)
+		code, out, errOut = s.starter(t, 3*time.Minute, "stop", id)
+		require.Equal(t, ExitOK, code, "stop: %s%s", out, errOut)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		assert.NoError(t, sink.Check(ctx, uri, sink.Options{}), "the topic was not created")
+	})
+}
+
+// stopAtCleanup stops campaign id, if it still runs when the test ends, so
+// that a failed test leaves no queues in the machine's RabbitMQ.
+func (s *realStack) stopAtCleanup(t *testing.T, id string) {
+	t.Cleanup(func() { s.starter(t, 2*time.Minute, "stop", id) })
+}
+
+// waitFetched waits until campaign id has fetched a page.
+func (s *realStack) waitFetched(t *testing.T, id string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		code, out, _ := s.starter(t, 10*time.Second, "status", id, "--json")
+		var v View
+		return code == ExitOK && json.Unmarshal([]byte(out), &v) == nil && v.PagesFetched > 0
+	}, time.Minute, 200*time.Millisecond, "a page fetched")
 }
 
 func seedArgs(web *testweb.Web) []string {

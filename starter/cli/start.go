@@ -19,10 +19,11 @@ import (
 // startFlags are the flags of `starter start`, bound before parsing; only
 // those given on the command line override the -f file.
 type startFlags struct {
-	file string
-	wait bool
-	json bool
-	cfg  campaign.Config
+	file        string
+	wait        bool
+	json        bool
+	noPreflight bool
+	cfg         campaign.Config
 	// The flags of the config's pointer fields (nil: unset), which set them
 	// only when given.
 	maxDepth, hostRetries                 int
@@ -75,6 +76,7 @@ failed or was stopped, 2 on a usage error.`,
 	fl.StringArrayVar(&c.Sinks, "sink", nil, "where pages go: kafka://HOST:PORT/TOPIC, warc:DIR or postgres://... (repeatable; default "+campaign.DefaultSink+")")
 	fl.BoolVar(&c.AllowPrivate, "allow-private", false, "fetch loopback, private and link-local addresses too")
 	fl.StringVarP(&f.file, "file", "f", "", "campaign config as YAML (campaign.yaml)")
+	fl.BoolVar(&f.noPreflight, "no-preflight", false, "start without checking from here that a scheduler answers and the sinks take pages")
 	fl.BoolVar(&f.wait, "wait", false, "block until the campaign ends, showing progress")
 	fl.BoolVar(&f.json, "json", false, "print the start result (with --wait: the final status) as JSON")
 	return cmd
@@ -153,9 +155,11 @@ func (a *App) start(ctx context.Context, cfg campaign.Config, zeros []error, f s
 		fmt.Fprintln(a.Err, err)
 		return &exitError{code: ExitUsage}
 	}
-	if a.Preflight != nil {
+	if a.Preflight != nil && !f.noPreflight {
 		if err := a.Preflight(ctx, a.Env, cfg); err != nil {
-			return failf("%v", err)
+			// One problem a line, each naming what to fix.
+			fmt.Fprintf(a.Err, "campaign %s not started:\n  %s\n", cfg.ID, strings.ReplaceAll(err.Error(), "\n", "\n  "))
+			return &exitError{code: ExitFailure}
 		}
 	}
 	c, err := a.temporal(ctx)
