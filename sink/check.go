@@ -133,7 +133,8 @@ func checkPostgres(ctx context.Context, u *url.URL, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("postgres %s: %w", s.addr, err)
 	}
-	defer tx.Rollback(context.Background()) //nolint:errcheck // rolled back on purpose: a check changes nothing
+	// Rolled back on purpose: a check changes nothing.
+	defer func() { _ = tx.Rollback(context.Background()) }()
 	if err := s.ddl(ctx, tx); err != nil {
 		return fmt.Errorf("postgres %s: cannot create table %s: %w; create it, grant the workers' role CREATE on its schema, or pick another ?table=",
 			s.addr, s.cfg.Table, err)
