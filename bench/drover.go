@@ -85,7 +85,7 @@ func runDrover(ctx context.Context, j Job, stop <-chan struct{}) (res Result, er
 		ID:                 fmt.Sprintf("bench-%d-%d", j.Fleet, rand.IntN(1e9)),
 		Seeds:              j.Seeds,
 		Fetchers:           j.Fleet,
-		PerHostDelay:       j.PerHostDelay,
+		PerHostDelay:       new(j.PerHostDelay),
 		PerHostConcurrency: j.PerHostConcurrency,
 		AllowPrivate:       true,
 		MaxDuration:        j.Timeout,

@@ -40,15 +40,37 @@ const (
 	StateFailed    = "failed"
 )
 
-// HostRule overrides the campaign's politeness for one host.
+// HostRule overrides the campaign's politeness for one host. A nil field
+// keeps the campaign's value; Delay 0 means no delay for this host.
 type HostRule struct {
-	Host        string        `json:"host" yaml:"host"`
-	Delay       time.Duration `json:"delay,omitempty" yaml:"delay,omitempty"`
-	Concurrency int           `json:"concurrency,omitempty" yaml:"concurrency,omitempty"`
+	Host        string         `json:"host" yaml:"host"`
+	Delay       *time.Duration `json:"delay,omitempty" yaml:"delay,omitempty"`
+	Concurrency *int           `json:"concurrency,omitempty" yaml:"concurrency,omitempty"`
 }
 
-// Config is a campaign's configuration. Zero values mean "the default";
-// WithDefaults fills them in and Validate checks the result.
+// Config is a campaign's configuration; WithDefaults fills in what is unset
+// and Validate checks the result.
+//
+// Zero is a value, unset is the default (DESIGN.md, "The operator's
+// commands"). The numbers come in two kinds:
+//
+//   - Pointers (MaxDepth, PerHostDelay, MaxRedirects, HostRetries,
+//     RetryBackoff, FailAfter, a HostRule's Delay and Concurrency): nil is
+//     unset, and 0 is a value (max_depth 0: the seeds only; per_host_delay
+//     0: no delay; max_redirects 0: no redirect followed; ...) or, where it
+//     means nothing, refused by Validate. Read them through their accessors
+//     (DepthLimit, HostDelay, RedirectLimit, HostRetryCount, ...).
+//   - Plain numbers (Fetchers, FetcherConcurrency, MaxPages,
+//     MaxPagesPerHost, MaxDuration, PerHostConcurrency, BodyCap,
+//     MaxAttempts, RestartAlert): 0 is not a value of any of them, so 0
+//     in a Config means unset. An input that gives one of them as 0
+//     explicitly (a flag, a YAML key) is refused by its reader with
+//     ZeroRefused's rule, rather than silently taking the default. They stay
+//     plain because the workflow, the activities and the scheduler read
+//     them as numbers.
+//
+// The config is the workflow's JSON input: a pointer field encodes as a
+// plain number, so inputs written before the pointers decode as they were.
 type Config struct {
 	ID    string   `json:"id" yaml:"id"`
 	Seeds []string `json:"seeds" yaml:"seeds"`
@@ -62,14 +84,23 @@ type Config struct {
 	// (the credit it offers its scheduler).
 	FetcherConcurrency int `json:"fetcher_concurrency,omitempty" yaml:"fetcher_concurrency,omitempty"`
 
-	MaxPages        int64         `json:"max_pages,omitempty" yaml:"max_pages,omitempty"`
-	MaxPagesPerHost int64         `json:"max_pages_per_host,omitempty" yaml:"max_pages_per_host,omitempty"`
-	MaxDepth        int           `json:"max_depth,omitempty" yaml:"max_depth,omitempty"` // 0: unlimited (trap guards still apply)
-	MaxDuration     time.Duration `json:"max_duration,omitempty" yaml:"max_duration,omitempty"`
+	// MaxPages ends the campaign (completed) after this many pages; 0:
+	// no limit.
+	MaxPages int64 `json:"max_pages,omitempty" yaml:"max_pages,omitempty"`
+	// MaxPagesPerHost: at most this many pages of one host; 0: no limit.
+	MaxPagesPerHost int64 `json:"max_pages_per_host,omitempty" yaml:"max_pages_per_host,omitempty"`
+	// MaxDepth is the most links from a seed: nil no limit (trap guards
+	// still apply), 0 the seeds only. See DepthLimit.
+	MaxDepth *int `json:"max_depth,omitempty" yaml:"max_depth,omitempty"`
+	// MaxDuration ends the campaign (completed) after this long; 0: no
+	// limit.
+	MaxDuration time.Duration `json:"max_duration,omitempty" yaml:"max_duration,omitempty"`
 
-	PerHostConcurrency int           `json:"per_host_concurrency" yaml:"per_host_concurrency"`
-	PerHostDelay       time.Duration `json:"per_host_delay" yaml:"per_host_delay"`
-	Hosts              []HostRule    `json:"hosts,omitempty" yaml:"hosts,omitempty"`
+	PerHostConcurrency int `json:"per_host_concurrency" yaml:"per_host_concurrency"`
+	// PerHostDelay is the time between request starts to one host: nil
+	// DefaultPerHostDelay, 0 none. See HostDelay.
+	PerHostDelay *time.Duration `json:"per_host_delay,omitempty" yaml:"per_host_delay,omitempty"`
+	Hosts        []HostRule     `json:"hosts,omitempty" yaml:"hosts,omitempty"`
 
 	Priority   string   `json:"priority" yaml:"priority"`
 	UserAgent  string   `json:"user_agent" yaml:"user_agent"`
@@ -83,9 +114,12 @@ type Config struct {
 	// when AllowPrivate is off (tests use it for their own server).
 	AllowAddrs []string `json:"allow_addrs,omitempty" yaml:"allow_addrs,omitempty"`
 
-	BodyCap      int64 `json:"body_cap,omitempty" yaml:"body_cap,omitempty"`
-	MaxRedirects int   `json:"max_redirects,omitempty" yaml:"max_redirects,omitempty"`
-	MaxAttempts  int   `json:"max_attempts,omitempty" yaml:"max_attempts,omitempty"`
+	BodyCap int64 `json:"body_cap,omitempty" yaml:"body_cap,omitempty"`
+	// MaxRedirects is the most redirect hops followed from a URL: nil
+	// DefaultMaxRedirects, 0 none (the redirect is recorded as a page, its
+	// target dropped). See RedirectLimit.
+	MaxRedirects *int `json:"max_redirects,omitempty" yaml:"max_redirects,omitempty"`
+	MaxAttempts  int  `json:"max_attempts,omitempty" yaml:"max_attempts,omitempty"`
 
 	// RestartAlert is the number of fetcher restarts within an hour after
 	// which the campaign sends an exception notification.
@@ -127,8 +161,9 @@ const (
 	MaxFetchers = 1024
 )
 
-// WithDefaults returns c with every unset field set to its default.
-// defaultSink is used when c names no sink (the worker's KAFKA_BROKERS).
+// WithDefaults returns c with every unset field set to its default
+// (MaxDepth stays nil: no limit). It is idempotent. The pointers it sets are
+// new; those c already had are shared with the result.
 func (c Config) WithDefaults() Config {
 	if c.Fetchers == 0 {
 		c.Fetchers = DefaultFetchers
@@ -139,8 +174,8 @@ func (c Config) WithDefaults() Config {
 	if c.PerHostConcurrency == 0 {
 		c.PerHostConcurrency = DefaultPerHostConcurrency
 	}
-	if c.PerHostDelay == 0 {
-		c.PerHostDelay = DefaultPerHostDelay
+	if c.PerHostDelay == nil {
+		c.PerHostDelay = ptr(DefaultPerHostDelay)
 	}
 	if c.Priority == "" {
 		c.Priority = DefaultPriority
@@ -151,8 +186,8 @@ func (c Config) WithDefaults() Config {
 	if c.BodyCap == 0 {
 		c.BodyCap = DefaultBodyCap
 	}
-	if c.MaxRedirects == 0 {
-		c.MaxRedirects = DefaultMaxRedirects
+	if c.MaxRedirects == nil {
+		c.MaxRedirects = ptr(DefaultMaxRedirects)
 	}
 	if c.MaxAttempts == 0 {
 		c.MaxAttempts = DefaultMaxAttempts
@@ -177,6 +212,32 @@ func (c Config) WithDefaults() Config {
 
 func ptr[T any](v T) *T { return &v }
 
+// DepthLimit is the most links from a seed a URL may be (0: the seeds only);
+// ok is false when there is no limit.
+func (c Config) DepthLimit() (n int, ok bool) {
+	if c.MaxDepth == nil {
+		return 0, false
+	}
+	return *c.MaxDepth, true
+}
+
+// HostDelay is PerHostDelay, or its default when unset; 0 is no delay.
+func (c Config) HostDelay() time.Duration {
+	if c.PerHostDelay == nil {
+		return DefaultPerHostDelay
+	}
+	return *c.PerHostDelay
+}
+
+// RedirectLimit is MaxRedirects, or its default when unset; 0 follows no
+// redirect.
+func (c Config) RedirectLimit() int {
+	if c.MaxRedirects == nil {
+		return DefaultMaxRedirects
+	}
+	return *c.MaxRedirects
+}
+
 // HostRetryCount is HostRetries, or its default when unset.
 func (c Config) HostRetryCount() int {
 	if c.HostRetries == nil {
@@ -199,6 +260,31 @@ func (c Config) FailAfterDuration() time.Duration {
 		return DefaultFailAfter
 	}
 	return *c.FailAfter
+}
+
+// zeroRefused holds the rule of each plain number field, by its key: 0 is
+// not a value of any of them (see Config), so Validate and ZeroRefused state
+// the same range.
+var zeroRefused = map[string]string{
+	"fetchers":             fmt.Sprintf("must be between 1 and %d (`starter scale ID 0` idles a running campaign)", MaxFetchers),
+	"fetcher_concurrency":  "must be between 1 and 1024",
+	"max_pages":            "must be 1 or more; leave it out for no limit",
+	"max_pages_per_host":   "must be 1 or more; leave it out for no limit",
+	"max_duration":         "must be more than 0; leave it out for no limit",
+	"per_host_concurrency": "must be between 1 and 256",
+	"body_cap":             fmt.Sprintf("must be between 1024 and %d bytes", 64<<20),
+	"max_attempts":         "must be between 1 and 20",
+	"restart_alert":        "must be between 1 and 1000",
+}
+
+// ZeroRefused tells whether key (a field's JSON/YAML key, such as
+// "max_pages") is a plain number field, whose 0 is not a value and in a
+// Config means unset, and gives its rule. Readers of an input that can tell
+// an explicit 0 from a missing key (flags, YAML) refuse such a 0 with
+// "KEY 0: RULE" rather than silently taking the default.
+func ZeroRefused(key string) (rule string, refused bool) {
+	rule, refused = zeroRefused[key]
+	return rule, refused
 }
 
 var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
@@ -231,33 +317,39 @@ func (c Config) Validate() error {
 			}
 		}
 	}
-	if c.Fetchers < 0 || c.Fetchers > MaxFetchers {
-		errs = append(errs, fmt.Errorf("fetchers %d: must be between 0 and %d", c.Fetchers, MaxFetchers))
+	if c.Fetchers < 1 || c.Fetchers > MaxFetchers {
+		errs = append(errs, fmt.Errorf("fetchers %d: %s", c.Fetchers, zeroRefused["fetchers"]))
 	}
 	if c.FetcherConcurrency < 1 || c.FetcherConcurrency > 1024 {
-		errs = append(errs, fmt.Errorf("fetcher_concurrency %d: must be between 1 and 1024", c.FetcherConcurrency))
+		errs = append(errs, fmt.Errorf("fetcher_concurrency %d: %s", c.FetcherConcurrency, zeroRefused["fetcher_concurrency"]))
 	}
 	if c.MaxPages < 0 {
-		errs = append(errs, fmt.Errorf("max_pages %d: must be 0 (no limit) or more", c.MaxPages))
+		errs = append(errs, fmt.Errorf("max_pages %d: %s", c.MaxPages, zeroRefused["max_pages"]))
 	}
 	if c.MaxPagesPerHost < 0 {
-		errs = append(errs, fmt.Errorf("max_pages_per_host %d: must be 0 (no limit) or more", c.MaxPagesPerHost))
+		errs = append(errs, fmt.Errorf("max_pages_per_host %d: %s", c.MaxPagesPerHost, zeroRefused["max_pages_per_host"]))
 	}
-	if c.MaxDepth < 0 {
-		errs = append(errs, fmt.Errorf("max_depth %d: must be 0 (no limit) or more", c.MaxDepth))
+	if n, ok := c.DepthLimit(); ok && n < 0 {
+		errs = append(errs, fmt.Errorf("max_depth %d: must be 0 (the seeds only) or more; leave it out for no limit", n))
 	}
 	if c.MaxDuration < 0 {
-		errs = append(errs, fmt.Errorf("max_duration %s: must be 0 (no limit) or more", c.MaxDuration))
+		errs = append(errs, fmt.Errorf("max_duration %s: %s", c.MaxDuration, zeroRefused["max_duration"]))
 	}
 	if c.PerHostConcurrency < 1 || c.PerHostConcurrency > 256 {
-		errs = append(errs, fmt.Errorf("per_host_concurrency %d: must be between 1 and 256", c.PerHostConcurrency))
+		errs = append(errs, fmt.Errorf("per_host_concurrency %d: %s", c.PerHostConcurrency, zeroRefused["per_host_concurrency"]))
 	}
-	if c.PerHostDelay < 0 || c.PerHostDelay > time.Hour {
-		errs = append(errs, fmt.Errorf("per_host_delay %s: must be between 0 and 1h", c.PerHostDelay))
+	if d := c.HostDelay(); d < 0 || d > time.Hour {
+		errs = append(errs, fmt.Errorf("per_host_delay %s: must be between 0 (no delay) and 1h", d))
 	}
 	for _, h := range c.Hosts {
-		if h.Host == "" || h.Delay < 0 || h.Concurrency < 0 || h.Concurrency > 256 {
-			errs = append(errs, fmt.Errorf("hosts %q: needs a host name, a delay of 0 or more and a concurrency between 0 and 256", h.Host))
+		if h.Host == "" {
+			errs = append(errs, errors.New("hosts: every entry needs a host name"))
+		}
+		if h.Delay != nil && (*h.Delay < 0 || *h.Delay > time.Hour) {
+			errs = append(errs, fmt.Errorf("hosts %q: delay %s: must be between 0 (no delay) and 1h", h.Host, *h.Delay))
+		}
+		if h.Concurrency != nil && (*h.Concurrency < 1 || *h.Concurrency > 256) {
+			errs = append(errs, fmt.Errorf("hosts %q: concurrency %d: must be between 1 and 256", h.Host, *h.Concurrency))
 		}
 	}
 	if !contains(Priorities, c.Priority) {
@@ -274,19 +366,22 @@ func (c Config) Validate() error {
 		}
 	}
 	if c.BodyCap < 1024 || c.BodyCap > 64<<20 {
-		errs = append(errs, fmt.Errorf("body_cap %d: must be between 1024 and %d bytes", c.BodyCap, 64<<20))
+		errs = append(errs, fmt.Errorf("body_cap %d: %s", c.BodyCap, zeroRefused["body_cap"]))
 	}
-	if c.MaxRedirects < 0 || c.MaxRedirects > 30 {
-		errs = append(errs, fmt.Errorf("max_redirects %d: must be between 0 and 30", c.MaxRedirects))
+	if n := c.RedirectLimit(); n < 0 || n > 30 {
+		errs = append(errs, fmt.Errorf("max_redirects %d: must be between 0 (follow none) and 30", n))
 	}
 	if c.MaxAttempts < 1 || c.MaxAttempts > 20 {
-		errs = append(errs, fmt.Errorf("max_attempts %d: must be between 1 and 20", c.MaxAttempts))
+		errs = append(errs, fmt.Errorf("max_attempts %d: %s", c.MaxAttempts, zeroRefused["max_attempts"]))
+	}
+	if c.RestartAlert < 1 || c.RestartAlert > 1000 {
+		errs = append(errs, fmt.Errorf("restart_alert %d: %s", c.RestartAlert, zeroRefused["restart_alert"]))
 	}
 	if n := c.HostRetryCount(); n < 0 || n > 20 {
-		errs = append(errs, fmt.Errorf("host_retries %d: must be between 0 and 20", n))
+		errs = append(errs, fmt.Errorf("host_retries %d: must be between 0 (the first failure decides) and 20", n))
 	}
 	if d := c.HostRetryBackoff(); d < 0 || d > time.Hour {
-		errs = append(errs, fmt.Errorf("retry_backoff %s: must be between 0 and 1h", d))
+		errs = append(errs, fmt.Errorf("retry_backoff %s: must be between 0 (retry at once) and 1h", d))
 	}
 	if d := c.FailAfterDuration(); d < 10*time.Second || d > 24*time.Hour {
 		errs = append(errs, fmt.Errorf("fail_after %s: must be between 10s and 24h", d))
@@ -362,17 +457,20 @@ func Redact(s string) string {
 	return scheme + "://" + url.User(user).String() + ":***@" + rest
 }
 
-// PolitenessFor returns the delay and concurrency for a host: a HostRule
-// for it if one exists, the campaign's defaults otherwise.
+// PolitenessFor returns the delay and concurrency for a host: what a
+// HostRule for it sets, the campaign's values otherwise.
 func (c Config) PolitenessFor(host string) (time.Duration, int) {
-	d, n := c.PerHostDelay, c.PerHostConcurrency
+	d, n := c.HostDelay(), c.PerHostConcurrency
+	if n == 0 {
+		n = DefaultPerHostConcurrency
+	}
 	for _, h := range c.Hosts {
 		if strings.EqualFold(h.Host, host) {
-			if h.Delay > 0 {
-				d = h.Delay
+			if h.Delay != nil {
+				d = *h.Delay
 			}
-			if h.Concurrency > 0 {
-				n = h.Concurrency
+			if h.Concurrency != nil {
+				n = *h.Concurrency
 			}
 		}
 	}

@@ -1,6 +1,8 @@
 package campaign
 
 import (
+	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -19,8 +21,12 @@ func TestValidate(t *testing.T) {
 		{"unparseable seed", func(c *Config) { c.Seeds = []string{"ht!tp://x"} }, `seed "ht!tp://x": not a valid URL`},
 		{"ftp seed", func(c *Config) { c.Seeds = []string{"ftp://x/"} }, "must be an http or https URL"},
 		{"bad scope", func(c *Config) { c.Scope = []string{"("} }, `scope "(": not a valid regular expression`},
-		{"too many fetchers", func(c *Config) { c.Fetchers = 5000 }, "fetchers 5000: must be between 0 and 1024"},
-		{"negative delay", func(c *Config) { c.PerHostDelay = -time.Second }, "per_host_delay -1s"},
+		{"too many fetchers", func(c *Config) { c.Fetchers = 5000 }, "fetchers 5000: must be between 1 and 1024"},
+		{"negative delay", func(c *Config) { c.PerHostDelay = new(-time.Second) }, "per_host_delay -1s"},
+		{"no delay", func(c *Config) { c.PerHostDelay = new(time.Duration(0)) }, ""},
+		{"host rule without host", func(c *Config) { c.Hosts = []HostRule{{Delay: new(time.Second)}} }, "hosts: every entry needs a host name"},
+		{"host rule concurrency 0", func(c *Config) { c.Hosts = []HostRule{{Host: "a", Concurrency: new(0)}} }, `hosts "a": concurrency 0: must be between 1 and 256`},
+		{"host rule negative delay", func(c *Config) { c.Hosts = []HostRule{{Host: "a", Delay: new(-time.Second)}} }, `hosts "a": delay -1s: must be between 0 (no delay) and 1h`},
 		{"unknown priority", func(c *Config) { c.Priority = "random" }, `priority "random": must be one of`},
 		{"kafka sink", func(c *Config) { c.Sinks = []string{"kafka://k:9092/pages"} }, ""},
 		{"default brokers", func(c *Config) { c.Sinks = []string{"kafka:///pages"} }, ""},
@@ -51,12 +57,107 @@ func TestValidate(t *testing.T) {
 }
 
 func TestPolitenessFor(t *testing.T) {
-	c := Config{PerHostDelay: time.Second, PerHostConcurrency: 1, Hosts: []HostRule{{Host: "Big.example", Delay: 100 * time.Millisecond, Concurrency: 4}}}
-	if d, n := c.PolitenessFor("big.example"); d != 100*time.Millisecond || n != 4 {
-		t.Errorf("override: %s, %d", d, n)
+	c := Config{PerHostDelay: new(time.Second), PerHostConcurrency: 1, Hosts: []HostRule{
+		{Host: "Big.example", Delay: new(100 * time.Millisecond), Concurrency: new(4)},
+		{Host: "own.example", Delay: new(time.Duration(0))},
+		{Host: "wide.example", Concurrency: new(8)},
+	}}
+	for host, want := range map[string]struct {
+		d time.Duration
+		n int
+	}{
+		"big.example":   {100 * time.Millisecond, 4},
+		"own.example":   {0, 1}, // delay 0 is a value: no delay for this host
+		"wide.example":  {time.Second, 8},
+		"other.example": {time.Second, 1},
+	} {
+		if d, n := c.PolitenessFor(host); d != want.d || n != want.n {
+			t.Errorf("%s: %s, %d; want %s, %d", host, d, n, want.d, want.n)
+		}
 	}
-	if d, n := c.PolitenessFor("other.example"); d != time.Second || n != 1 {
-		t.Errorf("default: %s, %d", d, n)
+	if d, n := (Config{}).PolitenessFor("x"); d != DefaultPerHostDelay || n != DefaultPerHostConcurrency {
+		t.Errorf("unset: %s, %d; want the defaults", d, n)
+	}
+	if d, _ := (Config{PerHostDelay: new(time.Duration(0))}).WithDefaults().PolitenessFor("x"); d != 0 {
+		t.Errorf("per_host_delay 0: %s after WithDefaults, want 0 (no delay)", d)
+	}
+}
+
+// TestJSONInputs: the config is the workflow's JSON input. An input written
+// before the pointer fields (plain numbers, as the old starter sent them
+// after WithDefaults) decodes to the same values; in a new input an absent
+// key is unset and 0 is a value.
+func TestJSONInputs(t *testing.T) {
+	old := `{"id":"c1","seeds":["https://a.example/"],"fetchers":4,"fetcher_concurrency":32,
+		"max_depth":3,"per_host_concurrency":1,"per_host_delay":1000000000,"priority":"bfs",
+		"user_agent":"ua","sinks":["kafka:///drover.pages"],"body_cap":1048576,"max_redirects":10,
+		"max_attempts":3,"restart_alert":5,"hosts":[{"host":"h","delay":250000000,"concurrency":2}]}`
+	var c Config
+	if err := json.Unmarshal([]byte(old), &c); err != nil {
+		t.Fatalf("old input: %v", err)
+	}
+	if err := c.WithDefaults().Validate(); err != nil {
+		t.Fatalf("old input: %v", err)
+	}
+	if n, ok := c.DepthLimit(); !ok || n != 3 {
+		t.Errorf("max_depth: %d, %v", n, ok)
+	}
+	if c.HostDelay() != time.Second || c.RedirectLimit() != 10 {
+		t.Errorf("per_host_delay %s, max_redirects %d", c.HostDelay(), c.RedirectLimit())
+	}
+	if d, n := c.PolitenessFor("h"); d != 250*time.Millisecond || n != 2 {
+		t.Errorf("host rule: %s, %d", d, n)
+	}
+	// Encoding and decoding again gives the same config.
+	b, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var again Config
+	if err := json.Unmarshal(b, &again); err != nil || !reflect.DeepEqual(again, c) {
+		t.Errorf("round trip: %+v (%v), want %+v", again, err, c)
+	}
+
+	var zero, unset Config
+	if err := json.Unmarshal([]byte(`{"max_depth":0,"per_host_delay":0,"max_redirects":0,"host_retries":0,"retry_backoff":0}`), &zero); err != nil {
+		t.Fatal(err)
+	}
+	zero = zero.WithDefaults()
+	unset = unset.WithDefaults()
+	if n, ok := zero.DepthLimit(); !ok || n != 0 {
+		t.Errorf("max_depth 0: %d, %v; want 0 (the seeds only)", n, ok)
+	}
+	if _, ok := unset.DepthLimit(); ok {
+		t.Error("max_depth unset: a limit; want none")
+	}
+	if zero.HostDelay() != 0 || unset.HostDelay() != DefaultPerHostDelay {
+		t.Errorf("per_host_delay: 0 gave %s, unset %s", zero.HostDelay(), unset.HostDelay())
+	}
+	if zero.RedirectLimit() != 0 || unset.RedirectLimit() != DefaultMaxRedirects {
+		t.Errorf("max_redirects: 0 gave %d, unset %d", zero.RedirectLimit(), unset.RedirectLimit())
+	}
+	if zero.HostRetryCount() != 0 || zero.HostRetryBackoff() != 0 {
+		t.Errorf("host_retries 0 gave %d, retry_backoff 0 gave %s", zero.HostRetryCount(), zero.HostRetryBackoff())
+	}
+	// WithDefaults is idempotent: the workflow, the activities and the
+	// scheduler each call it again on the starter's defaulted config.
+	if twice := zero.WithDefaults(); !reflect.DeepEqual(twice, zero) {
+		t.Errorf("WithDefaults twice: %+v, want %+v", twice, zero)
+	}
+}
+
+func TestZeroRefused(t *testing.T) {
+	for _, key := range []string{"fetchers", "fetcher_concurrency", "max_pages", "max_pages_per_host",
+		"max_duration", "per_host_concurrency", "body_cap", "max_attempts", "restart_alert"} {
+		if rule, ok := ZeroRefused(key); !ok || rule == "" {
+			t.Errorf("ZeroRefused(%q) = %q, %v; want a rule", key, rule, ok)
+		}
+	}
+	for _, key := range []string{"max_depth", "per_host_delay", "max_redirects", "host_retries",
+		"retry_backoff", "fail_after", "id"} {
+		if rule, ok := ZeroRefused(key); ok {
+			t.Errorf("ZeroRefused(%q) = %q; 0 is a value of it (or Validate refuses it)", key, rule)
+		}
 	}
 }
 

@@ -287,7 +287,7 @@ func TestFetchRedirect(t *testing.T) {
 	defer srv.Close()
 	cfg := testConfig(srv.URL)
 	cfg.DropParams = []string{"utm_source"}
-	cfg.MaxRedirects = 3
+	cfg.MaxRedirects = new(3)
 	f := newTestFetcher(t, cfg)
 	ctx := testCtx(t)
 

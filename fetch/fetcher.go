@@ -388,8 +388,8 @@ func (f *Fetcher) redirect(res *Result, req Request, u *url.URL, location string
 		res.Page.Err = fmt.Sprintf("redirect target: %v", err)
 		return
 	}
-	if req.Hops+1 > f.cfg.MaxRedirects {
-		res.Page.Err = fmt.Sprintf("%v (%d): %s dropped", ErrRedirectHops, f.cfg.MaxRedirects, target)
+	if req.Hops+1 > f.cfg.RedirectLimit() {
+		res.Page.Err = fmt.Sprintf("%v (%d): %s dropped", ErrRedirectHops, f.cfg.RedirectLimit(), target)
 		res.Err = ErrRedirectHops
 		return
 	}

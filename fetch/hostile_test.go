@@ -167,7 +167,7 @@ func TestHostileRedirectChain(t *testing.T) {
 		n := hits.Add(1)
 		http.Redirect(w, r, "/r/"+itoa(int(n)), http.StatusFound)
 	})
-	f.cfg.MaxRedirects = 5
+	f.cfg.MaxRedirects = new(5)
 	req := Request{URL: srv.URL + "/r/0"}
 	fetches := 0
 	for {

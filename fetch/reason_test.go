@@ -360,7 +360,7 @@ func TestFetchPermanentReasons(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	f := newTestFetcher(t, testConfig(srv.URL))
-	f.cfg.MaxRedirects = 1
+	f.cfg.MaxRedirects = new(1)
 	cases := []struct {
 		name   string
 		req    Request

@@ -51,7 +51,7 @@ const (
 // A URL is in scope when it matches one of cfg.Scope's regexes or, without
 // any, when its host (HostKey) is one of the seeds' hosts; it is then
 // refused when it matches one of cfg.Exclude, is deeper than cfg.MaxDepth
-// (0: no limit), or trips a trap guard (see the constants above).
+// (nil: no limit; 0: the seeds only), or trips a trap guard (see the constants above).
 //
 // The generated-space guard is stateless (see MaxPatternDepth): an earlier
 // version counted distinct URLs per pattern in each fetcher, which cut real
@@ -61,14 +61,17 @@ type Scope struct {
 	hosts   map[string]bool
 	scope   []*regexp.Regexp
 	exclude []*regexp.Regexp
-	depth   int
+	depth   int // -1: no limit
 }
 
 // NewScope compiles cfg's scope rules.
 func NewScope(cfg campaign.Config) (*Scope, error) {
 	s := &Scope{
 		hosts: map[string]bool{},
-		depth: cfg.MaxDepth,
+		depth: -1,
+	}
+	if n, ok := cfg.DepthLimit(); ok {
+		s.depth = n
 	}
 	for _, seed := range cfg.Seeds {
 		h, err := HostKey(seed)
@@ -104,7 +107,7 @@ func (s *Scope) Allow(u *url.URL, depth int, parent *url.URL) (ok bool, reason s
 	if len(str) > MaxURLLength {
 		return false, ReasonTooLong
 	}
-	if s.depth > 0 && depth > s.depth {
+	if s.depth >= 0 && depth > s.depth {
 		return false, ReasonDepth
 	}
 	for _, re := range s.exclude {

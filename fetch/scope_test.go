@@ -28,12 +28,13 @@ func TestScopeRules(t *testing.T) {
 	seeds := mustScope(t, campaign.Config{
 		Seeds:    []string{"http://Example.com:8080/start", "https://bücher.example/"},
 		Exclude:  []string{`/private/`, `\.pdf$`},
-		MaxDepth: 3,
+		MaxDepth: new(3),
 	})
 	regex := mustScope(t, campaign.Config{
 		Seeds: []string{"http://example.com/"},
 		Scope: []string{`^https?://([a-z]+\.)?example\.org/`},
 	})
+	seedsOnly := mustScope(t, campaign.Config{Seeds: []string{"http://example.com/"}, MaxDepth: new(0)})
 	cases := []struct {
 		s      *Scope
 		url    string
@@ -62,6 +63,8 @@ func TestScopeRules(t *testing.T) {
 		{regex, "http://example.com/x", 1, ReasonOutOfScope}, // regexes replace the seed hosts
 		{regex, "http://example.com/x", 1000, ReasonOutOfScope},
 		{regex, "http://example.org/x", 1000, ""}, // no depth limit
+		{seedsOnly, "http://example.com/", 0, ""}, // max_depth 0: the seeds only
+		{seedsOnly, "http://example.com/a", 1, ReasonDepth},
 	}
 	for _, c := range cases {
 		ok, reason := allow(c.s, c.url, c.depth)

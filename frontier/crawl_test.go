@@ -68,7 +68,7 @@ func testCampaign(t *testing.T, web *testweb.Web) campaign.Config {
 	cfg := campaign.Config{
 		ID:           fmt.Sprintf("t-%s-%d", t.Name(), rand.IntN(1e9)),
 		Seeds:        web.Seeds(),
-		PerHostDelay: 5 * time.Millisecond,
+		PerHostDelay: new(5 * time.Millisecond),
 		AllowPrivate: true,
 		Sinks:        []string{"warc:/unused"},
 	}.WithDefaults()
@@ -240,7 +240,7 @@ func TestCalendarTrap(t *testing.T) {
 	defer web.Close()
 	sched := startScheduler(t, frontier.DefaultServerConfig(), frontier.NewMemorySeen())
 	cfg := testCampaign(t, web)
-	cfg.PerHostDelay = time.Millisecond
+	cfg.PerHostDelay = new(time.Millisecond)
 	ctl := seed(t, sched, cfg)
 	sk := sink.NewMemory()
 	startFleet(t, cfg, []string{sched.addr}, sk, 2)
@@ -293,7 +293,7 @@ func TestSitemaps(t *testing.T) {
 			defer srv.Close()
 			sched := startScheduler(t, frontier.DefaultServerConfig(), frontier.NewMemorySeen())
 			cfg := campaign.Config{ID: fmt.Sprintf("t-sitemaps-%v-%d", on, rand.IntN(1e9)), Seeds: []string{srv.URL + "/"},
-				PerHostDelay: time.Millisecond, AllowPrivate: true, Sitemaps: on, Sinks: []string{"warc:/unused"}}.WithDefaults()
+				PerHostDelay: new(time.Millisecond), AllowPrivate: true, Sitemaps: on, Sinks: []string{"warc:/unused"}}.WithDefaults()
 			ctl := seed(t, sched, cfg)
 			startFleet(t, cfg, []string{sched.addr}, sink.NewMemory(), 1)
 			waitDrained(t, []string{sched.addr}, cfg.ID, time.Minute)
@@ -389,7 +389,7 @@ func TestBackoffOn429(t *testing.T) {
 	defer srv.Close()
 	sched := startScheduler(t, frontier.DefaultServerConfig(), frontier.NewMemorySeen())
 	cfg := campaign.Config{ID: fmt.Sprintf("t-429-%d", rand.IntN(1e9)), Seeds: []string{srv.URL + "/"},
-		PerHostDelay: time.Millisecond, Priority: "bfs", AllowPrivate: true, Sinks: []string{"warc:/unused"}}.WithDefaults()
+		PerHostDelay: new(time.Millisecond), Priority: "bfs", AllowPrivate: true, Sinks: []string{"warc:/unused"}}.WithDefaults()
 	ctl := seed(t, sched, cfg)
 	sk := sink.NewMemory()
 	startFleet(t, cfg, []string{sched.addr}, sk, 1)

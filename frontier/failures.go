@@ -3,8 +3,8 @@ package frontier
 import (
 	"container/heap"
 	"fmt"
-	"net/url"
 	"math/rand/v2"
+	"net/url"
 	"sort"
 	"sync"
 	"time"

@@ -81,7 +81,7 @@ func handCampaign(t *testing.T, seeds ...string) campaign.Config {
 	cfg := campaign.Config{
 		ID:           fmt.Sprintf("h-%s-%d", strings.ReplaceAll(t.Name(), "/", "-"), rand.IntN(1e9)),
 		Seeds:        seeds,
-		PerHostDelay: time.Millisecond,
+		PerHostDelay: new(time.Millisecond),
 		AllowPrivate: true,
 		Sinks:        []string{"warc:/unused"},
 	}.WithDefaults()
@@ -599,7 +599,7 @@ func TestCrawlUnderPublishAndStoreFaults(t *testing.T) {
 		return nil
 	})
 	cfg := testCampaign(t, web)
-	cfg.PerHostDelay, cfg.PerHostConcurrency = time.Millisecond, 4
+	cfg.PerHostDelay, cfg.PerHostConcurrency = new(time.Millisecond), 4
 	seed(t, sched, cfg)
 	sk := sink.NewMemory()
 	startFleet(t, cfg, []string{sched.addr}, sk, 4)

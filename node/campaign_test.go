@@ -194,7 +194,7 @@ func TestPauseWithTemporalCLI(t *testing.T) {
 		ID:           fmt.Sprintf("pause-%d", rand.IntN(1e9)),
 		Seeds:        web.Seeds(),
 		Fetchers:     2,
-		PerHostDelay: 20 * time.Millisecond,
+		PerHostDelay: new(20 * time.Millisecond),
 		AllowPrivate: true,
 		Sinks:        []string{"kafka://" + s.kafka.Addr() + "/" + s.topic},
 	}
@@ -384,7 +384,7 @@ func TestWorkerKilledMidCrawl(t *testing.T) {
 		Fetchers: 4,
 		// Slow enough that the crawl outlasts the dead sessions' 20 s
 		// heartbeat timeout, so that the fleet is seen coming back.
-		PerHostDelay: 100 * time.Millisecond,
+		PerHostDelay: new(100 * time.Millisecond),
 		AllowPrivate: true,
 		Sinks:        []string{"kafka://" + s.kafka.Addr() + "/" + s.topic},
 	}
@@ -496,7 +496,7 @@ func TestScaleUp(t *testing.T) {
 		ID:           fmt.Sprintf("scale-%d", rand.IntN(1e9)),
 		Seeds:        web.Seeds(),
 		Fetchers:     1,
-		PerHostDelay: 200 * time.Millisecond,
+		PerHostDelay: new(200 * time.Millisecond),
 		AllowPrivate: true,
 		Sinks:        []string{"kafka://" + s.kafka.Addr() + "/" + s.topic},
 	}

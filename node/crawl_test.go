@@ -113,7 +113,7 @@ func TestAcceptanceCrawl(t *testing.T) {
 		ID:                 fmt.Sprintf("accept-%d", rand.IntN(1e9)),
 		Seeds:              web.Seeds(),
 		Fetchers:           4,
-		PerHostDelay:       time.Millisecond,
+		PerHostDelay:       new(time.Millisecond),
 		PerHostConcurrency: 2,
 		AllowPrivate:       true,
 		Sinks:              []string{"kafka://" + s.kafka.Addr() + "/" + s.topic},

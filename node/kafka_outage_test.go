@@ -115,7 +115,7 @@ func TestKafkaOutage(t *testing.T) {
 
 	cfg := campaign.Config{
 		ID: fmt.Sprintf("outage-%d", rand.IntN(1e9)), Seeds: web.Seeds(), Fetchers: 2,
-		PerHostDelay: 10 * time.Millisecond, AllowPrivate: true,
+		PerHostDelay: new(10 * time.Millisecond), AllowPrivate: true,
 		Sinks: []string{"kafka://" + brokers + "/" + topic},
 	}
 	run, err := tmp.Client().ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: cfg.ID, TaskQueue: workflows.TaskQueue},

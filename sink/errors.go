@@ -17,6 +17,9 @@ var (
 	// ErrRejected means the service refused this page for good (PostgreSQL
 	// rejected its row on a healthy connection); retrying will not help.
 	ErrRejected = errors.New("page rejected by the sink")
+	// ErrTopicMissing means a Kafka sink's topic does not exist and its URI
+	// does not ask to create it (create=true). Retrying will not help.
+	ErrTopicMissing = errors.New("kafka topic does not exist")
 )
 
 // Permanent reports whether err says the sink will never store the page

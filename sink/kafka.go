@@ -25,11 +25,16 @@ type KafkaConfig struct {
 	HeaderRoom int64
 	// Compression is "", "none", "gzip", "snappy", "lz4" or "zstd".
 	Compression string
-	// CreateTopic creates Topic (Partitions partitions, replication 1) when
-	// it does not exist; otherwise a missing topic is an error at NewKafka.
+	// CreateTopic creates Topic (Partitions partitions, Replication
+	// replicas) when it does not exist; otherwise a missing topic is an
+	// error wrapping ErrTopicMissing at NewKafka.
 	CreateTopic bool
 	// Partitions of a created topic (default 8).
 	Partitions int
+	// Replication is the replication factor of a created topic; 0 (the
+	// default) leaves it to the broker's default.replication.factor
+	// (Kafka 2.4 and later).
+	Replication int
 	// BatchSize is the most records in one produce per partition (default
 	// 200) and BatchTimeout the longest a record waits for its batch to fill
 	// (default 5ms): a Store returns after at most about BatchTimeout plus
@@ -74,6 +79,40 @@ func NewKafka(ctx context.Context, cfg KafkaConfig) (*Kafka, error) {
 	if len(cfg.Brokers) == 0 || cfg.Topic == "" {
 		return nil, errors.New("kafka sink: Brokers and Topic are required")
 	}
+	cfg = cfg.withDefaults()
+	codec, err := kafkaCompression(cfg.Compression)
+	if err != nil {
+		return nil, err
+	}
+	brokers := strings.Join(cfg.Brokers, ",")
+	transport := &kafka.Transport{Dial: (&net.Dialer{Timeout: cfg.DialTimeout}).DialContext}
+	client := &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: 10 * time.Second, Transport: transport}
+
+	if err := ensureTopic(ctx, client, cfg, brokers, false); err != nil {
+		transport.CloseIdleConnections()
+		return nil, err
+	}
+	batchBytes, err := checkRecordLimit(ctx, client, cfg, brokers)
+	if err != nil {
+		transport.CloseIdleConnections()
+		return nil, err
+	}
+
+	w := &kafka.Writer{
+		Addr:         kafka.TCP(cfg.Brokers...),
+		Topic:        cfg.Topic,
+		Balancer:     &kafka.Murmur2Balancer{}, // the Java client's key hash: keyed consumers agree on partitions
+		RequiredAcks: kafka.RequireAll,
+		BatchSize:    cfg.BatchSize,
+		BatchBytes:   batchBytes,
+		BatchTimeout: cfg.BatchTimeout,
+		Compression:  codec,
+		Transport:    transport,
+	}
+	return &Kafka{w: w, transport: transport, brokers: brokers, topic: cfg.Topic, closeTimeout: cfg.CloseTimeout}, nil
+}
+
+func (cfg KafkaConfig) withDefaults() KafkaConfig {
 	if cfg.BodyCap <= 0 {
 		cfg.BodyCap = 1 << 20
 	}
@@ -95,45 +134,16 @@ func NewKafka(ctx context.Context, cfg KafkaConfig) (*Kafka, error) {
 	if cfg.CloseTimeout <= 0 {
 		cfg.CloseTimeout = 10 * time.Second
 	}
-	codec, err := kafkaCompression(cfg.Compression)
-	if err != nil {
-		return nil, err
-	}
-	brokers := strings.Join(cfg.Brokers, ",")
-	transport := &kafka.Transport{Dial: (&net.Dialer{Timeout: cfg.DialTimeout}).DialContext}
-	client := &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: 10 * time.Second, Transport: transport}
-
-	if err := ensureTopic(ctx, client, cfg, brokers); err != nil {
-		transport.CloseIdleConnections()
-		return nil, err
-	}
-	recordLimit := cfg.BodyCap + cfg.HeaderRoom
-	batchBytes := recordLimit
-	if brokerMax, ok := topicMaxMessageBytes(ctx, client, cfg.Topic); ok {
-		if brokerMax-maxBatchMargin < recordLimit {
-			transport.CloseIdleConnections()
-			return nil, fmt.Errorf("kafka %s topic %s: max.message.bytes is %d, a record may need %d (body cap %d + %d of headers + %d of framing): raise the broker's message.max.bytes or the topic's max.message.bytes: %w",
-				brokers, cfg.Topic, brokerMax, recordLimit+maxBatchMargin, cfg.BodyCap, cfg.HeaderRoom, maxBatchMargin, ErrRecordTooLarge)
-		}
-		// Fill produce requests up to what the broker takes: fewer round trips.
-		batchBytes = brokerMax - maxBatchMargin
-	}
-
-	w := &kafka.Writer{
-		Addr:         kafka.TCP(cfg.Brokers...),
-		Topic:        cfg.Topic,
-		Balancer:     &kafka.Murmur2Balancer{}, // the Java client's key hash: keyed consumers agree on partitions
-		RequiredAcks: kafka.RequireAll,
-		BatchSize:    cfg.BatchSize,
-		BatchBytes:   batchBytes,
-		BatchTimeout: cfg.BatchTimeout,
-		Compression:  codec,
-		Transport:    transport,
-	}
-	return &Kafka{w: w, transport: transport, brokers: brokers, topic: cfg.Topic, closeTimeout: cfg.CloseTimeout}, nil
+	return cfg
 }
 
-func ensureTopic(ctx context.Context, client *kafka.Client, cfg KafkaConfig, brokers string) error {
+// validateWait is how long a validate_only topic creation is given.
+const validateWait = time.Second
+
+// ensureTopic checks that cfg.Topic exists, or creates it when
+// cfg.CreateTopic asks to; with validateOnly the broker only checks that it
+// would create it (CreateTopics' validate_only), and nothing changes.
+func ensureTopic(ctx context.Context, client *kafka.Client, cfg KafkaConfig, brokers string, validateOnly bool) error {
 	md, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{cfg.Topic}})
 	if err != nil {
 		return kafkaUnreachable(brokers, err)
@@ -144,18 +154,67 @@ func ensureTopic(ctx context.Context, client *kafka.Client, cfg KafkaConfig, bro
 		}
 	}
 	if !cfg.CreateTopic {
-		return fmt.Errorf("kafka %s: topic %q does not exist: create it, or add create=true to the sink URI", brokers, cfg.Topic)
+		return fmt.Errorf("kafka %s: %w", brokers, &topicMissingError{topic: cfg.Topic})
 	}
-	res, err := client.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{
-		Topic: cfg.Topic, NumPartitions: cfg.Partitions, ReplicationFactor: 1,
+	replication := cfg.Replication
+	if replication <= 0 {
+		replication = -1 // the broker's default.replication.factor
+	}
+	cctx := ctx
+	if validateOnly {
+		// kafka-go waits for a topic it was asked to create to show up in
+		// the metadata, until the context ends, even when validate_only
+		// created none; the broker answers within milliseconds.
+		var cancel context.CancelFunc
+		cctx, cancel = context.WithTimeout(ctx, validateWait)
+		defer cancel()
+	}
+	res, err := client.CreateTopics(cctx, &kafka.CreateTopicsRequest{ValidateOnly: validateOnly, Topics: []kafka.TopicConfig{{
+		Topic: cfg.Topic, NumPartitions: cfg.Partitions, ReplicationFactor: replication,
 	}}})
+	if validateOnly && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		return nil // no answer in time: nothing known against the creation
+	}
 	if err != nil {
 		return fmt.Errorf("kafka %s: create topic %q: %w", brokers, cfg.Topic, err)
 	}
 	if err := res.Errors[cfg.Topic]; err != nil && !errors.Is(err, kafka.TopicAlreadyExists) {
-		return fmt.Errorf("kafka %s: create topic %q: %w", brokers, cfg.Topic, err)
+		return fmt.Errorf("kafka %s: create topic %q (%d partitions, replication %s): %w", brokers, cfg.Topic, cfg.Partitions, replicationText(cfg.Replication), err)
 	}
 	return nil
+}
+
+func replicationText(n int) string {
+	if n <= 0 {
+		return "the broker's default"
+	}
+	return strconv.Itoa(n)
+}
+
+// topicMissingError is ensureTopic's error for a topic that does not exist
+// and is not to be created.
+type topicMissingError struct{ topic string }
+
+func (e *topicMissingError) Error() string {
+	return fmt.Sprintf("topic %q does not exist; create it or add ?create=true to the sink URI", e.topic)
+}
+
+func (e *topicMissingError) Is(target error) bool { return target == ErrTopicMissing }
+
+// checkRecordLimit checks that the broker takes a record of cfg.BodyCap plus
+// cfg.HeaderRoom and returns the writer's batch bytes: what the broker
+// takes, when it says, so that produce requests are as full as it allows.
+func checkRecordLimit(ctx context.Context, client *kafka.Client, cfg KafkaConfig, brokers string) (int64, error) {
+	recordLimit := cfg.BodyCap + cfg.HeaderRoom
+	brokerMax, ok := topicMaxMessageBytes(ctx, client, cfg.Topic)
+	if !ok {
+		return recordLimit, nil
+	}
+	if brokerMax-maxBatchMargin < recordLimit {
+		return 0, fmt.Errorf("kafka %s topic %s: max.message.bytes is %d, a record may need %d (body cap %d + %d of headers + %d of framing): raise the broker's message.max.bytes or the topic's max.message.bytes: %w",
+			brokers, cfg.Topic, brokerMax, recordLimit+maxBatchMargin, cfg.BodyCap, cfg.HeaderRoom, maxBatchMargin, ErrRecordTooLarge)
+	}
+	return brokerMax - maxBatchMargin, nil
 }
 
 // topicMaxMessageBytes reads the topic's effective max.message.bytes; ok is

@@ -109,7 +109,8 @@ func TestKafkaCreatesTopicOrRefusesMissingOne(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	_, err := NewKafka(ctx, KafkaConfig{Brokers: c.ListenAddrs(), Topic: "missing"})
-	require.ErrorContains(t, err, `topic "missing" does not exist`)
+	require.ErrorContains(t, err, `topic "missing" does not exist; create it or add ?create=true to the sink URI`)
+	require.ErrorIs(t, err, ErrTopicMissing)
 
 	k, err := NewKafka(ctx, KafkaConfig{Brokers: c.ListenAddrs(), Topic: "created", CreateTopic: true, Partitions: 3})
 	require.NoError(t, err)

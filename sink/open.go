@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -31,9 +32,17 @@ type Options struct {
 // Open opens the sink a URI names, after campaign.CheckSinkURI accepts it
 // (a URI carrying a password is refused):
 //
-//	kafka://HOST:PORT[,HOST:PORT...]/TOPIC[?compression=zstd&create=true&partitions=8]
+//	kafka://HOST:PORT[,HOST:PORT...]/TOPIC[?OPTIONS]  (kafka:///TOPIC: opts.KafkaBrokers)
 //	warc:DIR
 //	postgres://USER@HOST:PORT/DB[?table=NAME&sslmode=...]  (postgresql:// too)
+//
+// The Kafka options (KafkaOptions lists them): compression=none|gzip|snappy|
+// lz4|zstd (default none); create=true creates a missing topic (default
+// false: a missing topic is an error wrapping ErrTopicMissing);
+// partitions=N (default 8) and replication=N (default: the broker's
+// default.replication.factor) of a created topic. An unknown option is an
+// error. A PostgreSQL URI takes table=NAME (default drover_pages, created
+// if missing); its other parameters go to pgx (sslmode, ...).
 //
 // An unreachable service is an error wrapping ErrUnreachable that names the
 // address tried and how to start the service.
@@ -50,49 +59,81 @@ func Open(ctx context.Context, uri string, opts Options) (Sink, error) {
 	}
 	switch u.Scheme {
 	case "kafka":
-		return openKafka(ctx, u, opts)
-	case "postgres", "postgresql":
-		q := u.Query()
-		table := opts.Table
-		if t := q.Get("table"); t != "" {
-			table = t
+		cfg, err := kafkaConfig(u, opts)
+		if err != nil {
+			return nil, err
 		}
-		q.Del("table") // pgx would send it to the server as a setting
-		u.RawQuery = q.Encode()
-		return orNil(NewPostgres(ctx, PostgresConfig{URI: u.String(), Table: table}))
+		if len(cfg.Brokers) == 0 {
+			return nil, fmt.Errorf("sink %s names no brokers and KAFKA_BROKERS is not set", u.Redacted())
+		}
+		return orNil(NewKafka(ctx, cfg))
+	case "postgres", "postgresql":
+		return orNil(NewPostgres(ctx, postgresConfig(u, opts)))
 	}
 	return nil, fmt.Errorf("sink %q: unknown kind", u.Redacted())
 }
 
-func openKafka(ctx context.Context, u *url.URL, opts Options) (Sink, error) {
+// KafkaOptions are the query options a kafka:// sink URI takes.
+var KafkaOptions = []string{"compression", "create", "partitions", "replication"}
+
+// kafkaConfig reads a kafka:// URI and its options. Brokers is empty when
+// neither the URI nor opts names any.
+func kafkaConfig(u *url.URL, opts Options) (KafkaConfig, error) {
 	q := u.Query()
+	for k := range q {
+		if !slices.Contains(KafkaOptions, k) {
+			return KafkaConfig{}, fmt.Errorf("sink %s: unknown option %q; a kafka:// URI takes %s", u.Redacted(), k, strings.Join(KafkaOptions, ", "))
+		}
+	}
 	cfg := KafkaConfig{
-		Brokers:     strings.Split(u.Host, ","),
 		Topic:       strings.Trim(u.Path, "/"),
 		BodyCap:     opts.BodyCap,
 		Compression: q.Get("compression"),
 	}
-	if u.Host == "" {
-		if opts.KafkaBrokers == "" {
-			return nil, fmt.Errorf("sink %s names no brokers and KAFKA_BROKERS is not set", u.Redacted())
-		}
+	if _, err := kafkaCompression(cfg.Compression); err != nil {
+		return cfg, fmt.Errorf("sink %s: %w", u.Redacted(), err)
+	}
+	switch {
+	case u.Host != "":
+		cfg.Brokers = strings.Split(u.Host, ",")
+	case opts.KafkaBrokers != "":
 		cfg.Brokers = strings.Split(opts.KafkaBrokers, ",")
 	}
 	if v := q.Get("create"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			return nil, fmt.Errorf("sink %s: create=%q: must be true or false", u.Redacted(), v)
+			return cfg, fmt.Errorf("sink %s: create=%q: must be true or false", u.Redacted(), v)
 		}
 		cfg.CreateTopic = b
 	}
-	if v := q.Get("partitions"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 10000 {
-			return nil, fmt.Errorf("sink %s: partitions=%q: must be between 1 and 10000", u.Redacted(), v)
+	for _, o := range []struct {
+		name string
+		max  int
+		to   *int
+	}{{"partitions", 10000, &cfg.Partitions}, {"replication", 100, &cfg.Replication}} {
+		if v := q.Get(o.name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > o.max {
+				return cfg, fmt.Errorf("sink %s: %s=%q: must be between 1 and %d", u.Redacted(), o.name, v, o.max)
+			}
+			*o.to = n
 		}
-		cfg.Partitions = n
 	}
-	return orNil(NewKafka(ctx, cfg))
+	return cfg, nil
+}
+
+// postgresConfig reads a postgres:// URI: its table= parameter is ours, the
+// others are pgx's.
+func postgresConfig(u *url.URL, opts Options) PostgresConfig {
+	q := u.Query()
+	table := opts.Table
+	if t := q.Get("table"); t != "" {
+		table = t
+	}
+	q.Del("table") // pgx would send it to the server as a setting
+	v := *u
+	v.RawQuery = q.Encode()
+	return PostgresConfig{URI: v.String(), Table: table}
 }
 
 // orNil keeps a constructor's typed nil pointer out of the Sink interface,

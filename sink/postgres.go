@@ -62,6 +62,25 @@ var pgColumns = []string{"campaign", "url", "status", "status_line", "headers", 
 // Text columns get invalid UTF-8 replaced and NUL bytes removed (PostgreSQL
 // text cannot hold them); headers and body are bytea, byte for byte.
 func NewPostgres(ctx context.Context, cfg PostgresConfig) (*Postgres, error) {
+	s, err := newPostgres(cfg)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := s.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.createTable(ctx, conn); err != nil {
+		conn.Close(context.Background())
+		return nil, err
+	}
+	s.conns[0] = conn
+	s.b = newBatcher(s.cfg.Conns, s.cfg.MaxBatch, s.flush)
+	return s, nil
+}
+
+// newPostgres checks and defaults cfg; the result has no connection yet.
+func newPostgres(cfg PostgresConfig) (*Postgres, error) {
 	if cfg.Table == "" {
 		cfg.Table = "drover_pages"
 	}
@@ -81,21 +100,10 @@ func NewPostgres(ctx context.Context, cfg PostgresConfig) (*Postgres, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres sink: %w", err)
 	}
-	s := &Postgres{
+	return &Postgres{
 		cfg: cfg, pgcfg: pgcfg, table: pgx.Identifier(strings.Split(cfg.Table, ".")),
 		addr: fmt.Sprintf("%s:%d", pgcfg.Host, pgcfg.Port), conns: make([]*pgx.Conn, cfg.Conns),
-	}
-	conn, err := s.connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.createTable(ctx, conn); err != nil {
-		conn.Close(context.Background())
-		return nil, err
-	}
-	s.conns[0] = conn
-	s.b = newBatcher(cfg.Conns, cfg.MaxBatch, s.flush)
-	return s, nil
+	}, nil
 }
 
 func (s *Postgres) connect(ctx context.Context) (*pgx.Conn, error) {
@@ -110,16 +118,24 @@ func (s *Postgres) connect(ctx context.Context) (*pgx.Conn, error) {
 	return conn, nil
 }
 
-// createTable runs under an advisory lock: concurrent CREATE TABLE IF NOT
-// EXISTS from several workers can fail with a unique violation in pg_type.
+// createTable creates the table and its index if missing, and commits.
 func (s *Postgres) createTable(ctx context.Context, conn *pgx.Conn) error {
+	if err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error { return s.ddl(ctx, tx) }); err != nil {
+		return fmt.Errorf("postgres %s: create table %s: %w", s.addr, s.cfg.Table, err)
+	}
+	return nil
+}
+
+// ddl creates the table and its index in tx, if missing. It runs under an
+// advisory lock: concurrent CREATE TABLE IF NOT EXISTS from several workers
+// can fail with a unique violation in pg_type.
+func (s *Postgres) ddl(ctx context.Context, tx pgx.Tx) error {
 	t := s.table.Sanitize()
 	idx := pgx.Identifier{s.table[len(s.table)-1] + "_campaign_url_idx"}.Sanitize()
-	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext($1))`, "drover-sink-ddl:"+s.cfg.Table); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+t+` (
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext($1))`, "drover-sink-ddl:"+s.cfg.Table); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+t+` (
 	id bigserial PRIMARY KEY,
 	campaign text NOT NULL,
 	url text NOT NULL,
@@ -136,16 +152,11 @@ func (s *Postgres) createTable(ctx context.Context, conn *pgx.Conn) error {
 	ip text NOT NULL,
 	error text NOT NULL
 )`)
-		if err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, `CREATE INDEX IF NOT EXISTS `+idx+` ON `+t+` (campaign, url)`)
-		return err
-	})
 	if err != nil {
-		return fmt.Errorf("postgres %s: create table %s: %w", s.addr, s.cfg.Table, err)
+		return err
 	}
-	return nil
+	_, err = tx.Exec(ctx, `CREATE INDEX IF NOT EXISTS `+idx+` ON `+t+` (campaign, url)`)
+	return err
 }
 
 // Store returns nil once p's row is committed. When ctx ends first the row

@@ -21,6 +21,7 @@ func main() {
 		TemporalUI:        os.Getenv("TEMPORAL_UI"),
 		Schedulers:        frontier.ParseAddrs(os.Getenv("DROVER_SCHEDULER")),
 		Token:             os.Getenv("DROVER_TOKEN"),
+		KafkaBrokers:      os.Getenv("KAFKA_BROKERS"),
 	}
 	app := &cli.App{
 		Env:   env,
@@ -28,7 +29,7 @@ func main() {
 		Err:   os.Stderr,
 		Dial:  cli.DialTemporal,
 		Stats: frontier.CampaignStats,
-		// Checked before a start: a scheduler answers, the sinks are reachable.
+		// Checked before a start: a scheduler answers, the sinks take pages.
 		Preflight: cli.Preflight,
 		Release:   frontier.ReleaseCampaign,
 	}

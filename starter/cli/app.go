@@ -37,12 +37,13 @@ const (
 	DefaultTemporalAddress = "127.0.0.1:7233"
 	DefaultNamespace       = "default"
 	DefaultScheduler       = "127.0.0.1:7420"
+	DefaultKafkaBrokers    = "127.0.0.1:9092"
 	webUIPort              = "8233"
 )
 
 // Env is the starter's environment, read by the main: TEMPORAL_ADDRESS,
-// TEMPORAL_NAMESPACE, TEMPORAL_UI, DROVER_SCHEDULER (split on commas) and
-// DROVER_TOKEN. Empty fields take the defaults above.
+// TEMPORAL_NAMESPACE, TEMPORAL_UI, DROVER_SCHEDULER (split on commas),
+// DROVER_TOKEN and KAFKA_BROKERS. Empty fields take the defaults above.
 type Env struct {
 	TemporalAddress   string
 	TemporalNamespace string
@@ -52,6 +53,10 @@ type Env struct {
 	Schedulers []string
 	// Token is the schedulers' session token; empty means frontier.DevToken.
 	Token string
+	// KafkaBrokers (KAFKA_BROKERS) is where the preflight checks a sink
+	// kafka:///TOPIC that names no brokers; empty means
+	// DefaultKafkaBrokers, as for the workers.
+	KafkaBrokers string
 }
 
 func (e Env) withDefaults() Env {
@@ -73,6 +78,9 @@ func (e Env) withDefaults() Env {
 	e.Schedulers = addrs
 	if e.Token == "" {
 		e.Token = frontier.DevToken
+	}
+	if e.KafkaBrokers == "" {
+		e.KafkaBrokers = DefaultKafkaBrokers
 	}
 	return e
 }
@@ -211,7 +219,8 @@ Temporal workflows.
 
 Environment: TEMPORAL_ADDRESS (default 127.0.0.1:7233), TEMPORAL_NAMESPACE
 (default "default"), TEMPORAL_UI (default: TEMPORAL_ADDRESS's host, port 8233),
-DROVER_SCHEDULER (default 127.0.0.1:7420, comma-separated) and DROVER_TOKEN.`,
+DROVER_SCHEDULER (default 127.0.0.1:7420, comma-separated), DROVER_TOKEN and
+KAFKA_BROKERS (default 127.0.0.1:9092: where start checks the default sink).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		// No Args: cobra's default for a root with subcommands makes
@@ -224,7 +233,7 @@ DROVER_SCHEDULER (default 127.0.0.1:7420, comma-separated) and DROVER_TOKEN.`,
 		a.statusCommand(),
 		a.signalCommand("pause", "Pause a campaign: fetchers stop, the frontier keeps its URLs"),
 		a.signalCommand("resume", "Resume a paused campaign"),
-		a.signalCommand("stop", "Stop a campaign for good"),
+		a.stopCommand(),
 		a.restartCommand(),
 		a.scaleCommand(),
 		a.listCommand(),

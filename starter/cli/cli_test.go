@@ -37,6 +37,7 @@ func TestStartAllFlags(t *testing.T) {
 		"--scope", `^https://[ab]\.example/`, "--scope", `x{1,3}`, "--exclude", `\.pdf$`,
 		"--fetchers", "7", "--max-pages", "1000", "--max-pages-per-host", "50", "--max-depth", "4",
 		"--max-duration", "90m", "--per-host-concurrency", "2", "--per-host-delay", "250ms",
+		"--host-retries", "5", "--retry-backoff", "2s", "--fail-after", "10m",
 		"--priority", "fair", "--user-agent", "ua/1", "--sitemaps", "--drop-param", "utm_source",
 		"--drop-param", "sid", "--notify-url", "https://hooks.example/n", "--sink", "warc:/tmp/w",
 		"--sink", "kafka://127.0.0.1:9092/t", "--allow-private")
@@ -45,8 +46,9 @@ func TestStartAllFlags(t *testing.T) {
 	want := campaign.Config{
 		ID: "c1", Seeds: []string{"https://a.example/", "https://b.example/x?a=1,2"},
 		Scope: []string{`^https://[ab]\.example/`, `x{1,3}`}, Exclude: []string{`\.pdf$`},
-		Fetchers: 7, MaxPages: 1000, MaxPagesPerHost: 50, MaxDepth: 4, MaxDuration: 90 * time.Minute,
-		PerHostConcurrency: 2, PerHostDelay: 250 * time.Millisecond, Priority: "fair", UserAgent: "ua/1",
+		Fetchers: 7, MaxPages: 1000, MaxPagesPerHost: 50, MaxDepth: new(4), MaxDuration: 90 * time.Minute,
+		PerHostConcurrency: 2, PerHostDelay: new(250 * time.Millisecond), Priority: "fair", UserAgent: "ua/1",
+		HostRetries: new(5), RetryBackoff: new(2 * time.Second), FailAfter: new(10 * time.Minute),
 		Sitemaps: true, DropParams: []string{"utm_source", "sid"}, NotifyURL: "https://hooks.example/n",
 		Sinks: []string{"warc:/tmp/w", "kafka://127.0.0.1:9092/t"}, AllowPrivate: true,
 	}.WithDefaults()
@@ -73,7 +75,7 @@ func TestStartDefaults(t *testing.T) {
 	require.Equal(t, ExitOK, code, errOut)
 	cfg := startedConfig(t, fake)
 	assert.Equal(t, campaign.DefaultFetchers, cfg.Fetchers)
-	assert.Equal(t, time.Second, cfg.PerHostDelay)
+	assert.Equal(t, time.Second, cfg.HostDelay())
 	assert.Equal(t, 1, cfg.PerHostConcurrency)
 	assert.Equal(t, campaign.DefaultUserAgent, cfg.UserAgent)
 	assert.Equal(t, []string{campaign.DefaultSink}, cfg.Sinks)
@@ -102,7 +104,7 @@ sinks: [warc:/tmp/file]
 	assert.Equal(t, []string{`^https://file\.example/`}, cfg.Scope)
 	assert.Equal(t, 9, cfg.Fetchers, "a flag given overrides the file")
 	assert.Equal(t, int64(500), cfg.MaxPages)
-	assert.Equal(t, 2*time.Second, cfg.PerHostDelay, "a flag not given leaves the file's value")
+	assert.Equal(t, 2*time.Second, cfg.HostDelay(), "a flag not given leaves the file's value")
 	assert.Equal(t, time.Hour, cfg.MaxDuration)
 	assert.True(t, cfg.Sitemaps)
 	assert.Equal(t, []string{"warc:/tmp/file"}, cfg.Sinks)
@@ -153,7 +155,7 @@ func TestStartValidationErrors(t *testing.T) {
 	fake := newFake()
 	code, out, errOut := run(t, fake, nil, "start", "--id", "c1", "--seed", "ftp://a.example/", "--fetchers", "5000")
 	assert.Equal(t, ExitUsage, code)
-	assert.Equal(t, "seed \"ftp://a.example/\": must be an http or https URL\nfetchers 5000: must be between 0 and 1024\n", errOut,
+	assert.Equal(t, "seed \"ftp://a.example/\": must be an http or https URL\nfetchers 5000: must be between 1 and 1024 (`starter scale ID 0` idles a running campaign)\n", errOut,
 		"Validate's messages, as they are")
 	assert.Empty(t, out)
 	assert.Empty(t, fake.started)
@@ -369,7 +371,7 @@ func TestUnknownCampaign(t *testing.T) {
 func TestSignals(t *testing.T) {
 	fake := newFake()
 	fake.add("c1", workflows.Status{}, Execution{Status: StatusRunning})
-	for _, args := range [][]string{{"pause", "c1"}, {"resume", "c1"}, {"stop", "c1"}, {"restart", "c1", "--fetcher", "2"}} {
+	for _, args := range [][]string{{"pause", "c1"}, {"resume", "c1"}, {"stop", "c1", "--no-wait"}, {"restart", "c1", "--fetcher", "2"}} {
 		code, _, errOut := run(t, fake, nil, args...)
 		require.Equal(t, ExitOK, code, errOut)
 	}
@@ -462,4 +464,44 @@ func TestStopReleasesTerminated(t *testing.T) {
 	assert.Contains(t, out.String(), "campaign gone had ended (Terminated) without closing; its queues are removed")
 	assert.Equal(t, ExitFailure, app.Run(context.Background(), []string{"stop", "done"}), "a completed campaign closed itself")
 	assert.Equal(t, []string{"gone"}, released)
+}
+
+// TestStopWaitsUntilStopped: stop returns once the workflow has closed, so
+// that `stop X && start --id X` works; the fake closes on its third look.
+func TestStopWaitsUntilStopped(t *testing.T) {
+	fake := newFake()
+	r := fake.add("c1", workflows.Status{}, Execution{Status: StatusRunning}, Execution{Status: StatusRunning},
+		Execution{Status: StatusRunning}, Execution{Status: StatusCompleted, State: campaign.StateStopped, PagesFetched: 23})
+	code, out, errOut := run(t, fake, nil, "stop", "c1")
+	require.Equal(t, ExitOK, code, errOut)
+	assert.Contains(t, out, "campaign c1 stopped (23 pages fetched), ")
+	assert.Equal(t, []sentSignal{{"c1", workflows.SignalStop, workflows.StopSignal{}}}, fake.signals)
+	assert.GreaterOrEqual(t, r.n, 4, "returned before the workflow closed")
+
+	code, _, errOut = run(t, fake, nil, "start", "--id", "c1", "--seed", "https://a.example/")
+	assert.Equal(t, ExitOK, code, "start after stop: %s", errOut)
+}
+
+func TestStopTimeout(t *testing.T) {
+	fake := newFake()
+	fake.add("c1", workflows.Status{}, Execution{Status: StatusRunning})
+	code, out, errOut := run(t, fake, nil, "stop", "c1", "--timeout", "50ms")
+	assert.Equal(t, ExitFailure, code)
+	assert.Empty(t, out)
+	assert.Equal(t, "campaign c1 has the stop signal but has not stopped within 50ms; is a worker running on task queue "+
+		workflows.TaskQueue+"? `starter status c1` shows what it is doing, and it stops once a worker runs it\n", errOut)
+
+	code, _, errOut = run(t, fake, nil, "stop", "c1", "--timeout", "0s")
+	assert.Equal(t, ExitUsage, code)
+	assert.Contains(t, errOut, "--timeout 0s: must be more than 0")
+}
+
+func TestStopNoWait(t *testing.T) {
+	fake := newFake()
+	r := fake.add("c1", workflows.Status{}, Execution{Status: StatusRunning})
+	code, out, errOut := run(t, fake, nil, "stop", "c1", "--no-wait")
+	require.Equal(t, ExitOK, code, errOut)
+	assert.Equal(t, "sent stop to campaign c1\n", out)
+	assert.Len(t, fake.signals, 1)
+	assert.Zero(t, r.n, "--no-wait looked at the campaign")
 }

@@ -35,16 +35,99 @@ func (a *App) signalCommand(name, short string) *cobra.Command {
 			id := args[0]
 			sig, arg := a.signalArg(name)
 			if err := a.signal(cmd.Context(), id, sig, arg); err != nil {
-				if name == "stop" {
-					if done, rerr := a.releaseEnded(cmd.Context(), id); done || rerr != nil {
-						return rerr
-					}
-				}
 				return err
 			}
 			fmt.Fprintf(a.Out, "sent %s to campaign %s\n", name, id)
 			return nil
 		},
+	}
+}
+
+// DefaultStopTimeout bounds how long `stop` waits for a campaign to close:
+// its fetchers stop at their next heartbeat (a second or so, tens of
+// seconds for one whose worker died), then the campaign's queues are
+// removed.
+const DefaultStopTimeout = 2 * time.Minute
+
+func (a *App) stopCommand() *cobra.Command {
+	var noWait bool
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "stop ID",
+		Short: "Stop a campaign for good, and wait until it has stopped",
+		Long: `Stop a campaign for good: send it the stop signal and wait until its workflow
+has closed (its fetchers stopped, its queues removed), so that
+` + "`starter stop X && starter start --id X ...`" + ` works. Exit 1 when it has not
+stopped within --timeout (the signal stays sent); --no-wait only sends it.
+
+On a campaign that was terminated or failed, stop removes what it left in
+the frontier.`,
+		Args: exactArgs("ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, ctx := args[0], cmd.Context()
+			if timeout <= 0 {
+				return usagef("--timeout %s: must be more than 0 (--no-wait does not wait)", timeout)
+			}
+			sig, arg := a.signalArg("stop")
+			if err := a.signal(ctx, id, sig, arg); err != nil {
+				if done, rerr := a.releaseEnded(ctx, id); done || rerr != nil {
+					return rerr
+				}
+				return err
+			}
+			if noWait {
+				fmt.Fprintf(a.Out, "sent stop to campaign %s\n", id)
+				return nil
+			}
+			return a.awaitClosed(ctx, id, timeout)
+		},
+	}
+	cmd.Flags().BoolVar(&noWait, "no-wait", false, "only send the stop signal, do not wait for the campaign to stop")
+	cmd.Flags().DurationVar(&timeout, "timeout", DefaultStopTimeout, "how long to wait for the campaign to stop")
+	return cmd
+}
+
+// stopPoll is how often `stop` looks whether the campaign has closed.
+const stopPoll = 200 * time.Millisecond
+
+// awaitClosed waits until campaign id's workflow is no longer running, at
+// most timeout, and reports how it ended.
+func (a *App) awaitClosed(ctx context.Context, id string, timeout time.Duration) error {
+	c, err := a.temporal(ctx)
+	if err != nil {
+		return err
+	}
+	began := time.Now()
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tick := time.NewTicker(min(a.Interval, stopPoll))
+	defer tick.Stop()
+	var lastErr error
+	for {
+		ex, err := c.Describe(wctx, id)
+		if err == nil && ex.Status != StatusRunning {
+			fmt.Fprintf(a.Out, "campaign %s %s (%d pages fetched), %s after the stop signal\n",
+				id, stateOf(ex.Status, ex.State), ex.PagesFetched, time.Since(began).Round(10*time.Millisecond))
+			return nil
+		}
+		if err != nil {
+			lastErr = err
+		}
+		select {
+		case <-tick.C:
+			continue
+		case <-wctx.Done():
+		}
+		if ctx.Err() != nil {
+			return &exitError{code: ExitInterrupted,
+				msg: fmt.Sprintf("stopped waiting; campaign %s has the stop signal and is stopping (`starter status %s`)", id, id)}
+		}
+		msg := fmt.Sprintf("campaign %s has the stop signal but has not stopped within %s; is a worker running on task queue %s? `starter status %s` shows what it is doing, and it stops once a worker runs it",
+			id, timeout, workflows.TaskQueue, id)
+		if lastErr != nil {
+			msg += fmt.Sprintf(" (last error: %v)", lastErr)
+		}
+		return failf("%s", msg)
 	}
 }
 

@@ -53,13 +53,21 @@ func Details(cfg campaign.Config) string {
 	row("fetchers", cfg.Fetchers)
 	limit("max pages", cfg.MaxPages, "")
 	limit("max pages per host", cfg.MaxPagesPerHost, "")
-	limit("max depth", int64(cfg.MaxDepth), "")
+	if n, ok := cfg.DepthLimit(); !ok {
+		row("max depth", "none")
+	} else if n == 0 {
+		row("max depth", "0 (the seeds only)")
+	} else {
+		row("max depth", n)
+	}
 	if cfg.MaxDuration > 0 {
 		row("max duration", cfg.MaxDuration)
 	} else {
 		row("max duration", "none")
 	}
-	row("per host", fmt.Sprintf("%d at a time, %s between starts", cfg.PerHostConcurrency, cfg.PerHostDelay))
+	row("per host", fmt.Sprintf("%d at a time, %s between starts", cfg.PerHostConcurrency, cfg.HostDelay()))
+	row("unreachable host", fmt.Sprintf("failed after %d retries, the first after %s", cfg.HostRetryCount(), cfg.HostRetryBackoff()))
+	row("fail after", fmt.Sprintf("%s with every fetcher failing", cfg.FailAfterDuration()))
 	row("priority", cfg.Priority)
 	row("user agent", "`"+cfg.UserAgent+"`")
 	if cfg.Sitemaps {

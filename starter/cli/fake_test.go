@@ -92,7 +92,7 @@ func (f *fakeTemporal) Signal(_ context.Context, id, name string, arg any) error
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	r, ok := f.runs[id]
-	if !ok || r.describes[len(r.describes)-1].Status != StatusRunning {
+	if !ok || r.describes[min(r.n, len(r.describes)-1)].Status != StatusRunning {
 		return fmt.Errorf("%w: workflow execution already completed", ErrNotFound)
 	}
 	f.signals = append(f.signals, sentSignal{id, name, arg})

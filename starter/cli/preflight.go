@@ -16,30 +16,45 @@ import (
 // answers; nil skips the check.
 type PreflightFunc func(ctx context.Context, env Env, cfg campaign.Config) error
 
-// Preflight checks that a scheduler answers (the schedulers need RabbitMQ,
-// so this is also the starter's view of the frontier) and that the
-// campaign's Kafka and PostgreSQL sinks are reachable from here. Each
-// failure is one line naming the address and how to start the service.
+// preflightTimeout bounds the whole preflight: a start must not hang on a
+// service that does not answer.
+const preflightTimeout = 20 * time.Second
+
+// Preflight checks, from where the starter runs, what can be checked before
+// a campaign starts: that a scheduler answers (the schedulers need
+// RabbitMQ, so this is also the starter's view of the frontier) and that
+// every sink will take pages (sink.Check: the Kafka topic exists or the URI
+// asks to create it, the WARC directory is writable, the PostgreSQL table
+// can be created). The default sink kafka:///TOPIC is checked on
+// env.KafkaBrokers, the workers' default. It returns every problem found,
+// one per line, each naming what to fix.
 func Preflight(ctx context.Context, env Env, cfg campaign.Config) error {
-	var errs []string
+	ctx, cancel := context.WithTimeout(ctx, preflightTimeout)
+	defer cancel()
+	var errs []error
+	var dial []string
 	for _, addr := range env.Schedulers {
 		cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		c, err := frontier.DialControl(cctx, addr, env.Token)
 		cancel()
 		if err == nil {
 			c.Close()
-			errs = nil
+			dial = nil
 			break
 		}
-		errs = append(errs, err.Error())
+		dial = append(dial, err.Error())
 	}
-	if len(errs) > 0 {
-		return errors.New(strings.Join(errs, "; "))
+	if len(dial) > 0 {
+		errs = append(errs, errors.New(strings.Join(dial, "; ")))
 	}
+	opts := sink.Options{Campaign: cfg.ID, BodyCap: cfg.BodyCap, KafkaBrokers: env.KafkaBrokers}
 	for _, uri := range cfg.Sinks {
-		if err := sink.Check(ctx, uri, ""); err != nil {
-			return fmt.Errorf("campaign %s not started: %w", cfg.ID, err)
+		if err := sink.Check(ctx, uri, opts); err != nil {
+			errs = append(errs, err)
 		}
 	}
-	return nil
+	if ctx.Err() != nil {
+		errs = append(errs, fmt.Errorf("preflight gave up after %s", preflightTimeout))
+	}
+	return errors.Join(errs...)
 }

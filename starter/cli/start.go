@@ -5,13 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/temporal"
-	"gopkg.in/yaml.v3"
 
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/workflows"
@@ -20,10 +19,15 @@ import (
 // startFlags are the flags of `starter start`, bound before parsing; only
 // those given on the command line override the -f file.
 type startFlags struct {
-	file string
-	wait bool
-	json bool
-	cfg  campaign.Config
+	file        string
+	wait        bool
+	json        bool
+	noPreflight bool
+	cfg         campaign.Config
+	// The flags of the config's pointer fields (nil: unset), which set them
+	// only when given.
+	maxDepth, hostRetries                 int
+	perHostDelay, retryBackoff, failAfter time.Duration
 }
 
 func (a *App) startCommand() *cobra.Command {
@@ -40,11 +44,11 @@ completed (also when --max-pages or --max-duration ended it), 1 when it
 failed or was stopped, 2 on a usage error.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := buildConfig(cmd.Flags(), f)
+			cfg, zeros, err := buildConfig(cmd.Flags(), f)
 			if err != nil {
 				return err
 			}
-			return a.start(cmd.Context(), cfg, f.wait, f.json)
+			return a.start(cmd.Context(), cfg, zeros, f)
 		},
 	}
 	fl := cmd.Flags()
@@ -54,13 +58,16 @@ failed or was stopped, 2 on a usage error.`,
 	fl.StringArrayVar(&c.Seeds, "seed", nil, "seed URL (repeatable; required, here or in -f)")
 	fl.StringArrayVar(&c.Scope, "scope", nil, "a URL is in scope when it matches any of these regexes (repeatable; default: the seeds' hosts)")
 	fl.StringArrayVar(&c.Exclude, "exclude", nil, "skip URLs matching this regex (repeatable)")
-	fl.IntVar(&c.Fetchers, "fetchers", campaign.DefaultFetchers, "number of concurrent fetchers")
-	fl.Int64Var(&c.MaxPages, "max-pages", 0, "stop after this many pages (0: no limit)")
-	fl.Int64Var(&c.MaxPagesPerHost, "max-pages-per-host", 0, "at most this many pages per host (0: no limit)")
-	fl.IntVar(&c.MaxDepth, "max-depth", 0, "at most this many links from a seed (0: no limit; trap guards still apply)")
-	fl.DurationVar(&c.MaxDuration, "max-duration", 0, "stop after this long, e.g. 30m (0: no limit)")
-	fl.IntVar(&c.PerHostConcurrency, "per-host-concurrency", campaign.DefaultPerHostConcurrency, "requests at a time per host")
-	fl.DurationVar(&c.PerHostDelay, "per-host-delay", campaign.DefaultPerHostDelay, "time between request starts per host (robots.txt Crawl-delay wins when larger)")
+	fl.IntVar(&c.Fetchers, "fetchers", campaign.DefaultFetchers, "number of concurrent fetchers (1-1024)")
+	fl.Int64Var(&c.MaxPages, "max-pages", 0, "end the campaign after this many pages (default: no limit)")
+	fl.Int64Var(&c.MaxPagesPerHost, "max-pages-per-host", 0, "at most this many pages per host (default: no limit)")
+	fl.IntVar(&f.maxDepth, "max-depth", 0, "at most this many links from a seed, 0 the seeds only (default: no limit; trap guards still apply)")
+	fl.DurationVar(&c.MaxDuration, "max-duration", 0, "end the campaign after this long, e.g. 30m (default: no limit)")
+	fl.IntVar(&c.PerHostConcurrency, "per-host-concurrency", campaign.DefaultPerHostConcurrency, "requests at a time per host (1-256)")
+	fl.DurationVar(&f.perHostDelay, "per-host-delay", campaign.DefaultPerHostDelay, "time between request starts per host, 0 for none (robots.txt Crawl-delay wins when larger)")
+	fl.IntVar(&f.hostRetries, "host-retries", campaign.DefaultHostRetries, "retries of a host whose connections fail before it is failed for the campaign (0: the first failure decides)")
+	fl.DurationVar(&f.retryBackoff, "retry-backoff", campaign.DefaultRetryBackoff, "wait before a failing host's first retry; each further one waits 3 times longer, with jitter (0: at once)")
+	fl.DurationVar(&f.failAfter, "fail-after", campaign.DefaultFailAfter, "end the campaign as failed after this long with every fetcher failing and no page fetched (10s-24h)")
 	fl.StringVar(&c.Priority, "priority", campaign.DefaultPriority, "priority policy: bfs, score or fair")
 	fl.StringVar(&c.UserAgent, "user-agent", campaign.DefaultUserAgent, "User-Agent header")
 	fl.BoolVar(&c.Sitemaps, "sitemaps", false, "also seed from the hosts' sitemaps")
@@ -69,19 +76,20 @@ failed or was stopped, 2 on a usage error.`,
 	fl.StringArrayVar(&c.Sinks, "sink", nil, "where pages go: kafka://HOST:PORT/TOPIC, warc:DIR or postgres://... (repeatable; default "+campaign.DefaultSink+")")
 	fl.BoolVar(&c.AllowPrivate, "allow-private", false, "fetch loopback, private and link-local addresses too")
 	fl.StringVarP(&f.file, "file", "f", "", "campaign config as YAML (campaign.yaml)")
+	fl.BoolVar(&f.noPreflight, "no-preflight", false, "start without checking from here that a scheduler answers and the sinks take pages")
 	fl.BoolVar(&f.wait, "wait", false, "block until the campaign ends, showing progress")
 	fl.BoolVar(&f.json, "json", false, "print the start result (with --wait: the final status) as JSON")
 	return cmd
 }
 
 // buildConfig reads the -f file, if any, then lays the flags that were given
-// over it. The result is not yet defaulted or validated.
-func buildConfig(fl *pflag.FlagSet, f startFlags) (campaign.Config, error) {
-	var cfg campaign.Config
+// over it. The result is not yet defaulted or validated. zeros are the plain
+// number fields that the file or a flag gave as 0, where 0 is not a value
+// (campaign.ZeroRefused): in the config they would silently be the default.
+func buildConfig(fl *pflag.FlagSet, f startFlags) (cfg campaign.Config, zeros []error, err error) {
 	if f.file != "" {
-		var err error
-		if cfg, err = readConfigFile(f.file); err != nil {
-			return cfg, err
+		if cfg, zeros, err = readConfigFile(f.file); err != nil {
+			return cfg, nil, err
 		}
 	}
 	c := f.cfg
@@ -93,10 +101,13 @@ func buildConfig(fl *pflag.FlagSet, f startFlags) (campaign.Config, error) {
 		"fetchers":             func() { cfg.Fetchers = c.Fetchers },
 		"max-pages":            func() { cfg.MaxPages = c.MaxPages },
 		"max-pages-per-host":   func() { cfg.MaxPagesPerHost = c.MaxPagesPerHost },
-		"max-depth":            func() { cfg.MaxDepth = c.MaxDepth },
+		"max-depth":            func() { cfg.MaxDepth = new(f.maxDepth) },
 		"max-duration":         func() { cfg.MaxDuration = c.MaxDuration },
 		"per-host-concurrency": func() { cfg.PerHostConcurrency = c.PerHostConcurrency },
-		"per-host-delay":       func() { cfg.PerHostDelay = c.PerHostDelay },
+		"per-host-delay":       func() { cfg.PerHostDelay = new(f.perHostDelay) },
+		"host-retries":         func() { cfg.HostRetries = new(f.hostRetries) },
+		"retry-backoff":        func() { cfg.RetryBackoff = new(f.retryBackoff) },
+		"fail-after":           func() { cfg.FailAfter = new(f.failAfter) },
 		"priority":             func() { cfg.Priority = c.Priority },
 		"user-agent":           func() { cfg.UserAgent = c.UserAgent },
 		"sitemaps":             func() { cfg.Sitemaps = c.Sitemaps },
@@ -106,34 +117,23 @@ func buildConfig(fl *pflag.FlagSet, f startFlags) (campaign.Config, error) {
 		"allow-private":        func() { cfg.AllowPrivate = c.AllowPrivate },
 	}
 	fl.Visit(func(fl *pflag.Flag) {
-		if apply, ok := set[fl.Name]; ok {
-			apply()
+		apply, ok := set[fl.Name]
+		if !ok {
+			return
+		}
+		apply()
+		key := strings.ReplaceAll(fl.Name, "-", "_")
+		if rule, refused := campaign.ZeroRefused(key); refused && isZero(fl.Value.String()) {
+			zeros = append(zeros, fmt.Errorf("%s 0: %s", key, rule))
 		}
 	})
 	switch {
 	case cfg.ID == "":
-		return cfg, usagef("required flag --id not set (nor id: in a -f file)")
+		return cfg, nil, usagef("required flag --id not set (nor id: in a -f file)")
 	case len(cfg.Seeds) == 0:
-		return cfg, usagef("required flag --seed not set (nor seeds: in a -f file)")
+		return cfg, nil, usagef("required flag --seed not set (nor seeds: in a -f file)")
 	}
-	return cfg, nil
-}
-
-// readConfigFile reads a YAML campaign.Config; an unknown key is an error,
-// so that a typo does not silently crawl with a default.
-func readConfigFile(path string) (campaign.Config, error) {
-	var cfg campaign.Config
-	file, err := os.Open(path)
-	if err != nil {
-		return cfg, usagef("-f: %v", err)
-	}
-	defer file.Close()
-	dec := yaml.NewDecoder(file)
-	dec.KnownFields(true)
-	if err := dec.Decode(&cfg); err != nil {
-		return cfg, usagef("-f %s: %v", path, err)
-	}
-	return cfg, nil
+	return cfg, zeros, nil
 }
 
 // startResult is `start --json`'s output without --wait.
@@ -146,17 +146,20 @@ type startResult struct {
 	Config  campaign.Config `json:"config"`
 }
 
-func (a *App) start(ctx context.Context, cfg campaign.Config, wait, asJSON bool) error {
+func (a *App) start(ctx context.Context, cfg campaign.Config, zeros []error, f startFlags) error {
+	wait, asJSON := f.wait, f.json
 	cfg = cfg.WithDefaults()
-	if err := cfg.Validate(); err != nil {
+	if err := errors.Join(append(zeros, cfg.Validate())...); err != nil {
 		// Validate's messages name the field and its range: print them as
 		// they are, one per line.
 		fmt.Fprintln(a.Err, err)
 		return &exitError{code: ExitUsage}
 	}
-	if a.Preflight != nil {
+	if a.Preflight != nil && !f.noPreflight {
 		if err := a.Preflight(ctx, a.Env, cfg); err != nil {
-			return failf("%v", err)
+			// One problem a line, each naming what to fix.
+			fmt.Fprintf(a.Err, "campaign %s not started:\n  %s\n", cfg.ID, strings.ReplaceAll(err.Error(), "\n", "\n  "))
+			return &exitError{code: ExitFailure}
 		}
 	}
 	c, err := a.temporal(ctx)

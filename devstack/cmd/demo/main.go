@@ -60,7 +60,7 @@ func run(ctx context.Context, seed string, maxPages int64) error {
 		fmt.Printf("\ntest web: %d hosts, %d pages, an endless calendar trap, robots.txt with a disallowed path: %v\n", len(web.Hosts()), len(web.Pages()), web.Seeds())
 		// The test web is this machine: a 20 ms delay instead of the 1 s
 		// default keeps the demo short. Real sites get the default.
-		cfg.Seeds, cfg.PerHostDelay, cfg.AllowPrivate = web.Seeds(), 20*time.Millisecond, true
+		cfg.Seeds, cfg.PerHostDelay, cfg.AllowPrivate = web.Seeds(), new(20*time.Millisecond), true
 	}
 	cfg = cfg.WithDefaults()
 	cfg.Sinks = []string{"kafka://" + s.Kafka.Addr() + "/" + devstack.KafkaPagesTopic}

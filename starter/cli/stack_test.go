@@ -1,0 +1,172 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/drover-crawl/drover/activities"
+	"github.com/drover-crawl/drover/devstack"
+	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/node"
+	"github.com/drover-crawl/drover/sink"
+	"github.com/drover-crawl/drover/testweb"
+)
+
+// realStack is a whole drover on loopback for the starter to drive: a
+// Temporal dev server from bin/temporal, an in-memory Kafka, a scheduler on
+// the machine's RabbitMQ and a worker, all on free ports.
+type realStack struct {
+	env   Env
+	kafka *devstack.Kafka
+	topic string
+}
+
+func startRealStack(t *testing.T) *realStack {
+	t.Helper()
+	ctx := context.Background()
+	tmp, err := devstack.StartTemporal(ctx, devstack.TemporalOptions{UIPort: -1})
+	if errors.Is(err, devstack.ErrTemporalBinaryMissing) {
+		t.Skip(err)
+	}
+	require.NoError(t, err)
+	t.Cleanup(func() { tmp.Stop() })
+	topic := fmt.Sprintf("pages-%d", rand.IntN(1e9))
+	k, err := devstack.StartKafka("127.0.0.1:0", topic)
+	require.NoError(t, err)
+	t.Cleanup(k.Close)
+	amqp := os.Getenv("AMQP_URL")
+	if amqp == "" {
+		amqp = "amqp://guest:guest@127.0.0.1:5672/"
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	sched, err := node.StartScheduler(ctx, node.SchedulerConfig{Server: frontier.DefaultServerConfig(),
+		Listen: "127.0.0.1:0", AMQPURL: amqp, Log: log})
+	require.NoError(t, err)
+	t.Cleanup(func() { sched.Close() })
+	w, err := node.StartWorkers(tmp.Client(), node.WorkerConfig{Activities: activities.Activities{
+		Schedulers: []string{sched.Addr()}, Token: frontier.DevToken, KafkaBrokers: k.Addr(), Identity: "starter-test-worker",
+	}})
+	require.NoError(t, err)
+	t.Cleanup(w.Stop)
+	return &realStack{
+		env:   Env{TemporalAddress: tmp.Address(), TemporalNamespace: tmp.Namespace(), Schedulers: []string{sched.Addr()}},
+		kafka: k,
+		topic: topic,
+	}
+}
+
+// starter runs the starter as its main does (the real Temporal client,
+// preflight and release) and returns its exit code, stdout and stderr.
+func (s *realStack) starter(t *testing.T, timeout time.Duration, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	app := &App{Env: s.env, Out: &out, Err: &errb, Dial: DialTemporal, Stats: frontier.CampaignStats,
+		Preflight: Preflight, Release: frontier.ReleaseCampaign, Interval: 200 * time.Millisecond}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	code := app.Run(ctx, args)
+	return code, out.String(), errb.String()
+}
+
+// TestStarterAgainstRealStack drives the starter binary's code against a
+// real Temporal dev server, worker, scheduler and Kafka.
+func TestStarterAgainstRealStack(t *testing.T) {
+	web, err := testweb.Start(testweb.Config{Hosts: 1, PagesPerHost: 200, Base: 61})
+	require.NoError(t, err)
+	defer web.Close()
+	s := startRealStack(t)
+
+	// stop returns once the campaign has stopped, so that a start with the
+	// same ID right after it is not refused as already running.
+	t.Run("stop then start", func(t *testing.T) {
+		id := fmt.Sprintf("stop-start-%d", rand.IntN(1e9))
+		s.stopAtCleanup(t, id)
+		start := append([]string{"start", "--id", id, "--allow-private", "--per-host-delay", "200ms",
+			"--sink", "kafka://" + s.kafka.Addr() + "/" + s.topic}, seedArgs(web)...)
+		code, out, errOut := s.starter(t, time.Minute, start...)
+		require.Equal(t, ExitOK, code, "start: %s%s", out, errOut)
+		s.waitFetched(t, id)
+
+		began := time.Now()
+		code, stopOut, errOut := s.starter(t, 3*time.Minute, "stop", id)
+		tookStop := time.Since(began)
+		require.Equal(t, ExitOK, code, "stop: %s%s", stopOut, errOut)
+		assert.Contains(t, stopOut, "campaign "+id+" stopped (")
+
+		code, out, errOut = s.starter(t, time.Minute, start...)
+		tookBoth := time.Since(began)
+		require.Equal(t, ExitOK, code, "start right after stop: %s%s", out, errOut)
+		t.Logf("stop took %s, stop then start %s; stop said: %s", tookStop.Round(time.Millisecond),
+			tookBoth.Round(time.Millisecond), strings.TrimSpace(stopOut))
+
+		code, out, errOut = s.starter(t, 3*time.Minute, "stop", id)
+		require.Equal(t, ExitOK, code, "second stop: %s%s", out, errOut)
+	})
+
+	// A sink whose Kafka topic does not exist: start --wait exits 1 at
+	// once, naming the topic and the fix, and starts nothing (it used to
+	// start, and wait for ever while the fetchers failed).
+	t.Run("missing topic", func(t *testing.T) {
+		id := fmt.Sprintf("missing-topic-%d", rand.IntN(1e9))
+		s.stopAtCleanup(t, id)
+		uri := "kafka://" + s.kafka.Addr() + "/some.topic"
+		began := time.Now()
+		code, out, errOut := s.starter(t, 30*time.Second, append([]string{"start", "--id", id, "--allow-private",
+			"--sink", uri, "--wait"}, seedArgs(web)...)...)
+		t.Logf("exit %d after %s; stderr:\n%s", code, time.Since(began).Round(time.Millisecond), errOut)
+		require.Equal(t, ExitFailure, code, "stdout: %s", out)
+		assert.Equal(t, "campaign "+id+" not started:\n  kafka sink "+uri+
+			": topic \"some.topic\" does not exist; create it or add ?create=true to the sink URI\n", errOut)
+		code, _, errOut = s.starter(t, 10*time.Second, "status", id)
+		assert.Equal(t, ExitFailure, code)
+		assert.Equal(t, "no campaign "+id+"\n", errOut, "a campaign was started")
+
+		// With create=true the same start goes ahead and the topic is
+		// created by the fetchers' sink.
+		code, out, errOut = s.starter(t, 30*time.Second, append([]string{"start", "--id", id, "--allow-private",
+			"--sink", uri + "?create=true&partitions=2", "--per-host-delay", "200ms"}, seedArgs(web)...)...)
+		require.Equal(t, ExitOK, code, "start with create=true: %s%s", out, errOut)
+		s.waitFetched(t, id)
+		code, out, errOut = s.starter(t, 3*time.Minute, "stop", id)
+		require.Equal(t, ExitOK, code, "stop: %s%s", out, errOut)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		assert.NoError(t, sink.Check(ctx, uri, sink.Options{}), "the topic was not created")
+	})
+}
+
+// stopAtCleanup stops campaign id, if it still runs when the test ends, so
+// that a failed test leaves no queues in the machine's RabbitMQ.
+func (s *realStack) stopAtCleanup(t *testing.T, id string) {
+	t.Cleanup(func() { s.starter(t, 2*time.Minute, "stop", id) })
+}
+
+// waitFetched waits until campaign id has fetched a page.
+func (s *realStack) waitFetched(t *testing.T, id string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		code, out, _ := s.starter(t, 10*time.Second, "status", id, "--json")
+		var v View
+		return code == ExitOK && json.Unmarshal([]byte(out), &v) == nil && v.PagesFetched > 0
+	}, time.Minute, 200*time.Millisecond, "a page fetched")
+}
+
+func seedArgs(web *testweb.Web) []string {
+	var args []string
+	for _, s := range web.Seeds() {
+		args = append(args, "--seed", s)
+	}
+	return args
+}
