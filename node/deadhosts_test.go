@@ -1,0 +1,88 @@
+package node_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/testweb"
+)
+
+// Issue 11's acceptance: a small site whose pages link to dead hosts of
+// every kind (a name that does not resolve, a refused port, a listener
+// that never answers, a TLS handshake that fails, a robots.txt that
+// answers 503) is crawled with default settings; the campaign completes by
+// itself within 3 minutes, every live page is fetched, and every dead URL
+// is listed among the failures with its reason.
+func TestDeadHostsCampaignCompletes(t *testing.T) {
+	web, err := testweb.StartDead(testweb.DeadConfig{Base: 65})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	s := startStack(t)
+	cfg := campaign.Config{
+		ID:           fmt.Sprintf("dead-%d", rand.IntN(1e9)),
+		Seeds:        web.Seeds(),
+		Scope:        web.Scope(),
+		AllowPrivate: true,
+		Sinks:        []string{"kafka://" + s.kafka.Addr() + "/" + s.topic},
+	}
+	start := time.Now()
+	run := ctStartCampaign(t, s.temporal.Client(), cfg)
+	st := ctResult(t, run, 4*time.Minute)
+	took := time.Since(start)
+	if st.State != campaign.StateCompleted {
+		t.Fatalf("campaign ended %s: %s", st.State, st.Reason)
+	}
+	if took > 3*time.Minute {
+		t.Errorf("the campaign took %s to complete (want within 3m)", took.Round(time.Second))
+	}
+	if m := web.Web().Missing(); len(m) > 0 {
+		t.Errorf("%d live pages never fetched, e.g. %v", len(m), m[:min(3, len(m))])
+	}
+	if d := web.Web().DisallowedHits(); len(d) > 0 {
+		t.Errorf("disallowed URLs fetched: %v", d)
+	}
+	for _, r := range web.DeadRequests() {
+		if r.URL != web.DeadHost(testweb.DeadRobots).Root+"/robots.txt" {
+			t.Errorf("the host whose robots.txt answers 503 got a page request: %s", r.URL)
+		}
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	fs, total, err := frontier.Failures(ctx, []string{s.sched.Addr()}, frontier.DevToken, cfg.ID, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]frontier.FailureRecord{}
+	for _, f := range fs {
+		got[f.URL] = f
+	}
+	var dead []string
+	for u := range web.Dead() {
+		dead = append(dead, u)
+	}
+	sort.Strings(dead)
+	for _, u := range dead {
+		want := web.Dead()[u]
+		f, ok := got[u]
+		switch {
+		case !ok:
+			t.Errorf("dead URL %s not among the failures (want reason %s)", u, want)
+		case f.Reason != want:
+			t.Errorf("dead URL %s failed with reason %s (%s), want %s", u, f.Reason, f.LastError, want)
+		}
+	}
+	byReason := map[string]int{}
+	for _, f := range fs {
+		byReason[f.Reason]++
+	}
+	t.Logf("completed in %s: %d pages fetched, %d failure records %v", took.Round(time.Second), st.PagesFetched, total, byReason)
+}
