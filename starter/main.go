@@ -31,6 +31,9 @@ func main() {
 		// Checked before a start: a scheduler answers, the sinks are reachable.
 		Preflight: cli.Preflight,
 		Release:   frontier.ReleaseCampaign,
+		// `failures` and an ended campaign's counts by reason.
+		Failures:     frontier.Failures,
+		DropFailures: frontier.DropFailures,
 	}
 	code := app.Run(ctx, os.Args[1:])
 	stop()
