@@ -284,6 +284,7 @@ func TestFailuresFromScheduler(t *testing.T) {
 
 	code, out, errOut = runCLI(t, d, "status", id, "--json")
 	require.Equal(t, ExitOK, code, errOut)
+	t.Logf("starter status %s --json:\n%s", id, out)
 	var js map[string]any
 	require.NoError(t, json.Unmarshal([]byte(out), &js), out)
 	for _, k := range []string{"id", "state", "fetchers_desired", "fetchers_active", "pages_fetched", "pages_failed", "urls_queued", "urls_in_flight"} {
