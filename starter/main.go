@@ -32,6 +32,9 @@ func main() {
 		// Checked before a start: a scheduler answers, the sinks take pages.
 		Preflight: cli.Preflight,
 		Release:   frontier.ReleaseCampaign,
+		// `failures` and an ended campaign's counts by reason.
+		Failures:     frontier.Failures,
+		DropFailures: frontier.DropFailures,
 	}
 	code := app.Run(ctx, os.Args[1:])
 	stop()

@@ -121,6 +121,11 @@ type App struct {
 	// Release, when set, lets `stop` remove what a terminated or failed
 	// campaign left in the frontier.
 	Release ReleaseFunc
+	// Failures and DropFailures read and drop the schedulers' failure
+	// records (`failures`, and an ended campaign's counts in `status`);
+	// without them `failures` fails and `status` leaves the counts out.
+	Failures     FailuresFunc
+	DropFailures DropFailuresFunc
 	// Interval is the refresh period of --wait and --watch (default 2 s).
 	Interval time.Duration
 	// Now is the clock (default time.Now).
@@ -231,6 +236,7 @@ KAFKA_BROKERS (default 127.0.0.1:9092: where start checks the default sink).`,
 	root.AddCommand(
 		a.startCommand(),
 		a.statusCommand(),
+		a.failuresCommand(),
 		a.signalCommand("pause", "Pause a campaign: fetchers stop, the frontier keeps its URLs"),
 		a.signalCommand("resume", "Resume a paused campaign"),
 		a.stopCommand(),

@@ -53,6 +53,22 @@ type View struct {
 	// SchedulerError says why.
 	Scheduler      *frontier.Stats `json:"scheduler,omitempty"`
 	SchedulerError string          `json:"scheduler_error,omitempty"`
+	// FailedBy counts the URLs that did not become a page, and the pages
+	// with an error status, by reason (dns, refused, robots, 4xx, ...):
+	// the schedulers' counts while the campaign runs, counted from the
+	// failure records (`starter failures`) once it ended. {} when there
+	// are none; null when they could not be read.
+	FailedBy map[string]int64 `json:"failed_by"`
+	// FailuresNote says when FailedBy is partial (counted from a list the
+	// schedulers cut).
+	FailuresNote string `json:"failures_note,omitempty"`
+	// HostsDown counts the hosts failed for the campaign as unreachable
+	// (their URLs fail without a fetch); null when unknown: no scheduler
+	// answered, or the campaign ended and the schedulers let it go.
+	HostsDown *int64 `json:"hosts_down"`
+	// ConsumeError: a scheduler cannot consume the campaign's queues, and
+	// why (it keeps trying); empty when all is well.
+	ConsumeError string `json:"consume_error,omitempty"`
 	// StatusError says why the workflow's own status is missing (no worker
 	// answered the query); the counts then come from search attributes.
 	StatusError string `json:"status_error,omitempty"`
@@ -162,6 +178,8 @@ func (a *App) view(ctx context.Context, id string) (View, error) {
 	if ex.Status == StatusRunning {
 		v.addFetchers(ex.Pending, st)
 		v.addSchedulerStats(a.schedulerStats(ctx, id))
+	} else {
+		a.addFailureCounts(ctx, &v)
 	}
 	return v, nil
 }
@@ -340,6 +358,36 @@ func (v *View) addSchedulerStats(r statsResult) {
 	// its host without having leased it yet.
 	v.URLsQueued = s.Queued + max(s.Held-s.InFlight, 0)
 	v.URLsInFlight = s.InFlight
+	v.FailedBy = map[string]int64{}
+	for k, n := range s.FailedBy {
+		v.FailedBy[k] = n
+	}
+	down := s.HostsDown
+	v.HostsDown = &down
+	v.ConsumeError = s.ConsumeError
+}
+
+// addFailureCounts counts an ended campaign's failures by reason from its
+// failure records: the schedulers forget a campaign's counts when it ends,
+// its records stay. Without a scheduler the counts stay unknown.
+func (a *App) addFailureCounts(ctx context.Context, v *View) {
+	if a.Failures == nil {
+		return
+	}
+	fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	fs, total, err := a.Failures(fctx, a.Env.Schedulers, a.Env.Token, v.ID, "")
+	if err != nil {
+		v.SchedulerError = fmt.Sprintf("no scheduler reachable at %s: %s", strings.Join(a.Env.Schedulers, ","), oneLine(err.Error()))
+		return
+	}
+	v.FailedBy = map[string]int64{}
+	for _, f := range fs {
+		v.FailedBy[f.Reason]++
+	}
+	if total > len(fs) {
+		v.FailuresNote = fmt.Sprintf("counted from %d of %d failure records (the schedulers cut the list)", len(fs), total)
+	}
 }
 
 // renderView prints the human view of a campaign.
@@ -358,6 +406,9 @@ func renderView(w io.Writer, v View, now time.Time) {
 	if line := failureLine(v.Failure, now); line != "" && !v.Closed() {
 		fmt.Fprintf(w, "  FAILING   %s\n", line)
 	}
+	if v.ConsumeError != "" {
+		fmt.Fprintf(w, "  QUEUES    a scheduler cannot consume the campaign's queues (it keeps trying): %s\n", oneLine(v.ConsumeError))
+	}
 	fmt.Fprintf(w, "  started   %s (%s)\n", v.StartTime.Local().Format(time.DateTime), since(now, v.StartTime))
 	if v.CloseTime != nil {
 		fmt.Fprintf(w, "  ended     %s (after %s)\n", v.CloseTime.Local().Format(time.DateTime), v.CloseTime.Sub(v.StartTime).Round(time.Second))
@@ -366,13 +417,25 @@ func renderView(w io.Writer, v View, now time.Time) {
 		fmt.Fprintf(w, "  fetchers  %d active of %d desired, %d restarts\n", v.FetchersActive, v.FetchersDesired, v.Restarts)
 	}
 	fmt.Fprintf(w, "  pages     %d fetched, %d failed\n", v.PagesFetched, v.PagesFailed)
+	if n := sum(v.FailedBy); n > 0 {
+		fmt.Fprintf(w, "  failed    %d: %s (starter failures %s lists them)\n", n, byReason(v.FailedBy), v.ID)
+		if v.FailuresNote != "" {
+			fmt.Fprintf(w, "            %s\n", v.FailuresNote)
+		}
+	}
+	if v.HostsDown != nil && *v.HostsDown > 0 {
+		fmt.Fprintf(w, "  hosts     %d down: unreachable, failed for the campaign with all their URLs\n", *v.HostsDown)
+	}
 	if !v.Closed() {
 		fmt.Fprintf(w, "  urls      %d queued, %d in flight\n", v.URLsQueued, v.URLsInFlight)
 	}
 	if v.StatusError != "" {
 		fmt.Fprintf(w, "  note: the workflow did not answer (%s); counts are from its search attributes\n", v.StatusError)
 	}
-	if v.SchedulerError != "" {
+	switch {
+	case v.SchedulerError != "" && v.Closed():
+		fmt.Fprintf(w, "  note: %s; failures by reason unknown\n", v.SchedulerError)
+	case v.SchedulerError != "":
 		fmt.Fprintf(w, "  note: %s; queued and in-flight counts are the workflow's last report\n", v.SchedulerError)
 	}
 	if len(v.Fetchers) > 0 {
