@@ -133,7 +133,7 @@ type Config struct {
 	// failure decides.
 	HostRetries *int `json:"host_retries,omitempty" yaml:"host_retries,omitempty"`
 	// RetryBackoff is the wait before a failing host's first retry; each
-	// further retry waits three times longer, with jitter. nil:
+	// further retry waits twice as long (at most 10 min), ±50% jitter. nil:
 	// DefaultRetryBackoff.
 	RetryBackoff *time.Duration `json:"retry_backoff,omitempty" yaml:"retry_backoff,omitempty"`
 	// FailAfter: a campaign whose every fetcher keeps failing, with no

@@ -66,7 +66,7 @@ failed or was stopped, 2 on a usage error.`,
 	fl.IntVar(&c.PerHostConcurrency, "per-host-concurrency", campaign.DefaultPerHostConcurrency, "requests at a time per host (1-256)")
 	fl.DurationVar(&f.perHostDelay, "per-host-delay", campaign.DefaultPerHostDelay, "time between request starts per host, 0 for none (robots.txt Crawl-delay wins when larger)")
 	fl.IntVar(&f.hostRetries, "host-retries", campaign.DefaultHostRetries, "retries of a host whose connections fail before it is failed for the campaign (0: the first failure decides)")
-	fl.DurationVar(&f.retryBackoff, "retry-backoff", campaign.DefaultRetryBackoff, "wait before a failing host's first retry; each further one waits 3 times longer, with jitter (0: at once)")
+	fl.DurationVar(&f.retryBackoff, "retry-backoff", campaign.DefaultRetryBackoff, "wait before a failing host's first retry; each further one waits twice as long, ±50% jitter (0: at once)")
 	fl.DurationVar(&f.failAfter, "fail-after", campaign.DefaultFailAfter, "end the campaign as failed after this long with every fetcher failing and no page fetched (10s-24h)")
 	fl.StringVar(&c.Priority, "priority", campaign.DefaultPriority, "priority policy: bfs, score or fair")
 	fl.StringVar(&c.UserAgent, "user-agent", campaign.DefaultUserAgent, "User-Agent header")
