@@ -4,7 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -85,4 +89,32 @@ func TestDeadHostsCampaignCompletes(t *testing.T) {
 		byReason[f.Reason]++
 	}
 	t.Logf("completed in %s: %d pages fetched, %d failure records %v", took.Round(time.Second), st.PagesFetched, total, byReason)
+
+	// As an operator sees it: the starter, from the outside.
+	starter := filepath.Join(binaries(t), "starter")
+	env := append(os.Environ(), "TEMPORAL_ADDRESS="+s.temporal.Address(), "TEMPORAL_NAMESPACE="+s.temporal.Namespace(),
+		"DROVER_SCHEDULER="+s.sched.Addr(), "DROVER_TOKEN="+frontier.DevToken)
+	runStarter := func(args ...string) string {
+		cmd := exec.Command(starter, args...)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("starter %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	status := runStarter("status", cfg.ID)
+	failures := runStarter("failures", cfg.ID)
+	t.Logf("starter status %s:\n%s", cfg.ID, status)
+	t.Logf("starter failures %s:\n%s", cfg.ID, failures)
+	for _, u := range dead {
+		if !strings.Contains(failures, u) {
+			t.Errorf("starter failures does not list %s", u)
+		}
+	}
+	for _, reason := range []string{"dns", "refused", "timeout", "tls", "robots"} {
+		if !strings.Contains(failures, reason+" ") {
+			t.Errorf("starter failures shows no %s failure", reason)
+		}
+	}
 }

@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// binaries builds ./scheduler and ./worker (without -race: they are the
+// binaries builds ./scheduler, ./worker and ./starter (without -race: they are the
 // processes under test, not the test) and returns their directory.
 func binaries(t *testing.T) string {
 	t.Helper()
@@ -58,7 +58,7 @@ func binaries(t *testing.T) string {
 			binErr = err
 			return
 		}
-		for _, name := range []string{"scheduler", "worker"} {
+		for _, name := range []string{"scheduler", "worker", "starter"} {
 			cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, name), "./"+name)
 			cmd.Dir = root
 			if out, err := cmd.CombinedOutput(); err != nil {
