@@ -1,0 +1,93 @@
+package node_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drover-crawl/drover/activities"
+	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/node"
+	"github.com/drover-crawl/drover/testweb"
+)
+
+// Issue 10's last proof: with two schedulers, a campaign stopped mid-crawl
+// by `starter stop` and started again under the same ID crawls the web
+// again, whole: no seen mark of the first run survives on either scheduler.
+func TestStopAndStartAgainWithTwoSchedulers(t *testing.T) {
+	web, err := testweb.Start(testweb.Config{Hosts: 4, PagesPerHost: 250, CrossHost: true, Base: 66})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	s := startBareStack(t)
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	addrs := []string{s.sched.Addr()}
+	// s.sched is replica 0 of 1; a second scheduler, replica 1 of 2, shares
+	// the campaign's shards as a standby (single-active-consumer).
+	c2 := frontier.DefaultServerConfig()
+	c2.Name, c2.Index, c2.Replicas = "second", 1, 2
+	sched2, err := node.StartScheduler(context.Background(), node.SchedulerConfig{Server: c2, Listen: "127.0.0.1:0", AMQPURL: amqpURL(), SeenPath: t.TempDir() + "/seen2", Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sched2.Close() })
+	addrs = append(addrs, sched2.Addr())
+	w, err := node.StartWorkers(s.temporal.Client(), node.WorkerConfig{Activities: activities.Activities{
+		Schedulers: addrs, Token: frontier.DevToken, KafkaBrokers: s.kafka.Addr(), Identity: "test-worker",
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+
+	starter := filepath.Join(binaries(t), "starter")
+	env := append(os.Environ(), "TEMPORAL_ADDRESS="+s.temporal.Address(), "TEMPORAL_NAMESPACE="+s.temporal.Namespace(),
+		"DROVER_SCHEDULER="+strings.Join(addrs, ","), "DROVER_TOKEN="+frontier.DevToken, "KAFKA_BROKERS="+s.kafka.Addr())
+	run := func(timeout time.Duration, args ...string) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, starter, args...)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	id := fmt.Sprintf("again-%d", rand.IntN(1e9))
+	args := []string{"start", "--id", id, "--fetchers", "4", "--per-host-delay", "20ms", "--per-host-concurrency", "1", "--allow-private",
+		"--sink", "kafka://" + s.kafka.Addr() + "/" + s.topic}
+	for _, seed := range web.Seeds() {
+		args = append(args, "--seed", seed)
+	}
+	t.Cleanup(func() { run(2*time.Minute, "stop", id) })
+
+	// Run 1: stopped mid-crawl.
+	if out, err := run(time.Minute, args...); err != nil {
+		t.Fatalf("start: %v\n%s", err, out)
+	}
+	ctWaitFor(t, time.Minute, 50*time.Millisecond, "the first run under way", func() bool { return ctPagesRequested(web) >= 40 })
+	if out, err := run(2*time.Minute, "stop", id); err != nil {
+		t.Fatalf("stop: %v\n%s", err, out)
+	}
+	first := ctPagesRequested(web)
+	if first >= len(web.Pages()) {
+		t.Fatalf("the first run fetched every page (%d) before the stop: the test proves nothing", first)
+	}
+
+	// Run 2, at once: the whole web again.
+	web.Reset()
+	out, err := run(4*time.Minute, append(args, "--wait")...)
+	if err != nil {
+		t.Fatalf("second start --wait: %v\n%s", err, out)
+	}
+	if m := web.Missing(); len(m) > 0 {
+		t.Errorf("second run: %d of %d pages never fetched, e.g. %v", len(m), len(web.Pages()), m[:min(3, len(m))])
+	}
+	t.Logf("first run stopped after %d pages; the second fetched %d of %d", first, len(web.Pages())-len(web.Missing()), len(web.Pages()))
+}
