@@ -1,0 +1,280 @@
+// Leasing: hosts wait in two heaps (ready by priority, waiting by time),
+// and dispatch hands the next ready URL of each to a session with credit;
+// leases expire, are renewed by a session's pings, and go back when their
+// session ends.
+
+package frontier
+
+import (
+	"container/heap"
+	"fmt"
+	"net/url"
+	"time"
+)
+
+// place puts h in the heap its state calls for.
+func (a *campaignActor) place(h *host, now time.Time) {
+	switch h.where {
+	case inReady:
+		a.ready.remove(h)
+	case inWaiting:
+		a.waiting.remove(h)
+	}
+	h.where = inNone
+	if h.inflight >= max(h.conc, 1) || a.hostCapWaits(h) {
+		return
+	}
+	if !h.hasWork() {
+		return
+	}
+	h.wake = h.next
+	if h.robots != nil && h.robots.Unreachable {
+		h.wake = maxTime(h.wake, h.robotsAt)
+	}
+	if h.wake.After(now) {
+		h.where = inWaiting
+		heap.Push(&a.waiting, h)
+		return
+	}
+	h.best = h.queue[0].prio
+	h.where = inReady
+	heap.Push(&a.ready, h)
+}
+
+// hostCapWaits: h's pages fetched and leases out reach max-pages-per-host,
+// but its pages alone do not. Its URLs wait for the leases' outcomes
+// rather than being dropped: a lease that fails leaves room for another.
+func (a *campaignActor) hostCapWaits(h *host) bool {
+	m := a.cfg.MaxPagesPerHost
+	return m > 0 && h.fetched < m && h.fetched+int64(h.inflight) >= m
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// dispatch leases ready hosts' URLs to sessions with credit.
+func (a *campaignActor) dispatch() {
+	now := time.Now()
+	for a.waiting.Len() > 0 && !a.waiting.hs[0].wake.After(now) {
+		h := heap.Pop(&a.waiting).(*host)
+		h.where = inNone
+		a.place(h, now)
+	}
+	if a.stopping || a.capReached() {
+		a.setTimer(now)
+		return
+	}
+	batches := map[*session][]Lease{}
+	sessions := a.sessionsWithCredit()
+	si := 0
+	for a.ready.Len() > 0 && len(sessions) > 0 {
+		h := heap.Pop(&a.ready).(*host)
+		h.where = inNone
+		s := sessions[si%len(sessions)]
+		l, ok := a.leaseFrom(h, s, now)
+		if ok {
+			batches[s] = append(batches[s], l)
+			s.credit--
+			if s.credit == 0 {
+				sessions = append(sessions[:si%len(sessions)], sessions[si%len(sessions)+1:]...)
+			} else {
+				si++
+			}
+			if a.capReached() {
+				break
+			}
+		}
+		a.place(h, now)
+	}
+	for s, ls := range batches {
+		s.send(FrameLeases, Leases{Items: ls})
+	}
+	a.setTimer(now)
+}
+
+func (a *campaignActor) setTimer(now time.Time) {
+	if a.waiting.Len() == 0 {
+		return
+	}
+	at := a.waiting.hs[0].wake
+	if !a.timerAt.IsZero() && !at.Before(a.timerAt) {
+		return
+	}
+	a.timer.Reset(max(at.Sub(now), time.Millisecond))
+	a.timerAt = at
+}
+
+// capReached: no more leases, as the pages fetched and those in flight
+// reach max-pages. The campaign counts as capped (Stats.CapReached) only
+// once pages fetched reach it: a lease in flight may still fail, and its
+// URL's place then goes to another.
+func (a *campaignActor) capReached() bool {
+	if a.cfg.MaxPages <= 0 {
+		return false
+	}
+	done := a.fetched.Load() + a.failed.Load()
+	if done >= a.cfg.MaxPages {
+		a.capped.Store(true)
+	}
+	return done+a.inflight.Load() >= a.cfg.MaxPages
+}
+
+func (a *campaignActor) sessionsWithCredit() []*session {
+	var out []*session
+	for s := range a.sessions {
+		if s.credit > 0 {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// leaseFrom takes h's next URL (or its robots.txt) and leases it to s.
+func (a *campaignActor) leaseFrom(h *host, s *session, now time.Time) (Lease, bool) {
+	l := &lease{id: a.srv.nextLease.Add(1), h: h, s: s, deadline: now.Add(a.srv.cfg.LeaseTimeout), start: now}
+	out := Lease{ID: l.id, Deadline: l.deadline}
+	if h.needsRobots(now) {
+		h.robotsState = robotsFetching
+		out.Kind = KindRobots
+		out.URL = h.root
+	} else {
+		for {
+			if len(h.queue) == 0 {
+				return Lease{}, false
+			}
+			e := heap.Pop(&h.queue).(*entry)
+			if h.robots != nil && !h.robots.Allowed(pathOf(e.msg.URL)) {
+				a.disallowed.Add(1)
+				delete(a.held, e.key)
+				a.dropRecorded(e, ReasonRobots, "disallowed by robots.txt")
+				continue
+			}
+			if a.cfg.MaxPagesPerHost > 0 && h.fetched >= a.cfg.MaxPagesPerHost {
+				a.skipped.Add(1)
+				delete(a.held, e.key)
+				a.ackEntry(e)
+				continue
+			}
+			if a.hostCapWaits(h) {
+				// The leases out may reach the cap, or fail: wait for them.
+				heap.Push(&h.queue, e)
+				return Lease{}, false
+			}
+			l.e = e
+			out.URL, out.Depth, out.Hops, out.Parent = e.msg.URL, e.msg.Depth, e.msg.Hops, e.msg.Parent
+			out.Attempt, out.MaxAttempts = e.attempt+1, a.cfg.MaxAttempts
+			break
+		}
+	}
+	h.inflight++
+	h.next = now.Add(h.delay)
+	a.leases[l.id] = l
+	s.leases[l.id] = struct{}{}
+	a.inflight.Add(1)
+	return out, true
+}
+
+func pathOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "/"
+	}
+	p := u.EscapedPath()
+	if p == "" {
+		p = "/"
+	}
+	if u.RawQuery != "" {
+		p += "?" + u.RawQuery
+	}
+	return p
+}
+
+// endLease removes a lease; the caller decides what becomes of its URL.
+func (a *campaignActor) endLease(l *lease, now time.Time) {
+	delete(a.leases, l.id)
+	delete(l.s.leases, l.id)
+	l.h.inflight--
+	a.inflight.Add(-1)
+}
+
+// returnLease puts a lost lease's URL back (or dead-letters a poison URL).
+func (a *campaignActor) returnLease(l *lease, why string, now time.Time) {
+	a.endLease(l, now)
+	if l.e == nil {
+		if l.h.robotsState == robotsFetching {
+			l.h.robotsState = robotsUnknown
+		}
+		a.place(l.h, now)
+		return
+	}
+	if a.held[l.e.key] != l.e {
+		return // its delivery is void (channel lost); a new one may be held
+	}
+	l.e.lost++
+	if l.e.lost >= maxLost {
+		delete(a.held, l.e.key)
+		a.deadLetter(l.e, ReasonLost, fmt.Sprintf("lease lost %d times (last: %s)", l.e.lost, why))
+		a.place(l.h, now)
+		return
+	}
+	heap.Push(&l.h.queue, l.e)
+	a.place(l.h, now)
+}
+
+func (a *campaignActor) expireLeases() {
+	now := time.Now()
+	for _, l := range a.leases {
+		if now.After(l.deadline) {
+			a.log.Warn("lease expired", "url", l.urlOf(), "session", l.s.client)
+			a.returnLease(l, "deadline passed without a report", now)
+		}
+	}
+}
+
+func (l *lease) urlOf() string {
+	if l.e == nil {
+		return l.h.root + "/robots.txt"
+	}
+	return l.e.msg.URL
+}
+
+// --- sessions ----------------------------------------------------------
+
+func (a *campaignActor) addSession(s *session) error {
+	if a.stopping {
+		return fmt.Errorf("campaign %s is closing on this scheduler", a.cfg.ID)
+	}
+	if err := a.subscribe(); err != nil {
+		return err
+	}
+	a.sessions[s] = struct{}{}
+	a.nsessions.Store(int64(len(a.sessions)))
+	return nil
+}
+
+func (a *campaignActor) removeSession(s *session) {
+	if _, ok := a.sessions[s]; !ok {
+		return
+	}
+	delete(a.sessions, s)
+	a.nsessions.Store(int64(len(a.sessions)))
+	now := time.Now()
+	for id := range s.leases {
+		if l := a.leases[id]; l != nil {
+			a.returnLease(l, "session closed", now)
+		}
+	}
+}
+
+func (a *campaignActor) renew(s *session) {
+	deadline := time.Now().Add(a.srv.cfg.LeaseTimeout)
+	for id := range s.leases {
+		if l := a.leases[id]; l != nil && l.start.Add(a.srv.cfg.MaxLease).After(deadline) {
+			l.deadline = deadline
+		}
+	}
+}

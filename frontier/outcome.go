@@ -1,0 +1,301 @@
+// Outcomes: what a fetcher reports for each lease decides the URL's fate
+// (record, retry, park, fail its host), on the actor's goroutine; the I/O
+// runs in record and repost.
+
+package frontier
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/drover-crawl/drover/fetch"
+)
+
+// onOutcomes handles a batch of outcomes from s. State changes happen here;
+// the I/O (publishing links with confirms, marking done, acking) runs in a
+// goroutine, so the loop never waits on RabbitMQ.
+func (a *campaignActor) onOutcomes(s *session, items []Outcome) {
+	now := time.Now()
+	var rec []recordJob
+	for _, o := range items {
+		l := a.leases[o.LeaseID]
+		if l == nil || l.s != s {
+			continue // expired and re-leased: the newer lease's outcome counts
+		}
+		a.endLease(l, now)
+		h := l.h
+		if l.e == nil {
+			// robots.txt may set a Crawl-delay: apply it before spacing.
+			a.onRobots(h, o, now)
+		}
+		// Space request starts: the request started no later than now-Took
+		// (Took is measured from after the request), whatever the lease's
+		// transit; an outcome without Took counts from now.
+		if start := now.Add(-o.Took); start.Add(h.delay).After(h.next) {
+			h.next = start.Add(h.delay)
+		}
+		if l.e == nil {
+			a.trimHost(h, now)
+			a.place(h, now)
+			continue
+		}
+		e := l.e
+		if a.held[e.key] != e {
+			a.place(h, now)
+			continue // the delivery is void (channel lost); it came again or will
+		}
+		origin := originOf(e.msg.URL)
+		if o.Status > 0 {
+			h.answered(origin)
+		}
+		if o.HostDown {
+			// Counts against the host's origin, and as an attempt of the
+			// URL, so that a URL that always fails on a host that works
+			// ends too.
+			a.hostDown(h, origin, o.Reason, o.Error, now)
+		}
+		switch {
+		case o.Released:
+			heap.Push(&h.queue, e)
+		case o.HostDown && !o.Stored:
+			e.attempt++
+			switch d := h.downFor(origin); {
+			case d != nil:
+				delete(a.held, e.key)
+				a.deadLetter(e, d.why, d.message(h, origin))
+			case e.attempt >= a.cfg.MaxAttempts:
+				delete(a.held, e.key)
+				a.deadLetter(e, o.Reason, fmt.Sprintf("gave up after %d attempts: %s", e.attempt, o.Error))
+			default:
+				a.retried.Add(1)
+				heap.Push(&h.queue, e)
+			}
+		case o.SinkFailed:
+			// A sink refused the page (the fetcher retried it for a while):
+			// put aside without counting a fetch attempt, at most
+			// MaxAttempts times, then dead-lettered with the sink's reason.
+			e.sinkFails++
+			delete(a.held, e.key)
+			if e.sinkFails >= a.cfg.MaxAttempts {
+				a.deadLetter(e, ReasonSink, fmt.Sprintf("no sink stored the page after %d tries: %s", e.sinkFails, o.Error))
+				break
+			}
+			a.park(e, max(o.RetryAfter, retryBackoff(0)), e.attempt, e.lost, "", "")
+		case o.Backoff || o.Retry:
+			if o.Backoff {
+				wait := max(o.RetryAfter, 2*h.delay, time.Second)
+				h.next = maxTime(h.next, now.Add(wait))
+			}
+			attempt := e.attempt + 1
+			a.retried.Add(1)
+			wait := max(o.RetryAfter, retryBackoff(attempt))
+			delete(a.held, e.key)
+			reason := o.Reason
+			if reason == "" {
+				reason = statusReason(o.Status)
+			}
+			a.park(e, wait, attempt, e.lost, reason, o.Error)
+		default:
+			h.fetched++
+			j := recordJob{e: e, links: o.Links}
+			if o.Error != "" && o.Status == 0 {
+				a.failed.Add(1)
+				j.fail = &FailureRecord{Reason: orOther(o.Reason), LastError: o.Error}
+			} else {
+				a.fetched.Add(1)
+				if o.Status >= 400 {
+					j.fail = &FailureRecord{Reason: statusReason(o.Status), LastError: o.Error}
+				}
+			}
+			if j.fail != nil {
+				j.fail.URL, j.fail.Attempts, j.fail.First, j.fail.Last = e.msg.URL, e.attempt+1, now, now
+				a.countReason(j.fail.Reason)
+			}
+			rec = append(rec, j)
+		}
+		a.place(h, now)
+		if wait := h.next.Sub(now); wait > holdWindow && len(h.queue) > 0 {
+			a.parkHost(h, wait)
+		}
+	}
+	if len(rec) > 0 {
+		a.pending.Add(1)
+		if !a.spawn(func(ctx context.Context) { a.record(ctx, rec) }) {
+			a.pending.Add(-1)
+		}
+	}
+}
+
+// statusReason is the failure reason of an HTTP status (4xx, 5xx), or
+// ReasonOther.
+func statusReason(status int) string {
+	switch {
+	case status >= 400 && status < 500:
+		return "4xx"
+	case status >= 500 && status < 600:
+		return "5xx"
+	}
+	return ReasonOther
+}
+
+func orOther(reason string) string {
+	if reason == "" {
+		return ReasonOther
+	}
+	return reason
+}
+
+// retryBackoff is the wait before attempt n+1.
+func retryBackoff(attempt int) time.Duration {
+	d := 5 * time.Second
+	for range attempt {
+		d *= 4
+	}
+	return min(d, 10*time.Minute)
+}
+
+func (a *campaignActor) onRobots(h *host, o Outcome, now time.Time) {
+	var r *fetch.Robots
+	if o.Robots == nil {
+		r = fetch.ParseRobots(0, nil, errors.New(o.Error))
+	} else {
+		var ferr error
+		if o.Robots.Error != "" {
+			ferr = errors.New(o.Robots.Error)
+		}
+		r = fetch.ParseRobots(o.Robots.Status, o.Robots.Body, ferr)
+	}
+	h.robots = r
+	h.robotsState = robotsReady
+	if r.Unreachable {
+		// RFC 9309: everything disallowed while robots.txt is unreachable
+		// (5xx, 429, network); it counts against the host like any
+		// connection failure, and the host fails after HostRetries more.
+		reason, why := o.Reason, o.Error
+		if o.Robots != nil && o.Robots.Status > 0 {
+			reason, why = ReasonRobots, fmt.Sprintf("robots.txt answered %d", o.Robots.Status)
+		} else if o.Robots != nil && o.Robots.Error != "" {
+			why = o.Robots.Error
+		}
+		if a.hostDown(h, "", reason, why, now) {
+			return
+		}
+		h.robotsAt = h.next
+		if wait := h.robotsAt.Sub(now); wait > holdWindow {
+			a.parkHost(h, wait)
+		}
+		return
+	}
+	h.answered("")
+	h.robotsAt = now.Add(robotsTTL)
+	if cd := r.CrawlDelay(); cd > h.delay {
+		h.delay = min(cd, 10*time.Minute)
+	}
+	if a.cfg.Sitemaps && !h.sitemaps {
+		h.sitemaps = true
+		a.seedSitemaps(h, r.Sitemaps())
+	}
+}
+
+// seedSitemaps queues the in-scope sitemaps a host's robots.txt names, as
+// links of depth 0; the fetcher reads their <loc> URLs as links.
+func (a *campaignActor) seedSitemaps(h *host, urls []string) {
+	var links []Link
+	for _, raw := range urls {
+		s, err := fetch.Normalize(raw, nil, a.cfg.DropParams)
+		if err != nil {
+			continue
+		}
+		if u, err := url.Parse(s); err == nil && a.scope != nil {
+			if ok, _ := a.scope.Allow(u, 0, nil); ok {
+				links = append(links, Link{URL: s})
+			}
+		}
+	}
+	if len(links) == 0 {
+		return
+	}
+	robots := &entry{msg: urlMsg{URL: h.root + "/robots.txt", Depth: -1}}
+	a.pending.Add(1)
+	ok := a.spawn(func(ctx context.Context) {
+		defer a.pending.Add(-1)
+		// robots.txt is no delivery whose ack could wait for these links:
+		// the publish is retried here, a bounded number of times, and the
+		// pending count keeps the campaign from draining meanwhile. After
+		// the last try the host's robots.txt is fetched again, and its
+		// sitemaps queued again with it.
+		wait := time.Second
+		for try := 1; ; try++ {
+			pctx, cancel := context.WithTimeout(ctx, time.Minute)
+			err := a.publishLinks(pctx, []recordJob{{e: robots, links: links}})
+			cancel()
+			if err == nil {
+				return
+			}
+			if try == sitemapTries || ctx.Err() != nil {
+				a.log.Error("queueing sitemaps failed; robots.txt will be fetched again", "host", h.name, "tries", try, "err", err)
+				a.post(func() {
+					h.sitemaps = false
+					if h.robotsState == robotsReady {
+						h.robotsState = robotsUnknown
+					}
+				})
+				return
+			}
+			a.log.Warn("queueing sitemaps failed; retrying", "host", h.name, "err", err, "in", wait)
+			select {
+			case <-ctx.Done():
+			case <-time.After(wait):
+			}
+			wait = min(2*wait, 30*time.Second)
+		}
+	})
+	if !ok {
+		a.pending.Add(-1)
+		h.sitemaps = false
+	}
+}
+
+// sitemapTries bounds the publishes of one robots.txt's sitemaps.
+const sitemapTries = 8
+
+// trimHost parks the URLs h holds beyond holdWindow of its current pace
+// (a robots.txt Crawl-delay can turn a few seconds of backlog into
+// minutes): held, they would fill their shard's prefetch window and starve
+// the other hosts of the shard.
+func (a *campaignActor) trimHost(h *host, now time.Time) {
+	conc := max(h.conc, 1)
+	keep := conc
+	if h.delay > 0 {
+		keep = max(conc, int(holdWindow/h.delay)*conc)
+	}
+	if len(h.queue) <= keep {
+		return
+	}
+	var kept entryHeap
+	for i := 0; len(h.queue) > 0; i++ {
+		e := heap.Pop(&h.queue).(*entry)
+		if i < keep {
+			kept = append(kept, e)
+			continue
+		}
+		delete(a.held, e.key)
+		a.park(e, time.Duration(i/conc)*h.delay, e.attempt, e.lost, "", "")
+	}
+	heap.Init(&kept)
+	h.queue = kept
+}
+
+// parkHost parks every URL h holds: its next request is too far away.
+func (a *campaignActor) parkHost(h *host, wait time.Duration) {
+	for _, e := range h.queue {
+		delete(a.held, e.key)
+		a.park(e, wait, e.attempt, e.lost, "", "")
+	}
+	h.queue = nil
+	a.place(h, time.Now())
+}

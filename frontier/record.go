@@ -1,0 +1,316 @@
+// Recording: the I/O of settling a URL, off the actor's goroutine, in the
+// order the invariant needs (links confirmed and marked, the URL marked
+// done or its failure recorded, then the delivery acked), or re-publishing
+// it (park, dead-letter) confirmed before its ack.
+
+package frontier
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/drover-crawl/drover/fetch"
+)
+
+type recordJob struct {
+	e     *entry
+	links []Link
+	fail  *FailureRecord // a page with an error status, or a failure stored as a page
+}
+
+// record publishes the discovered links not yet queued (confirmed), marks
+// them queued, marks the URLs done, then acks their deliveries: the order
+// the invariant needs. On failure the deliveries are nacked back to their
+// queues (fetched again later, never lost).
+//
+// The entries leave held on the actor's goroutine before anything is acked
+// or nacked: a redelivery that comes after a nack must be taken as the URL
+// again, not as a duplicate of an entry still held, and one that comes
+// after an ack finds the URL marked done.
+func (a *campaignActor) record(ctx context.Context, jobs []recordJob) {
+	defer a.pending.Add(-1)
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	err := a.publishLinks(ctx, jobs)
+	if err == nil {
+		keys := make([]Key, len(jobs))
+		for i, j := range jobs {
+			keys[i] = j.e.key
+		}
+		var fails []FailureRecord
+		for _, j := range jobs {
+			if j.fail != nil {
+				fails = append(fails, *j.fail)
+			}
+		}
+		if err = a.recordFailures(fails); err == nil {
+			if err = a.srv.store.MarkDone(a.cfg.ID, keys); err != nil {
+				err = fmt.Errorf("seen store: %w", err)
+			}
+		}
+	}
+	a.call(func() {
+		for _, j := range jobs {
+			if a.held[j.e.key] == j.e {
+				delete(a.held, j.e.key)
+			}
+		}
+	})
+	if err != nil {
+		a.recordFailed.Add(int64(len(jobs)))
+		a.log.Error("recording outcome failed; the URL goes back to its queue", "urls", len(jobs), "url", jobs[0].e.msg.URL, "err", err)
+	}
+	for _, j := range jobs {
+		if err != nil {
+			a.nackEntry(j.e)
+		} else {
+			a.ackEntry(j.e)
+		}
+	}
+}
+
+// linkPublish is one record's publish of a link, which other records that
+// found the same link wait for.
+type linkPublish struct {
+	done chan struct{}
+	err  error // set before done is closed
+}
+
+// publishLinks publishes the jobs' links that are not queued yet and
+// returns once every one of them is confirmed and marked queued: by this
+// call, or by another record's publish of the same link that it waited for
+// (and did again itself when that one failed).
+func (a *campaignActor) publishLinks(ctx context.Context, jobs []recordJob) error {
+	var keys []Key
+	var msgs []outMsg
+	seen := map[Key]bool{}
+	for _, j := range jobs {
+		for _, l := range j.links {
+			k := KeyOf(l.URL)
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			host, err := fetch.HostKey(l.URL)
+			if err != nil {
+				continue
+			}
+			keys = append(keys, k)
+			depth := j.e.msg.Depth + 1
+			if l.Hops > 0 {
+				depth = j.e.msg.Depth // a redirect does not go deeper
+			}
+			m := urlMsg{URL: l.URL, Depth: depth, Hops: l.Hops, Parent: j.e.msg.URL, Score: l.Score}
+			prio := a.policy.Priority(Item{URL: l.URL, Host: host, Depth: depth, Score: l.Score})
+			msgs = append(msgs, outMsg{key: a.topo.Shard(ShardOf(host)), msg: encodeMsg(m, priorityLevel(prio), nil)})
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	queued, err := a.srv.store.Queued(a.cfg.ID, keys)
+	if err != nil {
+		return fmt.Errorf("seen store: %w", err)
+	}
+	var mine []int
+	var mineW []*linkPublish
+	type other struct {
+		i int
+		w *linkPublish
+	}
+	var others []other
+	a.publishingMu.Lock()
+	for i := range msgs {
+		if queued[i] {
+			continue
+		}
+		if w := a.publishing[keys[i]]; w != nil {
+			others = append(others, other{i, w})
+			continue
+		}
+		w := &linkPublish{done: make(chan struct{})}
+		a.publishing[keys[i]] = w
+		mine = append(mine, i)
+		mineW = append(mineW, w)
+	}
+	a.publishingMu.Unlock()
+	err = a.publishSome(ctx, keys, msgs, mine)
+	a.publishingMu.Lock()
+	for n, i := range mine {
+		delete(a.publishing, keys[i])
+		mineW[n].err = err
+		close(mineW[n].done)
+	}
+	a.publishingMu.Unlock()
+	if err != nil {
+		return err
+	}
+	var again []int
+	for _, o := range others {
+		select {
+		case <-o.w.done:
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for a link's publish: %w", ctx.Err())
+		}
+		if o.w.err != nil {
+			again = append(again, o.i)
+		}
+	}
+	return a.publishSome(ctx, keys, msgs, again)
+}
+
+// publishSome publishes msgs[i] for each i in idx, confirmed, and marks
+// their keys queued.
+func (a *campaignActor) publishSome(ctx context.Context, keys []Key, msgs []outMsg, idx []int) error {
+	if len(idx) == 0 {
+		return nil
+	}
+	out := make([]outMsg, len(idx))
+	ks := make([]Key, len(idx))
+	for n, i := range idx {
+		out[n], ks[n] = msgs[i], keys[i]
+	}
+	if err := a.srv.pub.publish(ctx, out); err != nil {
+		return err
+	}
+	a.published.Add(int64(len(out)))
+	a.discovered.Add(int64(len(out)))
+	if err := a.srv.store.MarkQueued(a.cfg.ID, ks); err != nil {
+		return fmt.Errorf("seen store: %w", err)
+	}
+	return nil
+}
+
+// park re-publishes e's URL to the parking queue that fits wait
+// (confirmed), then acks its delivery.
+//
+// A retry (reason given) that reaches MaxAttempts is dead-lettered
+// instead, with its reason.
+func (a *campaignActor) park(e *entry, wait time.Duration, attempt, lost int, reason, why string) {
+	if attempt >= a.cfg.MaxAttempts && reason != "" {
+		a.deadLetter(e, reason, fmt.Sprintf("gave up after %d attempts: %s", attempt, why))
+		return
+	}
+	i := parkFor(wait)
+	hdr := amqp.Table{hdrAttempt: int32(attempt), hdrLost: int32(lost), hdrSinkFails: int32(e.sinkFails)}
+	if why != "" {
+		hdr[hdrError] = why
+	}
+	// A parked URL comes back at the lowest priority: a slow host's
+	// backlog must not come back ahead of the other hosts of its shard.
+	msg := outMsg{exchange: a.topo.Park(i), key: a.topo.Shard(e.shard), msg: encodeMsg(e.msg, 0, hdr)}
+	a.repost(e, msg, nil)
+}
+
+// deadLetter moves a URL to the dead-letter queue with its reason and
+// error, and records it as a failure (for `starter failures`) before its
+// delivery is acked.
+func (a *campaignActor) deadLetter(e *entry, reason, why string) {
+	reason = orOther(reason)
+	a.log.Warn("dead-lettering", "url", e.msg.URL, "reason", reason, "error", why)
+	a.deadLtrd.Add(1)
+	a.countReason(reason)
+	hdr := amqp.Table{hdrError: why, hdrReason: reason, hdrAttempt: int32(e.attempt)}
+	pub := amqp.Publishing{ContentType: e.d.ContentType, Body: e.d.Body, Headers: hdr}
+	if e.msg.URL != "" {
+		pub = encodeMsg(e.msg, 0, hdr)
+	}
+	now := time.Now()
+	var fail *FailureRecord
+	if e.msg.URL != "" {
+		fail = &FailureRecord{URL: e.msg.URL, Reason: reason, Attempts: e.attempt, LastError: why, First: now, Last: now}
+	}
+	a.repost(e, outMsg{key: a.topo.Dead(), msg: pub}, fail)
+}
+
+// repost publishes msg (confirmed) and then acks e's delivery, in a
+// goroutine; if the publish fails, the delivery goes back to its queue.
+func (a *campaignActor) repost(e *entry, msg outMsg, fail *FailureRecord) {
+	a.pending.Add(1)
+	ok := a.spawn(func(ctx context.Context) {
+		defer a.pending.Add(-1)
+		ctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		err := a.srv.pub.publish(ctx, []outMsg{msg})
+		if err == nil && fail != nil {
+			err = a.recordFailures([]FailureRecord{*fail})
+		}
+		if err != nil {
+			a.recordFailed.Add(1)
+			a.log.Error("re-publish failed; the URL goes back to its queue", "url", e.msg.URL, "err", err)
+			a.nackEntry(e)
+			return
+		}
+		a.published.Add(1)
+		a.ackEntry(e)
+	})
+	if !ok {
+		a.pending.Add(-1) // stopping: the delivery goes back with the channel
+	}
+}
+
+// dropRecorded settles a URL dropped on purpose (robots.txt disallows it):
+// its failure is recorded, then its delivery acked; if the record fails,
+// the delivery goes back and the URL is dropped again later.
+func (a *campaignActor) dropRecorded(e *entry, reason, why string) {
+	a.countReason(reason)
+	now := time.Now()
+	fail := FailureRecord{URL: e.msg.URL, Reason: reason, Attempts: e.attempt, LastError: why, First: now, Last: now}
+	if _, keeps := a.srv.store.(FailureStore); !keeps {
+		a.ackEntry(e)
+		return
+	}
+	a.pending.Add(1)
+	ok := a.spawn(func(context.Context) {
+		defer a.pending.Add(-1)
+		if err := a.recordFailures([]FailureRecord{fail}); err != nil {
+			a.recordFailed.Add(1)
+			a.log.Error("recording a dropped URL failed; it goes back to its queue", "url", e.msg.URL, "err", err)
+			a.nackEntry(e)
+			return
+		}
+		a.ackEntry(e)
+	})
+	if !ok {
+		a.pending.Add(-1)
+	}
+}
+
+// ackEntry acks e's delivery (its outcome is recorded, or it was dropped
+// on purpose).
+func (a *campaignActor) ackEntry(e *entry) {
+	if err := e.d.Ack(false); err != nil {
+		// Its channel is gone: RabbitMQ requeued it, and the redelivery is
+		// seen as done (or fetched again).
+		a.log.Warn("ack failed; the URL comes back", "url", e.msg.URL, "err", err)
+	}
+	a.settle(e)
+}
+
+// nackEntry returns e's delivery to its queue.
+func (a *campaignActor) nackEntry(e *entry) {
+	if err := e.d.Nack(false, true); err != nil {
+		a.log.Warn("nack failed; the channel is gone, so RabbitMQ requeued the URL", "url", e.msg.URL, "err", err)
+	}
+	a.settle(e)
+}
+
+// ack acks a delivery that never became an entry.
+func (a *campaignActor) ack(d amqp.Delivery) {
+	if err := d.Ack(false); err != nil {
+		a.log.Warn("ack of a duplicate failed; it comes back", "err", err)
+	}
+	a.unacked.Add(-1)
+	a.acked.Add(1)
+}
+
+// settle counts e's delivery as settled, once, whoever gets there first.
+func (a *campaignActor) settle(e *entry) {
+	if e.settled.CompareAndSwap(false, true) {
+		a.unacked.Add(-1)
+		a.acked.Add(1)
+	}
+}
