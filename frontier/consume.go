@@ -21,9 +21,9 @@ func (a *campaignActor) subscribe() error {
 	if a.stopping {
 		return fmt.Errorf("campaign %s is closing", a.cfg.ID)
 	}
-	ch, err := a.srv.conn.Channel()
+	ch, err := a.srv.mq.channel()
 	if err != nil {
-		return fmt.Errorf("open consume channel: %w", err)
+		return fmt.Errorf("consume: %w", err)
 	}
 	if err := ch.Qos(a.srv.cfg.Prefetch, 0, false); err != nil {
 		ch.Close()
@@ -104,7 +104,7 @@ func (a *campaignActor) consumeLost(ch *amqp.Channel, why string) {
 func (a *campaignActor) setConsumeErr(why string) { a.consumeErr.Store(&why) }
 
 // resubscribeIfDue retries consuming after it broke, with backoff (1 s,
-// doubling to 30 s). While it fails, the reason is in the campaign's stats
+// doubling to 5 s). While it fails, the reason is in the campaign's stats
 // (ConsumeError), so `starter status` shows it; the fetchers' sessions stay
 // open and get leases as soon as it works again.
 func (a *campaignActor) resubscribeIfDue() {
@@ -116,7 +116,7 @@ func (a *campaignActor) resubscribeIfDue() {
 		return
 	}
 	if err := a.subscribe(); err != nil {
-		a.resubscribeWait = min(max(2*a.resubscribeWait, time.Second), 30*time.Second)
+		a.resubscribeWait = min(max(2*a.resubscribeWait, time.Second), 5*time.Second)
 		a.resubscribeAt = time.Now().Add(a.resubscribeWait)
 		a.setConsumeErr(err.Error())
 		a.log.Error("consuming again failed; retrying", "err", err, "in", a.resubscribeWait)

@@ -249,7 +249,13 @@ func (a *campaignActor) addSession(s *session) error {
 		return fmt.Errorf("campaign %s is closing on this scheduler", a.cfg.ID)
 	}
 	if err := a.subscribe(); err != nil {
-		return err
+		// RabbitMQ is away: the session is taken all the same and gets
+		// leases once consuming works again (resubscribeIfDue).
+		a.setConsumeErr(err.Error())
+		if a.resubscribeAt.IsZero() {
+			a.resubscribeAt = time.Now().Add(time.Second)
+		}
+		a.log.Warn("cannot consume the campaign's queues yet; the session waits", "err", err)
 	}
 	a.sessions[s] = struct{}{}
 	a.nsessions.Store(int64(len(a.sessions)))

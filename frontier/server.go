@@ -83,7 +83,7 @@ func (c ServerConfig) Validate() error {
 // the RabbitMQ frontier.
 type Server struct {
 	cfg   ServerConfig
-	conn  *amqp.Connection
+	mq    *rabbit
 	pub   *publisher
 	store SeenStore
 	log   *slog.Logger
@@ -101,24 +101,39 @@ type Server struct {
 	wg     sync.WaitGroup
 }
 
-// NewServer returns a scheduler over an open RabbitMQ connection.
+// NewServer returns a scheduler over an open RabbitMQ connection, which it
+// does not replace if RabbitMQ closes it (see NewServerDial).
 func NewServer(cfg ServerConfig, conn *amqp.Connection, store SeenStore, log *slog.Logger) (*Server, error) {
+	return newServer(cfg, &rabbit{conn: conn}, store, log)
+}
+
+// NewServerDial returns a scheduler that dials RabbitMQ with dial, and
+// dials again whenever the connection is lost: a RabbitMQ restart pauses
+// its campaigns (their held deliveries go back to their queues) and they
+// go on once RabbitMQ is back, without a restart of the scheduler.
+func NewServerDial(cfg ServerConfig, dial func() (*amqp.Connection, error), store SeenStore, log *slog.Logger) (*Server, error) {
+	return newServer(cfg, &rabbit{dial: dial}, store, log)
+}
+
+func newServer(cfg ServerConfig, mq *rabbit, store SeenStore, log *slog.Logger) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	pub, err := newPublisher(conn)
-	if err != nil {
 		return nil, err
 	}
 	if log == nil {
 		log = slog.Default()
 	}
+	log = log.With("scheduler", cfg.Name)
+	mq.log = log
+	pub, err := newPublisher(mq)
+	if err != nil {
+		return nil, err
+	}
 	return &Server{
 		cfg:       cfg,
-		conn:      conn,
+		mq:        mq,
 		pub:       pub,
 		store:     store,
-		log:       log.With("scheduler", cfg.Name),
+		log:       log,
 		campaigns: map[string]*campaignActor{},
 		tombs:     map[string]time.Time{},
 		conns:     map[net.Conn]struct{}{},
@@ -190,7 +205,9 @@ func (s *Server) Close() error {
 	for _, a := range actors {
 		a.stop(10 * time.Second)
 	}
-	return s.pub.close()
+	err := s.pub.close()
+	s.mq.close()
+	return err
 }
 
 // actor returns the campaign's actor, creating it (and declaring the
@@ -216,9 +233,9 @@ func (s *Server) actor(cfg campaign.Config) (*campaignActor, error) {
 }
 
 func (s *Server) declare(id string) error {
-	ch, err := s.conn.Channel()
+	ch, err := s.mq.channel()
 	if err != nil {
-		return fmt.Errorf("open channel: %w", err)
+		return err
 	}
 	defer ch.Close()
 	return Topology{Campaign: id}.Declare(ch)
@@ -575,7 +592,11 @@ func (s *Server) Stats(id string) (Stats, error) {
 	if st.ConsumeError != "" {
 		st.ConsumeError = s.cfg.Name + ": " + st.ConsumeError
 	}
-	c, err := Topology{Campaign: id}.counts(s.conn)
+	conn, err := s.mq.get()
+	if err != nil {
+		return st, err
+	}
+	c, err := Topology{Campaign: id}.counts(conn)
 	if err != nil {
 		return st, err
 	}
@@ -609,7 +630,11 @@ func (s *Server) closeCampaign(id string, final, del bool) (Stats, error) {
 	st.Schedulers = []string{s.cfg.Name}
 	if del {
 		// Idempotent: the first scheduler to get here deletes the queues.
-		if err := (Topology{Campaign: id}).Delete(s.conn); err != nil {
+		conn, err := s.mq.get()
+		if err != nil {
+			return st, err
+		}
+		if err := (Topology{Campaign: id}).Delete(conn); err != nil {
 			return st, err
 		}
 		if err := s.store.Drop(id); err != nil {

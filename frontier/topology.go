@@ -202,8 +202,8 @@ func (t Topology) Delete(conn *amqp.Connection) error {
 // is reopened by the next publish, so one campaign's closing cannot break
 // the scheduler's publishing for every other.
 type publisher struct {
-	conn *amqp.Connection
-	seq  atomic.Uint64
+	mq  *rabbit
+	seq atomic.Uint64
 
 	mu  sync.Mutex
 	cur *pubChannel
@@ -226,12 +226,10 @@ type pubChannel struct {
 	returned map[string]string // message ID -> RabbitMQ's reason
 }
 
-func newPublisher(conn *amqp.Connection) (*publisher, error) {
-	p := &publisher{conn: conn}
-	if _, err := p.channel(); err != nil {
-		return nil, err
-	}
-	return p, nil
+// newPublisher returns a publisher whose channel opens with its first
+// publish (RabbitMQ may not be up yet).
+func newPublisher(mq *rabbit) (*publisher, error) {
+	return &publisher{mq: mq}, nil
 }
 
 // channel returns the open publishing channel, opening a new one when
@@ -242,9 +240,9 @@ func (p *publisher) channel() (*pubChannel, error) {
 	if p.cur != nil && !p.cur.ch.IsClosed() {
 		return p.cur, nil
 	}
-	ch, err := p.conn.Channel()
+	ch, err := p.mq.channel()
 	if err != nil {
-		return nil, fmt.Errorf("open publish channel: %w", err)
+		return nil, fmt.Errorf("publish: %w", err)
 	}
 	if err := ch.Confirm(false); err != nil {
 		ch.Close()

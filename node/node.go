@@ -92,7 +92,6 @@ type SchedulerConfig struct {
 // Scheduler is a running scheduler.
 type Scheduler struct {
 	srv   *frontier.Server
-	conn  *amqp.Connection
 	store frontier.SeenStore
 	ln    net.Listener
 	done  chan error
@@ -103,43 +102,56 @@ func StartScheduler(ctx context.Context, cfg SchedulerConfig) (*Scheduler, error
 	if cfg.Server.Token == frontier.DevToken && !isLoopback(cfg.Listen) {
 		return nil, fmt.Errorf("scheduler on %s: refusing the dev token on a non-loopback address; set DROVER_TOKEN", cfg.Listen)
 	}
-	conn, err := amqp.DialConfig(cfg.AMQPURL, amqp.Config{Dial: amqp.DefaultDial(10 * time.Second), Heartbeat: 10 * time.Second})
-	if err != nil {
-		return nil, fmt.Errorf("RabbitMQ at %s unreachable: %w (start it with `rabbitmq-server -detached`, or set AMQP_URL)", campaign.Redact(cfg.AMQPURL), err)
+	dial := func() (*amqp.Connection, error) {
+		return amqp.DialConfig(cfg.AMQPURL, amqp.Config{Dial: amqp.DefaultDial(10 * time.Second), Heartbeat: 10 * time.Second})
+	}
+	// RabbitMQ may come up after the scheduler (a compose or Kubernetes
+	// start): wait for it, saying so, until ctx ends. Wrong credentials are
+	// a configuration error and end the wait at once.
+	for wait := time.Second; ; wait = min(2*wait, 10*time.Second) {
+		conn, err := dial()
+		if err == nil {
+			conn.Close()
+			break
+		}
+		var aerr *amqp.Error
+		if errors.As(err, &aerr) && aerr.Code == amqp.AccessRefused {
+			return nil, fmt.Errorf("RabbitMQ at %s refused the credentials: %w (check AMQP_URL)", campaign.Redact(cfg.AMQPURL), err)
+		}
+		if cfg.Log != nil {
+			cfg.Log.Warn("waiting for RabbitMQ", "url", campaign.Redact(cfg.AMQPURL), "err", err, "retry_in", wait)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("RabbitMQ at %s unreachable: %w (start it with `rabbitmq-server -detached`, or set AMQP_URL)", campaign.Redact(cfg.AMQPURL), err)
+		case <-time.After(wait):
+		}
 	}
 	var store frontier.SeenStore = frontier.NewMemorySeen()
 	if cfg.SeenPath != "" {
+		var err error
 		if store, err = frontier.OpenLogSeen(cfg.SeenPath); err != nil {
-			conn.Close()
 			return nil, err
 		}
 	}
-	srv, err := frontier.NewServer(cfg.Server, conn, store, cfg.Log)
+	srv, err := frontier.NewServerDial(cfg.Server, dial, store, cfg.Log)
 	if err != nil {
 		store.Close()
-		conn.Close()
 		return nil, err
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		srv.Close()
 		store.Close()
-		conn.Close()
 		return nil, fmt.Errorf("scheduler listen on %s: %w", cfg.Listen, err)
 	}
-	s := &Scheduler{srv: srv, conn: conn, store: store, ln: ln, done: make(chan error, 1)}
-	closed := conn.NotifyClose(make(chan *amqp.Error, 1))
+	s := &Scheduler{srv: srv, store: store, ln: ln, done: make(chan error, 1)}
 	go func() {
 		err := srv.Serve(ln)
 		if err == nil {
 			err = errors.New("scheduler stopped")
 		}
 		s.done <- err
-	}()
-	go func() {
-		if e, ok := <-closed; ok && e != nil {
-			s.done <- fmt.Errorf("RabbitMQ connection lost: %w", e)
-		}
 	}()
 	return s, nil
 }
@@ -150,14 +162,13 @@ func (s *Scheduler) Addr() string { return s.ln.Addr().String() }
 // Server is the scheduler's frontier server.
 func (s *Scheduler) Server() *frontier.Server { return s.srv }
 
-// Done delivers the error that ended the scheduler (RabbitMQ lost, or the
-// listener closed).
+// Done delivers the error that ended the scheduler (its listener closed). A
+// lost RabbitMQ connection does not end it: it is dialled again.
 func (s *Scheduler) Done() <-chan error { return s.done }
 
 // Close stops the scheduler; its held deliveries go back to RabbitMQ.
 func (s *Scheduler) Close() error {
 	err := s.srv.Close()
-	s.conn.Close()
 	s.store.Close()
 	return err
 }
