@@ -89,6 +89,7 @@ type campaignActor struct {
 	unacked, acked, pending                                    atomic.Int64
 	fetched, failed, retried, disallowed, duplicates, deadLtrd atomic.Int64
 	skipped, discovered, published, recordFailed               atomic.Int64
+	robotsDropped                                              atomic.Int64
 	inflight                                                   atomic.Int64
 	nhosts, nsessions, hostsDown                               atomic.Int64
 	capped                                                     atomic.Bool
@@ -221,28 +222,29 @@ func (a *campaignActor) loop() {
 
 func (a *campaignActor) stats() Stats {
 	return Stats{
-		Campaign:     a.cfg.ID,
-		Held:         a.unacked.Load(),
-		InFlight:     a.inflight.Load(),
-		Pending:      a.pending.Load(),
-		Fetched:      a.fetched.Load(),
-		Failed:       a.failed.Load(),
-		Retried:      a.retried.Load(),
-		Disallowed:   a.disallowed.Load(),
-		Duplicates:   a.duplicates.Load(),
-		DeadLettered: a.deadLtrd.Load(),
-		Skipped:      a.skipped.Load(),
-		Discovered:   a.discovered.Load(),
-		Published:    a.published.Load(),
-		Acked:        a.acked.Load(),
-		Hosts:        a.nhosts.Load(),
-		Sessions:     a.nsessions.Load(),
-		CapReached:   a.capped.Load(),
-		RecordFailed: a.recordFailed.Load(),
-		HostsDown:    a.hostsDown.Load(),
-		Consuming:    a.isConsuming.Load(),
-		FailedBy:     a.reasonCounts(),
-		ConsumeError: a.consumeErrText(),
+		Campaign:      a.cfg.ID,
+		Held:          a.unacked.Load(),
+		InFlight:      a.inflight.Load(),
+		Pending:       a.pending.Load(),
+		Fetched:       a.fetched.Load(),
+		Failed:        a.failed.Load(),
+		Retried:       a.retried.Load(),
+		Disallowed:    a.disallowed.Load(),
+		Duplicates:    a.duplicates.Load(),
+		DeadLettered:  a.deadLtrd.Load(),
+		Skipped:       a.skipped.Load(),
+		Discovered:    a.discovered.Load(),
+		Published:     a.published.Load(),
+		Acked:         a.acked.Load(),
+		Hosts:         a.nhosts.Load(),
+		Sessions:      a.nsessions.Load(),
+		CapReached:    a.capped.Load(),
+		RecordFailed:  a.recordFailed.Load(),
+		HostsDown:     a.hostsDown.Load(),
+		RobotsDropped: a.robotsDropped.Load(),
+		Consuming:     a.isConsuming.Load(),
+		FailedBy:      a.reasonCounts(),
+		ConsumeError:  a.consumeErrText(),
 	}
 }
 

@@ -207,7 +207,7 @@ func TestCrawlCompletes(t *testing.T) {
 	startFleet(t, cfg, []string{sched.addr}, sk, 3)
 	st := waitDrained(t, []string{sched.addr}, cfg.ID, 2*time.Minute)
 	checkCrawl(t, web, sk, true)
-	t.Logf("frontier: %d fetched, %d published, %d duplicate deliveries, %d acked", st.Fetched, st.Published, st.Duplicates, st.Acked)
+	t.Logf("frontier: %d fetched, %d published, %d duplicate deliveries, %d acked; disallowed: %d dropped at lease time, %d links never published", st.Fetched, st.Published, st.Duplicates, st.Acked, st.Disallowed, st.RobotsDropped)
 	// One scheduler: a link being published by one outcome is not
 	// published again by another, so every URL is queued once: each page
 	// but the seeds, and each disallowed URL (robots.txt is applied when

@@ -115,6 +115,7 @@ func (a *campaignActor) onOutcomes(s *session, items []Outcome) {
 				j.fail.URL, j.fail.Attempts, j.fail.First, j.fail.Last = e.msg.URL, e.attempt+1, now, now
 				a.countReason(j.fail.Reason)
 			}
+			j.disallowed = a.disallowedLinks(o.Links)
 			rec = append(rec, j)
 		}
 		a.place(h, now)
@@ -298,4 +299,31 @@ func (a *campaignActor) parkHost(h *host, wait time.Duration) {
 	}
 	h.queue = nil
 	a.place(h, time.Now())
+}
+
+// disallowedLinks returns the links whose host this scheduler knows the
+// robots.txt of, and which it disallows: they are recorded as robots
+// failures instead of being published, each a publish, a delivery and an
+// ack saved (most of a site's links to a disallowed section are found again
+// on every page). A link of a host this scheduler does not hold goes
+// through the frontier and is dropped when its turn comes.
+func (a *campaignActor) disallowedLinks(links []Link) map[string]bool {
+	var out map[string]bool
+	for _, l := range links {
+		name, err := fetch.HostKey(l.URL)
+		if err != nil {
+			continue
+		}
+		h := a.hosts[name]
+		if h == nil || h.robotsState != robotsReady || h.robots == nil || h.robots.Unreachable {
+			continue
+		}
+		if !h.robots.Allowed(pathOf(l.URL)) {
+			if out == nil {
+				out = map[string]bool{}
+			}
+			out[l.URL] = true
+		}
+	}
+	return out
 }

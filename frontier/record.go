@@ -19,6 +19,9 @@ type recordJob struct {
 	e     *entry
 	links []Link
 	fail  *FailureRecord // a page with an error status, or a failure stored as a page
+	// disallowed: links robots.txt forbids (disallowedLinks), recorded as
+	// failures and marked queued instead of being published.
+	disallowed map[string]bool
 }
 
 // record publishes the discovered links not yet queued (confirmed), marks
@@ -86,6 +89,8 @@ type linkPublish struct {
 func (a *campaignActor) publishLinks(ctx context.Context, jobs []recordJob) error {
 	var keys []Key
 	var msgs []outMsg
+	var robotsKeys []Key
+	var robotsURLs []string
 	seen := map[Key]bool{}
 	for _, j := range jobs {
 		for _, l := range j.links {
@@ -94,6 +99,10 @@ func (a *campaignActor) publishLinks(ctx context.Context, jobs []recordJob) erro
 				continue
 			}
 			seen[k] = true
+			if j.disallowed[l.URL] {
+				robotsKeys, robotsURLs = append(robotsKeys, k), append(robotsURLs, l.URL)
+				continue
+			}
 			host, err := fetch.HostKey(l.URL)
 			if err != nil {
 				continue
@@ -107,6 +116,9 @@ func (a *campaignActor) publishLinks(ctx context.Context, jobs []recordJob) erro
 			prio := a.policy.Priority(Item{URL: l.URL, Host: host, Depth: depth, Score: l.Score})
 			msgs = append(msgs, outMsg{key: a.topo.Shard(ShardOf(host)), msg: encodeMsg(m, priorityLevel(prio), nil)})
 		}
+	}
+	if err := a.recordDisallowed(robotsKeys, robotsURLs); err != nil {
+		return err
 	}
 	if len(keys) == 0 {
 		return nil
@@ -160,6 +172,43 @@ func (a *campaignActor) publishLinks(ctx context.Context, jobs []recordJob) erro
 		}
 	}
 	return a.publishSome(ctx, keys, msgs, again)
+}
+
+// recordDisallowed records the links robots.txt forbids that are not
+// queued or recorded yet, and marks them queued, so that the next page that
+// links to them finds them settled.
+func (a *campaignActor) recordDisallowed(keys []Key, urls []string) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	queued, err := a.srv.store.Queued(a.cfg.ID, keys)
+	if err != nil {
+		return fmt.Errorf("seen store: %w", err)
+	}
+	now := time.Now()
+	var fs []FailureRecord
+	var ks []Key
+	for i, k := range keys {
+		if queued[i] {
+			continue
+		}
+		fs = append(fs, FailureRecord{URL: urls[i], Reason: ReasonRobots, LastError: "disallowed by robots.txt", First: now, Last: now})
+		ks = append(ks, k)
+	}
+	if len(ks) == 0 {
+		return nil
+	}
+	if err := a.recordFailures(fs); err != nil {
+		return err
+	}
+	if err := a.srv.store.MarkQueued(a.cfg.ID, ks); err != nil {
+		return fmt.Errorf("seen store: %w", err)
+	}
+	a.robotsDropped.Add(int64(len(ks)))
+	for range ks {
+		a.countReason(ReasonRobots)
+	}
+	return nil
 }
 
 // publishSome publishes msgs[i] for each i in idx, confirmed, and marks

@@ -19,18 +19,21 @@ type Stats struct {
 	// Pending: publishes not yet confirmed by RabbitMQ.
 	Pending int64 `json:"pending"`
 
-	Fetched      int64 `json:"fetched"`       // pages stored (any status)
-	Failed       int64 `json:"failed"`        // permanent failures stored
-	Retried      int64 `json:"retried"`       // URLs parked for a later attempt
-	Disallowed   int64 `json:"disallowed"`    // URLs robots.txt forbade
-	Duplicates   int64 `json:"duplicates"`    // deliveries dropped as already done or in flight
-	DeadLettered int64 `json:"dead_lettered"` // URLs moved to the dead-letter queue
-	Skipped      int64 `json:"skipped"`       // URLs dropped by max-pages-per-host
-	Discovered   int64 `json:"discovered"`    // links published (confirmed)
-	Published    int64 `json:"published"`     // all confirmed publishes
-	Acked        int64 `json:"acked"`         // deliveries acked
-	Hosts        int64 `json:"hosts"`
-	Sessions     int64 `json:"sessions"`
+	Fetched    int64 `json:"fetched"`    // pages stored (any status)
+	Failed     int64 `json:"failed"`     // permanent failures stored
+	Retried    int64 `json:"retried"`    // URLs parked for a later attempt
+	Disallowed int64 `json:"disallowed"` // URLs robots.txt forbade, dropped when their turn came
+	// RobotsDropped: links robots.txt forbids, recorded instead of being
+	// published (their host's robots.txt was known when they were found).
+	RobotsDropped int64 `json:"robots_dropped,omitempty"`
+	Duplicates    int64 `json:"duplicates"`    // deliveries dropped as already done or in flight
+	DeadLettered  int64 `json:"dead_lettered"` // URLs moved to the dead-letter queue
+	Skipped       int64 `json:"skipped"`       // URLs dropped by max-pages-per-host
+	Discovered    int64 `json:"discovered"`    // links published (confirmed)
+	Published     int64 `json:"published"`     // all confirmed publishes
+	Acked         int64 `json:"acked"`         // deliveries acked
+	Hosts         int64 `json:"hosts"`
+	Sessions      int64 `json:"sessions"`
 	// CapReached: the campaign's max-pages was reached; no more leases.
 	CapReached bool `json:"cap_reached,omitempty"`
 	// RecordFailed counts outcomes whose recording failed (a publish or the
@@ -77,6 +80,7 @@ func (s *Stats) Add(o Stats) {
 	s.Failed += o.Failed
 	s.Retried += o.Retried
 	s.Disallowed += o.Disallowed
+	s.RobotsDropped += o.RobotsDropped
 	s.Duplicates += o.Duplicates
 	s.DeadLettered += o.DeadLettered
 	s.Skipped += o.Skipped
