@@ -35,10 +35,11 @@ import (
 // disk and 37 µs per key written at a million keys (each random insert
 // rewrites a B+tree page).
 type LogSeen struct {
-	dir  string
-	lock *os.File
-	mu   sync.Mutex
-	cs   map[string]*seenSet
+	fileFailures // failure records, under DIR/_failures (no campaign ID starts with _)
+	dir          string
+	lock         *os.File
+	mu           sync.Mutex
+	cs           map[string]*seenSet
 }
 
 const (
@@ -63,7 +64,7 @@ func OpenLogSeen(dir string) (*LogSeen, error) {
 		lock.Close()
 		return nil, fmt.Errorf("seen store %s is in use by another scheduler (give each its own -seen): %w", dir, err)
 	}
-	return &LogSeen{dir: dir, lock: lock, cs: map[string]*seenSet{}}, nil
+	return &LogSeen{fileFailures: fileFailures{dir: filepath.Join(dir, "_failures")}, dir: dir, lock: lock, cs: map[string]*seenSet{}}, nil
 }
 
 func (s *LogSeen) set(c string) (*seenSet, error) {
