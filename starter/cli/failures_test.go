@@ -231,7 +231,7 @@ func TestFailuresFromScheduler(t *testing.T) {
 		assert.Equal(t, wantReasons[u], f[0], lines[2+i])
 		assert.Equal(t, u, f[6], "row %d is not %s: the rows are not by URL", i, u)
 	}
-	assert.Contains(t, lineOf(t, out, refusedA), "host 127.77.0.2 unreachable after 1 tries: dial tcp 127.77.0.2:9: connect: connection refused")
+	assert.Contains(t, lineOf(t, out, refusedA), "127.77.0.2 unreachable after 1 tries: dial tcp 127.77.0.2:9: connect: connection refused")
 	assert.Contains(t, lineOf(t, out, noSuchHost), "no such host")
 	assert.Contains(t, lineOf(t, out, livePrivate), "disallowed by robots.txt")
 	assert.Contains(t, lineOf(t, out, liveMissing), "404 Not Found")

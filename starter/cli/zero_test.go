@@ -84,7 +84,7 @@ func TestZeroUnsetNegative(t *testing.T) {
 		{"restart_alert", "", top("restart_alert"), "-1", func(c campaign.Config) any { return c.RestartAlert },
 			value(5), refused("restart_alert 0: must be between 1 and 1000"), refused("restart_alert -1: must be between 1 and 1000")},
 		{"host_retries", "host-retries", top("host_retries"), "-1", func(c campaign.Config) any { return c.HostRetryCount() },
-			value(3), value(0), refused("host_retries -1: must be between 0 (the first failure decides) and 20")},
+			value(campaign.DefaultHostRetries), value(0), refused("host_retries -1: must be between 0 (the first failure decides) and 20")},
 		{"retry_backoff", "retry-backoff", top("retry_backoff"), "-1s", func(c campaign.Config) any { return c.HostRetryBackoff() },
 			value(15 * time.Second), value(time.Duration(0)), refused("retry_backoff -1s: must be between 0 (retry at once) and 1h")},
 		{"fail_after", "fail-after", top("fail_after"), "-1s", func(c campaign.Config) any { return c.FailAfterDuration() },
