@@ -164,3 +164,55 @@ func storedURLs(t *testing.T, dir string) map[string]int {
 	}
 	return got
 }
+
+// A write, flush or fsync that fails fails the Store of every page of its
+// batch; the file is cut back to its last fsync (or removed, when nothing
+// in it was fsynced), so no record of an unacknowledged page stays, and the
+// next Store starts a new, readable file.
+func TestWARCWriteFlushFsyncFailures(t *testing.T) {
+	pages := testPages(t, 10)
+	small, big := pages[0], pages[3] // big: a body near the cap, larger than the 1 MiB write buffer
+	require.True(t, len(big.Body) > 1<<20-1024, "page 3 is not larger than the write buffer")
+	cases := []struct {
+		name string
+		// first: a page stored before the fault (nil: the fault hits a
+		// new file's first batch).
+		first       *Page
+		failed      *Page
+		write, sync bool
+		want        string
+	}{
+		// A page larger than the buffer goes to the file in Store's write.
+		{name: "write", first: pages[1], failed: big, write: true, want: "write "},
+		// A small page stays in the buffer until the flush before fsync.
+		{name: "flush", first: pages[1], failed: small, write: true, want: "write "},
+		{name: "fsync", first: pages[1], failed: small, sync: true, want: "fsync "},
+		{name: "fsync of a new file", failed: small, sync: true, want: "fsync "},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			w, ff := newFaultyWARC(t, dir)
+			if tc.first != nil {
+				require.NoError(t, storeOne(w, tc.first))
+			}
+			ff.arm(tc.write, tc.sync)
+			err := storeOne(w, tc.failed)
+			require.ErrorIs(t, err, errInjected, "Store of %s under a %s fault", tc.failed.URL, tc.name)
+			require.ErrorContains(t, err, tc.want)
+			require.True(t, !Permanent(err), "a disk fault is not the page's fault: %v", err)
+
+			after := pages[2]
+			require.NoError(t, storeOne(w, after), "the Store after the fault")
+			require.NoError(t, w.Close())
+			ff.checkOnDisk(t)
+
+			got := storedURLs(t, dir)
+			want := map[string]int{after.URL: 1}
+			if tc.first != nil {
+				want[tc.first.URL] = 1
+			}
+			require.Equal(t, want, got, "pages on disk after a %s fault", tc.name)
+		})
+	}
+}
