@@ -102,7 +102,7 @@ func (a *Activities) FetchSession(ctx context.Context, in FetchSessionInput) (Se
 // f and sk. FetchSession wraps it with heartbeats and reconnects; tests of
 // the frontier use it alone.
 func NewRunner(cfg campaign.Config, f *fetch.Fetcher, sk sink.Sink, index int, identity string) *Runner {
-	return &Runner{cfg: cfg, f: f, sk: sk, c: SessionCounters{Index: index, Worker: identity, Since: time.Now()}}
+	return &Runner{cfg: cfg, f: f, sk: sk, storeRetryFor: storeRetryFor, c: SessionCounters{Index: index, Worker: identity, Since: time.Now()}}
 }
 
 // Runner runs one fetcher's sessions.
@@ -110,6 +110,9 @@ type Runner struct {
 	cfg campaign.Config
 	f   *fetch.Fetcher
 	sk  sink.Sink
+	// storeRetryFor is the constant of that name; tests shorten it to
+	// reach the SinkFailed outcome in seconds.
+	storeRetryFor time.Duration
 
 	mu sync.Mutex
 	c  SessionCounters
@@ -273,11 +276,11 @@ func (r *Runner) handle(ctx context.Context, l frontier.Lease) frontier.Outcome 
 	return o
 }
 
-// store stores p, retrying with backoff for storeRetryFor while a sink is
+// store stores p, retrying with backoff for r.storeRetryFor while a sink is
 // down, unless ctx is cancelled (pause, stop) between attempts, or the sink
 // refused the page for good (sink.Permanent), which no retry changes.
 func (r *Runner) store(ctx context.Context, p *sink.Page) error {
-	deadline := time.Now().Add(storeRetryFor)
+	deadline := time.Now().Add(r.storeRetryFor)
 	backoff := 250 * time.Millisecond
 	for {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)

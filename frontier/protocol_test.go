@@ -5,8 +5,10 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -348,13 +350,27 @@ func (f *rawFetcher) leases(t *testing.T, credit int) []frontier.Lease {
 
 // 2. A fetcher session that sends a hostile frame mid-session is closed,
 // its leases go back at once (not at their deadline), and the crawl
-// completes with real fetchers.
+// completes with real fetchers. At each hostile frame the session holds
+// both kinds of lease: the robots.txt lease of one host and a page lease of
+// each other host.
 func TestHostileFrameMidSession(t *testing.T) {
 	web := startWeb(t, testweb.Config{Hosts: 3, PagesPerHost: 30, CrossHost: true, Base: 32})
 	sched := startScheduler(t, frontier.DefaultServerConfig(), frontier.NewMemorySeen()) // lease timeout 1 min
 	cfg := testCampaign(t, web)
 	ctl := control(t, sched.addr)
 	seedCampaign(t, ctl, cfg)
+	fe, err := fetch.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fe.Close()
+	sk := sink.NewMemory()
+	var hosts []string
+	for _, s := range web.Seeds() {
+		hosts = append(hosts, hostOf(t, s))
+	}
+	robotsHost, pageHosts := hosts[len(hosts)-1], hosts[:len(hosts)-1]
+	lost := map[string]bool{} // page URLs whose lease a hostile session lost
 
 	cases := []struct {
 		name  string
@@ -375,13 +391,17 @@ func TestHostileFrameMidSession(t *testing.T) {
 	}
 	var noRefused []string
 	for _, tc := range cases {
+		// A failed case leaves leases out for a minute, and every later
+		// case would time out waiting for its own: stop at the first.
+		if t.Failed() {
+			break
+		}
 		t.Run(tc.name, func(t *testing.T) {
 			f := dialRawFetcher(t, sched.addr, cfg)
-			ls := f.leases(t, 8)
-			st := stats(t, ctl, cfg.ID)
-			if st.InFlight < int64(len(ls)) || st.Sessions != 1 {
-				t.Fatalf("before the hostile frame: %d leases, stats %+v", len(ls), st)
-			}
+			held := f.hold(t, fe, sk, robotsHost, pageHosts, lost)
+			waitStats(t, ctl, cfg.ID, 5*time.Second, "the held leases in flight", func(st frontier.Stats) bool {
+				return st.InFlight == int64(held.n()) && st.Sessions == 1
+			})
 			writeRaw(t, f.c, tc.bytes(t))
 			frames := expectClosed(t, f.c, 10*time.Second)
 			refused := false
@@ -392,13 +412,21 @@ func TestHostileFrameMidSession(t *testing.T) {
 				noRefused = append(noRefused, tc.name)
 			}
 			// Leases back well before the 1-minute lease timeout.
-			waitStats(t, ctl, cfg.ID, 5*time.Second, "session gone and leases back", func(st frontier.Stats) bool {
+			waitStats(t, ctl, cfg.ID, leaseBackWithin, "session gone and its robots and page leases back", func(st frontier.Stats) bool {
 				return st.InFlight == 0 && st.Sessions == 0
 			})
+			for _, l := range held.pages {
+				lost[l.URL] = true
+			}
 		})
 	}
+	if t.Failed() {
+		return
+	}
+	if len(lost) < len(cases) {
+		t.Errorf("only %d distinct page leases were lost over %d hostile sessions", len(lost), len(cases))
+	}
 
-	sk := sink.NewMemory()
 	startFleet(t, cfg, []string{sched.addr}, sk, 2)
 	st := waitDrained(t, []string{sched.addr}, cfg.ID, 2*time.Minute)
 	checkCrawl(t, web, sk, true)
@@ -413,6 +441,184 @@ func TestHostileFrameMidSession(t *testing.T) {
 			t.Errorf("no Refused frame before the close mid-session for: %s", strings.Join(noRefused, "; "))
 		}
 	})
+}
+
+// A fetcher session lost while it holds leases, without a word to the
+// scheduler: its connection reset (the fetcher's process died), or silent
+// (a network partition: no FIN, no more pings). Its robots.txt and page
+// leases go back when the scheduler sees the session gone (at once, or
+// after 3 keepalives of silence), not at the lease timeout, and the crawl
+// completes with every page fetched once.
+func TestSessionLostMidLease(t *testing.T) {
+	web := startWeb(t, testweb.Config{Hosts: 2, PagesPerHost: 10, CrossHost: true, Base: 37})
+	scfg := frontier.DefaultServerConfig()
+	// Silence is detected after 3 keepalives (3 s), the lease timeout is a
+	// minute: leaseBackWithin tells them apart.
+	scfg.KeepAlive = time.Second
+	sched := startScheduler(t, scfg, frontier.NewMemorySeen())
+	cfg := testCampaign(t, web)
+	ctl := control(t, sched.addr)
+	seedCampaign(t, ctl, cfg)
+	fe, err := fetch.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fe.Close()
+	sk := sink.NewMemory()
+	robotsHost, pageHost := hostOf(t, web.Seeds()[1]), hostOf(t, web.Seeds()[0])
+	lost := map[string]bool{}
+
+	for _, tc := range []struct {
+		name string
+		lose func(t *testing.T, c net.Conn)
+	}{
+		{"connection reset", func(t *testing.T, c net.Conn) {
+			_ = c.(*net.TCPConn).SetLinger(0) // RST, as when a process dies mid-write
+			c.Close()
+		}},
+		{"connection silent", func(t *testing.T, c net.Conn) {}},
+	} {
+		if t.Failed() {
+			break
+		}
+		t.Run(tc.name, func(t *testing.T) {
+			f := dialRawFetcher(t, sched.addr, cfg)
+			held := f.hold(t, fe, sk, robotsHost, []string{pageHost}, lost)
+			waitStats(t, ctl, cfg.ID, 5*time.Second, "the held leases in flight", func(st frontier.Stats) bool {
+				return st.InFlight == int64(held.n()) && st.Sessions == 1
+			})
+			tc.lose(t, f.c)
+			waitStats(t, ctl, cfg.ID, leaseBackWithin, "session gone and its robots and page leases back", func(st frontier.Stats) bool {
+				return st.InFlight == 0 && st.Sessions == 0
+			})
+			for _, l := range held.pages {
+				lost[l.URL] = true
+			}
+		})
+	}
+	if t.Failed() {
+		return
+	}
+	startFleet(t, cfg, []string{sched.addr}, sk, 2)
+	st := waitDrained(t, []string{sched.addr}, cfg.ID, 2*time.Minute)
+	checkCrawl(t, web, sk, true)
+	if st.Fetched != int64(len(web.Pages())) || st.DeadLettered != 0 {
+		t.Errorf("fetched %d of %d pages, %d dead-lettered", st.Fetched, len(web.Pages()), st.DeadLettered)
+	}
+	for u := range lost {
+		if n := web.Count(u); n != 1 {
+			t.Errorf("%s, whose lease a lost session held, was requested %d times, want once", u, n)
+		}
+	}
+}
+
+// leaseBackWithin bounds how long a scheduler may take to put back the
+// leases of a session that ended. It is far below the default 1-minute
+// lease timeout, so a lease that went back only at its deadline fails the
+// wait, and far above what a session's end takes (milliseconds), so that a
+// loaded 2-core machine running -race does not fail it.
+const leaseBackWithin = 15 * time.Second
+
+// holdWithin bounds how long a rawFetcher may take to get the leases it
+// wants to hold (robots.txt answered, a page fetched and its links
+// published and delivered, per host).
+const holdWithin = 30 * time.Second
+
+// heldLeases are leases a rawFetcher holds without reporting them.
+type heldLeases struct {
+	robots []frontier.Lease
+	pages  []frontier.Lease
+}
+
+func (h heldLeases) n() int { return len(h.robots) + len(h.pages) }
+
+func hostOf(t *testing.T, rawURL string) string {
+	t.Helper()
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Host
+}
+
+// hold plays a fetcher until it holds, unreported, the robots.txt lease of
+// robotsHost and one page lease of each of pageHosts. On the way it answers
+// the other robots.txt leases truthfully (so pages can be leased), and it
+// fetches, stores in sk and reports every page lease whose URL is in
+// fetchNow, as a real fetcher would: a URL whose lease is lost three times
+// is dead-lettered as poison (maxLost), so a test that loses page leases
+// over and over must let the ones it lost before be fetched. It pings
+// while it waits, so the session stays up.
+func (f *rawFetcher) hold(t *testing.T, fe *fetch.Fetcher, sk sink.Sink, robotsHost string, pageHosts []string, fetchNow map[string]bool) heldLeases {
+	t.Helper()
+	var h heldLeases
+	want := map[string]bool{}
+	for _, host := range pageHosts {
+		want[host] = true
+	}
+	haveRobots := robotsHost == ""
+	// Credit for more than the leases held at once: per-host concurrency
+	// 1 means one lease per host out at a time, whatever the credit.
+	writeRaw(t, f.c, jsonFrame(t, frontier.FrameCredit, frontier.Credit{N: 16}))
+	ctx, cancel := context.WithTimeout(context.Background(), holdWithin)
+	defer cancel()
+	deadline := time.Now().Add(holdWithin)
+	for !haveRobots || len(want) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("within %s: holding %d robots and %d page leases; still waiting for robots of %q (%v) and pages of %v",
+				holdWithin, len(h.robots), len(h.pages), robotsHost, !haveRobots, want)
+		}
+		ft, payload, err := readFrame(f.c, min(time.Second, time.Until(deadline)))
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			writeRaw(t, f.c, frame(frontier.FramePing, nil))
+			continue
+		}
+		if err != nil {
+			t.Fatalf("reading leases: %v", err)
+		}
+		if ft != frontier.FrameLeases {
+			continue
+		}
+		var ls frontier.Leases
+		if err := json.Unmarshal(payload, &ls); err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range ls.Items {
+			host := hostOf(t, l.URL)
+			switch {
+			case l.Kind == frontier.KindRobots && host == robotsHost:
+				h.robots = append(h.robots, l)
+				haveRobots = true
+			case l.Kind == frontier.KindRobots:
+				rr := fe.FetchRobots(ctx, l.URL)
+				o := frontier.Outcome{LeaseID: l.ID, Robots: &frontier.RobotsBody{Status: rr.Status, Body: rr.Body}}
+				if rr.Err != nil {
+					o.Robots.Error = rr.Err.Error()
+				}
+				f.report(t, o)
+			case fetchNow[l.URL]:
+				res := fe.Fetch(ctx, fetch.Request{URL: l.URL, Depth: l.Depth, Hops: l.Hops, Parent: l.Parent, Attempt: l.Attempt, MaxAttempts: l.MaxAttempts})
+				if res.Page == nil || res.Retry {
+					t.Fatalf("fetching %s: no page (%v)", l.URL, res.Err)
+				}
+				if err := sk.Store(ctx, res.Page); err != nil {
+					t.Fatal(err)
+				}
+				o := frontier.Outcome{LeaseID: l.ID, Stored: true, Status: res.Page.Status}
+				for _, ln := range res.Links {
+					o.Links = append(o.Links, frontier.Link{URL: ln.URL, Hops: ln.Hops})
+				}
+				f.report(t, o)
+			case want[host]:
+				h.pages = append(h.pages, l)
+				delete(want, host)
+			default:
+				t.Fatalf("unexpected lease of %s (kind %v): per-host concurrency 1 allows one lease per host", l.URL, l.Kind)
+			}
+		}
+	}
+	return h
 }
 
 // hungFetcher is a session that answers robots leases (truthfully, so
@@ -495,11 +701,23 @@ func shortLeases() frontier.ServerConfig {
 	return c
 }
 
+// expirySlack is how long after a lease's MaxLease its URL may take to be
+// requested by another fetcher: the scheduler's 1 s expiry tick, a lease
+// to the fleet and one fetch, with room for -race on 2 busy cores. A lease
+// that the pings renewed past MaxLease would not come back at all.
+const expirySlack = 10 * time.Second
+
+// transitSlack is how much earlier than its grant the hung fetcher may
+// note a lease's arrival (it notes it after the grant, so only clock
+// granularity): no re-lease may come before LeaseTimeout - transitSlack.
+const transitSlack = 200 * time.Millisecond
+
 // 3a. A fetcher that takes leases and never reports, though it keeps
 // pinging: its leases expire (MaxLease caps the renewals) and real fetchers
 // complete the crawl. One lost lease round dead-letters nothing.
 func TestHungFetcherLeasesExpire(t *testing.T) {
 	const hosts = 3
+	const fleet = 2
 	web := startWeb(t, testweb.Config{Hosts: hosts, PagesPerHost: 30, CrossHost: true, Base: 33})
 	scfg := shortLeases()
 	sched := startScheduler(t, scfg, frontier.NewMemorySeen())
@@ -512,7 +730,29 @@ func TestHungFetcherLeasesExpire(t *testing.T) {
 	hung := startHung(t, sched.addr, cfg, 2*hosts)
 	held := hung.waitPageLeases(t, hosts, 20*time.Second)
 	sk := sink.NewMemory()
-	startFleet(t, cfg, []string{sched.addr}, sk, 2)
+	startFleet(t, cfg, []string{sched.addr}, sk, fleet)
+
+	// The held URLs are fetched by the fleet after their leases expired:
+	// not before the lease timeout, and within expirySlack of the max lease
+	// age, though the hung session keeps renewing them with its pings.
+	_, at := hung.pageLeases()
+	for i, l := range held {
+		var first time.Time
+		within := time.Until(at[i].Add(scfg.MaxLease + expirySlack))
+		checkFor(t, within, 50*time.Millisecond, func() error {
+			for _, r := range web.Requests() {
+				if r.URL == l.URL {
+					first = r.Start
+					return nil
+				}
+			}
+			return fmt.Errorf("held URL %s not requested again %s after its lease (max lease %s)", l.URL, scfg.MaxLease+expirySlack, scfg.MaxLease)
+		})
+		if wait := first.Sub(at[i]); wait < scfg.LeaseTimeout-transitSlack {
+			t.Errorf("held URL %s fetched %s after its lease, before the lease timeout %s", l.URL, wait, scfg.LeaseTimeout)
+		}
+	}
+
 	st := waitDrained(t, []string{sched.addr}, cfg.ID, 2*time.Minute)
 	checkCrawl(t, web, sk, true)
 	if st.DeadLettered != 0 || st.DeadQueued != 0 {
@@ -521,33 +761,34 @@ func TestHungFetcherLeasesExpire(t *testing.T) {
 	if st.Fetched != int64(len(web.Pages())) {
 		t.Errorf("fetched %d, the web has %d pages", st.Fetched, len(web.Pages()))
 	}
-	if st.Sessions < 1 {
-		t.Errorf("the hung session was closed: %+v", st)
+	// Its leases expired, but the hung session itself stays: it pings.
+	select {
+	case <-hung.sess.Done():
+		t.Errorf("the hung session was closed: %v", hung.sess.Err())
+	default:
 	}
-	// The held URLs were fetched by the fleet after their leases expired:
-	// not before the lease timeout, not long after the max lease age (the
-	// 1 s expiry tick and a fetch on top).
-	_, at := hung.pageLeases()
-	reqs := web.Requests()
-	for i, l := range held {
-		var first time.Time
-		for _, r := range reqs {
-			if r.URL == l.URL {
-				first = r.Start
-				break
-			}
-		}
-		if first.IsZero() {
-			t.Errorf("held URL %s never fetched", l.URL)
-			continue
-		}
-		wait := first.Sub(at[i])
-		if wait < scfg.LeaseTimeout-200*time.Millisecond || wait > scfg.MaxLease+4*time.Second {
-			t.Errorf("held URL %s fetched %s after its lease (lease timeout %s, max lease %s)", l.URL, wait, scfg.LeaseTimeout, scfg.MaxLease)
-		}
+	if st.Sessions != fleet+1 {
+		t.Errorf("%d sessions at the scheduler, want the fleet's %d and the hung one", st.Sessions, fleet)
 	}
 	if ls, _ := hung.pageLeases(); len(ls) != hosts {
 		t.Errorf("the hung fetcher got %d page leases with credit for %d", len(ls), hosts)
+	}
+}
+
+// checkFor calls f every sleep until it returns nil, and fails the test
+// with f's last error after wait.
+func checkFor(t *testing.T, wait, sleep time.Duration, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: %v", wait, err)
+		}
+		time.Sleep(sleep)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"encoding/base32"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -71,12 +72,30 @@ type WARC struct {
 	cur *warcFile
 	seq int
 
+	// create makes a new file (createWARCFile); the seam through which
+	// tests count fsyncs and inject write, flush and fsync faults. Set it
+	// before the first Store.
+	create func(path string) (warcOSFile, error)
+
 	mu     sync.Mutex // guards closed
 	closed bool
 }
 
+// warcOSFile is what the writer needs of a file; *os.File is one.
+type warcOSFile interface {
+	io.Writer
+	Sync() error
+	Truncate(size int64) error
+	Close() error
+}
+
+// createWARCFile creates path, never overwriting another writer's file.
+func createWARCFile(path string) (warcOSFile, error) {
+	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+}
+
 type warcFile struct {
-	f      *os.File
+	f      warcOSFile
 	w      *bufio.Writer
 	name   string
 	size   int64 // bytes handed to w
@@ -101,7 +120,7 @@ func NewWARC(cfg WARCConfig) (*WARC, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("warc sink: %w", err)
 	}
-	w := &WARC{cfg: cfg}
+	w := &WARC{cfg: cfg, create: createWARCFile}
 	w.b = newBatcher(1, cfg.MaxBatch, w.flush)
 	return w, nil
 }
@@ -177,7 +196,7 @@ func (w *WARC) open() error {
 		w.seq++
 		name := fmt.Sprintf("drover-%s-%s-%05d.warc.gz", camp, time.Now().UTC().Format("20060102150405"), w.seq)
 		path := filepath.Join(w.cfg.Dir, name)
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		f, err := w.create(path)
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}

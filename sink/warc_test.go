@@ -82,23 +82,26 @@ func readWARCs(t *testing.T, dir string) ([]string, []warcRec) {
 	return files, recs
 }
 
+// gzipMembers counts path's gzip members and fails the test on one that is
+// cut short or corrupt.
 func gzipMembers(t *testing.T, path string) int {
+	t.Helper()
 	f, err := os.Open(path)
 	require.NoError(t, err)
 	defer f.Close()
 	br := bufio.NewReader(f)
 	zr, err := gzip.NewReader(br)
-	require.NoError(t, err)
+	require.NoError(t, err, "%s: first gzip member", path)
 	n := 0
 	for {
 		zr.Multistream(false)
 		_, err := io.Copy(io.Discard, zr)
-		require.NoError(t, err)
+		require.NoError(t, err, "%s: gzip member %d", path, n)
 		n++
 		if err := zr.Reset(br); err == io.EOF {
 			return n
 		} else {
-			require.NoError(t, err)
+			require.NoError(t, err, "%s: gzip member %d", path, n)
 		}
 	}
 }
@@ -209,22 +212,20 @@ func warcioIndex(t *testing.T, files []string, recs []warcRec) {
 }
 
 func TestWARCReadableAfterEachStore(t *testing.T) {
-	// Durable on return: a file read while the sink is still open (no Close)
-	// holds every page whose Store returned.
+	// Durable on return: after each Store, with the sink still open (no
+	// Close), every byte written was fsynced (the file seam counts) and the
+	// files read back hold every page whose Store returned.
 	dir := t.TempDir()
-	w, err := NewWARC(WARCConfig{Dir: dir, Campaign: "camp-1"})
-	require.NoError(t, err)
-	defer w.Close()
-	pages := testPages(t, 10)
-	storeAll(t, w, pages)
-	_, recs := readWARCs(t, dir)
-	n := 0
-	for _, r := range recs {
-		if r.typ == "response" || (r.typ == "metadata" && bytes.Contains(r.block, []byte("fetch-error"))) {
-			n++
-		}
+	w, ff := newFaultyWARC(t, dir)
+	for i, p := range testPages(t, 10) {
+		require.NoError(t, storeOne(w, p))
+		syncs, unsynced := ff.state()
+		require.Equal(t, int64(0), unsynced, "page %d: Store returned with bytes not fsynced (%d fsyncs so far)", i, syncs)
+		require.True(t, syncs >= i+1, "page %d stored with %d fsyncs in all", i, syncs)
+		got := storedURLs(t, dir)
+		require.Equal(t, i+1, len(got), "pages readable after Store %d", i)
+		require.Equal(t, 1, got[p.URL], "records of %s", p.URL)
 	}
-	require.Equal(t, len(pages), n)
 }
 
 func TestWARCStoreAfterCloseFails(t *testing.T) {

@@ -1,0 +1,327 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/fetch"
+	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/sink"
+	"github.com/drover-crawl/drover/testweb"
+)
+
+// The Monitor activity's drain rule, as production runs it: Monitor's own
+// code in an activity environment, reading the stats of a real scheduler
+// over RabbitMQ. Its readings pass through a gate (a TCP proxy in front of
+// the scheduler's control port: each reading is one control connection),
+// so that the test decides what happens between two readings.
+
+func amqpURL() string {
+	if u := os.Getenv("AMQP_URL"); u != "" {
+		return u
+	}
+	return "amqp://guest:guest@127.0.0.1:5672/"
+}
+
+// startTestScheduler runs a scheduler on a free loopback port.
+func startTestScheduler(t *testing.T) string {
+	t.Helper()
+	conn, err := amqp.Dial(amqpURL())
+	require.NoError(t, err, "RabbitMQ at %s", amqpURL())
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	srv, err := frontier.NewServer(frontier.DefaultServerConfig(), conn, frontier.NewMemorySeen(), log)
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go srv.Serve(ln)
+	t.Cleanup(func() {
+		srv.Close()
+		conn.Close()
+	})
+	return ln.Addr().String()
+}
+
+// statsGate is a TCP proxy to a scheduler that holds each connection (one
+// Monitor reading) until the test lets it through, unless it is open.
+type statsGate struct {
+	ln      net.Listener
+	target  string
+	open    atomic.Bool
+	arrived chan int      // the index (1, 2, ...) of a reading at the gate
+	pass    chan struct{} // one token lets one held reading through
+}
+
+func startGate(t *testing.T, target string) *statsGate {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	g := &statsGate{ln: ln, target: target, arrived: make(chan int, 64), pass: make(chan struct{})}
+	var wg sync.WaitGroup
+	quit := make(chan struct{})
+	t.Cleanup(func() {
+		close(quit)
+		ln.Close()
+		wg.Wait()
+	})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for n := 1; ; n++ {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				if !g.open.Load() {
+					g.arrived <- n
+					select {
+					case <-g.pass:
+					case <-quit:
+						return
+					}
+				}
+				s, err := net.Dial("tcp", target)
+				if err != nil {
+					return
+				}
+				defer s.Close()
+				done := make(chan struct{}, 2)
+				go func() { io.Copy(s, c); done <- struct{}{} }()
+				go func() { io.Copy(c, s); done <- struct{}{} }()
+				select {
+				case <-done:
+				case <-quit:
+				}
+			}()
+		}
+	}()
+	return g
+}
+
+// monitorWait bounds a wait for Monitor: a reading every second, and a
+// slow 2-core machine running -race.
+const monitorWait = 20 * time.Second
+
+// next waits for the next reading to reach the gate, failing the test if
+// Monitor returned instead (with why, which says what that means).
+func (g *statsGate) next(t *testing.T, result <-chan monitorRun, why string) int {
+	t.Helper()
+	select {
+	case n := <-g.arrived:
+		return n
+	case r := <-result:
+		t.Fatalf("%s: Monitor returned %+v (%v)", why, r.res, r.err)
+	case <-time.After(monitorWait):
+		t.Fatalf("no Monitor reading within %s", monitorWait)
+	}
+	return 0
+}
+
+type monitorRun struct {
+	res MonitorResult
+	err error
+}
+
+// runMonitor runs the Monitor activity in a test activity environment,
+// and delivers its result.
+func runMonitor(a *Activities, in MonitorInput) <-chan monitorRun {
+	out := make(chan monitorRun, 1)
+	go func() {
+		var s testsuite.WorkflowTestSuite
+		env := s.NewTestActivityEnvironment()
+		env.RegisterActivity(a)
+		var r monitorRun
+		v, err := env.ExecuteActivity(a.Monitor, in)
+		if r.err = err; err == nil {
+			r.err = v.Get(&r.res)
+		}
+		out <- r
+	}()
+	return out
+}
+
+func waitMonitor(t *testing.T, result <-chan monitorRun, within time.Duration) MonitorResult {
+	t.Helper()
+	select {
+	case r := <-result:
+		require.NoError(t, r.err, "Monitor")
+		return r.res
+	case <-time.After(within):
+		t.Fatalf("Monitor did not return within %s", within)
+	}
+	return MonitorResult{}
+}
+
+// ctlStats reads the campaign's stats straight from the scheduler.
+func ctlStats(t *testing.T, addr, id string) frontier.Stats {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := frontier.CampaignStats(ctx, []string{addr}, frontier.DevToken, id)
+	require.NoError(t, err)
+	return st
+}
+
+func waitStats(t *testing.T, addr, id, what string, ok func(frontier.Stats) bool) frontier.Stats {
+	t.Helper()
+	var st frontier.Stats
+	require.Eventually(t, func() bool {
+		st = ctlStats(t, addr, id)
+		return ok(st)
+	}, monitorWait, 50*time.Millisecond, "%s; last stats %+v", what, &st)
+	return st
+}
+
+func seedURLs(t *testing.T, addr string, cfg campaign.Config, urls ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ctl, err := frontier.DialControl(ctx, addr, frontier.DevToken)
+	require.NoError(t, err)
+	defer ctl.Close()
+	n, err := ctl.Seed(ctx, cfg, urls)
+	require.NoError(t, err)
+	require.Equal(t, len(urls), n, "seeded")
+}
+
+// runFleet runs n Runners against addr until the test ends.
+func runFleet(t *testing.T, cfg campaign.Config, addr string, sk sink.Sink, n int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	for i := range n {
+		f, err := fetch.New(cfg)
+		require.NoError(t, err)
+		r := NewRunner(cfg, f, sk, i, "test")
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer f.Close()
+			for ctx.Err() == nil {
+				sess, err := frontier.DialSession(ctx, addr, frontier.DevToken, fmt.Sprintf("fetcher-%d", i), cfg, cfg.FetcherConcurrency)
+				if err != nil {
+					select {
+					case <-ctx.Done():
+					case <-time.After(100 * time.Millisecond):
+					}
+					continue
+				}
+				r.Run(ctx, sess)
+			}
+		}()
+	}
+}
+
+// holdLease opens a session that answers robots.txt leases (a 404: all
+// allowed) and holds the first page lease it gets without reporting it.
+func holdLease(t *testing.T, addr string, cfg campaign.Config) (*frontier.Session, frontier.Lease) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	sess, err := frontier.DialSession(ctx, addr, frontier.DevToken, "holder", cfg, 4)
+	require.NoError(t, err)
+	t.Cleanup(func() { sess.Close() })
+	sess.Credit(4)
+	timeout := time.After(monitorWait)
+	for {
+		select {
+		case l, ok := <-sess.Leases():
+			require.True(t, ok, "session ended: %v", sess.Err())
+			if l.Kind == frontier.KindRobots {
+				sess.Report(frontier.Outcome{LeaseID: l.ID, Robots: &frontier.RobotsBody{Status: 404}})
+				continue
+			}
+			return sess, l
+		case <-timeout:
+			t.Fatalf("no page lease within %s", monitorWait)
+		}
+	}
+}
+
+func TestMonitorDrainRule(t *testing.T) {
+	web, err := testweb.Start(testweb.Config{Hosts: 1, PagesPerHost: 8, Base: 60})
+	require.NoError(t, err)
+	defer web.Close()
+	sched := startTestScheduler(t)
+	gate := startGate(t, sched)
+	cfg := campaign.Config{
+		ID:           fmt.Sprintf("t-monitor-%d", rand.IntN(1e9)),
+		Seeds:        web.Seeds(),
+		PerHostDelay: new(5 * time.Millisecond),
+		AllowPrivate: true,
+		Sinks:        []string{"warc:/unused"},
+	}.WithDefaults()
+	require.NoError(t, cfg.Validate())
+	seedURLs(t, sched, cfg, cfg.Seeds...)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		frontier.CloseVia(ctx, []string{sched}, func(ctx context.Context, addr string) (frontier.CampaignCloser, error) {
+			return frontier.DialControl(ctx, addr, frontier.DevToken)
+		}, cfg.ID, true)
+	})
+	a := &Activities{Schedulers: []string{gate.ln.Addr().String()}, Token: frontier.DevToken}
+
+	// 1. A lease is out and nothing moves: every reading is the same, and
+	// none is idle. Monitor reports without saying drained.
+	holder, l := holdLease(t, sched, cfg)
+	gate.open.Store(true)
+	res := waitMonitor(t, runMonitor(a, MonitorInput{Config: cfg, Report: 3 * time.Second}), monitorWait)
+	require.False(t, res.Drained, "drained while the lease of %s is out: %+v", l.URL, res.Stats)
+	require.False(t, res.CapReached)
+	require.Equal(t, int64(1), res.Stats.InFlight, "the held lease, in the stats Monitor returned: %+v", res.Stats)
+
+	// The lease goes back; a fleet crawls the web to its end.
+	holder.Close()
+	sk := sink.NewMemory()
+	runFleet(t, cfg, sched, sk, 2)
+	done := waitStats(t, sched, cfg.ID, "the crawl done", func(st frontier.Stats) bool {
+		stored := map[string]bool{}
+		for _, p := range sk.Pages() {
+			stored[p.URL] = true
+		}
+		for _, u := range web.Pages() {
+			if !stored[u] {
+				return false
+			}
+		}
+		return st.Idle()
+	})
+
+	// 2. Idle, then a URL seeded, fetched and acked, then idle again: not
+	// drained until two idle readings with nothing between them. (A seed
+	// is not counted in Published, so it is the ack that tells.)
+	gate.open.Store(false)
+	result := runMonitor(a, MonitorInput{Config: cfg, Report: time.Minute})
+	gate.next(t, result, "before its first reading")
+	gate.pass <- struct{}{} // reading 1: idle
+	gate.next(t, result, "drained after one idle reading")
+	seedURLs(t, sched, cfg, web.Seeds()[0]+"monitor-extra.html") // a 404: one more page
+	waitStats(t, sched, cfg.ID, "the extra URL fetched and acked", func(st frontier.Stats) bool {
+		return st.Idle() && st.Fetched == done.Fetched+1 && st.Acked > done.Acked
+	})
+	gate.pass <- struct{}{} // reading 2: idle, but an ack since reading 1
+	gate.next(t, result, "drained although a URL was acked between the two idle readings")
+	gate.pass <- struct{}{} // reading 3: idle, as reading 2
+	res = waitMonitor(t, result, monitorWait)
+	require.True(t, res.Drained, "not drained after two identical idle readings: %+v", res)
+	require.Equal(t, done.Fetched+1, res.Stats.Fetched, "the stats of the last reading")
+}
