@@ -42,7 +42,7 @@ bench: bin/temporal
 	@mkdir -p out
 	$(GO) run ./bench/cmd/bench $(BENCH_FLAGS)
 
-# Temporal (data/temporal.db, UI on :8233), in-memory Kafka, RabbitMQ check,
+# Temporal (data/temporal.db, UI on :8233), Kafka (data/kafka), RabbitMQ check,
 # scheduler and workers, in the foreground.
 dev: bin/temporal
 	$(GO) run ./devstack/cmd/dev

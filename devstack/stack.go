@@ -18,7 +18,8 @@ import (
 // StackOptions configures the dev stack. The zero value is `make dev`:
 // DESIGN.md's default addresses, Temporal's state in data/temporal.db.
 type StackOptions struct {
-	// DataDir holds temporal.db and the scheduler's seen-set (default "data").
+	// DataDir holds temporal.db, Kafka's log (kafka/) and the scheduler's
+	// seen-set (seen/) (default "data").
 	DataDir       string
 	TemporalIP    string // default 127.0.0.1
 	TemporalPort  int    // default 7233
@@ -99,7 +100,7 @@ func StartStack(ctx context.Context, opts StackOptions) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.Kafka, err = StartKafka(opts.KafkaAddr, KafkaPagesTopic); err != nil {
+	if s.Kafka, err = StartKafkaWith(KafkaOptions{Addr: opts.KafkaAddr, DataDir: filepath.Join(opts.DataDir, "kafka"), Topics: []string{KafkaPagesTopic}}); err != nil {
 		s.Stop()
 		return nil, err
 	}
@@ -146,12 +147,12 @@ func (s *Stack) Stop() error {
 func (s *Stack) Describe() string {
 	return fmt.Sprintf(`drover dev stack
   Temporal   %s  (Web UI %s, state in %s)
-  Kafka      %s  (in memory: gone when the stack stops; topic %s)
+  Kafka      %s  (log in %s, kept across restarts; topic %s)
   RabbitMQ   %s
   scheduler  %s
   worker     dev-worker (task queues drover-campaign, drover-fetch)
 export TEMPORAL_ADDRESS=%s KAFKA_BROKERS=%s DROVER_SCHEDULER=%s`,
 		s.Temporal.Address(), s.Temporal.UIURL(), filepath.Join(s.Opts.DataDir, "temporal.db"),
-		s.Kafka.Addr(), KafkaPagesTopic, campaign.Redact(s.Opts.AMQPURL), s.Scheduler.Addr(),
+		s.Kafka.Addr(), filepath.Join(s.Opts.DataDir, "kafka"), KafkaPagesTopic, campaign.Redact(s.Opts.AMQPURL), s.Scheduler.Addr(),
 		s.Temporal.Address(), s.Kafka.Addr(), s.Scheduler.Addr())
 }

@@ -37,7 +37,7 @@ func main() {
 
 func run(ctx context.Context, seed string, maxPages int64) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	fmt.Println("starting the dev stack (Temporal dev server, in-memory Kafka, scheduler, worker)...")
+	fmt.Println("starting the dev stack (Temporal dev server, Kafka, scheduler, worker)...")
 	s, err := devstack.StartStack(ctx, devstack.StackOptions{AMQPURL: os.Getenv("AMQP_URL"), Log: log})
 	if err != nil {
 		return err
@@ -111,7 +111,7 @@ func run(ctx context.Context, seed string, maxPages int64) error {
 	fmt.Printf("  read them      go run ./devstack/cmd/pages -brokers %s -topic %s\n", s.Kafka.Addr(), devstack.KafkaPagesTopic)
 	fmt.Printf("  Web UI         %s\n", ui)
 	fmt.Printf("  status         TEMPORAL_ADDRESS=%s go run ./starter status %s\n", s.Temporal.Address(), cfg.ID)
-	fmt.Println("\nthe stack stays up for you to look around; Ctrl-C stops it (Kafka's pages go with it).")
+	fmt.Println("\nthe stack stays up for you to look around; Ctrl-C stops it (the pages stay in data/kafka).")
 	<-ctx.Done()
 	return nil
 }

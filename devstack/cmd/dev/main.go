@@ -1,5 +1,5 @@
 // Command dev runs the dev stack in the foreground (`make dev`): the
-// Temporal dev server with its Web UI, in-memory Kafka, a scheduler and a
+// Temporal dev server with its Web UI, Kafka (log in data/kafka), a scheduler and a
 // worker, with RabbitMQ from AMQP_URL. Ctrl-C stops all of it.
 package main
 
