@@ -43,7 +43,8 @@ bench: bin/temporal
 	$(GO) run ./bench/cmd/bench $(BENCH_FLAGS)
 
 # Temporal (data/temporal.db, UI on :8233), Kafka (data/kafka), RabbitMQ check,
-# scheduler and workers, in the foreground.
+# scheduler and worker, each a process restarted when it dies (logs in
+# data/log/), in the foreground.
 dev: bin/temporal
 	$(GO) run ./devstack/cmd/dev
 
