@@ -151,18 +151,7 @@ func StartStack(ctx context.Context, opts StackOptions) (*Stack, error) {
 	}
 
 	s := &Stack{Opts: opts, sup: NewSupervisor(filepath.Join(opts.DataDir, "log"), opts.Out)}
-	temporalArgs := []string{
-		"server", "start-dev", "--ip", opts.TemporalIP, "--port", strconv.Itoa(opts.TemporalPort),
-		"--namespace", DefaultTemporalNamespace, "--db-filename", filepath.Join(opts.DataDir, "temporal.db"),
-		"--log-level", "warn", "--dynamic-config-value", "frontend.enableServerVersionCheck=false",
-		"--search-attribute", SearchAttributeCampaignState + "=Keyword",
-		"--search-attribute", SearchAttributePagesFetched + "=Int",
-	}
-	if opts.UIPort > 0 {
-		temporalArgs = append(temporalArgs, "--ui-port", strconv.Itoa(opts.UIPort))
-	} else {
-		temporalArgs = append(temporalArgs, "--headless")
-	}
+	temporalArgs := TemporalServerArgs(opts.TemporalIP, opts.TemporalPort, opts.UIPort, filepath.Join(opts.DataDir, "temporal.db"))
 	bin := func(name string) string { return filepath.Join(opts.BinDir, name) }
 	specs := []struct {
 		child *(*Child)
@@ -191,6 +180,23 @@ func StartStack(ctx context.Context, opts StackOptions) (*Stack, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// TemporalServerArgs are the arguments of `temporal server start-dev` for a
+// server on ip:port with its state in dbFile, its Web UI on uiPort (none
+// when uiPort <= 0), the default namespace and drover's search attributes.
+func TemporalServerArgs(ip string, port, uiPort int, dbFile string) []string {
+	args := []string{
+		"server", "start-dev", "--ip", ip, "--port", strconv.Itoa(port),
+		"--namespace", DefaultTemporalNamespace, "--db-filename", dbFile,
+		"--log-level", "warn", "--dynamic-config-value", "frontend.enableServerVersionCheck=false",
+		"--search-attribute", SearchAttributeCampaignState + "=Keyword",
+		"--search-attribute", SearchAttributePagesFetched + "=Int",
+	}
+	if uiPort > 0 {
+		return append(args, "--ui-port", strconv.Itoa(uiPort))
+	}
+	return append(args, "--headless")
 }
 
 // BuildDevBinaries builds the worker, scheduler and kafka commands into dir.
