@@ -1,10 +1,14 @@
 package devstack
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
+	"time"
 
+	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
 
@@ -20,19 +24,40 @@ const (
 	KafkaMaxMessageBytes = 8 << 20
 )
 
-// Kafka is an in-memory, single-broker Kafka (franz-go's kfake) that
-// kafka-go and franz-go clients talk to as to a real broker. Its contents are
-// gone when it closes.
+// Kafka is a single-broker Kafka (franz-go's kfake) that kafka-go and
+// franz-go clients talk to as to a real broker: in memory (gone when it
+// closes), or with its log on disk (KafkaOptions.DataDir).
 type Kafka struct {
 	cluster *kfake.Cluster
 	addr    string
 }
 
-// StartKafka starts a broker listening on addr ("127.0.0.1:0" for a free
-// port), with the given topics created with KafkaPartitions partitions each.
-// Topics that clients ask for are created too. A fixed port that is already
-// taken fails with a *PortInUseError naming its owner.
+// KafkaOptions configures StartKafkaWith.
+type KafkaOptions struct {
+	// Addr to listen on; "127.0.0.1:0" for a free port.
+	Addr string
+	// DataDir keeps the broker's log, topics and offsets in this directory,
+	// written through (fsync) on every produce: a record acknowledged with
+	// acks=all is on disk, and a broker started again on the directory,
+	// after a Close or a SIGKILL, serves it. Empty keeps everything in
+	// memory.
+	DataDir string
+	// Topics are created with KafkaPartitions partitions each, unless they
+	// exist (in DataDir) already.
+	Topics []string
+}
+
+// StartKafka starts an in-memory broker listening on addr ("127.0.0.1:0"
+// for a free port), with the given topics created with KafkaPartitions
+// partitions each. Topics that clients ask for are created too. A fixed
+// port that is already taken fails with a *PortInUseError naming its owner.
 func StartKafka(addr string, topics ...string) (*Kafka, error) {
+	return StartKafkaWith(KafkaOptions{Addr: addr, Topics: topics})
+}
+
+// StartKafkaWith is StartKafka with its log on disk when opts.DataDir is set.
+func StartKafkaWith(opts KafkaOptions) (*Kafka, error) {
+	addr, topics := opts.Addr, opts.Topics
 	host, portStr, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, fmt.Errorf("kafka listen address %q: %w", addr, err)
@@ -46,7 +71,7 @@ func StartKafka(addr string, topics ...string) (*Kafka, error) {
 			return nil, fmt.Errorf("kafka: %w", err)
 		}
 	}
-	opts := []kfake.Opt{
+	kopts := []kfake.Opt{
 		kfake.NumBrokers(1),
 		kfake.Ports(port),
 		// kfake always listens on 127.0.0.1; bind the host we were given.
@@ -64,22 +89,59 @@ func StartKafka(addr string, topics ...string) (*Kafka, error) {
 		}),
 	}
 	if len(topics) > 0 {
-		opts = append(opts, kfake.SeedTopics(KafkaPartitions, topics...))
+		kopts = append(kopts, kfake.SeedTopics(KafkaPartitions, topics...))
 	}
-	c, err := kfake.NewCluster(opts...)
+	what := "in-memory kafka"
+	if opts.DataDir != "" {
+		// SyncWrites: without it kfake fsyncs only when a segment rolls and
+		// at Close, so acks=all would mean "in the page cache".
+		kopts = append(kopts, kfake.DataDir(opts.DataDir), kfake.SyncWrites())
+		what = "kafka (log in " + opts.DataDir + ")"
+	}
+	c, err := kfake.NewCluster(kopts...)
 	if err != nil {
-		return nil, fmt.Errorf("starting in-memory kafka on %s: %w", addr, err)
+		return nil, fmt.Errorf("starting %s on %s: %w", what, addr, err)
 	}
 	addrs := c.ListenAddrs()
 	if len(addrs) != 1 {
 		c.Close()
-		return nil, fmt.Errorf("in-memory kafka: want 1 listener, got %d", len(addrs))
+		return nil, fmt.Errorf("%s: want 1 listener, got %d", what, len(addrs))
 	}
-	return &Kafka{cluster: c, addr: addrs[0]}, nil
+	k := &Kafka{cluster: c, addr: addrs[0]}
+	if opts.DataDir != "" && len(topics) > 0 {
+		// kfake seeds topics only into an empty directory; one written by an
+		// older stack may lack a topic added since.
+		if err := k.ensureTopics(topics); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+	}
+	return k, nil
+}
+
+// ensureTopics creates those of topics the broker does not have.
+func (k *Kafka) ensureTopics(topics []string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := kafka.DialContext(ctx, "tcp", k.addr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(deadlineOf(ctx))
+	for _, t := range topics {
+		// One at a time: kafka-go reports only the first error of a batch.
+		err := conn.CreateTopics(kafka.TopicConfig{Topic: t, NumPartitions: KafkaPartitions, ReplicationFactor: 1})
+		if err != nil && !errors.Is(err, kafka.TopicAlreadyExists) {
+			return fmt.Errorf("creating topic %s: %w", t, err)
+		}
+	}
+	return nil
 }
 
 // Addr is the broker's host:port, for KAFKA_BROKERS.
 func (k *Kafka) Addr() string { return k.addr }
 
-// Close stops the broker and drops everything it held.
+// Close stops the broker. An in-memory broker drops everything it held; one
+// with a DataDir writes its state there first.
 func (k *Kafka) Close() { k.cluster.Close() }

@@ -4,33 +4,58 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/drover-crawl/drover/campaign"
+	"io"
 	"log/slog"
 	"net"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
+	"syscall"
+	"time"
 
-	"github.com/drover-crawl/drover/activities"
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/log"
+
+	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/node"
+	"github.com/drover-crawl/drover/workflows"
 )
 
+// StackReadyTimeout bounds StartStack's wait for every process to answer.
+const StackReadyTimeout = 2 * time.Minute
+
+// DevWorkerIdentity is the identity of the dev stack's worker.
+const DevWorkerIdentity = "dev-worker"
+
 // StackOptions configures the dev stack. The zero value is `make dev`:
-// DESIGN.md's default addresses, Temporal's state in data/temporal.db.
+// DESIGN.md's default addresses, state under data/.
 type StackOptions struct {
-	// DataDir holds temporal.db and the scheduler's seen-set (default "data").
+	// DataDir holds temporal.db, Kafka's log (kafka/), the scheduler's
+	// seen-set (seen/) and the processes' logs (log/) (default "data").
 	DataDir       string
 	TemporalIP    string // default 127.0.0.1
 	TemporalPort  int    // default 7233
-	UIPort        int    // default 8233
+	UIPort        int    // default 8233; -1 runs Temporal without its Web UI
 	KafkaAddr     string // default 127.0.0.1:9092
 	SchedulerAddr string // default 127.0.0.1:7420
 	AMQPURL       string // default amqp://guest:guest@127.0.0.1:5672/
 	Token         string // default frontier.DevToken
-	Log           *slog.Logger
+	// BinDir receives the worker, scheduler and kafka binaries, built at
+	// every start (Go's cache makes a rebuild quick); default out/dev in
+	// the repository root.
+	BinDir string
+	// Out receives the supervisor's messages: a process that exited, its
+	// last log lines, its restart (default os.Stderr).
+	Out io.Writer
+	// Log is the logger of the stack's own Temporal client (default
+	// slog.Default()).
+	Log *slog.Logger
 }
 
-func (o *StackOptions) defaults() {
+func (o *StackOptions) defaults() error {
 	if o.DataDir == "" {
 		o.DataDir = "data"
 	}
@@ -55,103 +80,256 @@ func (o *StackOptions) defaults() {
 	if o.Token == "" {
 		o.Token = frontier.DevToken
 	}
+	if o.Out == nil {
+		o.Out = os.Stderr
+	}
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
+	var err error
+	if o.DataDir, err = filepath.Abs(o.DataDir); err != nil {
+		return err
+	}
+	if o.BinDir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return err
+		}
+		root, err := RepoRoot(wd)
+		if err != nil {
+			return err
+		}
+		o.BinDir = filepath.Join(root, "out", "dev")
+	}
+	return nil
 }
 
-// Stack is the dev stack running in this process: the Temporal dev server
-// (a child process), in-memory Kafka, a scheduler and the workers.
+// Stack is the dev stack: Temporal, Kafka, a scheduler and a worker, each a
+// process of its own, kept running by a supervisor in this process.
 type Stack struct {
-	Temporal  *Temporal
-	Kafka     *Kafka
-	Scheduler *node.Scheduler
-	Workers   *node.Workers
-	Opts      StackOptions
+	Opts StackOptions
+	// The supervised processes; each is restarted when it exits.
+	Temporal, Kafka, Scheduler, Worker *Child
+
+	sup    *Supervisor
+	client client.Client
 }
 
 // StartStack checks that every port it needs is free (saying by what it is
-// taken if not), makes sure RabbitMQ runs, and starts everything.
+// taken if not), makes sure RabbitMQ runs, builds the binaries, starts
+// every process and returns once each one answers.
 func StartStack(ctx context.Context, opts StackOptions) (*Stack, error) {
-	opts.defaults()
-	for _, p := range []struct{ addr, env string }{
-		{net.JoinHostPort(opts.TemporalIP, strconv.Itoa(opts.TemporalPort)), "TEMPORAL_ADDRESS"},
-		{net.JoinHostPort(opts.TemporalIP, strconv.Itoa(opts.UIPort)), "TEMPORAL_UI_PORT"},
+	if err := opts.defaults(); err != nil {
+		return nil, err
+	}
+	temporalAddr := net.JoinHostPort(opts.TemporalIP, strconv.Itoa(opts.TemporalPort))
+	ports := []struct{ addr, env string }{
+		{temporalAddr, "TEMPORAL_ADDRESS"},
 		{opts.KafkaAddr, "KAFKA_BROKERS"},
 		{opts.SchedulerAddr, "DROVER_SCHEDULER"},
-	} {
+	}
+	if opts.UIPort > 0 {
+		ports = append(ports, struct{ addr, env string }{net.JoinHostPort(opts.TemporalIP, strconv.Itoa(opts.UIPort)), "TEMPORAL_UI_PORT"})
+	}
+	for _, p := range ports {
 		if err := CheckPortFreeFor(p.addr, p.env); err != nil {
 			return nil, err
 		}
 	}
-	if err := EnsureTemporalBinary(); err != nil {
+	temporalBin, err := TemporalBinary()
+	if err != nil {
 		return nil, err
 	}
 	if err := EnsureRabbitMQ(ctx, opts.AMQPURL); err != nil {
 		return nil, err
 	}
-	s := &Stack{Opts: opts}
-	var err error
-	s.Temporal, err = StartTemporal(ctx, TemporalOptions{
-		IP: opts.TemporalIP, Port: opts.TemporalPort, UIPort: opts.UIPort,
-		DBFilename: filepath.Join(opts.DataDir, "temporal.db"),
-	})
-	if err != nil {
+	if err := BuildDevBinaries(ctx, opts.BinDir); err != nil {
 		return nil, err
 	}
-	if s.Kafka, err = StartKafka(opts.KafkaAddr, KafkaPagesTopic); err != nil {
-		s.Stop()
+	if err := os.MkdirAll(opts.DataDir, 0o755); err != nil {
 		return nil, err
 	}
-	sc := frontier.DefaultServerConfig()
-	sc.Token = opts.Token
-	s.Scheduler, err = node.StartScheduler(ctx, node.SchedulerConfig{
-		Server: sc, Listen: opts.SchedulerAddr, AMQPURL: opts.AMQPURL,
-		SeenPath: filepath.Join(opts.DataDir, "seen", "scheduler-0"), Log: opts.Log,
-	})
-	if err != nil {
-		s.Stop()
-		return nil, err
+
+	s := &Stack{Opts: opts, sup: NewSupervisor(filepath.Join(opts.DataDir, "log"), opts.Out)}
+	temporalArgs := TemporalServerArgs(opts.TemporalIP, opts.TemporalPort, opts.UIPort, filepath.Join(opts.DataDir, "temporal.db"))
+	bin := func(name string) string { return filepath.Join(opts.BinDir, name) }
+	specs := []struct {
+		child *(*Child)
+		spec  ProcSpec
+	}{
+		{&s.Temporal, ProcSpec{Name: "temporal", Path: temporalBin, Args: temporalArgs, StopSignal: syscall.SIGINT}},
+		{&s.Kafka, ProcSpec{Name: "kafka", Path: bin("kafka"), Args: []string{
+			"-listen", opts.KafkaAddr, "-data", filepath.Join(opts.DataDir, "kafka"), "-topics", KafkaPagesTopic}}},
+		{&s.Scheduler, ProcSpec{Name: "scheduler", Path: bin("scheduler"),
+			Args: []string{"-listen", opts.SchedulerAddr, "-name", "scheduler-0", "-seen", filepath.Join(opts.DataDir, "seen", "scheduler-0")},
+			Env:  []string{"AMQP_URL=" + opts.AMQPURL, "DROVER_TOKEN=" + opts.Token}}},
+		{&s.Worker, ProcSpec{Name: "worker", Path: bin("worker"), Args: []string{"-identity", DevWorkerIdentity},
+			Env: []string{"TEMPORAL_ADDRESS=" + temporalAddr, "TEMPORAL_NAMESPACE=" + DefaultTemporalNamespace,
+				"KAFKA_BROKERS=" + opts.KafkaAddr, "DROVER_SCHEDULER=" + opts.SchedulerAddr, "DROVER_TOKEN=" + opts.Token}}},
 	}
-	s.Workers, err = node.StartWorkers(s.Temporal.Client(), node.WorkerConfig{Activities: activities.Activities{
-		Schedulers: []string{s.Scheduler.Addr()}, Token: opts.Token, KafkaBrokers: s.Kafka.Addr(), Identity: "dev-worker",
-	}})
-	if err != nil {
+	for _, sp := range specs {
+		c, err := s.sup.Start(sp.spec)
+		if err != nil {
+			s.Stop()
+			return nil, err
+		}
+		*sp.child = c
+	}
+	if err := s.waitReady(ctx); err != nil {
 		s.Stop()
 		return nil, err
 	}
 	return s, nil
 }
 
-// Stop stops everything that started, workers first so that sessions
-// report their last outcomes.
+// TemporalServerArgs are the arguments of `temporal server start-dev` for a
+// server on ip:port with its state in dbFile, its Web UI on uiPort (none
+// when uiPort <= 0), the default namespace and drover's search attributes.
+func TemporalServerArgs(ip string, port, uiPort int, dbFile string) []string {
+	args := []string{
+		"server", "start-dev", "--ip", ip, "--port", strconv.Itoa(port),
+		"--namespace", DefaultTemporalNamespace, "--db-filename", dbFile,
+		"--log-level", "warn", "--dynamic-config-value", "frontend.enableServerVersionCheck=false",
+		"--search-attribute", SearchAttributeCampaignState + "=Keyword",
+		"--search-attribute", SearchAttributePagesFetched + "=Int",
+	}
+	if uiPort > 0 {
+		return append(args, "--ui-port", strconv.Itoa(uiPort))
+	}
+	return append(args, "--headless")
+}
+
+// BuildDevBinaries builds the worker, scheduler and kafka commands into dir.
+func BuildDevBinaries(ctx context.Context, dir string) error {
+	wd, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	root, err := RepoRoot(wd)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", dir+string(filepath.Separator), "./worker", "./scheduler", "./devstack/cmd/kafka")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("building the dev stack's binaries into %s: %v\n%s", dir, err, out)
+	}
+	return nil
+}
+
+// waitReady waits until Temporal, Kafka, the scheduler and the worker
+// answer, naming the one that does not and the end of its log.
+func (s *Stack) waitReady(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, StackReadyTimeout)
+	defer cancel()
+	c, err := node.DialTemporal(ctx, client.Options{HostPort: s.TemporalAddr(), Namespace: DefaultTemporalNamespace,
+		Logger: log.NewStructuredLogger(slog.New(node.QuietCancels(s.Opts.Log.Handler())))}, nil)
+	if err != nil {
+		return s.notReady(s.Temporal, err)
+	}
+	s.client = c
+	checks := []struct {
+		child *Child
+		check func(context.Context) error
+	}{
+		{s.Kafka, func(ctx context.Context) error { return CheckKafka(ctx, []string{s.KafkaAddr()}) }},
+		{s.Scheduler, func(ctx context.Context) error {
+			cc, err := frontier.DialControl(ctx, s.SchedulerAddr(), s.Opts.Token)
+			if err != nil {
+				return err
+			}
+			return cc.Close()
+		}},
+		{s.Worker, func(ctx context.Context) error {
+			resp, err := c.DescribeTaskQueue(ctx, workflows.TaskQueue, enums.TASK_QUEUE_TYPE_WORKFLOW)
+			if err != nil {
+				return err
+			}
+			for _, p := range resp.GetPollers() {
+				if p.GetIdentity() == DevWorkerIdentity {
+					return nil
+				}
+			}
+			return errors.New("not polling its task queue yet")
+		}},
+	}
+	for _, ch := range checks {
+		for {
+			actx, acancel := context.WithTimeout(ctx, 5*time.Second)
+			err := ch.check(actx)
+			acancel()
+			if err == nil {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return s.notReady(ch.child, err)
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+func (s *Stack) notReady(c *Child, err error) error {
+	return fmt.Errorf("%s did not answer within %s: %s; the end of %s:\n%s",
+		c.Name(), StackReadyTimeout, oneLine(err), c.LogPath(), indent(lastLines(c.LogPath(), 10)))
+}
+
+// Client is a client of the stack's Temporal; it reconnects by itself when
+// the server restarts. Stop closes it.
+func (s *Stack) Client() client.Client { return s.client }
+
+// TemporalAddr is Temporal's frontend, for TEMPORAL_ADDRESS.
+func (s *Stack) TemporalAddr() string {
+	return net.JoinHostPort(s.Opts.TemporalIP, strconv.Itoa(s.Opts.TemporalPort))
+}
+
+// UIURL is the Web UI's URL, or "" without it.
+func (s *Stack) UIURL() string {
+	if s.Opts.UIPort <= 0 {
+		return ""
+	}
+	return "http://" + net.JoinHostPort(s.Opts.TemporalIP, strconv.Itoa(s.Opts.UIPort))
+}
+
+// KafkaAddr is the broker, for KAFKA_BROKERS.
+func (s *Stack) KafkaAddr() string { return s.Opts.KafkaAddr }
+
+// SchedulerAddr is the scheduler, for DROVER_SCHEDULER.
+func (s *Stack) SchedulerAddr() string { return s.Opts.SchedulerAddr }
+
+// Stop stops every process, the worker first so that its sessions report
+// their last outcomes, Temporal last.
 func (s *Stack) Stop() error {
-	var errs []error
-	if s.Workers != nil {
-		s.Workers.Stop()
+	if s.client != nil {
+		s.client.Close()
 	}
-	if s.Scheduler != nil {
-		errs = append(errs, s.Scheduler.Close())
-	}
-	if s.Kafka != nil {
-		s.Kafka.Close()
-	}
-	if s.Temporal != nil {
-		errs = append(errs, s.Temporal.Stop())
-	}
-	return errors.Join(errs...)
+	s.sup.Stop()
+	return nil
 }
 
 // Describe is what the stack tells its user.
 func (s *Stack) Describe() string {
-	return fmt.Sprintf(`drover dev stack
-  Temporal   %s  (Web UI %s, state in %s)
-  Kafka      %s  (in memory: gone when the stack stops; topic %s)
-  RabbitMQ   %s
-  scheduler  %s
-  worker     dev-worker (task queues drover-campaign, drover-fetch)
+	ui := s.UIURL()
+	if ui == "" {
+		ui = "none"
+	}
+	return fmt.Sprintf(`drover dev stack (each a process of its own, restarted when it dies; logs in %s)
+  Temporal   %s  (Web UI %s, state in %s)  pid %d
+  Kafka      %s  (log in %s, kept across restarts; topic %s)  pid %d
+  RabbitMQ   %s  (not managed by the stack)
+  scheduler  %s  (seen store in %s)  pid %d
+  worker     %s (task queues drover-campaign, drover-fetch)  pid %d
 export TEMPORAL_ADDRESS=%s KAFKA_BROKERS=%s DROVER_SCHEDULER=%s`,
-		s.Temporal.Address(), s.Temporal.UIURL(), filepath.Join(s.Opts.DataDir, "temporal.db"),
-		s.Kafka.Addr(), KafkaPagesTopic, campaign.Redact(s.Opts.AMQPURL), s.Scheduler.Addr(),
-		s.Temporal.Address(), s.Kafka.Addr(), s.Scheduler.Addr())
+		filepath.Join(s.Opts.DataDir, "log"),
+		s.TemporalAddr(), ui, filepath.Join(s.Opts.DataDir, "temporal.db"), s.Temporal.PID(),
+		s.KafkaAddr(), filepath.Join(s.Opts.DataDir, "kafka"), KafkaPagesTopic, s.Kafka.PID(),
+		campaign.Redact(s.Opts.AMQPURL),
+		s.SchedulerAddr(), filepath.Join(s.Opts.DataDir, "seen", "scheduler-0"), s.Scheduler.PID(),
+		DevWorkerIdentity, s.Worker.PID(),
+		s.TemporalAddr(), s.KafkaAddr(), s.SchedulerAddr())
 }

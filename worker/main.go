@@ -60,9 +60,11 @@ func main() {
 	}
 
 	addr := env("TEMPORAL_ADDRESS", "127.0.0.1:7233")
-	c, err := client.DialContext(ctx, client.Options{HostPort: addr, Namespace: env("TEMPORAL_NAMESPACE", "default"), Logger: tlog.NewStructuredLogger(slog.New(node.QuietCancels(log.Handler())))})
+	// Waits while Temporal does not answer; returns at once on a
+	// configuration error (address, namespace, credentials).
+	c, err := node.DialTemporal(ctx, client.Options{HostPort: addr, Namespace: env("TEMPORAL_NAMESPACE", "default"), Logger: tlog.NewStructuredLogger(slog.New(node.QuietCancels(log.Handler())))}, log)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "worker: cannot reach Temporal at %s: %v (start the dev stack with `make dev`, or set TEMPORAL_ADDRESS)\n", addr, err)
+		fmt.Fprintf(os.Stderr, "worker: %v (start the dev stack with `make dev`, or set TEMPORAL_ADDRESS)\n", err)
 		os.Exit(1)
 	}
 	defer c.Close()

@@ -37,7 +37,7 @@ func main() {
 
 func run(ctx context.Context, seed string, maxPages int64) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	fmt.Println("starting the dev stack (Temporal dev server, in-memory Kafka, scheduler, worker)...")
+	fmt.Println("starting the dev stack (Temporal dev server, Kafka, scheduler, worker)...")
 	s, err := devstack.StartStack(ctx, devstack.StackOptions{AMQPURL: os.Getenv("AMQP_URL"), Log: log})
 	if err != nil {
 		return err
@@ -63,11 +63,11 @@ func run(ctx context.Context, seed string, maxPages int64) error {
 		cfg.Seeds, cfg.PerHostDelay, cfg.AllowPrivate = web.Seeds(), new(20*time.Millisecond), true
 	}
 	cfg = cfg.WithDefaults()
-	cfg.Sinks = []string{"kafka://" + s.Kafka.Addr() + "/" + devstack.KafkaPagesTopic}
+	cfg.Sinks = []string{"kafka://" + s.KafkaAddr() + "/" + devstack.KafkaPagesTopic}
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	tc := s.Temporal.Client()
+	tc := s.Client()
 	started := time.Now()
 	run, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: cfg.ID, TaskQueue: workflows.TaskQueue,
@@ -77,7 +77,7 @@ func run(ctx context.Context, seed string, maxPages int64) error {
 	if err != nil {
 		return fmt.Errorf("start campaign: %w", err)
 	}
-	ui := fmt.Sprintf("%s/namespaces/default/workflows/%s", s.Temporal.UIURL(), cfg.ID)
+	ui := fmt.Sprintf("%s/namespaces/default/workflows/%s", s.UIURL(), cfg.ID)
 	fmt.Printf("\ncampaign %s started; watch it in the Web UI: %s\n\n", cfg.ID, ui)
 
 	done := make(chan error, 1)
@@ -96,7 +96,7 @@ func run(ctx context.Context, seed string, maxPages int64) error {
 			return nil
 		case <-tick.C:
 			qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			fs, err := frontier.CampaignStats(qctx, []string{s.Scheduler.Addr()}, s.Opts.Token, cfg.ID)
+			fs, err := frontier.CampaignStats(qctx, []string{s.SchedulerAddr()}, s.Opts.Token, cfg.ID)
 			cancel()
 			if err == nil {
 				el := time.Since(started)
@@ -107,11 +107,11 @@ func run(ctx context.Context, seed string, maxPages int64) error {
 	took := time.Since(started)
 	fmt.Printf("\n\ncampaign %s %s in %s\n", cfg.ID, st.State, took.Round(time.Millisecond))
 	fmt.Printf("  pages fetched  %d (%.0f pages/s)\n  failures       %d\n", st.PagesFetched, float64(st.PagesFetched)/took.Seconds(), st.PagesFailed)
-	fmt.Printf("  pages are in   Kafka topic %s on %s (raw: key = URL, value = body as sent, metadata in headers)\n", devstack.KafkaPagesTopic, s.Kafka.Addr())
-	fmt.Printf("  read them      go run ./devstack/cmd/pages -brokers %s -topic %s\n", s.Kafka.Addr(), devstack.KafkaPagesTopic)
+	fmt.Printf("  pages are in   Kafka topic %s on %s (raw: key = URL, value = body as sent, metadata in headers)\n", devstack.KafkaPagesTopic, s.KafkaAddr())
+	fmt.Printf("  read them      go run ./devstack/cmd/pages -brokers %s -topic %s\n", s.KafkaAddr(), devstack.KafkaPagesTopic)
 	fmt.Printf("  Web UI         %s\n", ui)
-	fmt.Printf("  status         TEMPORAL_ADDRESS=%s go run ./starter status %s\n", s.Temporal.Address(), cfg.ID)
-	fmt.Println("\nthe stack stays up for you to look around; Ctrl-C stops it (Kafka's pages go with it).")
+	fmt.Printf("  status         TEMPORAL_ADDRESS=%s go run ./starter status %s\n", s.TemporalAddr(), cfg.ID)
+	fmt.Println("\nthe stack stays up for you to look around; Ctrl-C stops it (the pages stay in data/kafka).")
 	<-ctx.Done()
 	return nil
 }

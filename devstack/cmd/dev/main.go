@@ -1,6 +1,7 @@
 // Command dev runs the dev stack in the foreground (`make dev`): the
-// Temporal dev server with its Web UI, in-memory Kafka, a scheduler and a
-// worker, with RabbitMQ from AMQP_URL. Ctrl-C stops all of it.
+// Temporal dev server with its Web UI, Kafka (log in data/kafka), a
+// scheduler and a worker, each a process of its own that this one restarts
+// when it dies, with RabbitMQ from AMQP_URL. Ctrl-C stops all of it.
 package main
 
 import (
@@ -26,11 +27,7 @@ func main() {
 	fmt.Println(s.Describe())
 	fmt.Println("\nstart a campaign: go run ./starter start --id first --seed https://example.org/ --wait")
 	fmt.Println("Ctrl-C stops the stack.")
-	select {
-	case <-ctx.Done():
-	case err := <-s.Scheduler.Done():
-		fmt.Fprintln(os.Stderr, "scheduler:", err)
-	}
+	<-ctx.Done()
 	fmt.Println("\nstopping...")
 	if err := s.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "stop:", err)

@@ -1,0 +1,100 @@
+package chaos
+
+import (
+	"bufio"
+	"net"
+	"testing"
+	"time"
+)
+
+// echoServer echoes lines back.
+func echoServer(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				r := bufio.NewReader(c)
+				for {
+					line, err := r.ReadString('\n')
+					if err != nil {
+						return
+					}
+					c.Write([]byte(line))
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+func roundTrip(c net.Conn, r *bufio.Reader, msg string, wait time.Duration) (string, error) {
+	c.SetDeadline(time.Now().Add(wait))
+	if _, err := c.Write([]byte(msg + "\n")); err != nil {
+		return "", err
+	}
+	return r.ReadString('\n')
+}
+
+func TestProxyCutAndPartition(t *testing.T) {
+	p, err := NewProxy("127.0.0.1:0", echoServer(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r := bufio.NewReader(c)
+	if got, err := roundTrip(c, r, "a", 5*time.Second); err != nil || got != "a\n" {
+		t.Fatalf("through the proxy: %q, %v", got, err)
+	}
+
+	// Partition: nothing passes, nothing is closed; after Heal the held
+	// bytes arrive.
+	p.Partition()
+	if got, err := roundTrip(c, r, "b", 300*time.Millisecond); err == nil {
+		t.Fatalf("partitioned, yet %q came back", got)
+	} else if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
+		t.Fatalf("partitioned: want a timeout, got %v", err)
+	}
+	p.Heal()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if got, err := r.ReadString('\n'); err != nil || got != "b\n" {
+		t.Fatalf("after Heal, the held bytes: %q, %v", got, err)
+	}
+
+	// Cut: the open connection ends, a new one is closed at once.
+	p.Cut()
+	if _, err := roundTrip(c, r, "c", 5*time.Second); err == nil {
+		t.Fatal("cut, yet the connection still answers")
+	}
+	c2, err := net.Dial("tcp", p.Addr())
+	if err == nil {
+		c2.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := bufio.NewReader(c2).ReadString('\n'); err == nil {
+			t.Fatal("cut, yet a new connection answers")
+		}
+		c2.Close()
+	}
+	p.Heal()
+	c3, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c3.Close()
+	if got, err := roundTrip(c3, bufio.NewReader(c3), "d", 5*time.Second); err != nil || got != "d\n" {
+		t.Fatalf("after Heal: %q, %v", got, err)
+	}
+}

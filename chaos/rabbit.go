@@ -1,0 +1,175 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/drover-crawl/drover/devstack"
+)
+
+// RabbitNode is a RabbitMQ node of the suite's own: its own node name,
+// port, data and log directories, started from the machine's
+// rabbitmq-server under a supervisor that starts it again when it dies.
+// The machine's broker serves others and is never touched.
+type RabbitNode struct {
+	Name string // node name, name@localhost
+	URL  string // amqp URL
+	dir  string
+	sup  *devstack.Supervisor
+	proc *devstack.Child
+}
+
+// StartRabbitNode starts a private node with its state under dir and
+// waits (bounded by ctx) until it accepts AMQP connections.
+func StartRabbitNode(ctx context.Context, dir string, out io.Writer) (*RabbitNode, error) {
+	if _, err := exec.LookPath("rabbitmq-server"); err != nil {
+		return nil, fmt.Errorf("rabbitmq-server not installed (apt-get install rabbitmq-server): %w", err)
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	dist, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	n := &RabbitNode{
+		Name: fmt.Sprintf("drover-chaos-%d@localhost", port),
+		URL:  fmt.Sprintf("amqp://guest:guest@127.0.0.1:%d/", port),
+		dir:  dir,
+	}
+	files := map[string]string{
+		"enabled_plugins": "[].\n",
+		"rabbitmq.conf":   fmt.Sprintf("listeners.tcp.local = 127.0.0.1:%d\n", port),
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	// The Debian package runs the node as the rabbitmq user (su).
+	if u, err := user.Lookup("rabbitmq"); err == nil && os.Geteuid() == 0 {
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		os.Chown(dir, uid, gid)
+		for name := range files {
+			os.Chown(filepath.Join(dir, name), uid, gid)
+		}
+	}
+	n.sup = devstack.NewSupervisor(filepath.Join(dir, "supervisor"), out)
+	n.proc, err = n.sup.Start(devstack.ProcSpec{Name: "rabbitmq", Path: "rabbitmq-server", Env: []string{
+		"RABBITMQ_NODENAME=" + n.Name,
+		"RABBITMQ_NODE_PORT=" + strconv.Itoa(port),
+		"RABBITMQ_DIST_PORT=" + strconv.Itoa(dist),
+		"RABBITMQ_CONFIG_FILE=" + filepath.Join(dir, "rabbitmq"),
+		"RABBITMQ_MNESIA_BASE=" + filepath.Join(dir, "mnesia"),
+		"RABBITMQ_LOG_BASE=" + filepath.Join(dir, "log"),
+		"RABBITMQ_PID_FILE=" + filepath.Join(dir, "pid"),
+		"RABBITMQ_ENABLED_PLUGINS_FILE=" + filepath.Join(dir, "enabled_plugins"),
+		"RABBITMQ_FEATURE_FLAGS_FILE=" + filepath.Join(dir, "feature_flags"),
+	}})
+	if err != nil {
+		return nil, err
+	}
+	if err := n.WaitUp(ctx); err != nil {
+		n.Stop()
+		return nil, err
+	}
+	return n, nil
+}
+
+// WaitUp waits until the node accepts an AMQP connection.
+func (n *RabbitNode) WaitUp(ctx context.Context) error {
+	for {
+		conn, err := amqp.DialConfig(n.URL, amqp.Config{Dial: amqp.DefaultDial(time.Second)})
+		if err == nil {
+			return conn.Close()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("private RabbitMQ node %s not up (logs in %s): %w", n.Name, filepath.Join(n.dir, "log"), err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// Starts is how many times the node was started.
+func (n *RabbitNode) Starts() int { return n.proc.Starts() }
+
+// Kill SIGKILLs the node's Erlang VM (beam.smp); the supervisor starts the
+// node again.
+func (n *RabbitNode) Kill() error {
+	pid := n.beamPID()
+	if pid == 0 {
+		return errors.New("the node's beam.smp process was not found")
+	}
+	return syscall.Kill(pid, syscall.SIGKILL)
+}
+
+// beamPID finds the node's Erlang VM by its environment: its command line
+// does not name the node.
+func (n *RabbitNode) beamPID() int {
+	return findProcess(func(pid int, args []string) bool {
+		if !strings.HasSuffix(args[0], "beam.smp") {
+			return false
+		}
+		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		return err == nil && slices.Contains(strings.Split(string(env), "\x00"), "RABBITMQ_NODENAME="+n.Name)
+	})
+}
+
+// Stop stops supervising the node and shuts it down.
+func (n *RabbitNode) Stop() {
+	n.sup.Stop()
+	if n.beamPID() == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	exec.CommandContext(ctx, "rabbitmqctl", "-q", "-n", n.Name, "shutdown").Run()
+	if pid := n.beamPID(); pid != 0 {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// findProcess returns the first process whose arguments match, or 0.
+func findProcess(match func(pid int, args []string) bool) int {
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, "cmdline"))
+		if err != nil || len(b) == 0 {
+			continue
+		}
+		pid, _ := strconv.Atoi(filepath.Base(d))
+		if match(pid, strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")) {
+			return pid
+		}
+	}
+	return 0
+}

@@ -1,0 +1,314 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+
+	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/devstack"
+	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/node"
+	"github.com/drover-crawl/drover/testweb"
+	"github.com/drover-crawl/drover/workflows"
+)
+
+// Options configures a chaos run. Zero values take the defaults.
+type Options struct {
+	// Hosts x PagesPerHost is the test web (default 20 x 500: 10,000 pages
+	// plus host 0's extras).
+	Hosts, PagesPerHost int
+	// Fetchers of the campaign (default 8).
+	Fetchers int
+	// PerHostDelay paces the crawl (default 150 ms: about 130 pages/s over
+	// 20 hosts, so that a 30 s fault falls well inside the crawl).
+	PerHostDelay time.Duration
+	// Outage is the length of the faults that last (default 30 s).
+	Outage time.Duration
+	// Trigger is the share of the web fetched before a fault (default 0.15).
+	Trigger float64
+	// WorkDir holds every row's state (default a temporary directory).
+	WorkDir string
+	// BinDir holds the worker and scheduler binaries (built there).
+	BinDir string
+	// Log receives progress lines (default os.Stderr).
+	Log io.Writer
+	// PostgresAddr is the PostgreSQL the postgres row writes to through its
+	// proxy (default 127.0.0.1:5432, user postgres, database test).
+	PostgresAddr string
+}
+
+func (o *Options) defaults() {
+	if o.Hosts == 0 {
+		o.Hosts = 20
+	}
+	if o.PagesPerHost == 0 {
+		o.PagesPerHost = 500
+	}
+	if o.Fetchers == 0 {
+		o.Fetchers = 8
+	}
+	if o.PerHostDelay == 0 {
+		o.PerHostDelay = 150 * time.Millisecond
+	}
+	if o.Outage == 0 {
+		o.Outage = 30 * time.Second
+	}
+	if o.Trigger == 0 {
+		o.Trigger = 0.15
+	}
+	if o.Log == nil {
+		o.Log = os.Stderr
+	}
+	if o.PostgresAddr == "" {
+		o.PostgresAddr = "127.0.0.1:5432"
+	}
+}
+
+const chaosToken = "drover-chaos-token"
+
+// rig is one row's drover: a Temporal dev server, a scheduler and worker
+// processes under a supervisor (each restarted when it dies, as `make dev`
+// does), a gated Kafka, the test web, and the sink the row counts in.
+type rig struct {
+	opts    Options
+	name    string
+	dir     string
+	rabbit  *RabbitNode
+	sup     *devstack.Supervisor
+	web     *testweb.Web
+	kafka   *GatedKafka
+	topic   string
+	client  client.Client
+	tempo   *devstack.Child
+	sched   *devstack.Child
+	workers []*devstack.Child
+
+	temporalAddr string
+	schedAddr    string // the scheduler's own address
+	// workerSched is the scheduler address worker-0 dials (through a proxy
+	// when the row partitions it).
+	schedProxy *Proxy
+	sinks      []string
+	cleanup    []func()
+}
+
+type rigSpec struct {
+	workers      int  // worker processes (default 2)
+	proxyWorker0 bool // worker-0 reaches the scheduler through a Proxy
+}
+
+func (r *rig) logf(format string, args ...any) {
+	fmt.Fprintf(r.opts.Log, "chaos [%s] %s  %s\n", time.Now().Format("15:04:05"), r.name, fmt.Sprintf(format, args...))
+}
+
+// startRig brings a row's drover up and waits until every piece answers.
+func startRig(ctx context.Context, opts Options, name string, rabbit *RabbitNode, spec rigSpec, base byte) (*rig, error) {
+	r := &rig{opts: opts, name: name, dir: filepath.Join(opts.WorkDir, name), rabbit: rabbit}
+	if err := os.MkdirAll(r.dir, 0o755); err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			r.stop()
+		}
+	}()
+	var err error
+	if r.web, err = testweb.Start(testweb.Config{Hosts: opts.Hosts, PagesPerHost: opts.PagesPerHost, CrossHost: true, Base: base}); err != nil {
+		return nil, fmt.Errorf("test web: %w", err)
+	}
+	r.cleanup = append(r.cleanup, func() { r.web.Close() })
+	r.topic = "pages-" + name
+	if r.kafka, err = StartGatedKafka(r.topic); err != nil {
+		return nil, fmt.Errorf("kafka: %w", err)
+	}
+	r.cleanup = append(r.cleanup, r.kafka.Close)
+	r.sinks = []string{"kafka://" + r.kafka.Addr + "/" + r.topic}
+
+	r.sup = devstack.NewSupervisor(filepath.Join(r.dir, "log"), &prefixWriter{w: opts.Log, prefix: "chaos   " + name + " "})
+	tport, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	r.temporalAddr = "127.0.0.1:" + strconv.Itoa(tport)
+	temporalBin, err := devstack.TemporalBinary()
+	if err != nil {
+		return nil, err
+	}
+	if r.tempo, err = r.sup.Start(devstack.ProcSpec{Name: "temporal", Path: temporalBin, StopSignal: syscall.SIGINT,
+		Args: devstack.TemporalServerArgs("127.0.0.1", tport, -1, filepath.Join(r.dir, "temporal.db"))}); err != nil {
+		return nil, err
+	}
+	sport, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	r.schedAddr = "127.0.0.1:" + strconv.Itoa(sport)
+	if r.sched, err = r.sup.Start(devstack.ProcSpec{Name: "scheduler", Path: filepath.Join(opts.BinDir, "scheduler"),
+		Args: []string{"-listen", r.schedAddr, "-name", "scheduler-0", "-seen", filepath.Join(r.dir, "seen")},
+		Env:  []string{"AMQP_URL=" + rabbit.URL, "DROVER_TOKEN=" + chaosToken}}); err != nil {
+		return nil, err
+	}
+	if spec.proxyWorker0 {
+		if r.schedProxy, err = NewProxy("127.0.0.1:0", r.schedAddr); err != nil {
+			return nil, err
+		}
+		r.cleanup = append(r.cleanup, func() { r.schedProxy.Close() })
+	}
+	if spec.workers == 0 {
+		spec.workers = 2
+	}
+	for i := range spec.workers {
+		addr := r.schedAddr
+		if i == 0 && r.schedProxy != nil {
+			addr = r.schedProxy.Addr()
+		}
+		// SIGKILL at the end of a row: the crawl is over, and a graceful
+		// stop waits out the sessions' stop timeout for nothing.
+		w, err := r.sup.Start(devstack.ProcSpec{Name: fmt.Sprintf("worker-%d", i), Path: filepath.Join(opts.BinDir, "worker"), StopSignal: syscall.SIGKILL,
+			Args: []string{"-identity", fmt.Sprintf("chaos-worker-%d", i)},
+			Env: []string{"DROVER_SCHEDULER=" + addr, "DROVER_TOKEN=" + chaosToken, "TEMPORAL_ADDRESS=" + r.temporalAddr,
+				"TEMPORAL_NAMESPACE=default", "KAFKA_BROKERS=" + r.kafka.Addr}})
+		if err != nil {
+			return nil, err
+		}
+		r.workers = append(r.workers, w)
+	}
+	readyCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if r.client, err = node.DialTemporal(readyCtx, client.Options{HostPort: r.temporalAddr, Logger: tlog.NewStructuredLogger(quiet)}, nil); err != nil {
+		return nil, fmt.Errorf("temporal: %w", err)
+	}
+	if err := r.waitScheduler(readyCtx); err != nil {
+		return nil, err
+	}
+	if err := poll(readyCtx, func() error { return r.workersPolling(readyCtx, spec.workers) }); err != nil {
+		return nil, fmt.Errorf("workers not polling: %w", err)
+	}
+	ok = true
+	return r, nil
+}
+
+// waitScheduler waits until the scheduler answers a control session.
+func (r *rig) waitScheduler(ctx context.Context) error {
+	return poll(ctx, func() error {
+		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		c, err := frontier.DialControl(actx, r.schedAddr, chaosToken)
+		if err != nil {
+			return fmt.Errorf("scheduler: %w", err)
+		}
+		return c.Close()
+	})
+}
+
+func (r *rig) workersPolling(ctx context.Context, n int) error {
+	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	resp, err := r.client.DescribeTaskQueue(actx, workflows.FetchTaskQueue, enums.TASK_QUEUE_TYPE_ACTIVITY)
+	if err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for _, p := range resp.GetPollers() {
+		if strings.HasPrefix(p.GetIdentity(), "chaos-worker-") {
+			seen[p.GetIdentity()] = true
+		}
+	}
+	if len(seen) < n {
+		return fmt.Errorf("%d of %d workers polling", len(seen), n)
+	}
+	return nil
+}
+
+// poll calls f every 200 ms until it returns nil or an errFinal, or ctx
+// ends.
+func poll(ctx context.Context, f func() error) error {
+	for {
+		err := f()
+		if err == nil || errors.Is(err, errFinal) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// campaignConfig is the row's campaign.
+func (r *rig) campaignConfig() campaign.Config {
+	return campaign.Config{
+		ID:           fmt.Sprintf("chaos-%s-%d", r.name, rand.IntN(1e6)),
+		Seeds:        r.web.Seeds(),
+		Fetchers:     r.opts.Fetchers,
+		PerHostDelay: new(r.opts.PerHostDelay),
+		AllowPrivate: true,
+		Sinks:        r.sinks,
+	}
+}
+
+// waitCampaign waits until the campaign is closed, riding out a Temporal
+// restart, and returns its final status.
+func (r *rig) waitCampaign(ctx context.Context, id string) (workflows.Status, error) {
+	var st workflows.Status
+	err := poll(ctx, func() error {
+		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		d, err := r.client.DescribeWorkflowExecution(actx, id, "")
+		if err != nil {
+			return err
+		}
+		if s := d.GetWorkflowExecutionInfo().GetStatus(); s == enums.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			return errors.New("running")
+		} else if s != enums.WORKFLOW_EXECUTION_STATUS_COMPLETED {
+			return fmt.Errorf("%w: campaign %s ended %s", errFinal, id, s)
+		}
+		return r.client.GetWorkflow(actx, id, "").Get(actx, &st)
+	})
+	return st, err
+}
+
+// errFinal ends a poll: waiting longer will not change the answer.
+var errFinal = errors.New("final")
+
+func (r *rig) stop() {
+	if r.client != nil {
+		r.client.Close()
+	}
+	if r.sup != nil {
+		r.sup.Stop()
+	}
+	for i := len(r.cleanup) - 1; i >= 0; i-- {
+		r.cleanup[i]()
+	}
+}
+
+// prefixWriter prefixes each write (one supervisor message) with a string.
+type prefixWriter struct {
+	w      io.Writer
+	prefix string
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	if _, err := fmt.Fprintf(p.w, "%s%s", p.prefix, b); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}

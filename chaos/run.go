@@ -1,0 +1,234 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/drover-crawl/drover/devstack"
+	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/workflows"
+)
+
+// Result is one row of the table.
+type Result struct {
+	Fault string
+	What  string
+	Sink  string
+	Pages int // pages of the test web
+	// MissingWeb: pages the web never served; MissingSink: pages not in
+	// the sink. Both must be 0.
+	MissingWeb, MissingSink int
+	// DupFetches: requests beyond the first of a page, on the web's side;
+	// DupRecords: records beyond the first of a page, in the sink.
+	DupFetches, DupRecords int
+	// InFlight: leases the scheduler had out just before the fault.
+	InFlight int64
+	// During: requests the web served between the fault's start and end.
+	During int
+	// Down: from the fault's start to its end; Resumed: from its end to
+	// the web's next request (-1: none came).
+	Down, Resumed time.Duration
+	State         string // the campaign's final state
+	Took          time.Duration
+	Note          string
+	Err           error // the row could not be run, or broke
+}
+
+// Run runs each fault once, alone, on a fresh drover, against one private
+// RabbitMQ node, and returns a row per fault.
+func Run(ctx context.Context, opts Options, faults []Fault) ([]Result, error) {
+	opts.defaults()
+	if opts.WorkDir == "" {
+		dir, err := os.MkdirTemp("", "drover-chaos-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		opts.WorkDir = dir
+	}
+	if opts.BinDir == "" {
+		opts.BinDir = filepath.Join(opts.WorkDir, "bin")
+	}
+	fmt.Fprintf(opts.Log, "chaos: building the worker and scheduler into %s\n", opts.BinDir)
+	if err := devstack.BuildDevBinaries(ctx, opts.BinDir); err != nil {
+		return nil, err
+	}
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	rabbit, err := StartRabbitNode(rctx, filepath.Join(opts.WorkDir, "rabbitmq"), &prefixWriter{w: opts.Log, prefix: "chaos   "})
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	defer rabbit.Stop()
+	fmt.Fprintf(opts.Log, "chaos: private RabbitMQ node %s at %s\n", rabbit.Name, rabbit.URL)
+	var out []Result
+	for _, f := range faults {
+		if ctx.Err() != nil {
+			break
+		}
+		res := runRow(ctx, opts, rabbit, f)
+		if res.Err != nil {
+			fmt.Fprintf(opts.Log, "chaos: %s: %v\n", f.Name, res.Err)
+		}
+		out = append(out, res)
+	}
+	return out, nil
+}
+
+func runRow(ctx context.Context, opts Options, rabbit *RabbitNode, f Fault) (res Result) {
+	res = Result{Fault: f.Name, What: f.What, Sink: f.Sink, Resumed: -1}
+	if res.Sink == "" {
+		res.Sink = sinkKafka
+	}
+	begin := time.Now()
+	defer func() { res.Took = time.Since(begin) }()
+	r, err := startRig(ctx, opts, f.Name, rabbit, f.spec, 90)
+	if err != nil {
+		res.Err = fmt.Errorf("start: %w", err)
+		return res
+	}
+	defer r.stop()
+	var s sinks
+	switch res.Sink {
+	case sinkPostgres:
+		s.pg, err = r.usePostgres(ctx)
+	case sinkWARC:
+		s.warc, err = r.useWARC()
+	}
+	if err != nil {
+		res.Err = fmt.Errorf("sink: %w", err)
+		return res
+	}
+	pages := r.web.Pages()
+	res.Pages = len(pages)
+	cfg := r.campaignConfig()
+	if _, err := r.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: cfg.ID, TaskQueue: workflows.TaskQueue},
+		workflows.WorkflowName, workflows.CampaignInput{Config: cfg}); err != nil {
+		res.Err = fmt.Errorf("start campaign: %w", err)
+		return res
+	}
+	trigger := f.Trigger
+	if trigger == 0 {
+		trigger = opts.Trigger
+	}
+	at := int(trigger * float64(len(pages)))
+	r.logf("campaign %s started on %d pages; the fault comes at %d", cfg.ID, len(pages), at)
+	tctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	err = poll(tctx, func() error {
+		if n := r.web.Total(); n < at {
+			return fmt.Errorf("the crawl reached %d of %d pages", n, at)
+		}
+		return nil
+	})
+	cancel()
+	if err != nil {
+		res.Err = err
+		return res
+	}
+	sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	if st, err := frontier.CampaignStats(sctx, []string{r.schedAddr}, chaosToken, cfg.ID); err == nil {
+		res.InFlight = st.InFlight
+	} else {
+		r.logf("stats before the fault: %v", err)
+	}
+	cancel()
+	before := r.web.Total()
+	fctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	start, end, note, err := f.inject(fctx, r, &s)
+	cancel()
+	res.Note = note
+	if err != nil {
+		res.Err = fmt.Errorf("fault: %w", err)
+		return res
+	}
+	atEnd := r.web.Total()
+	res.Down, res.During = end.Sub(start), atEnd-before
+	r.logf("fault from %d to %d pages served, %s", before, atEnd, res.Down.Round(100*time.Millisecond))
+
+	// Resumed: the web's next request after the fault's end.
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	for rctx.Err() == nil {
+		if r.web.Total() > atEnd {
+			res.Resumed = time.Since(end)
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	st, err := r.waitCampaign(wctx, cfg.ID)
+	cancel()
+	res.State = string(st.State)
+	if err != nil {
+		res.Err = fmt.Errorf("campaign: %w", err)
+		res.State = "not ended"
+		if errors.Is(err, errFinal) {
+			res.State = "ended badly"
+		}
+	}
+	res.MissingWeb = len(r.web.Missing())
+	for _, n := range r.web.Duplicates() {
+		res.DupFetches += n - 1
+	}
+	var got map[string]int
+	switch {
+	case s.pg != nil:
+		cctx, cancel := context.WithTimeout(ctx, time.Minute)
+		got, err = s.pg.count(cctx, cfg.ID)
+		cancel()
+	case s.warc != nil:
+		got, err = s.warc.count()
+	default:
+		got = r.kafka.Count(r.topic)
+	}
+	if err != nil {
+		res.Err = errors.Join(res.Err, fmt.Errorf("counting the sink: %w", err))
+	}
+	for _, u := range pages {
+		switch n := got[u]; {
+		case n == 0:
+			res.MissingSink++
+		case n > 1:
+			res.DupRecords += n - 1
+		}
+	}
+	r.logf("done: %s, missing %d on the web and %d in %s, %d duplicate fetches", res.State, res.MissingWeb, res.MissingSink, res.Sink, res.DupFetches)
+	return res
+}
+
+// PrintTable writes the results as one markdown table.
+func PrintTable(w io.Writer, opts Options, results []Result) {
+	opts.defaults()
+	fmt.Fprintf(w, "| fault | sink | pages | missing (web / sink) | dup fetches (web / sink records) | leases in flight at fault | fetches during fault | fault lasted | fetching resumed after | campaign | note |\n")
+	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range results {
+		resumed := "-"
+		if r.Resumed >= 0 {
+			resumed = r.Resumed.Round(10 * time.Millisecond).String()
+		}
+		note := r.Note
+		if r.Err != nil {
+			note = strings.TrimSpace("ERROR: " + oneLine(r.Err.Error()) + "; " + note)
+		}
+		fmt.Fprintf(w, "| %s: %s | %s | %d | %d / %d | %d / %d | %d | %d | %s | %s | %s | %s |\n",
+			r.Fault, r.What, r.Sink, r.Pages, r.MissingWeb, r.MissingSink, r.DupFetches, r.DupRecords,
+			r.InFlight, r.During, r.Down.Round(100*time.Millisecond), resumed, r.State, note)
+	}
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 300 {
+		s = s[:297] + "..."
+	}
+	return strings.ReplaceAll(s, "|", "/")
+}

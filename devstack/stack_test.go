@@ -1,0 +1,147 @@
+package devstack
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+
+	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/testweb"
+	"github.com/drover-crawl/drover/workflows"
+)
+
+// lockedBuffer collects the supervisor's messages, written from its
+// goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func alive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	// A zombie still answers kill 0; /proc says whether it is one.
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	return i > 0 && len(b) > i+2 && b[i+2] != 'Z' && syscall.Kill(pid, 0) == nil
+}
+
+// Issue 13: every component of the dev stack is a process of its own; one
+// SIGKILLed is restarted and the campaign completes with every page
+// stored. Kafka SIGKILLed after the crawl comes back with every page.
+// Stop leaves no process behind.
+func TestDevStackRestartsAKilledScheduler(t *testing.T) {
+	web, err := testweb.Start(testweb.Config{Hosts: 3, PagesPerHost: 400, CrossHost: true, Base: 72})
+	require.NoError(t, err)
+	defer web.Close()
+
+	port := func() int {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		defer ln.Close()
+		return ln.Addr().(*net.TCPAddr).Port
+	}
+	out := &lockedBuffer{}
+	s, err := StartStack(context.Background(), StackOptions{
+		DataDir: t.TempDir(), BinDir: t.TempDir(), Out: out, UIPort: -1, TemporalPort: port(),
+		KafkaAddr: freeAddr(t), SchedulerAddr: freeAddr(t), Token: "dev-stack-test-token",
+	})
+	require.NoError(t, err)
+	stopped := false
+	defer func() {
+		if !stopped {
+			s.Stop()
+		}
+		if t.Failed() {
+			t.Logf("supervisor:\n%s", out.String())
+			for _, c := range []*Child{s.Temporal, s.Kafka, s.Scheduler, s.Worker} {
+				t.Logf("--- %s:\n%s", c.Name(), lastLines(c.LogPath(), 20))
+			}
+		}
+	}()
+	pids := map[string]int{}
+	for _, c := range []*Child{s.Temporal, s.Kafka, s.Scheduler, s.Worker} {
+		pids[c.Name()] = c.PID()
+		require.True(t, alive(c.PID()), "%s is not running", c.Name())
+	}
+	require.Len(t, map[int]bool{pids["temporal"]: true, pids["kafka"]: true, pids["scheduler"]: true, pids["worker"]: true, os.Getpid(): true}, 5,
+		"the stack's components are not separate processes: %v", pids)
+
+	cfg := campaign.Config{
+		ID: fmt.Sprintf("devstack-%d", rand.IntN(1e9)), Seeds: web.Seeds(), Fetchers: 4,
+		PerHostDelay: new(10 * time.Millisecond), AllowPrivate: true,
+		Sinks: []string{"kafka://" + s.KafkaAddr() + "/" + KafkaPagesTopic},
+	}
+	run, err := s.Client().ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: cfg.ID, TaskQueue: workflows.TaskQueue},
+		workflows.WorkflowName, workflows.CampaignInput{Config: cfg})
+	require.NoError(t, err)
+	pages := web.Pages()
+	require.Eventually(t, func() bool { return web.Total() >= len(pages)/3 }, 2*time.Minute, 20*time.Millisecond, "the crawl did not get going")
+	require.NoError(t, syscall.Kill(pids["scheduler"], syscall.SIGKILL))
+	atKill := web.Total()
+	require.Less(t, atKill, len(pages), "the crawl was over before the kill: nothing tested")
+	require.Eventually(t, func() bool { return s.Scheduler.Starts() == 2 && alive(s.Scheduler.PID()) }, time.Minute, 50*time.Millisecond,
+		"the scheduler was not restarted")
+	require.Contains(t, out.String(), fmt.Sprintf("scheduler (pid %d) exited", pids["scheduler"]))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	var st workflows.Status
+	require.NoError(t, run.Get(ctx, &st))
+	require.Equal(t, campaign.StateCompleted, st.State, st.Reason)
+	m := web.Missing()
+	require.Zero(t, len(m), "pages never fetched, e.g. %v", m[:min(3, len(m))])
+	require.Greater(t, web.Total(), atKill, "no request after the kill")
+
+	// Kafka SIGKILLed: restarted on its directory, it still has every page.
+	require.NoError(t, syscall.Kill(s.Kafka.PID(), syscall.SIGKILL))
+	require.Eventually(t, func() bool {
+		return s.Kafka.Starts() == 2 && CheckKafka(context.Background(), []string{s.KafkaAddr()}) == nil
+	},
+		time.Minute, 100*time.Millisecond, "Kafka was not restarted")
+	got := readAll(t, s.KafkaAddr(), KafkaPagesTopic)
+	var missing []string
+	for _, u := range pages {
+		if _, ok := got[u]; !ok {
+			missing = append(missing, u)
+		}
+	}
+	require.Zero(t, len(missing), "pages not in Kafka after its SIGKILL and restart, e.g. %v", missing[:min(3, len(missing))])
+
+	for _, c := range []*Child{s.Temporal, s.Kafka, s.Scheduler, s.Worker} {
+		pids[c.Name()] = c.PID()
+	}
+	stopped = true
+	require.NoError(t, s.Stop())
+	t.Logf("supervisor:\n%s", out.String())
+	for name, pid := range pids {
+		require.False(t, alive(pid), "%s (pid %d) still runs after Stop", name, pid)
+	}
+}

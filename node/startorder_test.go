@@ -1,0 +1,100 @@
+package node_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/devstack"
+	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/node"
+	"github.com/drover-crawl/drover/testweb"
+)
+
+// Issue 13, start order: a worker process started before the Temporal
+// server answers waits for it, saying so, and runs a campaign once the
+// server is up; a worker with a malformed address or a namespace the
+// server does not have exits and says why.
+func TestWorkerStartedBeforeTemporal(t *testing.T) {
+	web, err := testweb.Start(testweb.Config{Hosts: 2, PagesPerHost: 60, Base: 71})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	topic := fmt.Sprintf("pages-%d", rand.IntN(1e9))
+	k, err := devstack.StartKafka("127.0.0.1:0", topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	sc := frontier.DefaultServerConfig()
+	sc.Token = testToken
+	sched, err := node.StartScheduler(context.Background(), node.SchedulerConfig{Server: sc, Listen: "127.0.0.1:0", AMQPURL: amqpURL(), Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sched.Close()
+
+	temporalAddr := freeAddr(t)
+	w := startWorkerProc(t, "early-worker", []string{sched.Addr()}, temporalAddr, k.Addr())
+	checkFor(t, 30*time.Second, 100*time.Millisecond, func() error {
+		select {
+		case <-w.exited:
+			t.Fatalf("the worker exited before Temporal was up (%v):\n%s", w.err, tail(w.log, 20))
+		default:
+		}
+		if !strings.Contains(tail(w.log, 50), "waiting for Temporal") {
+			return fmt.Errorf("the worker has not said it waits for Temporal")
+		}
+		return nil
+	})
+	time.Sleep(3 * time.Second) // the gap between the two starts, on purpose
+	host, port, _ := net.SplitHostPort(temporalAddr)
+	p, _ := strconv.Atoi(port)
+	tmp, err := devstack.StartTemporal(context.Background(), devstack.TemporalOptions{IP: host, Port: p, UIPort: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tmp.Stop()
+
+	cfg := campaign.Config{
+		ID: fmt.Sprintf("start-order-%d", rand.IntN(1e9)), Seeds: web.Seeds(), Fetchers: 2,
+		PerHostDelay: new(5 * time.Millisecond), AllowPrivate: true,
+		Sinks: []string{"kafka://" + k.Addr() + "/" + topic},
+	}
+	runCampaign(t, tmp.Client(), cfg, 3*time.Minute)()
+	if m := web.Missing(); len(m) > 0 {
+		t.Errorf("%d pages never fetched, e.g. %v", len(m), m[:min(3, len(m))])
+	}
+
+	for _, tc := range []struct{ name, addr, namespace, want string }{
+		{"no-port", "127.0.0.1", "default", "is not HOST:PORT"},
+		{"no-namespace", tmp.Address(), "no-such-namespace", `has no namespace "no-such-namespace"`},
+	} {
+		p := startProc(t, tc.name, filepath.Join(binaries(t), "worker"), []string{"-identity", tc.name}, []string{
+			"DROVER_SCHEDULER=" + sched.Addr(), "DROVER_TOKEN=" + testToken,
+			"TEMPORAL_ADDRESS=" + tc.addr, "TEMPORAL_NAMESPACE=" + tc.namespace, "KAFKA_BROKERS=" + k.Addr(),
+		})
+		select {
+		case <-p.exited:
+		case <-time.After(60 * time.Second):
+			t.Fatalf("%s: the worker did not exit on a configuration error:\n%s", tc.name, tail(p.log, 20))
+		}
+		if p.err == nil {
+			t.Errorf("%s: the worker exited 0", tc.name)
+		}
+		if out := tail(p.log, 20); !strings.Contains(out, tc.want) {
+			t.Errorf("%s: the worker's last words lack %q:\n%s", tc.name, tc.want, out)
+		}
+	}
+}
