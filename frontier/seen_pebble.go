@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
@@ -78,19 +80,22 @@ type PebbleSeenOptions struct {
 	// so that marks survive an OS crash too, at a millisecond or more per
 	// call.
 	FsyncEveryMark bool
-	// CacheBytes is the block cache (0: DefaultSeenCacheBytes). A lookup
-	// reads one index block and one data block per level; blocks the cache
-	// misses come from the page cache and are checksummed again.
+	// CacheBytes is the block cache (0: DefaultSeenCacheBytes). It should
+	// hold the Bloom filters (1.25 bytes per URL) and the index blocks;
+	// blocks it misses come from the page cache and are checksummed again.
 	CacheBytes int64
 }
 
-// DefaultSeenCacheBytes is the block cache of a PebbleSeen: the index
-// blocks of far more URLs than a scheduler holds, and a share of the data.
+// DefaultSeenCacheBytes is the block cache of a PebbleSeen: the filters and
+// indexes of about 40 M URLs.
 const DefaultSeenCacheBytes = 64 << 20
 
 const (
 	kindMark    byte = 'm'
 	kindFailure byte = 'f'
+
+	// seenTableBytes is the target size of every level's tables.
+	seenTableBytes = 512 << 10
 
 	// seenMergerName is stored in the store's OPTIONS file: a store
 	// written with it refuses to open with another merger.
@@ -178,13 +183,20 @@ func (s *PebbleSeen) open() (db *pebble.DB, err error) {
 			CompactionEnd:   func(pebble.CompactionInfo) { s.compacting.Add(-1) },
 		},
 	}
-	// No Bloom filters, which Pebble leaves off by default too. A table's
-	// filter is one block of about 1.25 bytes per key, megabytes in a large
-	// table, and Pebble answers a block that fails its checksum by trying
-	// every single-bit flip of it, a cost quadratic in the block's size: a
-	// damaged filter block would stall the scheduler for hours at its first
-	// lookup. Without them every block is about 4 KiB, and the lookups
-	// measured no slower at 2 M URLs (bench/README.md).
+	// Bloom filters (Pebble has none by default) let a lookup skip the
+	// levels that do not hold the key: without them a lookup reads a data
+	// block in every level, and the benchmark's 10 M URLs took 45% longer
+	// (bench/README.md). Tables are kept small, because
+	// a table's filter is one block and Pebble answers a block that fails
+	// its checksum by trying every single-bit flip of it, a cost quadratic
+	// in the block's size: the default 2 MB..128 MB tables have filter
+	// blocks of up to megabytes, which would stall the scheduler for hours
+	// at its first lookup in a damaged store (TestPebbleSeenDamaged hung on
+	// one of 55 KB). 512 KB tables have filters of about 32 KB.
+	for i := range opts.Levels {
+		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+		opts.TargetFileSizes[i] = seenTableBytes
+	}
 	return pebble.Open(path, opts)
 }
 
@@ -297,18 +309,46 @@ func (s *PebbleSeen) mark(db *pebble.DB, c string, k Key, buf []byte) (byte, []b
 	return m, buf, err
 }
 
-// Queued implements SeenStore.
+// Queued implements SeenStore. The keys are looked up in order with one
+// iterator, which keeps its place in each level from one key to the next.
 func (s *PebbleSeen) Queued(c string, keys []Key) (out []bool, err error) {
 	err = s.use(c, func(db *pebble.DB) error {
 		out = make([]bool, len(keys))
+		if len(keys) == 0 || s.damaged.Load() {
+			return nil
+		}
+		order := make([]int, len(keys))
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortFunc(order, func(a, b int) int { return bytes.Compare(keys[a][:], keys[b][:]) })
+		lo, hi := span(kindMark, c)
+		it, err := db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+		if err != nil {
+			return fmt.Errorf("seen store: %w", err)
+		}
 		var buf []byte
-		for i, k := range keys {
-			var m byte
-			var err error
-			if m, buf, err = s.mark(db, c, k, buf); err != nil {
-				return err
+		var verr error
+		for _, i := range order {
+			buf = storeKey(buf, kindMark, c, keys[i])
+			if it.SeekPrefixGE(buf) && bytes.Equal(it.Key(), buf) {
+				var v []byte
+				if v, verr = it.ValueAndErr(); verr != nil {
+					break
+				}
+				out[i] = markOf(v) != 0
 			}
-			out[i] = m != 0
+		}
+		err = errors.Join(verr, it.Error(), it.Close())
+		if pebble.IsCorruptionError(err) {
+			if !s.damaged.Swap(true) {
+				s.log.Error("SEEN STORE DAMAGED: a read failed its checksum; it answers \"not seen\" and the store is replaced", "path", s.path(), "err", err)
+			}
+			clear(out)
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("seen store: %w", err)
 		}
 		return nil
 	}, func(mem *MemorySeen) (err error) { out, err = mem.Queued(c, keys); return err })
