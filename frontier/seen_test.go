@@ -44,7 +44,7 @@ func seenImpls() []seenImpl {
 	}
 }
 
-// seenImpl returns the implementation of that name.
+// seenImplNamed returns the implementation of that name.
 func seenImplNamed(name string) seenImpl {
 	for _, i := range seenImpls() {
 		if i.name == name {
