@@ -47,6 +47,9 @@ type groupSyncFS struct {
 }
 
 func newGroupSyncFS(fs vfs.FS, every time.Duration, log *slog.Logger) *groupSyncFS {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	g := &groupSyncFS{FS: fs, log: log, files: map[*groupSyncFile]bool{}, stop: make(chan struct{}), done: make(chan struct{})}
 	go g.loop(every)
 	return g
