@@ -18,8 +18,9 @@ import (
 // a WAL. So:
 //   - a mark survives a crash of the process (SIGKILL, panic, OOM kill) once
 //     its call returned: the kernel has the record;
-//   - an OS crash or a power cut loses at most the last FsyncInterval of
-//     marks, which costs duplicate fetches, never a URL (see SeenStore).
+//   - an OS crash or a power cut loses the last FsyncInterval of marks or
+//     so (all of them, if the torn WAL keeps Pebble from opening and the
+//     store is moved aside), which costs duplicate fetches, never a URL.
 //
 // Pebble's plain NoSync would not do: its WAL writer keeps records in a
 // 32 KiB block in the process's memory until the block fills or a sync is
