@@ -35,8 +35,8 @@ type QueuedResult struct {
 	// RabbitMQ's VmRSS before publishing and with the backlog queued (the
 	// shared broker: anyone else's queues count too).
 	RabbitRSS0, RabbitRSS1 int64
-	// The seen-set: URLs marked queued in a fresh LogSeen, its files' bytes
-	// and the time per mark.
+	// The seen-set: URLs marked queued in a fresh PebbleSeen, its files'
+	// bytes and the time per mark.
 	SeenBytes   int64
 	SeenPerMark time.Duration
 	Err         string
@@ -50,8 +50,8 @@ type QueuedResult struct {
 // so nothing is leased: the scheduler fills its prefetch window, holds each
 // host's URLs up to holdWindow ahead and parks the rest. After QueuedHold it
 // reads the scheduler's VmRSS and VmHWM. Then it deletes the campaign's
-// queues, and marks the same URLs queued in a fresh LogSeen to report its
-// bytes per URL.
+// queues, and marks the same URLs queued in a fresh PebbleSeen to report
+// its bytes per URL.
 func (o Options) runQueued(ctx context.Context) (res QueuedResult, err error) {
 	res.URLs, res.Hosts, res.Hold = o.QueuedURLs, o.QueuedHosts, o.QueuedHold
 	dir, err := os.MkdirTemp("", "drover-bench-queued-")
@@ -106,7 +106,7 @@ func (o Options) runQueued(ctx context.Context) (res QueuedResult, err error) {
 	}
 
 	// The seen-set, apart from the scheduler.
-	seen, err := frontier.OpenLogSeen(filepath.Join(dir, "seen-measure"))
+	seen, err := frontier.OpenPebbleSeen(filepath.Join(dir, "seen-measure"), frontier.PebbleSeenOptions{})
 	if err != nil {
 		return res, err
 	}

@@ -464,7 +464,7 @@ func Failures(ctx context.Context, addrs []string, token, id, reason string) ([]
 		}
 		total += n - len(fs)
 		for _, f := range fs {
-			byURL[f.URL] = mergeFailure(byURL[f.URL], f)
+			byURL[f.URL] = byURL[f.URL].merge(f)
 		}
 	}
 	out := make([]FailureRecord, 0, len(byURL))

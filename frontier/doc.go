@@ -33,8 +33,9 @@
 //
 // # Dedup
 //
-// "Queued" and "done" marks live in a SeenStore (LogSeen per scheduler),
-// written only after RabbitMQ confirmed the publish (queued) or after the
+// "Queued" and "done" marks live in a SeenStore (a PebbleSeen per
+// scheduler; a damaged one is moved aside and answers "not seen"), written
+// only after RabbitMQ confirmed the publish (queued) or after the
 // outcome is recorded (done). A link marked queued or done is not
 // published again; a delivery of a done URL, or of a URL this scheduler
 // already holds, is acked without fetching. Racing publishers of one new

@@ -5,22 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/url"
-	"sort"
-	"sync"
 	"time"
 )
-
-// FailureRecord is one URL that did not become a page (or became a page
-// with an error status), for `starter failures`: the crawl.log view an
-// operator of a large crawl reads.
-type FailureRecord struct {
-	URL       string    `json:"url"`
-	Reason    string    `json:"reason"`
-	Attempts  int       `json:"attempts"`
-	LastError string    `json:"last_error,omitempty"`
-	First     time.Time `json:"first"`
-	Last      time.Time `json:"last"`
-}
 
 // FailureStore keeps a campaign's failure records readable after the
 // campaign ended, until they are dropped: a new run of the campaign ID
@@ -45,62 +31,6 @@ const (
 	ReasonUnreadable = "unreadable" // a frontier message that does not decode, or an unusable URL
 	ReasonOther      = "other"      // anything without a reason of its own
 )
-
-// memFailures is an in-memory FailureStore (MemorySeen embeds it).
-type memFailures struct {
-	mu sync.Mutex
-	m  map[string]map[string]FailureRecord
-}
-
-// RecordFailures implements FailureStore.
-func (s *memFailures) RecordFailures(c string, fs []FailureRecord) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.m == nil {
-		s.m = map[string]map[string]FailureRecord{}
-	}
-	if s.m[c] == nil {
-		s.m[c] = map[string]FailureRecord{}
-	}
-	for _, f := range fs {
-		s.m[c][f.URL] = mergeFailure(s.m[c][f.URL], f)
-	}
-	return nil
-}
-
-// Failures implements FailureStore.
-func (s *memFailures) Failures(c, reason string) ([]FailureRecord, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []FailureRecord
-	for _, f := range s.m[c] {
-		if reason == "" || f.Reason == reason {
-			out = append(out, f)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].URL < out[j].URL })
-	return out, nil
-}
-
-// DropFailures implements FailureStore.
-func (s *memFailures) DropFailures(c string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.m, c)
-	return nil
-}
-
-// mergeFailure folds a new record of a URL into the old one (zero: none).
-func mergeFailure(old, f FailureRecord) FailureRecord {
-	if old.URL == "" {
-		return f
-	}
-	f.Attempts += old.Attempts
-	if !old.First.IsZero() && old.First.Before(f.First) {
-		f.First = old.First
-	}
-	return f
-}
 
 // hostBackoff is the wait before a failing host's try n+1 (n >= 1): base,
 // doubling, capped at 10 minutes, with ±50% jitter so that the hosts that

@@ -1,20 +1,33 @@
 package frontier
 
-import "sync"
+import (
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
 
 // SeenStore is a scheduler's durable record of the URLs a campaign has
-// queued and done, keyed by the 128-bit hash of the normalized URL.
+// queued and done, keyed by the 128-bit hash of the normalized URL, and of
+// the URLs that did not become a page (failure records).
 //
 // The two marks mean different things and must not be mixed up:
 //   - queued: a publish of the URL was confirmed by RabbitMQ. It lets the
-//     scheduler skip re-publishing a link. It is written only after the
-//     confirm: a mark written before would lose the URL for good if the
+//     scheduler skip re-publishing a link. The caller writes it only after
+//     the confirm: a mark written before would lose the URL for good if the
 //     process died in between.
-//   - done: the URL's outcome is durably recorded. A delivery of a done URL
-//     is acked without fetching it (a duplicate message).
+//   - done: the URL's outcome is durably recorded (sink acknowledged, links
+//     published and confirmed). The caller writes it only then, and acks
+//     the delivery after MarkDone returned; a delivery of a done URL is
+//     acked without fetching it (a duplicate message).
 //
-// Losing marks (a crash before they reach disk) costs duplicate messages or,
-// at worst, a duplicate fetch, never a lost URL.
+// Once MarkQueued or MarkDone returned nil, the marks survive a crash of the
+// process. Losing marks (an OS crash, a damaged store) costs duplicate
+// messages or, at worst, a duplicate fetch, never a lost URL: a store that
+// cannot tell answers "not seen".
+//
+// Failure records live apart from the marks: Drop leaves them, so that a
+// campaign's failures stay readable after it ended, until DropFailures.
 type SeenStore interface {
 	// Queued reports, for each key, whether it is marked queued or done.
 	Queued(campaign string, keys []Key) ([]bool, error)
@@ -24,9 +37,43 @@ type SeenStore interface {
 	Done(campaign string, key Key) (bool, error)
 	// MarkDone marks keys done.
 	MarkDone(campaign string, keys []Key) error
-	// Drop forgets a campaign.
+	// Drop forgets a campaign's marks (not its failure records).
 	Drop(campaign string) error
+
+	// RecordFailures stores failure records, one per URL. Recording a URL
+	// again takes the new Reason, Attempts, LastError and Last and keeps
+	// the earliest First.
+	RecordFailures(campaign string, fs []FailureRecord) error
+	// Failures returns a campaign's failure records with the given reason
+	// ("" for all), sorted by URL.
+	Failures(campaign string, reason string) ([]FailureRecord, error)
+	// DropFailures forgets a campaign's failure records.
+	DropFailures(campaign string) error
+
 	Close() error
+}
+
+// FailureRecord is a URL that did not become a page: why, how many times
+// it was tried, the last error, and when it failed first and last.
+type FailureRecord struct {
+	URL       string    `json:"url"`
+	Reason    string    `json:"reason"`
+	Attempts  int       `json:"attempts"`
+	LastError string    `json:"last_error"`
+	First     time.Time `json:"first"`
+	Last      time.Time `json:"last"`
+}
+
+// merge returns old updated by a newer record of the same URL.
+func (old FailureRecord) merge(f FailureRecord) FailureRecord {
+	if !old.First.IsZero() && (f.First.IsZero() || old.First.Before(f.First)) {
+		f.First = old.First
+	}
+	return f
+}
+
+func sortFailures(fs []FailureRecord) {
+	slices.SortFunc(fs, func(a, b FailureRecord) int { return strings.Compare(a.URL, b.URL) })
 }
 
 const (
@@ -37,13 +84,15 @@ const (
 // MemorySeen is an in-memory SeenStore for tests and throwaway runs; it
 // does not survive a restart.
 type MemorySeen struct {
-	memFailures
 	mu sync.Mutex
 	m  map[string]map[Key]byte
+	f  map[string]map[string]FailureRecord
 }
 
 // NewMemorySeen returns an empty MemorySeen.
-func NewMemorySeen() *MemorySeen { return &MemorySeen{m: map[string]map[Key]byte{}} }
+func NewMemorySeen() *MemorySeen {
+	return &MemorySeen{m: map[string]map[Key]byte{}, f: map[string]map[string]FailureRecord{}}
+}
 
 func (s *MemorySeen) set(c string) map[Key]byte {
 	if s.m[c] == nil {
@@ -100,6 +149,41 @@ func (s *MemorySeen) Drop(c string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.m, c)
+	return nil
+}
+
+// RecordFailures implements SeenStore.
+func (s *MemorySeen) RecordFailures(c string, fs []FailureRecord) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f[c] == nil {
+		s.f[c] = map[string]FailureRecord{}
+	}
+	for _, f := range fs {
+		s.f[c][f.URL] = s.f[c][f.URL].merge(f)
+	}
+	return nil
+}
+
+// Failures implements SeenStore.
+func (s *MemorySeen) Failures(c, reason string) ([]FailureRecord, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []FailureRecord
+	for _, f := range s.f[c] {
+		if reason == "" || f.Reason == reason {
+			out = append(out, f)
+		}
+	}
+	sortFailures(out)
+	return out, nil
+}
+
+// DropFailures implements SeenStore.
+func (s *MemorySeen) DropFailures(c string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.f, c)
 	return nil
 }
 

@@ -2,10 +2,13 @@ package frontier_test
 
 import (
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/drover-crawl/drover/frontier"
 )
@@ -22,15 +25,9 @@ func seenImpls() []seenImpl {
 		{"memory", func(t *testing.T) (frontier.SeenStore, func(frontier.SeenStore) frontier.SeenStore) {
 			return frontier.NewMemorySeen(), nil
 		}},
-		{"log", func(t *testing.T) (frontier.SeenStore, func(frontier.SeenStore) frontier.SeenStore) {
+		{"pebble", func(t *testing.T) (frontier.SeenStore, func(frontier.SeenStore) frontier.SeenStore) {
 			dir := filepath.Join(t.TempDir(), "sub", "seen") // the directory is created
-			open := func() frontier.SeenStore {
-				s, err := frontier.OpenLogSeen(dir)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return s
-			}
+			open := func() frontier.SeenStore { return openPebble(t, dir) }
 			var mu sync.Mutex
 			cur := open()
 			t.Cleanup(func() { mu.Lock(); cur.Close(); mu.Unlock() })
@@ -45,6 +42,38 @@ func seenImpls() []seenImpl {
 			}
 		}},
 	}
+}
+
+// seenImplNamed returns the implementation of that name.
+func seenImplNamed(name string) seenImpl {
+	for _, i := range seenImpls() {
+		if i.name == name {
+			return i
+		}
+	}
+	panic(name)
+}
+
+func openPebble(t testing.TB, dir string) *frontier.PebbleSeen {
+	t.Helper()
+	s, err := frontier.OpenPebbleSeen(dir, frontier.PebbleSeenOptions{Log: testLog(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// testLog logs to the test's log, so that the store's loud messages show
+// with -v or on failure.
+func testLog(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+type tWriter struct{ t testing.TB }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
 }
 
 func keys(prefix string, n int) []frontier.Key {
@@ -206,100 +235,115 @@ func TestSeenStoreConcurrent(t *testing.T) {
 	}
 }
 
-func TestLogSeenSurvivesReopen(t *testing.T) {
-	var impl seenImpl
-	for _, i := range seenImpls() {
-		if i.name == "log" {
-			impl = i
-		}
+func TestSeenStoreFailures(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	for _, impl := range seenImpls() {
+		t.Run(impl.name, func(t *testing.T) {
+			s, reopen := impl.open(t)
+			wantFailures := func(c, reason string, want ...frontier.FailureRecord) {
+				t.Helper()
+				got, err := s.Failures(c, reason)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(got) != len(want) {
+					t.Fatalf("Failures(%s, %q) = %+v, want %+v", c, reason, got, want)
+				}
+				for i := range want {
+					if !got[i].First.Equal(want[i].First) || !got[i].Last.Equal(want[i].Last) {
+						t.Errorf("Failures(%s, %q)[%d] times = %v..%v, want %v..%v", c, reason, i, got[i].First, got[i].Last, want[i].First, want[i].Last)
+					}
+					got[i].First, got[i].Last, want[i].First, want[i].Last = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+					if got[i] != want[i] {
+						t.Errorf("Failures(%s, %q)[%d] = %+v, want %+v", c, reason, i, got[i], want[i])
+					}
+				}
+			}
+			wantFailures("c1", "")
+			if err := s.RecordFailures("c1", nil); err != nil {
+				t.Errorf("RecordFailures of none: %v", err)
+			}
+			a := frontier.FailureRecord{URL: "http://a.example/", Reason: "host_down", Attempts: 3, LastError: "dial: refused", First: t0, Last: t0.Add(time.Minute)}
+			b := frontier.FailureRecord{URL: "http://b.example/x", Reason: "robots", Attempts: 1, LastError: "disallowed", First: t0, Last: t0}
+			if err := s.RecordFailures("c1", []frontier.FailureRecord{b, a}); err != nil {
+				t.Fatal(err)
+			}
+			wantFailures("c1", "", a, b) // sorted by URL
+			wantFailures("c1", "robots", b)
+			wantFailures("c1", "nope")
+			wantFailures("c2", "")
+
+			// Again: attempts, last, last error and reason are the new
+			// ones; first is kept, also within one call.
+			a2 := frontier.FailureRecord{URL: a.URL, Reason: "dns", Attempts: 5, LastError: "no such host", First: t0.Add(time.Hour), Last: t0.Add(2 * time.Hour)}
+			a3 := a2
+			a3.Attempts, a3.Last = 6, t0.Add(3*time.Hour)
+			if err := s.RecordFailures("c1", []frontier.FailureRecord{a2, a3}); err != nil {
+				t.Fatal(err)
+			}
+			want := a3
+			want.First = t0
+			wantFailures("c1", "", want, b)
+			wantFailures("c1", "host_down")
+
+			// Drop forgets the marks and keeps the failures; DropFailures
+			// forgets the failures of one campaign only.
+			if err := s.MarkDone("c1", keys("f", 2)); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.RecordFailures("c2", []frontier.FailureRecord{b}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Drop("c1"); err != nil {
+				t.Fatal(err)
+			}
+			wantQueued(t, s, "c1", keys("f", 2), false, false)
+			wantFailures("c1", "", want, b)
+			if reopen != nil {
+				s = reopen(s)
+				wantFailures("c1", "", want, b)
+			}
+			if err := s.DropFailures("c1"); err != nil {
+				t.Fatal(err)
+			}
+			wantFailures("c1", "")
+			wantFailures("c2", "", b)
+			if err := s.DropFailures("never-seen"); err != nil {
+				t.Errorf("DropFailures of an unknown campaign: %v", err)
+			}
+		})
 	}
-	s, reopen := impl.open(t)
-	k := keys("r", 3)
-	if err := s.MarkQueued("c1", k); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.MarkDone("c1", k[:1]); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.MarkDone("c2", k[2:]); err != nil {
-		t.Fatal(err)
-	}
-	s = reopen(s)
-	wantQueued(t, s, "c1", k, true, true, true)
-	wantDone(t, s, "c1", k[0], true)
-	wantDone(t, s, "c1", k[1], false)
-	wantDone(t, s, "c2", k[2], true)
-	// MarkQueued after a restart still keeps done marks.
-	if err := s.MarkQueued("c1", k); err != nil {
-		t.Fatal(err)
-	}
-	wantDone(t, s, "c1", k[0], true)
-	// A drop survives a restart too.
-	if err := s.Drop("c1"); err != nil {
-		t.Fatal(err)
-	}
-	s = reopen(s)
-	wantQueued(t, s, "c1", k, false, false, false)
-	wantDone(t, s, "c2", k[2], true)
 }
 
-func TestLogSeenLockedByAnother(t *testing.T) {
-	dir := t.TempDir()
-	s, err := frontier.OpenLogSeen(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s2, err := frontier.OpenLogSeen(dir); err == nil {
-		s2.Close()
-		t.Fatal("a second scheduler opened the same seen store")
-	}
-	s.Close()
-	s3, err := frontier.OpenLogSeen(dir)
-	if err != nil {
-		t.Fatalf("reopen after close: %v", err)
-	}
-	s3.Close()
-}
-
-// TestLogSeenManyKeys crosses several memtable flushes and a merge, and
-// checks every mark after a reopen.
-func TestLogSeenManyKeys(t *testing.T) {
-	dir := t.TempDir()
-	s, err := frontier.OpenLogSeen(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const n = 10 * 65536
-	all := keys("many", n)
-	for i := 0; i < n; i += 1000 {
-		if err := s.MarkQueued("c", all[i:min(i+1000, n)]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i := 0; i < n; i += 2 {
-		if err := s.MarkDone("c", all[i:i+1]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	s.Close()
-	if s, err = frontier.OpenLogSeen(dir); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	q, err := s.Queued("c", all)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range all {
-		if !q[i] {
-			t.Fatalf("key %d lost", i)
-		}
-		if d, _ := s.Done("c", all[i]); d != (i%2 == 0) {
-			t.Fatalf("key %d: done %v", i, d)
-		}
-	}
-	if fresh, _ := s.Queued("c", keys("other", 1000)); slices.Contains(fresh, true) && countTrue(fresh) > 0 {
-		t.Errorf("%d of 1000 unknown keys reported queued", countTrue(fresh))
+// TestSeenStoreDropPrefix: a campaign whose ID is another's prefix keeps
+// its marks and failures when the shorter one is dropped.
+func TestSeenStoreDropPrefix(t *testing.T) {
+	for _, impl := range seenImpls() {
+		t.Run(impl.name, func(t *testing.T) {
+			s, _ := impl.open(t)
+			k := keys("p", 3)
+			for _, c := range []string{"c", "c1", "c-2", "b"} {
+				if err := s.MarkDone(c, k); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.RecordFailures(c, []frontier.FailureRecord{{URL: "http://x.example/", Reason: "r"}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.Drop("c"); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.DropFailures("c"); err != nil {
+				t.Fatal(err)
+			}
+			wantQueued(t, s, "c", k, false, false, false)
+			for _, c := range []string{"c1", "c-2", "b"} {
+				wantQueued(t, s, c, k, true, true, true)
+				if fs, err := s.Failures(c, ""); err != nil || len(fs) != 1 {
+					t.Errorf("Failures(%s) = %v, %v after dropping c", c, fs, err)
+				}
+			}
+		})
 	}
 }
 
@@ -311,35 +355,4 @@ func countTrue(bs []bool) int {
 		}
 	}
 	return n
-}
-
-// BenchmarkLogSeenMarkQueued marks 1,000,000 keys queued in batches of
-// 1,000 and reports the bytes per key on disk. Run it once:
-// go test -run '^$' -bench LogSeen -benchtime 1x ./frontier/
-func BenchmarkLogSeenMarkQueued(b *testing.B) {
-	const total, batch = 1_000_000, 1_000
-	all := make([]frontier.Key, total)
-	for i := range all {
-		all[i] = frontier.KeyOf(fmt.Sprintf("http://host%d.example.com/page/%d?q=%d", i%5000, i, i*7))
-	}
-	for b.Loop() {
-		b.StopTimer()
-		dir := b.TempDir()
-		s, err := frontier.OpenLogSeen(dir)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.StartTimer()
-		for i := 0; i < total; i += batch {
-			if err := s.MarkQueued("bench", all[i:i+batch]); err != nil {
-				b.Fatal(err)
-			}
-		}
-		b.StopTimer()
-		b.ReportMetric(float64(s.DiskBytes())/total, "bytes/key")
-		if err := s.Close(); err != nil {
-			b.Fatal(err)
-		}
-		b.StartTimer()
-	}
 }

@@ -84,7 +84,8 @@ type SchedulerConfig struct {
 	Server  frontier.ServerConfig
 	Listen  string
 	AMQPURL string
-	// SeenPath is the seen-set directory (LogSeen); empty keeps it in memory.
+	// SeenPath is the seen-set directory (frontier.PebbleSeen); empty keeps
+	// it in memory.
 	SeenPath string
 	Log      *slog.Logger
 }
@@ -130,7 +131,7 @@ func StartScheduler(ctx context.Context, cfg SchedulerConfig) (*Scheduler, error
 	var store frontier.SeenStore = frontier.NewMemorySeen()
 	if cfg.SeenPath != "" {
 		var err error
-		if store, err = frontier.OpenLogSeen(cfg.SeenPath); err != nil {
+		if store, err = frontier.OpenPebbleSeen(cfg.SeenPath, frontier.PebbleSeenOptions{Log: cfg.Log}); err != nil {
 			return nil, err
 		}
 	}

@@ -1,0 +1,94 @@
+package frontier
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Failure records of a PebbleSeen: key 'f', the campaign, 0x00, the URL's
+// hash; value the FailureRecord as JSON. They are few beside the marks (one
+// per URL that did not become a page), so Failures scans the campaign's
+// span and filters by reason.
+
+// RecordFailures implements SeenStore.
+func (s *PebbleSeen) RecordFailures(c string, fs []FailureRecord) error {
+	if len(fs) == 0 {
+		return checkCampaign(c)
+	}
+	s.fmu.Lock()
+	defer s.fmu.Unlock()
+	return s.use(c, func(db *pebble.DB) error {
+		batch := map[Key]FailureRecord{}
+		for _, f := range fs {
+			k := KeyOf(f.URL)
+			old, ok := batch[k]
+			if !ok {
+				err := s.get(db, storeKey(nil, kindFailure, c, k), func(v []byte) {
+					if json.Unmarshal(v, &old) != nil || old.URL != f.URL {
+						old = FailureRecord{} // unreadable, or another URL of the same hash
+					}
+				})
+				if err != nil {
+					return err
+				}
+			}
+			batch[k] = old.merge(f)
+		}
+		b := db.NewBatch()
+		defer b.Close()
+		for k, f := range batch {
+			v, err := json.Marshal(f)
+			if err != nil {
+				return fmt.Errorf("seen store: %w", err)
+			}
+			if err := b.Set(storeKey(nil, kindFailure, c, k), v, nil); err != nil {
+				return fmt.Errorf("seen store: %w", err)
+			}
+		}
+		if err := b.Commit(s.wo); err != nil {
+			return fmt.Errorf("seen store: %w", err)
+		}
+		return nil
+	}, func(mem *MemorySeen) error { return mem.RecordFailures(c, fs) })
+}
+
+// Failures implements SeenStore.
+func (s *PebbleSeen) Failures(c, reason string) (out []FailureRecord, err error) {
+	err = s.use(c, func(db *pebble.DB) error {
+		lo, hi := span(kindFailure, c)
+		it, err := db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+		if err != nil {
+			return fmt.Errorf("seen store: %w", err)
+		}
+		for it.First(); it.Valid(); it.Next() {
+			var f FailureRecord
+			if err := json.Unmarshal(it.Value(), &f); err != nil {
+				s.log.Error("seen store: unreadable failure record skipped", "campaign", c, "key", fmt.Sprintf("%x", it.Key()), "err", err)
+				continue
+			}
+			if reason == "" || f.Reason == reason {
+				out = append(out, f)
+			}
+		}
+		err = errors.Join(it.Error(), it.Close())
+		if pebble.IsCorruptionError(err) {
+			s.damaged.Store(true)
+		}
+		if err != nil {
+			return fmt.Errorf("seen store: %w", err)
+		}
+		sortFailures(out)
+		return nil
+	}, func(mem *MemorySeen) (err error) { out, err = mem.Failures(c, reason); return err })
+	return out, err
+}
+
+// DropFailures implements SeenStore: one range delete over the campaign's
+// failure records.
+func (s *PebbleSeen) DropFailures(c string) error {
+	return s.use(c, func(db *pebble.DB) error { return s.deleteSpan(db, kindFailure, c) },
+		func(mem *MemorySeen) error { return mem.DropFailures(c) })
+}

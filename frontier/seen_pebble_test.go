@@ -1,0 +1,325 @@
+package frontier_test
+
+import (
+	"bufio"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/drover-crawl/drover/frontier"
+)
+
+func TestPebbleSeenSurvivesReopen(t *testing.T) {
+	s, reopen := seenImplNamed("pebble").open(t)
+	k := keys("r", 3)
+	if err := s.MarkQueued("c1", k); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MarkDone("c1", k[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MarkDone("c2", k[2:]); err != nil {
+		t.Fatal(err)
+	}
+	s = reopen(s)
+	wantQueued(t, s, "c1", k, true, true, true)
+	wantDone(t, s, "c1", k[0], true)
+	wantDone(t, s, "c1", k[1], false)
+	wantDone(t, s, "c2", k[2], true)
+	// MarkQueued after a restart still keeps done marks.
+	if err := s.MarkQueued("c1", k); err != nil {
+		t.Fatal(err)
+	}
+	wantDone(t, s, "c1", k[0], true)
+	// A drop survives a restart too.
+	if err := s.Drop("c1"); err != nil {
+		t.Fatal(err)
+	}
+	s = reopen(s)
+	wantQueued(t, s, "c1", k, false, false, false)
+	wantDone(t, s, "c2", k[2], true)
+}
+
+func TestPebbleSeenLockedByAnother(t *testing.T) {
+	dir := t.TempDir()
+	s := openPebble(t, dir)
+	if s2, err := frontier.OpenPebbleSeen(dir, frontier.PebbleSeenOptions{}); err == nil {
+		s2.Close()
+		t.Fatal("a second scheduler opened the same seen store")
+	}
+	s.Close()
+	// The refused open moved nothing aside.
+	if aside, _ := filepath.Glob(filepath.Join(dir, "pebble.damaged-*")); len(aside) > 0 {
+		t.Errorf("a locked store was moved aside: %v", aside)
+	}
+	openPebble(t, dir).Close()
+}
+
+// TestPebbleSeenManyKeys crosses several memtable flushes and compactions,
+// and checks every mark after a reopen.
+func TestPebbleSeenManyKeys(t *testing.T) {
+	dir := t.TempDir()
+	s := openPebble(t, dir)
+	const n = 150_000
+	all := keys("many", n)
+	for i := 0; i < n; i += 1000 {
+		if err := s.MarkQueued("c", all[i:i+1000]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	even := make([]frontier.Key, 0, n/2)
+	for i := 0; i < n; i += 2 {
+		even = append(even, all[i])
+	}
+	for i := 0; i < len(even); i += 1000 {
+		if err := s.MarkDone("c", even[i:min(i+1000, len(even))]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	s = openPebble(t, dir)
+	defer s.Close()
+	q, err := s.Queued("c", all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range all {
+		if !q[i] {
+			t.Fatalf("key %d lost", i)
+		}
+		if i%5 != 0 {
+			continue
+		}
+		if d, _ := s.Done("c", all[i]); d != (i%2 == 0) {
+			t.Fatalf("key %d: done %v", i, d)
+		}
+	}
+	if fresh, _ := s.Queued("c", keys("other", 1000)); countTrue(fresh) > 0 {
+		t.Errorf("%d of 1000 unknown keys reported queued", countTrue(fresh))
+	}
+}
+
+// TestPebbleSeenSurvivesKill: marks whose MarkQueued/MarkDone returned are
+// there after the process is SIGKILLed without closing the store.
+func TestPebbleSeenSurvivesKill(t *testing.T) {
+	const batches, per = 50, 100
+	if dir := os.Getenv("DROVER_SEEN_KILL_DIR"); dir != "" {
+		s, err := frontier.OpenPebbleSeen(dir, frontier.PebbleSeenOptions{})
+		if err != nil {
+			fmt.Println("open:", err)
+			os.Exit(2)
+		}
+		for b := range batches {
+			ks := keys(fmt.Sprintf("kill%d", b), per)
+			if err := s.MarkQueued("c", ks); err != nil {
+				fmt.Println("mark:", err)
+				os.Exit(2)
+			}
+			if err := s.MarkDone("c", ks[:per/2]); err != nil {
+				fmt.Println("mark:", err)
+				os.Exit(2)
+			}
+			fmt.Printf("marked %d\n", b)
+		}
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {}
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestPebbleSeenSurvivesKill$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "DROVER_SEEN_KILL_DIR="+dir)
+	out, err := cmd.Output()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	marked := -1
+	sc := bufio.NewScanner(strings.NewReader(string(out)))
+	for sc.Scan() {
+		if n, ok := strings.CutPrefix(sc.Text(), "marked "); ok {
+			marked, _ = strconv.Atoi(n)
+		}
+	}
+	if marked != batches-1 {
+		t.Fatalf("child marked up to batch %d, want %d:\n%s", marked, batches-1, out)
+	}
+	s := openPebble(t, dir)
+	defer s.Close()
+	for b := range batches {
+		ks := keys(fmt.Sprintf("kill%d", b), per)
+		q, err := s.Queued("c", ks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, k := range ks {
+			d, err := s.Done("c", k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !q[i] || d != (i < per/2) {
+				t.Fatalf("batch %d key %d after SIGKILL: queued %v done %v", b, i, q[i], d)
+			}
+		}
+	}
+}
+
+// TestPebbleSeenDamaged truncates, scrambles and removes the files of a
+// closed store in many ways, then reopens it: it must open (moving a store
+// it cannot open aside), answer without an error, never call a key it was
+// not given seen, and take and keep new marks. Unknown means "not seen".
+func TestPebbleSeenDamaged(t *testing.T) {
+	// A store with sstables in several levels, a WAL, a manifest, and some
+	// failure records.
+	golden := t.TempDir()
+	s := openPebble(t, golden)
+	old := keys("old", 120_000)
+	for i := 0; i < len(old); i += 2000 {
+		if err := s.MarkQueued("c", old[i:i+2000]); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.MarkDone("c", old[i:i+1000]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.RecordFailures("c", []frontier.FailureRecord{{URL: "http://f.example/", Reason: "dns"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var ssts int
+	filepath.WalkDir(golden, func(p string, _ fs.DirEntry, _ error) error {
+		if strings.HasSuffix(p, ".sst") {
+			ssts++
+		}
+		return nil
+	})
+	if ssts == 0 {
+		t.Fatal("the golden store has no sstable: write more keys")
+	}
+
+	damages := map[string]func(t *testing.T, dir string){
+		"store removed": func(t *testing.T, dir string) { os.RemoveAll(filepath.Join(dir, "pebble")) },
+		"every file emptied": func(t *testing.T, dir string) {
+			eachFile(t, dir, func(p string) error { return os.Truncate(p, 0) })
+		},
+		"sstables scrambled": func(t *testing.T, dir string) {
+			eachFile(t, dir, func(p string) error {
+				if !strings.HasSuffix(p, ".sst") {
+					return nil
+				}
+				return overwrite(p)
+			})
+		},
+	}
+	damages["WAL truncated and scrambled"] = func(t *testing.T, dir string) {
+		eachFile(t, dir, func(p string) error {
+			if !strings.HasSuffix(p, ".log") {
+				return nil
+			}
+			if err := overwrite(p); err != nil {
+				return err
+			}
+			fi, err := os.Stat(p)
+			if err != nil {
+				return err
+			}
+			return os.Truncate(p, fi.Size()/2)
+		})
+	}
+	for seed := range uint64(12) {
+		damages[fmt.Sprintf("random seed %d", seed)] = func(t *testing.T, dir string) {
+			damaged, err := frontier.DamageSeenStore(dir, seed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("damaged %d files", len(damaged))
+		}
+	}
+	fresh := keys("fresh", 5000)
+	for name, damage := range damages {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.CopyFS(dir, os.DirFS(golden)); err != nil {
+				t.Fatal(err)
+			}
+			damage(t, dir)
+			s := openPebble(t, dir) // fails the test if it cannot open
+			// A sample: a damaged block costs a bit-flip search per read.
+			var sample []frontier.Key
+			for i := 0; i < len(old); i += 20 {
+				sample = append(sample, old[i])
+				if _, err := s.Done("c", old[i]); err != nil {
+					t.Fatalf("Done on a damaged store: %v", err)
+				}
+			}
+			q, err := s.Queued("c", sample)
+			if err != nil {
+				t.Fatalf("Queued on a damaged store: %v", err)
+			}
+			if q, err := s.Queued("c", fresh); err != nil || countTrue(q) > 0 {
+				t.Fatalf("keys never marked: %d seen, err %v", countTrue(q), err)
+			}
+			aside, _ := filepath.Glob(filepath.Join(dir, "pebble.damaged-*"))
+			t.Logf("moved aside: %v; old keys still seen: %d of %d", aside, countTrue(q), len(sample))
+			if len(aside) > 0 {
+				// Moved aside at open or while reading: an empty store now.
+				if q, err := s.Queued("c", sample); err != nil || countTrue(q) > 0 {
+					t.Errorf("a store moved aside still answers seen for %d keys (err %v)", countTrue(q), err)
+				}
+			}
+			// It works: new marks are taken and kept across a restart.
+			if err := s.MarkQueued("c", fresh); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.MarkDone("c", fresh[:10]); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Close(); err != nil {
+				t.Logf("close of a damaged store: %v", err)
+			}
+			s = openPebble(t, dir)
+			defer s.Close()
+			wantQueued(t, s, "c", fresh[:3], true, true, true)
+			wantDone(t, s, "c", fresh[0], true)
+			wantDone(t, s, "c", fresh[10], false)
+		})
+	}
+}
+
+func eachFile(t *testing.T, dir string, f func(string) error) {
+	t.Helper()
+	err := filepath.WalkDir(filepath.Join(dir, "pebble"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		return f(p)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// overwrite writes junk over the middle of a file, keeping its length.
+func overwrite(p string) error {
+	f, err := os.OpenFile(p, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	junk := []byte(strings.Repeat("\xde\xad\xbe\xef", 1024))
+	for off := int64(0); off < fi.Size()-int64(len(junk)); off += 64 << 10 {
+		if _, err := f.WriteAt(junk, off+int64(len(junk))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
