@@ -18,7 +18,8 @@ func main() {
 	env := cli.Env{
 		TemporalAddress:   os.Getenv("TEMPORAL_ADDRESS"),
 		TemporalNamespace: os.Getenv("TEMPORAL_NAMESPACE"),
-		TemporalUI:        os.Getenv("TEMPORAL_UI"),
+		TemporalUIURL:     os.Getenv("TEMPORAL_UI_URL"),
+		TemporalUI:        os.Getenv("TEMPORAL_UI"), // deprecated: TEMPORAL_UI_URL's old name
 		Schedulers:        frontier.ParseAddrs(os.Getenv("DROVER_SCHEDULER")),
 		Token:             os.Getenv("DROVER_TOKEN"),
 		KafkaBrokers:      os.Getenv("KAFKA_BROKERS"),

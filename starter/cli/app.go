@@ -16,6 +16,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -38,17 +40,30 @@ const (
 	DefaultNamespace       = "default"
 	DefaultScheduler       = "127.0.0.1:7420"
 	DefaultKafkaBrokers    = "127.0.0.1:9092"
-	webUIPort              = "8233"
+)
+
+// The dev server (`temporal server start-dev`) serves its Web UI on its
+// frontend port + 1000 unless told otherwise.
+const (
+	devUIPortOffset  = 1000
+	defaultWebUIPort = 8233
 )
 
 // Env is the starter's environment, read by the main: TEMPORAL_ADDRESS,
-// TEMPORAL_NAMESPACE, TEMPORAL_UI, DROVER_SCHEDULER (split on commas),
-// DROVER_TOKEN and KAFKA_BROKERS. Empty fields take the defaults above.
+// TEMPORAL_NAMESPACE, TEMPORAL_UI_URL (or its old name TEMPORAL_UI),
+// DROVER_SCHEDULER (split on commas), DROVER_TOKEN and KAFKA_BROKERS.
+// Empty fields take the defaults above.
 type Env struct {
 	TemporalAddress   string
 	TemporalNamespace string
-	// TemporalUI is the Web UI's base URL; empty derives it from
-	// TemporalAddress with port 8233.
+	// TemporalUIURL (TEMPORAL_UI_URL) is the Temporal Web UI's base URL,
+	// which the links the starter prints start with; empty derives it from
+	// TemporalAddress where that can be done (see WebUIBase).
+	TemporalUIURL string
+	// TemporalUI is TEMPORAL_UI, the old name of TEMPORAL_UI_URL: used when
+	// TemporalUIURL is empty, and Run warns that it is deprecated.
+	//
+	// Deprecated: set TemporalUIURL.
 	TemporalUI string
 	Schedulers []string
 	// Token is the schedulers' session token; empty means frontier.DevToken.
@@ -65,6 +80,9 @@ func (e Env) withDefaults() Env {
 	}
 	if e.TemporalNamespace == "" {
 		e.TemporalNamespace = DefaultNamespace
+	}
+	if e.TemporalUIURL == "" {
+		e.TemporalUIURL = e.TemporalUI
 	}
 	var addrs []string
 	for _, a := range e.Schedulers {
@@ -85,20 +103,65 @@ func (e Env) withDefaults() Env {
 	return e
 }
 
-// WorkflowURL is the Web UI page of a campaign's workflow.
-func (e Env) WorkflowURL(id string) string {
-	base := strings.TrimRight(e.TemporalUI, "/")
-	if base == "" {
-		host, _, err := net.SplitHostPort(e.TemporalAddress)
-		if err != nil {
-			host = e.TemporalAddress
-		}
-		if host == "" {
-			host = "127.0.0.1"
-		}
-		base = "http://" + net.JoinHostPort(host, webUIPort)
+// deprecations are the warnings Run prints about the environment.
+func (e Env) deprecations() []string {
+	switch {
+	case e.TemporalUI == "":
+		return nil
+	case e.TemporalUIURL != "" && e.TemporalUIURL != e.TemporalUI:
+		return []string{"starter: TEMPORAL_UI is deprecated and ignored: TEMPORAL_UI_URL is set"}
+	default:
+		return []string{"starter: TEMPORAL_UI is deprecated; set TEMPORAL_UI_URL instead"}
 	}
-	return fmt.Sprintf("%s/namespaces/%s/workflows/%s", base, e.TemporalNamespace, id)
+}
+
+// WebUIBase is the Temporal Web UI's base URL: TemporalUIURL when set;
+// otherwise, for a frontend on a loopback address (a dev server, which
+// serves its Web UI on its frontend port + 1000: 8233 for 7233), that
+// host and port. Anything else cannot be derived (a production server's
+// Web UI is a service of its own, on an address of its own), and it is "".
+func (e Env) WebUIBase() string {
+	if base := strings.TrimRight(e.TemporalUIURL, "/"); base != "" {
+		return base
+	}
+	host, port, err := net.SplitHostPort(e.TemporalAddress)
+	if err != nil {
+		host, port = e.TemporalAddress, ""
+	}
+	if !isLoopbackHost(host) {
+		return ""
+	}
+	uiPort := defaultWebUIPort
+	if p, err := strconv.Atoi(port); err == nil && p > 0 && p+devUIPortOffset <= 65535 {
+		uiPort = p + devUIPortOffset
+	}
+	return "http://" + net.JoinHostPort(host, strconv.Itoa(uiPort))
+}
+
+// WorkflowURL is the Web UI page of a campaign's workflow, or "" when the
+// Web UI's address is not known (see WebUIBase).
+func (e Env) WorkflowURL(id string) string {
+	base := e.WebUIBase()
+	if base == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s/namespaces/%s/workflows/%s", base, url.PathEscape(e.TemporalNamespace), url.PathEscape(id))
+}
+
+// webUILink is WorkflowURL for people: what to set when it is unknown.
+func (e Env) webUILink(id string) string {
+	if u := e.WorkflowURL(id); u != "" {
+		return u
+	}
+	return fmt.Sprintf("unknown for TEMPORAL_ADDRESS %s; set TEMPORAL_UI_URL to link it", e.TemporalAddress)
+}
+
+func isLoopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // StatsFunc sums the schedulers' stats of one campaign;
@@ -163,6 +226,9 @@ func usagef(format string, args ...any) error {
 // returns the exit code. Errors are printed on a.Err as one line each.
 func (a *App) Run(ctx context.Context, args []string) int {
 	a.Env = a.Env.withDefaults()
+	for _, w := range a.Env.deprecations() {
+		fmt.Fprintln(a.Err, w)
+	}
 	if a.Interval <= 0 {
 		a.Interval = 2 * time.Second
 	}
@@ -223,7 +289,9 @@ func (a *App) rootCommand() *cobra.Command {
 Temporal workflows.
 
 Environment: TEMPORAL_ADDRESS (default 127.0.0.1:7233), TEMPORAL_NAMESPACE
-(default "default"), TEMPORAL_UI (default: TEMPORAL_ADDRESS's host, port 8233),
+(default "default"), TEMPORAL_UI_URL (the Web UI's base URL for the links
+printed; default: for a loopback TEMPORAL_ADDRESS, a dev server's, on its
+port + 1000, http://127.0.0.1:8233; TEMPORAL_UI is its deprecated old name),
 DROVER_SCHEDULER (default 127.0.0.1:7420, comma-separated), DROVER_TOKEN and
 KAFKA_BROKERS (default 127.0.0.1:9092: where start checks the default sink).`,
 		SilenceUsage:  true,

@@ -433,19 +433,6 @@ func TestDecodeCounters(t *testing.T) {
 	assert.Nil(t, decodeCounters(&commonpb.Payloads{}))
 }
 
-func TestWorkflowURL(t *testing.T) {
-	for _, tc := range []struct {
-		env  Env
-		want string
-	}{
-		{Env{}, "http://127.0.0.1:8233/namespaces/default/workflows/c1"},
-		{Env{TemporalAddress: "temporal.internal:7233", TemporalNamespace: "crawl"}, "http://temporal.internal:8233/namespaces/crawl/workflows/c1"},
-		{Env{TemporalUI: "https://ui.example/"}, "https://ui.example/namespaces/default/workflows/c1"},
-	} {
-		assert.Equal(t, tc.want, tc.env.withDefaults().WorkflowURL("c1"))
-	}
-}
-
 // TestStopReleasesTerminated: Terminate runs no workflow code, so `stop` on
 // a terminated campaign removes its queues from the frontier instead.
 func TestStopReleasesTerminated(t *testing.T) {

@@ -195,7 +195,7 @@ func (a *App) start(ctx context.Context, cfg campaign.Config, zeros []error, f s
 			return writeJSON(a.Out, startResult{ID: cfg.ID, RunID: runID, State: campaign.StateRunning,
 				WebUI: link, Summary: summary, Config: cfg})
 		}
-		fmt.Fprintf(a.Out, "started campaign %s: %s\n  Web UI: %s\n", cfg.ID, summary, link)
+		fmt.Fprintf(a.Out, "started campaign %s: %s\n  Web UI: %s\n", cfg.ID, summary, a.Env.webUILink(cfg.ID))
 		if !wait {
 			fmt.Fprintf(a.Out, "  follow it with: starter status %s --watch\n", cfg.ID)
 			return nil

@@ -72,7 +72,10 @@ type View struct {
 	// StatusError says why the workflow's own status is missing (no worker
 	// answered the query); the counts then come from search attributes.
 	StatusError string `json:"status_error,omitempty"`
-	WebUI       string `json:"web_ui"`
+	// WebUI is the campaign's page in the Temporal Web UI; "" when the
+	// Web UI's address is not known (TEMPORAL_UI_URL unset and
+	// TEMPORAL_ADDRESS not on loopback).
+	WebUI string `json:"web_ui"`
 }
 
 // FetcherView is one fetcher of the fleet.
@@ -460,7 +463,11 @@ func renderView(w io.Writer, v View, now time.Time) {
 			}
 		}
 	}
-	fmt.Fprintf(w, "\n  Web UI: %s\n", v.WebUI)
+	if v.WebUI != "" {
+		fmt.Fprintf(w, "\n  Web UI: %s\n", v.WebUI)
+	} else {
+		fmt.Fprintf(w, "\n  Web UI: unknown; set TEMPORAL_UI_URL to link it\n")
+	}
 }
 
 // failureLine tells fetchers that keep failing in one line: how many,

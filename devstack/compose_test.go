@@ -1,0 +1,310 @@
+package devstack
+
+// docker-compose.yml cannot be run here (no Docker engine on the
+// development machines or in CI), so this checks what can be checked
+// without one: Debian's docker-compose parses it, the README's section on
+// it names nothing it lacks, and its Prometheus scrapes what the worker and
+// the scheduler serve.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"maps"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"gopkg.in/yaml.v3"
+)
+
+// composeService is what the checks read of a service in the output of
+// `docker-compose config` (variables substituted, extensions merged, ports
+// in the long syntax).
+type composeService struct {
+	Image       string            `yaml:"image"`
+	Command     []string          `yaml:"command"`
+	Environment map[string]string `yaml:"environment"`
+	Ports       []struct {
+		Published string `yaml:"published"`
+		Target    string `yaml:"target"`
+	} `yaml:"ports"`
+	Volumes []string `yaml:"volumes"`
+}
+
+// composeToken is the DROVER_TOKEN the checks give docker-compose: the file
+// requires one.
+const composeToken = "compose-test-token"
+
+// composeConfig runs `docker-compose config` on the repository's
+// docker-compose.yml with env (and PATH, HOME) only, bounded.
+func composeConfig(t *testing.T, root string, env ...string) (string, error) {
+	t.Helper()
+	bin, err := exec.LookPath("docker-compose")
+	if err != nil {
+		msg := "no docker-compose on PATH (apt-get install --no-install-recommends docker-compose; .ci/run installs it)"
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--project-directory", root, "-f", filepath.Join(root, "docker-compose.yml"), "config")
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return errb.String(), fmt.Errorf("docker-compose config: %w: %s", err, errb.String())
+	}
+	return out.String(), nil
+}
+
+func TestComposeFile(t *testing.T) {
+	root, err := RepoRoot(".")
+	require.NoError(t, err)
+	raw, err := os.ReadFile(filepath.Join(root, "docker-compose.yml"))
+	require.NoError(t, err)
+
+	// Without DROVER_TOKEN it refuses to run, saying what to set.
+	msg, err := composeConfig(t, root)
+	require.Error(t, err, "docker-compose config without DROVER_TOKEN")
+	require.Contains(t, msg, "set DROVER_TOKEN")
+
+	out, err := composeConfig(t, root, "DROVER_TOKEN="+composeToken)
+	require.NoError(t, err)
+	var cfg struct {
+		Services map[string]composeService `yaml:"services"`
+	}
+	require.NoError(t, yaml.Unmarshal([]byte(out), &cfg), out)
+	services := cfg.Services
+	require.NotEmpty(t, services, out)
+	for name, s := range services {
+		require.NotEmpty(t, s.Image, "service %s has no image", name)
+	}
+	for _, name := range []string{"scheduler", "worker"} {
+		require.Equal(t, composeToken, services[name].Environment["DROVER_TOKEN"], "%s's DROVER_TOKEN", name)
+	}
+
+	t.Run("README", func(t *testing.T) { checkComposeReadme(t, root, raw, services) })
+	t.Run("prometheus", func(t *testing.T) { checkComposePrometheus(t, root, services) })
+}
+
+// composeSection is the README's section on the compose stack.
+func composeSection(t *testing.T, root string) string {
+	t.Helper()
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	require.NoError(t, err)
+	const heading = "### With Docker Compose\n"
+	_, sec, ok := strings.Cut(string(readme), heading)
+	require.True(t, ok, "README.md has no %q section", strings.TrimSpace(heading))
+	if i := regexp.MustCompile(`(?m)^#{1,3} `).FindStringIndex(sec); i != nil {
+		sec = sec[:i[0]]
+	}
+	return sec
+}
+
+// checkComposeReadme: every service of the README's table exists with the
+// host ports it gives, every service of the file is in the table, and
+// every variable the section names is set for a service or substituted in
+// the file.
+func checkComposeReadme(t *testing.T, root string, raw []byte, services map[string]composeService) {
+	sec := composeSection(t, root)
+	row := regexp.MustCompile("(?m)^\\| `([a-z0-9-]+)` \\|([^|]*)\\|")
+	hostPort := regexp.MustCompile(`localhost:(\d+)`)
+	documented := map[string]bool{}
+	for _, m := range row.FindAllStringSubmatch(sec, -1) {
+		name, host := m[1], m[2]
+		documented[name] = true
+		s, ok := services[name]
+		if !ok {
+			t.Errorf("README names service %s; docker-compose.yml has %v", name, slices.Sorted(maps.Keys(services)))
+			continue
+		}
+		var published []string
+		for _, p := range s.Ports {
+			published = append(published, p.Published)
+		}
+		for _, pm := range hostPort.FindAllStringSubmatch(host, -1) {
+			if !slices.Contains(published, pm[1]) {
+				t.Errorf("README: %s on localhost:%s; docker-compose.yml publishes %v", name, pm[1], published)
+			}
+		}
+	}
+	require.NotEmpty(t, documented, "README's compose section has no table of services")
+	for name := range services {
+		if !documented[name] {
+			t.Errorf("service %s of docker-compose.yml is not in the README's table", name)
+		}
+	}
+
+	set := map[string]bool{}
+	for _, s := range services {
+		for k := range s.Environment {
+			set[k] = true
+		}
+	}
+	for _, m := range regexp.MustCompile(`\$\{([A-Z][A-Z0-9_]*)`).FindAllStringSubmatch(string(raw), -1) {
+		set[m[1]] = true
+	}
+	names := regexp.MustCompile("`([A-Z][A-Z0-9_]+)`").FindAllStringSubmatch(sec, -1)
+	require.NotEmpty(t, names, "README's compose section names no variable")
+	for _, m := range names {
+		if !set[m[1]] {
+			t.Errorf("README names the variable %s; no service of docker-compose.yml gets it and the file does not substitute it", m[1])
+		}
+	}
+}
+
+// checkComposePrometheus: the prometheus service runs the repository's
+// scrape config, which scrapes exactly the /metrics endpoints that the
+// scheduler and the worker serve on their --metrics-addr in the compose
+// stack; those are the ports of the binaries' own defaults, so that the
+// compose stack and the dev stack serve metrics alike.
+func checkComposePrometheus(t *testing.T, root string, services map[string]composeService) {
+	prom, ok := services["prometheus"]
+	require.True(t, ok, "docker-compose.yml has no prometheus service")
+	const inContainer = "/etc/prometheus/drover.yml"
+	require.Contains(t, prom.Command, "--config.file="+inContainer)
+	configFile := filepath.Join(root, "deploy", "compose", "prometheus.yml")
+	require.Contains(t, prom.Volumes, configFile+":"+inContainer+":ro", "prometheus mounts deploy/compose/prometheus.yml")
+
+	// What the compose stack serves: --metrics-addr :PORT, on every
+	// interface of the container, so that Prometheus reaches it.
+	serves := map[string]string{} // service -> host:port as Prometheus reaches it
+	for _, name := range []string{"scheduler", "worker"} {
+		addr := flagValue(services[name].Command, "--metrics-addr")
+		require.NotEmpty(t, addr, "%s's command %q has no --metrics-addr", name, services[name].Command)
+		host, port, err := net.SplitHostPort(addr)
+		require.NoError(t, err, "%s --metrics-addr %q", name, addr)
+		require.Contains(t, []string{"", "0.0.0.0", "::"}, host, "%s --metrics-addr %q listens only on %s: Prometheus cannot reach it", name, addr, host)
+		serves[name] = net.JoinHostPort(name, port)
+	}
+
+	b, err := os.ReadFile(configFile)
+	require.NoError(t, err)
+	var pc struct {
+		ScrapeConfigs []struct {
+			JobName       string `yaml:"job_name"`
+			MetricsPath   string `yaml:"metrics_path"`
+			StaticConfigs []struct {
+				Targets []string `yaml:"targets"`
+			} `yaml:"static_configs"`
+			DNSSDConfigs []struct {
+				Names []string `yaml:"names"`
+				Port  int      `yaml:"port"`
+			} `yaml:"dns_sd_configs"`
+		} `yaml:"scrape_configs"`
+	}
+	require.NoError(t, yaml.Unmarshal(b, &pc))
+	var scraped []string
+	for _, sc := range pc.ScrapeConfigs {
+		require.Contains(t, []string{"", "/metrics"}, sc.MetricsPath, "job %s scrapes %s", sc.JobName, sc.MetricsPath)
+		for _, s := range sc.StaticConfigs {
+			scraped = append(scraped, s.Targets...)
+		}
+		for _, d := range sc.DNSSDConfigs {
+			for _, n := range d.Names {
+				scraped = append(scraped, net.JoinHostPort(n, strconv.Itoa(d.Port)))
+			}
+		}
+	}
+	require.ElementsMatch(t, slices.Collect(maps.Values(serves)), scraped, "Prometheus scrapes %v; the compose stack serves %v", scraped, serves)
+
+	if promtool, err := exec.LookPath("promtool"); err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, promtool, "check", "config", configFile).CombinedOutput()
+		require.NoError(t, err, "promtool check config:\n%s", out)
+	} else {
+		t.Log("promtool not on PATH: the scrape config's syntax is not checked by Prometheus itself")
+	}
+
+	// The same ports as the binaries' defaults (which the dev stack
+	// serves on loopback).
+	t.Run("defaults", func(t *testing.T) { checkMetricsDefaults(t, root, serves) })
+}
+
+// checkMetricsDefaults: each main's -metrics-addr defaults to loopback on
+// the port the compose stack serves and scrapes.
+func checkMetricsDefaults(t *testing.T, root string, serves map[string]string) {
+	bins := buildMains(t, root, "worker", "scheduler")
+	var pending []string
+	for name, endpoint := range serves {
+		_, port, _ := net.SplitHostPort(endpoint)
+		def, defined := flagDefault(t, bins[name], "metrics-addr")
+		if !defined {
+			pending = append(pending, fmt.Sprintf("%s (docker-compose.yml passes --metrics-addr :%s, which its container would refuse)", name, port))
+			continue
+		}
+		dhost, dport, err := net.SplitHostPort(def)
+		require.NoError(t, err, "%s -metrics-addr default %q", name, def)
+		require.Equal(t, dport, port, "%s: -metrics-addr defaults to %s, docker-compose.yml serves and scrapes port %s", name, def, port)
+		ip := net.ParseIP(dhost)
+		require.True(t, dhost == "localhost" || (ip != nil && ip.IsLoopback()), "%s -metrics-addr default %s is not on loopback", name, def)
+	}
+	if len(pending) > 0 {
+		slices.Sort(pending)
+		t.Skipf("no -metrics-addr flag yet (issue 14's metrics part) in %s", strings.Join(pending, "; "))
+	}
+}
+
+// flagValue is the value of flag in a command line ("--f v" or "--f=v").
+func flagValue(cmd []string, flag string) string {
+	for i, a := range cmd {
+		if a == flag && i+1 < len(cmd) {
+			return cmd[i+1]
+		}
+		if v, ok := strings.CutPrefix(a, flag+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// buildMains builds the repository's mains (without -race: they are only
+// asked for their flags) and returns their paths by name.
+func buildMains(t *testing.T, root string, names ...string) map[string]string {
+	t.Helper()
+	dir := t.TempDir()
+	args := []string{"build", "-o", dir + string(filepath.Separator)}
+	for _, n := range names {
+		args = append(args, "./"+n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "go %s:\n%s", strings.Join(args, " "), out)
+	bins := map[string]string{}
+	for _, n := range names {
+		bins[n] = filepath.Join(dir, n)
+	}
+	return bins
+}
+
+// flagDefault reads a flag's default from a Go main's -h output; defined is
+// false when the main has no such flag.
+func flagDefault(t *testing.T, bin, name string) (def string, defined bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// -h exits 0 (or 2 with older flag packages); the usage is the output.
+	out, _ := exec.CommandContext(ctx, bin, "-h").CombinedOutput()
+	m := regexp.MustCompile(`(?m)^  -` + regexp.QuoteMeta(name) + `\b.*\n((?:    \t.*\n)*)`).FindSubmatch(out)
+	if m == nil {
+		return "", false
+	}
+	d := regexp.MustCompile(`\(default "([^"]*)"\)`).FindSubmatch(m[0])
+	require.NotNil(t, d, "%s -%s has no default address in its usage:\n%s", filepath.Base(bin), name, m[0])
+	return string(d[1]), true
+}
