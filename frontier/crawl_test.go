@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -40,23 +39,7 @@ type scheduler struct {
 
 func startScheduler(t *testing.T, cfg frontier.ServerConfig, store frontier.SeenStore) *scheduler {
 	t.Helper()
-	conn, err := amqp.Dial(amqpURL())
-	if err != nil {
-		t.Fatalf("RabbitMQ at %s: %v", amqpURL(), err)
-	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	srv, err := frontier.NewServer(cfg, conn, store, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	s := &scheduler{srv: srv, addr: ln.Addr().String(), conn: conn}
-	t.Cleanup(func() { s.stop() })
-	return s
+	return startSchedulerWith(t, cfg, store, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 }
 
 func (s *scheduler) stop() {

@@ -8,20 +8,6 @@ import (
 	"time"
 )
 
-// FailureStore keeps a campaign's failure records readable after the
-// campaign ended, until they are dropped: a new run of the campaign ID
-// drops them, as does `starter failures ID --clear`.
-type FailureStore interface {
-	// RecordFailures adds records; a URL recorded again keeps its First
-	// and takes the rest from the new record (its attempts add up).
-	RecordFailures(campaign string, fs []FailureRecord) error
-	// Failures lists a campaign's records with the given reason ("" for
-	// all), by URL.
-	Failures(campaign, reason string) ([]FailureRecord, error)
-	// DropFailures forgets a campaign's records.
-	DropFailures(campaign string) error
-}
-
 // Reasons of failures that the scheduler itself decides (the fetcher's are
 // in package fetch: dns, refused, timeout, tls, reset, 4xx, 5xx, ...).
 const (
@@ -162,13 +148,13 @@ func (a *campaignActor) reasonCounts() map[string]int64 {
 	return out
 }
 
-// recordFailures writes failure records to the store, when it keeps them.
+// recordFailures writes failure records to the seen store, which keeps
+// them readable after the campaign ended (SeenStore.RecordFailures).
 func (a *campaignActor) recordFailures(fs []FailureRecord) error {
-	st, ok := a.srv.store.(FailureStore)
-	if !ok || len(fs) == 0 {
+	if len(fs) == 0 {
 		return nil
 	}
-	if err := st.RecordFailures(a.cfg.ID, fs); err != nil {
+	if err := a.srv.store.RecordFailures(a.cfg.ID, fs); err != nil {
 		return fmt.Errorf("failure store: %w", err)
 	}
 	return nil

@@ -7,7 +7,6 @@ package frontier_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -108,23 +107,7 @@ func (f *rawFetcher) pages(t *testing.T, credit int, within time.Duration, robot
 	writeRaw(t, f.c, jsonFrame(t, frontier.FrameCredit, frontier.Credit{N: credit}))
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
-		ft, payload, err := readFrame(f.c, min(time.Second, time.Until(deadline)))
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
-			writeRaw(t, f.c, frame(frontier.FramePing, nil))
-			continue
-		}
-		if err != nil {
-			t.Fatalf("reading leases: %v", err)
-		}
-		if ft != frontier.FrameLeases {
-			continue
-		}
-		var ls frontier.Leases
-		if err := json.Unmarshal(payload, &ls); err != nil {
-			t.Fatal(err)
-		}
-		for _, l := range ls.Items {
+		for _, l := range readLeases(t, f, time.Until(deadline)) {
 			if l.Kind == frontier.KindRobots {
 				f.report(t, frontier.Outcome{LeaseID: l.ID, Robots: robots})
 				writeRaw(t, f.c, jsonFrame(t, frontier.FrameCredit, frontier.Credit{N: 1}))

@@ -308,10 +308,6 @@ func (a *campaignActor) dropRecorded(e *entry, reason, why string) {
 	a.countReason(reason)
 	now := time.Now()
 	fail := FailureRecord{URL: e.msg.URL, Reason: reason, Attempts: e.attempt, LastError: why, First: now, Last: now}
-	if _, keeps := a.srv.store.(FailureStore); !keeps {
-		a.ackEntry(e)
-		return
-	}
 	a.pending.Add(1)
 	ok := a.spawn(func(context.Context) {
 		defer a.pending.Add(-1)

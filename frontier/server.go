@@ -486,17 +486,13 @@ func (s *Server) control(req Request) Reply {
 		}
 		return Reply{Stats: &st}
 	case OpFailures, OpForget:
-		st, ok := s.store.(FailureStore)
-		if !ok {
-			return Reply{}
-		}
 		if req.Op == OpForget {
-			if err := st.DropFailures(req.Campaign.ID); err != nil {
+			if err := s.store.DropFailures(req.Campaign.ID); err != nil {
 				return Reply{Error: err.Error()}
 			}
 			return Reply{}
 		}
-		fs, err := st.Failures(req.Campaign.ID, req.Reason)
+		fs, err := s.store.Failures(req.Campaign.ID, req.Reason)
 		if err != nil {
 			return Reply{Error: err.Error()}
 		}
