@@ -49,11 +49,11 @@ func (a *Activities) FetchSession(ctx context.Context, in FetchSessionInput) (Se
 	if len(a.Schedulers) == 0 {
 		return SessionCounters{}, temporal.NewNonRetryableApplicationError("no scheduler configured (DROVER_SCHEDULER)", "Config", nil)
 	}
-	f, err := fetch.New(cfg)
+	f, release, err := fetchers.acquire(cfg)
 	if err != nil {
 		return SessionCounters{}, temporal.NewNonRetryableApplicationError(err.Error(), "Config", err)
 	}
-	defer f.Close()
+	defer release()
 	sk, err := sink.OpenAll(ctx, cfg.Sinks, sink.Options{Campaign: cfg.ID, BodyCap: cfg.BodyCap, KafkaBrokers: a.KafkaBrokers})
 	if err != nil {
 		return SessionCounters{}, temporal.NewApplicationError(err.Error(), "SinkUnavailable")

@@ -49,6 +49,9 @@ type ProcRSS struct {
 	// pages (At100 once the campaign completed). Peak: the kernel's
 	// high-water mark (VmHWM) of the last run of the process.
 	At25, At50, At100, Peak int64
+	// FDs: open file descriptors (sockets mostly) at the end of the crawl,
+	// and their peak over the samples.
+	FDs, PeakFDs int
 	// Restarts of the process during the run (must be 0).
 	Restarts int
 }
@@ -180,11 +183,14 @@ type rssSampler struct {
 	at    map[int][]int64 // percent -> RSS per proc
 	last  []int64
 	peak  []int64
+	fds   []int
+	pfds  []int
 	start []int
 }
 
 func newRSSSampler(procs []loadProc) *rssSampler {
-	s := &rssSampler{procs: procs, at: map[int][]int64{}, last: make([]int64, len(procs)), peak: make([]int64, len(procs)), start: make([]int, len(procs))}
+	s := &rssSampler{procs: procs, at: map[int][]int64{}, last: make([]int64, len(procs)), peak: make([]int64, len(procs)),
+		fds: make([]int, len(procs)), pfds: make([]int, len(procs)), start: make([]int, len(procs))}
 	for i, p := range procs {
 		if p.starts != nil {
 			s.start[i] = p.starts()
@@ -227,6 +233,10 @@ func (s *rssSampler) sample() {
 		}
 		s.last[i] = rss
 		s.peak[i] = max(s.peak[i], hwm, rss)
+		if fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid)); err == nil {
+			s.fds[i] = len(fds)
+			s.pfds[i] = max(s.pfds[i], len(fds))
+		}
 	}
 }
 
@@ -247,7 +257,8 @@ func (s *rssSampler) result() []ProcRSS {
 	defer s.mu.Unlock()
 	out := make([]ProcRSS, len(s.procs))
 	for i, p := range s.procs {
-		out[i] = ProcRSS{Name: p.name, At25: s.at[25][i], At50: s.at[50][i], At100: s.at[100][i], Peak: s.peak[i]}
+		out[i] = ProcRSS{Name: p.name, At25: s.at[25][i], At50: s.at[50][i], At100: s.at[100][i], Peak: s.peak[i],
+			FDs: s.fds[i], PeakFDs: s.pfds[i]}
 		if p.starts != nil {
 			out[i].Restarts = p.starts() - s.start[i]
 		}
@@ -289,11 +300,11 @@ func PrintLoad(w io.Writer, res LoadResult) {
 	opts := res.Opts
 	fmt.Fprintf(w, "%d pages on %d hosts, %d fetchers over %d workers and %d schedulers, %s per host: campaign %s in %s; missing %d on the web and %d in Kafka, %d duplicate fetches\n\n",
 		res.Pages, opts.Hosts, opts.Fetchers, opts.Workers, opts.Schedulers, opts.PerHostDelay, res.State, res.Took.Round(time.Second), res.Missing, res.MissingSink, res.DupFetches)
-	fmt.Fprintf(w, "| process | RSS at 25%% | RSS at 50%% | RSS at 100%% | peak RSS | restarts |\n|---|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "| process | RSS at 25%% | RSS at 50%% | RSS at 100%% | peak RSS | open fds at end (peak) | restarts |\n|---|---|---|---|---|---|---|\n")
 	procs := append([]ProcRSS(nil), res.Procs...)
 	sort.SliceStable(procs, func(i, j int) bool { return procs[i].Name < procs[j].Name })
 	for _, p := range procs {
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %d |\n", p.Name, mib(p.At25), mib(p.At50), mib(p.At100), mib(p.Peak), p.Restarts)
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %d (%d) | %d |\n", p.Name, mib(p.At25), mib(p.At50), mib(p.At100), mib(p.Peak), p.FDs, p.PeakFDs, p.Restarts)
 	}
 }
 
