@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/urlrule"
 )
 
 // testConfig is a campaign whose only seed is srvURL, with the address
@@ -410,7 +411,7 @@ func TestFetchRobots(t *testing.T) {
 	rr := f.FetchRobots(ctx, srv.URL)
 	must(t, rr.Err == nil, rr.Err)
 	equal(t, rr.Status, 200)
-	r := ParseRobots(rr.Status, rr.Body, rr.Err)
+	r := urlrule.ParseRobots(rr.Status, rr.Body, rr.Err)
 	check(t, !r.Allowed("/private/x") && r.Allowed("/public"))
 	equal(t, r.CrawlDelay(), 3*time.Second)
 	equal(t, r.Sitemaps(), []string{"http://x.example/s.xml"})
@@ -423,7 +424,7 @@ func TestFetchRobots(t *testing.T) {
 	srv.Close()
 	rr = f.FetchRobots(ctx, srv.URL)
 	check(t, rr.Err != nil)
-	check(t, ParseRobots(rr.Status, rr.Body, rr.Err).Unreachable)
+	check(t, urlrule.ParseRobots(rr.Status, rr.Body, rr.Err).Unreachable)
 }
 
 func TestFetchHTTPS(t *testing.T) {

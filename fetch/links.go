@@ -12,6 +12,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/urlrule"
 )
 
 // maxLinksPerPage bounds the links one page can hand the frontier; a
@@ -108,7 +109,7 @@ func extractLinks(body []byte, pageURL *url.URL, dropParams []string) (urls []st
 			continue
 		}
 		if href, ok := t.attr("href"); ok {
-			if b, err := pageURL.Parse(trimURL(href)); err == nil && (b.Scheme == "http" || b.Scheme == "https") {
+			if b, err := pageURL.Parse(urlrule.TrimURL(href)); err == nil && (b.Scheme == "http" || b.Scheme == "https") {
 				base = b
 			}
 			break // the first base[href] only
@@ -120,7 +121,7 @@ func extractLinks(body []byte, pageURL *url.URL, dropParams []string) (urls []st
 		if len(urls) >= maxLinksPerPage || raw == "" {
 			return
 		}
-		n, err := Normalize(raw, base, dropParams)
+		n, err := urlrule.Normalize(raw, base, dropParams)
 		if err != nil || seen[n] {
 			return
 		}

@@ -12,7 +12,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
-	"github.com/drover-crawl/drover/fetch"
+	"github.com/drover-crawl/drover/urlrule"
 )
 
 type recordJob struct {
@@ -103,7 +103,7 @@ func (a *campaignActor) publishLinks(ctx context.Context, jobs []recordJob) erro
 				robotsKeys, robotsURLs = append(robotsKeys, k), append(robotsURLs, l.URL)
 				continue
 			}
-			host, err := fetch.HostKey(l.URL)
+			host, err := urlrule.HostKey(l.URL)
 			if err != nil {
 				continue
 			}
