@@ -33,23 +33,13 @@ type Request struct {
 	Robots *urlrule.Robots `json:"-"`
 }
 
-// Link is a URL discovered in a page: normalized, in scope, not nofollow.
-type Link struct {
-	URL  string
-	Hops int // > 0 for a redirect's target: the hops so far
-	// Depth is the depth the link's page has: the parent's depth + 1 for a
-	// link found in a page, the parent's depth for a redirect's target (a
-	// redirect does not take the crawl one link deeper).
-	Depth int
-}
-
 // Result is what a Fetch produced.
 type Result struct {
 	// Page is non-nil when there is something to store: a page the server
 	// answered (any status), or a permanent failure with Page.Err set.
 	Page *page.Page
 	// Links are the page's in-scope links, normalized, each once.
-	Links []Link
+	Links []urlrule.Link
 	// Retry asks the frontier to try the URL again later (network error,
 	// 5xx, 429), after RetryAfter when the server said so.
 	Retry      bool

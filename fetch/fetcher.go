@@ -395,11 +395,18 @@ func (f *Fetcher) redirect(res *Result, req Request, u *url.URL, location string
 		return
 	}
 	tu, _ := url.Parse(target)
-	// A redirect does not take the crawl one link deeper.
-	if ok, _ := f.scope.Allow(tu, req.Depth, u); !ok {
+	l := urlrule.Link{URL: target, Hops: req.Hops + 1}
+	if !f.inScope(tu, l.Depth(req.Depth), u) {
 		return
 	}
-	res.Links = []Link{{URL: target, Hops: req.Hops + 1, Depth: req.Depth}}
+	res.Links = []urlrule.Link{l}
+}
+
+// inScope says whether the campaign's scope takes u, at depth, found on
+// parent.
+func (f *Fetcher) inScope(u *url.URL, depth int, parent *url.URL) bool {
+	ok, _ := f.scope.Allow(u, depth, parent)
+	return ok
 }
 
 // retryAfter reads a Retry-After header: delay-seconds or an HTTP date,

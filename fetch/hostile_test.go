@@ -181,7 +181,7 @@ func TestHostileRedirectChain(t *testing.T) {
 			check(t, strings.Contains(res.Page.Err, "redirect hop limit"), res.Page.Err)
 			break
 		}
-		req = Request{URL: res.Links[0].URL, Hops: res.Links[0].Hops, Depth: res.Links[0].Depth}
+		req = Request{URL: res.Links[0].URL, Hops: res.Links[0].Hops, Depth: res.Links[0].Depth(req.Depth)}
 	}
 	equal(t, fetches, 6, "the seed and 5 hops")
 }

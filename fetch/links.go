@@ -44,8 +44,8 @@ func (f *Fetcher) extract(res *Result, req Request, pageURL *url.URL, h http.Hea
 		// down, in scope like any other.
 		for _, s := range sitemapLocs(decoded, pageURL, f.cfg.DropParams) {
 			if u, err := url.Parse(s); err == nil {
-				if ok, _ := f.scope.Allow(u, req.Depth+1, pageURL); ok {
-					res.Links = append(res.Links, Link{URL: s, Depth: req.Depth + 1})
+				if l := (urlrule.Link{URL: s}); f.inScope(u, l.Depth(req.Depth), pageURL) {
+					res.Links = append(res.Links, l)
 				}
 			}
 		}
@@ -69,8 +69,8 @@ func (f *Fetcher) extract(res *Result, req Request, pageURL *url.URL, h http.Hea
 		if err != nil {
 			continue
 		}
-		if ok, _ := f.scope.Allow(u, req.Depth+1, pageURL); ok {
-			res.Links = append(res.Links, Link{URL: s, Depth: req.Depth + 1})
+		if l := (urlrule.Link{URL: s}); f.inScope(u, l.Depth(req.Depth), pageURL) {
+			res.Links = append(res.Links, l)
 		}
 	}
 }
