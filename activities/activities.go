@@ -3,15 +3,16 @@
 // the workflow needs (seed, monitor the frontier, close, notify).
 //
 // Activities are methods on Activities, which holds their dependencies;
-// workflows refer to them through a nil *Activities.
+// the workflow calls them by the names in workflows/names.go, under which
+// the worker (node.StartWorkers) registers them.
 package activities
 
 import (
 	"context"
-	"time"
 
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/workflows"
 )
 
 // Activities holds what the activities need from their worker process.
@@ -47,71 +48,19 @@ func (a *Activities) dialControl(ctx context.Context, addr string) (ControlClien
 	return frontier.DialControl(ctx, addr, a.Token)
 }
 
-// SeedInput is the input of Seed.
-type SeedInput struct {
-	Config campaign.Config
-}
-
-// SeedResult is the result of Seed.
-type SeedResult struct {
-	Seeded int
-}
-
-// FetchSessionInput is the input of FetchSession.
-type FetchSessionInput struct {
-	Config campaign.Config
-	// Index is the fetcher's index in the fleet (0-based), stable across
-	// restarts, so `restart --fetcher K` names it.
-	Index int
-}
-
-// SessionCounters are a FetchSession's counters: its heartbeat details and
-// its result. Counts are for this activity attempt.
-type SessionCounters struct {
-	Index     int       `json:"index"`
-	Worker    string    `json:"worker"`
-	Scheduler string    `json:"scheduler"`
-	Fetched   int64     `json:"fetched"`
-	Failed    int64     `json:"failed"`
-	Errors    int64     `json:"errors"`
-	InFlight  int       `json:"in_flight"`
-	Since     time.Time `json:"since"`
-}
-
-// MonitorInput is the input of Monitor.
-type MonitorInput struct {
-	Config campaign.Config
-	// Report: return after at most this long with the current stats, so the
-	// workflow can update its counts (and the Web UI) now and then.
-	Report time.Duration
-}
-
-// MonitorResult says why Monitor returned.
-type MonitorResult struct {
-	// Drained: nothing queued, held or in flight on any scheduler, twice in
-	// a row with no publish or ack between.
-	Drained bool
-	// CapReached: max-pages reached.
-	CapReached bool
-	Stats      frontier.Stats
-}
-
-// CloseInput is the input of Close.
-type CloseInput struct {
-	Config campaign.Config
-	// Delete removes the campaign's queues (the campaign ended).
-	Delete bool
-}
-
-// CloseResult is the result of Close: the last stats before the queues went.
-type CloseResult struct {
-	Stats frontier.Stats
-}
-
-// NotifyInput is an exception notification.
-type NotifyInput struct {
-	URL      string
-	Campaign string
-	Event    string // "fetchers_failing", "fetcher_restarts", "error_rate", "completed", "failed", "stopped"
-	Text     string
-}
+// The activities' inputs and results are the Campaign workflow's contract
+// with them, and live in workflows with the activities' names, so that the
+// workflow (and what only needs it: the starter, a scheduler) does not link
+// the fetcher and the sinks. These aliases keep the activities' own code
+// naming them here.
+type (
+	SeedInput         = workflows.SeedInput
+	SeedResult        = workflows.SeedResult
+	FetchSessionInput = workflows.FetchSessionInput
+	SessionCounters   = workflows.SessionCounters
+	MonitorInput      = workflows.MonitorInput
+	MonitorResult     = workflows.MonitorResult
+	CloseInput        = workflows.CloseInput
+	CloseResult       = workflows.CloseResult
+	NotifyInput       = workflows.NotifyInput
+)

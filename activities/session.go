@@ -269,9 +269,7 @@ func (r *Runner) handle(ctx context.Context, l frontier.Lease) frontier.Outcome 
 			r.count(func(c *SessionCounters) { c.Fetched++ })
 		}
 	}
-	for _, ln := range res.Links {
-		o.Links = append(o.Links, frontier.Link{URL: ln.URL, Hops: ln.Hops})
-	}
+	o.Links = res.Links
 	o.Took = since(res.Answered, done)
 	return o
 }

@@ -72,7 +72,7 @@ func runDrover(ctx context.Context, j Job, stop <-chan struct{}) (res Result, er
 		}
 		defer stopWorkerProcs(procs)
 	} else {
-		w, err := node.StartWorkers(tmp.Client(), node.WorkerConfig{Activities: activities.Activities{
+		w, err := node.StartWorkers(tmp.Client(), node.WorkerConfig{Identity: "bench-worker", Activities: &activities.Activities{
 			Schedulers: []string{sched.Addr()}, Token: frontier.DevToken, KafkaBrokers: k.Addr(), Identity: "bench-worker",
 		}})
 		if err != nil {

@@ -1,7 +1,9 @@
 // Package fetch fetches one URL the way a careful operator wants it fetched:
 // robots.txt, timeouts, a body cap, redirects recorded as pages, retries
-// decided by the frontier, link discovery with goquery, URL normalization,
-// scope and trap guards, and an address guard at dial time.
+// decided by the frontier, link discovery with goquery, and an address guard
+// at dial time. The rules it applies to URLs (normalization, scope and trap
+// guards, robots.txt parsing) are package urlrule's; the record it makes is
+// package page's.
 //
 // The frontier decides what to fetch and when; this package only fetches,
 // parses and judges. It never follows a redirect itself: the redirect is a
@@ -11,7 +13,8 @@ package fetch
 import (
 	"time"
 
-	"github.com/drover-crawl/drover/sink"
+	"github.com/drover-crawl/drover/page"
+	"github.com/drover-crawl/drover/urlrule"
 )
 
 // Request is one URL to fetch, as the scheduler leased it.
@@ -27,26 +30,16 @@ type Request struct {
 	// Robots, when set, is the host's robots.txt: Fetch refuses a URL it
 	// disallows without sending anything (a permanent failure, ErrRobots).
 	// It is the fetching process's state, never sent over the wire.
-	Robots *Robots `json:"-"`
-}
-
-// Link is a URL discovered in a page: normalized, in scope, not nofollow.
-type Link struct {
-	URL  string
-	Hops int // > 0 for a redirect's target: the hops so far
-	// Depth is the depth the link's page has: the parent's depth + 1 for a
-	// link found in a page, the parent's depth for a redirect's target (a
-	// redirect does not take the crawl one link deeper).
-	Depth int
+	Robots *urlrule.Robots `json:"-"`
 }
 
 // Result is what a Fetch produced.
 type Result struct {
 	// Page is non-nil when there is something to store: a page the server
 	// answered (any status), or a permanent failure with Page.Err set.
-	Page *sink.Page
+	Page *page.Page
 	// Links are the page's in-scope links, normalized, each once.
-	Links []Link
+	Links []urlrule.Link
 	// Retry asks the frontier to try the URL again later (network error,
 	// 5xx, 429), after RetryAfter when the server said so.
 	Retry      bool

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/urlrule"
 )
 
 // testConfig is a campaign whose only seed is srvURL, with the address
@@ -44,7 +45,7 @@ func testCtx(t *testing.T) context.Context {
 	return ctx
 }
 
-func linkURLs(links []Link) []string {
+func linkURLs(links []urlrule.Link) []string {
 	var out []string
 	for _, l := range links {
 		out = append(out, l.URL)
@@ -114,7 +115,7 @@ func TestFetchPage(t *testing.T) {
 		check(t, set[w], "missing link ", w, " in ", got)
 	}
 	for _, l := range res.Links {
-		equal(t, l.Depth, 3)
+		equal(t, l.Depth(2), 3)
 		equal(t, l.Hops, 0)
 	}
 }
@@ -294,7 +295,8 @@ func TestFetchRedirect(t *testing.T) {
 	res := f.Fetch(ctx, Request{URL: srv.URL + "/moved", Depth: 1, Hops: 1})
 	must(t, res.Page != nil && res.Err == nil, res.Err)
 	equal(t, res.Page.Status, 301)
-	equal(t, res.Links, []Link{{URL: srv.URL + "/target", Hops: 2, Depth: 1}})
+	equal(t, res.Links, []urlrule.Link{{URL: srv.URL + "/target", Hops: 2}})
+	equal(t, res.Links[0].Depth(1), 1, "a redirect does not take the crawl deeper")
 	check(t, len(res.Page.Body) > 0, "the redirect's body is kept")
 
 	res = f.Fetch(ctx, Request{URL: srv.URL + "/moved", Hops: 3})
@@ -410,7 +412,7 @@ func TestFetchRobots(t *testing.T) {
 	rr := f.FetchRobots(ctx, srv.URL)
 	must(t, rr.Err == nil, rr.Err)
 	equal(t, rr.Status, 200)
-	r := ParseRobots(rr.Status, rr.Body, rr.Err)
+	r := urlrule.ParseRobots(rr.Status, rr.Body, rr.Err)
 	check(t, !r.Allowed("/private/x") && r.Allowed("/public"))
 	equal(t, r.CrawlDelay(), 3*time.Second)
 	equal(t, r.Sitemaps(), []string{"http://x.example/s.xml"})
@@ -423,7 +425,7 @@ func TestFetchRobots(t *testing.T) {
 	srv.Close()
 	rr = f.FetchRobots(ctx, srv.URL)
 	check(t, rr.Err != nil)
-	check(t, ParseRobots(rr.Status, rr.Body, rr.Err).Unreachable)
+	check(t, urlrule.ParseRobots(rr.Status, rr.Body, rr.Err).Unreachable)
 }
 
 func TestFetchHTTPS(t *testing.T) {

@@ -17,7 +17,8 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/campaign"
-	"github.com/drover-crawl/drover/sink"
+	"github.com/drover-crawl/drover/page"
+	"github.com/drover-crawl/drover/urlrule"
 )
 
 // Default timeouts of one fetch (DefaultTimeouts). With them a host that
@@ -57,7 +58,7 @@ var (
 // one Fetcher holds one connection pool.
 type Fetcher struct {
 	cfg       campaign.Config
-	scope     *Scope
+	scope     *urlrule.Scope
 	transport *http.Transport
 	client    *http.Client
 	guard     *addrGuard
@@ -78,7 +79,7 @@ type Fetcher struct {
 // the wire, for WARC), uses no proxy (a proxy would bypass the address
 // guard), and never follows redirects.
 func New(cfg campaign.Config, opts ...Option) (*Fetcher, error) {
-	scope, err := NewScope(cfg)
+	scope, err := urlrule.NewScope(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -160,7 +161,7 @@ func New(cfg campaign.Config, opts ...Option) (*Fetcher, error) {
 
 // Scope is the fetcher's scope, shared by every Fetch (its trap guard counts
 // across them).
-func (f *Fetcher) Scope() *Scope { return f.scope }
+func (f *Fetcher) Scope() *urlrule.Scope { return f.scope }
 
 // Close releases idle connections. Fetch must not be called after.
 func (f *Fetcher) Close() {
@@ -290,14 +291,14 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) Result {
 
 func (f *Fetcher) fetch(ctx context.Context, req Request, answered *time.Time) Result {
 	start := f.now().UTC()
-	page := &sink.Page{
+	page := &page.Page{
 		URL:       req.URL,
 		Campaign:  f.cfg.ID,
 		FetchedAt: start,
 		Depth:     req.Depth,
 		Parent:    req.Parent,
 	}
-	norm, err := Normalize(req.URL, nil, nil)
+	norm, err := urlrule.Normalize(req.URL, nil, nil)
 	if err != nil {
 		return permanent(page, fmt.Errorf("invalid url: %w", err))
 	}
@@ -363,7 +364,7 @@ func (f *Fetcher) fetch(ctx context.Context, req Request, answered *time.Time) R
 }
 
 // permanent is a failure recorded as a page (Status 0) and never retried.
-func permanent(page *sink.Page, err error) Result {
+func permanent(page *page.Page, err error) Result {
 	page.Err = err.Error()
 	reason, down := Classify(err)
 	return Result{Page: page, Err: err, Reason: reason, HostDown: down}
@@ -383,7 +384,7 @@ func (f *Fetcher) redirect(res *Result, req Request, u *url.URL, location string
 	if location == "" {
 		return
 	}
-	target, err := Normalize(location, u, f.cfg.DropParams)
+	target, err := urlrule.Normalize(location, u, f.cfg.DropParams)
 	if err != nil {
 		res.Page.Err = fmt.Sprintf("redirect target: %v", err)
 		return
@@ -394,11 +395,18 @@ func (f *Fetcher) redirect(res *Result, req Request, u *url.URL, location string
 		return
 	}
 	tu, _ := url.Parse(target)
-	// A redirect does not take the crawl one link deeper.
-	if ok, _ := f.scope.Allow(tu, req.Depth, u); !ok {
+	l := urlrule.Link{URL: target, Hops: req.Hops + 1}
+	if !f.inScope(tu, l.Depth(req.Depth), u) {
 		return
 	}
-	res.Links = []Link{{URL: target, Hops: req.Hops + 1, Depth: req.Depth}}
+	res.Links = []urlrule.Link{l}
+}
+
+// inScope says whether the campaign's scope takes u, at depth, found on
+// parent.
+func (f *Fetcher) inScope(u *url.URL, depth int, parent *url.URL) bool {
+	ok, _ := f.scope.Allow(u, depth, parent)
+	return ok
 }
 
 // retryAfter reads a Retry-After header: delay-seconds or an HTTP date,
@@ -441,13 +449,13 @@ func (f *Fetcher) FetchRobots(ctx context.Context, rootURL string) RobotsResult 
 func (f *Fetcher) fetchRobots(ctx context.Context, rootURL string, answered *time.Time) RobotsResult {
 	base, err := url.Parse(strings.TrimRight(rootURL, "/") + "/robots.txt")
 	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
-		return RobotsResult{Err: fmt.Errorf("robots.txt of %q: %w", rootURL, ErrInvalidURL), Reason: ReasonInvalid}
+		return RobotsResult{Err: fmt.Errorf("robots.txt of %q: %w", rootURL, urlrule.ErrInvalidURL), Reason: ReasonInvalid}
 	}
 	fctx, cancel := context.WithTimeout(ctx, f.timeouts.Response)
 	defer cancel()
 	target := base.String()
 	for hop := 0; ; hop++ {
-		r, err := f.do(fctx, target, RobotsBodyCap, answered)
+		r, err := f.do(fctx, target, urlrule.RobotsBodyCap, answered)
 		if err != nil {
 			err = fmt.Errorf("robots.txt: %w", unwrapURLError(err))
 			if ctx.Err() != nil {
@@ -460,7 +468,7 @@ func (f *Fetcher) fetchRobots(ctx context.Context, rootURL string, answered *tim
 		if code >= 300 && code < 400 && hop < maxRobotsRedirects {
 			loc := r.resp.Header.Get("Location")
 			cur, _ := url.Parse(target)
-			next, err := Normalize(loc, cur, nil)
+			next, err := urlrule.Normalize(loc, cur, nil)
 			if loc != "" && err == nil {
 				target = next
 				continue
@@ -468,7 +476,7 @@ func (f *Fetcher) fetchRobots(ctx context.Context, rootURL string, answered *tim
 		}
 		body := r.body
 		if code >= 200 && code < 300 {
-			if d, _, err := decodeBody(body, r.resp.Header.Get("Content-Encoding"), RobotsBodyCap); err == nil {
+			if d, _, err := decodeBody(body, r.resp.Header.Get("Content-Encoding"), urlrule.RobotsBodyCap); err == nil {
 				body = d
 			}
 		}
@@ -478,4 +486,14 @@ func (f *Fetcher) fetchRobots(ctx context.Context, rootURL string, answered *tim
 		}
 		return rr
 	}
+}
+
+// unwrapURLError strips url.Error's "Get <url>:" prefix, which would
+// repeat a possibly huge URL in every message.
+func unwrapURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
 }

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/drover-crawl/drover/urlrule"
 )
 
 // Hostile servers: each fetch ends as a recorded error or a normal page,
@@ -179,7 +181,7 @@ func TestHostileRedirectChain(t *testing.T) {
 			check(t, strings.Contains(res.Page.Err, "redirect hop limit"), res.Page.Err)
 			break
 		}
-		req = Request{URL: res.Links[0].URL, Hops: res.Links[0].Hops, Depth: res.Links[0].Depth}
+		req = Request{URL: res.Links[0].URL, Hops: res.Links[0].Hops, Depth: res.Links[0].Depth(req.Depth)}
 	}
 	equal(t, fetches, 6, "the seed and 5 hops")
 }
@@ -273,15 +275,15 @@ func TestHostileRobots(t *testing.T) {
 	rand.New(rand.NewSource(1)).Read(garbage)
 	copy(garbage[1000:], "\nuser-agent: *\ndisallow: /secret\ncrawl-delay: 7\n")
 	// The same group beyond the cap must not count.
-	copy(garbage[RobotsBodyCap+1000:], "\nuser-agent: *\ndisallow: /beyond-the-cap\n")
+	copy(garbage[urlrule.RobotsBodyCap+1000:], "\nuser-agent: *\ndisallow: /beyond-the-cap\n")
 	srv, f := hostileServer(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		w.Write(garbage)
 	})
 	rr := f.FetchRobots(testCtx(t), srv.URL)
 	must(t, rr.Err == nil, rr.Err)
-	equal(t, len(rr.Body), RobotsBodyCap, "capped at 500 KiB")
-	r := ParseRobots(rr.Status, rr.Body, rr.Err)
+	equal(t, len(rr.Body), urlrule.RobotsBodyCap, "capped at 500 KiB")
+	r := urlrule.ParseRobots(rr.Status, rr.Body, rr.Err)
 	check(t, !r.Unreachable)
 	check(t, !r.Allowed("/secret"), "the group in the garbage is obeyed")
 	check(t, !r.Allowed("/secret/x"))
@@ -290,7 +292,7 @@ func TestHostileRobots(t *testing.T) {
 	equal(t, r.CrawlDelay(), 7*time.Second)
 	// Random bytes may hold "sitemap:" by chance; whatever they yield is
 	// bounded.
-	check(t, len(r.Sitemaps()) <= maxSitemaps)
+	check(t, len(r.Sitemaps()) <= urlrule.MaxSitemaps)
 }
 
 func TestHostileLongURL(t *testing.T) {

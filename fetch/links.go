@@ -12,6 +12,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/urlrule"
 )
 
 // maxLinksPerPage bounds the links one page can hand the frontier; a
@@ -43,8 +44,8 @@ func (f *Fetcher) extract(res *Result, req Request, pageURL *url.URL, h http.Hea
 		// down, in scope like any other.
 		for _, s := range sitemapLocs(decoded, pageURL, f.cfg.DropParams) {
 			if u, err := url.Parse(s); err == nil {
-				if ok, _ := f.scope.Allow(u, req.Depth+1, pageURL); ok {
-					res.Links = append(res.Links, Link{URL: s, Depth: req.Depth + 1})
+				if l := (urlrule.Link{URL: s}); f.inScope(u, l.Depth(req.Depth), pageURL) {
+					res.Links = append(res.Links, l)
 				}
 			}
 		}
@@ -68,8 +69,8 @@ func (f *Fetcher) extract(res *Result, req Request, pageURL *url.URL, h http.Hea
 		if err != nil {
 			continue
 		}
-		if ok, _ := f.scope.Allow(u, req.Depth+1, pageURL); ok {
-			res.Links = append(res.Links, Link{URL: s, Depth: req.Depth + 1})
+		if l := (urlrule.Link{URL: s}); f.inScope(u, l.Depth(req.Depth), pageURL) {
+			res.Links = append(res.Links, l)
 		}
 	}
 }
@@ -108,7 +109,7 @@ func extractLinks(body []byte, pageURL *url.URL, dropParams []string) (urls []st
 			continue
 		}
 		if href, ok := t.attr("href"); ok {
-			if b, err := pageURL.Parse(trimURL(href)); err == nil && (b.Scheme == "http" || b.Scheme == "https") {
+			if b, err := pageURL.Parse(urlrule.TrimURL(href)); err == nil && (b.Scheme == "http" || b.Scheme == "https") {
 				base = b
 			}
 			break // the first base[href] only
@@ -120,7 +121,7 @@ func extractLinks(body []byte, pageURL *url.URL, dropParams []string) (urls []st
 		if len(urls) >= maxLinksPerPage || raw == "" {
 			return
 		}
-		n, err := Normalize(raw, base, dropParams)
+		n, err := urlrule.Normalize(raw, base, dropParams)
 		if err != nil || seen[n] {
 			return
 		}

@@ -12,6 +12,8 @@ import (
 	"net/textproto"
 	"strings"
 	"syscall"
+
+	"github.com/drover-crawl/drover/urlrule"
 )
 
 // Failure reasons: one word that says why a URL did not become a page, for
@@ -132,9 +134,9 @@ func Classify(err error) (reason string, hostDown bool) {
 		return ReasonRobots, false
 	case errors.Is(err, ErrRedirectHops):
 		return ReasonRedirect, false
-	case errors.Is(err, ErrURLTooLong):
+	case errors.Is(err, urlrule.ErrURLTooLong):
 		return ReasonTrap, false
-	case errors.Is(err, ErrInvalidURL), errors.Is(err, ErrScheme), errors.Is(err, ErrNoHost), errors.Is(err, ErrHost):
+	case errors.Is(err, urlrule.ErrInvalidURL), errors.Is(err, urlrule.ErrScheme), errors.Is(err, urlrule.ErrNoHost), errors.Is(err, urlrule.ErrHost):
 		return ReasonInvalid, false
 	case errors.As(err, &se):
 		return statusReason(se.Code), false
@@ -227,7 +229,7 @@ func ScopeClass(allowReason string) string {
 		return ""
 	case strings.HasPrefix(allowReason, "trap:"):
 		return ReasonTrap
-	case allowReason == ReasonInvalidHost:
+	case allowReason == urlrule.ReasonInvalidHost:
 		return ReasonInvalid
 	}
 	return ReasonScope

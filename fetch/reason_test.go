@@ -21,6 +21,7 @@ import (
 
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/testweb"
+	"github.com/drover-crawl/drover/urlrule"
 )
 
 // timeoutErr is a net.Error that timed out, as a dial or read deadline
@@ -70,9 +71,9 @@ func TestClassify(t *testing.T) {
 		{"guard", &GuardError{IP: netip.MustParseAddr("127.0.0.1"), Class: "loopback"}, ReasonGuard, false},
 		{"robots", ErrRobots, ReasonRobots, false},
 		{"redirect hops", ErrRedirectHops, ReasonRedirect, false},
-		{"url too long", fmt.Errorf("invalid url: %w", ErrURLTooLong), ReasonTrap, false},
-		{"invalid url", fmt.Errorf("invalid url: %w", ErrInvalidURL), ReasonInvalid, false},
-		{"bad scheme", ErrScheme, ReasonInvalid, false},
+		{"url too long", fmt.Errorf("invalid url: %w", urlrule.ErrURLTooLong), ReasonTrap, false},
+		{"invalid url", fmt.Errorf("invalid url: %w", urlrule.ErrInvalidURL), ReasonInvalid, false},
+		{"bad scheme", urlrule.ErrScheme, ReasonInvalid, false},
 		{"503", &StatusError{Code: 503, Status: "503 Service Unavailable"}, Reason5xx, false},
 		{"429", &StatusError{Code: 429, Status: "429 Too Many Requests"}, Reason4xx, false},
 		{"bare ErrStatus", ErrStatus, Reason5xx, false},
@@ -96,16 +97,16 @@ func TestStatusErrorIsErrStatus(t *testing.T) {
 
 func TestScopeClass(t *testing.T) {
 	for in, want := range map[string]string{
-		"":                "",
-		ReasonOutOfScope:  ReasonScope,
-		ReasonDepth:       ReasonScope,
-		ReasonExcluded:    ReasonScope,
-		ReasonScheme:      ReasonScope,
-		ReasonTooLong:     ReasonTrap,
-		ReasonSegments:    ReasonTrap,
-		ReasonRepeats:     ReasonTrap,
-		ReasonGenerated:   ReasonTrap,
-		ReasonInvalidHost: ReasonInvalid,
+		"":                        "",
+		urlrule.ReasonOutOfScope:  ReasonScope,
+		urlrule.ReasonDepth:       ReasonScope,
+		urlrule.ReasonExcluded:    ReasonScope,
+		urlrule.ReasonScheme:      ReasonScope,
+		urlrule.ReasonTooLong:     ReasonTrap,
+		urlrule.ReasonSegments:    ReasonTrap,
+		urlrule.ReasonRepeats:     ReasonTrap,
+		urlrule.ReasonGenerated:   ReasonTrap,
+		urlrule.ReasonInvalidHost: ReasonInvalid,
 	} {
 		equal(t, ScopeClass(in), want, in)
 	}
@@ -372,9 +373,9 @@ func TestFetchPermanentReasons(t *testing.T) {
 		{"410", Request{URL: srv.URL + "/gone"}, Reason4xx},
 		{"redirect hop limit", Request{URL: srv.URL + "/moved", Hops: 1}, ReasonRedirect},
 		{"redirect to an invalid url", Request{URL: srv.URL + "/bad-target"}, ReasonRedirect},
-		{"robots", Request{URL: srv.URL + "/", Robots: ParseRobots(200, []byte("User-agent: *\nDisallow: /\n"), nil)}, ReasonRobots},
+		{"robots", Request{URL: srv.URL + "/", Robots: urlrule.ParseRobots(200, []byte("User-agent: *\nDisallow: /\n"), nil)}, ReasonRobots},
 		{"invalid url", Request{URL: "http://a b/"}, ReasonInvalid},
-		{"url too long", Request{URL: srv.URL + "/" + strings.Repeat("a", MaxURLLength)}, ReasonTrap},
+		{"url too long", Request{URL: srv.URL + "/" + strings.Repeat("a", urlrule.MaxURLLength)}, ReasonTrap},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -433,7 +434,7 @@ func TestFetchRobotsReasons(t *testing.T) {
 			equal(t, rr.Reason, c.reason, rr.Err)
 			equal(t, rr.HostDown, c.down, rr.Err)
 			// A reason is given exactly when robots.txt is unreachable.
-			equal(t, rr.Reason != "", ParseRobots(rr.Status, rr.Body, rr.Err).Unreachable, rr.Err)
+			equal(t, rr.Reason != "", urlrule.ParseRobots(rr.Status, rr.Body, rr.Err).Unreachable, rr.Err)
 		})
 	}
 }
@@ -459,7 +460,7 @@ func TestDeadWebReasons(t *testing.T) {
 	for _, h := range web.DeadHosts() {
 		if h.Kind == testweb.DeadRobots {
 			rr := f.FetchRobots(testCtx(t), h.Root)
-			check(t, ParseRobots(rr.Status, rr.Body, rr.Err).Unreachable, "robots.txt 503 is unreachable")
+			check(t, urlrule.ParseRobots(rr.Status, rr.Body, rr.Err).Unreachable, "robots.txt 503 is unreachable")
 			equal(t, rr.Reason, Reason5xx)
 			check(t, !rr.HostDown)
 			equal(t, h.Reason, ReasonRobots)

@@ -8,6 +8,8 @@ import (
 	"mime"
 	"net/url"
 	"strings"
+
+	"github.com/drover-crawl/drover/urlrule"
 )
 
 // maxSitemapURLs is the sitemaps protocol's limit per file.
@@ -54,7 +56,7 @@ func sitemapLocs(body []byte, base *url.URL, dropParams []string) []string {
 		case xml.EndElement:
 			if t.Name.Local == "loc" && inLoc {
 				inLoc = false
-				if s, err := Normalize(strings.TrimSpace(loc.String()), base, dropParams); err == nil {
+				if s, err := urlrule.Normalize(strings.TrimSpace(loc.String()), base, dropParams); err == nil {
 					out = append(out, s)
 				}
 			}

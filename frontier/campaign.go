@@ -10,7 +10,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/drover-crawl/drover/campaign"
-	"github.com/drover-crawl/drover/fetch"
+	"github.com/drover-crawl/drover/urlrule"
 )
 
 // holdWindow bounds how far ahead the scheduler holds a host's URLs: a URL
@@ -40,7 +40,7 @@ type campaignActor struct {
 	cfg    campaign.Config
 	topo   Topology
 	policy Policy
-	scope  *fetch.Scope // for the sitemaps a robots.txt names
+	scope  *urlrule.Scope // for the sitemaps a robots.txt names
 	log    *slog.Logger
 
 	events chan func()
@@ -103,7 +103,7 @@ func newCampaignActor(srv *Server, cfg campaign.Config) (*campaignActor, error) 
 	if err != nil {
 		return nil, err
 	}
-	scope, err := fetch.NewScope(cfg)
+	scope, err := urlrule.NewScope(cfg)
 	if err != nil {
 		return nil, err
 	}

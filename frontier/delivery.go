@@ -12,7 +12,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
-	"github.com/drover-crawl/drover/fetch"
+	"github.com/drover-crawl/drover/urlrule"
 )
 
 func (a *campaignActor) onDelivery(ch *amqp.Channel, shard int, d amqp.Delivery) {
@@ -28,7 +28,7 @@ func (a *campaignActor) onDelivery(ch *amqp.Channel, shard int, d amqp.Delivery)
 	u, err := url.Parse(m.URL)
 	hostName := ""
 	if err == nil {
-		hostName, err = fetch.HostKey(m.URL)
+		hostName, err = urlrule.HostKey(m.URL)
 	}
 	if err == nil && u.Scheme != "http" && u.Scheme != "https" {
 		err = fmt.Errorf("scheme %q is not http or https", u.Scheme)

@@ -22,10 +22,10 @@ import (
 
 	"github.com/drover-crawl/drover/activities"
 	"github.com/drover-crawl/drover/campaign"
-	"github.com/drover-crawl/drover/fetch"
 	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/testweb"
+	"github.com/drover-crawl/drover/urlrule"
 )
 
 // sleepyHandler logs at warn level and sleeps after each record whose
@@ -145,7 +145,7 @@ func (f *faultOnShard) fault(exchange, key string) error {
 }
 
 func shardQueue(cfg campaign.Config, rawURL string) string {
-	h, err := fetch.HostKey(rawURL)
+	h, err := urlrule.HostKey(rawURL)
 	if err != nil {
 		panic(err)
 	}

@@ -7,7 +7,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
-	"github.com/drover-crawl/drover/fetch"
+	"github.com/drover-crawl/drover/urlrule"
 )
 
 // entry is one URL the scheduler holds: its delivery stays unacked until
@@ -74,7 +74,7 @@ type host struct {
 	wake        time.Time
 	delay       time.Duration
 	conc        int
-	robots      *fetch.Robots
+	robots      *urlrule.Robots
 	robotsState robotsState
 	robotsAt    time.Time // when the rules expire (ready) or may be retried (unreachable)
 	fetched     int64

@@ -12,7 +12,7 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/drover-crawl/drover/fetch"
+	"github.com/drover-crawl/drover/urlrule"
 )
 
 // onOutcomes handles a batch of outcomes from s. State changes happen here;
@@ -160,15 +160,15 @@ func retryBackoff(attempt int) time.Duration {
 }
 
 func (a *campaignActor) onRobots(h *host, o Outcome, now time.Time) {
-	var r *fetch.Robots
+	var r *urlrule.Robots
 	if o.Robots == nil {
-		r = fetch.ParseRobots(0, nil, errors.New(o.Error))
+		r = urlrule.ParseRobots(0, nil, errors.New(o.Error))
 	} else {
 		var ferr error
 		if o.Robots.Error != "" {
 			ferr = errors.New(o.Robots.Error)
 		}
-		r = fetch.ParseRobots(o.Robots.Status, o.Robots.Body, ferr)
+		r = urlrule.ParseRobots(o.Robots.Status, o.Robots.Body, ferr)
 	}
 	h.robots = r
 	h.robotsState = robotsReady
@@ -207,7 +207,7 @@ func (a *campaignActor) onRobots(h *host, o Outcome, now time.Time) {
 func (a *campaignActor) seedSitemaps(h *host, urls []string) {
 	var links []Link
 	for _, raw := range urls {
-		s, err := fetch.Normalize(raw, nil, a.cfg.DropParams)
+		s, err := urlrule.Normalize(raw, nil, a.cfg.DropParams)
 		if err != nil {
 			continue
 		}
@@ -310,7 +310,7 @@ func (a *campaignActor) parkHost(h *host, wait time.Duration) {
 func (a *campaignActor) disallowedLinks(links []Link) map[string]bool {
 	var out map[string]bool
 	for _, l := range links {
-		name, err := fetch.HostKey(l.URL)
+		name, err := urlrule.HostKey(l.URL)
 		if err != nil {
 			continue
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/urlrule"
 )
 
 // The session protocol between a FetchSession (client) and a scheduler
@@ -132,12 +133,9 @@ type Leases struct {
 	Items []Lease `json:"items"`
 }
 
-// Link is a discovered URL, already normalized and in scope.
-type Link struct {
-	URL   string  `json:"url"`
-	Hops  int     `json:"hops,omitempty"`
-	Score float64 `json:"score,omitempty"`
-}
+// Link is a discovered URL, already normalized and in scope, as the fetch
+// found it (urlrule.Link: the one link type, with the one depth rule).
+type Link = urlrule.Link
 
 // Outcome reports what became of a lease.
 type Outcome struct {

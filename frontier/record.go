@@ -12,7 +12,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
-	"github.com/drover-crawl/drover/fetch"
+	"github.com/drover-crawl/drover/urlrule"
 )
 
 type recordJob struct {
@@ -103,15 +103,12 @@ func (a *campaignActor) publishLinks(ctx context.Context, jobs []recordJob) erro
 				robotsKeys, robotsURLs = append(robotsKeys, k), append(robotsURLs, l.URL)
 				continue
 			}
-			host, err := fetch.HostKey(l.URL)
+			host, err := urlrule.HostKey(l.URL)
 			if err != nil {
 				continue
 			}
 			keys = append(keys, k)
-			depth := j.e.msg.Depth + 1
-			if l.Hops > 0 {
-				depth = j.e.msg.Depth // a redirect does not go deeper
-			}
+			depth := l.Depth(j.e.msg.Depth)
 			m := urlMsg{URL: l.URL, Depth: depth, Hops: l.Hops, Parent: j.e.msg.URL, Score: l.Score}
 			prio := a.policy.Priority(Item{URL: l.URL, Host: host, Depth: depth, Score: l.Score})
 			msgs = append(msgs, outMsg{key: a.topo.Shard(ShardOf(host)), msg: encodeMsg(m, priorityLevel(prio), nil)})

@@ -14,7 +14,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/drover-crawl/drover/campaign"
-	"github.com/drover-crawl/drover/fetch"
+	"github.com/drover-crawl/drover/urlrule"
 )
 
 // DevToken is the documented token used when DROVER_TOKEN is unset; a
@@ -538,11 +538,11 @@ func (s *Server) seed(ctx context.Context, cfg campaign.Config, urls []string) (
 	topo := Topology{Campaign: cfg.ID}
 	perHost := map[string]int{}
 	for _, raw := range urls {
-		u, err := fetch.Normalize(raw, nil, cfg.DropParams)
+		u, err := urlrule.Normalize(raw, nil, cfg.DropParams)
 		if err != nil {
 			return 0, fmt.Errorf("seed %q: %w", raw, err)
 		}
-		h, err := fetch.HostKey(u)
+		h, err := urlrule.HostKey(u)
 		if err != nil {
 			return 0, fmt.Errorf("seed %q: %w", raw, err)
 		}

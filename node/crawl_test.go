@@ -42,7 +42,7 @@ type stack struct {
 func startStack(t *testing.T) *stack {
 	t.Helper()
 	s := startBareStack(t)
-	w, err := node.StartWorkers(s.temporal.Client(), node.WorkerConfig{Activities: activities.Activities{
+	w, err := node.StartWorkers(s.temporal.Client(), node.WorkerConfig{Identity: "test-worker", Activities: &activities.Activities{
 		Schedulers: []string{s.sched.Addr()}, Token: frontier.DevToken, KafkaBrokers: s.kafka.Addr(), Identity: "test-worker",
 	}})
 	if err != nil {

@@ -105,7 +105,7 @@ func TestKafkaOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sched.Close()
-	w, err := node.StartWorkers(tmp.Client(), node.WorkerConfig{Activities: activities.Activities{
+	w, err := node.StartWorkers(tmp.Client(), node.WorkerConfig{Identity: "outage-worker", Activities: &activities.Activities{
 		Schedulers: []string{sched.Addr()}, Token: frontier.DevToken, KafkaBrokers: brokers, Identity: "outage-worker",
 	}})
 	if err != nil {

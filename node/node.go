@@ -19,14 +19,28 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/drover-crawl/drover/activities"
 	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/workflows"
 )
 
+// Activities are the activities a worker hosts, under the names in
+// workflows/names.go; *activities.Activities is the implementation. node
+// takes them by interface so that a process that only runs a scheduler
+// does not link the fetcher and the sinks.
+type Activities interface {
+	Seed(context.Context, workflows.SeedInput) (workflows.SeedResult, error)
+	Monitor(context.Context, workflows.MonitorInput) (workflows.MonitorResult, error)
+	Close(context.Context, workflows.CloseInput) (workflows.CloseResult, error)
+	Notify(context.Context, workflows.NotifyInput) error
+	FetchSession(context.Context, workflows.FetchSessionInput) (workflows.SessionCounters, error)
+}
+
 // WorkerConfig configures the Temporal workers of a process.
 type WorkerConfig struct {
-	Activities activities.Activities
+	Activities Activities
+	// Identity is the workers' identity, which Temporal shows with each
+	// activity (`starter status`); empty takes the SDK's default.
+	Identity string
 	// MaxSessions bounds the FetchSession activities this process runs.
 	MaxSessions int
 }
@@ -42,9 +56,12 @@ func StartWorkers(c client.Client, cfg WorkerConfig) (*Workers, error) {
 	if cfg.MaxSessions <= 0 {
 		cfg.MaxSessions = 256
 	}
-	a := &cfg.Activities
+	a := cfg.Activities
+	if a == nil {
+		return nil, errors.New("start workers: no activities")
+	}
 	opts := worker.Options{
-		Identity: a.Identity,
+		Identity: cfg.Identity,
 		// A cancellation (pause) reaches an activity only on a heartbeat
 		// response; the default throttle (0.8 x heartbeat timeout) made
 		// pauses take seconds.
@@ -56,7 +73,7 @@ func StartWorkers(c client.Client, cfg WorkerConfig) (*Workers, error) {
 	}
 	cw := worker.New(c, workflows.TaskQueue, opts)
 	cw.RegisterWorkflowWithOptions(workflows.Campaign, workflow.RegisterOptions{Name: workflows.WorkflowName})
-	for name, fn := range map[string]any{"Seed": a.Seed, "Monitor": a.Monitor, "Close": a.Close, "Notify": a.Notify} {
+	for name, fn := range map[string]any{workflows.SeedActivity: a.Seed, workflows.MonitorActivity: a.Monitor, workflows.CloseActivity: a.Close, workflows.NotifyActivity: a.Notify} {
 		cw.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}
 	fopts := opts

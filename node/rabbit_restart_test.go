@@ -34,7 +34,7 @@ func TestRabbitMQRestartMidCrawl(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sched.Close() })
-	w, err := node.StartWorkers(s.temporal.Client(), node.WorkerConfig{Activities: activities.Activities{
+	w, err := node.StartWorkers(s.temporal.Client(), node.WorkerConfig{Identity: "test-worker", Activities: &activities.Activities{
 		Schedulers: []string{sched.Addr()}, Token: frontier.DevToken, KafkaBrokers: s.kafka.Addr(), Identity: "test-worker",
 	}})
 	if err != nil {

@@ -40,7 +40,7 @@ func TestStopAndStartAgainWithTwoSchedulers(t *testing.T) {
 	}
 	t.Cleanup(func() { sched2.Close() })
 	addrs = append(addrs, sched2.Addr())
-	w, err := node.StartWorkers(s.temporal.Client(), node.WorkerConfig{Activities: activities.Activities{
+	w, err := node.StartWorkers(s.temporal.Client(), node.WorkerConfig{Identity: "test-worker", Activities: &activities.Activities{
 		Schedulers: addrs, Token: frontier.DevToken, KafkaBrokers: s.kafka.Addr(), Identity: "test-worker",
 	}})
 	if err != nil {

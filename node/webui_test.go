@@ -294,7 +294,7 @@ func startStackWithUI(t *testing.T) *stack {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sched.Close() })
-	w, err := node.StartWorkers(tmp.Client(), node.WorkerConfig{Activities: activities.Activities{
+	w, err := node.StartWorkers(tmp.Client(), node.WorkerConfig{Identity: "webui-worker", Activities: &activities.Activities{
 		Schedulers: []string{sched.Addr()}, Token: frontier.DevToken, KafkaBrokers: k.Addr(), Identity: "webui-worker",
 	}})
 	if err != nil {

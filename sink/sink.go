@@ -10,39 +10,13 @@ package sink
 
 import (
 	"context"
-	"time"
+
+	"github.com/drover-crawl/drover/page"
 )
 
-// Page is one fetch outcome: a page the server answered, or a permanent
-// failure (Status 0 and Err set) recorded the same way.
-type Page struct {
-	// URL is the URL as requested, normalized; it is the record key.
-	URL      string
-	Campaign string
-	Status   int
-	// Header is the raw response header block as received, one
-	// "Name: value\r\n" line each, without the status line.
-	Header []byte
-	// StatusLine is the raw status line, e.g. "HTTP/1.1 200 OK".
-	StatusLine string
-	// Request is the raw request as sent (request line and headers), for
-	// WARC request records.
-	Request []byte
-	// Body is the body as the server sent it: chunked transfer coding
-	// removed, Content-Encoding (gzip, br, ...) kept.
-	Body            []byte
-	ContentType     string
-	ContentEncoding string
-	// Truncated is set when Body (or its decoded form) hit the body cap.
-	Truncated bool
-	FetchedAt time.Time
-	Depth     int
-	Parent    string
-	// IP is the address the connection went to.
-	IP string
-	// Err is the reason of a permanent failure (Status 0).
-	Err string
-}
+// Page is the record a sink stores (package page); the alias keeps sinks
+// and their callers naming it sink.Page.
+type Page = page.Page
 
 // Sink stores pages durably. Implementations are safe for concurrent use and
 // batch concurrent callers (many fetch goroutines call Store at once).

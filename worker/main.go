@@ -68,7 +68,7 @@ func main() {
 		os.Exit(1)
 	}
 	defer c.Close()
-	w, err := node.StartWorkers(c, node.WorkerConfig{MaxSessions: *maxSessions, Activities: activities.Activities{
+	w, err := node.StartWorkers(c, node.WorkerConfig{MaxSessions: *maxSessions, Identity: *identity, Activities: &activities.Activities{
 		Schedulers: schedulers, Token: token, KafkaBrokers: env("KAFKA_BROKERS", "127.0.0.1:9092"), Identity: *identity,
 	}})
 	if err != nil {

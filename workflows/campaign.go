@@ -13,12 +13,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/drover-crawl/drover/activities"
 	"github.com/drover-crawl/drover/campaign"
 )
-
-// acts is how the workflow names its activities (house rule 4).
-var acts *activities.Activities
 
 // monitorReport is how often Monitor reports when nothing happens.
 const monitorReport = time.Minute
@@ -40,8 +36,8 @@ type event struct {
 	kind     eventKind
 	index    int
 	token    int
-	counters activities.SessionCounters
-	monitor  activities.MonitorResult
+	counters SessionCounters
+	monitor  MonitorResult
 	err      error
 }
 
@@ -274,9 +270,9 @@ func (r *run) finish() (Status, error) {
 	r.publish()
 	r.waitFleet()
 
-	var closed activities.CloseResult
+	var closed CloseResult
 	cctx := workflow.WithActivityOptions(r.ctx, smallOptions(5*time.Minute, 5))
-	err := workflow.ExecuteActivity(cctx, acts.Close, activities.CloseInput{
+	err := workflow.ExecuteActivity(cctx, CloseActivity, CloseInput{
 		Config: r.cfg,
 		// Nothing of a finished campaign stays in RabbitMQ; a failed one
 		// keeps its queues for a look and a retry.

@@ -18,7 +18,6 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/drover-crawl/drover/activities"
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/frontier"
 )
@@ -37,7 +36,7 @@ type harness struct {
 	mu       sync.Mutex
 	starts   map[int]int // FetchSession starts per fetcher index
 	seeds    int
-	closes   []activities.CloseInput
+	closes   []CloseInput
 	closedAt time.Time // virtual time of the last Close
 	notified []string  // events
 }
@@ -50,13 +49,13 @@ func newHarness(t *testing.T, before func(env *testsuite.TestWorkflowEnvironment
 	h := &harness{t: t, env: s.NewTestWorkflowEnvironment(), starts: map[int]int{}}
 	env := h.env
 	env.RegisterWorkflowWithOptions(Campaign, workflow.RegisterOptions{Name: WorkflowName})
-	env.RegisterActivity(&activities.Activities{})
+	env.RegisterActivity(&stubActivities{})
 	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, args converter.EncodedValues) {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		switch info.ActivityType.Name {
 		case "FetchSession":
-			var in activities.FetchSessionInput
+			var in FetchSessionInput
 			require.NoError(t, args.Get(&in))
 			h.starts[in.Index]++
 		case "Seed":
@@ -67,26 +66,26 @@ func newHarness(t *testing.T, before func(env *testsuite.TestWorkflowEnvironment
 		before(env)
 	}
 	env.OnActivity(acts.FetchSession, mock.Anything, mock.Anything).After(24*time.Hour).
-		Return(activities.SessionCounters{}, nil).Maybe()
-	env.OnActivity(acts.Seed, mock.Anything, mock.Anything).Return(activities.SeedResult{Seeded: 1}, nil).Maybe()
+		Return(SessionCounters{}, nil).Maybe()
+	env.OnActivity(acts.Seed, mock.Anything, mock.Anything).Return(SeedResult{Seeded: 1}, nil).Maybe()
 	env.OnActivity(acts.Monitor, mock.Anything, mock.Anything).After(time.Minute).Return(
-		func(context.Context, activities.MonitorInput) (activities.MonitorResult, error) {
+		func(context.Context, MonitorInput) (MonitorResult, error) {
 			n := h.fetched.Load()
-			return activities.MonitorResult{
+			return MonitorResult{
 				Drained: h.drained.Load(),
 				Stats:   frontier.Stats{Fetched: n, Failed: 1 + h.failed.Load(), Queued: 7, InFlight: 3},
 			}, nil
 		}).Maybe()
 	env.OnActivity(acts.Close, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.CloseInput) (activities.CloseResult, error) {
+		func(_ context.Context, in CloseInput) (CloseResult, error) {
 			h.mu.Lock()
 			defer h.mu.Unlock()
 			h.closes = append(h.closes, in)
 			h.closedAt = h.env.Now()
-			return activities.CloseResult{Stats: frontier.Stats{Fetched: h.fetched.Load(), Failed: 1}}, nil
+			return CloseResult{Stats: frontier.Stats{Fetched: h.fetched.Load(), Failed: 1}}, nil
 		}).Maybe()
 	env.OnActivity(acts.Notify, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.NotifyInput) error {
+		func(_ context.Context, in NotifyInput) error {
 			h.mu.Lock()
 			defer h.mu.Unlock()
 			h.notified = append(h.notified, in.Event)
@@ -176,7 +175,7 @@ func TestCompletesWhenDrained(t *testing.T) {
 	require.Equal(t, "frontier drained", st.Reason)
 	require.Equal(t, 0, st.FetchersActive)
 	require.Equal(t, int64(42), st.PagesFetched)
-	require.Equal(t, []activities.CloseInput{{Config: cfg.WithDefaults(), Delete: true}}, h.closes)
+	require.Equal(t, []CloseInput{{Config: cfg.WithDefaults(), Delete: true}}, h.closes)
 	require.Equal(t, []string{"completed"}, h.notified)
 	require.Equal(t, 1, h.seeds)
 	require.Equal(t, 1, h.startsOf(0))
@@ -311,9 +310,9 @@ func TestScale(t *testing.T) {
 
 func failOnce(index int) func(env *testsuite.TestWorkflowEnvironment) {
 	return func(env *testsuite.TestWorkflowEnvironment) {
-		env.OnActivity(acts.FetchSession, mock.Anything, mock.MatchedBy(func(in activities.FetchSessionInput) bool {
+		env.OnActivity(acts.FetchSession, mock.Anything, mock.MatchedBy(func(in FetchSessionInput) bool {
 			return in.Index == index
-		})).Return(activities.SessionCounters{}, errors.New("session lost")).Once()
+		})).Return(SessionCounters{}, errors.New("session lost")).Once()
 	}
 }
 
@@ -359,9 +358,9 @@ func TestRestartSignal(t *testing.T) {
 
 func TestRestartAlert(t *testing.T) {
 	h := newHarness(t, func(env *testsuite.TestWorkflowEnvironment) {
-		env.OnActivity(acts.FetchSession, mock.Anything, mock.MatchedBy(func(in activities.FetchSessionInput) bool {
+		env.OnActivity(acts.FetchSession, mock.Anything, mock.MatchedBy(func(in FetchSessionInput) bool {
 			return in.Index == 0
-		})).Return(activities.SessionCounters{}, errors.New("scheduler unreachable"))
+		})).Return(SessionCounters{}, errors.New("scheduler unreachable"))
 	})
 	cfg := testConfig()
 	cfg.RestartAlert = 2
@@ -416,7 +415,7 @@ func TestCancelEndsLikeStop(t *testing.T) {
 
 func TestSeedFailureFailsCampaign(t *testing.T) {
 	h := newHarness(t, func(env *testsuite.TestWorkflowEnvironment) {
-		env.OnActivity(acts.Seed, mock.Anything, mock.Anything).Return(activities.SeedResult{}, errors.New("no scheduler"))
+		env.OnActivity(acts.Seed, mock.Anything, mock.Anything).Return(SeedResult{}, errors.New("no scheduler"))
 	})
 	h.env.ExecuteWorkflow(WorkflowName, CampaignInput{Config: testConfig()})
 	require.True(t, h.env.IsWorkflowCompleted())
@@ -502,7 +501,7 @@ func TestReplayRecordedHistory(t *testing.T) {
 
 func TestPauseWhileSeedingStartsNoFetcher(t *testing.T) {
 	h := newHarness(t, func(env *testsuite.TestWorkflowEnvironment) {
-		env.OnActivity(acts.Seed, mock.Anything, mock.Anything).After(time.Minute).Return(activities.SeedResult{Seeded: 1}, nil)
+		env.OnActivity(acts.Seed, mock.Anything, mock.Anything).After(time.Minute).Return(SeedResult{Seeded: 1}, nil)
 	})
 	var mid Status
 	h.at(30*time.Second, func() { h.signal(SignalPause, nil) })

@@ -12,14 +12,13 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/drover-crawl/drover/activities"
 	"github.com/drover-crawl/drover/campaign"
 )
 
 // sinkMissing is what FetchSession returns when the sink's Kafka topic does
 // not exist: every session fails at once, and so would every retry.
 func sinkMissing(env *testsuite.TestWorkflowEnvironment) {
-	env.OnActivity(acts.FetchSession, mock.Anything, mock.Anything).Return(activities.SessionCounters{},
+	env.OnActivity(acts.FetchSession, mock.Anything, mock.Anything).Return(SessionCounters{},
 		temporal.NewApplicationError(`kafka sink 127.0.0.1:9092: topic "crawl.missing" does not exist (add ?create=true to create it)`,
 			"SinkUnavailable"))
 }
@@ -101,7 +100,7 @@ func TestFetchersFailingWithProgressDoNotFail(t *testing.T) {
 	h := newHarness(t, func(env *testsuite.TestWorkflowEnvironment) {
 		// Each session fetches a little, then loses its scheduler.
 		env.OnActivity(acts.FetchSession, mock.Anything, mock.Anything).After(20*time.Second).Return(
-			activities.SessionCounters{}, temporal.NewApplicationError("scheduler 127.0.0.1:7420 unreachable", "SchedulerUnreachable"))
+			SessionCounters{}, temporal.NewApplicationError("scheduler 127.0.0.1:7420 unreachable", "SchedulerUnreachable"))
 	})
 	cfg := testConfig()
 	cfg.FailAfter = new(2 * time.Minute)
@@ -146,9 +145,9 @@ func TestFailAfterCountsFromResume(t *testing.T) {
 // fail the campaign however long it lasts.
 func TestOneFetcherFailingDoesNotFailCampaign(t *testing.T) {
 	h := newHarness(t, func(env *testsuite.TestWorkflowEnvironment) {
-		env.OnActivity(acts.FetchSession, mock.Anything, mock.MatchedBy(func(in activities.FetchSessionInput) bool {
+		env.OnActivity(acts.FetchSession, mock.Anything, mock.MatchedBy(func(in FetchSessionInput) bool {
 			return in.Index == 0
-		})).Return(activities.SessionCounters{}, errors.New("worker out of file descriptors"))
+		})).Return(SessionCounters{}, errors.New("worker out of file descriptors"))
 	})
 	var mid Status
 	h.snapshot(20*time.Minute, &mid)

@@ -9,7 +9,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/drover-crawl/drover/activities"
 	"github.com/drover-crawl/drover/campaign"
 )
 
@@ -134,9 +133,9 @@ func (r *run) startSession(i int) {
 	s.running, s.stopping, s.restartNow = true, false, false
 	s.cancel = cancel
 	s.startedAt = workflow.Now(r.ctx)
-	f := workflow.ExecuteActivity(actx, acts.FetchSession, activities.FetchSessionInput{Config: r.cfg, Index: i})
+	f := workflow.ExecuteActivity(actx, FetchSessionActivity, FetchSessionInput{Config: r.cfg, Index: i})
 	workflow.Go(r.ctx, func(ctx workflow.Context) {
-		var c activities.SessionCounters
+		var c SessionCounters
 		err := f.Get(ctx, &c)
 		r.events.Send(ctx, event{kind: evSession, index: i, token: token, counters: c, err: err})
 	})
@@ -271,8 +270,8 @@ func (r *run) checkRestartAlert(now time.Time) {
 // countersFrom recovers a session's counters from its error: the details
 // of a cancellation (temporal.NewCanceledError(counters)) or of an
 // application error, or the last heartbeat of a timed-out session.
-func countersFrom(err error) activities.SessionCounters {
-	var c activities.SessionCounters
+func countersFrom(err error) SessionCounters {
+	var c SessionCounters
 	var ce *temporal.CanceledError
 	var ae *temporal.ApplicationError
 	var te *temporal.TimeoutError

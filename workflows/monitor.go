@@ -7,7 +7,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/drover-crawl/drover/activities"
 	"github.com/drover-crawl/drover/campaign"
 )
 
@@ -37,8 +36,8 @@ func smallOptions(startToClose time.Duration, attempts int32) workflow.ActivityO
 // seed runs Seed once per campaign (not again after continue-as-new).
 func (r *run) seed() error {
 	ctx := workflow.WithActivityOptions(r.ctx, smallOptions(2*time.Minute, 10))
-	var res activities.SeedResult
-	if err := workflow.ExecuteActivity(ctx, acts.Seed, activities.SeedInput{Config: r.cfg}).Get(r.ctx, &res); err != nil {
+	var res SeedResult
+	if err := workflow.ExecuteActivity(ctx, SeedActivity, SeedInput{Config: r.cfg}).Get(r.ctx, &res); err != nil {
 		return err
 	}
 	workflow.GetLogger(r.ctx).Info("seeded", "urls", res.Seeded)
@@ -56,9 +55,9 @@ func (r *run) startMonitor() {
 	r.monitorCancel = cancel
 	r.monitoring = true
 	f := workflow.ExecuteActivity(workflow.WithActivityOptions(mctx, smallOptions(10*time.Minute, 0)),
-		acts.Monitor, activities.MonitorInput{Config: r.cfg, Report: monitorReport})
+		MonitorActivity, MonitorInput{Config: r.cfg, Report: monitorReport})
 	workflow.Go(r.ctx, func(ctx workflow.Context) {
-		var res activities.MonitorResult
+		var res MonitorResult
 		err := f.Get(ctx, &res)
 		if err != nil && mctx.Err() == nil {
 			// Monitor retries on its own; an error here is non-retryable.
@@ -149,15 +148,15 @@ func (r *run) startDeadline() {
 	})
 }
 
-func (r *run) notifyInput(ev, text string) activities.NotifyInput {
-	return activities.NotifyInput{URL: r.cfg.NotifyURL, Campaign: r.id, Event: ev, Text: text}
+func (r *run) notifyInput(ev, text string) NotifyInput {
+	return NotifyInput{URL: r.cfg.NotifyURL, Campaign: r.id, Event: ev, Text: text}
 }
 
 // notify posts an exception notification; a failure is logged, never
 // fatal to the campaign.
-func (r *run) notify(ctx workflow.Context, in activities.NotifyInput) {
+func (r *run) notify(ctx workflow.Context, in NotifyInput) {
 	actx := workflow.WithActivityOptions(r.ctx, smallOptions(30*time.Second, 3))
-	if err := workflow.ExecuteActivity(actx, acts.Notify, in).Get(ctx, nil); err != nil {
+	if err := workflow.ExecuteActivity(actx, NotifyActivity, in).Get(ctx, nil); err != nil {
 		workflow.GetLogger(ctx).Error("notify failed", "event", in.Event, "error", err)
 	}
 }

@@ -14,6 +14,13 @@ const (
 	// worker registers it and `starter status` finds the fleet among a
 	// run's pending activities.
 	FetchSessionActivity = "FetchSession"
+	// SeedActivity, MonitorActivity, CloseActivity and NotifyActivity are
+	// the small activities' type names (inputs and results in activity.go),
+	// as the worker registers them and the workflow calls them.
+	SeedActivity    = "Seed"
+	MonitorActivity = "Monitor"
+	CloseActivity   = "Close"
+	NotifyActivity  = "Notify"
 
 	// TaskQueue hosts the Campaign workflow and its small activities (Seed,
 	// Monitor, Close, Notify).

@@ -7,7 +7,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/drover-crawl/drover/activities"
+	"github.com/drover-crawl/drover/workflows"
 )
 
 // Errors the Campaigns implementations return (wrapped); the commands turn
@@ -90,7 +90,7 @@ type PendingActivity struct {
 	LastHeartbeat time.Time
 	// Counters are the decoded heartbeat details of a FetchSession; nil
 	// when it has not heartbeated yet or sent something else.
-	Counters    *activities.SessionCounters
+	Counters    *workflows.SessionCounters
 	LastFailure string
 }
 

@@ -55,7 +55,7 @@ func startRealStack(t *testing.T) *realStack {
 		Listen: "127.0.0.1:0", AMQPURL: amqp, Log: log})
 	require.NoError(t, err)
 	t.Cleanup(func() { sched.Close() })
-	w, err := node.StartWorkers(tmp.Client(), node.WorkerConfig{Activities: activities.Activities{
+	w, err := node.StartWorkers(tmp.Client(), node.WorkerConfig{Identity: "starter-test-worker", Activities: &activities.Activities{
 		Schedulers: []string{sched.Addr()}, Token: frontier.DevToken, KafkaBrokers: k.Addr(), Identity: "starter-test-worker",
 	}})
 	require.NoError(t, err)

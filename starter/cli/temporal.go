@@ -19,7 +19,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/drover-crawl/drover/activities"
 	"github.com/drover-crawl/drover/workflows"
 )
 
@@ -216,11 +215,11 @@ func pendingActivity(pa *workflowpb.PendingActivityInfo) PendingActivity {
 
 // decodeCounters decodes a FetchSession's heartbeat details; nil when
 // there are none or they are not SessionCounters.
-func decodeCounters(details *commonpb.Payloads) *activities.SessionCounters {
+func decodeCounters(details *commonpb.Payloads) *workflows.SessionCounters {
 	if len(details.GetPayloads()) == 0 {
 		return nil
 	}
-	var sc activities.SessionCounters
+	var sc workflows.SessionCounters
 	if err := converter.GetDefaultDataConverter().FromPayload(details.GetPayloads()[0], &sc); err != nil {
 		return nil
 	}

@@ -56,7 +56,7 @@ func run(d time.Duration) error {
 		return err
 	}
 	defer sched.Close()
-	w, err := node.StartWorkers(tmp.Client(), node.WorkerConfig{Activities: activities.Activities{
+	w, err := node.StartWorkers(tmp.Client(), node.WorkerConfig{Identity: "history", Activities: &activities.Activities{
 		Schedulers: []string{sched.Addr()}, Token: frontier.DevToken, KafkaBrokers: k.Addr(), Identity: "history",
 	}})
 	if err != nil {

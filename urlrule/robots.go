@@ -1,4 +1,4 @@
-package fetch
+package urlrule
 
 import (
 	"bytes"
@@ -19,8 +19,8 @@ const RobotsBodyCap = 500 << 10
 // accepted); longer lines are cut there.
 const maxRobotsLine = 8 * 2083
 
-// maxSitemaps bounds what one robots.txt can make the crawler remember.
-const maxSitemaps = 1000
+// MaxSitemaps bounds what one robots.txt can make the crawler remember.
+const MaxSitemaps = 1000
 
 // maxCrawlDelay bounds a Crawl-delay so that a hostile value cannot park a
 // host forever; the scheduler may cap it further.
@@ -359,7 +359,7 @@ func parseRobotsBody(body []byte, agent string) *Robots {
 			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 				continue
 			}
-			if !seenSitemap[v] && len(r.sitemaps) < maxSitemaps {
+			if !seenSitemap[v] && len(r.sitemaps) < MaxSitemaps {
 				seenSitemap[v] = true
 				r.sitemaps = append(r.sitemaps, v)
 			}

@@ -1,4 +1,4 @@
-package fetch
+package urlrule
 
 import (
 	"errors"
@@ -64,7 +64,7 @@ var idnaProfile = idna.New(
 // or invalid host (including invalid IDNA), and URLs longer than
 // MaxURLLength before or after normalization.
 func Normalize(raw string, base *url.URL, dropParams []string) (string, error) {
-	raw = trimURL(raw)
+	raw = TrimURL(raw)
 	if len(raw) > MaxURLLength {
 		return "", ErrURLTooLong
 	}
@@ -135,7 +135,7 @@ func normalizeURL(u *url.URL, dropParams []string) (string, error) {
 // HostKey returns the lower-case host name of rawURL without its port (the
 // key of scope and politeness), in its IDNA ASCII form.
 func HostKey(rawURL string) (string, error) {
-	u, err := url.Parse(trimURL(rawURL))
+	u, err := url.Parse(TrimURL(rawURL))
 	if err != nil {
 		return "", fmt.Errorf("%w: %v", ErrInvalidURL, unwrapURLError(err))
 	}
@@ -183,10 +183,10 @@ func normalHost(h string) (string, error) {
 	return h, nil
 }
 
-// trimURL removes what HTML attribute values carry around URLs: leading
+// TrimURL removes what HTML attribute values carry around URLs: leading
 // and trailing spaces and controls, and tabs and newlines anywhere (as the
 // WHATWG URL parser does).
-func trimURL(s string) string {
+func TrimURL(s string) string {
 	s = strings.TrimFunc(s, func(r rune) bool { return r <= ' ' })
 	if strings.ContainsAny(s, "\t\n\r") {
 		s = strings.NewReplacer("\t", "", "\n", "", "\r", "").Replace(s)

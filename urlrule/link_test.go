@@ -1,0 +1,21 @@
+package urlrule
+
+import "testing"
+
+func TestLinkDepth(t *testing.T) {
+	cases := []struct {
+		name   string
+		link   Link
+		parent int
+		want   int
+	}{
+		{"a link in a page goes one deeper", Link{URL: "http://a.example/x"}, 2, 3},
+		{"a link in a seed", Link{URL: "http://a.example/x"}, 0, 1},
+		{"a sitemap named by robots.txt (parent depth -1) is a seed", Link{URL: "http://a.example/sitemap.xml"}, -1, 0},
+		{"a redirect's target keeps its page's depth", Link{URL: "http://a.example/y", Hops: 1}, 2, 2},
+		{"so does a chain of redirects", Link{URL: "http://a.example/z", Hops: 4}, 0, 0},
+	}
+	for _, c := range cases {
+		equal(t, c.link.Depth(c.parent), c.want, c.name)
+	}
+}
