@@ -9,9 +9,8 @@
 package frontier
 
 import (
-	"context"
 	"errors"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -138,6 +137,19 @@ func (m *schedMetrics) politenessWait(c string, d time.Duration) {
 	}
 }
 
+// open starts a campaign's counters at 0, so that a rate over them exists
+// (and is 0) before their first event.
+func (m *schedMetrics) open(c string) {
+	if m == nil {
+		return
+	}
+	m.leases.WithLabelValues(c, "page")
+	m.leases.WithLabelValues(c, "robots")
+	m.expired.WithLabelValues(c)
+	m.returned.WithLabelValues(c)
+	m.linksFound.WithLabelValues(c)
+}
+
 // forget drops a closed campaign's series.
 func (m *schedMetrics) forget(c string) {
 	if m == nil {
@@ -156,9 +168,9 @@ func (m *schedMetrics) forget(c string) {
 // seen store already keep, and the campaigns' queue depths from RabbitMQ.
 type serverCollector struct {
 	s *Server
-	// busy: a queue inspection still runs (RabbitMQ slow); the next scrape
-	// does not start another.
-	busy atomic.Bool
+	// qrun: the last queue inspection (collectQueues).
+	qmu  sync.Mutex
+	qrun *queueRun
 
 	counters map[string]*prometheus.Desc // name -> desc, labelled campaign
 	gauges   map[string]*prometheus.Desc
@@ -278,56 +290,82 @@ func (col *serverCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// collectQueues reports the depth of each campaign's queues, bounded by
-// queueScrapeTimeout; a RabbitMQ away or slow leaves them out of this
-// scrape (an invalid metric makes the endpoint log it and serve the rest).
+// collectQueues reports the depth of each campaign's queues. One
+// inspection runs at a time and scrapes that come while it runs share its
+// result (Prometheus and a curl at once); it is bounded by
+// queueScrapeTimeout, and a RabbitMQ away or slow leaves the depths out of
+// the scrape (an invalid metric: the endpoint logs it and serves the rest).
 func (col *serverCollector) collectQueues(ch chan<- prometheus.Metric, ids []string) {
-	if !col.busy.CompareAndSwap(false, true) {
-		ch <- prometheus.NewInvalidMetric(col.queue, errors.New("the last queue inspection is still running"))
+	col.qmu.Lock()
+	run := col.qrun
+	if run == nil || (run.finished() && time.Since(run.at) > queueShareFor) {
+		run = &queueRun{at: time.Now(), done: make(chan struct{})}
+		col.qrun = run
+		go run.inspect(col.s, ids)
+	}
+	col.qmu.Unlock()
+	t := time.NewTimer(queueScrapeTimeout)
+	defer t.Stop()
+	select {
+	case <-run.done:
+	case <-t.C:
+		ch <- prometheus.NewInvalidMetric(col.queue, errors.New("RabbitMQ did not answer the queue inspection in time"))
 		return
 	}
-	type depth struct {
-		id, queue string
-		n         int64
+	if run.err != nil {
+		ch <- prometheus.NewInvalidMetric(col.queue, run.err)
+		return
 	}
-	done := make(chan []depth, 1)
-	errc := make(chan error, 1)
-	go func() {
-		defer col.busy.Store(false)
-		conn, err := col.s.mq.get()
+	for _, d := range run.depths {
+		if d.queue == "dead" {
+			ch <- prometheus.MustNewConstMetric(col.dead, prometheus.GaugeValue, float64(d.n), d.id)
+			continue
+		}
+		ch <- prometheus.MustNewConstMetric(col.queue, prometheus.GaugeValue, float64(d.n), d.id, d.queue)
+	}
+}
+
+// queueShareFor: a finished inspection younger than this answers a scrape.
+const queueShareFor = 250 * time.Millisecond
+
+// queueRun is one inspection of the campaigns' queues.
+type queueRun struct {
+	at     time.Time
+	done   chan struct{}
+	depths []queueDepth // valid once done is closed
+	err    error
+}
+
+type queueDepth struct {
+	id, queue string
+	n         int64
+}
+
+func (r *queueRun) finished() bool {
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (r *queueRun) inspect(s *Server, ids []string) {
+	defer close(r.done)
+	conn, err := s.mq.get()
+	if err != nil {
+		r.err = err
+		return
+	}
+	for _, id := range ids {
+		ds, err := queueDepths(conn, Topology{Campaign: id})
 		if err != nil {
-			errc <- err
+			r.err = err
 			return
 		}
-		var out []depth
-		for _, id := range ids {
-			t := Topology{Campaign: id}
-			ds, err := queueDepths(conn, t)
-			if err != nil {
-				errc <- err
-				return
-			}
-			for q, n := range ds {
-				out = append(out, depth{id, q, n})
-			}
+		for q, n := range ds {
+			r.depths = append(r.depths, queueDepth{id, q, n})
 		}
-		done <- out
-	}()
-	ctx, cancel := context.WithTimeout(context.Background(), queueScrapeTimeout)
-	defer cancel()
-	select {
-	case out := <-done:
-		for _, d := range out {
-			if d.queue == "dead" {
-				ch <- prometheus.MustNewConstMetric(col.dead, prometheus.GaugeValue, float64(d.n), d.id)
-				continue
-			}
-			ch <- prometheus.MustNewConstMetric(col.queue, prometheus.GaugeValue, float64(d.n), d.id, d.queue)
-		}
-	case err := <-errc:
-		ch <- prometheus.NewInvalidMetric(col.queue, err)
-	case <-ctx.Done():
-		ch <- prometheus.NewInvalidMetric(col.queue, errors.New("RabbitMQ did not answer the queue inspection in time"))
 	}
 }
 
