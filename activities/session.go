@@ -54,13 +54,16 @@ func (a *Activities) FetchSession(ctx context.Context, in FetchSessionInput) (Se
 		return SessionCounters{}, temporal.NewNonRetryableApplicationError(err.Error(), "Config", err)
 	}
 	defer release()
-	sk, err := sink.OpenAll(ctx, cfg.Sinks, sink.Options{Campaign: cfg.ID, BodyCap: cfg.BodyCap, KafkaBrokers: a.KafkaBrokers})
+	sk, err := sink.OpenAll(ctx, cfg.Sinks, sink.Options{Campaign: cfg.ID, BodyCap: cfg.BodyCap, KafkaBrokers: a.KafkaBrokers, Metrics: a.SinkMetrics})
 	if err != nil {
 		return SessionCounters{}, temporal.NewApplicationError(err.Error(), "SinkUnavailable")
 	}
 	defer sk.Close()
 
 	r := NewRunner(cfg, f, sk, in.Index, a.Identity)
+	r.m = a.Metrics
+	r.m.session(cfg.ID, 1)
+	defer r.m.session(cfg.ID, -1)
 	stopBeat := r.heartbeat(ctx)
 	defer stopBeat()
 
@@ -113,6 +116,8 @@ type Runner struct {
 	// storeRetryFor is the constant of that name; tests shorten it to
 	// reach the SinkFailed outcome in seconds.
 	storeRetryFor time.Duration
+	// m counts the fetches (nil: not counted).
+	m *Metrics
 
 	mu sync.Mutex
 	c  SessionCounters
@@ -177,10 +182,12 @@ loop:
 			}
 			wg.Add(1)
 			r.count(func(c *SessionCounters) { c.InFlight++ })
+			r.m.inflight(r.cfg.ID, 1)
 			go func() {
 				defer wg.Done()
 				o := r.handle(fetchCtx, l)
 				r.count(func(c *SessionCounters) { c.InFlight-- })
+				r.m.inflight(r.cfg.ID, -1)
 				sess.Report(o)
 				if fetchCtx.Err() == nil {
 					sess.Credit(1)
@@ -219,6 +226,7 @@ func (r *Runner) handle(ctx context.Context, l frontier.Lease) frontier.Outcome 
 			o.Released = true
 			return o
 		}
+		r.m.robotsFetched(r.cfg.ID, rr)
 		o.Robots = &frontier.RobotsBody{Status: rr.Status, Body: rr.Body}
 		if rr.Err != nil {
 			o.Robots.Error = rr.Err.Error()
@@ -227,11 +235,13 @@ func (r *Runner) handle(ctx context.Context, l frontier.Lease) frontier.Outcome 
 		o.Took = since(rr.Answered, done) // robots.txt counts as a request for politeness
 		return o
 	}
+	start := time.Now()
 	res := r.f.Fetch(ctx, fetch.Request{URL: l.URL, Depth: l.Depth, Hops: l.Hops, Parent: l.Parent, Attempt: l.Attempt, MaxAttempts: l.MaxAttempts})
 	if ctx.Err() != nil {
 		o.Released = true
 		return o
 	}
+	r.m.fetched(r.cfg.ID, res, time.Since(start))
 	// Took is measured from when the response head arrived (or from now,
 	// without a response): the scheduler spaces the host's next start from
 	// (report time - Took), which must not be before this request reached
@@ -255,6 +265,7 @@ func (r *Runner) handle(ctx context.Context, l frontier.Lease) frontier.Outcome 
 			o.SinkFailed = true
 			o.Error = err.Error()
 			o.Reason, o.HostDown = fetch.ReasonSink, false
+			r.m.sinkFailed(r.cfg.ID)
 			r.count(func(c *SessionCounters) { c.Errors++ })
 			o.Took = since(res.Answered, done)
 			return o

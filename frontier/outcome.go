@@ -60,6 +60,7 @@ func (a *campaignActor) onOutcomes(s *session, items []Outcome) {
 		}
 		switch {
 		case o.Released:
+			a.srv.m().leaseReturned(a.cfg.ID)
 			heap.Push(&h.queue, e)
 		case o.HostDown && !o.Stored:
 			e.attempt++
@@ -101,6 +102,7 @@ func (a *campaignActor) onOutcomes(s *session, items []Outcome) {
 			a.park(e, wait, attempt, e.lost, reason, o.Error)
 		default:
 			h.fetched++
+			a.srv.m().linksDiscovered(a.cfg.ID, len(o.Links))
 			j := recordJob{e: e, links: o.Links}
 			if o.Error != "" && o.Status == 0 {
 				a.failed.Add(1)

@@ -89,6 +89,8 @@ type Server struct {
 	log   *slog.Logger
 
 	nextLease atomic.Uint64
+	// metrics: RegisterMetrics's hooks (metrics.go); nil without.
+	metrics atomic.Pointer[schedMetrics]
 
 	mu        sync.Mutex
 	campaigns map[string]*campaignActor
@@ -612,6 +614,7 @@ func (s *Server) closeCampaign(id string, final, del bool) (Stats, error) {
 	a := s.campaigns[id]
 	delete(s.campaigns, id)
 	if final {
+		s.m().forget(id)
 		// At once, under the lock that creates actors: a fetcher session
 		// reconnecting while the campaign closes must not open it again.
 		s.tombs[id] = time.Now()
