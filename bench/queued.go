@@ -190,7 +190,7 @@ func (o Options) holdScheduler(ctx context.Context, bin, dir, id string, res *Qu
 		return err
 	}
 	defer logf.Close()
-	cmd := exec.Command(bin, "-listen", addr, "-seen", filepath.Join(dir, "seen-scheduler"))
+	cmd := exec.Command(bin, "-listen", addr, "-seen", filepath.Join(dir, "seen-scheduler"), "-metrics-addr", "127.0.0.1:0")
 	cmd.Env = append(os.Environ(), "AMQP_URL="+o.AMQPURL, "DROVER_TOKEN=")
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {

@@ -72,7 +72,7 @@ func startWorkerProcs(ctx context.Context, c client.Client, bin, dir string, n, 
 		if err != nil {
 			return fail(err)
 		}
-		cmd := exec.Command(bin, "-identity", id, "-max-sessions", fmt.Sprint(maxSessions))
+		cmd := exec.Command(bin, "-identity", id, "-max-sessions", fmt.Sprint(maxSessions), "-metrics-addr", "127.0.0.1:0")
 		cmd.Dir = dir
 		cmd.Env = append(os.Environ(),
 			"DROVER_SCHEDULER="+env.Scheduler,

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -84,28 +83,11 @@ func RunLoad(ctx context.Context, opts LoadOptions) (LoadResult, error) {
 	}
 	opts.defaults()
 	res := LoadResult{Opts: opts}
-	if opts.WorkDir == "" {
-		dir, err := workDir("drover-load-")
-		if err != nil {
-			return res, err
-		}
-		defer os.RemoveAll(dir)
-		opts.WorkDir = dir
-	}
-	if opts.BinDir == "" {
-		opts.BinDir = filepath.Join(opts.WorkDir, "bin")
-	}
-	fmt.Fprintf(opts.Log, "load: building the worker and scheduler into %s\n", opts.BinDir)
-	if err := devstack.BuildDevBinaries(ctx, opts.BinDir); err != nil {
-		return res, err
-	}
-	rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	rabbit, err := StartRabbitNode(rctx, filepath.Join(opts.WorkDir, "rabbitmq"), &prefixWriter{w: opts.Log, prefix: "load   "})
-	cancel()
+	rabbit, done, err := prepare(ctx, &opts.Options, "load")
 	if err != nil {
 		return res, err
 	}
-	defer rabbit.Stop()
+	defer done()
 	r, err := startRig(ctx, opts.Options, "load", rabbit, rigSpec{workers: opts.Workers, schedulers: opts.Schedulers}, 70)
 	if err != nil {
 		return res, fmt.Errorf("start: %w", err)

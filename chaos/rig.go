@@ -167,7 +167,7 @@ func startRig(ctx context.Context, opts Options, name string, rabbit *RabbitNode
 		addr := "127.0.0.1:" + strconv.Itoa(sport)
 		name := fmt.Sprintf("scheduler-%d", i)
 		sched, err := r.sup.Start(devstack.ProcSpec{Name: name, Path: filepath.Join(opts.BinDir, "scheduler"),
-			Args: []string{"-listen", addr, "-name", name, "-seen", filepath.Join(r.dir, "seen", name)},
+			Args: []string{"-listen", addr, "-name", name, "-seen", filepath.Join(r.dir, "seen", name), "-metrics-addr", "127.0.0.1:0"},
 			Env:  []string{"AMQP_URL=" + rabbit.URL, "DROVER_TOKEN=" + chaosToken}})
 		if err != nil {
 			return nil, err
@@ -192,7 +192,7 @@ func startRig(ctx context.Context, opts Options, name string, rabbit *RabbitNode
 		// SIGKILL at the end of a row: the crawl is over, and a graceful
 		// stop waits out the sessions' stop timeout for nothing.
 		w, err := r.sup.Start(devstack.ProcSpec{Name: fmt.Sprintf("worker-%d", i), Path: filepath.Join(opts.BinDir, "worker"), StopSignal: syscall.SIGKILL,
-			Args: []string{"-identity", fmt.Sprintf("chaos-worker-%d", i)},
+			Args: []string{"-identity", fmt.Sprintf("chaos-worker-%d", i), "-metrics-addr", "127.0.0.1:0"},
 			Env: []string{"DROVER_SCHEDULER=" + addr, "DROVER_TOKEN=" + chaosToken, "TEMPORAL_ADDRESS=" + r.temporalAddr,
 				"TEMPORAL_NAMESPACE=default", "KAFKA_BROKERS=" + r.kafka.Addr}})
 		if err != nil {

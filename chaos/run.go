@@ -46,29 +46,11 @@ type Result struct {
 // RabbitMQ node, and returns a row per fault.
 func Run(ctx context.Context, opts Options, faults []Fault) ([]Result, error) {
 	opts.defaults()
-	if opts.WorkDir == "" {
-		dir, err := workDir("drover-chaos-")
-		if err != nil {
-			return nil, err
-		}
-		defer os.RemoveAll(dir)
-		opts.WorkDir = dir
-	}
-	if opts.BinDir == "" {
-		opts.BinDir = filepath.Join(opts.WorkDir, "bin")
-	}
-	fmt.Fprintf(opts.Log, "chaos: building the worker and scheduler into %s\n", opts.BinDir)
-	if err := devstack.BuildDevBinaries(ctx, opts.BinDir); err != nil {
-		return nil, err
-	}
-	rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	rabbit, err := StartRabbitNode(rctx, filepath.Join(opts.WorkDir, "rabbitmq"), &prefixWriter{w: opts.Log, prefix: "chaos   "})
-	cancel()
+	rabbit, done, err := prepare(ctx, &opts, "chaos")
 	if err != nil {
 		return nil, err
 	}
-	defer rabbit.Stop()
-	fmt.Fprintf(opts.Log, "chaos: private RabbitMQ node %s at %s\n", rabbit.Name, rabbit.URL)
+	defer done()
 	var out []Result
 	for _, f := range faults {
 		if ctx.Err() != nil {
@@ -81,6 +63,47 @@ func Run(ctx context.Context, opts Options, faults []Fault) ([]Result, error) {
 		out = append(out, res)
 	}
 	return out, nil
+}
+
+// prepare makes opts' work directory (a temporary one when unset), builds
+// the worker and scheduler binaries into its bin/ and starts the private
+// RabbitMQ node; done stops the node and removes a temporary directory.
+func prepare(ctx context.Context, opts *Options, name string) (rabbit *RabbitNode, done func(), err error) {
+	var cleanup []func()
+	done = func() {
+		for i := len(cleanup) - 1; i >= 0; i-- {
+			cleanup[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			done()
+		}
+	}()
+	if opts.WorkDir == "" {
+		dir, err := workDir("drover-" + name + "-")
+		if err != nil {
+			return nil, nil, err
+		}
+		cleanup = append(cleanup, func() { os.RemoveAll(dir) })
+		opts.WorkDir = dir
+	}
+	if opts.BinDir == "" {
+		opts.BinDir = filepath.Join(opts.WorkDir, "bin")
+	}
+	fmt.Fprintf(opts.Log, "%s: building the worker and scheduler into %s\n", name, opts.BinDir)
+	if err := devstack.BuildDevBinaries(ctx, opts.BinDir); err != nil {
+		return nil, nil, err
+	}
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	rabbit, err = StartRabbitNode(rctx, filepath.Join(opts.WorkDir, "rabbitmq"), &prefixWriter{w: opts.Log, prefix: name + "   "})
+	if err != nil {
+		return nil, nil, err
+	}
+	cleanup = append(cleanup, rabbit.Stop)
+	fmt.Fprintf(opts.Log, "%s: private RabbitMQ node %s at %s\n", name, rabbit.Name, rabbit.URL)
+	return rabbit, done, nil
 }
 
 func runRow(ctx context.Context, opts Options, rabbit *RabbitNode, f Fault) (res Result) {

@@ -379,7 +379,7 @@ func ctStartWorkerProc(t *testing.T, bin, identity string, env []string) *ctWork
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "-identity", identity)
+	cmd := exec.Command(bin, "-identity", identity, "-metrics-addr", "127.0.0.1:0")
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = f, f
 	if err := cmd.Start(); err != nil {

@@ -161,7 +161,7 @@ func startSchedulerProc(t *testing.T, addr string, index, replicas int, seen str
 	t.Helper()
 	name := fmt.Sprintf("scheduler-%d", index)
 	p := startProc(t, name, filepath.Join(binaries(t), "scheduler"),
-		[]string{"-listen", addr, "-index", fmt.Sprint(index), "-replicas", fmt.Sprint(replicas), "-seen", seen, "-name", name},
+		[]string{"-listen", addr, "-index", fmt.Sprint(index), "-replicas", fmt.Sprint(replicas), "-seen", seen, "-name", name, "-metrics-addr", "127.0.0.1:0"},
 		[]string{"DROVER_TOKEN=" + testToken, "AMQP_URL=" + amqpURL()})
 	checkFor(t, 20*time.Second, 50*time.Millisecond, func() error {
 		select {
@@ -185,7 +185,7 @@ func startSchedulerProc(t *testing.T, addr string, index, replicas int, seen str
 func startWorkerProc(t *testing.T, identity string, schedulers []string, temporal, kafka string) *proc {
 	t.Helper()
 	return startProc(t, identity, filepath.Join(binaries(t), "worker"),
-		[]string{"-identity", identity},
+		[]string{"-identity", identity, "-metrics-addr", "127.0.0.1:0"},
 		[]string{
 			"DROVER_SCHEDULER=" + strings.Join(schedulers, ","),
 			"DROVER_TOKEN=" + testToken,

@@ -81,7 +81,7 @@ func TestWorkerStartedBeforeTemporal(t *testing.T) {
 		{"no-port", "127.0.0.1", "default", "is not HOST:PORT"},
 		{"no-namespace", tmp.Address(), "no-such-namespace", `has no namespace "no-such-namespace"`},
 	} {
-		p := startProc(t, tc.name, filepath.Join(binaries(t), "worker"), []string{"-identity", tc.name}, []string{
+		p := startProc(t, tc.name, filepath.Join(binaries(t), "worker"), []string{"-identity", tc.name, "-metrics-addr", "127.0.0.1:0"}, []string{
 			"DROVER_SCHEDULER=" + sched.Addr(), "DROVER_TOKEN=" + testToken,
 			"TEMPORAL_ADDRESS=" + tc.addr, "TEMPORAL_NAMESPACE=" + tc.namespace, "KAFKA_BROKERS=" + k.Addr(),
 		})
