@@ -8,10 +8,12 @@ package activities
 
 import (
 	"context"
+	"crypto/tls"
 	"time"
 
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/sink"
 )
 
 // Activities holds what the activities need from their worker process.
@@ -21,6 +23,14 @@ type Activities struct {
 	Schedulers []string
 	// Token is the shared session token (DROVER_TOKEN).
 	Token string
+	// SessionTLS wraps the sessions to the schedulers in TLS (DROVER_TLS_CA,
+	// see package tlsconf); nil is plaintext, refused beyond loopback
+	// unless InsecurePlaintext.
+	SessionTLS        *tls.Config
+	InsecurePlaintext bool
+	// SinkSecrets are the sinks' credentials from the worker's
+	// environment (never from the campaign's config).
+	SinkSecrets sink.Secrets
 	// KafkaBrokers is the default Kafka (KAFKA_BROKERS) for sinks that name
 	// none.
 	KafkaBrokers string
@@ -44,7 +54,12 @@ func (a *Activities) dialControl(ctx context.Context, addr string) (ControlClien
 	if a.DialControl != nil {
 		return a.DialControl(ctx, addr, a.Token)
 	}
-	return frontier.DialControl(ctx, addr, a.Token)
+	return a.sessions().DialControl(ctx, addr)
+}
+
+// sessions is how this worker reaches its schedulers.
+func (a *Activities) sessions() frontier.Client {
+	return frontier.Client{Token: a.Token, TLS: a.SessionTLS, InsecurePlaintext: a.InsecurePlaintext}
 }
 
 // SeedInput is the input of Seed.

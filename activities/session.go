@@ -14,6 +14,7 @@ import (
 	"github.com/drover-crawl/drover/fetch"
 	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/sink"
+	"github.com/drover-crawl/drover/tlsconf"
 )
 
 // heartbeatEvery is how often a FetchSession records a heartbeat. The SDK
@@ -54,7 +55,7 @@ func (a *Activities) FetchSession(ctx context.Context, in FetchSessionInput) (Se
 		return SessionCounters{}, temporal.NewNonRetryableApplicationError(err.Error(), "Config", err)
 	}
 	defer f.Close()
-	sk, err := sink.OpenAll(ctx, cfg.Sinks, sink.Options{Campaign: cfg.ID, BodyCap: cfg.BodyCap, KafkaBrokers: a.KafkaBrokers})
+	sk, err := sink.OpenAll(ctx, cfg.Sinks, sink.Options{Campaign: cfg.ID, BodyCap: cfg.BodyCap, KafkaBrokers: a.KafkaBrokers, Secrets: a.SinkSecrets})
 	if err != nil {
 		return SessionCounters{}, temporal.NewApplicationError(err.Error(), "SinkUnavailable")
 	}
@@ -72,9 +73,9 @@ func (a *Activities) FetchSession(ctx context.Context, in FetchSessionInput) (Se
 			return r.Counters(), temporal.NewCanceledError(r.Counters())
 		}
 		addr := a.Schedulers[(in.Index+attempt)%len(a.Schedulers)]
-		sess, err := frontier.DialSession(ctx, addr, a.Token, client, cfg, cfg.FetcherConcurrency)
+		sess, err := a.sessions().DialSession(ctx, addr, client, cfg, cfg.FetcherConcurrency)
 		if err != nil {
-			if errors.Is(err, frontier.ErrRefused) {
+			if errors.Is(err, frontier.ErrRefused) || errors.Is(err, tlsconf.ErrPlaintext) {
 				return r.Counters(), temporal.NewNonRetryableApplicationError(err.Error(), "SessionRefused", err)
 			}
 			if time.Since(lastOK) > reconnectFor {

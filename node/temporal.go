@@ -16,6 +16,8 @@ import (
 	"go.temporal.io/sdk/client"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/drover-crawl/drover/tlsconf"
 )
 
 // Bounds of DialTemporal's wait.
@@ -104,6 +106,9 @@ func classify(err error) error {
 	switch status.Code(err) {
 	case codes.Unauthenticated, codes.PermissionDenied, codes.InvalidArgument:
 		return fmt.Errorf("%w: %w", ErrTemporalConfig, err)
+	}
+	if hint := tlsconf.TemporalHint(err); hint != "" {
+		return fmt.Errorf("%w: %s: %w", ErrTemporalConfig, hint, err)
 	}
 	return err
 }

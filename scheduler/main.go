@@ -15,6 +15,7 @@ import (
 
 	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/node"
+	"github.com/drover-crawl/drover/tlsconf"
 )
 
 func main() {
@@ -25,7 +26,14 @@ func main() {
 	flag.IntVar(&cfg.Replicas, "replicas", 1, "number of schedulers sharing the campaigns")
 	flag.IntVar(&cfg.Prefetch, "prefetch", cfg.Prefetch, "unacked deliveries per shard consumer")
 	seen := flag.String("seen", "", "seen-set directory (default data/seen/NAME; \"mem\" keeps it in memory)")
+	sec := tlsconf.FromEnv(nil)
+	sec.Flags(flag.CommandLine, true)
 	flag.Parse()
+	serverTLS, err := sec.Server()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "scheduler:", err)
+		os.Exit(2)
+	}
 	if cfg.Name == "" {
 		cfg.Name = fmt.Sprintf("scheduler-%d", cfg.Index)
 	}
@@ -45,12 +53,18 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	s, err := node.StartScheduler(ctx, node.SchedulerConfig{Server: cfg, Listen: *listen, AMQPURL: amqpURL, SeenPath: *seen, Log: log})
+	amqpTLS, err := sec.AMQPTLS(amqpURL)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "scheduler:", err)
+		os.Exit(2)
+	}
+	s, err := node.StartScheduler(ctx, node.SchedulerConfig{Server: cfg, Listen: *listen, AMQPURL: amqpURL, AMQPTLS: amqpTLS, SeenPath: *seen, Log: log,
+		TLS: serverTLS, InsecurePlaintext: sec.InsecurePlaintext})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "scheduler:", err)
 		os.Exit(1)
 	}
-	log.Info("scheduler listening", "addr", s.Addr(), "index", cfg.Index, "replicas", cfg.Replicas)
+	log.Info("scheduler listening", "addr", s.Addr(), "index", cfg.Index, "replicas", cfg.Replicas, "tls", serverTLS != nil, "mtls", sec.ClientCA != "")
 	select {
 	case <-ctx.Done():
 		s.Close()

@@ -2,6 +2,7 @@ package sink
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/sasl"
 )
 
 // KafkaConfig configures a Kafka sink. Zero values take the defaults below.
@@ -46,6 +48,10 @@ type KafkaConfig struct {
 	// CloseTimeout bounds Close's flush of records whose Store already
 	// returned (default 10s); see Close.
 	CloseTimeout time.Duration
+	// TLS, when set, connects to the brokers over TLS; SASL, when set,
+	// authenticates (PLAIN or SCRAM, see kafkaConfig).
+	TLS  *tls.Config
+	SASL sasl.Mechanism
 }
 
 // maxBatchMargin is kept below the broker's limit because kafka-go counts a
@@ -85,7 +91,7 @@ func NewKafka(ctx context.Context, cfg KafkaConfig) (*Kafka, error) {
 		return nil, err
 	}
 	brokers := strings.Join(cfg.Brokers, ",")
-	transport := &kafka.Transport{Dial: (&net.Dialer{Timeout: cfg.DialTimeout}).DialContext}
+	transport := cfg.transport(cfg.DialTimeout)
 	client := &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: 10 * time.Second, Transport: transport}
 
 	if err := ensureTopic(ctx, client, cfg, brokers, false); err != nil {
@@ -110,6 +116,11 @@ func NewKafka(ctx context.Context, cfg KafkaConfig) (*Kafka, error) {
 		Transport:    transport,
 	}
 	return &Kafka{w: w, transport: transport, brokers: brokers, topic: cfg.Topic, closeTimeout: cfg.CloseTimeout}, nil
+}
+
+// transport dials the brokers, with TLS and SASL when cfg has them.
+func (cfg KafkaConfig) transport(dialTimeout time.Duration) *kafka.Transport {
+	return &kafka.Transport{Dial: (&net.Dialer{Timeout: dialTimeout}).DialContext, TLS: cfg.TLS, SASL: cfg.SASL}
 }
 
 func (cfg KafkaConfig) withDefaults() KafkaConfig {

@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -19,13 +20,26 @@ import (
 	"github.com/drover-crawl/drover/activities"
 	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/node"
+	"github.com/drover-crawl/drover/sink"
+	"github.com/drover-crawl/drover/tlsconf"
 )
 
 func main() {
 	withScheduler := flag.Bool("scheduler", false, "also run a scheduler in this process")
 	identity := flag.String("identity", "", "worker identity (default: worker@HOSTNAME:PID)")
 	maxSessions := flag.Int("max-sessions", 256, "FetchSession activities this worker runs at most")
+	sec := tlsconf.FromEnv(nil) // --tls-cert/--tls-key: the client certificate, and with -scheduler its server's
+	sec.Flags(flag.CommandLine, true)
 	flag.Parse()
+	sessTLS, err := sec.Client()
+	var sinkSecrets sink.Secrets
+	if err == nil {
+		sinkSecrets, err = sink.SecretsFrom(sec)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		os.Exit(2)
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	env := func(k, def string) string {
 		if v := os.Getenv(k); v != "" {
@@ -50,19 +64,36 @@ func main() {
 	if *withScheduler {
 		cfg := frontier.DefaultServerConfig()
 		cfg.Token = token
-		s, err := node.StartScheduler(ctx, node.SchedulerConfig{Server: cfg, Listen: schedulers[0], AMQPURL: env("AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/"), SeenPath: filepath.Join("data", "seen", "scheduler-0"), Log: log})
+		amqpURL := env("AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/")
+		serverTLS, err := sec.Server()
+		var amqpTLS *tls.Config
+		if err == nil {
+			amqpTLS, err = sec.AMQPTLS(amqpURL)
+		}
+		if err == nil {
+			var s *node.Scheduler
+			s, err = node.StartScheduler(ctx, node.SchedulerConfig{Server: cfg, Listen: schedulers[0], AMQPURL: amqpURL, AMQPTLS: amqpTLS, SeenPath: filepath.Join("data", "seen", "scheduler-0"), Log: log,
+				TLS: serverTLS, InsecurePlaintext: sec.InsecurePlaintext})
+			if err == nil {
+				defer s.Close()
+				schedErr = s.Done()
+			}
+		}
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "worker:", err)
 			os.Exit(1)
 		}
-		defer s.Close()
-		schedErr = s.Done()
 	}
 
 	addr := env("TEMPORAL_ADDRESS", "127.0.0.1:7233")
 	// Waits while Temporal does not answer; returns at once on a
 	// configuration error (address, namespace, credentials).
-	c, err := node.DialTemporal(ctx, client.Options{HostPort: addr, Namespace: env("TEMPORAL_NAMESPACE", "default"), Logger: tlog.NewStructuredLogger(slog.New(node.QuietCancels(log.Handler())))}, log)
+	topts := client.Options{HostPort: addr, Namespace: env("TEMPORAL_NAMESPACE", "default"), Logger: tlog.NewStructuredLogger(slog.New(node.QuietCancels(log.Handler())))}
+	if err := tlsconf.TemporalFromEnv(nil).Apply(&topts); err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		os.Exit(2)
+	}
+	c, err := node.DialTemporal(ctx, topts, log)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "worker: %v (start the dev stack with `make dev`, or set TEMPORAL_ADDRESS)\n", err)
 		os.Exit(1)
@@ -70,6 +101,7 @@ func main() {
 	defer c.Close()
 	w, err := node.StartWorkers(c, node.WorkerConfig{MaxSessions: *maxSessions, Activities: activities.Activities{
 		Schedulers: schedulers, Token: token, KafkaBrokers: env("KAFKA_BROKERS", "127.0.0.1:9092"), Identity: *identity,
+		SessionTLS: sessTLS, InsecurePlaintext: sec.InsecurePlaintext, SinkSecrets: sinkSecrets,
 	}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)

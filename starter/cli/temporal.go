@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/drover-crawl/drover/activities"
+	"github.com/drover-crawl/drover/tlsconf"
 	"github.com/drover-crawl/drover/workflows"
 )
 
@@ -32,12 +33,16 @@ const dialTimeout = 5 * time.Second
 func DialTemporal(ctx context.Context, env Env) (Campaigns, error) {
 	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
-	c, err := client.DialContext(dctx, client.Options{
+	opts := client.Options{
 		HostPort:  env.TemporalAddress,
 		Namespace: env.TemporalNamespace,
 		// The SDK's default logger writes to stderr; the CLI speaks for itself.
 		Logger: log.NewStructuredLogger(slog.New(slog.DiscardHandler)),
-	})
+	}
+	if err := env.Temporal.Apply(&opts); err != nil {
+		return nil, err
+	}
+	c, err := client.DialContext(dctx, opts)
 	if err == nil {
 		_, err = c.CheckHealth(dctx, &client.CheckHealthRequest{})
 		if err != nil {
@@ -56,6 +61,9 @@ func DialTemporal(ctx context.Context, env Env) (Campaigns, error) {
 func reason(err error) string {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Sprintf("no answer within %s", dialTimeout)
+	}
+	if hint := tlsconf.TemporalHint(err); hint != "" {
+		return hint
 	}
 	msg := err.Error()
 	if _, after, ok := strings.Cut(msg, "Error while dialing: "); ok {
