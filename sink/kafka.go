@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"io"
 	"fmt"
 	"net"
 	"strconv"
@@ -157,6 +158,9 @@ const validateWait = time.Second
 func ensureTopic(ctx context.Context, client *kafka.Client, cfg KafkaConfig, brokers string, validateOnly bool) error {
 	md, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{cfg.Topic}})
 	if err != nil {
+		if aerr := kafkaAuthError(cfg, brokers, err); aerr != nil {
+			return aerr
+		}
 		return kafkaUnreachable(brokers, err)
 	}
 	for _, t := range md.Topics {
@@ -269,6 +273,25 @@ func topicMaxMessageBytes(ctx context.Context, client *kafka.Client, topic strin
 		}
 	}
 	return best, best > 0
+}
+
+// kafkaAuthError names a failed SASL authentication (or TLS handshake),
+// or is nil. A broker that refuses the credentials answers
+// SASL_AUTHENTICATION_FAILED, or (kfake, some proxies) just closes the
+// connection: with SASL configured, a connection closed before the first
+// answer is reported as a likely refusal.
+func kafkaAuthError(cfg KafkaConfig, brokers string, err error) error {
+	switch {
+	case cfg.SASL != nil && errors.Is(err, kafka.SASLAuthenticationFailed):
+		return fmt.Errorf("kafka %s: SASL %s authentication refused (check the user name and KAFKA_SASL_PASSWORD): %v", brokers, cfg.SASL.Name(), err)
+	case cfg.SASL != nil && (errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)):
+		return fmt.Errorf("kafka %s: the broker closed the connection during SASL %s authentication: the credentials were likely refused (check the user name and KAFKA_SASL_PASSWORD), or the listener wants TLS (?tls=true): %v: %w", brokers, cfg.SASL.Name(), err, ErrUnreachable)
+	}
+	var certErr *tls.CertificateVerificationError
+	if cfg.TLS != nil && errors.As(err, &certErr) {
+		return fmt.Errorf("kafka %s: the broker's TLS certificate is not trusted (set DROVER_TLS_CA to its CA): %v", brokers, err)
+	}
+	return nil
 }
 
 func kafkaUnreachable(brokers string, err error) error {
