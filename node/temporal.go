@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -91,24 +92,27 @@ func dialOnce(ctx context.Context, opts client.Options, ns string) (client.Clien
 	defer cancel()
 	c, err := client.DialContext(actx, opts)
 	if err != nil {
-		return nil, classify(err)
+		return nil, classify(err, opts.ConnectionOptions.TLS)
 	}
 	_, err = c.WorkflowService().DescribeNamespace(actx, &workflowservice.DescribeNamespaceRequest{Namespace: ns})
 	if err != nil {
 		c.Close()
-		return nil, classify(err)
+		return nil, classify(err, opts.ConnectionOptions.TLS)
 	}
 	return c, nil
 }
 
 // classify wraps ErrTemporalConfig around the errors waiting cannot cure.
-func classify(err error) error {
+func classify(err error, tc *tls.Config) error {
 	switch status.Code(err) {
 	case codes.Unauthenticated, codes.PermissionDenied, codes.InvalidArgument:
 		return fmt.Errorf("%w: %w", ErrTemporalConfig, err)
 	}
-	if hint := tlsconf.TemporalHint(err); hint != "" {
+	switch hint, definite := tlsconf.TemporalHint(err, tc); {
+	case definite:
 		return fmt.Errorf("%w: %s: %w", ErrTemporalConfig, hint, err)
+	case hint != "":
+		return fmt.Errorf("%s: %w", hint, err)
 	}
 	return err
 }

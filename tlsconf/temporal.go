@@ -81,18 +81,27 @@ func (t Temporal) Apply(o *client.Options) error {
 	return nil
 }
 
-// TemporalHint names a TLS mismatch with the Temporal server that
-// waiting cannot cure, or is "": TLS spoken to a plaintext server, or a
-// server certificate the client does not trust.
-func TemporalHint(err error) string {
+// TemporalHint names a TLS mismatch with the Temporal server, or is "".
+// c is the client's TLS config (nil: plaintext). definite says that
+// waiting cannot cure it: TLS spoken to a plaintext server or the other
+// way round, a server certificate the client does not trust, a client
+// certificate the server requires. A connection cut during the handshake
+// of a client without a certificate is only likely to be the last
+// (the server's alert can lose the race with the client's write).
+func TemporalHint(err error, c *tls.Config) (hint string, definite bool) {
+	const needCert = "the Temporal server requires a client certificate it trusts (set TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY)"
 	msg := err.Error()
 	switch {
 	case strings.Contains(msg, "first record does not look like a TLS handshake"):
-		return "the Temporal server does not speak TLS (unset TEMPORAL_TLS, TEMPORAL_TLS_CA, TEMPORAL_TLS_CERT, TEMPORAL_API_KEY, or point TEMPORAL_ADDRESS at its TLS port)"
+		return "the Temporal server does not speak TLS (unset TEMPORAL_TLS, TEMPORAL_TLS_CA, TEMPORAL_TLS_CERT, TEMPORAL_API_KEY, or point TEMPORAL_ADDRESS at its TLS port)", true
+	case strings.Contains(msg, "certificate required") || strings.Contains(msg, "bad certificate"):
+		return needCert, true
 	case strings.Contains(msg, "x509: "):
-		return "the Temporal server's certificate is not trusted (set TEMPORAL_TLS_CA to its CA, TEMPORAL_TLS_SERVER_NAME to the name it holds)"
-	case strings.Contains(msg, "error reading server preface") || strings.Contains(msg, "http2: frame too large"):
-		return "the Temporal server speaks TLS and this client does not (set TEMPORAL_TLS=1 or TEMPORAL_TLS_CA)"
+		return "the Temporal server's certificate is not trusted (set TEMPORAL_TLS_CA to its CA, TEMPORAL_TLS_SERVER_NAME to the name it holds)", true
+	case c == nil && (strings.Contains(msg, "error reading server preface") || strings.Contains(msg, "http2: frame too large")):
+		return "the Temporal server speaks TLS and this client does not (set TEMPORAL_TLS=1 or TEMPORAL_TLS_CA)", true
+	case c != nil && len(c.Certificates) == 0 && (strings.Contains(msg, "broken pipe") || strings.Contains(msg, "connection reset")):
+		return "the connection was cut during TLS: " + needCert + "?", false
 	}
-	return ""
+	return "", false
 }

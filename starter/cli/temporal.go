@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -51,18 +52,18 @@ func DialTemporal(ctx context.Context, env Env) (Campaigns, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("cannot reach Temporal at %s: %s; start the dev stack with `make dev` or set TEMPORAL_ADDRESS",
-			env.TemporalAddress, reason(err))
+			env.TemporalAddress, reason(err, opts.ConnectionOptions.TLS))
 	}
 	return &temporalClient{c: c, namespace: env.TemporalNamespace}, nil
 }
 
 // reason shortens a gRPC connection error to its cause ("dial tcp
 // 127.0.0.1:7233: connect: connection refused").
-func reason(err error) string {
+func reason(err error, tc *tls.Config) string {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Sprintf("no answer within %s", dialTimeout)
 	}
-	if hint := tlsconf.TemporalHint(err); hint != "" {
+	if hint, _ := tlsconf.TemporalHint(err, tc); hint != "" {
 		return hint
 	}
 	msg := err.Error()
