@@ -9,6 +9,7 @@ package activities
 
 import (
 	"context"
+	"crypto/tls"
 
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/frontier"
@@ -23,6 +24,14 @@ type Activities struct {
 	Schedulers []string
 	// Token is the shared session token (DROVER_TOKEN).
 	Token string
+	// SessionTLS wraps the sessions to the schedulers in TLS (DROVER_TLS_CA,
+	// see package tlsconf); nil is plaintext, refused beyond loopback
+	// unless InsecurePlaintext.
+	SessionTLS        *tls.Config
+	InsecurePlaintext bool
+	// SinkSecrets are the sinks' credentials from the worker's
+	// environment (never from the campaign's config).
+	SinkSecrets sink.Secrets
 	// KafkaBrokers is the default Kafka (KAFKA_BROKERS) for sinks that name
 	// none.
 	KafkaBrokers string
@@ -33,7 +42,7 @@ type Activities struct {
 	// scheduler here.
 	DialControl func(ctx context.Context, addr, token string) (ControlClient, error)
 	// Metrics and SinkMetrics, when set, count the fetches and the sinks'
-	// stores (node.WorkerMetrics makes them).
+	// stores (WorkerMetrics makes them).
 	Metrics     *Metrics
 	SinkMetrics *sink.Metrics
 }
@@ -50,7 +59,12 @@ func (a *Activities) dialControl(ctx context.Context, addr string) (ControlClien
 	if a.DialControl != nil {
 		return a.DialControl(ctx, addr, a.Token)
 	}
-	return frontier.DialControl(ctx, addr, a.Token)
+	return a.sessions().DialControl(ctx, addr)
+}
+
+// sessions is how this worker reaches its schedulers.
+func (a *Activities) sessions() frontier.Client {
+	return frontier.Client{Token: a.Token, TLS: a.SessionTLS, InsecurePlaintext: a.InsecurePlaintext}
 }
 
 // The activities' inputs and results are the Campaign workflow's contract

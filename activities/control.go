@@ -26,7 +26,7 @@ func (a *Activities) seed(ctx context.Context, in SeedInput) (SeedResult, error)
 	cfg := in.Config.WithDefaults()
 	// A new run of the campaign ID starts without the last run's failure
 	// records (they stay readable until then).
-	if err := frontier.DropFailures(ctx, a.Schedulers, a.Token, cfg.ID); err != nil {
+	if err := a.sessions().DropFailures(ctx, a.Schedulers, cfg.ID); err != nil {
 		activity.GetLogger(ctx).Warn("could not drop the failure records of an earlier run", "error", err)
 	}
 	var errs []error
@@ -69,7 +69,7 @@ func (a *Activities) Monitor(ctx context.Context, in MonitorInput) (MonitorResul
 	var last frontier.Stats
 	var failingSince time.Time
 	for {
-		st, err := frontier.CampaignStats(ctx, a.Schedulers, a.Token, cfg.ID)
+		st, err := a.sessions().CampaignStats(ctx, a.Schedulers, cfg.ID)
 		switch {
 		case err != nil:
 			prev = nil

@@ -8,6 +8,7 @@ import (
 
 	"github.com/drover-crawl/drover/fetch"
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/page"
 )
 
 // Metrics are a worker's fetch metrics (drover_*), labelled by campaign
@@ -99,13 +100,13 @@ func (m *Metrics) fetched(c string, res fetch.Result, took time.Duration) {
 	if res.Reason != "" {
 		m.failures.WithLabelValues(c, frontier.MetricReason(res.Reason)).Inc()
 	} else if status == 0 && (res.Err != nil || res.Page != nil && res.Page.Err != "") {
-		m.failures.WithLabelValues(c, fetch.ReasonOther).Inc()
+		m.failures.WithLabelValues(c, page.ReasonOther).Inc()
 	}
 }
 
 // sinkFailed counts a page no sink stored.
 func (m *Metrics) sinkFailed(c string) {
 	if m != nil {
-		m.failures.WithLabelValues(c, fetch.ReasonSink).Inc()
+		m.failures.WithLabelValues(c, page.ReasonSink).Inc()
 	}
 }

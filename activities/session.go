@@ -13,7 +13,9 @@ import (
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/fetch"
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/page"
 	"github.com/drover-crawl/drover/sink"
+	"github.com/drover-crawl/drover/tlsconf"
 )
 
 // heartbeatEvery is how often a FetchSession records a heartbeat. The SDK
@@ -54,7 +56,7 @@ func (a *Activities) FetchSession(ctx context.Context, in FetchSessionInput) (Se
 		return SessionCounters{}, temporal.NewNonRetryableApplicationError(err.Error(), "Config", err)
 	}
 	defer release()
-	sk, err := sink.OpenAll(ctx, cfg.Sinks, sink.Options{Campaign: cfg.ID, BodyCap: cfg.BodyCap, KafkaBrokers: a.KafkaBrokers, Metrics: a.SinkMetrics})
+	sk, err := sink.OpenAll(ctx, cfg.Sinks, sink.Options{Campaign: cfg.ID, BodyCap: cfg.BodyCap, KafkaBrokers: a.KafkaBrokers, Metrics: a.SinkMetrics, Secrets: a.SinkSecrets})
 	if err != nil {
 		return SessionCounters{}, temporal.NewApplicationError(err.Error(), "SinkUnavailable")
 	}
@@ -75,9 +77,9 @@ func (a *Activities) FetchSession(ctx context.Context, in FetchSessionInput) (Se
 			return r.Counters(), temporal.NewCanceledError(r.Counters())
 		}
 		addr := a.Schedulers[(in.Index+attempt)%len(a.Schedulers)]
-		sess, err := frontier.DialSession(ctx, addr, a.Token, client, cfg, cfg.FetcherConcurrency)
+		sess, err := a.sessions().DialSession(ctx, addr, client, cfg, cfg.FetcherConcurrency)
 		if err != nil {
-			if errors.Is(err, frontier.ErrRefused) {
+			if errors.Is(err, frontier.ErrRefused) || errors.Is(err, tlsconf.ErrPlaintext) {
 				return r.Counters(), temporal.NewNonRetryableApplicationError(err.Error(), "SessionRefused", err)
 			}
 			if time.Since(lastOK) > reconnectFor {
@@ -264,7 +266,7 @@ func (r *Runner) handle(ctx context.Context, l frontier.Lease) frontier.Outcome 
 			// done.
 			o.SinkFailed = true
 			o.Error = err.Error()
-			o.Reason, o.HostDown = fetch.ReasonSink, false
+			o.Reason, o.HostDown = page.ReasonSink, false
 			r.m.sinkFailed(r.cfg.ID)
 			r.count(func(c *SessionCounters) { c.Errors++ })
 			o.Took = since(res.Answered, done)

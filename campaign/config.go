@@ -418,11 +418,17 @@ func CheckSinkURI(s string) error {
 		if err != nil {
 			return fmt.Errorf("sink %q: not a valid URI: %v", Redact(s), err)
 		}
+		// The config is the workflow's input: Temporal keeps it in the
+		// campaign's history and the Web UI shows it.
+		env := "PGPASSWORD (or PGPASSFILE)"
+		if u.Scheme == "kafka" {
+			env = "KAFKA_SASL_PASSWORD"
+		}
 		if _, has := u.User.Password(); has {
-			return fmt.Errorf("sink %q: must not carry a password (the Web UI shows a campaign's config); give credentials to the worker through its environment (PGPASSWORD, KAFKA_* variables)", Redact(s))
+			return fmt.Errorf("sink %q: must not carry a password (Temporal's history and the Web UI show a campaign's config); set %s in the workers' environment instead", Redact(s), env)
 		}
 		if u.Query().Has("password") {
-			return fmt.Errorf("sink %q: must not carry a password parameter; give credentials to the worker through its environment", Redact(s))
+			return fmt.Errorf("sink %q: must not carry a password parameter (Temporal's history and the Web UI show a campaign's config); set %s in the workers' environment instead", Redact(s), env)
 		}
 		if u.Scheme == "kafka" && strings.Trim(u.Path, "/") == "" {
 			return fmt.Errorf("sink %q: must be kafka://HOST:PORT/TOPIC (or kafka:///TOPIC for the worker's KAFKA_BROKERS)", s)

@@ -3,10 +3,11 @@ package fetch
 import (
 	"bytes"
 	"fmt"
-	"github.com/drover-crawl/drover/testweb"
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/drover-crawl/drover/testweb"
 )
 
 // benchPage is an 8 KB HTML page with 40 links of the usual kinds:

@@ -7,7 +7,7 @@ import (
 )
 
 // Timeouts bound the phases of one fetch, so that a host that never
-// answers fails in bounded time with ReasonTimeout (or ReasonDNS) instead
+// answers fails in bounded time with page.ReasonTimeout (or page.ReasonDNS) instead
 // of holding a fetch slot. Every field must be positive.
 type Timeouts struct {
 	// DNS bounds resolving the host name.

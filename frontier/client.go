@@ -2,6 +2,7 @@ package frontier
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/tlsconf"
 )
 
 // replyError is an error a scheduler answered with (it is up).
@@ -22,16 +24,46 @@ func (e *replyError) Error() string { return e.msg }
 var (
 	// ErrSessionClosed: the session ended (see Session.Err for why).
 	ErrSessionClosed = errors.New("session closed")
+	// ErrTLS: the TLS handshake with the scheduler failed.
+	ErrTLS = errors.New("TLS handshake failed")
 )
 
+// Client holds what a session needs besides the scheduler's address: the
+// shared token and how to protect it on the wire. The zero TLS is
+// plaintext, which is refused to a non-loopback address unless
+// InsecurePlaintext allows it: the token would travel in the clear.
+type Client struct {
+	Token string
+	// TLS, when set, wraps every session in TLS (see package tlsconf).
+	TLS *tls.Config
+	// InsecurePlaintext allows a plaintext session beyond loopback.
+	InsecurePlaintext bool
+}
+
 // handshake opens a connection and exchanges Hello / Welcome.
-func handshake(ctx context.Context, addr string, hello Hello) (net.Conn, *frameReader, *frameWriter, Welcome, error) {
-	var d net.Dialer
+func (cl Client) handshake(ctx context.Context, addr string, hello Hello) (net.Conn, *frameReader, *frameWriter, Welcome, error) {
+	hello.Token = cl.Token
+	d := &net.Dialer{}
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	c, err := d.DialContext(dctx, "tcp", addr)
+	var c net.Conn
+	var err error
+	if cl.TLS != nil {
+		c, err = (&tls.Dialer{NetDialer: d, Config: cl.TLS}).DialContext(dctx, "tcp", addr)
+		var opErr *net.OpError
+		if err != nil && !(errors.As(err, &opErr) && opErr.Op == "dial") {
+			return nil, nil, nil, Welcome{}, fmt.Errorf("scheduler %s: %w: %v (does it serve TLS, and does --tls-ca / DROVER_TLS_CA hold its CA?)", addr, ErrTLS, err)
+		}
+	} else {
+		c, err = d.DialContext(dctx, "tcp", addr)
+	}
 	if err != nil {
 		return nil, nil, nil, Welcome{}, fmt.Errorf("scheduler %s unreachable: %w (start one with `go run ./scheduler` or `make dev`, or set DROVER_SCHEDULER)", addr, err)
+	}
+	if cl.TLS == nil && !cl.InsecurePlaintext && !tlsconf.IsLoopbackNetAddr(c.RemoteAddr()) {
+		c.Close()
+		return nil, nil, nil, Welcome{}, fmt.Errorf("scheduler %s: %w: refusing to send the session token in plaintext to %s; set DROVER_TLS_CA (--tls-ca) to use TLS, or DROVER_INSECURE_PLAINTEXT=1 to allow it",
+			addr, tlsconf.ErrPlaintext, c.RemoteAddr())
 	}
 	fr, fw := newFrameReader(c), newFrameWriter(c)
 	hello.Version = ProtocolVersion
@@ -48,7 +80,12 @@ func handshake(ctx context.Context, addr string, hello Hello) (net.Conn, *frameR
 	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
 	t, payload, err := fr.read()
 	if err != nil {
-		return fail(fmt.Errorf("scheduler %s: reading welcome: %w", addr, err))
+		if cl.TLS != nil {
+			// A scheduler that requires a client certificate says so in an
+			// alert that shows here, after the handshake.
+			return fail(fmt.Errorf("scheduler %s: reading welcome: %w (a scheduler with --tls-client-ca needs --tls-cert and --tls-key)", addr, err))
+		}
+		return fail(fmt.Errorf("scheduler %s: reading welcome: %w (a TLS scheduler needs --tls-ca / DROVER_TLS_CA here)", addr, err))
 	}
 	_ = c.SetReadDeadline(time.Time{})
 	switch t {
@@ -85,10 +122,16 @@ type Session struct {
 	wg      sync.WaitGroup
 }
 
+// DialSession opens a plaintext fetcher session for a campaign (see
+// Client.DialSession).
+func DialSession(ctx context.Context, addr, token, client string, cfg campaign.Config, buffer int) (*Session, error) {
+	return Client{Token: token}.DialSession(ctx, addr, client, cfg, buffer)
+}
+
 // DialSession opens a fetcher session for a campaign. buffer sizes the
 // lease channel (the fetcher's concurrency).
-func DialSession(ctx context.Context, addr, token, client string, cfg campaign.Config, buffer int) (*Session, error) {
-	c, fr, fw, w, err := handshake(ctx, addr, Hello{Token: token, Role: RoleFetcher, Client: client, Campaign: &cfg})
+func (cl Client) DialSession(ctx context.Context, addr, client string, cfg campaign.Config, buffer int) (*Session, error) {
+	c, fr, fw, w, err := cl.handshake(ctx, addr, Hello{Role: RoleFetcher, Client: client, Campaign: &cfg})
 	if err != nil {
 		return nil, err
 	}
@@ -312,9 +355,14 @@ type Control struct {
 	addr string
 }
 
-// DialControl opens a control session.
+// DialControl opens a plaintext control session (see Client.DialControl).
 func DialControl(ctx context.Context, addr, token string) (*Control, error) {
-	c, fr, fw, _, err := handshake(ctx, addr, Hello{Token: token, Role: RoleControl, Client: "control"})
+	return Client{Token: token}.DialControl(ctx, addr)
+}
+
+// DialControl opens a control session.
+func (cl Client) DialControl(ctx context.Context, addr string) (*Control, error) {
+	c, fr, fw, _, err := cl.handshake(ctx, addr, Hello{Role: RoleControl, Client: "control"})
 	if err != nil {
 		return nil, err
 	}
@@ -414,12 +462,17 @@ func ParseAddrs(s string) []string {
 // does not let it end early. It fails when no scheduler answers, or when
 // one answers with an error.
 func CampaignStats(ctx context.Context, addrs []string, token, id string) (Stats, error) {
+	return Client{Token: token}.CampaignStats(ctx, addrs, id)
+}
+
+// CampaignStats is the package function CampaignStats over cl.
+func (cl Client) CampaignStats(ctx context.Context, addrs []string, id string) (Stats, error) {
 	total := Stats{Campaign: id}
 	var unreachable []error
 	for _, addr := range addrs {
-		c, err := DialControl(ctx, addr, token)
+		c, err := cl.DialControl(ctx, addr)
 		if err != nil {
-			if errors.Is(err, ErrRefused) || ctx.Err() != nil {
+			if errors.Is(err, ErrRefused) || errors.Is(err, ErrTLS) || errors.Is(err, tlsconf.ErrPlaintext) || ctx.Err() != nil {
 				return total, err
 			}
 			total.Missing = append(total.Missing, addr)
@@ -450,10 +503,15 @@ func CampaignStats(ctx context.Context, addrs []string, token, id string) (Stats
 // the total count, which may exceed the list (MaxFailuresReply per
 // scheduler).
 func Failures(ctx context.Context, addrs []string, token, id, reason string) ([]FailureRecord, int, error) {
+	return Client{Token: token}.Failures(ctx, addrs, id, reason)
+}
+
+// Failures is the package function Failures over cl.
+func (cl Client) Failures(ctx context.Context, addrs []string, id, reason string) ([]FailureRecord, int, error) {
 	byURL := map[string]FailureRecord{}
 	total := 0
 	for _, addr := range addrs {
-		c, err := DialControl(ctx, addr, token)
+		c, err := cl.DialControl(ctx, addr)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -478,8 +536,13 @@ func Failures(ctx context.Context, addrs []string, token, id, reason string) ([]
 // DropFailures forgets a campaign's failure records on every scheduler: a
 // new run of the campaign starts with none.
 func DropFailures(ctx context.Context, addrs []string, token, id string) error {
+	return Client{Token: token}.DropFailures(ctx, addrs, id)
+}
+
+// DropFailures is the package function DropFailures over cl.
+func (cl Client) DropFailures(ctx context.Context, addrs []string, id string) error {
 	for _, addr := range addrs {
-		c, err := DialControl(ctx, addr, token)
+		c, err := cl.DialControl(ctx, addr)
 		if err != nil {
 			return err
 		}
@@ -501,8 +564,13 @@ func DropFailures(ctx context.Context, addrs []string, token, id string) error {
 // Deleting only after every scheduler let go means none is still parking
 // or publishing into queues that vanish under it.
 func CloseEverywhere(ctx context.Context, addrs []string, token, id string, del bool) (Stats, error) {
+	return Client{Token: token}.CloseEverywhere(ctx, addrs, id, del)
+}
+
+// CloseEverywhere is the package function CloseEverywhere over cl.
+func (cl Client) CloseEverywhere(ctx context.Context, addrs []string, id string, del bool) (Stats, error) {
 	return CloseVia(ctx, addrs, func(ctx context.Context, addr string) (CampaignCloser, error) {
-		return DialControl(ctx, addr, token)
+		return cl.DialControl(ctx, addr)
 	}, id, del)
 }
 
@@ -547,6 +615,11 @@ func CloseVia(ctx context.Context, addrs []string, dial func(ctx context.Context
 // queues and seen marks: what the workflow's Close does, for a campaign
 // that ended without running it (terminated).
 func ReleaseCampaign(ctx context.Context, addrs []string, token, id string) error {
-	_, err := CloseEverywhere(ctx, addrs, token, id, true)
+	return Client{Token: token}.ReleaseCampaign(ctx, addrs, id)
+}
+
+// ReleaseCampaign is the package function ReleaseCampaign over cl.
+func (cl Client) ReleaseCampaign(ctx context.Context, addrs []string, id string) error {
+	_, err := cl.CloseEverywhere(ctx, addrs, id, true)
 	return err
 }

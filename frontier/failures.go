@@ -6,16 +6,19 @@ import (
 	"math/rand/v2"
 	"net/url"
 	"time"
+
+	"github.com/drover-crawl/drover/page"
 )
 
-// Reasons of failures that the scheduler itself decides (the fetcher's are
-// in package fetch: dns, refused, timeout, tls, reset, 4xx, 5xx, ...).
+// Reasons of failures that the scheduler itself decides. The words a
+// fetcher reports (dns, refused, timeout, tls, reset, 4xx, 5xx, ...) are
+// package page's, which the first three here are too.
 const (
-	ReasonRobots     = "robots"     // robots.txt disallows the URL
-	ReasonSink       = "sink"       // every sink refused the page, MaxAttempts times
-	ReasonLost       = "lost"       // its lease was lost MaxLost times (a poison URL)
-	ReasonUnreadable = "unreadable" // a frontier message that does not decode, or an unusable URL
-	ReasonOther      = "other"      // anything without a reason of its own
+	ReasonRobots     = page.ReasonRobots // robots.txt disallows the URL
+	ReasonSink       = page.ReasonSink   // every sink refused the page, MaxAttempts times
+	ReasonOther      = page.ReasonOther  // anything without a reason of its own
+	ReasonLost       = "lost"            // its lease was lost MaxLost times (a poison URL)
+	ReasonUnreadable = "unreadable"      // a frontier message that does not decode, or an unusable URL
 )
 
 // hostBackoff is the wait before a failing host's try n+1 (n >= 1): base,
@@ -37,7 +40,7 @@ func hostBackoff(base time.Duration, n int) time.Duration {
 // host, under "").
 type downState struct {
 	count int
-	why   string // the last failure's reason (fetch.Reason*)
+	why   string // the last failure's reason (page.Reason*)
 	err   string // and its error
 	down  bool
 }

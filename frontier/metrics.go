@@ -13,10 +13,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/drover-crawl/drover/page"
 	"github.com/prometheus/client_golang/prometheus"
 	amqp "github.com/rabbitmq/amqp091-go"
-
-	"github.com/drover-crawl/drover/fetch"
 )
 
 // queueScrapeTimeout bounds the RabbitMQ queue inspection of one scrape; a
@@ -29,10 +28,10 @@ var metricReasons = map[string]bool{}
 
 func init() {
 	for _, r := range []string{
-		fetch.ReasonDNS, fetch.ReasonRefused, fetch.ReasonUnreachable, fetch.ReasonTimeout,
-		fetch.ReasonTLS, fetch.ReasonReset, fetch.ReasonProtocol, fetch.ReasonTooLarge,
-		fetch.Reason4xx, fetch.Reason5xx, fetch.ReasonRobots, fetch.ReasonTrap, fetch.ReasonScope,
-		fetch.ReasonRedirect, fetch.ReasonGuard, fetch.ReasonInvalid, fetch.ReasonSink,
+		page.ReasonDNS, page.ReasonRefused, page.ReasonUnreachable, page.ReasonTimeout,
+		page.ReasonTLS, page.ReasonReset, page.ReasonProtocol, page.ReasonTooLarge,
+		page.Reason4xx, page.Reason5xx, page.ReasonRobots, page.ReasonTrap, page.ReasonScope,
+		page.ReasonRedirect, page.ReasonGuard, page.ReasonInvalid, page.ReasonSink,
 		ReasonLost, ReasonUnreadable, ReasonOther,
 	} {
 		metricReasons[r] = true

@@ -6,12 +6,14 @@ package node
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
-	"github.com/drover-crawl/drover/campaign"
 	"log/slog"
 	"net"
 	"time"
+
+	"github.com/drover-crawl/drover/campaign"
 
 	"github.com/prometheus/client_golang/prometheus"
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -21,6 +23,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/tlsconf"
 	"github.com/drover-crawl/drover/workflows"
 )
 
@@ -108,6 +111,14 @@ type SchedulerConfig struct {
 	Log      *slog.Logger
 	// Metrics, when set, gets the scheduler's metrics (drover_scheduler_*).
 	Metrics prometheus.Registerer
+	// TLS, when set, serves every session over TLS (tlsconf.Options.Server);
+	// nil is plaintext, refused on a non-loopback address unless
+	// InsecurePlaintext.
+	TLS               *tls.Config
+	InsecurePlaintext bool
+	// AMQPTLS is the TLS config of an amqps:// AMQPURL (tlsconf.AMQPTLS);
+	// nil takes amqp091's default (the system's CAs).
+	AMQPTLS *tls.Config
 }
 
 // Scheduler is a running scheduler.
@@ -120,11 +131,18 @@ type Scheduler struct {
 
 // StartScheduler dials RabbitMQ, opens the seen-set, listens and serves.
 func StartScheduler(ctx context.Context, cfg SchedulerConfig) (*Scheduler, error) {
-	if cfg.Server.Token == frontier.DevToken && !isLoopback(cfg.Listen) {
+	if cfg.Server.Token == frontier.DevToken && !tlsconf.IsLoopbackAddr(cfg.Listen) {
 		return nil, fmt.Errorf("scheduler on %s: refusing the dev token on a non-loopback address; set DROVER_TOKEN", cfg.Listen)
 	}
+	if err := tlsconf.CheckListen(cfg.Listen, cfg.TLS != nil, cfg.InsecurePlaintext); err != nil {
+		return nil, fmt.Errorf("scheduler: %w", err)
+	}
 	dial := func() (*amqp.Connection, error) {
-		return amqp.DialConfig(cfg.AMQPURL, amqp.Config{Dial: amqp.DefaultDial(10 * time.Second), Heartbeat: 10 * time.Second})
+		ac := amqp.Config{Dial: amqp.DefaultDial(10 * time.Second), Heartbeat: 10 * time.Second}
+		if cfg.AMQPTLS != nil {
+			ac.TLSClientConfig = cfg.AMQPTLS.Clone() // amqp091 sets its ServerName
+		}
+		return amqp.DialConfig(cfg.AMQPURL, ac)
 	}
 	// RabbitMQ may come up after the scheduler (a compose or Kubernetes
 	// start): wait for it, saying so, until ctx ends. Wrong credentials are
@@ -173,6 +191,9 @@ func StartScheduler(ctx context.Context, cfg SchedulerConfig) (*Scheduler, error
 		store.Close()
 		return nil, fmt.Errorf("scheduler listen on %s: %w", cfg.Listen, err)
 	}
+	if cfg.TLS != nil {
+		ln = tls.NewListener(ln, cfg.TLS)
+	}
 	s := &Scheduler{srv: srv, store: store, ln: ln, done: make(chan error, 1)}
 	go func() {
 		err := srv.Serve(ln)
@@ -199,16 +220,4 @@ func (s *Scheduler) Close() error {
 	err := s.srv.Close()
 	s.store.Close()
 	return err
-}
-
-func isLoopback(addr string) bool {
-	h, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if h == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
 }

@@ -256,7 +256,7 @@ func TestPrometheusScrapesACrawl(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sched.Close() })
-	wm, err := node.NewWorkerMetrics(wreg, log)
+	wm, err := activities.NewWorkerMetrics(wreg, log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,6 +17,8 @@ import (
 	"go.temporal.io/sdk/client"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/drover-crawl/drover/tlsconf"
 )
 
 // Bounds of DialTemporal's wait.
@@ -89,21 +92,27 @@ func dialOnce(ctx context.Context, opts client.Options, ns string) (client.Clien
 	defer cancel()
 	c, err := client.DialContext(actx, opts)
 	if err != nil {
-		return nil, classify(err)
+		return nil, classify(err, opts.ConnectionOptions.TLS)
 	}
 	_, err = c.WorkflowService().DescribeNamespace(actx, &workflowservice.DescribeNamespaceRequest{Namespace: ns})
 	if err != nil {
 		c.Close()
-		return nil, classify(err)
+		return nil, classify(err, opts.ConnectionOptions.TLS)
 	}
 	return c, nil
 }
 
 // classify wraps ErrTemporalConfig around the errors waiting cannot cure.
-func classify(err error) error {
+func classify(err error, tc *tls.Config) error {
 	switch status.Code(err) {
 	case codes.Unauthenticated, codes.PermissionDenied, codes.InvalidArgument:
 		return fmt.Errorf("%w: %w", ErrTemporalConfig, err)
+	}
+	switch hint, definite := tlsconf.TemporalHint(err, tc); {
+	case definite:
+		return fmt.Errorf("%w: %s: %w", ErrTemporalConfig, hint, err)
+	case hint != "":
+		return fmt.Errorf("%s: %w", hint, err)
 	}
 	return err
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/metrics"
 	"github.com/drover-crawl/drover/node"
+	"github.com/drover-crawl/drover/tlsconf"
 )
 
 func main() {
@@ -27,7 +28,14 @@ func main() {
 	flag.IntVar(&cfg.Prefetch, "prefetch", cfg.Prefetch, "unacked deliveries per shard consumer")
 	metricsAddr := flag.String("metrics-addr", metrics.DefaultSchedulerAddr, "serve Prometheus metrics on `ADDR`/metrics (\"off\": none)")
 	seen := flag.String("seen", "", "seen-set directory (default data/seen/NAME; \"mem\" keeps it in memory)")
+	sec := tlsconf.FromEnv(nil)
+	sec.Flags(flag.CommandLine, true)
 	flag.Parse()
+	serverTLS, err := sec.Server()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "scheduler:", err)
+		os.Exit(2)
+	}
 	if cfg.Name == "" {
 		cfg.Name = fmt.Sprintf("scheduler-%d", cfg.Index)
 	}
@@ -54,7 +62,13 @@ func main() {
 		os.Exit(1)
 	}
 	defer ms.Close()
-	s, err := node.StartScheduler(ctx, node.SchedulerConfig{Server: cfg, Listen: *listen, AMQPURL: amqpURL, SeenPath: *seen, Log: log, Metrics: reg})
+	amqpTLS, err := sec.AMQPTLS(amqpURL)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "scheduler:", err)
+		os.Exit(2)
+	}
+	s, err := node.StartScheduler(ctx, node.SchedulerConfig{Server: cfg, Listen: *listen, AMQPURL: amqpURL, AMQPTLS: amqpTLS, SeenPath: *seen, Log: log,
+		TLS: serverTLS, InsecurePlaintext: sec.InsecurePlaintext, Metrics: reg})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "scheduler:", err)
 		os.Exit(1)
@@ -63,7 +77,7 @@ func main() {
 	if ms != nil {
 		metricsURL = ms.URL()
 	}
-	log.Info("scheduler listening", "addr", s.Addr(), "index", cfg.Index, "replicas", cfg.Replicas, "metrics", metricsURL)
+	log.Info("scheduler listening", "addr", s.Addr(), "index", cfg.Index, "replicas", cfg.Replicas, "metrics", metricsURL, "tls", serverTLS != nil, "mtls", sec.ClientCA != "")
 	select {
 	case <-ctx.Done():
 		s.Close()

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -74,7 +73,7 @@ func checkKafka(ctx context.Context, u *url.URL, opts Options) error {
 	}
 	cfg = cfg.withDefaults()
 	brokers := strings.Join(cfg.Brokers, ",")
-	transport := &kafka.Transport{Dial: (&net.Dialer{Timeout: checkDialTimeout}).DialContext}
+	transport := cfg.transport(checkDialTimeout)
 	defer transport.CloseIdleConnections()
 	client := &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: 10 * time.Second, Transport: transport}
 	if err := ensureTopic(ctx, client, cfg, brokers, true); err != nil {

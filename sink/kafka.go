@@ -2,14 +2,17 @@ package sink
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/sasl"
 )
 
 // KafkaConfig configures a Kafka sink. Zero values take the defaults below.
@@ -46,6 +49,10 @@ type KafkaConfig struct {
 	// CloseTimeout bounds Close's flush of records whose Store already
 	// returned (default 10s); see Close.
 	CloseTimeout time.Duration
+	// TLS, when set, connects to the brokers over TLS; SASL, when set,
+	// authenticates (PLAIN or SCRAM, see kafkaConfig).
+	TLS  *tls.Config
+	SASL sasl.Mechanism
 }
 
 // maxBatchMargin is kept below the broker's limit because kafka-go counts a
@@ -85,7 +92,7 @@ func NewKafka(ctx context.Context, cfg KafkaConfig) (*Kafka, error) {
 		return nil, err
 	}
 	brokers := strings.Join(cfg.Brokers, ",")
-	transport := &kafka.Transport{Dial: (&net.Dialer{Timeout: cfg.DialTimeout}).DialContext}
+	transport := cfg.transport(cfg.DialTimeout)
 	client := &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: 10 * time.Second, Transport: transport}
 
 	if err := ensureTopic(ctx, client, cfg, brokers, false); err != nil {
@@ -110,6 +117,11 @@ func NewKafka(ctx context.Context, cfg KafkaConfig) (*Kafka, error) {
 		Transport:    transport,
 	}
 	return &Kafka{w: w, transport: transport, brokers: brokers, topic: cfg.Topic, closeTimeout: cfg.CloseTimeout}, nil
+}
+
+// transport dials the brokers, with TLS and SASL when cfg has them.
+func (cfg KafkaConfig) transport(dialTimeout time.Duration) *kafka.Transport {
+	return &kafka.Transport{Dial: (&net.Dialer{Timeout: dialTimeout}).DialContext, TLS: cfg.TLS, SASL: cfg.SASL}
 }
 
 func (cfg KafkaConfig) withDefaults() KafkaConfig {
@@ -146,6 +158,9 @@ const validateWait = time.Second
 func ensureTopic(ctx context.Context, client *kafka.Client, cfg KafkaConfig, brokers string, validateOnly bool) error {
 	md, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{cfg.Topic}})
 	if err != nil {
+		if aerr := kafkaAuthError(cfg, brokers, err); aerr != nil {
+			return aerr
+		}
 		return kafkaUnreachable(brokers, err)
 	}
 	for _, t := range md.Topics {
@@ -258,6 +273,25 @@ func topicMaxMessageBytes(ctx context.Context, client *kafka.Client, topic strin
 		}
 	}
 	return best, best > 0
+}
+
+// kafkaAuthError names a failed SASL authentication (or TLS handshake),
+// or is nil. A broker that refuses the credentials answers
+// SASL_AUTHENTICATION_FAILED, or (kfake, some proxies) just closes the
+// connection: with SASL configured, a connection closed before the first
+// answer is reported as a likely refusal.
+func kafkaAuthError(cfg KafkaConfig, brokers string, err error) error {
+	switch {
+	case cfg.SASL != nil && errors.Is(err, kafka.SASLAuthenticationFailed):
+		return fmt.Errorf("kafka %s: SASL %s authentication refused (check the user name and KAFKA_SASL_PASSWORD): %v", brokers, cfg.SASL.Name(), err)
+	case cfg.SASL != nil && (errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)):
+		return fmt.Errorf("kafka %s: the broker closed the connection during SASL %s authentication: the credentials were likely refused (check the user name and KAFKA_SASL_PASSWORD), or the listener wants TLS (?tls=true): %v: %w", brokers, cfg.SASL.Name(), err, ErrUnreachable)
+	}
+	var certErr *tls.CertificateVerificationError
+	if cfg.TLS != nil && errors.As(err, &certErr) {
+		return fmt.Errorf("kafka %s: the broker's TLS certificate is not trusted (set DROVER_TLS_CA to its CA): %v", brokers, err)
+	}
+	return nil
 }
 
 func kafkaUnreachable(brokers string, err error) error {

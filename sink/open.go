@@ -2,6 +2,7 @@ package sink
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/url"
@@ -9,7 +10,12 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/segmentio/kafka-go/sasl"
+	"github.com/segmentio/kafka-go/sasl/plain"
+	"github.com/segmentio/kafka-go/sasl/scram"
+
 	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/tlsconf"
 )
 
 // Options are the settings Open takes from outside the sink URI.
@@ -29,6 +35,24 @@ type Options struct {
 	WARCMaxFileSize int64
 	// Metrics, when set, times and counts every sink OpenAll opens.
 	Metrics *Metrics
+	// Secrets are what a sink URI must not carry: they come from the
+	// worker's environment.
+	Secrets Secrets
+}
+
+// Secrets are the sinks' credentials and TLS trust, from the worker's (or
+// the starter's, for its checks) environment: a campaign's config is the
+// workflow's input, which Temporal keeps in its history and the Web UI
+// shows, so it never carries them.
+type Secrets struct {
+	// KafkaSASLUsername and KafkaSASLPassword authenticate a kafka:// sink
+	// with ?sasl= (KAFKA_SASL_USERNAME, KAFKA_SASL_PASSWORD); a user name
+	// in the URI wins over KafkaSASLUsername.
+	KafkaSASLUsername string
+	KafkaSASLPassword string
+	// TLS is the client config of a kafka:// sink with ?tls=true (the
+	// CAs of DROVER_TLS_CA); nil trusts the system's CAs.
+	TLS *tls.Config
 }
 
 // Open opens the sink a URI names, after campaign.CheckSinkURI accepts it
@@ -75,8 +99,21 @@ func Open(ctx context.Context, uri string, opts Options) (Sink, error) {
 	return nil, fmt.Errorf("sink %q: unknown kind", u.Redacted())
 }
 
+// SecretsFrom takes the sinks' secrets from a process's settings
+// (tlsconf.FromEnv).
+func SecretsFrom(o tlsconf.Options) (Secrets, error) {
+	tc, err := o.ServiceTLS()
+	if err != nil {
+		return Secrets{}, err
+	}
+	return Secrets{KafkaSASLUsername: o.KafkaSASLUsername, KafkaSASLPassword: o.KafkaSASLPassword, TLS: tc}, nil
+}
+
 // KafkaOptions are the query options a kafka:// sink URI takes.
-var KafkaOptions = []string{"compression", "create", "partitions", "replication"}
+var KafkaOptions = []string{"compression", "create", "partitions", "replication", "tls", "sasl"}
+
+// KafkaSASLMechanisms are the values of a kafka:// sink's sasl= option.
+var KafkaSASLMechanisms = []string{"plain", "scram-sha-256", "scram-sha-512"}
 
 // kafkaConfig reads a kafka:// URI and its options. Brokers is empty when
 // neither the URI nor opts names any.
@@ -108,6 +145,27 @@ func kafkaConfig(u *url.URL, opts Options) (KafkaConfig, error) {
 		}
 		cfg.CreateTopic = b
 	}
+	if v := q.Get("tls"); v != "" {
+		on, err := strconv.ParseBool(v)
+		if err != nil {
+			return cfg, fmt.Errorf("sink %s: tls=%q: must be true or false", u.Redacted(), v)
+		}
+		if on {
+			cfg.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
+			if opts.Secrets.TLS != nil {
+				cfg.TLS = opts.Secrets.TLS.Clone()
+			}
+		}
+	}
+	if m := q.Get("sasl"); m != "" {
+		mech, err := kafkaSASL(u, m, opts.Secrets)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.SASL = mech
+	} else if u.User != nil {
+		return cfg, fmt.Errorf("sink %s: a user name needs sasl=%s", u.Redacted(), strings.Join(KafkaSASLMechanisms, "|"))
+	}
 	for _, o := range []struct {
 		name string
 		max  int
@@ -122,6 +180,30 @@ func kafkaConfig(u *url.URL, opts Options) (KafkaConfig, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// kafkaSASL is the mechanism of a sasl= option: the user name from the
+// URI or KAFKA_SASL_USERNAME, the password from KAFKA_SASL_PASSWORD only.
+func kafkaSASL(u *url.URL, name string, sec Secrets) (sasl.Mechanism, error) {
+	user := sec.KafkaSASLUsername
+	if u.User != nil && u.User.Username() != "" {
+		user = u.User.Username()
+	}
+	if user == "" {
+		return nil, fmt.Errorf("sink %s: sasl=%s needs a user name: kafka://USER@HOST:PORT/TOPIC, or KAFKA_SASL_USERNAME in the worker's environment", u.Redacted(), name)
+	}
+	if sec.KafkaSASLPassword == "" {
+		return nil, fmt.Errorf("sink %s: sasl=%s needs KAFKA_SASL_PASSWORD in the worker's environment (a sink URI never carries a password)", u.Redacted(), name)
+	}
+	switch strings.ToLower(name) {
+	case "plain":
+		return plain.Mechanism{Username: user, Password: sec.KafkaSASLPassword}, nil
+	case "scram-sha-256":
+		return scram.Mechanism(scram.SHA256, user, sec.KafkaSASLPassword)
+	case "scram-sha-512":
+		return scram.Mechanism(scram.SHA512, user, sec.KafkaSASLPassword)
+	}
+	return nil, fmt.Errorf("sink %s: sasl=%q: must be one of %s", u.Redacted(), name, strings.Join(KafkaSASLMechanisms, ", "))
 }
 
 // postgresConfig reads a postgres:// URI: its table= parameter is ours, the

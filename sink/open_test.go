@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 )
@@ -15,6 +16,10 @@ func TestOpenRefuses(t *testing.T) {
 		{"postgres://postgres:secret@127.0.0.1:5432/test", "must not carry a password"},
 		{"postgres://127.0.0.1:5432/test?password=secret", "must not carry a password"},
 		{"kafka://u:secret@127.0.0.1:9092/pages", "must not carry a password"},
+		{"kafka://u:secret@127.0.0.1:9092/pages?sasl=plain", "set KAFKA_SASL_PASSWORD in the workers' environment"},
+		{"postgres://u:secret@127.0.0.1:5432/test", "set PGPASSWORD (or PGPASSFILE) in the workers' environment"},
+		{"kafka://127.0.0.1:9092/pages?sasl=plain&password=secret", "set KAFKA_SASL_PASSWORD"},
+		{"kafka://127.0.0.1:9092/pages?tls=maybe", "tls="},
 		{"s3://bucket/pages", "unknown kind"},
 		{"kafka://127.0.0.1:9092", "must be kafka://HOST:PORT/TOPIC"},
 		{"warc:", "needs a directory"},
@@ -23,6 +28,7 @@ func TestOpenRefuses(t *testing.T) {
 	} {
 		s, err := Open(ctx, tc.uri, Options{})
 		require.ErrorContains(t, err, tc.want, tc.uri)
+		require.True(t, !strings.Contains(err.Error(), "secret"), "%s: the error shows the password: %v", tc.uri, err)
 		require.True(t, s == nil, tc.uri)
 	}
 }

@@ -5,12 +5,15 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/starter/cli"
+	"github.com/drover-crawl/drover/tlsconf"
 )
 
 func main() {
@@ -23,19 +26,44 @@ func main() {
 		Schedulers:        frontier.ParseAddrs(os.Getenv("DROVER_SCHEDULER")),
 		Token:             os.Getenv("DROVER_TOKEN"),
 		KafkaBrokers:      os.Getenv("KAFKA_BROKERS"),
+		Temporal:          tlsconf.TemporalFromEnv(nil),
+	}
+	sec := tlsconf.FromEnv(nil)
+	var err error
+	if env.SessionTLS, err = sec.Client(); err == nil {
+		env.SinkSecrets, err = sink.SecretsFrom(sec)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starter:", err)
+		os.Exit(cli.ExitUsage)
+	}
+	env.InsecurePlaintext = sec.InsecurePlaintext
+	// The scheduler calls take the token App passes, over env's TLS.
+	sessions := func(token string) frontier.Client {
+		c := env.Sessions()
+		c.Token = token
+		return c
 	}
 	app := &cli.App{
-		Env:   env,
-		Out:   os.Stdout,
-		Err:   os.Stderr,
-		Dial:  cli.DialTemporal,
-		Stats: frontier.CampaignStats,
+		Env:  env,
+		Out:  os.Stdout,
+		Err:  os.Stderr,
+		Dial: cli.DialTemporal,
+		Stats: func(ctx context.Context, addrs []string, token, id string) (frontier.Stats, error) {
+			return sessions(token).CampaignStats(ctx, addrs, id)
+		},
 		// Checked before a start: a scheduler answers, the sinks take pages.
 		Preflight: cli.Preflight,
-		Release:   frontier.ReleaseCampaign,
+		Release: func(ctx context.Context, addrs []string, token, id string) error {
+			return sessions(token).ReleaseCampaign(ctx, addrs, id)
+		},
 		// `failures` and an ended campaign's counts by reason.
-		Failures:     frontier.Failures,
-		DropFailures: frontier.DropFailures,
+		Failures: func(ctx context.Context, addrs []string, token, id, reason string) ([]frontier.FailureRecord, int, error) {
+			return sessions(token).Failures(ctx, addrs, id, reason)
+		},
+		DropFailures: func(ctx context.Context, addrs []string, token, id string) error {
+			return sessions(token).DropFailures(ctx, addrs, id)
+		},
 	}
 	code := app.Run(ctx, os.Args[1:])
 	stop()

@@ -35,7 +35,7 @@ const (
 )
 
 // deadKinds in the order of DeadHosts; deadReasons are the failure reasons
-// (fetch.Reason*) a crawl must report for their URLs. testweb cannot import
+// (page.Reason*) a crawl must report for their URLs. testweb cannot import
 // fetch (fetch's tests import testweb), hence the literals.
 var (
 	deadKinds   = []DeadKind{DeadDNS, DeadRefused, DeadSilent, DeadTLS, DeadRobots}
@@ -61,7 +61,7 @@ type DeadHost struct {
 	Root string
 	// URLs are its URLs that the live pages link to.
 	URLs []string
-	// Reason is the failure reason (fetch.Reason*) a crawl must report for
+	// Reason is the failure reason (page.Reason*) a crawl must report for
 	// each of URLs: "dns", "refused", "timeout", "tls" and, for the host
 	// whose robots.txt answers 503, "robots".
 	Reason string

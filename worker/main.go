@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -20,6 +21,8 @@ import (
 	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/metrics"
 	"github.com/drover-crawl/drover/node"
+	"github.com/drover-crawl/drover/sink"
+	"github.com/drover-crawl/drover/tlsconf"
 )
 
 func main() {
@@ -27,7 +30,18 @@ func main() {
 	identity := flag.String("identity", "", "worker identity (default: worker@HOSTNAME:PID)")
 	maxSessions := flag.Int("max-sessions", 256, "FetchSession activities this worker runs at most")
 	metricsAddr := flag.String("metrics-addr", metrics.DefaultWorkerAddr, "serve Prometheus metrics on `ADDR`/metrics (\"off\": none)")
+	sec := tlsconf.FromEnv(nil) // --tls-cert/--tls-key: the client certificate, and with -scheduler its server's
+	sec.Flags(flag.CommandLine, true)
 	flag.Parse()
+	sessTLS, err := sec.Client()
+	var sinkSecrets sink.Secrets
+	if err == nil {
+		sinkSecrets, err = sink.SecretsFrom(sec)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		os.Exit(2)
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	env := func(k, def string) string {
 		if v := os.Getenv(k); v != "" {
@@ -48,7 +62,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	reg := metrics.NewRegistry()
-	wm, err := node.NewWorkerMetrics(reg, log)
+	wm, err := activities.NewWorkerMetrics(reg, log)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		os.Exit(1)
@@ -65,19 +79,36 @@ func main() {
 	if *withScheduler {
 		cfg := frontier.DefaultServerConfig()
 		cfg.Token = token
-		s, err := node.StartScheduler(ctx, node.SchedulerConfig{Server: cfg, Listen: schedulers[0], AMQPURL: env("AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/"), SeenPath: filepath.Join("data", "seen", "scheduler-0"), Log: log, Metrics: reg})
+		amqpURL := env("AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/")
+		serverTLS, err := sec.Server()
+		var amqpTLS *tls.Config
+		if err == nil {
+			amqpTLS, err = sec.AMQPTLS(amqpURL)
+		}
+		if err == nil {
+			var s *node.Scheduler
+			s, err = node.StartScheduler(ctx, node.SchedulerConfig{Server: cfg, Listen: schedulers[0], AMQPURL: amqpURL, AMQPTLS: amqpTLS, SeenPath: filepath.Join("data", "seen", "scheduler-0"), Log: log,
+				TLS: serverTLS, InsecurePlaintext: sec.InsecurePlaintext, Metrics: reg})
+			if err == nil {
+				defer s.Close()
+				schedErr = s.Done()
+			}
+		}
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "worker:", err)
 			os.Exit(1)
 		}
-		defer s.Close()
-		schedErr = s.Done()
 	}
 
 	addr := env("TEMPORAL_ADDRESS", "127.0.0.1:7233")
 	// Waits while Temporal does not answer; returns at once on a
 	// configuration error (address, namespace, credentials).
-	c, err := node.DialTemporal(ctx, client.Options{HostPort: addr, Namespace: env("TEMPORAL_NAMESPACE", "default"), MetricsHandler: wm.Temporal, Logger: tlog.NewStructuredLogger(slog.New(node.QuietCancels(log.Handler())))}, log)
+	topts := client.Options{HostPort: addr, Namespace: env("TEMPORAL_NAMESPACE", "default"), MetricsHandler: wm.Temporal, Logger: tlog.NewStructuredLogger(slog.New(node.QuietCancels(log.Handler())))}
+	if err := tlsconf.TemporalFromEnv(nil).Apply(&topts); err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		os.Exit(2)
+	}
+	c, err := node.DialTemporal(ctx, topts, log)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "worker: %v (start the dev stack with `make dev`, or set TEMPORAL_ADDRESS)\n", err)
 		os.Exit(1)
@@ -85,6 +116,7 @@ func main() {
 	defer c.Close()
 	acts := &activities.Activities{
 		Schedulers: schedulers, Token: token, KafkaBrokers: env("KAFKA_BROKERS", "127.0.0.1:9092"), Identity: *identity,
+		SessionTLS: sessTLS, InsecurePlaintext: sec.InsecurePlaintext, SinkSecrets: sinkSecrets,
 	}
 	wm.Instrument(acts)
 	w, err := node.StartWorkers(c, node.WorkerConfig{MaxSessions: *maxSessions, Identity: *identity, Activities: acts})

@@ -12,6 +12,7 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -24,6 +25,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/sink"
+	"github.com/drover-crawl/drover/tlsconf"
 )
 
 // Exit codes of the starter.
@@ -72,6 +75,19 @@ type Env struct {
 	// kafka:///TOPIC that names no brokers; empty means
 	// DefaultKafkaBrokers, as for the workers.
 	KafkaBrokers string
+	// Security: the TLS of scheduler sessions (DROVER_TLS_CA, ...), the
+	// sinks' secrets for the preflight (KAFKA_SASL_PASSWORD, ...) and
+	// Temporal's TLS or API key (TEMPORAL_TLS_*, TEMPORAL_API_KEY); see
+	// package tlsconf. The zero value is plaintext on loopback.
+	SessionTLS        *tls.Config
+	InsecurePlaintext bool
+	SinkSecrets       sink.Secrets
+	Temporal          tlsconf.Temporal
+}
+
+// Sessions is how the starter reaches the schedulers.
+func (e Env) Sessions() frontier.Client {
+	return frontier.Client{Token: e.Token, TLS: e.SessionTLS, InsecurePlaintext: e.InsecurePlaintext}
 }
 
 func (e Env) withDefaults() Env {

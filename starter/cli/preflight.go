@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/campaign"
-	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/sink"
 )
 
@@ -35,7 +34,7 @@ func Preflight(ctx context.Context, env Env, cfg campaign.Config) error {
 	var dial []string
 	for _, addr := range env.Schedulers {
 		cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		c, err := frontier.DialControl(cctx, addr, env.Token)
+		c, err := env.Sessions().DialControl(cctx, addr)
 		cancel()
 		if err == nil {
 			c.Close()
@@ -47,7 +46,7 @@ func Preflight(ctx context.Context, env Env, cfg campaign.Config) error {
 	if len(dial) > 0 {
 		errs = append(errs, errors.New(strings.Join(dial, "; ")))
 	}
-	opts := sink.Options{Campaign: cfg.ID, BodyCap: cfg.BodyCap, KafkaBrokers: env.KafkaBrokers}
+	opts := sink.Options{Campaign: cfg.ID, BodyCap: cfg.BodyCap, KafkaBrokers: env.KafkaBrokers, Secrets: env.SinkSecrets}
 	for _, uri := range cfg.Sinks {
 		if err := sink.Check(ctx, uri, opts); err != nil {
 			errs = append(errs, err)

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,6 +20,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/drover-crawl/drover/tlsconf"
 	"github.com/drover-crawl/drover/workflows"
 )
 
@@ -31,12 +33,16 @@ const dialTimeout = 5 * time.Second
 func DialTemporal(ctx context.Context, env Env) (Campaigns, error) {
 	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
-	c, err := client.DialContext(dctx, client.Options{
+	opts := client.Options{
 		HostPort:  env.TemporalAddress,
 		Namespace: env.TemporalNamespace,
 		// The SDK's default logger writes to stderr; the CLI speaks for itself.
 		Logger: log.NewStructuredLogger(slog.New(slog.DiscardHandler)),
-	})
+	}
+	if err := env.Temporal.Apply(&opts); err != nil {
+		return nil, err
+	}
+	c, err := client.DialContext(dctx, opts)
 	if err == nil {
 		_, err = c.CheckHealth(dctx, &client.CheckHealthRequest{})
 		if err != nil {
@@ -45,16 +51,19 @@ func DialTemporal(ctx context.Context, env Env) (Campaigns, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("cannot reach Temporal at %s: %s; start the dev stack with `make dev` or set TEMPORAL_ADDRESS",
-			env.TemporalAddress, reason(err))
+			env.TemporalAddress, reason(err, opts.ConnectionOptions.TLS))
 	}
 	return &temporalClient{c: c, namespace: env.TemporalNamespace}, nil
 }
 
 // reason shortens a gRPC connection error to its cause ("dial tcp
 // 127.0.0.1:7233: connect: connection refused").
-func reason(err error) string {
+func reason(err error, tc *tls.Config) string {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Sprintf("no answer within %s", dialTimeout)
+	}
+	if hint, _ := tlsconf.TemporalHint(err, tc); hint != "" {
+		return hint
 	}
 	msg := err.Error()
 	if _, after, ok := strings.Cut(msg, "Error while dialing: "); ok {

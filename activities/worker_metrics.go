@@ -1,4 +1,4 @@
-package node
+package activities
 
 import (
 	"io"
@@ -7,16 +7,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/client"
 
-	"github.com/drover-crawl/drover/activities"
 	"github.com/drover-crawl/drover/metrics"
 	"github.com/drover-crawl/drover/sink"
 )
 
-// WorkerMetrics are a worker's metrics on one registry: the fetches and
-// the sinks' stores (for activities.Activities) and the Temporal SDK's
+// WorkerMetrics are a worker's metrics (here, not in node, so that node
+// and the scheduler do not link the sinks) on one registry: the fetches and
+// the sinks' stores (for Activities) and the Temporal SDK's
 // (for client.Options.MetricsHandler).
 type WorkerMetrics struct {
-	Fetch    *activities.Metrics
+	Fetch    *Metrics
 	Sinks    *sink.Metrics
 	Temporal client.MetricsHandler
 	closer   io.Closer
@@ -24,7 +24,7 @@ type WorkerMetrics struct {
 
 // NewWorkerMetrics registers a worker's metrics on reg.
 func NewWorkerMetrics(reg *prometheus.Registry, log *slog.Logger) (*WorkerMetrics, error) {
-	f, err := activities.NewMetrics(reg)
+	f, err := NewMetrics(reg)
 	if err != nil {
 		return nil, err
 	}
@@ -40,7 +40,7 @@ func NewWorkerMetrics(reg *prometheus.Registry, log *slog.Logger) (*WorkerMetric
 }
 
 // Instrument sets a's metrics.
-func (m *WorkerMetrics) Instrument(a *activities.Activities) {
+func (m *WorkerMetrics) Instrument(a *Activities) {
 	a.Metrics, a.SinkMetrics = m.Fetch, m.Sinks
 }
 

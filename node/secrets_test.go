@@ -1,0 +1,285 @@
+package node_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/drover-crawl/drover/devstack"
+	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/testweb"
+	"github.com/drover-crawl/drover/tlsconf"
+	"github.com/drover-crawl/drover/tlsconf/tlstest"
+)
+
+// TestNoSecretLeaks runs a campaign whose every secret is a distinct
+// recognizable value: the AMQP password (a RabbitMQ user of its own), the
+// session token (over TLS sessions), Kafka SASL credentials (SCRAM against
+// a kfake broker that requires it), a PostgreSQL password (a role of its
+// own; the local server trusts, so the password is sent to no one, but it
+// is in the worker's and starter's environment) and a Temporal API key
+// (through a TLS front to the dev server). The scheduler, worker and
+// starter run as the binaries an operator runs. Then it scans every line
+// they wrote, the campaign's Temporal history (whose first event holds the
+// workflow's input: what the Web UI's input view shows), its description
+// (summary, details, memo, search attributes) and `starter status --json`
+// and `failures --json`, and fails naming where a secret was found.
+func TestNoSecretLeaks(t *testing.T) {
+	if _, err := exec.LookPath("rabbitmqctl"); err != nil {
+		t.Skip("rabbitmqctl not found: the test needs a RabbitMQ user with a password of its own")
+	}
+	n := rand.IntN(1e9)
+	secrets := map[string]string{
+		"AMQP password":           fmt.Sprintf("amqpPW-leakcheck-%d", n),
+		"session token":           fmt.Sprintf("sessionTOKEN-leakcheck-%d", n),
+		"Kafka SASL password":     fmt.Sprintf("kafkaSASL-leakcheck-%d", n),
+		"PostgreSQL password":     fmt.Sprintf("pgPW-leakcheck-%d", n),
+		"Temporal API key":        fmt.Sprintf("temporalKEY-leakcheck-%d", n),
+		"refused sink's password": fmt.Sprintf("uriPW-leakcheck-%d", n),
+	}
+	ctx := context.Background()
+
+	// RabbitMQ: a user of the test's own, with the password.
+	amqpUser := fmt.Sprintf("leak-%d", n)
+	rmqctl := func(args ...string) {
+		t.Helper()
+		cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		defer cancel()
+		if out, err := exec.CommandContext(cctx, "rabbitmqctl", args...).CombinedOutput(); err != nil {
+			t.Fatalf("rabbitmqctl %s: %v\n%s", args[0], err, out)
+		}
+	}
+	rmqctl("add_user", amqpUser, secrets["AMQP password"])
+	t.Cleanup(func() { exec.Command("rabbitmqctl", "delete_user", amqpUser).Run() })
+	rmqctl("set_permissions", "-p", "/", amqpUser, ".*", ".*", ".*")
+	amqpURL := fmt.Sprintf("amqp://%s:%s@127.0.0.1:5672/", amqpUser, secrets["AMQP password"])
+
+	// PostgreSQL: a role with the password, owning the sink's table.
+	pgRole := fmt.Sprintf("leak_%d", n)
+	table := fmt.Sprintf("leak_pages_%d", n)
+	pg, err := pgx.Connect(ctx, "postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
+	if err != nil {
+		t.Fatalf("PostgreSQL: %v", err)
+	}
+	defer pg.Close(ctx)
+	for _, q := range []string{
+		fmt.Sprintf("CREATE ROLE %s LOGIN PASSWORD '%s'", pgRole, secrets["PostgreSQL password"]),
+		fmt.Sprintf("GRANT CREATE, USAGE ON SCHEMA public TO %s", pgRole),
+	} {
+		if _, err := pg.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", strings.SplitN(q, " PASSWORD", 2)[0], err)
+		}
+	}
+	t.Cleanup(func() {
+		c, err := pgx.Connect(context.Background(), "postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
+		if err != nil {
+			return
+		}
+		defer c.Close(context.Background())
+		c.Exec(context.Background(), "DROP TABLE IF EXISTS "+table)
+		c.Exec(context.Background(), "DROP OWNED BY "+pgRole)
+		c.Exec(context.Background(), "DROP ROLE IF EXISTS "+pgRole)
+	})
+
+	// Kafka requiring SCRAM-SHA-256.
+	kafkaUser, topic := "drover-sink", fmt.Sprintf("leak-pages-%d", n)
+	kf, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.EnableSASL(),
+		kfake.Superuser("SCRAM-SHA-256", kafkaUser, secrets["Kafka SASL password"]),
+		kfake.SeedTopics(1, topic), kfake.BrokerConfigs(map[string]string{"message.max.bytes": strconv.Itoa(8 << 20)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kf.Close)
+	kafkaAddr := kf.ListenAddrs()[0]
+
+	// Temporal behind a TLS front, with an API key.
+	tmp, err := devstack.StartTemporal(ctx, devstack.TemporalOptions{UIPort: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tmp.Stop() })
+	pki := tlstest.New(t, "leak")
+	front, err := tlsconf.Options{Cert: pki.ServerCert, Key: pki.ServerKey}.Server()
+	if err != nil {
+		t.Fatal(err)
+	}
+	temporalAddr := tlsProxy(t, front, tmp.Address())
+
+	// The scheduler over TLS, with the token and the AMQP password.
+	bin := binaries(t)
+	schedAddr := freeAddr(t)
+	sched := startProc(t, "scheduler", filepath.Join(bin, "scheduler"), []string{"-listen", schedAddr, "-seen", "mem"},
+		[]string{"DROVER_TOKEN=" + secrets["session token"], "AMQP_URL=" + amqpURL, "DROVER_TLS_CERT=" + pki.ServerCert, "DROVER_TLS_KEY=" + pki.ServerKey})
+	clientTLS, err := tlsconf.Options{CA: pki.CA}.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sessions := frontier.Client{Token: secrets["session token"], TLS: clientTLS}
+	checkFor(t, 30*time.Second, 100*time.Millisecond, func() error {
+		select {
+		case <-sched.exited:
+			t.Fatalf("scheduler exited: %v\n%s", sched.err, tail(sched.log, 20))
+		default:
+		}
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		c, err := sessions.DialControl(cctx, schedAddr)
+		if err != nil {
+			return err
+		}
+		return c.Close()
+	})
+
+	env := []string{
+		"DROVER_SCHEDULER=" + schedAddr, "DROVER_TOKEN=" + secrets["session token"], "DROVER_TLS_CA=" + pki.CA,
+		"TEMPORAL_ADDRESS=" + temporalAddr, "TEMPORAL_NAMESPACE=" + tmp.Namespace(), "TEMPORAL_TLS_CA=" + pki.CA,
+		"TEMPORAL_API_KEY=" + secrets["Temporal API key"],
+		"KAFKA_BROKERS=" + kafkaAddr, "KAFKA_SASL_USERNAME=" + kafkaUser, "KAFKA_SASL_PASSWORD=" + secrets["Kafka SASL password"],
+		"PGPASSWORD=" + secrets["PostgreSQL password"],
+	}
+	worker := startProc(t, "worker", filepath.Join(bin, "worker"), []string{"-identity", "leak-worker"}, env)
+
+	web, err := testweb.Start(testweb.Config{Hosts: 2, PagesPerHost: 15, CrossHost: true, Base: 133})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	id := fmt.Sprintf("leak-%d", n)
+	kafkaSink := fmt.Sprintf("kafka://%s/%s?sasl=scram-sha-256", kafkaAddr, topic)
+	pgSink := fmt.Sprintf("postgres://%s@127.0.0.1:5432/test?sslmode=disable&table=%s", pgRole, table)
+	outputs := map[string]string{}
+	starter := func(name string, wantCode int, args ...string) string {
+		t.Helper()
+		cctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(cctx, filepath.Join(bin, "starter"), args...)
+		cmd.Env = append(os.Environ(), env...)
+		out, err := cmd.CombinedOutput()
+		outputs["starter "+name] = string(out)
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatalf("starter %s: %v", name, err)
+		}
+		if code != wantCode {
+			t.Fatalf("starter %s: exit %d, want %d:\n%s\n--- worker:\n%s", name, code, wantCode, out, tail(worker.log, 30))
+		}
+		return string(out)
+	}
+	// A sink URI with a password is refused before anything starts,
+	// naming the variable to use, and without echoing the password.
+	out := starter("start (password in sink URI)", 2, "start", "--id", id+"-refused", "--seed", web.Seeds()[0], "--allow-private",
+		"--sink", fmt.Sprintf("postgres://%s:%s@127.0.0.1:5432/test", pgRole, secrets["refused sink's password"]))
+	if !strings.Contains(out, "PGPASSWORD") {
+		t.Errorf("the refusal of a sink URI with a password does not name PGPASSWORD:\n%s", out)
+	}
+	args := []string{"start", "--id", id, "--allow-private", "--fetchers", "2", "--per-host-delay", "0", "--sink", kafkaSink, "--sink", pgSink, "--wait"}
+	for _, s := range web.Seeds() {
+		args = append(args, "--seed", s)
+	}
+	starter("start --wait", 0, args...)
+	if m := web.Missing(); len(m) > 0 {
+		t.Errorf("%d pages never fetched, e.g. %v", len(m), m[:min(3, len(m))])
+	}
+	starter("status --json", 0, "status", id, "--json")
+	starter("failures --json", 0, "failures", id, "--json")
+	starter("list", 0, "list")
+
+	// Each secret was used: pages landed in Kafka (SASL) and in
+	// PostgreSQL (the role), through TLS sessions (the token) of a
+	// scheduler on RabbitMQ (the user).
+	pages := len(web.Pages())
+	var rows int
+	if err := pg.QueryRow(ctx, "SELECT count(DISTINCT url) FROM "+table).Scan(&rows); err != nil || rows < pages {
+		t.Errorf("PostgreSQL sink: %d pages, %v; want %d", rows, err, pages)
+	}
+	if got := countKafka(t, kafkaAddr, topic, kafkaUser, secrets["Kafka SASL password"], pages); got < pages {
+		t.Errorf("Kafka sink: %d records, want %d", got, pages)
+	}
+
+	// What Temporal keeps: the history (the input is in its first event:
+	// the Web UI's input view) and the description.
+	c := tmp.Client()
+	var hist bytes.Buffer
+	it := c.GetWorkflowHistory(ctx, id, "", false, 0)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := proto.Marshal(ev) // strings and payload bytes appear as they are
+		hist.Write(b)
+		j, _ := protojson.Marshal(ev)
+		hist.Write(j)
+	}
+	if !bytes.Contains(hist.Bytes(), []byte(kafkaSink)) || !bytes.Contains(hist.Bytes(), []byte(pgRole)) {
+		t.Fatalf("the history does not hold the campaign's input (its sinks): the scan would prove nothing")
+	}
+	outputs["Temporal history"] = hist.String()
+	if d, err := c.DescribeWorkflowExecution(ctx, id, ""); err == nil {
+		b, _ := proto.Marshal(d)
+		outputs["Temporal description"] = string(b)
+	} else {
+		t.Errorf("describe: %v", err)
+	}
+
+	worker.kill()
+	sched.kill()
+	for name, p := range map[string]*proc{"worker log": worker, "scheduler log": sched} {
+		b, err := os.ReadFile(p.log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) == 0 {
+			t.Fatalf("%s is empty: the scan would prove nothing", name)
+		}
+		outputs[name] = string(b)
+	}
+	for where, text := range outputs {
+		for what, secret := range secrets {
+			if i := strings.Index(text, secret); i >= 0 {
+				line := text[strings.LastIndex(text[:i], "\n")+1:]
+				if j := strings.IndexByte(line, '\n'); j >= 0 {
+					line = line[:j]
+				}
+				t.Errorf("the %s is in the %s: %.300q", what, where, line)
+			}
+		}
+	}
+	t.Logf("scanned for %d secrets: %d bytes of worker log, %d of scheduler log, %d of history, starter outputs of %d commands",
+		len(secrets), len(outputs["worker log"]), len(outputs["scheduler log"]), len(outputs["Temporal history"]), len(outputs)-4)
+}
+
+// countKafka counts the records of topic, read with SCRAM-SHA-256.
+func countKafka(t *testing.T, addr, topic, user, pass string, want int) int {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.SASL(scram.Auth{User: user, Pass: pass}.AsSha256Mechanism()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	n := 0
+	for n < want && ctx.Err() == nil {
+		n += len(cl.PollFetches(ctx).Records())
+	}
+	return n
+}

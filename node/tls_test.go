@@ -1,0 +1,253 @@
+package node_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/drover-crawl/drover/activities"
+	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/fetch"
+	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/node"
+	"github.com/drover-crawl/drover/sink"
+	"github.com/drover-crawl/drover/testweb"
+	"github.com/drover-crawl/drover/tlsconf"
+	"github.com/drover-crawl/drover/tlsconf/tlstest"
+)
+
+// TestTLSSessions runs a scheduler that requires TLS with client
+// certificates (mTLS) and crawls a small test web through TLS sessions;
+// then it checks that a session without a client certificate, one that
+// does not trust the scheduler's CA, and a plaintext one are each refused
+// with a clear error, within a bound.
+func TestTLSSessions(t *testing.T) {
+	pki := tlstest.New(t, "drover")
+	serverTLS, err := tlsconf.Options{Cert: pki.ServerCert, Key: pki.ServerKey, ClientCA: pki.CA}.Server()
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := fmt.Sprintf("tls-token-%d", rand.Int64())
+	scfg := frontier.DefaultServerConfig()
+	scfg.Token = token
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	ctx := context.Background()
+	sched, err := node.StartScheduler(ctx, node.SchedulerConfig{Server: scfg, Listen: "127.0.0.1:0", AMQPURL: amqpURL(), Log: log, TLS: serverTLS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sched.Close() })
+	addr := sched.Addr()
+
+	clientTLS, err := tlsconf.Options{CA: pki.CA, Cert: pki.ClientCert, Key: pki.ClientKey}.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := frontier.Client{Token: token, TLS: clientTLS}
+
+	web, err := testweb.Start(testweb.Config{Hosts: 2, PagesPerHost: 25, CrossHost: true, Base: 131})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	cfg := campaign.Config{
+		ID: fmt.Sprintf("tls-%d", rand.IntN(1e9)), Seeds: web.Seeds(), PerHostDelay: new(time.Duration),
+		AllowPrivate: true, Sinks: []string{"warc:/unused"},
+	}.WithDefaults()
+	ctl, err := cl.DialControl(ctx, addr)
+	if err != nil {
+		t.Fatalf("control session over mTLS: %v", err)
+	}
+	t.Cleanup(func() {
+		ctl.CloseCampaign(context.Background(), cfg.ID, true)
+		ctl.Close()
+	})
+	if n, err := ctl.Seed(ctx, cfg, cfg.Seeds); err != nil || n != len(cfg.Seeds) {
+		t.Fatalf("seed over mTLS: %d, %v", n, err)
+	}
+
+	// Two fetchers over TLS sessions.
+	sk := sink.NewMemory()
+	fctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	sessions := make(chan bool, 64)
+	for i := range 2 {
+		f, err := fetch.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := activities.NewRunner(cfg, f, sk, i, "tls-test")
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer f.Close()
+			for fctx.Err() == nil {
+				sess, err := cl.DialSession(fctx, addr, fmt.Sprintf("fetcher-%d", i), cfg, cfg.FetcherConcurrency)
+				if err != nil {
+					time.Sleep(100 * time.Millisecond)
+					continue
+				}
+				select {
+				case sessions <- true:
+				default:
+				}
+				r.Run(fctx, sess)
+			}
+		}()
+	}
+	defer func() { stop(); wg.Wait() }()
+	deadline := time.Now().Add(90 * time.Second)
+	for len(web.Missing()) > 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if m := web.Missing(); len(m) > 0 {
+		t.Fatalf("%d of %d pages never fetched through TLS sessions, e.g. %v", len(m), len(web.Pages()), m[:min(3, len(m))])
+	}
+	if len(sessions) == 0 {
+		t.Fatal("no fetcher session was opened")
+	}
+	stored := map[string]bool{}
+	// The last outcomes may still be on their way: the scheduler's count
+	// is read over mTLS too.
+	checkFor(t, 30*time.Second, 100*time.Millisecond, func() error {
+		st, err := cl.CampaignStats(ctx, []string{addr}, cfg.ID)
+		if err != nil {
+			return err
+		}
+		if st.Fetched < int64(len(web.Pages())) {
+			return fmt.Errorf("scheduler counted %d pages fetched of %d", st.Fetched, len(web.Pages()))
+		}
+		return nil
+	})
+	for _, p := range sk.Pages() {
+		stored[p.URL] = true
+	}
+	for _, u := range web.Pages() {
+		if !stored[u] {
+			t.Errorf("page %s never stored", u)
+		}
+	}
+
+	refused := func(name string, c frontier.Client, want ...string) {
+		t.Helper()
+		start := time.Now()
+		cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		ctl, err := c.DialControl(cctx, addr)
+		if err == nil {
+			ctl.Close()
+			t.Errorf("%s: a control session was opened", name)
+			return
+		}
+		if d := time.Since(start); d > 15*time.Second {
+			t.Errorf("%s: refused after %s, want within 15s", name, d)
+		}
+		msg := err.Error()
+		if strings.Contains(msg, "\n") {
+			t.Errorf("%s: error is not one line: %q", name, msg)
+		}
+		if strings.Contains(msg, token) {
+			t.Errorf("%s: error shows the token: %s", name, msg)
+		}
+		for _, w := range want {
+			if !strings.Contains(msg, w) {
+				t.Errorf("%s: error %q does not say %q", name, msg, w)
+			}
+		}
+		t.Logf("%s: %s", name, msg)
+	}
+	// mTLS: a client that trusts the CA but has no certificate.
+	noCert, err := tlsconf.Options{CA: pki.CA}.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused("no client certificate", frontier.Client{Token: token, TLS: noCert}, "certificate", "--tls-cert")
+	// A client that does not trust the scheduler's CA.
+	other := tlstest.New(t, "other")
+	wrongCA, err := tlsconf.Options{CA: other.CA, Cert: pki.ClientCert, Key: pki.ClientKey}.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused("untrusted CA", frontier.Client{Token: token, TLS: wrongCA}, "TLS handshake failed", "certificate")
+	// A client certificate from another CA.
+	otherCert, err := tlsconf.Options{CA: pki.CA, Cert: other.ClientCert, Key: other.ClientKey}.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused("client certificate of another CA", frontier.Client{Token: token, TLS: otherCert}, "certificate")
+	// Plaintext to a TLS scheduler.
+	refused("plaintext", frontier.Client{Token: token}, "DROVER_TLS_CA")
+}
+
+// TestSchedulerRefusesPlaintextBeyondLoopback: a scheduler asked to
+// listen on a non-loopback address without TLS refuses to start (before
+// it binds anything), and starts with InsecurePlaintext.
+func TestSchedulerRefusesPlaintextBeyondLoopback(t *testing.T) {
+	scfg := frontier.DefaultServerConfig()
+	scfg.Token = "a-token-that-is-not-the-dev-token"
+	_, err := node.StartScheduler(context.Background(), node.SchedulerConfig{Server: scfg, Listen: "0.0.0.0:0", AMQPURL: amqpURL()})
+	if !errors.Is(err, tlsconf.ErrPlaintext) || !strings.Contains(err.Error(), "--tls-cert") || !strings.Contains(err.Error(), "DROVER_INSECURE_PLAINTEXT") {
+		t.Fatalf("scheduler on 0.0.0.0 without TLS: err = %v, want a refusal naming --tls-cert and DROVER_INSECURE_PLAINTEXT", err)
+	}
+}
+
+// TestClientRefusesPlaintextBeyondLoopback: a client does not send the
+// token in plaintext to a non-loopback address. It listens on one of the
+// machine's non-loopback addresses, if it has one, and checks that the
+// client refuses and that not one byte reached the listener.
+func TestClientRefusesPlaintextBeyondLoopback(t *testing.T) {
+	ip := nonLoopbackIP()
+	if ip == nil {
+		t.Skip("no non-loopback interface address on this machine (the rule is unit-tested in tlsconf)")
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(ip.String(), "0"))
+	if err != nil {
+		t.Skipf("cannot listen on %s: %v", ip, err)
+	}
+	defer ln.Close()
+	got := make(chan int, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			got <- -1
+			return
+		}
+		defer c.Close()
+		_ = c.SetReadDeadline(time.Now().Add(3 * time.Second))
+		n, _ := io.Copy(io.Discard, c)
+		got <- int(n)
+	}()
+	token := "a-secret-token-for-the-plaintext-test"
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = frontier.Client{Token: token}.DialControl(ctx, ln.Addr().String())
+	if !errors.Is(err, tlsconf.ErrPlaintext) || !strings.Contains(err.Error(), "DROVER_TLS_CA") {
+		t.Fatalf("plaintext session to %s: err = %v, want a refusal naming DROVER_TLS_CA", ln.Addr(), err)
+	}
+	t.Logf("refused: %v", err)
+	if n := <-got; n > 0 {
+		t.Fatalf("%d bytes reached the listener; the token must not be sent", n)
+	}
+}
+
+func nonLoopbackIP() net.IP {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && n.IP.To4() != nil && !n.IP.IsLinkLocalUnicast() {
+			return n.IP
+		}
+	}
+	return nil
+}
