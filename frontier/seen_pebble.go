@@ -473,3 +473,14 @@ func dirBytes(dir string) int64 {
 	})
 	return n
 }
+
+// Metrics returns Pebble's metrics of the store (levels, read amplification,
+// caches, compactions), for benchmarks and operators' diagnosis.
+func (s *PebbleSeen) Metrics() string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.db == nil {
+		return "seen store: in memory (no Pebble store)"
+	}
+	return s.db.Metrics().String()
+}
