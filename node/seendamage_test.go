@@ -180,16 +180,24 @@ func TestCrawlSurvivesDamagedSeenStore(t *testing.T) {
 			if m := web.Missing(); len(m) > 0 {
 				t.Errorf("%d of %d pages never requested, e.g. %v", len(m), len(pages), m[:min(5, len(m))])
 			}
-			got, _ := kafkaCounts(t, s, len(pages))
-			var lost []string
-			for _, u := range pages {
-				if got[u] == 0 {
-					lost = append(lost, u)
+			// Read again while pages are missing: readTopic ends a
+			// partition at its first 2 s without a record, which a loaded
+			// -race run can take to return the partition's first one (a
+			// whole partition, a quarter of the pages, was seen missing
+			// once that way, and present on the next read).
+			checkFor(t, 45*time.Second, 100*time.Millisecond, func() error {
+				got, _ := kafkaCounts(t, s, len(pages))
+				var lost []string
+				for _, u := range pages {
+					if got[u] == 0 {
+						lost = append(lost, u)
+					}
 				}
-			}
-			if len(lost) > 0 {
-				t.Errorf("%d of %d pages not in Kafka, e.g. %v", len(lost), len(pages), lost[:min(5, len(lost))])
-			}
+				if len(lost) > 0 {
+					return fmt.Errorf("%d of %d pages not in Kafka, e.g. %v", len(lost), len(pages), lost[:min(5, len(lost))])
+				}
+				return nil
+			})
 		})
 	}
 }
