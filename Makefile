@@ -37,10 +37,13 @@ test: bin/temporal
 # The benchmark suite (bench/README.md): drover's whole stack at fleets 1, 4
 # and 16, Colly v2 and raw GETs on one test web, then a politeness-bound web;
 # prints a markdown table and writes bench/results.md. Run it on a quiet
-# machine: it uses both cores for several minutes.
+# machine: it uses both cores for several minutes. Then the seen-set at
+# 10 M URLs, Pebble against the old LogSeen (bench/README.md, "The
+# seen-set"; 20 minutes or more), its table also in out/seen.md.
 bench: bin/temporal
 	@mkdir -p out
 	$(GO) run ./bench/cmd/bench $(BENCH_FLAGS)
+	$(GO) run ./bench/cmd/seenbench -stores pebble,log > out/seen.md && cat out/seen.md
 
 # Each of drover's dependencies broken once, alone, in the middle of a crawl
 # of 10,000 test-web pages; prints one table (chaos/, about 20 minutes).

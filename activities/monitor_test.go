@@ -324,4 +324,17 @@ func TestMonitorDrainRule(t *testing.T) {
 	res = waitMonitor(t, result, monitorWait)
 	require.True(t, res.Drained, "not drained after two identical idle readings: %+v", res)
 	require.Equal(t, done.Fetched+1, res.Stats.Fetched, "the stats of the last reading")
+
+	// 3. Max pages: with the cap at the pages fetched and failed so far,
+	// the first reading ends Monitor with CapReached (not drained); with
+	// the cap one page higher, it is not reached.
+	gate.open.Store(true)
+	capped := cfg
+	capped.MaxPages = res.Stats.Fetched + res.Stats.Failed
+	res = waitMonitor(t, runMonitor(a, MonitorInput{Config: capped, Report: time.Minute}), monitorWait)
+	require.True(t, res.CapReached, "cap %d not reached at %+v", capped.MaxPages, res.Stats)
+	require.False(t, res.Drained)
+	capped.MaxPages++
+	res = waitMonitor(t, runMonitor(a, MonitorInput{Config: capped, Report: 3 * time.Second}), monitorWait)
+	require.False(t, res.CapReached, "cap %d reached at %+v", capped.MaxPages, res.Stats)
 }

@@ -6,11 +6,14 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/drover-crawl/drover/frontier"
 )
@@ -102,7 +105,11 @@ type SeenResult struct {
 	// Latency of every call, and of the calls during which a compaction
 	// ran (stores that report it).
 	Ops, DuringCompaction [nOps]Latency
-	Err                   string
+	// OnCPU is the CPU time of the calling thread in each call (the
+	// writers are locked to their threads): the call's own work, without
+	// the time it waited to be scheduled, for disk reads or for locks.
+	OnCPU [nOps]Latency
+	Err   string
 }
 
 // RunSeen runs the benchmark on one store.
@@ -153,7 +160,7 @@ func (o SeenOptions) runSeen(name string, res *SeenResult) error {
 	}
 	newNext.Store(seeds)
 
-	type samples struct{ all, comp [nOps][]uint32 }
+	type samples struct{ all, comp, cpu [nOps][]uint32 }
 	per := make([]samples, o.Writers)
 	var wg sync.WaitGroup
 	errs := make(chan error, o.Writers)
@@ -175,15 +182,21 @@ func (o SeenOptions) runSeen(name string, res *SeenResult) error {
 	}()
 	for w := range o.Writers {
 		wg.Go(func() {
+			// Locked, so that the thread's CPU time is the calls'.
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
 			rng := rand.New(rand.NewPCG(uint64(w), 12))
 			sm := &per[w]
 			measure := func(op int, f func() error) error {
 				c0 := compacting()
+				cpu0 := threadCPU()
 				t0 := time.Now()
 				err := f()
 				d := time.Since(t0)
+				cpu := threadCPU() - cpu0
 				ns := uint32(min(d.Nanoseconds(), 1<<32-1))
 				sm.all[op] = append(sm.all[op], ns)
+				sm.cpu[op] = append(sm.cpu[op], uint32(min(max(cpu, 0), 1<<32-1)))
 				if c0 || compacting() {
 					sm.comp[op] = append(sm.comp[op], ns)
 				}
@@ -245,14 +258,18 @@ func (o SeenOptions) runSeen(name string, res *SeenResult) error {
 		return err
 	}
 	res.OpenBytes = s.DiskBytes()
+	if m, ok := s.(interface{ Metrics() string }); ok {
+		fmt.Fprintf(o.Log, "seenbench: %s: the store's metrics at the end of the load:\n%s\n", name, m.Metrics())
+	}
 	for op := range nOps {
-		var all, comp []uint32
+		var all, comp, cpu []uint32
 		for w := range per {
 			all = append(all, per[w].all[op]...)
 			comp = append(comp, per[w].comp[op]...)
-			per[w].all[op], per[w].comp[op] = nil, nil
+			cpu = append(cpu, per[w].cpu[op]...)
+			per[w].all[op], per[w].comp[op], per[w].cpu[op] = nil, nil, nil
 		}
-		res.Ops[op], res.DuringCompaction[op] = latency(all), latency(comp)
+		res.Ops[op], res.DuringCompaction[op], res.OnCPU[op] = latency(all), latency(comp), latency(cpu)
 	}
 	if err := s.Close(); err != nil {
 		return err
@@ -289,11 +306,11 @@ func latency(ns []uint32) Latency {
 // WriteSeenTable prints the results as a markdown table.
 func WriteSeenTable(w io.Writer, o SeenOptions, rs []SeenResult) {
 	fmt.Fprintf(w, "%d URLs, %d writers, %d pages per batch, %d links per page (1 new); p50 / p99 of each call.\n\n", o.URLs, o.Writers, o.PagesPerBatch, o.LinksPerPage)
-	fmt.Fprintln(w, "| store | load | bytes/URL open / closed / compacted | Done | Queued | MarkQueued | MarkDone | p99 during compaction (Done / Queued / MarkQueued / MarkDone) | calls during compaction | max MarkQueued / MarkDone |")
-	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+	fmt.Fprintln(w, "| store | load | bytes/URL open / closed / compacted | Done | Queued | MarkQueued | MarkDone | p99 during compaction (Done / Queued / MarkQueued / MarkDone) | calls during compaction | max MarkQueued / MarkDone | on-CPU Done / Queued p50 / p99 |")
+	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 	for _, r := range rs {
 		if r.Err != "" {
-			fmt.Fprintf(w, "| %s | error: %s |||||||||\n", r.Store, r.Err)
+			fmt.Fprintf(w, "| %s | error: %s ||||||||||\n", r.Store, r.Err)
 			continue
 		}
 		per := func(b int64) string {
@@ -313,9 +330,20 @@ func WriteSeenTable(w io.Writer, o SeenOptions, rs []SeenResult) {
 			}
 			share = fmt.Sprintf("%.0f%%", 100*float64(nc)/float64(max(n, 1)))
 		}
-		fmt.Fprintf(w, "| %s | %s | %s / %s / %s | %s | %s | %s | %s | %s | %s | %s / %s |\n", r.Store, r.Load.Round(time.Second),
+		fmt.Fprintf(w, "| %s | %s | %s / %s / %s | %s | %s | %s | %s | %s | %s | %s / %s | %s ; %s |\n", r.Store, r.Load.Round(time.Second),
 			per(r.OpenBytes), per(r.ClosedBytes), per(r.CompactedBytes),
 			r.Ops[opDone], r.Ops[opQueued], r.Ops[opMarkQueued], r.Ops[opMarkDone], comp, share,
-			time.Duration(r.Ops[opMarkQueued].Max).Round(time.Microsecond), time.Duration(r.Ops[opMarkDone].Max).Round(time.Microsecond))
+			time.Duration(r.Ops[opMarkQueued].Max).Round(time.Microsecond), time.Duration(r.Ops[opMarkDone].Max).Round(time.Microsecond),
+			r.OnCPU[opDone], r.OnCPU[opQueued])
 	}
+}
+
+// threadCPU is the CPU time of the calling thread, in nanoseconds.
+func threadCPU() int64 {
+	const clockThreadCPUTime = 3 // CLOCK_THREAD_CPUTIME_ID
+	var ts syscall.Timespec
+	if _, _, e := syscall.Syscall(syscall.SYS_CLOCK_GETTIME, clockThreadCPUTime, uintptr(unsafe.Pointer(&ts)), 0); e != 0 {
+		return 0
+	}
+	return ts.Nano()
 }

@@ -64,7 +64,14 @@ type PebbleSeen struct {
 	fmu          sync.Mutex // RecordFailures reads before it writes
 	compacting   atomic.Int64
 	corruptFiles sync.Map // paths already logged as damaged
+
+	// Background errors are logged at most once per bgLogEvery: Pebble
+	// retries a table it cannot read in a loop, thousands a second.
+	bgLogged atomic.Int64 // UnixNano of the last one logged
+	bgMuted  atomic.Int64 // not logged since
 }
+
+const bgLogEvery = 10 * time.Second
 
 // PebbleSeenOptions configure OpenPebbleSeen; the zero value is the
 // production setting.
@@ -135,6 +142,10 @@ func OpenPebbleSeen(dir string, o PebbleSeenOptions) (*PebbleSeen, error) {
 		s.gfs = newGroupSyncFS(vfs.Default, o.FsyncInterval, log)
 		s.fs = s.gfs
 	}
+	// Locked: a damage found while opening replaces the store from
+	// another goroutine (condemn), which must see s.db set.
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.db, err = s.open(); err != nil {
 		if s.db, err = s.moveAside(err); err != nil {
 			if s.gfs != nil {
@@ -174,11 +185,14 @@ func (s *PebbleSeen) open() (db *pebble.DB, err error) {
 				if _, seen := s.corruptFiles.LoadOrStore(info.Path, true); !seen {
 					s.log.Error("SEEN STORE DAMAGED: a block failed its checksum", "file", info.Path, "err", info.Details)
 				}
-				if gen == s.gen.Load() {
-					s.damaged.Store(true)
-				}
+				s.condemn(gen)
 			},
-			BackgroundError: func(err error) { s.log.Error("seen store background error", "path", path, "err", err) },
+			BackgroundError: func(err error) {
+				if pebble.IsCorruptionError(err) {
+					s.condemn(gen)
+				}
+				s.backgroundError(path, err)
+			},
 			CompactionBegin: func(pebble.CompactionInfo) { s.compacting.Add(1) },
 			CompactionEnd:   func(pebble.CompactionInfo) { s.compacting.Add(-1) },
 		},
@@ -458,4 +472,15 @@ func dirBytes(dir string) int64 {
 		return nil
 	})
 	return n
+}
+
+// Metrics returns Pebble's metrics of the store (levels, read amplification,
+// caches, compactions), for benchmarks and operators' diagnosis.
+func (s *PebbleSeen) Metrics() string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.db == nil {
+		return "seen store: in memory (no Pebble store)"
+	}
+	return s.db.Metrics().String()
 }

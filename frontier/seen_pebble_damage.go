@@ -37,6 +37,27 @@ func (s *PebbleSeen) moveAside(cause error) (*pebble.DB, error) {
 	return db, nil
 }
 
+// condemn marks the store opened as generation gen damaged (a block failed
+// its checksum in a read, a compaction or table stats) and replaces it now
+// rather than at the next call, which may be long in coming on an idle
+// scheduler while Pebble retries the damaged table in a loop. A late event
+// of a store already replaced condemns nothing.
+func (s *PebbleSeen) condemn(gen int64) {
+	if gen != s.gen.Load() || s.damaged.Swap(true) {
+		return
+	}
+	go s.replace()
+}
+
+func (s *PebbleSeen) backgroundError(path string, err error) {
+	now, last := time.Now().UnixNano(), s.bgLogged.Load()
+	if now-last < int64(bgLogEvery) || !s.bgLogged.CompareAndSwap(last, now) {
+		s.bgMuted.Add(1)
+		return
+	}
+	s.log.Error("seen store background error", "path", path, "err", err, "not_logged_since_the_last", s.bgMuted.Swap(0))
+}
+
 // replace closes a store found damaged while running, moves it aside and
 // opens an empty one; if that fails, marks are kept in memory until the
 // process ends, so that dedup goes on.

@@ -4,13 +4,16 @@ import (
 	"bufio"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/drover-crawl/drover/frontier"
 )
@@ -318,6 +321,97 @@ func overwrite(p string) error {
 	junk := []byte(strings.Repeat("\xde\xad\xbe\xef", 1024))
 	for off := int64(0); off < fi.Size()-int64(len(junk)); off += 64 << 10 {
 		if _, err := f.WriteAt(junk, off+int64(len(junk))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// countingWriter counts the lines of a log that hold a string.
+type countingWriter struct {
+	what string
+	n    atomic.Int64
+}
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	w.n.Add(int64(strings.Count(string(p), w.what)))
+	return len(p), nil
+}
+
+// TestPebbleSeenDamagedWhileIdle: a store whose sstables fail their
+// checksums in Pebble's background work (table stats, compactions) is
+// replaced even while no call comes, and its background errors stop:
+// Pebble retries a table it cannot read in a loop, and a scheduler with no
+// campaign running makes no call that would replace the store.
+func TestPebbleSeenDamagedWhileIdle(t *testing.T) {
+	dir := t.TempDir()
+	s := openPebble(t, dir)
+	ks := keys("idle", 20_000)
+	if err := s.MarkQueued("c", ks); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	var ssts int
+	eachFile(t, dir, func(p string) error {
+		if !strings.HasSuffix(p, ".sst") {
+			return nil
+		}
+		ssts++
+		return scrambleEvery(p, 512)
+	})
+	if ssts == 0 {
+		t.Fatal("no sstable to damage")
+	}
+	bg := &countingWriter{what: "background error"}
+	s, err := frontier.OpenPebbleSeen(dir, frontier.PebbleSeenOptions{Log: slog.New(slog.NewTextHandler(bg, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if aside, _ := filepath.Glob(filepath.Join(dir, "pebble.damaged-*")); len(aside) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the damaged store was not replaced within 10 s of no calls (%d background errors logged)", bg.n.Load())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	n := bg.n.Load()
+	time.Sleep(300 * time.Millisecond) // a quiet period, not a wait for an event
+	if more := bg.n.Load() - n; more > 0 {
+		t.Errorf("%d more background errors after the store was replaced", more)
+	}
+	t.Logf("%d background errors logged before the store was replaced", n)
+	if q, err := s.Queued("c", ks[:100]); err != nil || countTrue(q) > 0 {
+		t.Fatalf("the replaced store: %d seen, err %v", countTrue(q), err)
+	}
+	if err := s.MarkDone("c", ks[:1]); err != nil {
+		t.Fatal(err)
+	}
+	wantDone(t, s, "c", ks[0], true)
+}
+
+// scrambleEvery writes 8 junk bytes every step bytes of a file from its
+// 64th on (every block of it, footer and properties included), keeping its
+// length.
+func scrambleEvery(p string, step int64) error {
+	f, err := os.OpenFile(p, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	junk := []byte("\xde\xad\xbe\xef\x00\xff\x5a\xa5")
+	for off := int64(64); off+int64(len(junk)) <= fi.Size(); off += step {
+		if _, err := f.WriteAt(junk, off); err != nil {
 			return err
 		}
 	}

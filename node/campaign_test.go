@@ -261,8 +261,9 @@ const pausedQuietFor = 5 * time.Second
 // the same way, the campaign completes with every page stored in Kafka
 // (a URL cancelled by the pause must be fetched again, not lost).
 func TestPauseWithTemporalCLI(t *testing.T) {
-	// Pages of 64 KiB take a while to read and parse, so that the pause
-	// catches fetches under way: each must be fetched again, not lost.
+	// Pages are held half-sent while the pause is sent (HoldBodies), so
+	// that it catches fetches under way: each must be fetched again, not
+	// lost.
 	web, err := testweb.Start(testweb.Config{Hosts: 3, PagesPerHost: 150, PageBytes: 64 << 10, CrossHost: true, Base: 50})
 	if err != nil {
 		t.Fatal(err)
@@ -284,6 +285,11 @@ func TestPauseWithTemporalCLI(t *testing.T) {
 	ctWaitFor(t, 2*time.Minute, 10*time.Millisecond, "20% of the pages fetched", func() bool {
 		return ctPagesRequested(web) >= total/5
 	})
+	// Pages are held half-sent from now until the fleet has stopped, so
+	// that the pause certainly cancels fetches in the middle of a body.
+	web.HoldBodies()
+	ctWaitFor(t, 30*time.Second, 5*time.Millisecond, "a page held in the middle of its body", func() bool { return web.Held() > 0 })
+	heldAtPause := web.Held()
 	sent := time.Now()
 	ctTemporalCLI(t, s, "workflow", "signal", "--workflow-id", cfg.ID, "--name", workflows.SignalPause)
 	signalled := time.Now()
@@ -307,7 +313,8 @@ func TestPauseWithTemporalCLI(t *testing.T) {
 		return err == nil && open == 0
 	})
 	nreqs := len(web.Requests())
-	t.Logf("paused, fleet stopped %s after the signal", quiet.Sub(signalled).Round(time.Millisecond))
+	t.Logf("paused, fleet stopped %s after the signal; %d pages were held in their body at the pause, %d still are", quiet.Sub(signalled).Round(time.Millisecond), heldAtPause, web.Held())
+	web.ReleaseBodies()
 	ctHoldsFor(t, pausedQuietFor, 100*time.Millisecond, "paused with no fetcher and no request", func() bool {
 		st, err := ctQueryStatus(t, c, cfg.ID)
 		if err != nil || st.State != campaign.StatePaused || st.FetchersActive != 0 {

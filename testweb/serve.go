@@ -107,7 +107,7 @@ func (w *Web) handler(h int) http.Handler {
 		}
 		rw.WriteHeader(res.status)
 		if r.Method != http.MethodHead {
-			_, _ = rw.Write(res.body) // the client went away: nothing to do
+			w.writeBody(rw, r, res)
 		}
 	})
 }

@@ -33,6 +33,7 @@ type Web struct {
 
 	servers []*http.Server
 	serving sync.WaitGroup
+	hold    holdGate
 
 	closeOnce sync.Once
 	closeErr  error

@@ -30,6 +30,7 @@ type harness struct {
 	env *testsuite.TestWorkflowEnvironment
 
 	drained atomic.Bool
+	capped  atomic.Bool // Monitor's CapReached
 	fetched atomic.Int64
 	failed  atomic.Int64 // failures beyond the 1 every report has
 
@@ -72,8 +73,9 @@ func newHarness(t *testing.T, before func(env *testsuite.TestWorkflowEnvironment
 		func(context.Context, MonitorInput) (MonitorResult, error) {
 			n := h.fetched.Load()
 			return MonitorResult{
-				Drained: h.drained.Load(),
-				Stats:   frontier.Stats{Fetched: n, Failed: 1 + h.failed.Load(), Queued: 7, InFlight: 3},
+				Drained:    h.drained.Load(),
+				CapReached: h.capped.Load(),
+				Stats:      frontier.Stats{Fetched: n, Failed: 1 + h.failed.Load(), Queued: 7, InFlight: 3},
 			}, nil
 		}).Maybe()
 	env.OnActivity(acts.Close, mock.Anything, mock.Anything).Return(
@@ -513,6 +515,29 @@ func TestPauseWhileSeedingStartsNoFetcher(t *testing.T) {
 	require.Equal(t, campaign.StatePaused, mid.State)
 	require.Equal(t, 0, h.startsOf(0)+h.startsOf(1))
 	require.Equal(t, campaign.StateStopped, st.State)
+}
+
+// TestMaxPagesCompletes: when Monitor reports the cap reached, the campaign
+// completes with its reason, stops its fleet and closes (deleting its
+// queues), while the frontier still holds URLs; before that it runs.
+func TestMaxPagesCompletes(t *testing.T) {
+	h := newHarness(t, nil)
+	cfg := testConfig()
+	cfg.MaxPages = 43
+	cfg.NotifyURL = "http://127.0.0.1:9/hook"
+	var mid Status
+	h.at(2*time.Minute, func() { h.fetched.Store(42) })
+	h.snapshot(4*time.Minute, &mid)
+	h.at(5*time.Minute, func() { h.capped.Store(true) })
+
+	st := h.run(CampaignInput{Config: cfg})
+
+	require.Equal(t, campaign.StateRunning, mid.State, "capped before Monitor said so")
+	require.Equal(t, campaign.StateCompleted, st.State)
+	require.Equal(t, "max pages reached", st.Reason)
+	require.Equal(t, 0, st.FetchersActive)
+	require.Equal(t, []CloseInput{{Config: cfg.WithDefaults(), Delete: true}}, h.closes)
+	require.Equal(t, []string{"completed"}, h.notified)
 }
 
 func TestMaxDurationCompletes(t *testing.T) {

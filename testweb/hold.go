@@ -1,0 +1,64 @@
+package testweb
+
+import (
+	"net/http"
+	"sync"
+	"sync/atomic"
+)
+
+// holdGate holds page bodies half-sent, so that a test can catch fetches in
+// the middle of a body (a pause or a kill that must not lose them).
+type holdGate struct {
+	mu   sync.Mutex
+	ch   chan struct{} // non-nil while holding; closed to release
+	held atomic.Int64
+}
+
+// HoldBodies makes every HTML page served from now on send its head and
+// the first half of its body, then wait until ReleaseBodies or until the
+// client goes away. Held says how many responses wait.
+func (w *Web) HoldBodies() {
+	w.hold.mu.Lock()
+	defer w.hold.mu.Unlock()
+	if w.hold.ch == nil {
+		w.hold.ch = make(chan struct{})
+	}
+}
+
+// ReleaseBodies lets the held responses finish and stops holding.
+func (w *Web) ReleaseBodies() {
+	w.hold.mu.Lock()
+	defer w.hold.mu.Unlock()
+	if w.hold.ch != nil {
+		close(w.hold.ch)
+		w.hold.ch = nil
+	}
+}
+
+// Held is the number of responses waiting in the middle of their body now.
+func (w *Web) Held() int { return int(w.hold.held.Load()) }
+
+// writeBody writes body, holding it half-sent while HoldBodies is on.
+func (w *Web) writeBody(rw http.ResponseWriter, r *http.Request, res response) {
+	w.hold.mu.Lock()
+	ch := w.hold.ch
+	w.hold.mu.Unlock()
+	if ch == nil || res.ctype != contentHTML || res.status != http.StatusOK || len(res.body) < 2 {
+		_, _ = rw.Write(res.body) // the client went away: nothing to do
+		return
+	}
+	half := len(res.body) / 2
+	if _, err := rw.Write(res.body[:half]); err != nil {
+		return
+	}
+	if f, ok := rw.(http.Flusher); ok {
+		f.Flush()
+	}
+	w.hold.held.Add(1)
+	defer w.hold.held.Add(-1)
+	select {
+	case <-ch:
+		_, _ = rw.Write(res.body[half:])
+	case <-r.Context().Done():
+	}
+}
