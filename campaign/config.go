@@ -289,8 +289,11 @@ func ZeroRefused(key string) (rule string, refused bool) {
 
 var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
-// Priorities lists the built-in priority policies by name.
-var Priorities = []string{"bfs", "score", "fair"}
+// policyPattern is the form of a priority policy's name. Which names exist
+// is the schedulers' business (frontier.ServerConfig.Policies): the config,
+// which is the workflow's input, checks only the form, so that the workflow
+// never depends on what a process registered.
+var policyPattern = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
 
 // Validate checks a config after WithDefaults; each error names the field
 // and its allowed range, and the CLI prints it as it is.
@@ -352,8 +355,8 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("hosts %q: concurrency %d: must be between 1 and 256", h.Host, *h.Concurrency))
 		}
 	}
-	if !contains(Priorities, c.Priority) {
-		errs = append(errs, fmt.Errorf("priority %q: must be one of %s", c.Priority, strings.Join(Priorities, ", ")))
+	if !policyPattern.MatchString(c.Priority) {
+		errs = append(errs, fmt.Errorf("priority %q: must be a policy name: 1-32 lower-case letters, digits, '_' or '-', starting with a letter (built-in: bfs, score, fair)", c.Priority))
 	}
 	if c.NotifyURL != "" {
 		if u, err := url.Parse(c.NotifyURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

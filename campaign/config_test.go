@@ -27,7 +27,11 @@ func TestValidate(t *testing.T) {
 		{"host rule without host", func(c *Config) { c.Hosts = []HostRule{{Delay: new(time.Second)}} }, "hosts: every entry needs a host name"},
 		{"host rule concurrency 0", func(c *Config) { c.Hosts = []HostRule{{Host: "a", Concurrency: new(0)}} }, `hosts "a": concurrency 0: must be between 1 and 256`},
 		{"host rule negative delay", func(c *Config) { c.Hosts = []HostRule{{Host: "a", Delay: new(-time.Second)}} }, `hosts "a": delay -1s: must be between 0 (no delay) and 1h`},
-		{"unknown priority", func(c *Config) { c.Priority = "random" }, `priority "random": must be one of`},
+		// Which policies exist is the scheduler's to say (frontier's
+		// TestUnknownPolicy); the config checks the name's form only.
+		{"policy of a scheduler's own", func(c *Config) { c.Priority = "news-first" }, ""},
+		{"malformed priority", func(c *Config) { c.Priority = "Random Walk" }, `priority "Random Walk": must be a policy name`},
+		{"priority too long", func(c *Config) { c.Priority = strings.Repeat("p", 33) }, `must be a policy name: 1-32`},
 		{"kafka sink", func(c *Config) { c.Sinks = []string{"kafka://k:9092/pages"} }, ""},
 		{"default brokers", func(c *Config) { c.Sinks = []string{"kafka:///pages"} }, ""},
 		{"kafka without topic", func(c *Config) { c.Sinks = []string{"kafka://k:9092/"} }, "must be kafka://HOST:PORT/TOPIC"},

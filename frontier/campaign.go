@@ -99,7 +99,7 @@ type campaignActor struct {
 }
 
 func newCampaignActor(srv *Server, cfg campaign.Config) (*campaignActor, error) {
-	p, err := PolicyByName(cfg.Priority)
+	p, err := srv.cfg.policy(cfg.Priority)
 	if err != nil {
 		return nil, err
 	}

@@ -358,6 +358,14 @@ func (c *Control) Seed(ctx context.Context, cfg campaign.Config, urls []string) 
 	return rep.Seeded, err
 }
 
+// Check asks the scheduler whether it can run the campaign: its config is
+// valid and names a priority policy the scheduler has. It creates nothing.
+// A scheduler older than the check answers `unknown op "check"`.
+func (c *Control) Check(ctx context.Context, cfg campaign.Config) error {
+	_, err := c.do(ctx, Request{Op: OpCheck, Campaign: &cfg})
+	return err
+}
+
 // Stats returns the scheduler's stats of a campaign.
 func (c *Control) Stats(ctx context.Context, id string) (Stats, error) {
 	rep, err := c.do(ctx, Request{Op: OpStats, Campaign: &campaign.Config{ID: id}})

@@ -206,6 +206,9 @@ const (
 	// OpForget drops them.
 	OpFailures = "failures"
 	OpForget   = "forget"
+	// OpCheck asks whether the scheduler can run a campaign (a valid config,
+	// a policy it has) without creating anything: the starter's preflight.
+	OpCheck = "check"
 )
 
 // Reply answers a Request.

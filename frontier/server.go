@@ -41,6 +41,11 @@ type ServerConfig struct {
 	// IdleRelease: a campaign with no fetcher session for this long
 	// releases its shards to a standby scheduler.
 	IdleRelease time.Duration
+	// Policies are priority policies of your own, by the name a campaign's
+	// `--priority` gives, besides the built-in bfs, score and fair (a name
+	// here wins). A campaign naming a policy the scheduler has not is
+	// refused (ErrUnknownPolicy).
+	Policies map[string]Policy
 }
 
 // DefaultServerConfig returns the defaults.
@@ -479,6 +484,11 @@ func (s *Server) control(req Request) Reply {
 			return Reply{Error: err.Error()}
 		}
 		return Reply{Seeded: n}
+	case OpCheck:
+		if _, err := s.check(req.Campaign.WithDefaults()); err != nil {
+			return Reply{Error: err.Error()}
+		}
+		return Reply{}
 	case OpStats:
 		st, err := s.Stats(req.Campaign.ID)
 		if err != nil {
@@ -516,10 +526,21 @@ const MaxFailuresReply = 50_000
 // seedBurst is how many seeds of one host keep their priority.
 const seedBurst = 64
 
+// check says whether this scheduler can run the campaign (its config is
+// valid and names a policy the scheduler has), and returns its policy. It
+// creates nothing.
+func (s *Server) check(cfg campaign.Config) (Policy, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return s.cfg.policy(cfg.Priority)
+}
+
 // seed declares the campaign's queues and publishes its seeds (those not
 // already queued), confirmed, at depth 0.
 func (s *Server) seed(ctx context.Context, cfg campaign.Config, urls []string) (int, error) {
-	if err := cfg.Validate(); err != nil {
+	p, err := s.check(cfg)
+	if err != nil {
 		return 0, err
 	}
 	// Seeding starts a campaign (perhaps again, under an ID used before).
@@ -527,10 +548,6 @@ func (s *Server) seed(ctx context.Context, cfg campaign.Config, urls []string) (
 	delete(s.tombs, cfg.ID)
 	s.mu.Unlock()
 	if err := s.declare(cfg.ID); err != nil {
-		return 0, err
-	}
-	p, err := PolicyByName(cfg.Priority)
-	if err != nil {
 		return 0, err
 	}
 	var keys []Key
