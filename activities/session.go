@@ -49,7 +49,7 @@ func (a *Activities) FetchSession(ctx context.Context, in FetchSessionInput) (Se
 	if len(a.Schedulers) == 0 {
 		return SessionCounters{}, temporal.NewNonRetryableApplicationError("no scheduler configured (DROVER_SCHEDULER)", "Config", nil)
 	}
-	f, err := fetch.New(cfg)
+	f, err := fetch.New(cfg, fetch.WithLinkScorer(a.LinkScorer))
 	if err != nil {
 		return SessionCounters{}, temporal.NewNonRetryableApplicationError(err.Error(), "Config", err)
 	}
@@ -227,7 +227,7 @@ func (r *Runner) handle(ctx context.Context, l frontier.Lease) frontier.Outcome 
 		o.Took = since(rr.Answered, done) // robots.txt counts as a request for politeness
 		return o
 	}
-	res := r.f.Fetch(ctx, fetch.Request{URL: l.URL, Depth: l.Depth, Hops: l.Hops, Parent: l.Parent, Attempt: l.Attempt, MaxAttempts: l.MaxAttempts})
+	res := r.f.Fetch(ctx, fetch.Request{URL: l.URL, Depth: l.Depth, Hops: l.Hops, Parent: l.Parent, Score: l.Score, Attempt: l.Attempt, MaxAttempts: l.MaxAttempts})
 	if ctx.Err() != nil {
 		o.Released = true
 		return o

@@ -12,8 +12,11 @@ package campaign
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"math"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -74,6 +77,10 @@ type HostRule struct {
 type Config struct {
 	ID    string   `json:"id" yaml:"id"`
 	Seeds []string `json:"seeds" yaml:"seeds"`
+	// SeedScores gives seeds a score, which the "score" priority policy
+	// leases highest first and their links inherit by default; a seed not
+	// named here has 0. Every key must be one of Seeds.
+	SeedScores map[string]float64 `json:"seed_scores,omitempty" yaml:"seed_scores,omitempty"`
 	// Scope: a URL is in scope when it matches any of these regexes; without
 	// one, the seeds' hosts are the scope.
 	Scope   []string `json:"scope,omitempty" yaml:"scope,omitempty"`
@@ -310,6 +317,7 @@ func (c Config) Validate() error {
 			errs = append(errs, err)
 		}
 	}
+	errs = append(errs, c.checkSeedScores()...)
 	for _, field := range []struct {
 		name string
 		res  []string
@@ -487,4 +495,19 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// checkSeedScores: every scored URL is a seed (a typo would score nothing),
+// and every score is a finite number.
+func (c Config) checkSeedScores() []error {
+	var errs []error
+	for _, u := range slices.Sorted(maps.Keys(c.SeedScores)) {
+		switch v := c.SeedScores[u]; {
+		case !slices.Contains(c.Seeds, u):
+			errs = append(errs, fmt.Errorf("seed_scores %q: not one of the seeds", u))
+		case math.IsNaN(v) || math.IsInf(v, 0):
+			errs = append(errs, fmt.Errorf("seed_scores %q: %v: must be a finite number", u, v))
+		}
+	}
+	return errs
 }

@@ -2,6 +2,7 @@ package campaign
 
 import (
 	"encoding/json"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -18,6 +19,9 @@ func TestValidate(t *testing.T) {
 		{"defaults", func(c *Config) {}, ""},
 		{"bad id", func(c *Config) { c.ID = "has space" }, `id "has space"`},
 		{"no seed", func(c *Config) { c.Seeds = nil }, "seeds: at least one"},
+		{"seed score", func(c *Config) { c.SeedScores = map[string]float64{"https://example.org/": 2.5} }, ""},
+		{"score of no seed", func(c *Config) { c.SeedScores = map[string]float64{"https://example.org/x": 1} }, `seed_scores "https://example.org/x": not one of the seeds`},
+		{"score not a number", func(c *Config) { c.SeedScores = map[string]float64{"https://example.org/": math.Inf(1)} }, `seed_scores "https://example.org/": +Inf: must be a finite number`},
 		{"unparseable seed", func(c *Config) { c.Seeds = []string{"ht!tp://x"} }, `seed "ht!tp://x": not a valid URL`},
 		{"ftp seed", func(c *Config) { c.Seeds = []string{"ftp://x/"} }, "must be an http or https URL"},
 		{"bad scope", func(c *Config) { c.Scope = []string{"("} }, `scope "(": not a valid regular expression`},

@@ -67,6 +67,9 @@ type Fetcher struct {
 
 	// now is the clock of FetchedAt and of Retry-After dates.
 	now func() time.Time
+	// scoreLink scores the links of a page (WithLinkScorer); nil is
+	// InheritScore.
+	scoreLink LinkScorer
 	// rootCAs, when set, replaces the system's roots (tests).
 	rootCAs *x509.CertPool
 
@@ -286,6 +289,17 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) Result {
 	var answered time.Time
 	res := f.fetch(ctx, req, &answered)
 	res.Answered = answered
+	score := f.scoreLink
+	if score == nil {
+		score = InheritScore
+	}
+	for i, l := range res.Links {
+		if l.Hops > 0 {
+			res.Links[i].Score = req.Score // a redirect's target is the same item
+		} else {
+			res.Links[i].Score = score(req, l.URL)
+		}
+	}
 	return res
 }
 

@@ -58,6 +58,25 @@ func (t Timeouts) Validate() error {
 // Option configures a Fetcher beyond its campaign (New).
 type Option func(*Fetcher)
 
+// LinkScorer gives a link found on the page of req its score, which the
+// "score" priority policy leases highest first. It must be cheap and safe
+// for concurrent use; it runs for every link of every page.
+type LinkScorer func(req Request, link string) float64
+
+// InheritScore is the default LinkScorer: a link has its page's score, so
+// that what a high-scored seed leads to goes before the rest.
+func InheritScore(req Request, _ string) float64 { return req.Score }
+
+// WithLinkScorer scores links with s instead of InheritScore; nil keeps
+// the default.
+func WithLinkScorer(s LinkScorer) Option {
+	return func(f *Fetcher) {
+		if s != nil {
+			f.scoreLink = s
+		}
+	}
+}
+
 // WithTimeouts replaces DefaultTimeouts; New fails when t is not valid.
 // Tests shorten them; an operator may lengthen them for slow networks.
 func WithTimeouts(t Timeouts) Option {

@@ -126,6 +126,10 @@ type Lease struct {
 	Attempt     int       `json:"attempt"`
 	MaxAttempts int       `json:"max_attempts"`
 	Deadline    time.Time `json:"deadline"`
+
+	// Score is the URL's score (the "score" policy's): given to its seed,
+	// or by the page that linked it. The fetcher's link scorer sees it.
+	Score float64 `json:"score,omitempty"`
 }
 
 // Leases is a batch of leases.

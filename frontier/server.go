@@ -564,14 +564,15 @@ func (s *Server) seed(ctx context.Context, cfg campaign.Config, urls []string) (
 			return 0, fmt.Errorf("seed %q: %w", raw, err)
 		}
 		keys = append(keys, KeyOf(u))
-		level := priorityLevel(p.Priority(Item{URL: u, Host: h}))
+		score := cfg.SeedScores[raw]
+		level := priorityLevel(p.Priority(Item{URL: u, Host: h, Score: score}))
 		// A host seeded with more URLs than it can be fetched soon gets
 		// the rest at the lowest priority, so that its backlog does not sit
 		// ahead of the other hosts of its shard.
 		if perHost[h]++; perHost[h] > seedBurst {
 			level = 0
 		}
-		msgs = append(msgs, outMsg{key: topo.Shard(ShardOf(h)), msg: encodeMsg(urlMsg{URL: u}, level, nil)})
+		msgs = append(msgs, outMsg{key: topo.Shard(ShardOf(h)), msg: encodeMsg(urlMsg{URL: u, Score: score}, level, nil)})
 	}
 	queued, err := s.store.Queued(cfg.ID, keys)
 	if err != nil {
