@@ -20,13 +20,8 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
-)
 
-// Search attributes every drover Temporal server registers, the dev stack's
-// and the tests' alike: a workflow cannot upsert one that is not registered.
-const (
-	SearchAttributeCampaignState = "CampaignState" // Keyword
-	SearchAttributePagesFetched  = "PagesFetched"  // Int
+	"github.com/drover-crawl/drover/workflows"
 )
 
 // TemporalBinaryRel is where `make bin/temporal` installs the Temporal CLI,
@@ -131,8 +126,8 @@ func StartTemporal(ctx context.Context, opts TemporalOptions) (*Temporal, error)
 		DBFilename: opts.DBFilename,
 		LogLevel:   cmp.Or(opts.LogLevel, "warn"),
 		ExtraArgs: []string{
-			"--search-attribute", SearchAttributeCampaignState + "=Keyword",
-			"--search-attribute", SearchAttributePagesFetched + "=Int",
+			"--search-attribute", workflows.SearchAttributeState + "=Keyword",
+			"--search-attribute", workflows.SearchAttributePages + "=Int",
 		},
 	}
 	var uiURL string

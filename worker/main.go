@@ -27,22 +27,15 @@ func main() {
 	maxSessions := flag.Int("max-sessions", 256, "FetchSession activities this worker runs at most")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	env := func(k, def string) string {
-		if v := os.Getenv(k); v != "" {
-			return v
-		}
-		return def
-	}
+	env := node.LoadEnv(os.Getenv)
 	if *identity == "" {
 		h, _ := os.Hostname()
 		*identity = fmt.Sprintf("worker@%s:%d", h, os.Getpid())
 	}
-	token := os.Getenv("DROVER_TOKEN")
-	if token == "" {
-		token = frontier.DevToken
+	token, schedulers := env.Token, env.Schedulers
+	if env.DevToken {
 		log.Warn("DROVER_TOKEN unset: using the documented dev token")
 	}
-	schedulers := frontier.ParseAddrs(env("DROVER_SCHEDULER", "127.0.0.1:7420"))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -50,7 +43,7 @@ func main() {
 	if *withScheduler {
 		cfg := frontier.DefaultServerConfig()
 		cfg.Token = token
-		s, err := node.StartScheduler(ctx, node.SchedulerConfig{Server: cfg, Listen: schedulers[0], AMQPURL: env("AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/"), SeenPath: filepath.Join("data", "seen", "scheduler-0"), Log: log})
+		s, err := node.StartScheduler(ctx, node.SchedulerConfig{Server: cfg, Listen: schedulers[0], AMQPURL: env.AMQPURL, SeenPath: filepath.Join("data", "seen", "scheduler-0"), Log: log})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "worker:", err)
 			os.Exit(1)
@@ -59,17 +52,17 @@ func main() {
 		schedErr = s.Done()
 	}
 
-	addr := env("TEMPORAL_ADDRESS", "127.0.0.1:7233")
+	addr := env.TemporalAddress
 	// Waits while Temporal does not answer; returns at once on a
 	// configuration error (address, namespace, credentials).
-	c, err := node.DialTemporal(ctx, client.Options{HostPort: addr, Namespace: env("TEMPORAL_NAMESPACE", "default"), Logger: tlog.NewStructuredLogger(slog.New(node.QuietCancels(log.Handler())))}, log)
+	c, err := node.DialTemporal(ctx, client.Options{HostPort: addr, Namespace: env.TemporalNamespace, Logger: tlog.NewStructuredLogger(slog.New(node.QuietCancels(log.Handler())))}, log)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "worker: %v (start the dev stack with `make dev`, or set TEMPORAL_ADDRESS)\n", err)
 		os.Exit(1)
 	}
 	defer c.Close()
 	w, err := node.StartWorkers(c, node.WorkerConfig{MaxSessions: *maxSessions, Identity: *identity, Activities: &activities.Activities{
-		Schedulers: schedulers, Token: token, KafkaBrokers: env("KAFKA_BROKERS", "127.0.0.1:9092"), Identity: *identity,
+		Schedulers: schedulers, Token: token, KafkaBrokers: env.KafkaBrokers, Identity: *identity,
 	}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
