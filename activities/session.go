@@ -56,7 +56,7 @@ func (a *Activities) FetchSession(ctx context.Context, in FetchSessionInput) (Se
 	defer f.Close()
 	sk, err := sink.OpenAll(ctx, cfg.Sinks, sink.Options{Campaign: cfg.ID, BodyCap: cfg.BodyCap, KafkaBrokers: a.KafkaBrokers})
 	if err != nil {
-		return SessionCounters{}, temporal.NewApplicationError(err.Error(), "SinkUnavailable")
+		return SessionCounters{}, temporal.NewApplicationErrorWithCause(err.Error(), "SinkUnavailable", err)
 	}
 	defer sk.Close()
 

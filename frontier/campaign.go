@@ -89,7 +89,7 @@ type campaignActor struct {
 	unacked, acked, pending                                    atomic.Int64
 	fetched, failed, retried, disallowed, duplicates, deadLtrd atomic.Int64
 	skipped, discovered, published, recordFailed               atomic.Int64
-	robotsDropped                                              atomic.Int64
+	robotsDropped, ackFailed                                   atomic.Int64
 	inflight                                                   atomic.Int64
 	nhosts, nsessions, hostsDown                               atomic.Int64
 	capped                                                     atomic.Bool
@@ -240,6 +240,7 @@ func (a *campaignActor) stats() Stats {
 		Sessions:      a.nsessions.Load(),
 		CapReached:    a.capped.Load(),
 		RecordFailed:  a.recordFailed.Load(),
+		AckFailed:     a.ackFailed.Load(),
 		HostsDown:     a.hostsDown.Load(),
 		RobotsDropped: a.robotsDropped.Load(),
 		Consuming:     a.isConsuming.Load(),

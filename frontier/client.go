@@ -83,6 +83,8 @@ type Session struct {
 	closing chan struct{}
 	once    sync.Once
 	wg      sync.WaitGroup
+
+	closeOnce sync.Once // closes closing
 }
 
 // DialSession opens a fetcher session for a campaign. buffer sizes the
@@ -160,11 +162,8 @@ func (s *Session) fail(err error) {
 // Close sends what is queued, then ends the session; the scheduler returns
 // the leases not reported to the pool.
 func (s *Session) Close() error {
-	select {
-	case <-s.closing:
-	default:
-		close(s.closing)
-	}
+	// Once: two Closes at the same time would both see closing open.
+	s.closeOnce.Do(func() { close(s.closing) })
 	select {
 	case <-s.done:
 	case <-time.After(5 * time.Second):

@@ -327,6 +327,7 @@ func (a *campaignActor) ackEntry(e *entry) {
 	if err := e.d.Ack(false); err != nil {
 		// Its channel is gone: RabbitMQ requeued it, and the redelivery is
 		// seen as done (or fetched again).
+		a.ackFailed.Add(1)
 		a.log.Warn("ack failed; the URL comes back", "url", e.msg.URL, "err", err)
 	}
 	a.settle(e)
@@ -335,6 +336,7 @@ func (a *campaignActor) ackEntry(e *entry) {
 // nackEntry returns e's delivery to its queue.
 func (a *campaignActor) nackEntry(e *entry) {
 	if err := e.d.Nack(false, true); err != nil {
+		a.ackFailed.Add(1)
 		a.log.Warn("nack failed; the channel is gone, so RabbitMQ requeued the URL", "url", e.msg.URL, "err", err)
 	}
 	a.settle(e)
@@ -343,6 +345,7 @@ func (a *campaignActor) nackEntry(e *entry) {
 // ack acks a delivery that never became an entry.
 func (a *campaignActor) ack(d amqp.Delivery) {
 	if err := d.Ack(false); err != nil {
+		a.ackFailed.Add(1)
 		a.log.Warn("ack of a duplicate failed; it comes back", "err", err)
 	}
 	a.unacked.Add(-1)

@@ -95,6 +95,9 @@ type Server struct {
 
 	nextLease atomic.Uint64
 
+	// createMu serializes creating actors (declares included); lock order:
+	// createMu before mu.
+	createMu  sync.Mutex
 	mu        sync.Mutex
 	campaigns map[string]*campaignActor
 	// tombs remembers campaigns closed with their queues deleted, so that
@@ -216,15 +219,17 @@ func (s *Server) Close() error {
 }
 
 // actor returns the campaign's actor, creating it (and declaring the
-// campaign's queues) on first use.
+// campaign's queues) on first use. The declares (about 29 round trips to
+// RabbitMQ) run under createMu, not mu, so that Stats and the other
+// campaigns' sessions do not wait for them.
 func (s *Server) actor(cfg campaign.Config) (*campaignActor, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if a := s.campaigns[cfg.ID]; a != nil {
-		return a, nil
+	if a, err := s.existingActor(cfg.ID); a != nil || err != nil {
+		return a, err
 	}
-	if at, ok := s.tombs[cfg.ID]; ok {
-		return nil, fmt.Errorf("campaign %s was closed at %s", cfg.ID, at.Format(time.RFC3339))
+	s.createMu.Lock()
+	defer s.createMu.Unlock()
+	if a, err := s.existingActor(cfg.ID); a != nil || err != nil {
+		return a, err
 	}
 	if err := s.declare(cfg.ID); err != nil {
 		return nil, err
@@ -233,8 +238,37 @@ func (s *Server) actor(cfg campaign.Config) (*campaignActor, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.mu.Lock()
+	if _, err := s.existingActorLocked(cfg.ID); err != nil || s.closed {
+		// Closed (the campaign, or the server) while it was declared.
+		s.mu.Unlock()
+		a.stop(10 * time.Second)
+		if err == nil {
+			err = errors.New("scheduler closed")
+		}
+		return nil, err
+	}
 	s.campaigns[cfg.ID] = a
+	s.mu.Unlock()
 	return a, nil
+}
+
+// existingActor returns the campaign's actor if it has one, or the error
+// of a campaign closed for good.
+func (s *Server) existingActor(id string) (*campaignActor, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.existingActorLocked(id)
+}
+
+func (s *Server) existingActorLocked(id string) (*campaignActor, error) {
+	if a := s.campaigns[id]; a != nil {
+		return a, nil
+	}
+	if at, ok := s.tombs[id]; ok {
+		return nil, fmt.Errorf("campaign %s was closed at %s", id, at.Format(time.RFC3339))
+	}
+	return nil, nil
 }
 
 func (s *Server) declare(id string) error {
