@@ -318,6 +318,29 @@ func (c Config) Validate() error {
 		}
 	}
 	errs = append(errs, c.checkSeedScores()...)
+	errs = append(errs, c.checkRegexps()...)
+	errs = append(errs, c.checkLimits()...)
+	errs = append(errs, c.checkHosts()...)
+	if !policyPattern.MatchString(c.Priority) {
+		errs = append(errs, fmt.Errorf("priority %q: must be a policy name: 1-32 lower-case letters, digits, '_' or '-', starting with a letter (built-in: bfs, score, fair)", c.Priority))
+	}
+	if c.NotifyURL != "" {
+		if u, err := url.Parse(c.NotifyURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("notify_url %q: must be an http or https URL", c.NotifyURL))
+		}
+	}
+	for _, s := range c.Sinks {
+		if err := CheckSinkURI(s); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	errs = append(errs, c.checkFetchLimits()...)
+	return errors.Join(errs...)
+}
+
+// checkRegexps: every scope and exclude rule compiles.
+func (c Config) checkRegexps() []error {
+	var errs []error
 	for _, field := range []struct {
 		name string
 		res  []string
@@ -328,6 +351,12 @@ func (c Config) Validate() error {
 			}
 		}
 	}
+	return errs
+}
+
+// checkLimits checks the fleet's size and the crawl's limits.
+func (c Config) checkLimits() []error {
+	var errs []error
 	if c.Fetchers < 1 || c.Fetchers > MaxFetchers {
 		errs = append(errs, fmt.Errorf("fetchers %d: %s", c.Fetchers, zeroRefused["fetchers"]))
 	}
@@ -346,6 +375,13 @@ func (c Config) Validate() error {
 	if c.MaxDuration < 0 {
 		errs = append(errs, fmt.Errorf("max_duration %s: %s", c.MaxDuration, zeroRefused["max_duration"]))
 	}
+	return errs
+}
+
+// checkHosts checks the politeness settings, the campaign's and each
+// host rule's.
+func (c Config) checkHosts() []error {
+	var errs []error
 	if c.PerHostConcurrency < 1 || c.PerHostConcurrency > 256 {
 		errs = append(errs, fmt.Errorf("per_host_concurrency %d: %s", c.PerHostConcurrency, zeroRefused["per_host_concurrency"]))
 	}
@@ -363,19 +399,12 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("hosts %q: concurrency %d: must be between 1 and 256", h.Host, *h.Concurrency))
 		}
 	}
-	if !policyPattern.MatchString(c.Priority) {
-		errs = append(errs, fmt.Errorf("priority %q: must be a policy name: 1-32 lower-case letters, digits, '_' or '-', starting with a letter (built-in: bfs, score, fair)", c.Priority))
-	}
-	if c.NotifyURL != "" {
-		if u, err := url.Parse(c.NotifyURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			errs = append(errs, fmt.Errorf("notify_url %q: must be an http or https URL", c.NotifyURL))
-		}
-	}
-	for _, s := range c.Sinks {
-		if err := CheckSinkURI(s); err != nil {
-			errs = append(errs, err)
-		}
-	}
+	return errs
+}
+
+// checkFetchLimits checks what bounds one fetch and its retries.
+func (c Config) checkFetchLimits() []error {
+	var errs []error
 	if c.BodyCap < 1024 || c.BodyCap > 64<<20 {
 		errs = append(errs, fmt.Errorf("body_cap %d: %s", c.BodyCap, zeroRefused["body_cap"]))
 	}
@@ -397,7 +426,7 @@ func (c Config) Validate() error {
 	if d := c.FailAfterDuration(); d < 10*time.Second || d > 24*time.Hour {
 		errs = append(errs, fmt.Errorf("fail_after %s: must be between 10s and 24h", d))
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 func checkSeed(s string) error {

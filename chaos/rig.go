@@ -172,21 +172,8 @@ func startRig(ctx context.Context, opts Options, name string, rabbit *RabbitNode
 	if spec.workers == 0 {
 		spec.workers = 2
 	}
-	for i := range spec.workers {
-		addr := r.schedAddr
-		if i == 0 && r.schedProxy != nil {
-			addr = r.schedProxy.Addr()
-		}
-		// SIGKILL at the end of a row: the crawl is over, and a graceful
-		// stop waits out the sessions' stop timeout for nothing.
-		w, err := r.sup.Start(devstack.ProcSpec{Name: fmt.Sprintf("worker-%d", i), Path: filepath.Join(opts.BinDir, "worker"), StopSignal: syscall.SIGKILL,
-			Args: []string{"-identity", fmt.Sprintf("chaos-worker-%d", i)},
-			Env: []string{"DROVER_SCHEDULER=" + addr, "DROVER_TOKEN=" + chaosToken, "TEMPORAL_ADDRESS=" + r.temporalAddr,
-				"TEMPORAL_NAMESPACE=default", "KAFKA_BROKERS=" + r.kafka.Addr}})
-		if err != nil {
-			return nil, err
-		}
-		r.workers = append(r.workers, w)
+	if err := r.startWorkers(spec.workers); err != nil {
+		return nil, err
 	}
 	readyCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
@@ -202,6 +189,28 @@ func startRig(ctx context.Context, opts Options, name string, rabbit *RabbitNode
 	}
 	ok = true
 	return r, nil
+}
+
+// startWorkers starts n worker processes; worker 0 goes through the
+// scheduler proxy when the row has one.
+func (r *rig) startWorkers(n int) error {
+	for i := range n {
+		addr := r.schedAddr
+		if i == 0 && r.schedProxy != nil {
+			addr = r.schedProxy.Addr()
+		}
+		// SIGKILL at the end of a row: the crawl is over, and a graceful
+		// stop waits out the sessions' stop timeout for nothing.
+		w, err := r.sup.Start(devstack.ProcSpec{Name: fmt.Sprintf("worker-%d", i), Path: filepath.Join(r.opts.BinDir, "worker"), StopSignal: syscall.SIGKILL,
+			Args: []string{"-identity", fmt.Sprintf("chaos-worker-%d", i)},
+			Env: []string{"DROVER_SCHEDULER=" + addr, "DROVER_TOKEN=" + chaosToken, "TEMPORAL_ADDRESS=" + r.temporalAddr,
+				"TEMPORAL_NAMESPACE=default", "KAFKA_BROKERS=" + r.kafka.Addr}})
+		if err != nil {
+			return err
+		}
+		r.workers = append(r.workers, w)
+	}
+	return nil
 }
 
 // waitScheduler waits until the scheduler answers a control session.

@@ -87,33 +87,7 @@ type linkPublish struct {
 // call, or by another record's publish of the same link that it waited for
 // (and did again itself when that one failed).
 func (a *campaignActor) publishLinks(ctx context.Context, jobs []recordJob) error {
-	var keys []Key
-	var msgs []outMsg
-	var robotsKeys []Key
-	var robotsURLs []string
-	seen := map[Key]bool{}
-	for _, j := range jobs {
-		for _, l := range j.links {
-			k := KeyOf(l.URL)
-			if seen[k] {
-				continue
-			}
-			seen[k] = true
-			if j.disallowed[l.URL] {
-				robotsKeys, robotsURLs = append(robotsKeys, k), append(robotsURLs, l.URL)
-				continue
-			}
-			host, err := urlrule.HostKey(l.URL)
-			if err != nil {
-				continue
-			}
-			keys = append(keys, k)
-			depth := l.Depth(j.e.msg.Depth)
-			m := urlMsg{URL: l.URL, Depth: depth, Hops: l.Hops, Parent: j.e.msg.URL, Score: l.Score}
-			prio := a.policy.Priority(Item{URL: l.URL, Host: host, Depth: depth, Score: l.Score})
-			msgs = append(msgs, outMsg{key: a.topo.Shard(ShardOf(host)), msg: encodeMsg(m, priorityLevel(prio), nil)})
-		}
-	}
+	keys, msgs, robotsKeys, robotsURLs := a.linkMessages(jobs)
 	if err := a.recordDisallowed(robotsKeys, robotsURLs); err != nil {
 		return err
 	}
@@ -169,6 +143,36 @@ func (a *campaignActor) publishLinks(ctx context.Context, jobs []recordJob) erro
 		}
 	}
 	return a.publishSome(ctx, keys, msgs, again)
+}
+
+// linkMessages turns the jobs' links into frontier messages, each link
+// once, with its depth and priority; the links robots.txt disallows come
+// back apart, to be recorded as failures.
+func (a *campaignActor) linkMessages(jobs []recordJob) (keys []Key, msgs []outMsg, robotsKeys []Key, robotsURLs []string) {
+	seen := map[Key]bool{}
+	for _, j := range jobs {
+		for _, l := range j.links {
+			k := KeyOf(l.URL)
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			if j.disallowed[l.URL] {
+				robotsKeys, robotsURLs = append(robotsKeys, k), append(robotsURLs, l.URL)
+				continue
+			}
+			host, err := urlrule.HostKey(l.URL)
+			if err != nil {
+				continue
+			}
+			keys = append(keys, k)
+			depth := l.Depth(j.e.msg.Depth)
+			m := urlMsg{URL: l.URL, Depth: depth, Hops: l.Hops, Parent: j.e.msg.URL, Score: l.Score}
+			prio := a.policy.Priority(Item{URL: l.URL, Host: host, Depth: depth, Score: l.Score})
+			msgs = append(msgs, outMsg{key: a.topo.Shard(ShardOf(host)), msg: encodeMsg(m, priorityLevel(prio), nil)})
+		}
+	}
+	return keys, msgs, robotsKeys, robotsURLs
 }
 
 // recordDisallowed records the links robots.txt forbids that are not
