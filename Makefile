@@ -12,7 +12,7 @@ GO ?= go
 # BENCH_FLAGS='-cpuprofile out/drover.cpu' or '-fleets 1,4,16,64'.
 BENCH_FLAGS ?=
 
-.PHONY: all test bench chaos dev demo build lint clean distclean bin/temporal
+.PHONY: all test bench chaos load dev demo build lint clean distclean bin/temporal
 
 all: build
 
@@ -49,6 +49,14 @@ bench: bin/temporal
 CHAOS_FLAGS ?=
 chaos: bin/temporal
 	nice -n 10 $(GO) run ./chaos/cmd/chaos $(CHAOS_FLAGS)
+
+# 64 fetchers over 3 worker processes and 2 schedulers crawl a web of 1,000
+# hosts on a private RabbitMQ node; prints each process's RSS at 25%, 50%
+# and 100% of the crawl and its peak (chaos/load.go, a few minutes).
+# LOAD_FLAGS='-hosts 200' for a smaller web.
+LOAD_FLAGS ?=
+load: bin/temporal
+	nice -n 10 $(GO) run ./chaos/cmd/load $(LOAD_FLAGS)
 
 # Temporal (data/temporal.db, UI on :8233), Kafka (data/kafka), RabbitMQ check,
 # scheduler and worker, each a process restarted when it dies (logs in

@@ -13,6 +13,7 @@ import (
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/fetch"
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/workflows"
 )
 
@@ -36,6 +37,10 @@ type Activities struct {
 	// Close; nil means frontier.DialControl. Tests put a slow or failing
 	// scheduler here.
 	DialControl func(ctx context.Context, addr, token string) (ControlClient, error)
+	// Metrics and SinkMetrics, when set, count the fetches and the sinks'
+	// stores (WorkerMetrics makes them).
+	Metrics     *Metrics
+	SinkMetrics *sink.Metrics
 }
 
 // ControlClient is what Seed and Close need of a scheduler's control

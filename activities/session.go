@@ -13,6 +13,7 @@ import (
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/fetch"
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/page"
 	"github.com/drover-crawl/drover/sink"
 )
 
@@ -49,18 +50,22 @@ func (a *Activities) FetchSession(ctx context.Context, in FetchSessionInput) (Se
 	if len(a.Schedulers) == 0 {
 		return SessionCounters{}, temporal.NewNonRetryableApplicationError("no scheduler configured (DROVER_SCHEDULER)", "Config", nil)
 	}
-	f, err := fetch.New(cfg, fetch.WithLinkScorer(a.LinkScorer))
+	f, release, err := fetchers.acquire(cfg)
 	if err != nil {
 		return SessionCounters{}, temporal.NewNonRetryableApplicationError(err.Error(), "Config", err)
 	}
-	defer f.Close()
-	sk, err := sink.OpenAll(ctx, cfg.Sinks, sink.Options{Campaign: cfg.ID, BodyCap: cfg.BodyCap, KafkaBrokers: a.KafkaBrokers})
+	defer release()
+	sk, err := sink.OpenAll(ctx, cfg.Sinks, sink.Options{Campaign: cfg.ID, BodyCap: cfg.BodyCap, KafkaBrokers: a.KafkaBrokers, Metrics: a.SinkMetrics})
 	if err != nil {
 		return SessionCounters{}, temporal.NewApplicationErrorWithCause(err.Error(), "SinkUnavailable", err)
 	}
 	defer sk.Close()
 
 	r := NewRunner(cfg, f, sk, in.Index, a.Identity)
+	r.m = a.Metrics
+	r.scoreLink = a.LinkScorer
+	r.m.session(cfg.ID, 1)
+	defer r.m.session(cfg.ID, -1)
 	stopBeat := r.heartbeat(ctx)
 	defer stopBeat()
 
@@ -113,6 +118,10 @@ type Runner struct {
 	// storeRetryFor is the constant of that name; tests shorten it to
 	// reach the SinkFailed outcome in seconds.
 	storeRetryFor time.Duration
+	// m counts the fetches (nil: not counted).
+	m *Metrics
+	// scoreLink scores the links found (Activities.LinkScorer).
+	scoreLink fetch.LinkScorer
 
 	mu sync.Mutex
 	c  SessionCounters
@@ -177,10 +186,12 @@ loop:
 			}
 			wg.Add(1)
 			r.count(func(c *SessionCounters) { c.InFlight++ })
+			r.m.inflight(r.cfg.ID, 1)
 			go func() {
 				defer wg.Done()
 				o := r.handle(fetchCtx, l)
 				r.count(func(c *SessionCounters) { c.InFlight-- })
+				r.m.inflight(r.cfg.ID, -1)
 				sess.Report(o)
 				if fetchCtx.Err() == nil {
 					sess.Credit(1)
@@ -219,6 +230,7 @@ func (r *Runner) handle(ctx context.Context, l frontier.Lease) frontier.Outcome 
 			o.Released = true
 			return o
 		}
+		r.m.robotsFetched(r.cfg.ID, rr)
 		o.Robots = &frontier.RobotsBody{Status: rr.Status, Body: rr.Body}
 		if rr.Err != nil {
 			o.Robots.Error = rr.Err.Error()
@@ -227,11 +239,15 @@ func (r *Runner) handle(ctx context.Context, l frontier.Lease) frontier.Outcome 
 		o.Took = since(rr.Answered, done) // robots.txt counts as a request for politeness
 		return o
 	}
-	res := r.f.Fetch(ctx, fetch.Request{URL: l.URL, Depth: l.Depth, Hops: l.Hops, Parent: l.Parent, Score: l.Score, Attempt: l.Attempt, MaxAttempts: l.MaxAttempts})
+	start := time.Now()
+	req := fetch.Request{URL: l.URL, Depth: l.Depth, Hops: l.Hops, Parent: l.Parent, Score: l.Score, Attempt: l.Attempt, MaxAttempts: l.MaxAttempts}
+	res := r.f.Fetch(ctx, req)
+	fetch.ScoreLinks(req, res.Links, r.scoreLink)
 	if ctx.Err() != nil {
 		o.Released = true
 		return o
 	}
+	r.m.fetched(r.cfg.ID, res, time.Since(start))
 	// Took is measured from when the response head arrived (or from now,
 	// without a response): the scheduler spaces the host's next start from
 	// (report time - Took), which must not be before this request reached
@@ -254,7 +270,8 @@ func (r *Runner) handle(ctx context.Context, l frontier.Lease) frontier.Outcome 
 			// done.
 			o.SinkFailed = true
 			o.Error = err.Error()
-			o.Reason, o.HostDown = fetch.ReasonSink, false
+			o.Reason, o.HostDown = page.ReasonSink, false
+			r.m.sinkFailed(r.cfg.ID)
 			r.count(func(c *SessionCounters) { c.Errors++ })
 			o.Took = since(res.Answered, done)
 			return o

@@ -149,6 +149,21 @@ func (n *RabbitNode) Stop() {
 	}
 }
 
+// workDir makes a temporary work directory that the private RabbitMQ
+// node, which runs as the rabbitmq user, can traverse (MkdirTemp's 0700
+// would stop it: failed_to_create_feature_flags_file_directory).
+func workDir(prefix string) (string, error) {
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return "", err
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		os.RemoveAll(dir)
+		return "", err
+	}
+	return dir, nil
+}
+
 func freePort() (int, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

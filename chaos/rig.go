@@ -94,11 +94,13 @@ type rig struct {
 	topic   string
 	client  client.Client
 	tempo   *devstack.Child
-	sched   *devstack.Child
+	sched   *devstack.Child // the first scheduler, the one faults hit
+	scheds  []*devstack.Child
 	workers []*devstack.Child
 
 	temporalAddr string
-	schedAddr    string // the scheduler's own address
+	schedAddr    string   // the first scheduler's own address
+	schedAddrs   []string // every scheduler's address
 	// workerSched is the scheduler address worker-0 dials (through a proxy
 	// when the row partitions it).
 	schedProxy *Proxy
@@ -108,6 +110,7 @@ type rig struct {
 
 type rigSpec struct {
 	workers      int  // worker processes (default 2)
+	schedulers   int  // scheduler processes (default 1)
 	proxyWorker0 bool // worker-0 reaches the scheduler through a Proxy
 }
 
@@ -153,16 +156,13 @@ func startRig(ctx context.Context, opts Options, name string, rabbit *RabbitNode
 		Args: devstack.TemporalServerArgs("127.0.0.1", tport, -1, filepath.Join(r.dir, "temporal.db"))}); err != nil {
 		return nil, err
 	}
-	sport, err := freePort()
-	if err != nil {
+	if spec.schedulers == 0 {
+		spec.schedulers = 1
+	}
+	if err := r.startSchedulers(spec.schedulers); err != nil {
 		return nil, err
 	}
-	r.schedAddr = "127.0.0.1:" + strconv.Itoa(sport)
-	if r.sched, err = r.sup.Start(devstack.ProcSpec{Name: "scheduler", Path: filepath.Join(opts.BinDir, "scheduler"),
-		Args: []string{"-listen", r.schedAddr, "-name", "scheduler-0", "-seen", filepath.Join(r.dir, "seen")},
-		Env:  []string{"AMQP_URL=" + rabbit.URL, "DROVER_TOKEN=" + chaosToken}}); err != nil {
-		return nil, err
-	}
+	r.sched, r.schedAddr = r.scheds[0], r.schedAddrs[0]
 	if spec.proxyWorker0 {
 		if r.schedProxy, err = NewProxy("127.0.0.1:0", r.schedAddr); err != nil {
 			return nil, err
@@ -191,11 +191,31 @@ func startRig(ctx context.Context, opts Options, name string, rabbit *RabbitNode
 	return r, nil
 }
 
+// startSchedulers starts n scheduler processes on free ports.
+func (r *rig) startSchedulers(n int) error {
+	for i := range n {
+		sport, err := freePort()
+		if err != nil {
+			return err
+		}
+		addr := "127.0.0.1:" + strconv.Itoa(sport)
+		name := fmt.Sprintf("scheduler-%d", i)
+		sched, err := r.sup.Start(devstack.ProcSpec{Name: name, Path: filepath.Join(r.opts.BinDir, "scheduler"),
+			Args: []string{"-listen", addr, "-name", name, "-seen", filepath.Join(r.dir, "seen", name)},
+			Env:  []string{"AMQP_URL=" + r.rabbit.URL, "DROVER_TOKEN=" + chaosToken}})
+		if err != nil {
+			return err
+		}
+		r.scheds, r.schedAddrs = append(r.scheds, sched), append(r.schedAddrs, addr)
+	}
+	return nil
+}
+
 // startWorkers starts n worker processes; worker 0 goes through the
 // scheduler proxy when the row has one.
 func (r *rig) startWorkers(n int) error {
 	for i := range n {
-		addr := r.schedAddr
+		addr := strings.Join(r.schedAddrs, ",")
 		if i == 0 && r.schedProxy != nil {
 			addr = r.schedProxy.Addr()
 		}
@@ -213,16 +233,21 @@ func (r *rig) startWorkers(n int) error {
 	return nil
 }
 
-// waitScheduler waits until the scheduler answers a control session.
+// waitScheduler waits until every scheduler answers a control session.
 func (r *rig) waitScheduler(ctx context.Context) error {
 	return poll(ctx, func() error {
-		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		c, err := frontier.DialControl(actx, r.schedAddr, chaosToken)
-		if err != nil {
-			return fmt.Errorf("scheduler: %w", err)
+		for _, addr := range r.schedAddrs {
+			actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			c, err := frontier.DialControl(actx, addr, chaosToken)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("scheduler %s: %w", addr, err)
+			}
+			if err := c.Close(); err != nil {
+				return err
+			}
 		}
-		return c.Close()
+		return nil
 	})
 }
 

@@ -48,7 +48,7 @@ type Result struct {
 func Run(ctx context.Context, opts Options, faults []Fault) ([]Result, error) {
 	opts.defaults()
 	if opts.WorkDir == "" {
-		dir, err := os.MkdirTemp("", "drover-chaos-")
+		dir, err := workDir("drover-chaos-")
 		if err != nil {
 			return nil, err
 		}

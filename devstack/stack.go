@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/metrics"
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/workflows"
 )
@@ -43,6 +45,11 @@ type StackOptions struct {
 	SchedulerAddr string // default 127.0.0.1:7420
 	AMQPURL       string // default amqp://guest:guest@127.0.0.1:5672/
 	Token         string // default frontier.DevToken
+	// WorkerMetricsAddr and SchedulerMetricsAddr are the processes'
+	// --metrics-addr (default metrics.DefaultWorkerAddr and
+	// metrics.DefaultSchedulerAddr, loopback).
+	WorkerMetricsAddr    string
+	SchedulerMetricsAddr string
 	// BinDir receives the worker, scheduler and kafka binaries, built at
 	// every start (Go's cache makes a rebuild quick); default out/dev in
 	// the repository root.
@@ -73,6 +80,12 @@ func (o *StackOptions) defaults() error {
 	}
 	if o.SchedulerAddr == "" {
 		o.SchedulerAddr = "127.0.0.1:7420"
+	}
+	if o.WorkerMetricsAddr == "" {
+		o.WorkerMetricsAddr = metrics.DefaultWorkerAddr
+	}
+	if o.SchedulerMetricsAddr == "" {
+		o.SchedulerMetricsAddr = metrics.DefaultSchedulerAddr
 	}
 	if o.AMQPURL == "" {
 		o.AMQPURL = "amqp://guest:guest@127.0.0.1:5672/"
@@ -127,6 +140,8 @@ func StartStack(ctx context.Context, opts StackOptions) (*Stack, error) {
 		{temporalAddr, "TEMPORAL_ADDRESS"},
 		{opts.KafkaAddr, "KAFKA_BROKERS"},
 		{opts.SchedulerAddr, "DROVER_SCHEDULER"},
+		{opts.WorkerMetricsAddr, ""},
+		{opts.SchedulerMetricsAddr, ""},
 	}
 	if opts.UIPort > 0 {
 		ports = append(ports, struct{ addr, env string }{net.JoinHostPort(opts.TemporalIP, strconv.Itoa(opts.UIPort)), "TEMPORAL_UI_PORT"})
@@ -161,9 +176,9 @@ func StartStack(ctx context.Context, opts StackOptions) (*Stack, error) {
 		{&s.Kafka, ProcSpec{Name: "kafka", Path: bin("kafka"), Args: []string{
 			"-listen", opts.KafkaAddr, "-data", filepath.Join(opts.DataDir, "kafka"), "-topics", KafkaPagesTopic}}},
 		{&s.Scheduler, ProcSpec{Name: "scheduler", Path: bin("scheduler"),
-			Args: []string{"-listen", opts.SchedulerAddr, "-name", "scheduler-0", "-seen", filepath.Join(opts.DataDir, "seen", "scheduler-0")},
+			Args: []string{"-listen", opts.SchedulerAddr, "-metrics-addr", opts.SchedulerMetricsAddr, "-name", "scheduler-0", "-seen", filepath.Join(opts.DataDir, "seen", "scheduler-0")},
 			Env:  []string{"AMQP_URL=" + opts.AMQPURL, "DROVER_TOKEN=" + opts.Token}}},
-		{&s.Worker, ProcSpec{Name: "worker", Path: bin("worker"), Args: []string{"-identity", DevWorkerIdentity},
+		{&s.Worker, ProcSpec{Name: "worker", Path: bin("worker"), Args: []string{"-identity", DevWorkerIdentity, "-metrics-addr", opts.WorkerMetricsAddr},
 			Env: []string{"TEMPORAL_ADDRESS=" + temporalAddr, "TEMPORAL_NAMESPACE=" + DefaultTemporalNamespace,
 				"KAFKA_BROKERS=" + opts.KafkaAddr, "DROVER_SCHEDULER=" + opts.SchedulerAddr, "DROVER_TOKEN=" + opts.Token}}},
 	}
@@ -255,6 +270,8 @@ func (s *Stack) waitReady(ctx context.Context) error {
 			}
 			return errors.New("not polling its task queue yet")
 		}},
+		{s.Scheduler, func(ctx context.Context) error { return checkMetrics(ctx, s.SchedulerMetricsURL()) }},
+		{s.Worker, func(ctx context.Context) error { return checkMetrics(ctx, s.WorkerMetricsURL()) }},
 	}
 	for _, ch := range checks {
 		for {
@@ -296,6 +313,31 @@ func (s *Stack) UIURL() string {
 	return "http://" + net.JoinHostPort(s.Opts.TemporalIP, strconv.Itoa(s.Opts.UIPort))
 }
 
+// WorkerMetricsURL is the worker's Prometheus endpoint.
+func (s *Stack) WorkerMetricsURL() string { return "http://" + s.Opts.WorkerMetricsAddr + metrics.Path }
+
+// SchedulerMetricsURL is the scheduler's Prometheus endpoint.
+func (s *Stack) SchedulerMetricsURL() string {
+	return "http://" + s.Opts.SchedulerMetricsAddr + metrics.Path
+}
+
+// checkMetrics: url answers 200 with drover's metrics.
+func checkMetrics(ctx context.Context, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	return nil
+}
+
 // KafkaAddr is the broker, for KAFKA_BROKERS.
 func (s *Stack) KafkaAddr() string { return s.Opts.KafkaAddr }
 
@@ -324,6 +366,7 @@ func (s *Stack) Describe() string {
   RabbitMQ   %s  (not managed by the stack)
   scheduler  %s  (seen store in %s)  pid %d
   worker     %s (task queues drover-campaign, drover-fetch)  pid %d
+  metrics    scheduler %s, worker %s (Prometheus)
 export TEMPORAL_ADDRESS=%s KAFKA_BROKERS=%s DROVER_SCHEDULER=%s`,
 		filepath.Join(s.Opts.DataDir, "log"),
 		s.TemporalAddr(), ui, filepath.Join(s.Opts.DataDir, "temporal.db"), s.Temporal.PID(),
@@ -331,5 +374,6 @@ export TEMPORAL_ADDRESS=%s KAFKA_BROKERS=%s DROVER_SCHEDULER=%s`,
 		campaign.Redact(s.Opts.AMQPURL),
 		s.SchedulerAddr(), filepath.Join(s.Opts.DataDir, "seen", "scheduler-0"), s.Scheduler.PID(),
 		DevWorkerIdentity, s.Worker.PID(),
+		s.SchedulerMetricsURL(), s.WorkerMetricsURL(),
 		s.TemporalAddr(), s.KafkaAddr(), s.SchedulerAddr())
 }

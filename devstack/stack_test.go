@@ -3,8 +3,10 @@ package devstack
 import (
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -72,6 +74,7 @@ func TestDevStackRestartsAKilledScheduler(t *testing.T) {
 	s, err := StartStack(context.Background(), StackOptions{
 		DataDir: t.TempDir(), BinDir: t.TempDir(), Out: out, UIPort: -1, TemporalPort: port(),
 		KafkaAddr: freeAddr(t), SchedulerAddr: freeAddr(t), Token: "dev-stack-test-token",
+		WorkerMetricsAddr: freeAddr(t), SchedulerMetricsAddr: freeAddr(t),
 	})
 	require.NoError(t, err)
 	stopped := false
@@ -134,6 +137,23 @@ func TestDevStackRestartsAKilledScheduler(t *testing.T) {
 		}
 	}
 	require.Zero(t, len(missing), "pages not in Kafka after its SIGKILL and restart, e.g. %v", missing[:min(3, len(missing))])
+
+	// Both serve their metrics where the stack says: the worker counts the
+	// pages the test web served, the scheduler (restarted) its own.
+	desc := s.Describe()
+	for _, ep := range []struct{ url, metric string }{
+		{s.WorkerMetricsURL(), "drover_pages_fetched_total{"},
+		{s.SchedulerMetricsURL(), "drover_scheduler_seen_store_bytes"},
+	} {
+		require.Contains(t, desc, ep.url, "Describe does not say where the metrics are")
+		resp, err := http.Get(ep.url)
+		require.NoError(t, err)
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.StatusCode, ep.url)
+		require.Contains(t, string(body), ep.metric, "%s serves no %s", ep.url, ep.metric)
+	}
 
 	for _, c := range []*Child{s.Temporal, s.Kafka, s.Scheduler, s.Worker} {
 		pids[c.Name()] = c.PID()

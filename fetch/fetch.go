@@ -24,7 +24,7 @@ type Request struct {
 	Hops   int // redirect hops that led here
 	Parent string
 	// Score is the URL's score for the "score" priority policy; the link
-	// scorer (WithLinkScorer) sees it.
+	// scorer (ScoreLinks) sees it.
 	Score float64
 	// Attempt counts from 1; when Attempt == MaxAttempts a transient
 	// failure is final and is returned as a Page with Err set.

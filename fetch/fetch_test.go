@@ -468,26 +468,28 @@ func TestLinkScores(t *testing.T) {
 		}
 		return -1
 	}
+	f := newTestFetcher(t, testConfig(srv.URL))
 	for _, c := range []struct {
-		name string
-		opts []Option
-		want map[string]float64
+		name   string
+		scorer LinkScorer
+		want   map[string]float64
 	}{
 		{"default", nil, map[string]float64{"/news/1": 3, "/about": 3}},
-		{"scorer", []Option{WithLinkScorer(news)}, map[string]float64{"/news/1": 13, "/about": -1}},
+		{"scorer", news, map[string]float64{"/news/1": 13, "/about": -1}},
 	} {
-		f, err := New(testConfig(srv.URL), c.opts...)
-		must(t, err == nil, err)
-		res := f.Fetch(testCtx(t), Request{URL: srv.URL + "/", Score: 3, Attempt: 1, MaxAttempts: 1})
+		req := Request{URL: srv.URL + "/", Score: 3, Attempt: 1, MaxAttempts: 1}
+		res := f.Fetch(testCtx(t), req)
 		must(t, res.Page != nil && res.Err == nil, res.Err)
+		ScoreLinks(req, res.Links, c.scorer)
 		got := map[string]float64{}
 		for _, l := range res.Links {
 			got[strings.TrimPrefix(l.URL, srv.URL)] = l.Score
 		}
 		equal(t, got, c.want, c.name)
-		res = f.Fetch(testCtx(t), Request{URL: srv.URL + "/moved", Score: 3, Attempt: 1, MaxAttempts: 1})
+		req = Request{URL: srv.URL + "/moved", Score: 3, Attempt: 1, MaxAttempts: 1}
+		res = f.Fetch(testCtx(t), req)
 		must(t, len(res.Links) == 1, res.Links)
+		ScoreLinks(req, res.Links, c.scorer)
 		equal(t, res.Links[0].Score, 3.0, c.name+": redirect")
-		f.Close()
 	}
 }

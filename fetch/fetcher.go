@@ -67,9 +67,6 @@ type Fetcher struct {
 
 	// now is the clock of FetchedAt and of Retry-After dates.
 	now func() time.Time
-	// scoreLink scores the links of a page (WithLinkScorer); nil is
-	// InheritScore.
-	scoreLink LinkScorer
 	// rootCAs, when set, replaces the system's roots (tests).
 	rootCAs *x509.CertPool
 
@@ -289,23 +286,12 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) Result {
 	var answered time.Time
 	res := f.fetch(ctx, req, &answered)
 	res.Answered = answered
-	score := f.scoreLink
-	if score == nil {
-		score = InheritScore
-	}
-	for i, l := range res.Links {
-		if l.Hops > 0 {
-			res.Links[i].Score = req.Score // a redirect's target is the same item
-		} else {
-			res.Links[i].Score = score(req, l.URL)
-		}
-	}
 	return res
 }
 
 func (f *Fetcher) fetch(ctx context.Context, req Request, answered *time.Time) Result {
 	start := f.now().UTC()
-	page := &page.Page{
+	pg := &page.Page{
 		URL:       req.URL,
 		Campaign:  f.cfg.ID,
 		FetchedAt: start,
@@ -314,12 +300,12 @@ func (f *Fetcher) fetch(ctx context.Context, req Request, answered *time.Time) R
 	}
 	norm, err := urlrule.Normalize(req.URL, nil, nil)
 	if err != nil {
-		return permanent(page, fmt.Errorf("invalid url: %w", err))
+		return permanent(pg, fmt.Errorf("invalid url: %w", err))
 	}
-	page.URL = norm
+	pg.URL = norm
 	u, _ := url.Parse(norm) // Normalize's output parses
 	if req.Robots != nil && !req.Robots.Allowed(u.RequestURI()) {
-		return permanent(page, ErrRobots)
+		return permanent(pg, ErrRobots)
 	}
 
 	fctx, cancel := context.WithTimeout(ctx, f.timeouts.Response)
@@ -331,42 +317,42 @@ func (f *Fetcher) fetch(ctx context.Context, req Request, answered *time.Time) R
 		}
 		var ge *GuardError
 		if errors.As(err, &ge) {
-			return permanent(page, ge)
+			return permanent(pg, ge)
 		}
 		err = fmt.Errorf("fetch %s: %w", norm, unwrapURLError(err))
 		if final(req, f.cfg) {
-			return permanent(page, err)
+			return permanent(pg, err)
 		}
 		reason, down := Classify(err)
 		return Result{Retry: true, Err: err, Reason: reason, HostDown: down}
 	}
 
 	resp := r.resp
-	page.Status = resp.StatusCode
-	page.StatusLine = r.statusLine
-	page.Header = r.header
-	page.Request = r.request
-	page.Body = r.body
-	page.Truncated = r.truncated
-	page.IP = r.ip
-	page.ContentType = resp.Header.Get("Content-Type")
-	page.ContentEncoding = resp.Header.Get("Content-Encoding")
-	res := Result{Page: page}
+	pg.Status = resp.StatusCode
+	pg.StatusLine = r.statusLine
+	pg.Header = r.header
+	pg.Request = r.request
+	pg.Body = r.body
+	pg.Truncated = r.truncated
+	pg.IP = r.ip
+	pg.ContentType = resp.Header.Get("Content-Type")
+	pg.ContentEncoding = resp.Header.Get("Content-Encoding")
+	res := Result{Page: pg}
 
 	switch code := resp.StatusCode; {
 	case code >= 500 || code == http.StatusTooManyRequests:
 		err := &StatusError{Code: code, Status: resp.Status}
 		reason := statusReason(code)
 		if final(req, f.cfg) {
-			page.Err = err.Error()
+			pg.Err = err.Error()
 			res.Err, res.Reason = err, reason
 			return res
 		}
 		return Result{Retry: true, Status: code, RetryAfter: retryAfter(resp.Header.Get("Retry-After"), f.now()), Err: err, Reason: reason}
 	case code >= 300 && code < 400:
 		f.redirect(&res, req, u, resp.Header.Get("Location"))
-		if page.Err != "" {
-			res.Reason = ReasonRedirect
+		if pg.Err != "" {
+			res.Reason = page.ReasonRedirect
 		}
 		return res
 	case code >= 200 && code < 300:
@@ -378,10 +364,10 @@ func (f *Fetcher) fetch(ctx context.Context, req Request, answered *time.Time) R
 }
 
 // permanent is a failure recorded as a page (Status 0) and never retried.
-func permanent(page *page.Page, err error) Result {
-	page.Err = err.Error()
+func permanent(pg *page.Page, err error) Result {
+	pg.Err = err.Error()
 	reason, down := Classify(err)
-	return Result{Page: page, Err: err, Reason: reason, HostDown: down}
+	return Result{Page: pg, Err: err, Reason: reason, HostDown: down}
 }
 
 // final reports whether req is its last attempt.
@@ -463,7 +449,7 @@ func (f *Fetcher) FetchRobots(ctx context.Context, rootURL string) RobotsResult 
 func (f *Fetcher) fetchRobots(ctx context.Context, rootURL string, answered *time.Time) RobotsResult {
 	base, err := url.Parse(strings.TrimRight(rootURL, "/") + "/robots.txt")
 	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
-		return RobotsResult{Err: fmt.Errorf("robots.txt of %q: %w", rootURL, urlrule.ErrInvalidURL), Reason: ReasonInvalid}
+		return RobotsResult{Err: fmt.Errorf("robots.txt of %q: %w", rootURL, urlrule.ErrInvalidURL), Reason: page.ReasonInvalid}
 	}
 	fctx, cancel := context.WithTimeout(ctx, f.timeouts.Response)
 	defer cancel()

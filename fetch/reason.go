@@ -13,66 +13,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/drover-crawl/drover/page"
 	"github.com/drover-crawl/drover/urlrule"
-)
-
-// Failure reasons: one word that says why a URL did not become a page, for
-// the failure report and the counts by reason (frontier.Outcome.Reason).
-// Fetch and FetchRobots set them in Result.Reason and RobotsResult.Reason;
-// Classify derives them from an error.
-//
-// The first group are connection-level failures: they say nothing about
-// the URL and everything about the host, so they come with HostDown (when
-// they happened before any byte of a response arrived) and the scheduler
-// counts them against the host.
-//
-// These are not Scope.Allow's reasons (ReasonOutOfScope, ReasonSegments,
-// ...), which are phrases; ScopeClass maps those to ReasonScope or
-// ReasonTrap.
-const (
-	// ReasonDNS: the host name did not resolve (no such host, or no DNS
-	// answer in time).
-	ReasonDNS = "dns"
-	// ReasonRefused: the connection was refused (nothing listens).
-	ReasonRefused = "refused"
-	// ReasonUnreachable: no route to the host or its network.
-	ReasonUnreachable = "unreachable"
-	// ReasonTimeout: connect, TLS handshake, response head or whole
-	// response took longer than its timeout (see Timeouts).
-	ReasonTimeout = "timeout"
-	// ReasonTLS: the TLS handshake failed (not TLS, bad certificate, an
-	// alert from the server, closed during the handshake).
-	ReasonTLS = "tls"
-	// ReasonReset: the connection was reset or closed by the server.
-	ReasonReset = "reset"
-
-	// ReasonProtocol: the server answered something that is not HTTP, or
-	// malformed HTTP.
-	ReasonProtocol = "protocol"
-	// ReasonTooLarge: the response head exceeded the transport's limit.
-	ReasonTooLarge = "toolarge"
-	// Reason4xx: a 4xx status (a stored page, or 429 to retry).
-	Reason4xx = "4xx"
-	// Reason5xx: a 5xx status (retried, then stored on the last attempt).
-	Reason5xx = "5xx"
-	// ReasonRobots: robots.txt disallows the URL, or could not be fetched
-	// (the scheduler settles a host's URLs with it).
-	ReasonRobots = "robots"
-	// ReasonTrap: a trap guard refused the URL (ScopeClass).
-	ReasonTrap = "trap"
-	// ReasonScope: the URL is out of the campaign's scope (ScopeClass).
-	ReasonScope = "scope"
-	// ReasonRedirect: a redirect was not followed (hop limit, bad target).
-	ReasonRedirect = "redirect"
-	// ReasonGuard: the address guard refused every address of the host.
-	ReasonGuard = "guard"
-	// ReasonInvalid: the URL cannot be parsed or normalized.
-	ReasonInvalid = "invalid"
-	// ReasonSink: a sink refused the page. Fetch never sets it; the fetch
-	// session does, so that every reason word is listed here.
-	ReasonSink = "sink"
-	// ReasonOther: any other failure.
-	ReasonOther = "other"
 )
 
 // StatusError is a response whose status asks for a retry (5xx, 429). It
@@ -129,46 +71,46 @@ func Classify(err error) (reason string, hostDown bool) {
 	)
 	switch {
 	case errors.As(err, &ge):
-		return ReasonGuard, false
+		return page.ReasonGuard, false
 	case errors.Is(err, ErrRobots):
-		return ReasonRobots, false
+		return page.ReasonRobots, false
 	case errors.Is(err, ErrRedirectHops):
-		return ReasonRedirect, false
+		return page.ReasonRedirect, false
 	case errors.Is(err, urlrule.ErrURLTooLong):
-		return ReasonTrap, false
+		return page.ReasonTrap, false
 	case errors.Is(err, urlrule.ErrInvalidURL), errors.Is(err, urlrule.ErrScheme), errors.Is(err, urlrule.ErrNoHost), errors.Is(err, urlrule.ErrHost):
-		return ReasonInvalid, false
+		return page.ReasonInvalid, false
 	case errors.As(err, &se):
 		return statusReason(se.Code), false
 	case errors.Is(err, ErrStatus):
-		return Reason5xx, false
+		return page.Reason5xx, false
 	case errors.As(err, &dnsErr):
-		return ReasonDNS, true
+		return page.ReasonDNS, true
 	case errors.Is(err, context.Canceled):
 		// The caller gave up; nothing was learnt about the host.
-		return ReasonOther, false
+		return page.ReasonOther, false
 	case handshake && isTimeout(err):
-		return ReasonTimeout, true
+		return page.ReasonTimeout, true
 	case handshake || isTLS(err):
-		return ReasonTLS, !after
+		return page.ReasonTLS, !after
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return ReasonRefused, true
+		return page.ReasonRefused, true
 	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH),
 		errors.Is(err, syscall.EHOSTDOWN), errors.Is(err, syscall.ENETDOWN):
-		return ReasonUnreachable, true
+		return page.ReasonUnreachable, true
 	case strings.Contains(err.Error(), "server response headers exceeded"):
 		// net/http's limit error has no type; its text has been stable
 		// since Go 1.7 and a test holds it.
-		return ReasonTooLarge, false
+		return page.ReasonTooLarge, false
 	case isTimeout(err):
-		return ReasonTimeout, !after
+		return page.ReasonTimeout, !after
 	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
 		errors.Is(err, syscall.ECONNABORTED), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return ReasonReset, !after
+		return page.ReasonReset, !after
 	case isMalformed(err):
-		return ReasonProtocol, false
+		return page.ReasonProtocol, false
 	}
-	return ReasonOther, false
+	return page.ReasonOther, false
 }
 
 // statusReason is the reason of an HTTP status that is a failure, "" for
@@ -176,9 +118,9 @@ func Classify(err error) (reason string, hostDown bool) {
 func statusReason(code int) string {
 	switch {
 	case code >= 500:
-		return Reason5xx
+		return page.Reason5xx
 	case code >= 400:
-		return Reason4xx
+		return page.Reason4xx
 	}
 	return ""
 }
@@ -228,9 +170,9 @@ func ScopeClass(allowReason string) string {
 	case allowReason == "":
 		return ""
 	case strings.HasPrefix(allowReason, "trap:"):
-		return ReasonTrap
+		return page.ReasonTrap
 	case allowReason == urlrule.ReasonInvalidHost:
-		return ReasonInvalid
+		return page.ReasonInvalid
 	}
-	return ReasonScope
+	return page.ReasonScope
 }

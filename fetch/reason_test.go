@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/page"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/urlrule"
 )
@@ -44,41 +45,41 @@ func TestClassify(t *testing.T) {
 		down   bool
 	}{
 		{"nil", nil, "", false},
-		{"dns not found", &net.DNSError{Err: "no such host", Name: "dead.invalid", IsNotFound: true}, ReasonDNS, true},
-		{"dns timeout", fmt.Errorf("fetch: %w", &net.DNSError{Err: "i/o timeout", Name: "x", IsTimeout: true}), ReasonDNS, true},
-		{"refused", errors.Join(opErr("connect", syscall.ECONNREFUSED)), ReasonRefused, true},
-		{"host unreachable", opErr("connect", syscall.EHOSTUNREACH), ReasonUnreachable, true},
-		{"net unreachable", opErr("connect", syscall.ENETUNREACH), ReasonUnreachable, true},
-		{"dial timeout", &net.OpError{Op: "dial", Net: "tcp", Err: timeoutErr{}}, ReasonTimeout, true},
-		{"response timeout", fmt.Errorf("fetch: %w", context.DeadlineExceeded), ReasonTimeout, true},
-		{"tls not tls", tls.RecordHeaderError{Msg: "first record does not look like a TLS handshake"}, ReasonTLS, true},
-		{"tls unknown authority", &tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}}, ReasonTLS, true},
-		{"tls bad hostname", x509.HostnameError{Host: "x"}, ReasonTLS, true},
-		{"tls expired", x509.CertificateInvalidError{Reason: x509.Expired}, ReasonTLS, true},
-		{"tls alert", &net.OpError{Op: "remote error", Err: errors.New("tls: handshake failure")}, ReasonTLS, true},
-		{"tls alert error", tls.AlertError(40), ReasonTLS, true},
-		{"tls closed mid-handshake", &handshakeError{io.EOF}, ReasonTLS, true},
-		{"tls handshake timeout", &handshakeError{context.DeadlineExceeded}, ReasonTimeout, true},
-		{"reset before response", opErr("read", syscall.ECONNRESET), ReasonReset, true},
-		{"eof before response", fmt.Errorf("fetch: %w", io.EOF), ReasonReset, true},
-		{"broken pipe", opErr("write", syscall.EPIPE), ReasonReset, true},
-		{"reset after response began", &afterResponse{opErr("read", syscall.ECONNRESET)}, ReasonReset, false},
-		{"eof mid body", fmt.Errorf("x: %w", &afterResponse{io.ErrUnexpectedEOF}), ReasonReset, false},
-		{"timeout mid body", &afterResponse{context.DeadlineExceeded}, ReasonTimeout, false},
-		{"malformed status line", &afterResponse{errors.New(`malformed HTTP response "SSH-2.0"`)}, ReasonProtocol, false},
-		{"malformed header", &afterResponse{textproto.ProtocolError("malformed MIME header")}, ReasonProtocol, false},
-		{"head too large", &afterResponse{errors.New("net/http: server response headers exceeded 131072 bytes; aborted")}, ReasonTooLarge, false},
-		{"guard", &GuardError{IP: netip.MustParseAddr("127.0.0.1"), Class: "loopback"}, ReasonGuard, false},
-		{"robots", ErrRobots, ReasonRobots, false},
-		{"redirect hops", ErrRedirectHops, ReasonRedirect, false},
-		{"url too long", fmt.Errorf("invalid url: %w", urlrule.ErrURLTooLong), ReasonTrap, false},
-		{"invalid url", fmt.Errorf("invalid url: %w", urlrule.ErrInvalidURL), ReasonInvalid, false},
-		{"bad scheme", urlrule.ErrScheme, ReasonInvalid, false},
-		{"503", &StatusError{Code: 503, Status: "503 Service Unavailable"}, Reason5xx, false},
-		{"429", &StatusError{Code: 429, Status: "429 Too Many Requests"}, Reason4xx, false},
-		{"bare ErrStatus", ErrStatus, Reason5xx, false},
-		{"canceled", context.Canceled, ReasonOther, false},
-		{"unknown", errors.New("something else"), ReasonOther, false},
+		{"dns not found", &net.DNSError{Err: "no such host", Name: "dead.invalid", IsNotFound: true}, page.ReasonDNS, true},
+		{"dns timeout", fmt.Errorf("fetch: %w", &net.DNSError{Err: "i/o timeout", Name: "x", IsTimeout: true}), page.ReasonDNS, true},
+		{"refused", errors.Join(opErr("connect", syscall.ECONNREFUSED)), page.ReasonRefused, true},
+		{"host unreachable", opErr("connect", syscall.EHOSTUNREACH), page.ReasonUnreachable, true},
+		{"net unreachable", opErr("connect", syscall.ENETUNREACH), page.ReasonUnreachable, true},
+		{"dial timeout", &net.OpError{Op: "dial", Net: "tcp", Err: timeoutErr{}}, page.ReasonTimeout, true},
+		{"response timeout", fmt.Errorf("fetch: %w", context.DeadlineExceeded), page.ReasonTimeout, true},
+		{"tls not tls", tls.RecordHeaderError{Msg: "first record does not look like a TLS handshake"}, page.ReasonTLS, true},
+		{"tls unknown authority", &tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}}, page.ReasonTLS, true},
+		{"tls bad hostname", x509.HostnameError{Host: "x"}, page.ReasonTLS, true},
+		{"tls expired", x509.CertificateInvalidError{Reason: x509.Expired}, page.ReasonTLS, true},
+		{"tls alert", &net.OpError{Op: "remote error", Err: errors.New("tls: handshake failure")}, page.ReasonTLS, true},
+		{"tls alert error", tls.AlertError(40), page.ReasonTLS, true},
+		{"tls closed mid-handshake", &handshakeError{io.EOF}, page.ReasonTLS, true},
+		{"tls handshake timeout", &handshakeError{context.DeadlineExceeded}, page.ReasonTimeout, true},
+		{"reset before response", opErr("read", syscall.ECONNRESET), page.ReasonReset, true},
+		{"eof before response", fmt.Errorf("fetch: %w", io.EOF), page.ReasonReset, true},
+		{"broken pipe", opErr("write", syscall.EPIPE), page.ReasonReset, true},
+		{"reset after response began", &afterResponse{opErr("read", syscall.ECONNRESET)}, page.ReasonReset, false},
+		{"eof mid body", fmt.Errorf("x: %w", &afterResponse{io.ErrUnexpectedEOF}), page.ReasonReset, false},
+		{"timeout mid body", &afterResponse{context.DeadlineExceeded}, page.ReasonTimeout, false},
+		{"malformed status line", &afterResponse{errors.New(`malformed HTTP response "SSH-2.0"`)}, page.ReasonProtocol, false},
+		{"malformed header", &afterResponse{textproto.ProtocolError("malformed MIME header")}, page.ReasonProtocol, false},
+		{"head too large", &afterResponse{errors.New("net/http: server response headers exceeded 131072 bytes; aborted")}, page.ReasonTooLarge, false},
+		{"guard", &GuardError{IP: netip.MustParseAddr("127.0.0.1"), Class: "loopback"}, page.ReasonGuard, false},
+		{"robots", ErrRobots, page.ReasonRobots, false},
+		{"redirect hops", ErrRedirectHops, page.ReasonRedirect, false},
+		{"url too long", fmt.Errorf("invalid url: %w", urlrule.ErrURLTooLong), page.ReasonTrap, false},
+		{"invalid url", fmt.Errorf("invalid url: %w", urlrule.ErrInvalidURL), page.ReasonInvalid, false},
+		{"bad scheme", urlrule.ErrScheme, page.ReasonInvalid, false},
+		{"503", &StatusError{Code: 503, Status: "503 Service Unavailable"}, page.Reason5xx, false},
+		{"429", &StatusError{Code: 429, Status: "429 Too Many Requests"}, page.Reason4xx, false},
+		{"bare ErrStatus", ErrStatus, page.Reason5xx, false},
+		{"canceled", context.Canceled, page.ReasonOther, false},
+		{"unknown", errors.New("something else"), page.ReasonOther, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -98,15 +99,15 @@ func TestStatusErrorIsErrStatus(t *testing.T) {
 func TestScopeClass(t *testing.T) {
 	for in, want := range map[string]string{
 		"":                        "",
-		urlrule.ReasonOutOfScope:  ReasonScope,
-		urlrule.ReasonDepth:       ReasonScope,
-		urlrule.ReasonExcluded:    ReasonScope,
-		urlrule.ReasonScheme:      ReasonScope,
-		urlrule.ReasonTooLong:     ReasonTrap,
-		urlrule.ReasonSegments:    ReasonTrap,
-		urlrule.ReasonRepeats:     ReasonTrap,
-		urlrule.ReasonGenerated:   ReasonTrap,
-		urlrule.ReasonInvalidHost: ReasonInvalid,
+		urlrule.ReasonOutOfScope:  page.ReasonScope,
+		urlrule.ReasonDepth:       page.ReasonScope,
+		urlrule.ReasonExcluded:    page.ReasonScope,
+		urlrule.ReasonScheme:      page.ReasonScope,
+		urlrule.ReasonTooLong:     page.ReasonTrap,
+		urlrule.ReasonSegments:    page.ReasonTrap,
+		urlrule.ReasonRepeats:     page.ReasonTrap,
+		urlrule.ReasonGenerated:   page.ReasonTrap,
+		urlrule.ReasonInvalidHost: page.ReasonInvalid,
 	} {
 		equal(t, ScopeClass(in), want, in)
 	}
@@ -260,52 +261,52 @@ func TestFetchFailureReasons(t *testing.T) {
 		down    bool
 		errText string // in Err, to tell which timeout fired
 	}{
-		{name: "unresolvable name", url: func(*testing.T) string { return "http://dead.invalid/" }, reason: ReasonDNS, down: true},
+		{name: "unresolvable name", url: func(*testing.T) string { return "http://dead.invalid/" }, reason: page.ReasonDNS, down: true},
 		{name: "silent dns server", url: func(*testing.T) string { return "http://dead.invalid/" },
 			opts: []Option{WithResolver(&net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
 				var d net.Dialer
 				return d.DialContext(ctx, "udp", dnsAddr)
 			}})},
-			reason: ReasonDNS, down: true, errText: "timeout"},
-		{name: "refused port", url: func(t *testing.T) string { return "http://" + refusedAddr(t) + "/" }, reason: ReasonRefused, down: true},
-		{name: "connect timeout", url: func(t *testing.T) string { return "http://" + blackholeAddr(t) + "/" }, reason: ReasonTimeout, down: true, errText: "dial"},
-		{name: "silent listener", url: func(t *testing.T) string { return "http://" + silentAddr(t) + "/" }, reason: ReasonTimeout, down: true, errText: "awaiting response headers"},
-		{name: "silent listener https", url: func(t *testing.T) string { return "https://" + silentAddr(t) + "/" }, reason: ReasonTimeout, down: true, errText: "tls handshake"},
+			reason: page.ReasonDNS, down: true, errText: "timeout"},
+		{name: "refused port", url: func(t *testing.T) string { return "http://" + refusedAddr(t) + "/" }, reason: page.ReasonRefused, down: true},
+		{name: "connect timeout", url: func(t *testing.T) string { return "http://" + blackholeAddr(t) + "/" }, reason: page.ReasonTimeout, down: true, errText: "dial"},
+		{name: "silent listener", url: func(t *testing.T) string { return "http://" + silentAddr(t) + "/" }, reason: page.ReasonTimeout, down: true, errText: "awaiting response headers"},
+		{name: "silent listener https", url: func(t *testing.T) string { return "https://" + silentAddr(t) + "/" }, reason: page.ReasonTimeout, down: true, errText: "tls handshake"},
 		{name: "tls to garbage", url: func(t *testing.T) string {
 			return "https://" + connAddr(t, func(c *net.TCPConn) { io.WriteString(c, "SSH-2.0-OpenSSH_9.0\r\n") }) + "/"
-		}, reason: ReasonTLS, down: true, errText: "does not look like a TLS handshake"},
+		}, reason: page.ReasonTLS, down: true, errText: "does not look like a TLS handshake"},
 		{name: "tls closed mid-handshake", url: func(t *testing.T) string {
 			return "https://" + connAddr(t, func(c *net.TCPConn) { c.Read(make([]byte, 1)) }) + "/"
-		}, reason: ReasonTLS, down: true, errText: "tls handshake"},
-		{name: "tls bad certificate", url: func(*testing.T) string { return tlsSrv.URL + "/" }, reason: ReasonTLS, down: true, errText: "certificate"},
-		{name: "reset before response", url: func(t *testing.T) string { return rawServer(t, func(c *net.TCPConn) { c.SetLinger(0) }) + "/" }, reason: ReasonReset, down: true},
-		{name: "closed before response", url: func(t *testing.T) string { return rawServer(t, func(c *net.TCPConn) {}) + "/" }, reason: ReasonReset, down: true},
+		}, reason: page.ReasonTLS, down: true, errText: "tls handshake"},
+		{name: "tls bad certificate", url: func(*testing.T) string { return tlsSrv.URL + "/" }, reason: page.ReasonTLS, down: true, errText: "certificate"},
+		{name: "reset before response", url: func(t *testing.T) string { return rawServer(t, func(c *net.TCPConn) { c.SetLinger(0) }) + "/" }, reason: page.ReasonReset, down: true},
+		{name: "closed before response", url: func(t *testing.T) string { return rawServer(t, func(c *net.TCPConn) {}) + "/" }, reason: page.ReasonReset, down: true},
 		{name: "reset mid head", url: func(t *testing.T) string {
 			return rawServer(t, func(c *net.TCPConn) {
 				io.WriteString(c, "HTTP/1.1 200 OK\r\n")
 				time.Sleep(50 * time.Millisecond)
 				c.SetLinger(0)
 			}) + "/"
-		}, reason: ReasonReset, down: false},
+		}, reason: page.ReasonReset, down: false},
 		{name: "reset mid body", url: func(t *testing.T) string {
 			return rawServer(t, func(c *net.TCPConn) {
 				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n<html>")
 				time.Sleep(50 * time.Millisecond)
 				c.SetLinger(0)
 			}) + "/"
-		}, reason: ReasonReset, down: false},
+		}, reason: page.ReasonReset, down: false},
 		{name: "not http", url: func(t *testing.T) string {
 			return rawServer(t, func(c *net.TCPConn) { io.WriteString(c, "SSH-2.0-OpenSSH_9.0\r\n\r\n") }) + "/"
-		}, reason: ReasonProtocol, down: false},
-		{name: "head too large", url: func(*testing.T) string { return hugeHead + "/" }, reason: ReasonTooLarge, down: false},
-		{name: "body too slow", url: func(*testing.T) string { return trickle + "/" }, reason: ReasonTimeout, down: false,
+		}, reason: page.ReasonProtocol, down: false},
+		{name: "head too large", url: func(*testing.T) string { return hugeHead + "/" }, reason: page.ReasonTooLarge, down: false},
+		{name: "body too slow", url: func(*testing.T) string { return trickle + "/" }, reason: page.ReasonTimeout, down: false,
 			opts: []Option{WithTimeouts(Timeouts{DNS: time.Second, Connect: time.Second, TLSHandshake: time.Second, ResponseHeader: time.Second, Response: time.Second})}},
 		{name: "503", url: func(t *testing.T) string {
 			return statusServer(t, http.StatusServiceUnavailable)
-		}, reason: Reason5xx, down: false},
+		}, reason: page.Reason5xx, down: false},
 		{name: "429", url: func(t *testing.T) string {
 			return statusServer(t, http.StatusTooManyRequests)
-		}, reason: Reason4xx, down: false},
+		}, reason: page.Reason4xx, down: false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -369,13 +370,13 @@ func TestFetchPermanentReasons(t *testing.T) {
 	}{
 		{"ok", Request{URL: srv.URL + "/"}, ""},
 		{"redirect", Request{URL: srv.URL + "/moved"}, ""},
-		{"404", Request{URL: srv.URL + "/missing"}, Reason4xx},
-		{"410", Request{URL: srv.URL + "/gone"}, Reason4xx},
-		{"redirect hop limit", Request{URL: srv.URL + "/moved", Hops: 1}, ReasonRedirect},
-		{"redirect to an invalid url", Request{URL: srv.URL + "/bad-target"}, ReasonRedirect},
-		{"robots", Request{URL: srv.URL + "/", Robots: urlrule.ParseRobots(200, []byte("User-agent: *\nDisallow: /\n"), nil)}, ReasonRobots},
-		{"invalid url", Request{URL: "http://a b/"}, ReasonInvalid},
-		{"url too long", Request{URL: srv.URL + "/" + strings.Repeat("a", urlrule.MaxURLLength)}, ReasonTrap},
+		{"404", Request{URL: srv.URL + "/missing"}, page.Reason4xx},
+		{"410", Request{URL: srv.URL + "/gone"}, page.Reason4xx},
+		{"redirect hop limit", Request{URL: srv.URL + "/moved", Hops: 1}, page.ReasonRedirect},
+		{"redirect to an invalid url", Request{URL: srv.URL + "/bad-target"}, page.ReasonRedirect},
+		{"robots", Request{URL: srv.URL + "/", Robots: urlrule.ParseRobots(200, []byte("User-agent: *\nDisallow: /\n"), nil)}, page.ReasonRobots},
+		{"invalid url", Request{URL: "http://a b/"}, page.ReasonInvalid},
+		{"url too long", Request{URL: srv.URL + "/" + strings.Repeat("a", urlrule.MaxURLLength)}, page.ReasonTrap},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -389,7 +390,7 @@ func TestFetchPermanentReasons(t *testing.T) {
 	guardCfg.AllowAddrs = nil
 	guarded := newTestFetcher(t, guardCfg)
 	res := guarded.Fetch(testCtx(t), Request{URL: srv.URL + "/"})
-	equal(t, res.Reason, ReasonGuard, res.Err)
+	equal(t, res.Reason, page.ReasonGuard, res.Err)
 	check(t, !res.HostDown && !res.Retry)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -415,13 +416,13 @@ func TestFetchRobotsReasons(t *testing.T) {
 	}{
 		{"200", statusSrv(200), "", false},
 		{"404 means no robots.txt", statusSrv(404), "", false},
-		{"503", statusSrv(503), Reason5xx, false},
-		{"429", statusSrv(429), Reason4xx, false},
-		{"unresolvable", "http://dead.invalid", ReasonDNS, true},
-		{"refused", "http://" + refusedAddr(t), ReasonRefused, true},
-		{"silent", "http://" + silentAddr(t), ReasonTimeout, true},
-		{"tls garbage", "https://" + connAddr(t, func(c *net.TCPConn) { io.WriteString(c, "garbage\r\n") }), ReasonTLS, true},
-		{"invalid root", "ftp://x", ReasonInvalid, false},
+		{"503", statusSrv(503), page.Reason5xx, false},
+		{"429", statusSrv(429), page.Reason4xx, false},
+		{"unresolvable", "http://dead.invalid", page.ReasonDNS, true},
+		{"refused", "http://" + refusedAddr(t), page.ReasonRefused, true},
+		{"silent", "http://" + silentAddr(t), page.ReasonTimeout, true},
+		{"tls garbage", "https://" + connAddr(t, func(c *net.TCPConn) { io.WriteString(c, "garbage\r\n") }), page.ReasonTLS, true},
+		{"invalid root", "ftp://x", page.ReasonInvalid, false},
 	}
 	cfg := testConfig("http://127.0.0.1")
 	cfg.AllowPrivate = true
@@ -461,9 +462,9 @@ func TestDeadWebReasons(t *testing.T) {
 		if h.Kind == testweb.DeadRobots {
 			rr := f.FetchRobots(testCtx(t), h.Root)
 			check(t, urlrule.ParseRobots(rr.Status, rr.Body, rr.Err).Unreachable, "robots.txt 503 is unreachable")
-			equal(t, rr.Reason, Reason5xx)
+			equal(t, rr.Reason, page.Reason5xx)
 			check(t, !rr.HostDown)
-			equal(t, h.Reason, ReasonRobots)
+			equal(t, h.Reason, page.ReasonRobots)
 			continue
 		}
 		for _, u := range h.URLs {

@@ -126,6 +126,7 @@ func newCampaignActor(srv *Server, cfg campaign.Config) (*campaignActor, error) 
 		timer:      time.NewTimer(time.Hour),
 	}
 	a.ctx, a.cancel = context.WithCancel(context.Background())
+	srv.m().open(cfg.ID)
 	go a.loop()
 	return a, nil
 }

@@ -67,6 +67,7 @@ func (a *campaignActor) onDelivery(ch *amqp.Channel, shard int, d amqp.Delivery)
 	}
 	e.prio = a.policy.Priority(Item{URL: m.URL, Host: hostName, Depth: m.Depth, Score: m.Score, HostFetched: h.fetched})
 	now := time.Now()
+	e.arrived = now
 	if wait := a.expectedWait(h, now); wait > holdWindow {
 		a.park(e, wait, e.attempt, e.lost, "", "")
 		return

@@ -37,7 +37,7 @@ func hostBackoff(base time.Duration, n int) time.Duration {
 // host, under "").
 type downState struct {
 	count int
-	why   string // the last failure's reason (fetch.Reason*)
+	why   string // the last failure's reason (page.Reason*)
 	err   string // and its error
 	down  bool
 }

@@ -27,6 +27,9 @@ type entry struct {
 	prio      float64
 	seq       uint64
 	settled   atomic.Bool
+	// arrived: when the delivery reached this scheduler, until its first
+	// lease (the politeness wait metric).
+	arrived time.Time
 }
 
 // entryHeap orders a host's entries: highest priority first, then FIFO.

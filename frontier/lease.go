@@ -172,6 +172,11 @@ func (a *campaignActor) leaseFrom(h *host, s *session, now time.Time) (Lease, bo
 	}
 	h.inflight++
 	h.next = now.Add(h.delay)
+	a.srv.m().leaseGranted(a.cfg.ID, l.e == nil)
+	if l.e != nil && !l.e.arrived.IsZero() {
+		a.srv.m().politenessWait(a.cfg.ID, now.Sub(l.e.arrived))
+		l.e.arrived = time.Time{} // its first lease only
+	}
 	a.leases[l.id] = l
 	s.leases[l.id] = struct{}{}
 	a.inflight.Add(1)
@@ -230,6 +235,7 @@ func (a *campaignActor) expireLeases() {
 	for _, l := range a.leases {
 		if now.After(l.deadline) {
 			a.log.Warn("lease expired", "url", l.urlOf(), "session", l.s.client)
+			a.srv.m().leaseExpired(a.cfg.ID)
 			a.returnLease(l, "deadline passed without a report", now)
 		}
 	}
@@ -271,6 +277,7 @@ func (a *campaignActor) removeSession(s *session) {
 	now := time.Now()
 	for id := range s.leases {
 		if l := a.leases[id]; l != nil {
+			a.srv.m().leaseReturned(a.cfg.ID)
 			a.returnLease(l, "session closed", now)
 		}
 	}

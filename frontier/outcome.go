@@ -80,6 +80,7 @@ func (a *campaignActor) onOutcomes(s *session, items []Outcome) {
 func (a *campaignActor) settleOutcome(h *host, e *entry, o Outcome, origin string, now time.Time) (recordJob, bool) {
 	switch {
 	case o.Released:
+		a.srv.m().leaseReturned(a.cfg.ID)
 		heap.Push(&h.queue, e)
 	case o.HostDown && !o.Stored:
 		e.attempt++
@@ -129,6 +130,7 @@ func (a *campaignActor) settleOutcome(h *host, e *entry, o Outcome, origin strin
 // returns the job that records it.
 func (a *campaignActor) fetchedJob(h *host, e *entry, o Outcome, now time.Time) recordJob {
 	h.fetched++
+	a.srv.m().linksDiscovered(a.cfg.ID, len(o.Links))
 	j := recordJob{e: e, links: o.Links}
 	if o.Error != "" && o.Status == 0 {
 		a.failed.Add(1)

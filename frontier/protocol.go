@@ -164,7 +164,7 @@ type Outcome struct {
 	// Took is the time from the request's start to this report; the
 	// scheduler uses it to space a host's request starts by its delay.
 	Took time.Duration `json:"took,omitempty"`
-	// Reason classifies a failure in one word (fetch.Reason*: "dns",
+	// Reason classifies a failure in one word (page.Reason*: "dns",
 	// "refused", "timeout", "tls", "reset", "4xx", "5xx", "sink", ...), for
 	// the failure report and the counts by reason.
 	Reason string `json:"reason,omitempty"`

@@ -262,6 +262,7 @@ func (a *campaignActor) deadLetter(e *entry, reason, why string) {
 	reason = orOther(reason)
 	a.log.Warn("dead-lettering", "url", e.msg.URL, "reason", reason, "error", why)
 	a.deadLtrd.Add(1)
+	a.srv.m().deadLetter(a.cfg.ID, reason)
 	a.countReason(reason)
 	hdr := amqp.Table{hdrError: why, hdrReason: reason, hdrAttempt: int32(e.attempt)}
 	pub := amqp.Publishing{ContentType: e.d.ContentType, Body: e.d.Body, Headers: hdr}

@@ -94,6 +94,8 @@ type Server struct {
 	log   *slog.Logger
 
 	nextLease atomic.Uint64
+	// metrics: RegisterMetrics's hooks (metrics.go); nil without.
+	metrics atomic.Pointer[schedMetrics]
 
 	// createMu serializes creating actors (declares included); lock order:
 	// createMu before mu.
@@ -664,6 +666,7 @@ func (s *Server) closeCampaign(id string, final, del bool) (Stats, error) {
 	a := s.campaigns[id]
 	delete(s.campaigns, id)
 	if final {
+		s.m().forget(id)
 		// At once, under the lock that creates actors: a fetcher session
 		// reconnecting while the campaign closes must not open it again.
 		s.tombs[id] = time.Now()

@@ -212,6 +212,9 @@ type publisher struct {
 	// each message is published; an error fails the publish as RabbitMQ
 	// would.
 	fault func(exchange, key string) error
+	// confirmed, when set (RegisterMetrics), is told how long each
+	// confirmed batch took.
+	confirmed atomic.Pointer[func(time.Duration)]
 }
 
 // pubChannel is one confirm-mode channel and the goroutine that collects
@@ -318,6 +321,7 @@ func (p *publisher) publish(ctx context.Context, msgs []outMsg) error {
 	if err != nil {
 		return err
 	}
+	start := time.Now()
 	confirms := make([]*amqp.DeferredConfirmation, 0, len(msgs))
 	ids := make([]string, 0, len(msgs))
 	defer func() {
@@ -354,6 +358,9 @@ func (p *publisher) publish(ctx context.Context, msgs []outMsg) error {
 		if why, ok := pc.take(id); ok {
 			return fmt.Errorf("publish to %q reached no queue (%s): %w", msgs[i].key, why, ErrUnroutable)
 		}
+	}
+	if f := p.confirmed.Load(); f != nil {
+		(*f)(time.Since(start))
 	}
 	return nil
 }

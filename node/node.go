@@ -13,6 +13,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	amqp "github.com/rabbitmq/amqp091-go"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
@@ -105,6 +106,8 @@ type SchedulerConfig struct {
 	// it in memory.
 	SeenPath string
 	Log      *slog.Logger
+	// Metrics, when set, gets the scheduler's metrics (drover_scheduler_*).
+	Metrics prometheus.Registerer
 }
 
 // Scheduler is a running scheduler.
@@ -156,6 +159,13 @@ func StartScheduler(ctx context.Context, cfg SchedulerConfig) (*Scheduler, error
 	if err != nil {
 		store.Close()
 		return nil, err
+	}
+	if cfg.Metrics != nil {
+		if err := srv.RegisterMetrics(cfg.Metrics); err != nil {
+			srv.Close()
+			store.Close()
+			return nil, fmt.Errorf("scheduler metrics: %w", err)
+		}
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {

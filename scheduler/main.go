@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/metrics"
 	"github.com/drover-crawl/drover/node"
 )
 
@@ -25,6 +26,7 @@ func main() {
 	flag.IntVar(&cfg.Index, "index", 0, "this scheduler's index among -replicas")
 	flag.IntVar(&cfg.Replicas, "replicas", 1, "number of schedulers sharing the campaigns")
 	flag.IntVar(&cfg.Prefetch, "prefetch", cfg.Prefetch, "unacked deliveries per shard consumer")
+	metricsAddr := flag.String("metrics-addr", metrics.DefaultSchedulerAddr, "serve Prometheus metrics on `ADDR`/metrics (\"off\": none)")
 	seen := flag.String("seen", "", "seen-set directory (default data/seen/NAME; \"mem\" keeps it in memory)")
 	flag.Parse()
 	if cfg.Name == "" {
@@ -41,12 +43,23 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	s, err := node.StartScheduler(ctx, node.SchedulerConfig{Server: cfg, Listen: *listen, AMQPURL: env.AMQPURL, SeenPath: *seen, Log: log})
+	reg := metrics.NewRegistry()
+	ms, err := metrics.Serve(*metricsAddr, reg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "scheduler:", err, "(set --metrics-addr)")
+		os.Exit(1)
+	}
+	defer ms.Close()
+	s, err := node.StartScheduler(ctx, node.SchedulerConfig{Server: cfg, Listen: *listen, AMQPURL: env.AMQPURL, SeenPath: *seen, Log: log, Metrics: reg})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "scheduler:", err)
 		os.Exit(1)
 	}
-	log.Info("scheduler listening", "addr", s.Addr(), "index", cfg.Index, "replicas", cfg.Replicas)
+	metricsURL := "off"
+	if ms != nil {
+		metricsURL = ms.URL()
+	}
+	log.Info("scheduler listening", "addr", s.Addr(), "index", cfg.Index, "replicas", cfg.Replicas, "metrics", metricsURL)
 	select {
 	case <-ctx.Done():
 		s.Close()

@@ -27,6 +27,8 @@ type Options struct {
 	Table string
 	// WARCMaxFileSize rotates WARC files (default 1 GB).
 	WARCMaxFileSize int64
+	// Metrics, when set, times and counts every sink OpenAll opens.
+	Metrics *Metrics
 }
 
 // Open opens the sink a URI names, after campaign.CheckSinkURI accepts it
@@ -158,7 +160,7 @@ func OpenAll(ctx context.Context, uris []string, opts Options) (Sink, error) {
 			_ = m.Close()
 			return nil, err
 		}
-		m = append(m, s)
+		m = append(m, opts.Metrics.Metered(s, opts.Campaign, Kind(u)))
 	}
 	if len(m) == 1 {
 		return m[0], nil

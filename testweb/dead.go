@@ -35,8 +35,9 @@ const (
 )
 
 // deadKinds in the order of DeadHosts; deadReasons are the failure reasons
-// (fetch.Reason*) a crawl must report for their URLs. testweb cannot import
-// fetch (fetch's tests import testweb), hence the literals.
+// (page.Reason*) a crawl must report for their URLs. These were literals
+// when the words lived in fetch, whose tests import testweb; page would do
+// now.
 var (
 	deadKinds   = []DeadKind{DeadDNS, DeadRefused, DeadSilent, DeadTLS, DeadRobots}
 	deadReasons = map[DeadKind]string{
@@ -61,7 +62,7 @@ type DeadHost struct {
 	Root string
 	// URLs are its URLs that the live pages link to.
 	URLs []string
-	// Reason is the failure reason (fetch.Reason*) a crawl must report for
+	// Reason is the failure reason (page.Reason*) a crawl must report for
 	// each of URLs: "dns", "refused", "timeout", "tls" and, for the host
 	// whose robots.txt answers 503, "robots".
 	Reason string

@@ -18,6 +18,7 @@ import (
 
 	"github.com/drover-crawl/drover/activities"
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/metrics"
 	"github.com/drover-crawl/drover/node"
 )
 
@@ -25,6 +26,7 @@ func main() {
 	withScheduler := flag.Bool("scheduler", false, "also run a scheduler in this process")
 	identity := flag.String("identity", "", "worker identity (default: worker@HOSTNAME:PID)")
 	maxSessions := flag.Int("max-sessions", 256, "FetchSession activities this worker runs at most")
+	metricsAddr := flag.String("metrics-addr", metrics.DefaultWorkerAddr, "serve Prometheus metrics on `ADDR`/metrics (\"off\": none)")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	env := node.LoadEnv(os.Getenv)
@@ -38,12 +40,25 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	reg := metrics.NewRegistry()
+	wm, err := activities.NewWorkerMetrics(reg, log)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		os.Exit(1)
+	}
+	defer wm.Close()
+	ms, err := metrics.Serve(*metricsAddr, reg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err, "(set --metrics-addr)")
+		os.Exit(1)
+	}
+	defer ms.Close()
 
 	var schedErr <-chan error
 	if *withScheduler {
 		cfg := frontier.DefaultServerConfig()
 		cfg.Token = token
-		s, err := node.StartScheduler(ctx, node.SchedulerConfig{Server: cfg, Listen: schedulers[0], AMQPURL: env.AMQPURL, SeenPath: filepath.Join("data", "seen", "scheduler-0"), Log: log})
+		s, err := node.StartScheduler(ctx, node.SchedulerConfig{Server: cfg, Listen: schedulers[0], AMQPURL: env.AMQPURL, SeenPath: filepath.Join("data", "seen", "scheduler-0"), Log: log, Metrics: reg})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "worker:", err)
 			os.Exit(1)
@@ -55,24 +70,33 @@ func main() {
 	addr := env.TemporalAddress
 	// Waits while Temporal does not answer; returns at once on a
 	// configuration error (address, namespace, credentials).
-	c, err := node.DialTemporal(ctx, client.Options{HostPort: addr, Namespace: env.TemporalNamespace, Logger: tlog.NewStructuredLogger(slog.New(node.QuietCancels(log.Handler())))}, log)
+	c, err := node.DialTemporal(ctx, client.Options{HostPort: addr, Namespace: env.TemporalNamespace, MetricsHandler: wm.Temporal, Logger: tlog.NewStructuredLogger(slog.New(node.QuietCancels(log.Handler())))}, log)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "worker: %v (start the dev stack with `make dev`, or set TEMPORAL_ADDRESS)\n", err)
 		os.Exit(1)
 	}
 	defer c.Close()
-	w, err := node.StartWorkers(c, node.WorkerConfig{MaxSessions: *maxSessions, Identity: *identity, Activities: &activities.Activities{
+	acts := &activities.Activities{
 		Schedulers: schedulers, Token: token, KafkaBrokers: env.KafkaBrokers, Identity: *identity,
-	}})
+	}
+	wm.Instrument(acts)
+	w, err := node.StartWorkers(c, node.WorkerConfig{MaxSessions: *maxSessions, Identity: *identity, Activities: acts})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		os.Exit(1)
 	}
-	log.Info("worker running", "temporal", addr, "schedulers", schedulers, "identity", *identity)
+	log.Info("worker running", "temporal", addr, "schedulers", schedulers, "identity", *identity, "metrics", metricsURL(ms))
 	select {
 	case <-ctx.Done():
 	case err := <-schedErr:
 		fmt.Fprintln(os.Stderr, "worker: scheduler:", err)
 	}
 	w.Stop()
+}
+
+func metricsURL(s *metrics.Server) string {
+	if s == nil {
+		return "off"
+	}
+	return s.URL()
 }
