@@ -12,6 +12,7 @@ import (
 	"crypto/tls"
 
 	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/fetch"
 	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/workflows"
@@ -37,6 +38,10 @@ type Activities struct {
 	KafkaBrokers string
 	// Identity names this worker in the scheduler's logs.
 	Identity string
+	// LinkScorer scores the links a fetcher finds, for the "score"
+	// priority policy; nil is fetch.InheritScore (a link has its page's
+	// score). Set it in the worker's main, as a scheduler's own policies.
+	LinkScorer fetch.LinkScorer
 	// DialControl opens a control session to a scheduler for Seed and
 	// Close; nil means frontier.DialControl. Tests put a slow or failing
 	// scheduler here.

@@ -58,12 +58,13 @@ func (a *Activities) FetchSession(ctx context.Context, in FetchSessionInput) (Se
 	defer release()
 	sk, err := sink.OpenAll(ctx, cfg.Sinks, sink.Options{Campaign: cfg.ID, BodyCap: cfg.BodyCap, KafkaBrokers: a.KafkaBrokers, Metrics: a.SinkMetrics, Secrets: a.SinkSecrets})
 	if err != nil {
-		return SessionCounters{}, temporal.NewApplicationError(err.Error(), "SinkUnavailable")
+		return SessionCounters{}, temporal.NewApplicationErrorWithCause(err.Error(), "SinkUnavailable", err)
 	}
 	defer sk.Close()
 
 	r := NewRunner(cfg, f, sk, in.Index, a.Identity)
 	r.m = a.Metrics
+	r.scoreLink = a.LinkScorer
 	r.m.session(cfg.ID, 1)
 	defer r.m.session(cfg.ID, -1)
 	stopBeat := r.heartbeat(ctx)
@@ -120,6 +121,8 @@ type Runner struct {
 	storeRetryFor time.Duration
 	// m counts the fetches (nil: not counted).
 	m *Metrics
+	// scoreLink scores the links found (Activities.LinkScorer).
+	scoreLink fetch.LinkScorer
 
 	mu sync.Mutex
 	c  SessionCounters
@@ -238,7 +241,9 @@ func (r *Runner) handle(ctx context.Context, l frontier.Lease) frontier.Outcome 
 		return o
 	}
 	start := time.Now()
-	res := r.f.Fetch(ctx, fetch.Request{URL: l.URL, Depth: l.Depth, Hops: l.Hops, Parent: l.Parent, Attempt: l.Attempt, MaxAttempts: l.MaxAttempts})
+	req := fetch.Request{URL: l.URL, Depth: l.Depth, Hops: l.Hops, Parent: l.Parent, Score: l.Score, Attempt: l.Attempt, MaxAttempts: l.MaxAttempts}
+	res := r.f.Fetch(ctx, req)
+	fetch.ScoreLinks(req, res.Links, r.scoreLink)
 	if ctx.Err() != nil {
 		o.Released = true
 		return o

@@ -12,8 +12,11 @@ package campaign
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"math"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -74,6 +77,10 @@ type HostRule struct {
 type Config struct {
 	ID    string   `json:"id" yaml:"id"`
 	Seeds []string `json:"seeds" yaml:"seeds"`
+	// SeedScores gives seeds a score, which the "score" priority policy
+	// leases highest first and their links inherit by default; a seed not
+	// named here has 0. Every key must be one of Seeds.
+	SeedScores map[string]float64 `json:"seed_scores,omitempty" yaml:"seed_scores,omitempty"`
 	// Scope: a URL is in scope when it matches any of these regexes; without
 	// one, the seeds' hosts are the scope.
 	Scope   []string `json:"scope,omitempty" yaml:"scope,omitempty"`
@@ -289,8 +296,11 @@ func ZeroRefused(key string) (rule string, refused bool) {
 
 var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
-// Priorities lists the built-in priority policies by name.
-var Priorities = []string{"bfs", "score", "fair"}
+// policyPattern is the form of a priority policy's name. Which names exist
+// is the schedulers' business (frontier.ServerConfig.Policies): the config,
+// which is the workflow's input, checks only the form, so that the workflow
+// never depends on what a process registered.
+var policyPattern = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
 
 // Validate checks a config after WithDefaults; each error names the field
 // and its allowed range, and the CLI prints it as it is.
@@ -307,6 +317,30 @@ func (c Config) Validate() error {
 			errs = append(errs, err)
 		}
 	}
+	errs = append(errs, c.checkSeedScores()...)
+	errs = append(errs, c.checkRegexps()...)
+	errs = append(errs, c.checkLimits()...)
+	errs = append(errs, c.checkHosts()...)
+	if !policyPattern.MatchString(c.Priority) {
+		errs = append(errs, fmt.Errorf("priority %q: must be a policy name: 1-32 lower-case letters, digits, '_' or '-', starting with a letter (built-in: bfs, score, fair)", c.Priority))
+	}
+	if c.NotifyURL != "" {
+		if u, err := url.Parse(c.NotifyURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("notify_url %q: must be an http or https URL", c.NotifyURL))
+		}
+	}
+	for _, s := range c.Sinks {
+		if err := CheckSinkURI(s); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	errs = append(errs, c.checkFetchLimits()...)
+	return errors.Join(errs...)
+}
+
+// checkRegexps: every scope and exclude rule compiles.
+func (c Config) checkRegexps() []error {
+	var errs []error
 	for _, field := range []struct {
 		name string
 		res  []string
@@ -317,6 +351,12 @@ func (c Config) Validate() error {
 			}
 		}
 	}
+	return errs
+}
+
+// checkLimits checks the fleet's size and the crawl's limits.
+func (c Config) checkLimits() []error {
+	var errs []error
 	if c.Fetchers < 1 || c.Fetchers > MaxFetchers {
 		errs = append(errs, fmt.Errorf("fetchers %d: %s", c.Fetchers, zeroRefused["fetchers"]))
 	}
@@ -335,6 +375,13 @@ func (c Config) Validate() error {
 	if c.MaxDuration < 0 {
 		errs = append(errs, fmt.Errorf("max_duration %s: %s", c.MaxDuration, zeroRefused["max_duration"]))
 	}
+	return errs
+}
+
+// checkHosts checks the politeness settings, the campaign's and each
+// host rule's.
+func (c Config) checkHosts() []error {
+	var errs []error
 	if c.PerHostConcurrency < 1 || c.PerHostConcurrency > 256 {
 		errs = append(errs, fmt.Errorf("per_host_concurrency %d: %s", c.PerHostConcurrency, zeroRefused["per_host_concurrency"]))
 	}
@@ -352,19 +399,12 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("hosts %q: concurrency %d: must be between 1 and 256", h.Host, *h.Concurrency))
 		}
 	}
-	if !contains(Priorities, c.Priority) {
-		errs = append(errs, fmt.Errorf("priority %q: must be one of %s", c.Priority, strings.Join(Priorities, ", ")))
-	}
-	if c.NotifyURL != "" {
-		if u, err := url.Parse(c.NotifyURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			errs = append(errs, fmt.Errorf("notify_url %q: must be an http or https URL", c.NotifyURL))
-		}
-	}
-	for _, s := range c.Sinks {
-		if err := CheckSinkURI(s); err != nil {
-			errs = append(errs, err)
-		}
-	}
+	return errs
+}
+
+// checkFetchLimits checks what bounds one fetch and its retries.
+func (c Config) checkFetchLimits() []error {
+	var errs []error
 	if c.BodyCap < 1024 || c.BodyCap > 64<<20 {
 		errs = append(errs, fmt.Errorf("body_cap %d: %s", c.BodyCap, zeroRefused["body_cap"]))
 	}
@@ -386,7 +426,7 @@ func (c Config) Validate() error {
 	if d := c.FailAfterDuration(); d < 10*time.Second || d > 24*time.Hour {
 		errs = append(errs, fmt.Errorf("fail_after %s: must be between 10s and 24h", d))
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 func checkSeed(s string) error {
@@ -490,4 +530,19 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// checkSeedScores: every scored URL is a seed (a typo would score nothing),
+// and every score is a finite number.
+func (c Config) checkSeedScores() []error {
+	var errs []error
+	for _, u := range slices.Sorted(maps.Keys(c.SeedScores)) {
+		switch v := c.SeedScores[u]; {
+		case !slices.Contains(c.Seeds, u):
+			errs = append(errs, fmt.Errorf("seed_scores %q: not one of the seeds", u))
+		case math.IsNaN(v) || math.IsInf(v, 0):
+			errs = append(errs, fmt.Errorf("seed_scores %q: %v: must be a finite number", u, v))
+		}
+	}
+	return errs
 }

@@ -2,6 +2,7 @@ package campaign
 
 import (
 	"encoding/json"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -18,6 +19,9 @@ func TestValidate(t *testing.T) {
 		{"defaults", func(c *Config) {}, ""},
 		{"bad id", func(c *Config) { c.ID = "has space" }, `id "has space"`},
 		{"no seed", func(c *Config) { c.Seeds = nil }, "seeds: at least one"},
+		{"seed score", func(c *Config) { c.SeedScores = map[string]float64{"https://example.org/": 2.5} }, ""},
+		{"score of no seed", func(c *Config) { c.SeedScores = map[string]float64{"https://example.org/x": 1} }, `seed_scores "https://example.org/x": not one of the seeds`},
+		{"score not a number", func(c *Config) { c.SeedScores = map[string]float64{"https://example.org/": math.Inf(1)} }, `seed_scores "https://example.org/": +Inf: must be a finite number`},
 		{"unparseable seed", func(c *Config) { c.Seeds = []string{"ht!tp://x"} }, `seed "ht!tp://x": not a valid URL`},
 		{"ftp seed", func(c *Config) { c.Seeds = []string{"ftp://x/"} }, "must be an http or https URL"},
 		{"bad scope", func(c *Config) { c.Scope = []string{"("} }, `scope "(": not a valid regular expression`},
@@ -27,7 +31,11 @@ func TestValidate(t *testing.T) {
 		{"host rule without host", func(c *Config) { c.Hosts = []HostRule{{Delay: new(time.Second)}} }, "hosts: every entry needs a host name"},
 		{"host rule concurrency 0", func(c *Config) { c.Hosts = []HostRule{{Host: "a", Concurrency: new(0)}} }, `hosts "a": concurrency 0: must be between 1 and 256`},
 		{"host rule negative delay", func(c *Config) { c.Hosts = []HostRule{{Host: "a", Delay: new(-time.Second)}} }, `hosts "a": delay -1s: must be between 0 (no delay) and 1h`},
-		{"unknown priority", func(c *Config) { c.Priority = "random" }, `priority "random": must be one of`},
+		// Which policies exist is the scheduler's to say (frontier's
+		// TestUnknownPolicy); the config checks the name's form only.
+		{"policy of a scheduler's own", func(c *Config) { c.Priority = "news-first" }, ""},
+		{"malformed priority", func(c *Config) { c.Priority = "Random Walk" }, `priority "Random Walk": must be a policy name`},
+		{"priority too long", func(c *Config) { c.Priority = strings.Repeat("p", 33) }, `must be a policy name: 1-32`},
 		{"kafka sink", func(c *Config) { c.Sinks = []string{"kafka://k:9092/pages"} }, ""},
 		{"default brokers", func(c *Config) { c.Sinks = []string{"kafka:///pages"} }, ""},
 		{"kafka without topic", func(c *Config) { c.Sinks = []string{"kafka://k:9092/"} }, "must be kafka://HOST:PORT/TOPIC"},

@@ -60,28 +60,7 @@ type ProcRSS struct {
 // schedulers, on a private RabbitMQ node, and samples every process's
 // RSS.
 func RunLoad(ctx context.Context, opts LoadOptions) (LoadResult, error) {
-	if opts.Hosts == 0 {
-		opts.Hosts = 1000
-	}
-	if opts.PagesPerHost == 0 {
-		opts.PagesPerHost = 20
-	}
-	if opts.Fetchers == 0 {
-		opts.Fetchers = 64
-	}
-	if opts.PerHostDelay == 0 {
-		opts.PerHostDelay = 10 * time.Millisecond
-	}
-	if opts.Workers == 0 {
-		opts.Workers = 3
-	}
-	if opts.Schedulers == 0 {
-		opts.Schedulers = 2
-	}
-	if opts.Sample == 0 {
-		opts.Sample = 250 * time.Millisecond
-	}
-	opts.defaults()
+	opts.loadDefaults()
 	res := LoadResult{Opts: opts}
 	rabbit, done, err := prepare(ctx, &opts.Options, "load")
 	if err != nil {
@@ -136,6 +115,33 @@ func RunLoad(ctx context.Context, opts LoadOptions) (LoadResult, error) {
 	}
 	res.Procs = sampler.result()
 	return res, nil
+}
+
+// loadDefaults fills what a load run leaves unset, then Options' own
+// defaults.
+func (opts *LoadOptions) loadDefaults() {
+	if opts.Hosts == 0 {
+		opts.Hosts = 1000
+	}
+	if opts.PagesPerHost == 0 {
+		opts.PagesPerHost = 20
+	}
+	if opts.Fetchers == 0 {
+		opts.Fetchers = 64
+	}
+	if opts.PerHostDelay == 0 {
+		opts.PerHostDelay = 10 * time.Millisecond
+	}
+	if opts.Workers == 0 {
+		opts.Workers = 3
+	}
+	if opts.Schedulers == 0 {
+		opts.Schedulers = 2
+	}
+	if opts.Sample == 0 {
+		opts.Sample = 250 * time.Millisecond
+	}
+	opts.Options.defaults()
 }
 
 // loadProc is one process the load run samples.

@@ -159,20 +159,8 @@ func startRig(ctx context.Context, opts Options, name string, rabbit *RabbitNode
 	if spec.schedulers == 0 {
 		spec.schedulers = 1
 	}
-	for i := range spec.schedulers {
-		sport, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		addr := "127.0.0.1:" + strconv.Itoa(sport)
-		name := fmt.Sprintf("scheduler-%d", i)
-		sched, err := r.sup.Start(devstack.ProcSpec{Name: name, Path: filepath.Join(opts.BinDir, "scheduler"),
-			Args: []string{"-listen", addr, "-name", name, "-seen", filepath.Join(r.dir, "seen", name), "-metrics-addr", "127.0.0.1:0"},
-			Env:  []string{"AMQP_URL=" + rabbit.URL, "DROVER_TOKEN=" + chaosToken}})
-		if err != nil {
-			return nil, err
-		}
-		r.scheds, r.schedAddrs = append(r.scheds, sched), append(r.schedAddrs, addr)
+	if err := r.startSchedulers(spec.schedulers); err != nil {
+		return nil, err
 	}
 	r.sched, r.schedAddr = r.scheds[0], r.schedAddrs[0]
 	if spec.proxyWorker0 {
@@ -184,21 +172,8 @@ func startRig(ctx context.Context, opts Options, name string, rabbit *RabbitNode
 	if spec.workers == 0 {
 		spec.workers = 2
 	}
-	for i := range spec.workers {
-		addr := strings.Join(r.schedAddrs, ",")
-		if i == 0 && r.schedProxy != nil {
-			addr = r.schedProxy.Addr()
-		}
-		// SIGKILL at the end of a row: the crawl is over, and a graceful
-		// stop waits out the sessions' stop timeout for nothing.
-		w, err := r.sup.Start(devstack.ProcSpec{Name: fmt.Sprintf("worker-%d", i), Path: filepath.Join(opts.BinDir, "worker"), StopSignal: syscall.SIGKILL,
-			Args: []string{"-identity", fmt.Sprintf("chaos-worker-%d", i), "-metrics-addr", "127.0.0.1:0"},
-			Env: []string{"DROVER_SCHEDULER=" + addr, "DROVER_TOKEN=" + chaosToken, "TEMPORAL_ADDRESS=" + r.temporalAddr,
-				"TEMPORAL_NAMESPACE=default", "KAFKA_BROKERS=" + r.kafka.Addr}})
-		if err != nil {
-			return nil, err
-		}
-		r.workers = append(r.workers, w)
+	if err := r.startWorkers(spec.workers); err != nil {
+		return nil, err
 	}
 	readyCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
@@ -214,6 +189,48 @@ func startRig(ctx context.Context, opts Options, name string, rabbit *RabbitNode
 	}
 	ok = true
 	return r, nil
+}
+
+// startSchedulers starts n scheduler processes on free ports.
+func (r *rig) startSchedulers(n int) error {
+	for i := range n {
+		sport, err := freePort()
+		if err != nil {
+			return err
+		}
+		addr := "127.0.0.1:" + strconv.Itoa(sport)
+		name := fmt.Sprintf("scheduler-%d", i)
+		sched, err := r.sup.Start(devstack.ProcSpec{Name: name, Path: filepath.Join(r.opts.BinDir, "scheduler"),
+			Args: []string{"-listen", addr, "-name", name, "-seen", filepath.Join(r.dir, "seen", name), "-metrics-addr", "127.0.0.1:0"},
+			Env:  []string{"AMQP_URL=" + r.rabbit.URL, "DROVER_TOKEN=" + chaosToken}})
+		if err != nil {
+			return err
+		}
+		r.scheds, r.schedAddrs = append(r.scheds, sched), append(r.schedAddrs, addr)
+	}
+	return nil
+}
+
+// startWorkers starts n worker processes; worker 0 goes through the
+// scheduler proxy when the row has one.
+func (r *rig) startWorkers(n int) error {
+	for i := range n {
+		addr := strings.Join(r.schedAddrs, ",")
+		if i == 0 && r.schedProxy != nil {
+			addr = r.schedProxy.Addr()
+		}
+		// SIGKILL at the end of a row: the crawl is over, and a graceful
+		// stop waits out the sessions' stop timeout for nothing.
+		w, err := r.sup.Start(devstack.ProcSpec{Name: fmt.Sprintf("worker-%d", i), Path: filepath.Join(r.opts.BinDir, "worker"), StopSignal: syscall.SIGKILL,
+			Args: []string{"-identity", fmt.Sprintf("chaos-worker-%d", i), "-metrics-addr", "127.0.0.1:0"},
+			Env: []string{"DROVER_SCHEDULER=" + addr, "DROVER_TOKEN=" + chaosToken, "TEMPORAL_ADDRESS=" + r.temporalAddr,
+				"TEMPORAL_NAMESPACE=default", "KAFKA_BROKERS=" + r.kafka.Addr}})
+		if err != nil {
+			return err
+		}
+		r.workers = append(r.workers, w)
+	}
+	return nil
 }
 
 // waitScheduler waits until every scheduler answers a control session.

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -138,21 +139,7 @@ func runRow(ctx context.Context, opts Options, rabbit *RabbitNode, f Fault) (res
 		res.Err = fmt.Errorf("start campaign: %w", err)
 		return res
 	}
-	trigger := f.Trigger
-	if trigger == 0 {
-		trigger = opts.Trigger
-	}
-	at := int(trigger * float64(len(pages)))
-	r.logf("campaign %s started on %d pages; the fault comes at %d", cfg.ID, len(pages), at)
-	tctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	err = poll(tctx, func() error {
-		if n := r.web.Total(); n < at {
-			return fmt.Errorf("the crawl reached %d of %d pages", n, at)
-		}
-		return nil
-	})
-	cancel()
-	if err != nil {
+	if err := r.waitTrigger(ctx, cmp.Or(f.Trigger, opts.Trigger), cfg.ID, len(pages)); err != nil {
 		res.Err = err
 		return res
 	}
@@ -176,16 +163,7 @@ func runRow(ctx context.Context, opts Options, rabbit *RabbitNode, f Fault) (res
 	res.Down, res.During = end.Sub(start), atEnd-before
 	r.logf("fault from %d to %d pages served, %s", before, atEnd, res.Down.Round(100*time.Millisecond))
 
-	// Resumed: the web's next request after the fault's end.
-	rctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	for rctx.Err() == nil {
-		if r.web.Total() > atEnd {
-			res.Resumed = time.Since(end)
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	cancel()
+	res.Resumed = r.resumed(ctx, atEnd, end)
 
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	st, err := r.waitCampaign(wctx, cfg.ID)
@@ -198,15 +176,53 @@ func runRow(ctx context.Context, opts Options, rabbit *RabbitNode, f Fault) (res
 			res.State = "ended badly"
 		}
 	}
+	r.count(ctx, &s, cfg.ID, pages, &res)
+	r.logf("done: %s, missing %d on the web and %d in %s, %d duplicate fetches", res.State, res.MissingWeb, res.MissingSink, res.Sink, res.DupFetches)
+	return res
+}
+
+// waitTrigger waits until the crawl has served trigger of its pages, when
+// the fault comes.
+func (r *rig) waitTrigger(ctx context.Context, trigger float64, id string, pages int) error {
+	at := int(trigger * float64(pages))
+	r.logf("campaign %s started on %d pages; the fault comes at %d", id, pages, at)
+	tctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	return poll(tctx, func() error {
+		if n := r.web.Total(); n < at {
+			return fmt.Errorf("the crawl reached %d of %d pages", n, at)
+		}
+		return nil
+	})
+}
+
+// resumed is the time from the fault's end to the web's next request
+// after it (atEnd requests served by then); -1 if none came in 5 minutes.
+func (r *rig) resumed(ctx context.Context, atEnd int, end time.Time) time.Duration {
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	for rctx.Err() == nil {
+		if r.web.Total() > atEnd {
+			return time.Since(end)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return -1
+}
+
+// count fills res's counts: pages missing and fetched twice on the web's
+// side, missing and duplicated in the sink.
+func (r *rig) count(ctx context.Context, s *sinks, id string, pages []string, res *Result) {
 	res.MissingWeb = len(r.web.Missing())
 	for _, n := range r.web.Duplicates() {
 		res.DupFetches += n - 1
 	}
 	var got map[string]int
+	var err error
 	switch {
 	case s.pg != nil:
 		cctx, cancel := context.WithTimeout(ctx, time.Minute)
-		got, err = s.pg.count(cctx, cfg.ID)
+		got, err = s.pg.count(cctx, id)
 		cancel()
 	case s.warc != nil:
 		got, err = s.warc.count()
@@ -224,8 +240,6 @@ func runRow(ctx context.Context, opts Options, rabbit *RabbitNode, f Fault) (res
 			res.DupRecords += n - 1
 		}
 	}
-	r.logf("done: %s, missing %d on the web and %d in %s, %d duplicate fetches", res.State, res.MissingWeb, res.MissingSink, res.Sink, res.DupFetches)
-	return res
 }
 
 // PrintTable writes the results as one markdown table.

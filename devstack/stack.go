@@ -205,8 +205,8 @@ func TemporalServerArgs(ip string, port, uiPort int, dbFile string) []string {
 		"server", "start-dev", "--ip", ip, "--port", strconv.Itoa(port),
 		"--namespace", DefaultTemporalNamespace, "--db-filename", dbFile,
 		"--log-level", "warn", "--dynamic-config-value", "frontend.enableServerVersionCheck=false",
-		"--search-attribute", SearchAttributeCampaignState + "=Keyword",
-		"--search-attribute", SearchAttributePagesFetched + "=Int",
+		"--search-attribute", workflows.SearchAttributeState + "=Keyword",
+		"--search-attribute", workflows.SearchAttributePages + "=Int",
 	}
 	if uiPort > 0 {
 		return append(args, "--ui-port", strconv.Itoa(uiPort))

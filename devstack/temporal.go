@@ -20,13 +20,8 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
-)
 
-// Search attributes every drover Temporal server registers, the dev stack's
-// and the tests' alike: a workflow cannot upsert one that is not registered.
-const (
-	SearchAttributeCampaignState = "CampaignState" // Keyword
-	SearchAttributePagesFetched  = "PagesFetched"  // Int
+	"github.com/drover-crawl/drover/workflows"
 )
 
 // TemporalBinaryRel is where `make bin/temporal` installs the Temporal CLI,
@@ -94,17 +89,9 @@ type Temporal struct {
 // port that is already taken fails at once with a *PortInUseError naming
 // its owner. Call Stop when done.
 func StartTemporal(ctx context.Context, opts TemporalOptions) (*Temporal, error) {
-	bin := opts.BinaryPath
-	if bin == "" {
-		var err error
-		if bin, err = TemporalBinary(); err != nil {
-			return nil, err
-		}
-	} else if err := checkExecutable(bin); err != nil {
+	bin, err := temporalBinary(opts.BinaryPath)
+	if err != nil {
 		return nil, err
-	}
-	if abs, err := filepath.Abs(bin); err == nil {
-		bin = abs
 	}
 	ip := cmp.Or(opts.IP, DefaultTemporalIP)
 	ns := cmp.Or(opts.Namespace, DefaultTemporalNamespace)
@@ -131,29 +118,13 @@ func StartTemporal(ctx context.Context, opts TemporalOptions) (*Temporal, error)
 		DBFilename: opts.DBFilename,
 		LogLevel:   cmp.Or(opts.LogLevel, "warn"),
 		ExtraArgs: []string{
-			"--search-attribute", SearchAttributeCampaignState + "=Keyword",
-			"--search-attribute", SearchAttributePagesFetched + "=Int",
+			"--search-attribute", workflows.SearchAttributeState + "=Keyword",
+			"--search-attribute", workflows.SearchAttributePages + "=Int",
 		},
 	}
-	var uiURL string
-	switch {
-	case opts.UIPort < 0:
-		devOpts.EnableUI = false
-	default:
-		uiPort := opts.UIPort
-		if uiPort == 0 {
-			// The CLI's own default, frontend port + 1000, may be taken.
-			p, err := freePort(ip)
-			if err != nil {
-				return nil, err
-			}
-			uiPort = p
-		} else if err := CheckPortFree(net.JoinHostPort(ip, strconv.Itoa(uiPort))); err != nil {
-			return nil, fmt.Errorf("temporal web UI: %w", err)
-		}
-		devOpts.EnableUI = true
-		devOpts.UIPort = strconv.Itoa(uiPort)
-		uiURL = "http://" + net.JoinHostPort(ip, strconv.Itoa(uiPort))
+	uiURL, err := setUIPort(&devOpts, ip, opts.UIPort)
+	if err != nil {
+		return nil, err
 	}
 	if opts.DBFilename != "" {
 		if err := os.MkdirAll(filepath.Dir(opts.DBFilename), 0o755); err != nil {
@@ -187,6 +158,46 @@ func StartTemporal(ctx context.Context, opts TemporalOptions) (*Temporal, error)
 		return nil, errors.New(msg)
 	}
 	return &Temporal{server: server, addr: addr, uiURL: uiURL, namespace: ns, pids: pids}, nil
+}
+
+// temporalBinary is the absolute path of the temporal CLI to run: path,
+// which must be executable, or bin/temporal of the repository when empty.
+func temporalBinary(path string) (string, error) {
+	bin := path
+	if bin == "" {
+		var err error
+		if bin, err = TemporalBinary(); err != nil {
+			return "", err
+		}
+	} else if err := checkExecutable(bin); err != nil {
+		return "", err
+	}
+	if abs, err := filepath.Abs(bin); err == nil {
+		bin = abs
+	}
+	return bin, nil
+}
+
+// setUIPort sets the Web UI of devOpts from TemporalOptions.UIPort (-1: no
+// UI; 0: a free port) and returns its URL ("" without one).
+func setUIPort(devOpts *testsuite.DevServerOptions, ip string, uiPort int) (string, error) {
+	if uiPort < 0 {
+		devOpts.EnableUI = false
+		return "", nil
+	}
+	if uiPort == 0 {
+		// The CLI's own default, frontend port + 1000, may be taken.
+		p, err := freePort(ip)
+		if err != nil {
+			return "", err
+		}
+		uiPort = p
+	} else if err := CheckPortFree(net.JoinHostPort(ip, strconv.Itoa(uiPort))); err != nil {
+		return "", fmt.Errorf("temporal web UI: %w", err)
+	}
+	devOpts.EnableUI = true
+	devOpts.UIPort = strconv.Itoa(uiPort)
+	return "http://" + net.JoinHostPort(ip, strconv.Itoa(uiPort)), nil
 }
 
 // Address is the frontend's host:port, for TEMPORAL_ADDRESS.

@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
+
+	"github.com/drover-crawl/drover/workflows"
 )
 
 // startTemporal starts a headless in-memory dev server for a test, or skips
@@ -41,8 +43,8 @@ func TestStartTemporalRegistersSearchAttributes(t *testing.T) {
 	resp, err := tmp.Client().OperatorService().ListSearchAttributes(ctx,
 		&operatorservice.ListSearchAttributesRequest{Namespace: tmp.Namespace()})
 	require.NoError(t, err)
-	require.Equal(t, enums.INDEXED_VALUE_TYPE_KEYWORD, resp.CustomAttributes[SearchAttributeCampaignState])
-	require.Equal(t, enums.INDEXED_VALUE_TYPE_INT, resp.CustomAttributes[SearchAttributePagesFetched])
+	require.Equal(t, enums.INDEXED_VALUE_TYPE_KEYWORD, resp.CustomAttributes[workflows.SearchAttributeState])
+	require.Equal(t, enums.INDEXED_VALUE_TYPE_INT, resp.CustomAttributes[workflows.SearchAttributePages])
 
 	require.NoError(t, CheckTemporal(ctx, tmp.Address()))
 }

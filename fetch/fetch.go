@@ -23,6 +23,9 @@ type Request struct {
 	Depth  int
 	Hops   int // redirect hops that led here
 	Parent string
+	// Score is the URL's score for the "score" priority policy; the link
+	// scorer (ScoreLinks) sees it.
+	Score float64
 	// Attempt counts from 1; when Attempt == MaxAttempts a transient
 	// failure is final and is returned as a Page with Err set.
 	Attempt     int

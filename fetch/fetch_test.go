@@ -449,3 +449,47 @@ func TestFetchHTTPS(t *testing.T) {
 	res := f2.Fetch(testCtx(t), Request{URL: srv.URL + "/p", Attempt: 1, MaxAttempts: 3})
 	check(t, res.Retry && res.Err != nil)
 }
+
+// A page's links have its score by default (InheritScore), or the link
+// scorer's; a redirect's target keeps its page's score.
+func TestLinkScores(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/moved" {
+			http.Redirect(w, r, "/target", http.StatusMovedPermanently)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, `<a href="/news/1">n</a> <a href="/about">a</a>`)
+	}))
+	defer srv.Close()
+	news := func(req Request, link string) float64 {
+		if strings.Contains(link, "/news/") {
+			return req.Score + 10
+		}
+		return -1
+	}
+	f := newTestFetcher(t, testConfig(srv.URL))
+	for _, c := range []struct {
+		name   string
+		scorer LinkScorer
+		want   map[string]float64
+	}{
+		{"default", nil, map[string]float64{"/news/1": 3, "/about": 3}},
+		{"scorer", news, map[string]float64{"/news/1": 13, "/about": -1}},
+	} {
+		req := Request{URL: srv.URL + "/", Score: 3, Attempt: 1, MaxAttempts: 1}
+		res := f.Fetch(testCtx(t), req)
+		must(t, res.Page != nil && res.Err == nil, res.Err)
+		ScoreLinks(req, res.Links, c.scorer)
+		got := map[string]float64{}
+		for _, l := range res.Links {
+			got[strings.TrimPrefix(l.URL, srv.URL)] = l.Score
+		}
+		equal(t, got, c.want, c.name)
+		req = Request{URL: srv.URL + "/moved", Score: 3, Attempt: 1, MaxAttempts: 1}
+		res = f.Fetch(testCtx(t), req)
+		must(t, len(res.Links) == 1, res.Links)
+		ScoreLinks(req, res.Links, c.scorer)
+		equal(t, res.Links[0].Score, 3.0, c.name+": redirect")
+	}
+}

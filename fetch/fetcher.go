@@ -364,10 +364,10 @@ func (f *Fetcher) fetch(ctx context.Context, req Request, answered *time.Time) R
 }
 
 // permanent is a failure recorded as a page (Status 0) and never retried.
-func permanent(page *page.Page, err error) Result {
-	page.Err = err.Error()
+func permanent(pg *page.Page, err error) Result {
+	pg.Err = err.Error()
 	reason, down := Classify(err)
-	return Result{Page: page, Err: err, Reason: reason, HostDown: down}
+	return Result{Page: pg, Err: err, Reason: reason, HostDown: down}
 }
 
 // final reports whether req is its last attempt.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net"
 	"time"
+
+	"github.com/drover-crawl/drover/urlrule"
 )
 
 // Timeouts bound the phases of one fetch, so that a host that never
@@ -57,6 +59,34 @@ func (t Timeouts) Validate() error {
 
 // Option configures a Fetcher beyond its campaign (New).
 type Option func(*Fetcher)
+
+// LinkScorer gives a link found on the page of req its score, which the
+// "score" priority policy leases highest first (ScoreLinks applies it). It
+// must be cheap and safe for concurrent use; it runs for every link of
+// every page.
+type LinkScorer func(req Request, link string) float64
+
+// InheritScore is the default LinkScorer: a link has its page's score, so
+// that what a high-scored seed leads to goes before the rest.
+func InheritScore(req Request, _ string) float64 { return req.Score }
+
+// ScoreLinks gives the links a fetch of req found their scores: s's (nil:
+// InheritScore), and for a redirect's target its page's score, because it
+// is the same item. The fetcher's caller scores, not the Fetcher: a
+// Fetcher is shared by a campaign's sessions in a process, a scorer is the
+// worker's.
+func ScoreLinks(req Request, links []urlrule.Link, s LinkScorer) {
+	if s == nil {
+		s = InheritScore
+	}
+	for i, l := range links {
+		if l.Hops > 0 {
+			links[i].Score = req.Score
+		} else {
+			links[i].Score = s(req, l.URL)
+		}
+	}
+}
 
 // WithTimeouts replaces DefaultTimeouts; New fails when t is not valid.
 // Tests shorten them; an operator may lengthen them for slow networks.

@@ -89,7 +89,7 @@ type campaignActor struct {
 	unacked, acked, pending                                    atomic.Int64
 	fetched, failed, retried, disallowed, duplicates, deadLtrd atomic.Int64
 	skipped, discovered, published, recordFailed               atomic.Int64
-	robotsDropped                                              atomic.Int64
+	robotsDropped, ackFailed                                   atomic.Int64
 	inflight                                                   atomic.Int64
 	nhosts, nsessions, hostsDown                               atomic.Int64
 	capped                                                     atomic.Bool
@@ -99,7 +99,7 @@ type campaignActor struct {
 }
 
 func newCampaignActor(srv *Server, cfg campaign.Config) (*campaignActor, error) {
-	p, err := PolicyByName(cfg.Priority)
+	p, err := srv.cfg.policy(cfg.Priority)
 	if err != nil {
 		return nil, err
 	}
@@ -241,6 +241,7 @@ func (a *campaignActor) stats() Stats {
 		Sessions:      a.nsessions.Load(),
 		CapReached:    a.capped.Load(),
 		RecordFailed:  a.recordFailed.Load(),
+		AckFailed:     a.ackFailed.Load(),
 		HostsDown:     a.hostsDown.Load(),
 		RobotsDropped: a.robotsDropped.Load(),
 		Consuming:     a.isConsuming.Load(),

@@ -120,6 +120,8 @@ type Session struct {
 	closing chan struct{}
 	once    sync.Once
 	wg      sync.WaitGroup
+
+	closeOnce sync.Once // closes closing
 }
 
 // DialSession opens a plaintext fetcher session for a campaign (see
@@ -203,11 +205,8 @@ func (s *Session) fail(err error) {
 // Close sends what is queued, then ends the session; the scheduler returns
 // the leases not reported to the pool.
 func (s *Session) Close() error {
-	select {
-	case <-s.closing:
-	default:
-		close(s.closing)
-	}
+	// Once: two Closes at the same time would both see closing open.
+	s.closeOnce.Do(func() { close(s.closing) })
 	select {
 	case <-s.done:
 	case <-time.After(5 * time.Second):
@@ -404,6 +403,14 @@ func (c *Control) do(ctx context.Context, req Request) (Reply, error) {
 func (c *Control) Seed(ctx context.Context, cfg campaign.Config, urls []string) (int, error) {
 	rep, err := c.do(ctx, Request{Op: OpSeed, Campaign: &cfg, URLs: urls})
 	return rep.Seeded, err
+}
+
+// Check asks the scheduler whether it can run the campaign: its config is
+// valid and names a priority policy the scheduler has. It creates nothing.
+// A scheduler older than the check answers `unknown op "check"`.
+func (c *Control) Check(ctx context.Context, cfg campaign.Config) error {
+	_, err := c.do(ctx, Request{Op: OpCheck, Campaign: &cfg})
+	return err
 }
 
 // Stats returns the scheduler's stats of a campaign.

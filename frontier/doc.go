@@ -58,7 +58,10 @@
 //
 // A Policy orders a host's URLs and the ready hosts; its level (0..9) is
 // also the RabbitMQ message priority. Built-ins: bfs, score, fair; a user's
-// own is registered with RegisterPolicy in the scheduler's main.
+// own goes in the scheduler's ServerConfig.Policies (its main). A campaign
+// naming a policy the scheduler has not is refused (ErrUnknownPolicy): the
+// starter's preflight asks (OpCheck), and seeding refuses it, which fails
+// the campaign.
 //
 // # Drain
 //

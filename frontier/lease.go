@@ -165,7 +165,7 @@ func (a *campaignActor) leaseFrom(h *host, s *session, now time.Time) (Lease, bo
 				return Lease{}, false
 			}
 			l.e = e
-			out.URL, out.Depth, out.Hops, out.Parent = e.msg.URL, e.msg.Depth, e.msg.Hops, e.msg.Parent
+			out.URL, out.Depth, out.Hops, out.Parent, out.Score = e.msg.URL, e.msg.Depth, e.msg.Hops, e.msg.Parent, e.msg.Score
 			out.Attempt, out.MaxAttempts = e.attempt+1, a.cfg.MaxAttempts
 			break
 		}

@@ -13,9 +13,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/drover-crawl/drover/page"
 	"github.com/prometheus/client_golang/prometheus"
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/drover-crawl/drover/page"
 )
 
 // queueScrapeTimeout bounds the RabbitMQ queue inspection of one scrape; a

@@ -58,66 +58,7 @@ func (a *campaignActor) onOutcomes(s *session, items []Outcome) {
 			// ends too.
 			a.hostDown(h, origin, o.Reason, o.Error, now)
 		}
-		switch {
-		case o.Released:
-			a.srv.m().leaseReturned(a.cfg.ID)
-			heap.Push(&h.queue, e)
-		case o.HostDown && !o.Stored:
-			e.attempt++
-			switch d := h.downFor(origin); {
-			case d != nil:
-				delete(a.held, e.key)
-				a.deadLetter(e, d.why, d.message(h, origin))
-			case e.attempt >= a.cfg.MaxAttempts:
-				delete(a.held, e.key)
-				a.deadLetter(e, o.Reason, fmt.Sprintf("gave up after %d attempts: %s", e.attempt, o.Error))
-			default:
-				a.retried.Add(1)
-				heap.Push(&h.queue, e)
-			}
-		case o.SinkFailed:
-			// A sink refused the page (the fetcher retried it for a while):
-			// put aside without counting a fetch attempt, at most
-			// MaxAttempts times, then dead-lettered with the sink's reason.
-			e.sinkFails++
-			delete(a.held, e.key)
-			if e.sinkFails >= a.cfg.MaxAttempts {
-				a.deadLetter(e, ReasonSink, fmt.Sprintf("no sink stored the page after %d tries: %s", e.sinkFails, o.Error))
-				break
-			}
-			a.park(e, max(o.RetryAfter, retryBackoff(0)), e.attempt, e.lost, "", "")
-		case o.Backoff || o.Retry:
-			if o.Backoff {
-				wait := max(o.RetryAfter, 2*h.delay, time.Second)
-				h.next = maxTime(h.next, now.Add(wait))
-			}
-			attempt := e.attempt + 1
-			a.retried.Add(1)
-			wait := max(o.RetryAfter, retryBackoff(attempt))
-			delete(a.held, e.key)
-			reason := o.Reason
-			if reason == "" {
-				reason = statusReason(o.Status)
-			}
-			a.park(e, wait, attempt, e.lost, reason, o.Error)
-		default:
-			h.fetched++
-			a.srv.m().linksDiscovered(a.cfg.ID, len(o.Links))
-			j := recordJob{e: e, links: o.Links}
-			if o.Error != "" && o.Status == 0 {
-				a.failed.Add(1)
-				j.fail = &FailureRecord{Reason: orOther(o.Reason), LastError: o.Error}
-			} else {
-				a.fetched.Add(1)
-				if o.Status >= 400 {
-					j.fail = &FailureRecord{Reason: statusReason(o.Status), LastError: o.Error}
-				}
-			}
-			if j.fail != nil {
-				j.fail.URL, j.fail.Attempts, j.fail.First, j.fail.Last = e.msg.URL, e.attempt+1, now, now
-				a.countReason(j.fail.Reason)
-			}
-			j.disallowed = a.disallowedLinks(o.Links)
+		if j, ok := a.settleOutcome(h, e, o, origin, now); ok {
 			rec = append(rec, j)
 		}
 		a.place(h, now)
@@ -131,6 +72,81 @@ func (a *campaignActor) onOutcomes(s *session, items []Outcome) {
 			a.pending.Add(-1)
 		}
 	}
+}
+
+// settleOutcome applies the outcome o of e's lease on host h: back to the
+// host's queue, a retry, a parking or the dead-letter queue; or, for a
+// fetch whose outcome is to be recorded, its record job (true).
+func (a *campaignActor) settleOutcome(h *host, e *entry, o Outcome, origin string, now time.Time) (recordJob, bool) {
+	switch {
+	case o.Released:
+		a.srv.m().leaseReturned(a.cfg.ID)
+		heap.Push(&h.queue, e)
+	case o.HostDown && !o.Stored:
+		e.attempt++
+		switch d := h.downFor(origin); {
+		case d != nil:
+			delete(a.held, e.key)
+			a.deadLetter(e, d.why, d.message(h, origin))
+		case e.attempt >= a.cfg.MaxAttempts:
+			delete(a.held, e.key)
+			a.deadLetter(e, o.Reason, fmt.Sprintf("gave up after %d attempts: %s", e.attempt, o.Error))
+		default:
+			a.retried.Add(1)
+			heap.Push(&h.queue, e)
+		}
+	case o.SinkFailed:
+		// A sink refused the page (the fetcher retried it for a while):
+		// put aside without counting a fetch attempt, at most
+		// MaxAttempts times, then dead-lettered with the sink's reason.
+		e.sinkFails++
+		delete(a.held, e.key)
+		if e.sinkFails >= a.cfg.MaxAttempts {
+			a.deadLetter(e, ReasonSink, fmt.Sprintf("no sink stored the page after %d tries: %s", e.sinkFails, o.Error))
+			break
+		}
+		a.park(e, max(o.RetryAfter, retryBackoff(0)), e.attempt, e.lost, "", "")
+	case o.Backoff || o.Retry:
+		if o.Backoff {
+			wait := max(o.RetryAfter, 2*h.delay, time.Second)
+			h.next = maxTime(h.next, now.Add(wait))
+		}
+		attempt := e.attempt + 1
+		a.retried.Add(1)
+		wait := max(o.RetryAfter, retryBackoff(attempt))
+		delete(a.held, e.key)
+		reason := o.Reason
+		if reason == "" {
+			reason = statusReason(o.Status)
+		}
+		a.park(e, wait, attempt, e.lost, reason, o.Error)
+	default:
+		return a.fetchedJob(h, e, o, now), true
+	}
+	return recordJob{}, false
+}
+
+// fetchedJob counts a fetch's outcome (a page, or a permanent failure) and
+// returns the job that records it.
+func (a *campaignActor) fetchedJob(h *host, e *entry, o Outcome, now time.Time) recordJob {
+	h.fetched++
+	a.srv.m().linksDiscovered(a.cfg.ID, len(o.Links))
+	j := recordJob{e: e, links: o.Links}
+	if o.Error != "" && o.Status == 0 {
+		a.failed.Add(1)
+		j.fail = &FailureRecord{Reason: orOther(o.Reason), LastError: o.Error}
+	} else {
+		a.fetched.Add(1)
+		if o.Status >= 400 {
+			j.fail = &FailureRecord{Reason: statusReason(o.Status), LastError: o.Error}
+		}
+	}
+	if j.fail != nil {
+		j.fail.URL, j.fail.Attempts, j.fail.First, j.fail.Last = e.msg.URL, e.attempt+1, now, now
+		a.countReason(j.fail.Reason)
+	}
+	j.disallowed = a.disallowedLinks(o.Links)
+	return j
 }
 
 // statusReason is the failure reason of an HTTP status (4xx, 5xx), or

@@ -1,9 +1,10 @@
 package frontier
 
 import (
+	"errors"
 	"fmt"
-
-	"github.com/drover-crawl/drover/campaign"
+	"slices"
+	"strings"
 )
 
 // Item is what a Policy sees of a URL the scheduler holds.
@@ -23,8 +24,8 @@ type Item struct {
 //
 // Priority is called when the scheduler takes a URL in, and again for a
 // host's head URL when the host's fetched count changes; it must be cheap
-// and must not block. Implement it for your business and register it with
-// RegisterPolicy:
+// and must not block. Implement it for your business and give it to the
+// scheduler in its ServerConfig.Policies (in the scheduler's main):
 //
 //	type newsFirst struct{}
 //	func (newsFirst) Priority(it frontier.Item) float64 {
@@ -33,7 +34,8 @@ type Item struct {
 //		}
 //		return -float64(it.Depth)
 //	}
-//	func init() { frontier.RegisterPolicy("news", newsFirst{}) }
+//	cfg := frontier.DefaultServerConfig()
+//	cfg.Policies = map[string]frontier.Policy{"news": newsFirst{}}
 type Policy interface {
 	Priority(it Item) float64
 }
@@ -57,24 +59,36 @@ type Fair struct{}
 // Priority implements Policy.
 func (Fair) Priority(it Item) float64 { return -float64(it.HostFetched) }
 
-var policies = map[string]Policy{
+// builtinPolicies are the policies every scheduler has, under the names
+// `--priority` takes. It is never written to.
+var builtinPolicies = map[string]Policy{
 	"bfs":   BreadthFirst{},
 	"score": ByScore{},
 	"fair":  Fair{},
 }
 
-// RegisterPolicy makes a policy available to campaigns by name. Call it
-// from an init function of the scheduler's main (the scheduler applies it).
-func RegisterPolicy(name string, p Policy) {
-	policies[name] = p
-	campaign.Priorities = append(campaign.Priorities, name)
-}
+// ErrUnknownPolicy: a campaign names a priority policy the scheduler does
+// not have. The scheduler refuses to seed it (and the starter's preflight
+// to start it), rather than crawl in an order nobody asked for.
+var ErrUnknownPolicy = errors.New("unknown priority policy")
 
-// PolicyByName returns the named policy.
-func PolicyByName(name string) (Policy, error) {
-	p, ok := policies[name]
-	if !ok {
-		return nil, fmt.Errorf("priority %q: unknown policy", name)
+// policy returns the policy a campaign names: one of c.Policies, or a
+// built-in.
+func (c ServerConfig) policy(name string) (Policy, error) {
+	if p, ok := c.Policies[name]; ok && p != nil {
+		return p, nil
 	}
-	return p, nil
+	if p, ok := builtinPolicies[name]; ok {
+		return p, nil
+	}
+	var names []string
+	for n := range builtinPolicies {
+		names = append(names, n)
+	}
+	for n := range c.Policies {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return nil, fmt.Errorf("priority %q: %w (this scheduler has %s; a policy of your own goes in the scheduler's ServerConfig.Policies)",
+		name, ErrUnknownPolicy, strings.Join(names, ", "))
 }

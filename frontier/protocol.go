@@ -126,6 +126,10 @@ type Lease struct {
 	Attempt     int       `json:"attempt"`
 	MaxAttempts int       `json:"max_attempts"`
 	Deadline    time.Time `json:"deadline"`
+
+	// Score is the URL's score (the "score" policy's): given to its seed,
+	// or by the page that linked it. The fetcher's link scorer sees it.
+	Score float64 `json:"score,omitempty"`
 }
 
 // Leases is a batch of leases.
@@ -206,6 +210,9 @@ const (
 	// OpForget drops them.
 	OpFailures = "failures"
 	OpForget   = "forget"
+	// OpCheck asks whether the scheduler can run a campaign (a valid config,
+	// a policy it has) without creating anything: the starter's preflight.
+	OpCheck = "check"
 )
 
 // Reply answers a Request.

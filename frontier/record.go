@@ -87,33 +87,7 @@ type linkPublish struct {
 // call, or by another record's publish of the same link that it waited for
 // (and did again itself when that one failed).
 func (a *campaignActor) publishLinks(ctx context.Context, jobs []recordJob) error {
-	var keys []Key
-	var msgs []outMsg
-	var robotsKeys []Key
-	var robotsURLs []string
-	seen := map[Key]bool{}
-	for _, j := range jobs {
-		for _, l := range j.links {
-			k := KeyOf(l.URL)
-			if seen[k] {
-				continue
-			}
-			seen[k] = true
-			if j.disallowed[l.URL] {
-				robotsKeys, robotsURLs = append(robotsKeys, k), append(robotsURLs, l.URL)
-				continue
-			}
-			host, err := urlrule.HostKey(l.URL)
-			if err != nil {
-				continue
-			}
-			keys = append(keys, k)
-			depth := l.Depth(j.e.msg.Depth)
-			m := urlMsg{URL: l.URL, Depth: depth, Hops: l.Hops, Parent: j.e.msg.URL, Score: l.Score}
-			prio := a.policy.Priority(Item{URL: l.URL, Host: host, Depth: depth, Score: l.Score})
-			msgs = append(msgs, outMsg{key: a.topo.Shard(ShardOf(host)), msg: encodeMsg(m, priorityLevel(prio), nil)})
-		}
-	}
+	keys, msgs, robotsKeys, robotsURLs := a.linkMessages(jobs)
 	if err := a.recordDisallowed(robotsKeys, robotsURLs); err != nil {
 		return err
 	}
@@ -169,6 +143,36 @@ func (a *campaignActor) publishLinks(ctx context.Context, jobs []recordJob) erro
 		}
 	}
 	return a.publishSome(ctx, keys, msgs, again)
+}
+
+// linkMessages turns the jobs' links into frontier messages, each link
+// once, with its depth and priority; the links robots.txt disallows come
+// back apart, to be recorded as failures.
+func (a *campaignActor) linkMessages(jobs []recordJob) (keys []Key, msgs []outMsg, robotsKeys []Key, robotsURLs []string) {
+	seen := map[Key]bool{}
+	for _, j := range jobs {
+		for _, l := range j.links {
+			k := KeyOf(l.URL)
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			if j.disallowed[l.URL] {
+				robotsKeys, robotsURLs = append(robotsKeys, k), append(robotsURLs, l.URL)
+				continue
+			}
+			host, err := urlrule.HostKey(l.URL)
+			if err != nil {
+				continue
+			}
+			keys = append(keys, k)
+			depth := l.Depth(j.e.msg.Depth)
+			m := urlMsg{URL: l.URL, Depth: depth, Hops: l.Hops, Parent: j.e.msg.URL, Score: l.Score}
+			prio := a.policy.Priority(Item{URL: l.URL, Host: host, Depth: depth, Score: l.Score})
+			msgs = append(msgs, outMsg{key: a.topo.Shard(ShardOf(host)), msg: encodeMsg(m, priorityLevel(prio), nil)})
+		}
+	}
+	return keys, msgs, robotsKeys, robotsURLs
 }
 
 // recordDisallowed records the links robots.txt forbids that are not
@@ -328,6 +332,7 @@ func (a *campaignActor) ackEntry(e *entry) {
 	if err := e.d.Ack(false); err != nil {
 		// Its channel is gone: RabbitMQ requeued it, and the redelivery is
 		// seen as done (or fetched again).
+		a.ackFailed.Add(1)
 		a.log.Warn("ack failed; the URL comes back", "url", e.msg.URL, "err", err)
 	}
 	a.settle(e)
@@ -336,6 +341,7 @@ func (a *campaignActor) ackEntry(e *entry) {
 // nackEntry returns e's delivery to its queue.
 func (a *campaignActor) nackEntry(e *entry) {
 	if err := e.d.Nack(false, true); err != nil {
+		a.ackFailed.Add(1)
 		a.log.Warn("nack failed; the channel is gone, so RabbitMQ requeued the URL", "url", e.msg.URL, "err", err)
 	}
 	a.settle(e)
@@ -344,6 +350,7 @@ func (a *campaignActor) nackEntry(e *entry) {
 // ack acks a delivery that never became an entry.
 func (a *campaignActor) ack(d amqp.Delivery) {
 	if err := d.Ack(false); err != nil {
+		a.ackFailed.Add(1)
 		a.log.Warn("ack of a duplicate failed; it comes back", "err", err)
 	}
 	a.unacked.Add(-1)

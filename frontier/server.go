@@ -41,6 +41,11 @@ type ServerConfig struct {
 	// IdleRelease: a campaign with no fetcher session for this long
 	// releases its shards to a standby scheduler.
 	IdleRelease time.Duration
+	// Policies are priority policies of your own, by the name a campaign's
+	// `--priority` gives, besides the built-in bfs, score and fair (a name
+	// here wins). A campaign naming a policy the scheduler has not is
+	// refused (ErrUnknownPolicy).
+	Policies map[string]Policy
 }
 
 // DefaultServerConfig returns the defaults.
@@ -92,6 +97,9 @@ type Server struct {
 	// metrics: RegisterMetrics's hooks (metrics.go); nil without.
 	metrics atomic.Pointer[schedMetrics]
 
+	// createMu serializes creating actors (declares included); lock order:
+	// createMu before mu.
+	createMu  sync.Mutex
 	mu        sync.Mutex
 	campaigns map[string]*campaignActor
 	// tombs remembers campaigns closed with their queues deleted, so that
@@ -213,15 +221,17 @@ func (s *Server) Close() error {
 }
 
 // actor returns the campaign's actor, creating it (and declaring the
-// campaign's queues) on first use.
+// campaign's queues) on first use. The declares (about 29 round trips to
+// RabbitMQ) run under createMu, not mu, so that Stats and the other
+// campaigns' sessions do not wait for them.
 func (s *Server) actor(cfg campaign.Config) (*campaignActor, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if a := s.campaigns[cfg.ID]; a != nil {
-		return a, nil
+	if a, err := s.existingActor(cfg.ID); a != nil || err != nil {
+		return a, err
 	}
-	if at, ok := s.tombs[cfg.ID]; ok {
-		return nil, fmt.Errorf("campaign %s was closed at %s", cfg.ID, at.Format(time.RFC3339))
+	s.createMu.Lock()
+	defer s.createMu.Unlock()
+	if a, err := s.existingActor(cfg.ID); a != nil || err != nil {
+		return a, err
 	}
 	if err := s.declare(cfg.ID); err != nil {
 		return nil, err
@@ -230,8 +240,37 @@ func (s *Server) actor(cfg campaign.Config) (*campaignActor, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.mu.Lock()
+	if _, err := s.existingActorLocked(cfg.ID); err != nil || s.closed {
+		// Closed (the campaign, or the server) while it was declared.
+		s.mu.Unlock()
+		a.stop(10 * time.Second)
+		if err == nil {
+			err = errors.New("scheduler closed")
+		}
+		return nil, err
+	}
 	s.campaigns[cfg.ID] = a
+	s.mu.Unlock()
 	return a, nil
+}
+
+// existingActor returns the campaign's actor if it has one, or the error
+// of a campaign closed for good.
+func (s *Server) existingActor(id string) (*campaignActor, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.existingActorLocked(id)
+}
+
+func (s *Server) existingActorLocked(id string) (*campaignActor, error) {
+	if a := s.campaigns[id]; a != nil {
+		return a, nil
+	}
+	if at, ok := s.tombs[id]; ok {
+		return nil, fmt.Errorf("campaign %s was closed at %s", id, at.Format(time.RFC3339))
+	}
+	return nil, nil
 }
 
 func (s *Server) declare(id string) error {
@@ -481,6 +520,11 @@ func (s *Server) control(req Request) Reply {
 			return Reply{Error: err.Error()}
 		}
 		return Reply{Seeded: n}
+	case OpCheck:
+		if _, err := s.check(req.Campaign.WithDefaults()); err != nil {
+			return Reply{Error: err.Error()}
+		}
+		return Reply{}
 	case OpStats:
 		st, err := s.Stats(req.Campaign.ID)
 		if err != nil {
@@ -518,10 +562,21 @@ const MaxFailuresReply = 50_000
 // seedBurst is how many seeds of one host keep their priority.
 const seedBurst = 64
 
+// check says whether this scheduler can run the campaign (its config is
+// valid and names a policy the scheduler has), and returns its policy. It
+// creates nothing.
+func (s *Server) check(cfg campaign.Config) (Policy, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return s.cfg.policy(cfg.Priority)
+}
+
 // seed declares the campaign's queues and publishes its seeds (those not
 // already queued), confirmed, at depth 0.
 func (s *Server) seed(ctx context.Context, cfg campaign.Config, urls []string) (int, error) {
-	if err := cfg.Validate(); err != nil {
+	p, err := s.check(cfg)
+	if err != nil {
 		return 0, err
 	}
 	// Seeding starts a campaign (perhaps again, under an ID used before).
@@ -529,10 +584,6 @@ func (s *Server) seed(ctx context.Context, cfg campaign.Config, urls []string) (
 	delete(s.tombs, cfg.ID)
 	s.mu.Unlock()
 	if err := s.declare(cfg.ID); err != nil {
-		return 0, err
-	}
-	p, err := PolicyByName(cfg.Priority)
-	if err != nil {
 		return 0, err
 	}
 	var keys []Key
@@ -549,14 +600,15 @@ func (s *Server) seed(ctx context.Context, cfg campaign.Config, urls []string) (
 			return 0, fmt.Errorf("seed %q: %w", raw, err)
 		}
 		keys = append(keys, KeyOf(u))
-		level := priorityLevel(p.Priority(Item{URL: u, Host: h}))
+		score := cfg.SeedScores[raw]
+		level := priorityLevel(p.Priority(Item{URL: u, Host: h, Score: score}))
 		// A host seeded with more URLs than it can be fetched soon gets
 		// the rest at the lowest priority, so that its backlog does not sit
 		// ahead of the other hosts of its shard.
 		if perHost[h]++; perHost[h] > seedBurst {
 			level = 0
 		}
-		msgs = append(msgs, outMsg{key: topo.Shard(ShardOf(h)), msg: encodeMsg(urlMsg{URL: u}, level, nil)})
+		msgs = append(msgs, outMsg{key: topo.Shard(ShardOf(h)), msg: encodeMsg(urlMsg{URL: u, Score: score}, level, nil)})
 	}
 	queued, err := s.store.Queued(cfg.ID, keys)
 	if err != nil {

@@ -39,6 +39,9 @@ type Stats struct {
 	// RecordFailed counts outcomes whose recording failed (a publish or the
 	// seen store): their URLs went back to their queues.
 	RecordFailed int64 `json:"record_failed,omitempty"`
+	// AckFailed counts acks and nacks RabbitMQ did not take (their channel
+	// was gone): each such URL comes back, a duplicate fetch at most.
+	AckFailed int64 `json:"ack_failed,omitempty"`
 	// ConsumeError says why the scheduler is not consuming the campaign's
 	// queues while it should (it retries); empty when all is well.
 	ConsumeError string `json:"consume_error,omitempty"`
@@ -91,6 +94,7 @@ func (s *Stats) Add(o Stats) {
 	s.Sessions += o.Sessions
 	s.CapReached = s.CapReached || o.CapReached
 	s.RecordFailed += o.RecordFailed
+	s.AckFailed += o.AckFailed
 	s.HostsDown += o.HostsDown
 	for k, v := range o.FailedBy {
 		if s.FailedBy == nil {

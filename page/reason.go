@@ -2,17 +2,17 @@ package page
 
 // Failure reasons: one word that says why a URL did not become a page, for
 // the failure report and the counts by reason (frontier.Outcome.Reason).
-// fetch.Fetch and fetch.FetchRobots set them in Result.Reason and RobotsResult.Reason;
-// fetch.Classify derives them from an error.
+// fetch.Fetch and FetchRobots set them in Result.Reason and
+// RobotsResult.Reason; fetch.Classify derives them from an error.
 //
 // The first group are connection-level failures: they say nothing about
 // the URL and everything about the host, so they come with HostDown (when
 // they happened before any byte of a response arrived) and the scheduler
 // counts them against the host.
 //
-// These are not urlrule.Scope.Allow's reasons (ReasonOutOfScope, ReasonSegments,
-// ...), which are phrases; fetch.ScopeClass maps those to ReasonScope or
-// ReasonTrap.
+// These are not Scope.Allow's reasons (urlrule.ReasonOutOfScope,
+// urlrule.ReasonSegments, ...), which are phrases; fetch.ScopeClass maps
+// those to ReasonScope or ReasonTrap.
 const (
 	// ReasonDNS: the host name did not resolve (no such host, or no DNS
 	// answer in time).
@@ -42,9 +42,9 @@ const (
 	// ReasonRobots: robots.txt disallows the URL, or could not be fetched
 	// (the scheduler settles a host's URLs with it).
 	ReasonRobots = "robots"
-	// ReasonTrap: a trap guard refused the URL (fetch.ScopeClass).
+	// ReasonTrap: a trap guard refused the URL (ScopeClass).
 	ReasonTrap = "trap"
-	// ReasonScope: the URL is out of the campaign's scope (fetch.ScopeClass).
+	// ReasonScope: the URL is out of the campaign's scope (ScopeClass).
 	ReasonScope = "scope"
 	// ReasonRedirect: a redirect was not followed (hop limit, bad target).
 	ReasonRedirect = "redirect"

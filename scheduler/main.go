@@ -20,8 +20,9 @@ import (
 )
 
 func main() {
+	env := node.LoadEnv(os.Getenv)
 	cfg := frontier.DefaultServerConfig()
-	listen := flag.String("listen", firstOr(frontier.ParseAddrs(os.Getenv("DROVER_SCHEDULER")), "127.0.0.1:7420"), "address to listen on")
+	listen := flag.String("listen", env.Schedulers[0], "address to listen on")
 	flag.StringVar(&cfg.Name, "name", "", "scheduler name (default: scheduler-INDEX)")
 	flag.IntVar(&cfg.Index, "index", 0, "this scheduler's index among -replicas")
 	flag.IntVar(&cfg.Replicas, "replicas", 1, "number of schedulers sharing the campaigns")
@@ -45,13 +46,8 @@ func main() {
 		*seen = ""
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	if cfg.Token = os.Getenv("DROVER_TOKEN"); cfg.Token == "" {
-		cfg.Token = frontier.DevToken
+	if cfg.Token = env.Token; env.DevToken {
 		log.Warn("DROVER_TOKEN unset: using the documented dev token (loopback only)")
-	}
-	amqpURL := os.Getenv("AMQP_URL")
-	if amqpURL == "" {
-		amqpURL = "amqp://guest:guest@127.0.0.1:5672/"
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -62,12 +58,12 @@ func main() {
 		os.Exit(1)
 	}
 	defer ms.Close()
-	amqpTLS, err := sec.AMQPTLS(amqpURL)
+	amqpTLS, err := sec.AMQPTLS(env.AMQPURL)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "scheduler:", err)
 		os.Exit(2)
 	}
-	s, err := node.StartScheduler(ctx, node.SchedulerConfig{Server: cfg, Listen: *listen, AMQPURL: amqpURL, AMQPTLS: amqpTLS, SeenPath: *seen, Log: log,
+	s, err := node.StartScheduler(ctx, node.SchedulerConfig{Server: cfg, Listen: *listen, AMQPURL: env.AMQPURL, AMQPTLS: amqpTLS, SeenPath: *seen, Log: log,
 		TLS: serverTLS, InsecurePlaintext: sec.InsecurePlaintext, Metrics: reg})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "scheduler:", err)
@@ -86,11 +82,4 @@ func main() {
 		fmt.Fprintln(os.Stderr, "scheduler:", err)
 		os.Exit(1)
 	}
-}
-
-func firstOr(list []string, def string) string {
-	if len(list) > 0 {
-		return list[0]
-	}
-	return def
 }

@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/starter/cli"
 	"github.com/drover-crawl/drover/tlsconf"
@@ -18,14 +19,15 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	e := node.LoadEnv(os.Getenv)
 	env := cli.Env{
-		TemporalAddress:   os.Getenv("TEMPORAL_ADDRESS"),
-		TemporalNamespace: os.Getenv("TEMPORAL_NAMESPACE"),
-		TemporalUIURL:     os.Getenv("TEMPORAL_UI_URL"),
-		TemporalUI:        os.Getenv("TEMPORAL_UI"), // deprecated: TEMPORAL_UI_URL's old name
-		Schedulers:        frontier.ParseAddrs(os.Getenv("DROVER_SCHEDULER")),
-		Token:             os.Getenv("DROVER_TOKEN"),
-		KafkaBrokers:      os.Getenv("KAFKA_BROKERS"),
+		TemporalAddress:   e.TemporalAddress,
+		TemporalNamespace: e.TemporalNamespace,
+		TemporalUIURL:     e.TemporalUIURL,
+		TemporalUI:        e.TemporalUI, // deprecated: TEMPORAL_UI_URL's old name
+		Schedulers:        e.Schedulers,
+		Token:             e.Token,
+		KafkaBrokers:      e.KafkaBrokers,
 		Temporal:          tlsconf.TemporalFromEnv(nil),
 	}
 	sec := tlsconf.FromEnv(nil)

@@ -35,8 +35,9 @@ const (
 )
 
 // deadKinds in the order of DeadHosts; deadReasons are the failure reasons
-// (page.Reason*) a crawl must report for their URLs. testweb cannot import
-// fetch (fetch's tests import testweb), hence the literals.
+// (page.Reason*) a crawl must report for their URLs. These were literals
+// when the words lived in fetch, whose tests import testweb; page would do
+// now.
 var (
 	deadKinds   = []DeadKind{DeadDNS, DeadRefused, DeadSilent, DeadTLS, DeadRobots}
 	deadReasons = map[DeadKind]string{

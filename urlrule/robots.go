@@ -264,116 +264,156 @@ func splitRobotsLine(line string) (string, string, bool) {
 	return line[:i], strings.TrimSpace(line[i+1:]), true
 }
 
-// parseRobotsBody parses a 2xx robots.txt for the product token agent.
+// parseRobotsBody parses a 2xx robots.txt for the product token agent: a
+// line scanner (nextRobotsLine) feeds a parser with one handler per key.
 func parseRobotsBody(body []byte, agent string) *Robots {
-	agent = strings.ToLower(agent)
-	r := &Robots{}
+	p := &robotsParser{agent: strings.ToLower(agent), r: &Robots{}, seenSitemap: map[string]bool{}}
 	body = trimBOM(body)
-
-	type groupRules struct {
-		rules []robotsRule
-		delay time.Duration
-	}
-	var mine, star groupRules
-	foundMine, foundStar := false, false
-	// The group being read: which of ours it belongs to.
-	inMine, inStar, inGroup, lastWasAgent := false, false, false, false
-	seenSitemap := map[string]bool{}
-
 	for len(body) > 0 {
 		var line []byte
-		if i := bytes.IndexAny(body, "\r\n"); i >= 0 {
-			line = body[:i]
-			crlf := body[i] == '\r' && i+1 < len(body) && body[i+1] == '\n'
-			body = body[i+1:]
-			if crlf {
-				body = body[1:]
-			}
-		} else {
-			line, body = body, nil
-		}
-		if len(line) > maxRobotsLine {
-			line = line[:maxRobotsLine]
-		}
-		if i := bytes.IndexByte(line, '#'); i >= 0 {
-			line = line[:i]
-		}
-		k, v, ok := splitRobotsLine(string(line))
-		if !ok {
-			continue
-		}
-		switch robotsKey(k) {
-		case "user-agent":
-			if !lastWasAgent {
-				inMine, inStar = false, false
-			}
-			inGroup, lastWasAgent = true, true
-			token := v
-			if i := strings.IndexAny(token, " \t"); i >= 0 {
-				token = token[:i]
-			}
-			token = strings.ToLower(token)
-			switch token {
-			case "*":
-				inStar, foundStar = true, true
-			case agent:
-				inMine, foundMine = true, true
-			}
-		case "allow", "disallow":
-			lastWasAgent = false
-			if !inGroup || v == "" {
-				continue // outside a group, or empty: matches nothing
-			}
-			rule := robotsRule{pattern: escapeRobots(v), allow: robotsKey(k) == "allow"}
-			if rule.pattern[0] != '/' && rule.pattern[0] != '*' {
-				rule.pattern = "/" + rule.pattern
-			}
-			if inMine {
-				mine.rules = append(mine.rules, rule)
-			}
-			if inStar {
-				star.rules = append(star.rules, rule)
-			}
-		case "crawl-delay":
-			lastWasAgent = false
-			if !inGroup {
-				continue
-			}
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil || f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
-				continue
-			}
-			d := maxCrawlDelay
-			if f < maxCrawlDelay.Seconds() {
-				d = time.Duration(f * float64(time.Second))
-			}
-			if inMine {
-				mine.delay = max(mine.delay, d)
-			}
-			if inStar {
-				star.delay = max(star.delay, d)
-			}
-		case "sitemap":
-			// Not a group member: it does not end a run of user-agent lines.
-			u, err := url.Parse(v)
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				continue
-			}
-			if !seenSitemap[v] && len(r.sitemaps) < MaxSitemaps {
-				seenSitemap[v] = true
-				r.sitemaps = append(r.sitemaps, v)
-			}
-		default:
-			// Unknown keys are group members of no meaning (RFC 9309
-			// section 2.2.4): they end a run of user-agent lines.
-			lastWasAgent = false
+		line, body = nextRobotsLine(body)
+		if k, v, ok := splitRobotsLine(string(line)); ok {
+			p.handle(k, v)
 		}
 	}
+	return p.result()
+}
+
+// nextRobotsLine returns body's first line (cut at maxRobotsLine, its
+// comment removed) and the rest; a line ends at CR, LF or CRLF.
+func nextRobotsLine(body []byte) (line, rest []byte) {
+	if i := bytes.IndexAny(body, "\r\n"); i >= 0 {
+		line, rest = body[:i], body[i+1:]
+		if body[i] == '\r' && len(rest) > 0 && rest[0] == '\n' {
+			rest = rest[1:]
+		}
+	} else {
+		line = body
+	}
+	if len(line) > maxRobotsLine {
+		line = line[:maxRobotsLine]
+	}
+	if i := bytes.IndexByte(line, '#'); i >= 0 {
+		line = line[:i]
+	}
+	return line, rest
+}
+
+// robotsGroup is what the groups naming one user-agent say.
+type robotsGroup struct {
+	rules []robotsRule
+	delay time.Duration
+}
+
+// robotsParser is the state of parseRobotsBody.
+type robotsParser struct {
+	agent                string
+	r                    *Robots
+	mine, star           robotsGroup
+	foundMine, foundStar bool
+	// The group being read: which of ours it belongs to.
+	inMine, inStar, inGroup, lastWasAgent bool
+	seenSitemap                           map[string]bool
+}
+
+func (p *robotsParser) handle(k, v string) {
+	switch key := robotsKey(k); key {
+	case "user-agent":
+		p.userAgent(v)
+	case "allow", "disallow":
+		p.lastWasAgent = false
+		p.rule(v, key == "allow")
+	case "crawl-delay":
+		p.lastWasAgent = false
+		p.crawlDelay(v)
+	case "sitemap":
+		// Not a group member: it does not end a run of user-agent lines.
+		p.sitemap(v)
+	default:
+		// Unknown keys are group members of no meaning (RFC 9309 section
+		// 2.2.4): they end a run of user-agent lines.
+		p.lastWasAgent = false
+	}
+}
+
+// userAgent starts a group, or adds to the run of user-agent lines that
+// starts one.
+func (p *robotsParser) userAgent(v string) {
+	if !p.lastWasAgent {
+		p.inMine, p.inStar = false, false
+	}
+	p.inGroup, p.lastWasAgent = true, true
+	token := v
+	if i := strings.IndexAny(token, " \t"); i >= 0 {
+		token = token[:i]
+	}
+	switch strings.ToLower(token) {
+	case "*":
+		p.inStar, p.foundStar = true, true
+	case p.agent:
+		p.inMine, p.foundMine = true, true
+	}
+}
+
+// rule adds an allow or disallow rule to the groups being read.
+func (p *robotsParser) rule(v string, allow bool) {
+	if !p.inGroup || v == "" {
+		return // outside a group, or empty: matches nothing
+	}
+	rule := robotsRule{pattern: escapeRobots(v), allow: allow}
+	if rule.pattern[0] != '/' && rule.pattern[0] != '*' {
+		rule.pattern = "/" + rule.pattern
+	}
+	if p.inMine {
+		p.mine.rules = append(p.mine.rules, rule)
+	}
+	if p.inStar {
+		p.star.rules = append(p.star.rules, rule)
+	}
+}
+
+// crawlDelay keeps the largest Crawl-delay of the groups being read,
+// capped at maxCrawlDelay; a value that is not a number is ignored.
+func (p *robotsParser) crawlDelay(v string) {
+	if !p.inGroup {
+		return
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
+		return
+	}
+	d := maxCrawlDelay
+	if f < maxCrawlDelay.Seconds() {
+		d = time.Duration(f * float64(time.Second))
+	}
+	if p.inMine {
+		p.mine.delay = max(p.mine.delay, d)
+	}
+	if p.inStar {
+		p.star.delay = max(p.star.delay, d)
+	}
+}
+
+// sitemap keeps an http(s) sitemap URL, once, up to MaxSitemaps.
+func (p *robotsParser) sitemap(v string) {
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return
+	}
+	if !p.seenSitemap[v] && len(p.r.sitemaps) < MaxSitemaps {
+		p.seenSitemap[v] = true
+		p.r.sitemaps = append(p.r.sitemaps, v)
+	}
+}
+
+// result applies the groups naming the agent, or else those of "*".
+func (p *robotsParser) result() *Robots {
+	r := p.r
 	switch {
-	case foundMine:
-		r.rules, r.crawlDelay = mine.rules, mine.delay
-	case foundStar:
-		r.rules, r.crawlDelay = star.rules, star.delay
+	case p.foundMine:
+		r.rules, r.crawlDelay = p.mine.rules, p.mine.delay
+	case p.foundStar:
+		r.rules, r.crawlDelay = p.star.rules, p.star.delay
 	}
 	if len(r.rules) == 0 {
 		r.allowAll = true

@@ -43,22 +43,15 @@ func main() {
 		os.Exit(2)
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	env := func(k, def string) string {
-		if v := os.Getenv(k); v != "" {
-			return v
-		}
-		return def
-	}
+	env := node.LoadEnv(os.Getenv)
 	if *identity == "" {
 		h, _ := os.Hostname()
 		*identity = fmt.Sprintf("worker@%s:%d", h, os.Getpid())
 	}
-	token := os.Getenv("DROVER_TOKEN")
-	if token == "" {
-		token = frontier.DevToken
+	token, schedulers := env.Token, env.Schedulers
+	if env.DevToken {
 		log.Warn("DROVER_TOKEN unset: using the documented dev token")
 	}
-	schedulers := frontier.ParseAddrs(env("DROVER_SCHEDULER", "127.0.0.1:7420"))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	reg := metrics.NewRegistry()
@@ -79,7 +72,7 @@ func main() {
 	if *withScheduler {
 		cfg := frontier.DefaultServerConfig()
 		cfg.Token = token
-		amqpURL := env("AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/")
+		amqpURL := env.AMQPURL
 		serverTLS, err := sec.Server()
 		var amqpTLS *tls.Config
 		if err == nil {
@@ -100,10 +93,10 @@ func main() {
 		}
 	}
 
-	addr := env("TEMPORAL_ADDRESS", "127.0.0.1:7233")
+	addr := env.TemporalAddress
 	// Waits while Temporal does not answer; returns at once on a
 	// configuration error (address, namespace, credentials).
-	topts := client.Options{HostPort: addr, Namespace: env("TEMPORAL_NAMESPACE", "default"), MetricsHandler: wm.Temporal, Logger: tlog.NewStructuredLogger(slog.New(node.QuietCancels(log.Handler())))}
+	topts := client.Options{HostPort: addr, Namespace: env.TemporalNamespace, MetricsHandler: wm.Temporal, Logger: tlog.NewStructuredLogger(slog.New(node.QuietCancels(log.Handler())))}
 	if err := tlsconf.TemporalFromEnv(nil).Apply(&topts); err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		os.Exit(2)
@@ -115,7 +108,7 @@ func main() {
 	}
 	defer c.Close()
 	acts := &activities.Activities{
-		Schedulers: schedulers, Token: token, KafkaBrokers: env("KAFKA_BROKERS", "127.0.0.1:9092"), Identity: *identity,
+		Schedulers: schedulers, Token: token, KafkaBrokers: env.KafkaBrokers, Identity: *identity,
 		SessionTLS: sessTLS, InsecurePlaintext: sec.InsecurePlaintext, SinkSecrets: sinkSecrets,
 	}
 	wm.Instrument(acts)

@@ -25,6 +25,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/tlsconf"
 )
@@ -39,10 +40,10 @@ const (
 
 // Defaults of DESIGN.md, "Addresses, ports, names".
 const (
-	DefaultTemporalAddress = "127.0.0.1:7233"
-	DefaultNamespace       = "default"
-	DefaultScheduler       = "127.0.0.1:7420"
-	DefaultKafkaBrokers    = "127.0.0.1:9092"
+	DefaultTemporalAddress = node.DefaultTemporalAddress
+	DefaultNamespace       = node.DefaultNamespace
+	DefaultScheduler       = node.DefaultScheduler
+	DefaultKafkaBrokers    = node.DefaultKafkaBrokers
 )
 
 // The dev server (`temporal server start-dev`) serves its Web UI on its

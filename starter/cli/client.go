@@ -78,6 +78,9 @@ type Execution struct {
 	State        string
 	PagesFetched int64
 	Pending      []PendingActivity
+	// DecodeError says which search attributes could not be decoded (State
+	// and PagesFetched are then unknown, not empty and 0).
+	DecodeError string
 }
 
 // PendingActivity is one running (or retrying) activity of a run.

@@ -48,6 +48,9 @@ func (a *App) listCommand() *cobra.Command {
 					t := ex.CloseTime
 					e.CloseTime = &t
 				}
+				if ex.DecodeError != "" {
+					fmt.Fprintf(a.Err, "campaign %s: %s\n", ex.ID, ex.DecodeError)
+				}
 				entries = append(entries, e)
 			}
 			if asJSON {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/sink"
 )
 
@@ -21,7 +22,8 @@ const preflightTimeout = 20 * time.Second
 
 // Preflight checks, from where the starter runs, what can be checked before
 // a campaign starts: that a scheduler answers (the schedulers need
-// RabbitMQ, so this is also the starter's view of the frontier) and that
+// RabbitMQ, so this is also the starter's view of the frontier) and can run
+// the campaign (it has the priority policy the campaign names), and that
 // every sink will take pages (sink.Check: the Kafka topic exists or the URI
 // asks to create it, the WARC directory is writable, the PostgreSQL table
 // can be created). The default sink kafka:///TOPIC is checked on
@@ -37,8 +39,11 @@ func Preflight(ctx context.Context, env Env, cfg campaign.Config) error {
 		c, err := env.Sessions().DialControl(cctx, addr)
 		cancel()
 		if err == nil {
-			c.Close()
 			dial = nil
+			if err := checkCampaign(ctx, c, cfg); err != nil {
+				errs = append(errs, err)
+			}
+			c.Close()
 			break
 		}
 		dial = append(dial, err.Error())
@@ -56,4 +61,17 @@ func Preflight(ctx context.Context, env Env, cfg campaign.Config) error {
 		errs = append(errs, fmt.Errorf("preflight gave up after %s", preflightTimeout))
 	}
 	return errors.Join(errs...)
+}
+
+// checkCampaign asks a scheduler whether it can run cfg (frontier's
+// OpCheck). A scheduler older than the check cannot say; its refusal, if
+// any, comes when the campaign is seeded, and fails the campaign.
+func checkCampaign(ctx context.Context, c *frontier.Control, cfg campaign.Config) error {
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	err := c.Check(cctx, cfg)
+	if err != nil && strings.Contains(err.Error(), fmt.Sprintf("unknown op %q", frontier.OpCheck)) {
+		return nil
+	}
+	return err
 }

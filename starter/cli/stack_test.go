@@ -147,6 +147,41 @@ func TestStarterAgainstRealStack(t *testing.T) {
 	})
 }
 
+// TestStarterUnknownPolicy: a campaign naming a priority policy the
+// scheduler does not have is refused before it starts, with the
+// scheduler's reason; started anyway (--no-preflight, or by the temporal
+// CLI), it fails visibly with the same reason instead of crawling in
+// another order.
+func TestStarterUnknownPolicy(t *testing.T) {
+	web, err := testweb.Start(testweb.Config{Hosts: 1, PagesPerHost: 5, Base: 62})
+	require.NoError(t, err)
+	defer web.Close()
+	s := startRealStack(t)
+	id := fmt.Sprintf("unknown-policy-%d", rand.IntN(1e9))
+	s.stopAtCleanup(t, id)
+	start := append([]string{"start", "--id", id, "--allow-private", "--priority", "nosuch",
+		"--sink", "kafka://" + s.kafka.Addr() + "/" + s.topic, "--wait"}, seedArgs(web)...)
+
+	code, out, errOut := s.starter(t, 30*time.Second, start...)
+	require.Equal(t, ExitFailure, code, "stdout: %s", out)
+	assert.Equal(t, "campaign "+id+" not started:\n  scheduler "+s.env.Schedulers[0]+": priority \"nosuch\": unknown priority policy"+
+		" (this scheduler has bfs, fair, score; a policy of your own goes in the scheduler's ServerConfig.Policies)\n", errOut)
+	code, _, errOut = s.starter(t, 10*time.Second, "status", id)
+	assert.Equal(t, ExitFailure, code)
+	assert.Equal(t, "no campaign "+id+"\n", errOut, "a campaign was started")
+
+	code, out, errOut = s.starter(t, time.Minute, append(start, "--no-preflight")...)
+	t.Logf("--no-preflight: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	assert.Equal(t, ExitFailure, code)
+	assert.Contains(t, out+errOut, `priority "nosuch": unknown priority policy`)
+	code, out, _ = s.starter(t, 10*time.Second, "status", id, "--json")
+	require.Equal(t, ExitOK, code)
+	var v View
+	require.NoError(t, json.Unmarshal([]byte(out), &v))
+	assert.Equal(t, "failed", v.State)
+	assert.Equal(t, int64(0), v.PagesFetched)
+}
+
 // stopAtCleanup stops campaign id, if it still runs when the test ends, so
 // that a failed test leaves no queues in the machine's RabbitMQ.
 func (s *realStack) stopAtCleanup(t *testing.T, id string) {

@@ -197,11 +197,20 @@ func execution(info *workflowpb.WorkflowExecutionInfo) Execution {
 	}
 	fields := info.GetSearchAttributes().GetIndexedFields()
 	dc := converter.GetDefaultDataConverter()
+	var bad []string
 	if p, ok := fields[workflows.SearchAttributeState]; ok {
-		_ = dc.FromPayload(p, &ex.State)
+		if err := dc.FromPayload(p, &ex.State); err != nil {
+			bad = append(bad, fmt.Sprintf("%s: %v", workflows.SearchAttributeState, err))
+		}
 	}
 	if p, ok := fields[workflows.SearchAttributePages]; ok {
-		_ = dc.FromPayload(p, &ex.PagesFetched)
+		if err := dc.FromPayload(p, &ex.PagesFetched); err != nil {
+			bad = append(bad, fmt.Sprintf("%s: %v", workflows.SearchAttributePages, err))
+		}
+	}
+	if len(bad) > 0 {
+		// Say so rather than show an empty state or 0 pages as if known.
+		ex.DecodeError = "search attributes not decoded: " + strings.Join(bad, "; ")
 	}
 	return ex
 }

@@ -13,13 +13,15 @@ import (
 	"syscall"
 
 	"github.com/drover-crawl/drover/devstack"
+	"github.com/drover-crawl/drover/node"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	s, err := devstack.StartStack(ctx, devstack.StackOptions{AMQPURL: os.Getenv("AMQP_URL"), Token: os.Getenv("DROVER_TOKEN"), Log: log})
+	env := node.LoadEnv(os.Getenv)
+	s, err := devstack.StartStack(ctx, devstack.StackOptions{AMQPURL: env.AMQPURL, Token: env.Token, Log: log})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "make dev:", err)
 		os.Exit(1)

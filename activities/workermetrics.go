@@ -11,10 +11,11 @@ import (
 	"github.com/drover-crawl/drover/sink"
 )
 
-// WorkerMetrics are a worker's metrics (here, not in node, so that node
-// and the scheduler do not link the sinks) on one registry: the fetches and
-// the sinks' stores (for Activities) and the Temporal SDK's
-// (for client.Options.MetricsHandler).
+// WorkerMetrics are a worker's metrics on one registry: the fetches and
+// the sinks' stores (for Activities) and the Temporal SDK's (for
+// client.Options.MetricsHandler). They live here, not in node, so that a
+// process without activities (a scheduler) does not link the fetcher and
+// the sinks.
 type WorkerMetrics struct {
 	Fetch    *Metrics
 	Sinks    *sink.Metrics

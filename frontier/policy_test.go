@@ -1,0 +1,45 @@
+package frontier
+
+import (
+	"errors"
+	"testing"
+)
+
+type constPolicy float64
+
+func (p constPolicy) Priority(Item) float64 { return float64(p) }
+
+// A scheduler has the built-in policies and the ones of its own config, and
+// refuses any other by name: there is no process-wide registry to drift.
+func TestServerConfigPolicy(t *testing.T) {
+	cfg := DefaultServerConfig()
+	cfg.Policies = map[string]Policy{"news": constPolicy(7), "fair": constPolicy(9)}
+	other := DefaultServerConfig()
+	cases := []struct {
+		cfg  ServerConfig
+		name string
+		want float64 // the policy's priority of an Item of depth 2
+	}{
+		{cfg, "bfs", -2},
+		{cfg, "news", 7},
+		{cfg, "fair", 9}, // a policy of its own wins over a built-in
+		{other, "fair", 0},
+	}
+	for _, c := range cases {
+		p, err := c.cfg.policy(c.name)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got := p.Priority(Item{Depth: 2}); got != c.want {
+			t.Errorf("%s: priority %v, want %v", c.name, got, c.want)
+		}
+	}
+	_, err := other.policy("news")
+	if !errors.Is(err, ErrUnknownPolicy) {
+		t.Fatalf("news on a scheduler without it: %v, want ErrUnknownPolicy", err)
+	}
+	const want = `priority "news": unknown priority policy (this scheduler has bfs, fair, score; a policy of your own goes in the scheduler's ServerConfig.Policies)`
+	if err.Error() != want {
+		t.Errorf("error %q, want %q", err, want)
+	}
+}

@@ -1,0 +1,63 @@
+package node
+
+import (
+	"strings"
+
+	"github.com/drover-crawl/drover/frontier"
+)
+
+// Defaults of the environment (DESIGN.md, "Addresses, ports, names").
+const (
+	DefaultTemporalAddress = "127.0.0.1:7233"
+	DefaultNamespace       = "default"
+	DefaultScheduler       = "127.0.0.1:7420"
+	DefaultKafkaBrokers    = "127.0.0.1:9092"
+	DefaultAMQPURL         = "amqp://guest:guest@127.0.0.1:5672/"
+)
+
+// Env is the environment a drover process reads, with the defaults
+// applied: every main loads it once (LoadEnv) and hands the pieces to what
+// it wires, so that a variable is read, and defaulted, in one place.
+type Env struct {
+	TemporalAddress   string // TEMPORAL_ADDRESS
+	TemporalNamespace string // TEMPORAL_NAMESPACE
+	// TemporalUIURL is TEMPORAL_UI_URL, as set (empty: the starter derives
+	// it where it can); TemporalUI is its deprecated old name, TEMPORAL_UI.
+	TemporalUIURL, TemporalUI string
+	AMQPURL                   string   // AMQP_URL
+	KafkaBrokers              string   // KAFKA_BROKERS
+	Schedulers                []string // DROVER_SCHEDULER, comma-separated
+	// Token is DROVER_TOKEN, or frontier.DevToken when it is unset, which
+	// DevToken then says (a process warns; a scheduler on a non-loopback
+	// address refuses it).
+	Token    string
+	DevToken bool
+}
+
+// LoadEnv reads the environment through getenv (os.Getenv in a main; a
+// map in tests).
+func LoadEnv(getenv func(string) string) Env {
+	or := func(key, def string) string {
+		if v := strings.TrimSpace(getenv(key)); v != "" {
+			return v
+		}
+		return def
+	}
+	e := Env{
+		TemporalAddress:   or("TEMPORAL_ADDRESS", DefaultTemporalAddress),
+		TemporalNamespace: or("TEMPORAL_NAMESPACE", DefaultNamespace),
+		TemporalUIURL:     getenv("TEMPORAL_UI_URL"),
+		TemporalUI:        getenv("TEMPORAL_UI"),
+		AMQPURL:           or("AMQP_URL", DefaultAMQPURL),
+		KafkaBrokers:      or("KAFKA_BROKERS", DefaultKafkaBrokers),
+		Schedulers:        frontier.ParseAddrs(or("DROVER_SCHEDULER", DefaultScheduler)),
+		Token:             getenv("DROVER_TOKEN"),
+	}
+	if e.Token == "" {
+		e.Token, e.DevToken = frontier.DevToken, true
+	}
+	if len(e.Schedulers) == 0 {
+		e.Schedulers = []string{DefaultScheduler}
+	}
+	return e
+}

@@ -1,0 +1,41 @@
+package node
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/drover-crawl/drover/frontier"
+)
+
+func TestLoadEnv(t *testing.T) {
+	cases := []struct {
+		name string
+		vars map[string]string
+		want Env
+	}{
+		{"unset: the defaults, the dev token said", nil, Env{
+			TemporalAddress: "127.0.0.1:7233", TemporalNamespace: "default",
+			AMQPURL: "amqp://guest:guest@127.0.0.1:5672/", KafkaBrokers: "127.0.0.1:9092",
+			Schedulers: []string{"127.0.0.1:7420"}, Token: frontier.DevToken, DevToken: true,
+		}},
+		{"set", map[string]string{
+			"TEMPORAL_ADDRESS": "t:7233", "TEMPORAL_NAMESPACE": "crawl", "TEMPORAL_UI_URL": "https://ui",
+			"TEMPORAL_UI": "https://old", "AMQP_URL": "amqp://r/", "KAFKA_BROKERS": "k1:9092,k2:9092",
+			"DROVER_SCHEDULER": "s1:7420, s2:7420", "DROVER_TOKEN": "secret",
+		}, Env{
+			TemporalAddress: "t:7233", TemporalNamespace: "crawl", TemporalUIURL: "https://ui", TemporalUI: "https://old",
+			AMQPURL: "amqp://r/", KafkaBrokers: "k1:9092,k2:9092", Schedulers: []string{"s1:7420", "s2:7420"}, Token: "secret",
+		}},
+		{"blank is unset", map[string]string{"TEMPORAL_ADDRESS": " ", "DROVER_SCHEDULER": ","}, Env{
+			TemporalAddress: "127.0.0.1:7233", TemporalNamespace: "default",
+			AMQPURL: "amqp://guest:guest@127.0.0.1:5672/", KafkaBrokers: "127.0.0.1:9092",
+			Schedulers: []string{"127.0.0.1:7420"}, Token: frontier.DevToken, DevToken: true,
+		}},
+	}
+	for _, c := range cases {
+		got := LoadEnv(func(k string) string { return c.vars[k] })
+		if !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s:\n got %+v\nwant %+v", c.name, got, c.want)
+		}
+	}
+}
