@@ -37,9 +37,11 @@ func TestPreflight(t *testing.T) {
 	require.NoError(t, os.WriteFile(file, nil, 0o600))
 	ctx := context.Background()
 	env := func(schedulers ...string) Env { return Env{Schedulers: schedulers, Token: frontier.DevToken} }
-	good := campaign.Config{ID: "preflight", Sinks: []string{"warc:" + dir}}
+	// A campaign the scheduler can run (its check validates the config).
+	seeds := []string{"http://127.0.0.1:9/"}
+	good := campaign.Config{ID: "preflight", Seeds: seeds, Sinks: []string{"warc:" + dir}}
 	badSink := "warc:" + filepath.Join(file, "sub")
-	bad := campaign.Config{ID: "preflight", Sinks: []string{"warc:" + dir, badSink}}
+	bad := campaign.Config{ID: "preflight", Seeds: seeds, Sinks: []string{"warc:" + dir, badSink}}
 	badLine := "warc sink " + badSink + ": " + file + " is not a directory; make warc:DIR a directory the workers can write, or pick another"
 
 	require.NoError(t, Preflight(ctx, env(live), good))
