@@ -28,7 +28,7 @@ func main() {
 	o := bench.DefaultOptions()
 	child := flag.Bool("child", false, "run one job from stdin (internal)")
 	fleets := flag.String("fleets", "1,4,16", "drover fleet sizes, comma-separated")
-	out := flag.String("out", "bench/results.md", "markdown file the tables are written to (empty: none)")
+	out := flag.String("out", "results.md", "markdown file the tables are written to (empty: none); `make bench` runs in bench/")
 	flag.IntVar(&o.Hosts, "hosts", o.Hosts, "hosts of the plain web")
 	flag.IntVar(&o.PagesPerHost, "pages", o.PagesPerHost, "pages per host of the plain web")
 	flag.IntVar(&o.PerHostConcurrency, "per-host", o.PerHostConcurrency, "requests at once per host on the plain web")
