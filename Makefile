@@ -42,7 +42,15 @@ test: bin/temporal
 # and 16, Colly v2 and raw GETs on one test web, then a politeness-bound web;
 # prints a markdown table and writes bench/results.md. Run it on a quiet
 # machine: it uses both cores for several minutes.
+# Scrapy, a peer, is Debian's python3-scrapy: installed here when missing
+# and run as root (apt bounded like .ci/run's), else its rows say how.
 bench: bin/temporal
+	@/usr/bin/python3 -c 'import scrapy' 2>/dev/null || \
+	if [ "$$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then \
+		echo "installing python3-scrapy (apt-get, at most 600 s)"; \
+		timeout 600 sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-scrapy' || \
+		echo "python3-scrapy not installed: the scrapy rows will fail (apt-get install python3-scrapy)"; \
+	else echo "python3-scrapy missing: apt-get install python3-scrapy, or BENCH_FLAGS=-peers=colly"; fi
 	cd bench && mkdir -p out && $(GO) run ./cmd/bench $(BENCH_FLAGS)
 
 # Each of drover's dependencies broken once, alone, in the middle of a crawl
