@@ -48,6 +48,11 @@ type Job struct {
 	Workers    int    `json:"workers,omitempty"`
 	WorkerBin  string `json:"worker_bin,omitempty"`
 	CPUProfile string `json:"cpu_profile,omitempty"`
+	// DevStack (drover): run the stack as `make dev` does, every part a
+	// process of its own (runDroverDev); PerfOut: perf record its worker
+	// and scheduler into this file.
+	DevStack bool   `json:"dev_stack,omitempty"`
+	PerfOut  string `json:"perf_out,omitempty"`
 	// Timeout bounds the crawl itself; the parent kills the child a little
 	// after it.
 	Timeout time.Duration `json:"timeout"`
@@ -170,7 +175,11 @@ func RunChild(ctx context.Context, in io.Reader, out io.Writer) error {
 	)
 	switch j.Kind {
 	case KindDrover:
-		res, err = runDrover(ctx, j, stop)
+		if j.DevStack {
+			res, err = runDroverDev(ctx, j)
+		} else {
+			res, err = runDrover(ctx, j, stop)
+		}
 	case KindColly:
 		res, err = runColly(ctx, j)
 	case KindRaw:

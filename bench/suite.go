@@ -27,6 +27,12 @@ type Options struct {
 	Fleets              []int
 	PerHostConcurrency  int
 	PerHostDelay        time.Duration
+	// DevFleet > 0 adds drover as `make dev` runs it (separate processes)
+	// with DevFleet fetchers at DevPerHost per host and DevDelay; DevPerf:
+	// perf record its worker and scheduler into this file.
+	DevFleet, DevPerHost int
+	DevDelay             time.Duration
+	DevPerf              string
 	// Peers on the plain web (colly, scrapy), each at every one of
 	// PeerParallelism (Colly's global LimitRule Parallelism, Scrapy's
 	// CONCURRENT_REQUESTS); the best row of each is its figure.
@@ -84,6 +90,9 @@ func DefaultOptions() Options {
 		AMQPURL: "amqp://guest:guest@127.0.0.1:5672/",
 		Hosts:   20, PagesPerHost: 500,
 		Fleets:             []int{1, 4, 16},
+		DevFleet:           8,
+		DevPerHost:         8,
+		DevDelay:           time.Millisecond,
 		Peers:              []string{KindColly, KindScrapy},
 		PeerParallelism:    []int{8, 16, 32},
 		WorkersFleet:       4,
@@ -145,6 +154,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			j.CPUProfile = o.CPUProfile
 		}
 		runs = append(runs, run{fmt.Sprintf("drover, fleet %d", f), j})
+	}
+	if o.DevFleet > 0 {
+		runs = append(runs, run{fmt.Sprintf("drover as make dev runs it, fleet %d", o.DevFleet), Job{
+			Kind: KindDrover, DevStack: true, Fleet: o.DevFleet, PerHostConcurrency: o.DevPerHost, PerHostDelay: o.DevDelay,
+			AMQPURL: o.AMQPURL, PerfOut: o.DevPerf,
+		}})
 	}
 	if o.Workers > 0 && o.runs("plain") {
 		dir, err := os.MkdirTemp("", "drover-bench-worker-")

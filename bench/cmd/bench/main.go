@@ -16,6 +16,7 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,6 +32,10 @@ func main() {
 	out := flag.String("out", "results.md", "markdown file the tables are written to (empty: none); `make bench` runs in bench/")
 	peers := flag.String("peers", strings.Join(o.Peers, ","), "peers on the plain web, comma-separated: colly, scrapy (empty: none)")
 	peerPar := flag.String("peer-parallelism", joinInts(o.PeerParallelism), "each peer runs at each of these: Colly's global LimitRule Parallelism, Scrapy's CONCURRENT_REQUESTS")
+	flag.IntVar(&o.DevFleet, "dev-fleet", o.DevFleet, "fleet of the run of drover as `make dev` runs it, every part a process (0 skips it)")
+	flag.IntVar(&o.DevPerHost, "dev-per-host", o.DevPerHost, "per-host concurrency of that run")
+	flag.DurationVar(&o.DevDelay, "dev-delay", o.DevDelay, "per-host delay of that run")
+	flag.StringVar(&o.DevPerf, "dev-perf", "", "perf record the dev-stack run's worker and scheduler into this file (perf report -i FILE)")
 	flag.IntVar(&o.Hosts, "hosts", o.Hosts, "hosts of the plain web")
 	flag.IntVar(&o.PagesPerHost, "pages", o.PagesPerHost, "pages per host of the plain web")
 	flag.IntVar(&o.PerHostConcurrency, "per-host", o.PerHostConcurrency, "requests at once per host on the plain web")
@@ -84,6 +89,15 @@ func main() {
 			log.Fatal(err)
 		}
 		return
+	}
+	for _, p := range []*string{&o.DevPerf, &o.CPUProfile} {
+		if *p != "" {
+			abs, err := filepath.Abs(*p) // the dev-stack child works in the repository root
+			if err != nil {
+				log.Fatal(err)
+			}
+			*p = abs
+		}
 	}
 	o.Fleets = parseInts("-fleets", *fleets)
 	o.PeerParallelism = parseInts("-peer-parallelism", *peerPar)
