@@ -87,12 +87,21 @@ type linkPublish struct {
 // call, or by another record's publish of the same link that it waited for
 // (and did again itself when that one failed).
 func (a *campaignActor) publishLinks(ctx context.Context, jobs []recordJob) error {
+	// A link is looked up first and encoded only when it is new: most of a
+	// page's links are queued already (issue 15: the host key, the policy
+	// and the JSON of every link were a few % of the scheduler's CPU).
+	type cand struct {
+		l     Link
+		depth int
+		from  *recordJob
+	}
 	var keys []Key
-	var msgs []outMsg
+	var cands []cand
 	var robotsKeys []Key
 	var robotsURLs []string
 	seen := map[Key]bool{}
-	for _, j := range jobs {
+	for ji := range jobs {
+		j := &jobs[ji]
 		for _, l := range j.links {
 			k := KeyOf(l.URL)
 			if seen[k] {
@@ -103,18 +112,12 @@ func (a *campaignActor) publishLinks(ctx context.Context, jobs []recordJob) erro
 				robotsKeys, robotsURLs = append(robotsKeys, k), append(robotsURLs, l.URL)
 				continue
 			}
-			host, err := fetch.HostKey(l.URL)
-			if err != nil {
-				continue
-			}
-			keys = append(keys, k)
 			depth := j.e.msg.Depth + 1
 			if l.Hops > 0 {
 				depth = j.e.msg.Depth // a redirect does not go deeper
 			}
-			m := urlMsg{URL: l.URL, Depth: depth, Hops: l.Hops, Parent: j.e.msg.URL, Score: l.Score}
-			prio := a.policy.Priority(Item{URL: l.URL, Host: host, Depth: depth, Score: l.Score})
-			msgs = append(msgs, outMsg{key: a.topo.Shard(ShardOf(host)), msg: encodeMsg(m, priorityLevel(prio), nil)})
+			keys = append(keys, k)
+			cands = append(cands, cand{l, depth, j})
 		}
 	}
 	if err := a.recordDisallowed(robotsKeys, robotsURLs); err != nil {
@@ -126,6 +129,20 @@ func (a *campaignActor) publishLinks(ctx context.Context, jobs []recordJob) erro
 	queued, err := a.srv.store.Queued(a.cfg.ID, keys)
 	if err != nil {
 		return fmt.Errorf("seen store: %w", err)
+	}
+	msgs := make([]outMsg, len(keys))
+	for i, c := range cands {
+		if queued[i] {
+			continue
+		}
+		host, err := fetch.HostKey(c.l.URL)
+		if err != nil {
+			queued[i] = true // no host: never published, as before
+			continue
+		}
+		m := urlMsg{URL: c.l.URL, Depth: c.depth, Hops: c.l.Hops, Parent: c.from.e.msg.URL, Score: c.l.Score}
+		prio := a.policy.Priority(Item{URL: c.l.URL, Host: host, Depth: c.depth, Score: c.l.Score})
+		msgs[i] = outMsg{key: a.topo.Shard(ShardOf(host)), msg: encodeMsg(m, priorityLevel(prio), nil)}
 	}
 	var mine []int
 	var mineW []*linkPublish
