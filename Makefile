@@ -8,8 +8,9 @@ TEMPORAL_CLI_VERSION := v1.5.1
 TEMPORAL_STAMP := bin/.temporal-version
 
 GO ?= go
-# Flags of the benchmark suite (go run ./bench/cmd/bench -h), e.g.
-# BENCH_FLAGS='-cpuprofile out/drover.cpu' or '-fleets 1,4,16,64'.
+# Flags of the benchmark suite (cd bench && go run ./cmd/bench -h), e.g.
+# BENCH_FLAGS='-cpuprofile out/drover.cpu' or '-fleets 1,4,16,64'; it runs
+# in bench/ (its own module), so relative paths are bench/'s.
 BENCH_FLAGS ?=
 
 .PHONY: all test bench chaos load dev demo build lint clean distclean bin/temporal
@@ -31,8 +32,11 @@ bin/temporal:
 # Integration tests start their own Temporal dev server from bin/temporal and
 # their own in-memory Kafka on free ports, and use the machine's RabbitMQ and
 # PostgreSQL. -p stays at its default (GOMAXPROCS, 2 here).
+# bench/ is a module of its own (Colly stays out of the crawler's graph):
+# `./...` at the root skips it, so its vet and its (quick) tests run apart.
 test: bin/temporal
 	$(GO) vet ./... && $(GO) test -race -count=1 -timeout 20m ./...
+	cd bench && $(GO) vet ./... && $(GO) test -count=1 -timeout 5m ./...
 
 # The benchmark suite (bench/README.md): drover's whole stack at fleets 1, 4
 # and 16, Colly v2 and raw GETs on one test web, then a politeness-bound web;
@@ -40,10 +44,17 @@ test: bin/temporal
 # machine: it uses both cores for several minutes. Then the seen-set at
 # 10 M URLs, Pebble against the old LogSeen (bench/README.md, "The
 # seen-set"; 20 minutes or more), its table also in out/seen.md.
+# Scrapy, a peer, is Debian's python3-scrapy: installed here when missing
+# and run as root (apt bounded like .ci/run's), else its rows say how.
 bench: bin/temporal
-	@mkdir -p out
-	$(GO) run ./bench/cmd/bench $(BENCH_FLAGS)
-	$(GO) run ./bench/cmd/seenbench -stores pebble,log > out/seen.md && cat out/seen.md
+	@/usr/bin/python3 -c 'import scrapy' 2>/dev/null || \
+	if [ "$$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then \
+		echo "installing python3-scrapy (apt-get, at most 600 s)"; \
+		timeout 600 sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-scrapy' || \
+		echo "python3-scrapy not installed: the scrapy rows will fail (apt-get install python3-scrapy)"; \
+	else echo "python3-scrapy missing: apt-get install python3-scrapy, or BENCH_FLAGS=-peers=colly"; fi
+	cd bench && mkdir -p out && $(GO) run ./cmd/bench $(BENCH_FLAGS)
+	cd bench && $(GO) run ./cmd/seenbench -stores pebble,log > out/seen.md && cat out/seen.md
 
 # Each of drover's dependencies broken once, alone, in the middle of a crawl
 # of 10,000 test-web pages; prints one table (chaos/, about 20 minutes).
@@ -80,8 +91,8 @@ build:
 lint:
 	@out="$$(gofmt -l $$(find . -name '*.go' -not -path './bin/*' -not -path '*/node_modules/*'))"; \
 	if [ -n "$$out" ]; then echo "gofmt -l:"; echo "$$out"; exit 1; fi
-	$(GO) vet ./...
-	@if command -v staticcheck >/dev/null 2>&1; then staticcheck ./...; \
+	$(GO) vet ./... && cd bench && $(GO) vet ./...
+	@if command -v staticcheck >/dev/null 2>&1; then staticcheck ./... && cd bench && staticcheck ./...; \
 	else echo "staticcheck not installed; skipped"; fi
 
 # Build outputs only: bin/temporal (slow to rebuild) and data/ (the dev

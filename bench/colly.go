@@ -11,20 +11,39 @@ import (
 	"github.com/gocolly/colly/v2"
 )
 
+// collyConfig says how runColly sets Colly up, for the row's config column.
+func collyConfig(j Job) string {
+	if j.CollyPerHost {
+		return fmt.Sprintf("colly v2.3.0 Async; one LimitRule per host{DomainGlob: IP:PORT, Parallelism: %d, Delay: %s}; IgnoreRobotsTxt=false; #fragments stripped; default transport",
+			j.PerHostConcurrency, j.PerHostDelay)
+	}
+	return fmt.Sprintf("colly v2.3.0 Async; one LimitRule{DomainGlob: \"*\", Parallelism: %d, Delay: 0}; IgnoreRobotsTxt=false; AllowedDomains = the web's hosts; #fragments stripped before Visit; default transport",
+		j.Parallelism)
+}
+
 // runColly crawls from the seeds with Colly v2 in async mode as its users
-// would: robots.txt obeyed (Colly ignores it unless told), the web's hosts
-// allowed, every <a href> visited, bodies counted and dropped. A LimitRule's
-// Parallelism bounds all the domains the rule matches together, so per-host
-// parallelism takes one rule per host. Colly keeps URL fragments, so
-// "page#section-3" is a second visit of page unless StripFragments.
+// tune it (issue 15): one global LimitRule (DomainGlob "*") whose
+// Parallelism bounds the whole crawl, no delay, robots.txt obeyed (Colly
+// ignores it unless told), the web's hosts allowed, every <a href> visited
+// with its #fragment cut (Colly keeps fragments, so "page#section-3" would
+// be a second visit of page), bodies counted and dropped.
 func runColly(ctx context.Context, j Job) (Result, error) {
+	if j.Parallelism < 1 && !j.CollyPerHost {
+		return Result{}, fmt.Errorf("colly: parallelism %d", j.Parallelism)
+	}
 	c := colly.NewCollector(colly.Async(true), colly.AllowedDomains(j.Domains...))
 	c.IgnoreRobotsTxt = false
 	c.SetRequestTimeout(30 * time.Second)
-	for _, hp := range j.HostPorts {
-		if err := c.Limit(&colly.LimitRule{DomainGlob: hp, Parallelism: j.PerHostConcurrency, Delay: j.PerHostDelay}); err != nil {
-			return Result{}, fmt.Errorf("colly limit %s: %w", hp, err)
+	inFlight := j.Parallelism
+	if j.CollyPerHost {
+		for _, hp := range j.HostPorts {
+			if err := c.Limit(&colly.LimitRule{DomainGlob: hp, Parallelism: j.PerHostConcurrency, Delay: j.PerHostDelay}); err != nil {
+				return Result{}, fmt.Errorf("colly limit %s: %w", hp, err)
+			}
 		}
+		inFlight = len(j.HostPorts) * j.PerHostConcurrency
+	} else if err := c.Limit(&colly.LimitRule{DomainGlob: "*", Parallelism: j.Parallelism}); err != nil {
+		return Result{}, fmt.Errorf("colly limit: %w", err)
 	}
 	var fetched, bytes, failed atomic.Int64
 	c.OnResponse(func(r *colly.Response) {
@@ -51,10 +70,7 @@ func runColly(ctx context.Context, j Job) (Result, error) {
 		firstErr.CompareAndSwap(nil, fmt.Sprintf("%s: %v", r.Request.URL, err))
 	})
 	c.OnHTML("a[href]", func(e *colly.HTMLElement) {
-		href := e.Attr("href")
-		if j.StripFragments {
-			href, _, _ = strings.Cut(href, "#")
-		}
+		href, _, _ := strings.Cut(e.Attr("href"), "#")
 		_ = e.Request.Visit(href) // already visited, disallowed, out of scope: all expected
 	})
 	cpu0, _ := selfUsage()
@@ -82,5 +98,5 @@ func runColly(ctx context.Context, j Job) (Result, error) {
 	if err == nil && failed.Load() > 0 {
 		err = fmt.Errorf("colly: %d requests failed without a response, first %v", failed.Load(), firstErr.Load())
 	}
-	return Result{Wall: wall, Fetched: fetched.Load(), CPU: cpu1 - cpu0, InFlight: len(j.HostPorts) * j.PerHostConcurrency}, err
+	return Result{Wall: wall, Fetched: fetched.Load(), CPU: cpu1 - cpu0, InFlight: inFlight, Config: collyConfig(j)}, err
 }

@@ -15,6 +15,7 @@
 // seen-set's bytes per URL; each sink's records/s with many concurrent
 // Store callers.
 //
-// Nothing here runs under `go test ./...`: the suite is the bench/cmd/bench
-// main, which `make bench` runs.
+// The suite is the bench/cmd/bench main, which `make bench` runs; it is not
+// a test. bench/ is a module of its own (so that Colly stays out of the
+// crawler's module graph); `make test` runs its few unit tests apart.
 package bench

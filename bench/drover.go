@@ -32,7 +32,11 @@ import (
 // measured apart (Result.WorkerProcs).
 func runDrover(ctx context.Context, j Job, stop <-chan struct{}) (res Result, err error) {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	tmp, err := devstack.StartTemporal(ctx, devstack.TemporalOptions{UIPort: -1})
+	tbin, err := TemporalBinary()
+	if err != nil {
+		return res, err
+	}
+	tmp, err := devstack.StartTemporal(ctx, devstack.TemporalOptions{BinaryPath: tbin, UIPort: -1})
 	if err != nil {
 		return res, err
 	}

@@ -13,6 +13,7 @@ const (
 	KindDrover = "drover"
 	KindColly  = "colly"
 	KindRaw    = "raw"
+	KindScrapy = "scrapy"
 	KindSink   = "sink"
 )
 
@@ -25,14 +26,20 @@ type Job struct {
 	URLs []string `json:"urls,omitempty"`
 	// Domains are the web's host names, Colly's AllowedDomains.
 	Domains []string `json:"domains,omitempty"`
-	// HostPorts are the web's "IP:PORT", one Colly LimitRule each.
+	// HostPorts are the web's "IP:PORT", Scrapy's scope.
 	HostPorts []string `json:"host_ports,omitempty"`
+	// Parallelism (colly, scrapy): Colly's one global LimitRule's
+	// Parallelism; Scrapy's CONCURRENT_REQUESTS (and per domain).
+	Parallelism int `json:"parallelism,omitempty"`
+	// CollyPerHost (the politeness-bound web only): one Colly LimitRule per
+	// host (PerHostConcurrency, PerHostDelay) instead of the global one, as
+	// a polite Colly user sets it up; a rule's Parallelism and Delay are
+	// shared by every domain it matches.
+	CollyPerHost bool `json:"colly_per_host,omitempty"`
 
 	Fleet              int           `json:"fleet,omitempty"`
 	PerHostConcurrency int           `json:"per_host_concurrency"`
 	PerHostDelay       time.Duration `json:"per_host_delay"`
-	// StripFragments makes Colly drop "#..." from links before visiting them.
-	StripFragments bool `json:"strip_fragments,omitempty"`
 	// Concurrency is the raw fetcher's number of workers.
 	Concurrency int    `json:"concurrency,omitempty"`
 	AMQPURL     string `json:"amqp_url,omitempty"`
@@ -41,6 +48,11 @@ type Job struct {
 	Workers    int    `json:"workers,omitempty"`
 	WorkerBin  string `json:"worker_bin,omitempty"`
 	CPUProfile string `json:"cpu_profile,omitempty"`
+	// DevStack (drover): run the stack as `make dev` does, every part a
+	// process of its own (runDroverDev); PerfOut: perf record its worker
+	// and scheduler into this file.
+	DevStack bool   `json:"dev_stack,omitempty"`
+	PerfOut  string `json:"perf_out,omitempty"`
 	// Timeout bounds the crawl itself; the parent kills the child a little
 	// after it.
 	Timeout time.Duration `json:"timeout"`
@@ -71,6 +83,8 @@ type Result struct {
 	Fetched int64  `json:"fetched"`
 	State   string `json:"state,omitempty"`
 	Err     string `json:"err,omitempty"`
+	// Config is how the contender was set up, printed beside its row.
+	Config string `json:"config,omitempty"`
 
 	CPU         time.Duration `json:"cpu"`     // the crawler process, over Wall
 	MaxRSS      int64         `json:"max_rss"` // the crawler process, its whole life
@@ -82,6 +96,8 @@ type Result struct {
 	// from CPU and MaxRSS (which are the child's: Temporal client,
 	// scheduler, in-memory Kafka).
 	WorkerProcs []WorkerProc `json:"worker_procs,omitempty"`
+	// DevStack: drover as `make dev` runs it (every part a process).
+	DevStack bool `json:"dev_stack,omitempty"`
 	// InFlight is the most requests the contender can have open at once.
 	InFlight int `json:"in_flight"`
 
@@ -89,6 +105,7 @@ type Result struct {
 	Pages      int           `json:"pages"`      // unique pages of Web.Pages requested
 	Duplicates int           `json:"duplicates"` // requests beyond the first of a URL
 	Missing    int           `json:"missing"`
+	Disallowed int           `json:"disallowed"` // requests robots.txt disallows
 	Requests   int           `json:"requests"`
 	Span       time.Duration `json:"span"` // first to last request start
 	MinGap     time.Duration `json:"min_gap,omitempty"`
@@ -105,6 +122,16 @@ type Result struct {
 	P50       time.Duration `json:"p50,omitempty"`
 	P99       time.Duration `json:"p99,omitempty"`
 	DiskBytes int64         `json:"disk_bytes,omitempty"`
+}
+
+// TotalCPU is the CPU time of every process of the contender: its own,
+// drover's other processes, Temporal and RabbitMQ.
+func (r Result) TotalCPU() time.Duration {
+	t := r.CPU + r.TemporalCPU + r.RabbitCPU
+	for _, p := range r.WorkerProcs {
+		t += p.CPU
+	}
+	return t
 }
 
 // PagesPerSec is unique pages over the server-side span of the crawl.
@@ -148,20 +175,28 @@ func RunChild(ctx context.Context, in io.Reader, out io.Writer) error {
 	)
 	switch j.Kind {
 	case KindDrover:
-		res, err = runDrover(ctx, j, stop)
+		if j.DevStack {
+			res, err = runDroverDev(ctx, j)
+		} else {
+			res, err = runDrover(ctx, j, stop)
+		}
 	case KindColly:
 		res, err = runColly(ctx, j)
 	case KindRaw:
 		res, err = runRaw(ctx, j)
+	case KindScrapy:
+		res, err = runScrapy(ctx, j)
 	case KindSink:
 		res, err = runSink(ctx, j)
 	default:
-		return fmt.Errorf("bench child: kind %q: want %s, %s, %s or %s", j.Kind, KindDrover, KindColly, KindRaw, KindSink)
+		return fmt.Errorf("bench child: kind %q: want %s, %s, %s, %s or %s", j.Kind, KindDrover, KindColly, KindScrapy, KindRaw, KindSink)
 	}
 	res.Kind = j.Kind
 	if err != nil {
 		res.Err = err.Error()
 	}
-	_, res.MaxRSS = selfUsage()
+	if res.MaxRSS == 0 { // scrapy's is its python process's
+		_, res.MaxRSS = selfUsage()
+	}
 	return json.NewEncoder(out).Encode(res)
 }

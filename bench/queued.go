@@ -61,8 +61,8 @@ func (o Options) runQueued(ctx context.Context) (res QueuedResult, err error) {
 	defer os.RemoveAll(dir)
 	bin := filepath.Join(dir, "scheduler")
 	fmt.Fprintf(o.Log, "bench: queued: building the scheduler ...\n")
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/drover-crawl/drover/scheduler").CombinedOutput(); err != nil {
-		return res, fmt.Errorf("go build ./scheduler: %v: %s", err, out)
+	if err := goBuild(ctx, "./scheduler", bin); err != nil {
+		return res, err
 	}
 	conn, err := amqp.Dial(o.AMQPURL)
 	if err != nil {

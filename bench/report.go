@@ -25,59 +25,99 @@ func (r *Report) markdownPlain(w io.Writer) {
 	if len(r.Plain) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "### Plain web: %d hosts x %d pages, %d per host, %s between starts\n\n", o.Hosts, o.PagesPerHost, o.PerHostConcurrency, o.PerHostDelay)
-	fmt.Fprintln(w, "pages/s: unique pages over the server's span (first to last request start); wall: over the crawler's own time, drover's including workflow start and the drain check. CPU s/1k pages: the crawler's process (drover: scheduler, fetchers, workflow worker and in-memory Kafka together); Temporal and RabbitMQ apart. RSS: peak (crawler: Maxrss; brokers: VmHWM, RabbitMQ's since it started, shared with other users).")
+	fmt.Fprintf(w, "### Plain web: %d hosts x %d pages, drover at %d per host and %s between starts (the dev-stack row at its own settings)\n\n", o.Hosts, o.PagesPerHost, o.PerHostConcurrency, o.PerHostDelay)
+	fmt.Fprintln(w, "pages/s: unique pages over the server's span (first to last request start); wall: over the crawler's own time, drover's including workflow start and the drain check. Pages, duplicates, misses and robots.txt-disallowed hits are counted by the test web's server. CPU s/1k pages: the crawler's process (in-process drover: scheduler, fetchers, workflow worker and in-memory Kafka together; Scrapy: its python3 process); procs: drover's other processes (worker, scheduler, Kafka: utime+stime deltas from /proc/PID/stat over the crawl); Temporal and RabbitMQ apart (RabbitMQ is the machine's shared broker: its delta includes anyone else's traffic); total: all of them. The machine is shared: compare rows of one run, and CPU per page rather than pages/s. RSS: peak (crawler: Maxrss; other processes: VmHWM, RabbitMQ's since it started).")
 	fmt.Fprintln(w)
-	// drover/colly compares with the best Colly row.
-	var colly, raw float64
+	best := map[string]float64{}
+	var raw float64
 	for _, res := range r.Plain {
+		if res.Err != "" {
+			continue
+		}
 		switch res.Kind {
-		case KindColly:
-			colly = max(colly, res.PagesPerSec())
+		case KindColly, KindScrapy:
+			best[res.Kind] = max(best[res.Kind], res.PagesPerSec())
 		case KindRaw:
 			raw = res.PagesPerSec()
 		}
 	}
-	workers := false
+	fmt.Fprintln(w, "| run | in flight | pages | pages/s | wall pages/s | dup fetches | missing | disallowed hits | CPU s/1k pages: crawler / procs / Temporal / RabbitMQ = total | peak RSS MB: crawler / procs / Temporal / RabbitMQ | /best colly | /best scrapy | /raw | configuration | note |")
+	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|")
 	for _, res := range r.Plain {
-		workers = workers || len(res.WorkerProcs) > 0
-	}
-	if workers {
-		fmt.Fprintln(w, "Worker processes (a row with them): the fetchers and the workflow worker run in processes of the `worker` binary; CPU s/1k pages and peak RSS are then the child's (Temporal client, scheduler, in-memory Kafka), the worker processes' CPU (utime+stime delta from /proc/PID/stat over the crawl) and VmHWM are summed in their own columns, and the note gives each process's share (FetchSession activities it ran, from the workflow history).")
-		fmt.Fprintln(w)
-	}
-	fmt.Fprintln(w, "| run | in flight | pages | pages/s | wall pages/s | dup fetches | missing | CPU s/1k pages | worker procs CPU s/1k | Temporal CPU s/1k | RabbitMQ CPU s/1k | peak RSS MB | worker procs HWM MB | Temporal HWM MB | RabbitMQ HWM MB | /colly | /raw | note |")
-	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|")
-	for _, res := range r.Plain {
-		ratioC, ratioR := "", ""
-		if res.Kind == KindDrover {
-			ratioC, ratioR = ratio(res.PagesPerSec(), colly), ratio(res.PagesPerSec(), raw)
-		}
-		wCPU, wHWM, wNote := "-", "-", ""
-		if len(res.WorkerProcs) > 0 {
-			var cpu time.Duration
-			var hwm int64
-			var parts []string
-			for _, p := range res.WorkerProcs {
-				cpu += p.CPU
-				hwm += p.HWM
-				wf := ""
-				if p.Workflow {
-					wf = ", workflow"
+		ratioC, ratioS, ratioR := "", "", ""
+		switch res.Kind {
+		case KindDrover:
+			ratioC, ratioS, ratioR = ratio(res.PagesPerSec(), best[KindColly]), ratio(res.PagesPerSec(), best[KindScrapy]), ratio(res.PagesPerSec(), raw)
+		case KindColly, KindScrapy:
+			if res.Err == "" && res.PagesPerSec() == best[res.Kind] {
+				if res.Kind == KindColly {
+					ratioC = "(best)"
+				} else {
+					ratioS = "(best)"
 				}
-				parts = append(parts, fmt.Sprintf("%s: %d sessions%s, %s CPU s/1k, %s MB", p.Identity, p.Sessions, wf, perK(p.CPU, res.Pages), mb(p.HWM)))
 			}
-			wCPU, wHWM, wNote = perK(cpu, res.Pages), mb(hwm), strings.Join(parts, "; ")
 		}
+		procCPU, procHWM := procsUsage(res)
+		cpu := fmt.Sprintf("%s / %s / %s / %s = **%s**", perK(res.CPU, res.Pages), perKOr(procCPU, res.Pages, len(res.WorkerProcs) > 0),
+			brokerPerK(res, res.TemporalCPU), brokerPerK(res, res.RabbitCPU), perK(res.TotalCPU(), res.Pages))
+		rss := fmt.Sprintf("%s / %s / %s / %s", mb(res.MaxRSS), mb(procHWM), mb(res.TemporalHWM), mb(res.RabbitHWM))
 		n := note(res)
-		if wNote != "" {
-			n = strings.TrimPrefix(n+"; "+wNote, "; ")
+		if pn := procsNote(res); pn != "" {
+			n = strings.TrimPrefix(n+"; "+pn, "; ")
 		}
-		fmt.Fprintf(w, "| %s | %d | %d | %.0f | %.0f | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
-			res.Name, res.InFlight, res.Pages, res.PagesPerSec(), res.WallPagesPerSec(), res.Duplicates, res.Missing,
-			perK(res.CPU, res.Pages), wCPU, brokerPerK(res, res.TemporalCPU), brokerPerK(res, res.RabbitCPU),
-			mb(res.MaxRSS), wHWM, mb(res.TemporalHWM), mb(res.RabbitHWM), ratioC, ratioR, n)
+		fmt.Fprintf(w, "| %s | %d | %d | %.0f | %.0f | %d | %d | %d | %s | %s | %s | %s | %s | %s | %s |\n",
+			res.Name, res.InFlight, res.Pages, res.PagesPerSec(), res.WallPagesPerSec(), res.Duplicates, res.Missing, res.Disallowed,
+			cpu, rss, ratioC, ratioS, ratioR, strings.ReplaceAll(res.Config, "|", "/"), n)
 	}
+	for _, res := range r.Plain {
+		if res.Kind != KindDrover || !res.DevStack {
+			continue
+		}
+		fmt.Fprintf(w, "\nGoals (issue 15), %s: %s x the best Colly row (goal >= 2.0: %s), %s of the raw ceiling (goal >= 0.25: %s), %s CPU s per 1,000 pages in all (goal <= 0.5: %s), %d missing and %d duplicates (goal 0 and 0: %s).\n",
+			res.Name, ratio(res.PagesPerSec(), best[KindColly]), met(best[KindColly] > 0 && res.PagesPerSec() >= 2*best[KindColly]),
+			ratio(res.PagesPerSec(), raw), met(raw > 0 && res.PagesPerSec() >= 0.25*raw),
+			perK(res.TotalCPU(), res.Pages), met(res.Pages > 0 && res.TotalCPU().Seconds()*1000/float64(res.Pages) <= 0.5),
+			res.Missing, res.Duplicates, met(res.Missing == 0 && res.Duplicates == 0 && res.Err == ""))
+	}
+}
+
+func met(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "NOT met"
+}
+
+// procsUsage sums drover's other processes (worker, scheduler, Kafka).
+func procsUsage(res Result) (cpu time.Duration, hwm int64) {
+	for _, p := range res.WorkerProcs {
+		cpu += p.CPU
+		hwm += p.HWM
+	}
+	return cpu, hwm
+}
+
+// procsNote gives each of drover's other processes its share.
+func procsNote(res Result) string {
+	var parts []string
+	for _, p := range res.WorkerProcs {
+		extra := ""
+		if p.Sessions > 0 {
+			extra += fmt.Sprintf(", %d sessions", p.Sessions)
+		}
+		if p.Workflow {
+			extra += ", workflow"
+		}
+		parts = append(parts, fmt.Sprintf("%s%s: %s CPU s/1k, %s MB", p.Identity, extra, perK(p.CPU, res.Pages), mb(p.HWM)))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func perKOr(d time.Duration, pages int, ok bool) string {
+	if !ok {
+		return "-"
+	}
+	return perK(d, pages)
 }
 
 func (r *Report) markdownPolite(w io.Writer) {

@@ -27,6 +27,17 @@ type Options struct {
 	Fleets              []int
 	PerHostConcurrency  int
 	PerHostDelay        time.Duration
+	// DevFleet > 0 adds drover as `make dev` runs it (separate processes)
+	// with DevFleet fetchers at DevPerHost per host and DevDelay; DevPerf:
+	// perf record its worker and scheduler into this file.
+	DevFleet, DevPerHost int
+	DevDelay             time.Duration
+	DevPerf              string
+	// Peers on the plain web (colly, scrapy), each at every one of
+	// PeerParallelism (Colly's global LimitRule Parallelism, Scrapy's
+	// CONCURRENT_REQUESTS); the best row of each is its figure.
+	Peers           []string
+	PeerParallelism []int
 	// Workers > 0 adds a drover run of WorkersFleet fetchers whose workers
 	// are that many processes of the worker binary (built from ./worker).
 	Workers, WorkersFleet int
@@ -79,6 +90,11 @@ func DefaultOptions() Options {
 		AMQPURL: "amqp://guest:guest@127.0.0.1:5672/",
 		Hosts:   20, PagesPerHost: 500,
 		Fleets:             []int{1, 4, 16},
+		DevFleet:           8,
+		DevPerHost:         8,
+		DevDelay:           time.Millisecond,
+		Peers:              []string{KindColly, KindScrapy},
+		PeerParallelism:    []int{8, 16, 32},
 		WorkersFleet:       4,
 		PerHostConcurrency: 4,
 		PerHostDelay:       time.Millisecond,
@@ -139,6 +155,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 		runs = append(runs, run{fmt.Sprintf("drover, fleet %d", f), j})
 	}
+	if o.DevFleet > 0 {
+		runs = append(runs, run{fmt.Sprintf("drover as make dev runs it, fleet %d", o.DevFleet), Job{
+			Kind: KindDrover, DevStack: true, Fleet: o.DevFleet, PerHostConcurrency: o.DevPerHost, PerHostDelay: o.DevDelay,
+			AMQPURL: o.AMQPURL, PerfOut: o.DevPerf,
+		}})
+	}
 	if o.Workers > 0 && o.runs("plain") {
 		dir, err := os.MkdirTemp("", "drover-bench-worker-")
 		if err != nil {
@@ -155,9 +177,16 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			Workers: o.Workers, WorkerBin: bin,
 		}})
 	}
+	for _, peer := range o.Peers {
+		for _, p := range o.PeerParallelism {
+			name := fmt.Sprintf("colly v2 (async), parallelism %d", p)
+			if peer == KindScrapy {
+				name = fmt.Sprintf("scrapy, CONCURRENT_REQUESTS %d", p)
+			}
+			runs = append(runs, run{name, Job{Kind: peer, Parallelism: p}})
+		}
+	}
 	runs = append(runs,
-		run{"colly v2 (async)", Job{Kind: KindColly, PerHostConcurrency: o.PerHostConcurrency, PerHostDelay: o.PerHostDelay}},
-		run{"colly v2 (async), #fragments stripped", Job{Kind: KindColly, PerHostConcurrency: o.PerHostConcurrency, PerHostDelay: o.PerHostDelay, StripFragments: true}},
 		run{"raw GETs (ceiling)", Job{Kind: KindRaw, PerHostConcurrency: o.PerHostConcurrency, Concurrency: o.Hosts * o.PerHostConcurrency}},
 	)
 	if !o.runs("plain") {
@@ -179,7 +208,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 		for _, r := range []run{
 			{fmt.Sprintf("drover, fleet %d", o.PoliteFleet), Job{Kind: KindDrover, Fleet: o.PoliteFleet, PerHostConcurrency: 1, PerHostDelay: o.PoliteDelay, AMQPURL: o.AMQPURL}},
-			{"colly v2 (async), #fragments stripped", Job{Kind: KindColly, PerHostConcurrency: 1, PerHostDelay: o.PoliteDelay, StripFragments: true}},
+			{"colly v2 (async), a LimitRule per host", Job{Kind: KindColly, PerHostConcurrency: 1, PerHostDelay: o.PoliteDelay, CollyPerHost: true}},
 		} {
 			res, err := o.runOne(ctx, polite, r.name, r.job)
 			res.Bound, res.Achievable = bound, min(bound, achievable)
@@ -241,6 +270,7 @@ func (o Options) runOne(ctx context.Context, cfg testweb.Config, name string, j 
 	res = child
 	pages := web.Pages()
 	res.Missing = len(web.Missing())
+	res.Disallowed = len(web.DisallowedHits())
 	res.Pages = len(pages) - res.Missing
 	dups := web.Duplicates()
 	var worst []string

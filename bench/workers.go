@@ -35,10 +35,7 @@ type WorkerProc struct {
 // buildWorker builds ./worker into dir, as node/procs_test.go does.
 func buildWorker(ctx context.Context, dir string) (string, error) {
 	bin := filepath.Join(dir, "worker")
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/drover-crawl/drover/worker").CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./worker: %v: %s", err, out)
-	}
-	return bin, nil
+	return bin, goBuild(ctx, "./worker", bin)
 }
 
 // workerProc is a running worker process.

@@ -42,7 +42,7 @@ func decodeBody(body []byte, encoding string, limit int64) (decoded []byte, trun
 		default:
 			return nil, false, fmt.Errorf("unsupported content-encoding %q", c)
 		}
-		out, t, err := readCapped(r, limit)
+		out, t, err := readCapped(r, limit, 4*int64(len(decoded))) // compressed HTML is 3-5x smaller
 		truncated = truncated || t
 		if err != nil && len(out) == 0 {
 			return nil, truncated, fmt.Errorf("decoding %s: %w", codings[i], err)

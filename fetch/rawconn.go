@@ -52,8 +52,29 @@ func (c *recConn) Write(p []byte) (int, error) {
 // start resets the recording for a new request.
 func (c *recConn) start() {
 	c.mu.Lock()
+	if c.rbuf == nil {
+		c.rbuf = getHeadBuf()
+	}
 	c.on, c.rbuf, c.wbuf = true, c.rbuf[:0], c.wbuf[:0]
 	c.mu.Unlock()
+}
+
+// headBufs recycles the buffers that record what a connection read while
+// a request was under way (the response head and the start of its body,
+// a few KB): once the head is split out of it (copied), the buffer is
+// garbage, so every fetch would otherwise allocate and grow a new one.
+var headBufs = sync.Pool{New: func() any { b := make([]byte, 0, 8<<10); return &b }}
+
+func getHeadBuf() []byte { return (*headBufs.Get().(*[]byte))[:0] }
+
+// putHeadBuf returns a buffer stop gave out; nothing may use it after.
+// An unusually large one (a huge head) is left to the collector.
+func putHeadBuf(b []byte) {
+	if b == nil || cap(b) > 64<<10 {
+		return
+	}
+	b = b[:0]
+	headBufs.Put(&b)
 }
 
 // stop ends the recording and returns copies of what was written and read.

@@ -87,7 +87,7 @@ type linkPublish struct {
 // call, or by another record's publish of the same link that it waited for
 // (and did again itself when that one failed).
 func (a *campaignActor) publishLinks(ctx context.Context, jobs []recordJob) error {
-	keys, msgs, robotsKeys, robotsURLs := a.linkMessages(jobs)
+	keys, cands, robotsKeys, robotsURLs := a.linkCandidates(jobs)
 	if err := a.recordDisallowed(robotsKeys, robotsURLs); err != nil {
 		return err
 	}
@@ -97,6 +97,15 @@ func (a *campaignActor) publishLinks(ctx context.Context, jobs []recordJob) erro
 	queued, err := a.srv.store.Queued(a.cfg.ID, keys)
 	if err != nil {
 		return fmt.Errorf("seen store: %w", err)
+	}
+	// A link is encoded only once the lookup says it is new: most of a
+	// page's links are queued already (issue 15: the host key, the policy
+	// and the JSON of every link were a few % of the scheduler's CPU).
+	msgs := make([]outMsg, len(keys))
+	for i, c := range cands {
+		if !queued[i] {
+			msgs[i] = a.linkMessage(c)
+		}
 	}
 	var mine []int
 	var mineW []*linkPublish
@@ -145,10 +154,18 @@ func (a *campaignActor) publishLinks(ctx context.Context, jobs []recordJob) erro
 	return a.publishSome(ctx, keys, msgs, again)
 }
 
-// linkMessages turns the jobs' links into frontier messages, each link
-// once, with its depth and priority; the links robots.txt disallows come
-// back apart, to be recorded as failures.
-func (a *campaignActor) linkMessages(jobs []recordJob) (keys []Key, msgs []outMsg, robotsKeys []Key, robotsURLs []string) {
+// linkCand is a link of a recorded page, found new or not by the seen
+// store before it is encoded.
+type linkCand struct {
+	link   Link
+	host   string
+	depth  int
+	parent string
+}
+
+// linkCandidates collects the links of jobs, once each, apart from those
+// robots.txt forbids; a link with no host is never published.
+func (a *campaignActor) linkCandidates(jobs []recordJob) (keys []Key, cands []linkCand, robotsKeys []Key, robotsURLs []string) {
 	seen := map[Key]bool{}
 	for _, j := range jobs {
 		for _, l := range j.links {
@@ -166,13 +183,18 @@ func (a *campaignActor) linkMessages(jobs []recordJob) (keys []Key, msgs []outMs
 				continue
 			}
 			keys = append(keys, k)
-			depth := l.Depth(j.e.msg.Depth)
-			m := urlMsg{URL: l.URL, Depth: depth, Hops: l.Hops, Parent: j.e.msg.URL, Score: l.Score}
-			prio := a.policy.Priority(Item{URL: l.URL, Host: host, Depth: depth, Score: l.Score})
-			msgs = append(msgs, outMsg{key: a.topo.Shard(ShardOf(host)), msg: encodeMsg(m, priorityLevel(prio), nil)})
+			cands = append(cands, linkCand{link: l, host: host, depth: l.Depth(j.e.msg.Depth), parent: j.e.msg.URL})
 		}
 	}
-	return keys, msgs, robotsKeys, robotsURLs
+	return keys, cands, robotsKeys, robotsURLs
+}
+
+// linkMessage encodes a new link for its shard, at its policy's priority.
+func (a *campaignActor) linkMessage(c linkCand) outMsg {
+	l := c.link
+	m := urlMsg{URL: l.URL, Depth: c.depth, Hops: l.Hops, Parent: c.parent, Score: l.Score}
+	prio := a.policy.Priority(Item{URL: l.URL, Host: c.host, Depth: c.depth, Score: l.Score})
+	return outMsg{key: a.topo.Shard(ShardOf(c.host)), msg: encodeMsg(m, priorityLevel(prio), nil)}
 }
 
 // recordDisallowed records the links robots.txt forbids that are not

@@ -142,7 +142,7 @@ func newServer(cfg ServerConfig, mq *rabbit, store SeenStore, log *slog.Logger) 
 		cfg:       cfg,
 		mq:        mq,
 		pub:       pub,
-		store:     store,
+		store:     newQueuedCache(store),
 		log:       log,
 		campaigns: map[string]*campaignActor{},
 		tombs:     map[string]time.Time{},

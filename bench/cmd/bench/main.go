@@ -16,6 +16,7 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,7 +29,13 @@ func main() {
 	o := bench.DefaultOptions()
 	child := flag.Bool("child", false, "run one job from stdin (internal)")
 	fleets := flag.String("fleets", "1,4,16", "drover fleet sizes, comma-separated")
-	out := flag.String("out", "bench/results.md", "markdown file the tables are written to (empty: none)")
+	out := flag.String("out", "results.md", "markdown file the tables are written to (empty: none); `make bench` runs in bench/")
+	peers := flag.String("peers", strings.Join(o.Peers, ","), "peers on the plain web, comma-separated: colly, scrapy (empty: none)")
+	peerPar := flag.String("peer-parallelism", joinInts(o.PeerParallelism), "each peer runs at each of these: Colly's global LimitRule Parallelism, Scrapy's CONCURRENT_REQUESTS")
+	flag.IntVar(&o.DevFleet, "dev-fleet", o.DevFleet, "fleet of the run of drover as `make dev` runs it, every part a process (0 skips it)")
+	flag.IntVar(&o.DevPerHost, "dev-per-host", o.DevPerHost, "per-host concurrency of that run")
+	flag.DurationVar(&o.DevDelay, "dev-delay", o.DevDelay, "per-host delay of that run")
+	flag.StringVar(&o.DevPerf, "dev-perf", "", "perf record the dev-stack run's worker and scheduler into this file (perf report -i FILE)")
 	flag.IntVar(&o.Hosts, "hosts", o.Hosts, "hosts of the plain web")
 	flag.IntVar(&o.PagesPerHost, "pages", o.PagesPerHost, "pages per host of the plain web")
 	flag.IntVar(&o.PerHostConcurrency, "per-host", o.PerHostConcurrency, "requests at once per host on the plain web")
@@ -83,13 +90,26 @@ func main() {
 		}
 		return
 	}
-	o.Fleets = nil
-	for _, f := range strings.Split(*fleets, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 {
-			log.Fatalf("-fleets: %q is not a fleet size", f)
+	for _, p := range []*string{&o.DevPerf, &o.CPUProfile} {
+		if *p != "" {
+			abs, err := filepath.Abs(*p) // the dev-stack child works in the repository root
+			if err != nil {
+				log.Fatal(err)
+			}
+			*p = abs
 		}
-		o.Fleets = append(o.Fleets, n)
+	}
+	o.Fleets = parseInts("-fleets", *fleets)
+	o.PeerParallelism = parseInts("-peer-parallelism", *peerPar)
+	o.Peers = nil
+	for _, p := range strings.Split(*peers, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		if p != bench.KindColly && p != bench.KindScrapy {
+			log.Fatalf("-peers: %q is not colly or scrapy", p)
+		}
+		o.Peers = append(o.Peers, p)
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -108,4 +128,28 @@ func main() {
 	if runErr != nil {
 		log.Fatal(runErr)
 	}
+}
+
+// parseInts reads a comma-separated list of positive integers ("" is none).
+func parseInts(flagName, s string) []int {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			log.Fatalf("%s: %q is not a positive integer", flagName, f)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+func joinInts(ns []int) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
 }

@@ -3,7 +3,7 @@
 // campaign's history stays small (issue 4: under 10,000 events at any
 // time). It brings up its own dev stack on free ports.
 //
-//	go run ./bench/cmd/history -duration 30m
+//	cd bench && go run ./cmd/history -duration 30m
 package main
 
 import (
@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/drover-crawl/drover/activities"
+	"github.com/drover-crawl/drover/bench"
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/devstack"
 	"github.com/drover-crawl/drover/frontier"
@@ -37,7 +38,11 @@ func main() {
 func run(d time.Duration) error {
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	tmp, err := devstack.StartTemporal(ctx, devstack.TemporalOptions{UIPort: -1})
+	tbin, err := bench.TemporalBinary()
+	if err != nil {
+		return err
+	}
+	tmp, err := devstack.StartTemporal(ctx, devstack.TemporalOptions{BinaryPath: tbin, UIPort: -1})
 	if err != nil {
 		return err
 	}

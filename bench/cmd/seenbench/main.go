@@ -4,8 +4,8 @@
 // writers until -urls URLs are queued and done, then the bytes on disk per
 // URL. It prints a markdown table.
 //
-//	go run ./bench/cmd/seenbench                      # 10 M URLs, every store
-//	go run ./bench/cmd/seenbench -urls 1000000 -stores pebble
+//	cd bench && go run ./cmd/seenbench                   # 10 M URLs, every store
+//	cd bench && go run ./cmd/seenbench -urls 1000000 -stores pebble
 package main
 
 import (

@@ -1,0 +1,188 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/devstack"
+	"github.com/drover-crawl/drover/workflows"
+)
+
+// runDroverDev measures drover the way a user runs it (issue 15): the dev
+// stack of `make dev` (devstack.StartStack: Temporal with its SQLite file,
+// the Kafka process with its fsynced log, the scheduler and the worker
+// binaries, each a process of its own) on free ports and a temporary data
+// directory, and one campaign started as `starter start --fetchers N
+// --per-host-concurrency C --per-host-delay D` starts it (the dev stack's
+// Kafka topic as sink). Every process's CPU comes from /proc/PID/stat over
+// the crawl window. With j.PerfOut set, `perf record` samples the worker
+// and the scheduler over that window into j.PerfOut.
+func runDroverDev(ctx context.Context, j Job) (res Result, err error) {
+	res.DevStack = true
+	root, err := RepoRoot()
+	if err != nil {
+		return res, err
+	}
+	// StartStack finds bin/temporal and builds the binaries from the
+	// working directory's module; this child process is the bench's own.
+	if err := os.Chdir(root); err != nil {
+		return res, err
+	}
+	dir, err := os.MkdirTemp("", "drover-bench-dev-")
+	if err != nil {
+		return res, err
+	}
+	defer os.RemoveAll(dir)
+	ports, err := freePorts(3)
+	if err != nil {
+		return res, err
+	}
+	addr := func(p int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(p)) }
+	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	st, err := devstack.StartStack(ctx, devstack.StackOptions{
+		DataDir: filepath.Join(dir, "data"), TemporalPort: ports[0], UIPort: -1,
+		KafkaAddr: addr(ports[1]), SchedulerAddr: addr(ports[2]), AMQPURL: j.AMQPURL,
+		BinDir: filepath.Join(dir, "bin"), Out: os.Stderr, Log: quiet,
+	})
+	if err != nil {
+		return res, err
+	}
+	defer st.Stop()
+
+	cfg := campaign.Config{
+		ID:                 fmt.Sprintf("bench-dev-%d-%d", j.Fleet, rand.IntN(1e9)),
+		Seeds:              j.Seeds,
+		Fetchers:           j.Fleet,
+		PerHostDelay:       new(j.PerHostDelay),
+		PerHostConcurrency: j.PerHostConcurrency,
+		AllowPrivate:       true,
+		MaxDuration:        j.Timeout,
+	}
+	eff := cfg.WithDefaults()
+	if err := eff.Validate(); err != nil {
+		return res, err
+	}
+	res.InFlight = min(eff.Fetchers*eff.FetcherConcurrency, len(j.Seeds)*eff.PerHostConcurrency)
+	res.Config = fmt.Sprintf("make dev's stack (temporal, kafka with fsynced log, scheduler, worker: 4 processes); starter start --fetchers %d --per-host-concurrency %d --per-host-delay %s --allow-private, sink the dev topic",
+		j.Fleet, j.PerHostConcurrency, j.PerHostDelay)
+
+	procs := []struct {
+		name string
+		c    *devstack.Child
+	}{{"worker", st.Worker}, {"scheduler", st.Scheduler}, {"kafka", st.Kafka}}
+	samples := make([]otherProc, len(procs))
+	for i, p := range procs {
+		if samples[i] = sampleProc(p.c.PID()); samples[i].pid == 0 {
+			return res, fmt.Errorf("dev stack: %s is not running", p.name)
+		}
+	}
+	temporal := sampleProc(st.Temporal.PID())
+	rabbit := sampleProc(rabbitPID())
+	var perf *exec.Cmd
+	if j.PerfOut != "" {
+		if perf, err = startPerf(j.PerfOut, samples[0].pid, samples[1].pid); err != nil {
+			return res, err
+		}
+	}
+	cpu0, _ := selfUsage()
+	start := time.Now()
+	run, err := st.Client().ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: cfg.ID, TaskQueue: workflows.TaskQueue},
+		workflows.WorkflowName, workflows.CampaignInput{Config: cfg})
+	if err != nil {
+		return res, err
+	}
+	wctx, cancel := context.WithTimeout(ctx, j.Timeout+time.Minute)
+	defer cancel()
+	var status workflows.Status
+	err = run.Get(wctx, &status)
+	res.Wall = time.Since(start)
+	cpu1, _ := selfUsage()
+	if perf != nil {
+		stopPerf(perf)
+	}
+	res.CPU = cpu1 - cpu0
+	for i, p := range procs {
+		cpu, hwm := samples[i].delta()
+		res.WorkerProcs = append(res.WorkerProcs, WorkerProc{Identity: p.name, CPU: cpu, HWM: hwm})
+	}
+	res.TemporalCPU, res.TemporalHWM = temporal.delta()
+	res.RabbitCPU, res.RabbitHWM = rabbit.delta()
+	res.Fetched, res.State = status.PagesFetched, status.State
+	for _, p := range procs {
+		if n := p.c.Starts(); n > 1 {
+			err = errors.Join(err, fmt.Errorf("dev stack: %s restarted %d times (log %s)", p.name, n-1, p.c.LogPath()))
+		}
+	}
+	if err != nil {
+		return res, fmt.Errorf("campaign %s: %w", cfg.ID, err)
+	}
+	if status.State != campaign.StateCompleted {
+		return res, errors.New("campaign " + cfg.ID + " ended " + status.State + ": " + status.Reason)
+	}
+	return res, nil
+}
+
+// freePorts returns n distinct free TCP ports of 127.0.0.1 (free when
+// asked: the listeners are closed before the ports are used).
+func freePorts(n int) ([]int, error) {
+	var lns []net.Listener
+	defer func() {
+		for _, ln := range lns {
+			ln.Close()
+		}
+	}()
+	var ports []int
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		lns = append(lns, ln)
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// startPerf samples the given processes' stacks (perf record -g) into out.
+func startPerf(out string, pids ...int) (*exec.Cmd, error) {
+	list := ""
+	for i, p := range pids {
+		if i > 0 {
+			list += ","
+		}
+		list += strconv.Itoa(p)
+	}
+	cmd := exec.Command("perf", "record", "-F", "499", "-g", "-o", out, "-p", list)
+	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("perf record: %w", err)
+	}
+	return cmd, nil
+}
+
+// stopPerf ends perf record (SIGINT makes it write its file) and waits.
+func stopPerf(cmd *exec.Cmd) {
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}
