@@ -433,11 +433,19 @@ func TestHoleConsumerCancelledByTheBroker(t *testing.T) {
 // Hole 9a: outcomes too many for one frame are split, not lost with the
 // session.
 func TestHoleOutcomesSplitAcrossFrames(t *testing.T) {
-	sched := startScheduler(t, frontier.DefaultServerConfig(), frontier.NewMemorySeen())
+	// The session's read deadlines are three keepalives. Encoding and
+	// decoding 48 MiB of outcomes under -race on two loaded cores took
+	// longer than the default 15 s, and the client's writer, busy with
+	// them, sent no ping meanwhile: the session timed out (a flake seen
+	// at load averages of 8-25). This test is about the split, not the
+	// keepalive, so it gives the keepalive room.
+	scfg := frontier.DefaultServerConfig()
+	scfg.KeepAlive, scfg.LeaseTimeout = 30*time.Second, 2*time.Minute
+	sched := startScheduler(t, scfg, frontier.NewMemorySeen())
 	cfg := handCampaign(t, "http://127.66.9.1:9/")
 	ctl := control(t, sched.addr)
 	seedCampaign(t, ctl, cfg)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	sess, err := frontier.DialSession(ctx, sched.addr, frontier.DevToken, "big", cfg, 1)
 	if err != nil {
