@@ -1,10 +1,12 @@
 package chaos
 
 import (
+	"bufio"
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
+	"net/http"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -22,6 +24,9 @@ type Fault struct {
 	spec rigSpec
 	// Trigger overrides Options.Trigger.
 	Trigger float64
+	// await, when set, waits after the trigger for the moment the fault
+	// needs (a compaction running), before the counts of the fault start.
+	await func(ctx context.Context, r *rig) error
 	// inject breaks something and returns once the fault is over: start is
 	// when it began, end when the broken piece answered again (a restart)
 	// or the outage ended.
@@ -45,7 +50,8 @@ func Faults() []Fault {
 		{Name: "postgres-outage", What: "PostgreSQL sink unreachable (proxy cuts)", Sink: sinkPostgres, inject: postgresOutage},
 		{Name: "partition", What: "worker <-> scheduler partition (TCP proxy holds traffic)", spec: rigSpec{workers: 1, proxyWorker0: true}, inject: partition},
 		{Name: "warc-disk-full", What: "WARC directory's tmpfs full", Sink: sinkWARC, inject: warcFull},
-		{Name: "scheduler-kill-writing", What: "SIGKILL the scheduler under seen-store write load", Trigger: 0.5, inject: killSchedulerWriting},
+		{Name: "scheduler-kill-compacting", What: "SIGKILL the scheduler while its seen store compacts", Trigger: 0.3,
+			spec: rigSpec{seenMemTable: compactingMemTable}, await: awaitCompaction, inject: killSchedulerCompacting},
 	}
 }
 
@@ -90,19 +96,59 @@ func killScheduler(ctx context.Context, r *rig, _ *sinks) (time.Time, time.Time,
 	return start, end, "end = restarted scheduler answers", err
 }
 
-func killSchedulerWriting(ctx context.Context, r *rig, s *sinks) (time.Time, time.Time, string, error) {
-	runs, _ := filepath.Glob(filepath.Join(r.dir, "seen", "*", "run-*.seen"))
-	var logBytes int64
-	logs, _ := filepath.Glob(filepath.Join(r.dir, "seen", "*", "marks.log"))
-	for _, l := range logs {
-		if fi, err := os.Stat(l); err == nil {
-			logBytes += fi.Size()
+// compactingMemTable is the seen store's memtable in the compaction row:
+// 64 KiB flushes every couple of thousand marks, so that the store
+// flushes and compacts many times in a 10,000-page crawl (Pebble's default
+// 4 MB would not flush once).
+const compactingMemTable = 64 << 10
+
+// awaitCompaction waits until the scheduler's
+// drover_scheduler_seen_store_compactions says a compaction runs.
+func awaitCompaction(ctx context.Context, r *rig) error {
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for polls := 1; ; polls++ {
+		n, err := scrapeGauge(wctx, r.schedMetrics[0], "drover_scheduler_seen_store_compactions")
+		if err == nil && n > 0 {
+			r.logf("a seen-store compaction runs (scrape %d)", polls)
+			return nil
+		}
+		if wctx.Err() != nil {
+			return fmt.Errorf("no seen-store compaction seen in 2 minutes (%d scrapes; last: %v)", polls, err)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// killSchedulerCompacting SIGKILLs the scheduler; awaitCompaction has
+// just seen its seen store compacting.
+func killSchedulerCompacting(ctx context.Context, r *rig, s *sinks) (time.Time, time.Time, string, error) {
+	start, end, _, err := killScheduler(ctx, r, s)
+	return start, end, fmt.Sprintf("killed a few ms after the scheduler's metrics showed a compaction running; memtable %d KiB", compactingMemTable>>10), err
+}
+
+// scrapeGauge reads one unlabelled sample from a Prometheus text endpoint.
+func scrapeGauge(ctx context.Context, url, name string) (float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			return strconv.ParseFloat(strings.TrimSpace(v), 64)
 		}
 	}
-	start, end, _, err := killScheduler(ctx, r, s)
-	// A mark in the log is a 16-byte key and a 1-byte mark.
-	note := fmt.Sprintf("no compaction to catch: the seen store writes a run at 65,536 marks and merges runs past 8; killed at half the crawl with %d runs and %d marks in its log", len(runs), logBytes/17)
-	return start, end, note, err
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	return 0, fmt.Errorf("%s: no %s", url, name)
 }
 
 func killRabbit(ctx context.Context, r *rig, _ *sinks) (time.Time, time.Time, string, error) {

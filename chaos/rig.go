@@ -101,6 +101,7 @@ type rig struct {
 	temporalAddr string
 	schedAddr    string   // the first scheduler's own address
 	schedAddrs   []string // every scheduler's address
+	schedMetrics []string // every scheduler's metrics URL
 	// workerSched is the scheduler address worker-0 dials (through a proxy
 	// when the row partitions it).
 	schedProxy *Proxy
@@ -109,8 +110,10 @@ type rig struct {
 }
 
 type rigSpec struct {
-	workers      int  // worker processes (default 2)
-	schedulers   int  // scheduler processes (default 1)
+	workers    int // worker processes (default 2)
+	schedulers int // scheduler processes (default 1)
+	// seenMemTable is the schedulers' seen-store memtable (0: default).
+	seenMemTable int64
 	proxyWorker0 bool // worker-0 reaches the scheduler through a Proxy
 }
 
@@ -159,7 +162,7 @@ func startRig(ctx context.Context, opts Options, name string, rabbit *RabbitNode
 	if spec.schedulers == 0 {
 		spec.schedulers = 1
 	}
-	if err := r.startSchedulers(spec.schedulers); err != nil {
+	if err := r.startSchedulers(spec.schedulers, spec.seenMemTable); err != nil {
 		return nil, err
 	}
 	r.sched, r.schedAddr = r.scheds[0], r.schedAddrs[0]
@@ -192,21 +195,27 @@ func startRig(ctx context.Context, opts Options, name string, rabbit *RabbitNode
 }
 
 // startSchedulers starts n scheduler processes on free ports.
-func (r *rig) startSchedulers(n int) error {
+func (r *rig) startSchedulers(n int, seenMemTable int64) error {
 	for i := range n {
 		sport, err := freePort()
 		if err != nil {
 			return err
 		}
-		addr := "127.0.0.1:" + strconv.Itoa(sport)
+		mport, err := freePort()
+		if err != nil {
+			return err
+		}
+		addr, maddr := "127.0.0.1:"+strconv.Itoa(sport), "127.0.0.1:"+strconv.Itoa(mport)
 		name := fmt.Sprintf("scheduler-%d", i)
 		sched, err := r.sup.Start(devstack.ProcSpec{Name: name, Path: filepath.Join(r.opts.BinDir, "scheduler"),
-			Args: []string{"-listen", addr, "-name", name, "-seen", filepath.Join(r.dir, "seen", name), "-metrics-addr", "127.0.0.1:0"},
-			Env:  []string{"AMQP_URL=" + r.rabbit.URL, "DROVER_TOKEN=" + chaosToken}})
+			Args: []string{"-listen", addr, "-name", name, "-seen", filepath.Join(r.dir, "seen", name), "-metrics-addr", maddr,
+				"-seen-memtable-bytes", strconv.FormatInt(seenMemTable, 10)},
+			Env: []string{"AMQP_URL=" + r.rabbit.URL, "DROVER_TOKEN=" + chaosToken}})
 		if err != nil {
 			return err
 		}
 		r.scheds, r.schedAddrs = append(r.scheds, sched), append(r.schedAddrs, addr)
+		r.schedMetrics = append(r.schedMetrics, "http://"+maddr+"/metrics")
 	}
 	return nil
 }

@@ -143,6 +143,12 @@ func runRow(ctx context.Context, opts Options, rabbit *RabbitNode, f Fault) (res
 		res.Err = err
 		return res
 	}
+	if f.await != nil {
+		if err := f.await(ctx, r); err != nil {
+			res.Err = fmt.Errorf("waiting for the moment of the fault: %w", err)
+			return res
+		}
+	}
 	sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	if st, err := frontier.CampaignStats(sctx, []string{r.schedAddr}, chaosToken, cfg.ID); err == nil {
 		res.InFlight = st.InFlight

@@ -172,12 +172,13 @@ type serverCollector struct {
 	qmu  sync.Mutex
 	qrun *queueRun
 
-	counters map[string]*prometheus.Desc // name -> desc, labelled campaign
-	gauges   map[string]*prometheus.Desc
-	failures *prometheus.Desc // campaign, reason
-	queue    *prometheus.Desc // campaign, queue
-	dead     *prometheus.Desc // campaign
-	seen     *prometheus.Desc
+	counters   map[string]*prometheus.Desc // name -> desc, labelled campaign
+	gauges     map[string]*prometheus.Desc
+	failures   *prometheus.Desc // campaign, reason
+	queue      *prometheus.Desc // campaign, queue
+	dead       *prometheus.Desc // campaign
+	seen       *prometheus.Desc
+	compacting *prometheus.Desc
 }
 
 func newServerCollector(s *Server) *serverCollector {
@@ -214,6 +215,7 @@ func newServerCollector(s *Server) *serverCollector {
 	col.queue = prometheus.NewDesc(name("queue_depth"), "Messages ready in a shard (queue=s00..) or parking queue (queue=park.1s..), as RabbitMQ counts them; every scheduler of a campaign reports the same.", []string{"campaign", "queue"}, nil)
 	col.dead = prometheus.NewDesc(name("dead_letter_depth"), "Messages in the campaign's dead-letter queue.", c, nil)
 	col.seen = prometheus.NewDesc(name("seen_store_bytes"), "Disk space of the seen store (0 in memory).", nil, nil)
+	col.compacting = prometheus.NewDesc(name("seen_store_compactions"), "Compactions of the seen store running now.", nil, nil)
 	return col
 }
 
@@ -229,6 +231,7 @@ func (col *serverCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- col.queue
 	ch <- col.dead
 	ch <- col.seen
+	ch <- col.compacting
 }
 
 // Collect implements prometheus.Collector.
@@ -280,11 +283,15 @@ func (col *serverCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(col.failures, prometheus.CounterValue, float64(n), id, r)
 		}
 	}
+	var disk, compacting float64
 	if d, ok := s.store.(interface{ DiskBytes() int64 }); ok {
-		ch <- prometheus.MustNewConstMetric(col.seen, prometheus.GaugeValue, float64(d.DiskBytes()))
-	} else {
-		ch <- prometheus.MustNewConstMetric(col.seen, prometheus.GaugeValue, 0)
+		disk = float64(d.DiskBytes())
 	}
+	if c, ok := s.store.(interface{ Compacting() int }); ok {
+		compacting = float64(c.Compacting())
+	}
+	ch <- prometheus.MustNewConstMetric(col.seen, prometheus.GaugeValue, disk)
+	ch <- prometheus.MustNewConstMetric(col.compacting, prometheus.GaugeValue, compacting)
 	if len(ids) > 0 {
 		col.collectQueues(ch, ids)
 	}

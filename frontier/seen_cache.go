@@ -141,3 +141,21 @@ func (c *queuedCache) Drop(campaign string) error {
 	c.mu.Unlock()
 	return c.SeenStore.Drop(campaign)
 }
+
+// DiskBytes is the wrapped store's (0 when it has no disk), so that the
+// scheduler's seen_store_bytes metric sees through the cache.
+func (c *queuedCache) DiskBytes() int64 {
+	if d, ok := c.SeenStore.(interface{ DiskBytes() int64 }); ok {
+		return d.DiskBytes()
+	}
+	return 0
+}
+
+// Compacting is the wrapped store's count of compactions running now (0
+// when it does not compact).
+func (c *queuedCache) Compacting() int {
+	if d, ok := c.SeenStore.(interface{ Compacting() int }); ok {
+		return d.Compacting()
+	}
+	return 0
+}

@@ -45,8 +45,10 @@ type PebbleSeen struct {
 	wo    *pebble.WriteOptions
 	log   *slog.Logger
 	cache int64
-	fs    vfs.FS
-	gfs   *groupSyncFS // nil with FsyncEveryMark
+	// memtable: PebbleSeenOptions.MemTableBytes.
+	memtable int64
+	fs       vfs.FS
+	gfs      *groupSyncFS // nil with FsyncEveryMark
 
 	// mu is write-locked only to replace a damaged store.
 	mu sync.RWMutex
@@ -91,6 +93,10 @@ type PebbleSeenOptions struct {
 	// hold the Bloom filters (1.25 bytes per URL) and the index blocks;
 	// blocks it misses come from the page cache and are checksummed again.
 	CacheBytes int64
+	// MemTableBytes is the size of a memtable (0: Pebble's default, 4 MB).
+	// A small one flushes and compacts often: `make chaos` uses it to kill
+	// a scheduler in the middle of a compaction.
+	MemTableBytes int64
 }
 
 // DefaultSeenCacheBytes is the block cache of a PebbleSeen: the Bloom
@@ -131,7 +137,7 @@ func OpenPebbleSeen(dir string, o PebbleSeenOptions) (*PebbleSeen, error) {
 		lock.Close()
 		return nil, fmt.Errorf("seen store %s is in use by another scheduler (give each its own -seen): %w", dir, err)
 	}
-	s := &PebbleSeen{dir: dir, lock: lock, log: log, wo: pebble.Sync, cache: o.CacheBytes, fs: vfs.Default}
+	s := &PebbleSeen{dir: dir, lock: lock, log: log, wo: pebble.Sync, cache: o.CacheBytes, memtable: o.MemTableBytes, fs: vfs.Default}
 	if s.cache <= 0 {
 		s.cache = DefaultSeenCacheBytes
 	}
@@ -175,6 +181,7 @@ func (s *PebbleSeen) open() (db *pebble.DB, err error) {
 		// (zeroed) sequence numbers of the bottom level cost nothing.
 		FormatMajorVersion: pebble.FormatNewest,
 		CacheSize:          s.cache,
+		MemTableSize:       uint64(max(s.memtable, 0)),
 		FS:                 s.fs,
 		Merger:             &pebble.Merger{Name: seenMergerName, Merge: mergeMarks},
 		Logger:             pebbleLogger{s.log},

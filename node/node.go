@@ -108,7 +108,9 @@ type SchedulerConfig struct {
 	// SeenPath is the seen-set directory (frontier.PebbleSeen); empty keeps
 	// it in memory.
 	SeenPath string
-	Log      *slog.Logger
+	// SeenMemTableBytes is the seen store's memtable (0: Pebble's default).
+	SeenMemTableBytes int64
+	Log               *slog.Logger
 	// Metrics, when set, gets the scheduler's metrics (drover_scheduler_*).
 	Metrics prometheus.Registerer
 	// TLS, when set, serves every session over TLS (tlsconf.Options.Server);
@@ -169,7 +171,7 @@ func StartScheduler(ctx context.Context, cfg SchedulerConfig) (*Scheduler, error
 	var store frontier.SeenStore = frontier.NewMemorySeen()
 	if cfg.SeenPath != "" {
 		var err error
-		if store, err = frontier.OpenPebbleSeen(cfg.SeenPath, frontier.PebbleSeenOptions{Log: cfg.Log}); err != nil {
+		if store, err = frontier.OpenPebbleSeen(cfg.SeenPath, frontier.PebbleSeenOptions{Log: cfg.Log, MemTableBytes: cfg.SeenMemTableBytes}); err != nil {
 			return nil, err
 		}
 	}

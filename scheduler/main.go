@@ -29,9 +29,14 @@ func main() {
 	flag.IntVar(&cfg.Prefetch, "prefetch", cfg.Prefetch, "unacked deliveries per shard consumer")
 	metricsAddr := flag.String("metrics-addr", metrics.DefaultSchedulerAddr, "serve Prometheus metrics on `ADDR`/metrics (\"off\": none)")
 	seen := flag.String("seen", "", "seen-set directory (default data/seen/NAME; \"mem\" keeps it in memory)")
+	seenMemTable := flag.Int64("seen-memtable-bytes", 0, "the seen store's memtable size (0: Pebble's default, 4 MB); small ones flush and compact often")
 	sec := tlsconf.FromEnv(nil)
 	sec.Flags(flag.CommandLine, true)
 	flag.Parse()
+	if *seenMemTable < 0 {
+		fmt.Fprintln(os.Stderr, "scheduler: -seen-memtable-bytes must be 0 (the default) or more")
+		os.Exit(2)
+	}
 	serverTLS, err := sec.Server()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "scheduler:", err)
@@ -63,7 +68,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "scheduler:", err)
 		os.Exit(2)
 	}
-	s, err := node.StartScheduler(ctx, node.SchedulerConfig{Server: cfg, Listen: *listen, AMQPURL: env.AMQPURL, AMQPTLS: amqpTLS, SeenPath: *seen, Log: log,
+	s, err := node.StartScheduler(ctx, node.SchedulerConfig{Server: cfg, Listen: *listen, AMQPURL: env.AMQPURL, AMQPTLS: amqpTLS, SeenPath: *seen, SeenMemTableBytes: *seenMemTable, Log: log,
 		TLS: serverTLS, InsecurePlaintext: sec.InsecurePlaintext, Metrics: reg})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "scheduler:", err)

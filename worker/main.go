@@ -23,6 +23,7 @@ import (
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/tlsconf"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 func main() {
@@ -33,11 +34,7 @@ func main() {
 	sec := tlsconf.FromEnv(nil) // --tls-cert/--tls-key: the client certificate, and with -scheduler its server's
 	sec.Flags(flag.CommandLine, true)
 	flag.Parse()
-	sessTLS, err := sec.Client()
-	var sinkSecrets sink.Secrets
-	if err == nil {
-		sinkSecrets, err = sink.SecretsFrom(sec)
-	}
+	sessTLS, sinkSecrets, err := clientSecurity(sec)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		os.Exit(2)
@@ -54,43 +51,23 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	reg := metrics.NewRegistry()
-	wm, err := activities.NewWorkerMetrics(reg, log)
+	reg, wm, ms, err := serveMetrics(*metricsAddr, log)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		os.Exit(1)
 	}
-	defer wm.Close()
-	ms, err := metrics.Serve(*metricsAddr, reg)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "worker:", err, "(set --metrics-addr)")
-		os.Exit(1)
-	}
 	defer ms.Close()
+	defer wm.Close()
 
 	var schedErr <-chan error
 	if *withScheduler {
-		cfg := frontier.DefaultServerConfig()
-		cfg.Token = token
-		amqpURL := env.AMQPURL
-		serverTLS, err := sec.Server()
-		var amqpTLS *tls.Config
-		if err == nil {
-			amqpTLS, err = sec.AMQPTLS(amqpURL)
-		}
-		if err == nil {
-			var s *node.Scheduler
-			s, err = node.StartScheduler(ctx, node.SchedulerConfig{Server: cfg, Listen: schedulers[0], AMQPURL: amqpURL, AMQPTLS: amqpTLS, SeenPath: filepath.Join("data", "seen", "scheduler-0"), Log: log,
-				TLS: serverTLS, InsecurePlaintext: sec.InsecurePlaintext, Metrics: reg})
-			if err == nil {
-				defer s.Close()
-				schedErr = s.Done()
-			}
-		}
+		s, err := startScheduler(ctx, env, sec, log, reg)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "worker:", err)
 			os.Exit(1)
 		}
+		defer s.Close()
+		schedErr = s.Done()
 	}
 
 	addr := env.TemporalAddress
@@ -124,6 +101,49 @@ func main() {
 		fmt.Fprintln(os.Stderr, "worker: scheduler:", err)
 	}
 	w.Stop()
+}
+
+// serveMetrics registers the worker's metrics and serves them on addr.
+func serveMetrics(addr string, log *slog.Logger) (*prometheus.Registry, *activities.WorkerMetrics, *metrics.Server, error) {
+	reg := metrics.NewRegistry()
+	wm, err := activities.NewWorkerMetrics(reg, log)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ms, err := metrics.Serve(addr, reg)
+	if err != nil {
+		wm.Close()
+		return nil, nil, nil, fmt.Errorf("%w (set --metrics-addr)", err)
+	}
+	return reg, wm, ms, nil
+}
+
+// clientSecurity is the TLS of the worker's scheduler sessions and its
+// sinks' credentials, from the flags and the environment.
+func clientSecurity(sec tlsconf.Options) (*tls.Config, sink.Secrets, error) {
+	sessTLS, err := sec.Client()
+	if err != nil {
+		return nil, sink.Secrets{}, err
+	}
+	sinkSecrets, err := sink.SecretsFrom(sec)
+	return sessTLS, sinkSecrets, err
+}
+
+// startScheduler runs a scheduler in this process (-scheduler), on the
+// first scheduler address, with the session TLS of --tls-cert/--tls-key.
+func startScheduler(ctx context.Context, env node.Env, sec tlsconf.Options, log *slog.Logger, reg *prometheus.Registry) (*node.Scheduler, error) {
+	cfg := frontier.DefaultServerConfig()
+	cfg.Token = env.Token
+	serverTLS, err := sec.Server()
+	if err != nil {
+		return nil, err
+	}
+	amqpTLS, err := sec.AMQPTLS(env.AMQPURL)
+	if err != nil {
+		return nil, err
+	}
+	return node.StartScheduler(ctx, node.SchedulerConfig{Server: cfg, Listen: env.Schedulers[0], AMQPURL: env.AMQPURL, AMQPTLS: amqpTLS,
+		SeenPath: filepath.Join("data", "seen", "scheduler-0"), Log: log, TLS: serverTLS, InsecurePlaintext: sec.InsecurePlaintext, Metrics: reg})
 }
 
 func metricsURL(s *metrics.Server) string {
