@@ -78,8 +78,9 @@ load: bin/temporal
 dev: bin/temporal
 	$(GO) run ./devstack/cmd/dev
 
-# The dev stack plus a demo campaign against a local test web; SEED=n makes
-# it reproducible.
+
+# The dev stack plus a demo campaign against a local test web;
+# SEED=https://example.org/ crawls that site instead (500 pages at most).
 demo: bin/temporal
 	$(GO) run ./devstack/cmd/demo $(if $(SEED),-seed '$(SEED)')
 
