@@ -37,22 +37,19 @@ type pooledFetcher struct {
 func (p *fetcherPool) acquire(cfg campaign.Config) (*fetch.Fetcher, func(), error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if e, ok := p.m[cfg.ID]; ok {
-		if reflect.DeepEqual(e.cfg, cfg) {
-			e.refs++
-			return e.f, func() { p.release(cfg.ID, e) }, nil
-		}
-		f, err := fetch.New(cfg)
-		if err != nil {
-			return nil, nil, err
-		}
-		return f, f.Close, nil
+	e, shared := p.m[cfg.ID]
+	if shared && reflect.DeepEqual(e.cfg, cfg) {
+		e.refs++
+		return e.f, func() { p.release(cfg.ID, e) }, nil
 	}
 	f, err := fetch.New(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
-	e := &pooledFetcher{cfg: cfg, f: f, refs: 1}
+	if shared {
+		return f, f.Close, nil
+	}
+	e = &pooledFetcher{cfg: cfg, f: f, refs: 1}
 	p.m[cfg.ID] = e
 	return f, func() { p.release(cfg.ID, e) }, nil
 }

@@ -3,6 +3,7 @@ package chaos
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -120,27 +121,13 @@ func RunLoad(ctx context.Context, opts LoadOptions) (LoadResult, error) {
 // loadDefaults fills what a load run leaves unset, then Options' own
 // defaults.
 func (opts *LoadOptions) loadDefaults() {
-	if opts.Hosts == 0 {
-		opts.Hosts = 1000
-	}
-	if opts.PagesPerHost == 0 {
-		opts.PagesPerHost = 20
-	}
-	if opts.Fetchers == 0 {
-		opts.Fetchers = 64
-	}
-	if opts.PerHostDelay == 0 {
-		opts.PerHostDelay = 10 * time.Millisecond
-	}
-	if opts.Workers == 0 {
-		opts.Workers = 3
-	}
-	if opts.Schedulers == 0 {
-		opts.Schedulers = 2
-	}
-	if opts.Sample == 0 {
-		opts.Sample = 250 * time.Millisecond
-	}
+	opts.Hosts = cmp.Or(opts.Hosts, 1000)
+	opts.PagesPerHost = cmp.Or(opts.PagesPerHost, 20)
+	opts.Fetchers = cmp.Or(opts.Fetchers, 64)
+	opts.PerHostDelay = cmp.Or(opts.PerHostDelay, 10*time.Millisecond)
+	opts.Workers = cmp.Or(opts.Workers, 3)
+	opts.Schedulers = cmp.Or(opts.Schedulers, 2)
+	opts.Sample = cmp.Or(opts.Sample, 250*time.Millisecond)
 	opts.Options.defaults()
 }
 

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -52,30 +53,16 @@ type Options struct {
 }
 
 func (o *Options) defaults() {
-	if o.Hosts == 0 {
-		o.Hosts = 20
-	}
-	if o.PagesPerHost == 0 {
-		o.PagesPerHost = 500
-	}
-	if o.Fetchers == 0 {
-		o.Fetchers = 8
-	}
-	if o.PerHostDelay == 0 {
-		o.PerHostDelay = 150 * time.Millisecond
-	}
-	if o.Outage == 0 {
-		o.Outage = 30 * time.Second
-	}
-	if o.Trigger == 0 {
-		o.Trigger = 0.15
-	}
+	o.Hosts = cmp.Or(o.Hosts, 20)
+	o.PagesPerHost = cmp.Or(o.PagesPerHost, 500)
+	o.Fetchers = cmp.Or(o.Fetchers, 8)
+	o.PerHostDelay = cmp.Or(o.PerHostDelay, 150*time.Millisecond)
+	o.Outage = cmp.Or(o.Outage, 30*time.Second)
+	o.Trigger = cmp.Or(o.Trigger, 0.15)
 	if o.Log == nil {
 		o.Log = os.Stderr
 	}
-	if o.PostgresAddr == "" {
-		o.PostgresAddr = "127.0.0.1:5432"
-	}
+	o.PostgresAddr = cmp.Or(o.PostgresAddr, "127.0.0.1:5432")
 }
 
 const chaosToken = "drover-chaos-token"
