@@ -13,7 +13,7 @@ import (
 
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/fetch"
-	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/workflows"
 )
@@ -43,7 +43,7 @@ type Activities struct {
 	// score). Set it in the worker's main, as a scheduler's own policies.
 	LinkScorer fetch.LinkScorer
 	// DialControl opens a control session to a scheduler for Seed and
-	// Close; nil means frontier.DialControl. Tests put a slow or failing
+	// Close; nil means session.DialControl. Tests put a slow or failing
 	// scheduler here.
 	DialControl func(ctx context.Context, addr, token string) (ControlClient, error)
 	// Metrics and SinkMetrics, when set, count the fetches and the sinks'
@@ -53,10 +53,10 @@ type Activities struct {
 }
 
 // ControlClient is what Seed and Close need of a scheduler's control
-// session; *frontier.Control is one.
+// session; *session.Control is one.
 type ControlClient interface {
 	Seed(ctx context.Context, cfg campaign.Config, urls []string) (int, error)
-	CloseCampaign(ctx context.Context, id string, del bool) (frontier.Stats, error)
+	CloseCampaign(ctx context.Context, id string, del bool) (session.Stats, error)
 	Close() error
 }
 
@@ -68,8 +68,8 @@ func (a *Activities) dialControl(ctx context.Context, addr string) (ControlClien
 }
 
 // sessions is how this worker reaches its schedulers.
-func (a *Activities) sessions() frontier.Client {
-	return frontier.Client{Token: a.Token, TLS: a.SessionTLS, InsecurePlaintext: a.InsecurePlaintext}
+func (a *Activities) sessions() session.Client {
+	return session.Client{Token: a.Token, TLS: a.SessionTLS, InsecurePlaintext: a.InsecurePlaintext}
 }
 
 // The activities' inputs and results are the Campaign workflow's contract

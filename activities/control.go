@@ -9,10 +9,9 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/drover-crawl/drover/frontier/session"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
-
-	"github.com/drover-crawl/drover/frontier"
 )
 
 // Seed declares the campaign's frontier on a scheduler and publishes its
@@ -65,8 +64,8 @@ func (a *Activities) Monitor(ctx context.Context, in MonitorInput) (MonitorResul
 		report = time.Minute
 	}
 	deadline := time.Now().Add(report)
-	var prev *frontier.Stats
-	var last frontier.Stats
+	var prev *session.Stats
+	var last session.Stats
 	var failingSince time.Time
 	for {
 		st, err := a.sessions().CampaignStats(ctx, a.Schedulers, cfg.ID)
@@ -117,7 +116,7 @@ func (a *Activities) Close(ctx context.Context, in CloseInput) (CloseResult, err
 }
 
 func (a *Activities) close(ctx context.Context, in CloseInput) (CloseResult, error) {
-	st, err := frontier.CloseVia(ctx, a.Schedulers, func(ctx context.Context, addr string) (frontier.CampaignCloser, error) {
+	st, err := session.CloseVia(ctx, a.Schedulers, func(ctx context.Context, addr string) (session.CampaignCloser, error) {
 		return a.dialControl(ctx, addr)
 	}, in.Config.ID, in.Delete)
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/drover-crawl/drover/campaign"
-	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/session"
 )
 
 // slowScheduler is a scheduler's control session that takes delay to
@@ -40,8 +40,8 @@ func (s *slowScheduler) Seed(ctx context.Context, _ campaign.Config, urls []stri
 	return len(urls), s.wait(ctx)
 }
 
-func (s *slowScheduler) CloseCampaign(ctx context.Context, id string, _ bool) (frontier.Stats, error) {
-	return frontier.Stats{Campaign: id, Fetched: 7}, s.wait(ctx)
+func (s *slowScheduler) CloseCampaign(ctx context.Context, id string, _ bool) (session.Stats, error) {
+	return session.Stats{Campaign: id, Fetched: 7}, s.wait(ctx)
 }
 
 func (s *slowScheduler) Close() error { return nil }

@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/drover-crawl/drover/fetch"
-	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/page"
 )
 
@@ -98,7 +98,7 @@ func (m *Metrics) fetched(c string, res fetch.Result, took time.Duration) {
 		m.pages.WithLabelValues(c, statusClass(status)).Inc()
 	}
 	if res.Reason != "" {
-		m.failures.WithLabelValues(c, frontier.MetricReason(res.Reason)).Inc()
+		m.failures.WithLabelValues(c, session.MetricReason(res.Reason)).Inc()
 	} else if status == 0 && (res.Err != nil || res.Page != nil && res.Page.Err != "") {
 		m.failures.WithLabelValues(c, page.ReasonOther).Inc()
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/fetch"
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/testweb"
 )
@@ -170,18 +171,18 @@ func waitMonitor(t *testing.T, result <-chan monitorRun, within time.Duration) M
 }
 
 // ctlStats reads the campaign's stats straight from the scheduler.
-func ctlStats(t *testing.T, addr, id string) frontier.Stats {
+func ctlStats(t *testing.T, addr, id string) session.Stats {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	st, err := frontier.CampaignStats(ctx, []string{addr}, frontier.DevToken, id)
+	st, err := session.CampaignStats(ctx, []string{addr}, session.DevToken, id)
 	require.NoError(t, err)
 	return st
 }
 
-func waitStats(t *testing.T, addr, id, what string, ok func(frontier.Stats) bool) frontier.Stats {
+func waitStats(t *testing.T, addr, id, what string, ok func(session.Stats) bool) session.Stats {
 	t.Helper()
-	var st frontier.Stats
+	var st session.Stats
 	require.Eventually(t, func() bool {
 		st = ctlStats(t, addr, id)
 		return ok(st)
@@ -193,7 +194,7 @@ func seedURLs(t *testing.T, addr string, cfg campaign.Config, urls ...string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	ctl, err := frontier.DialControl(ctx, addr, frontier.DevToken)
+	ctl, err := session.DialControl(ctx, addr, session.DevToken)
 	require.NoError(t, err)
 	defer ctl.Close()
 	n, err := ctl.Seed(ctx, cfg, urls)
@@ -216,7 +217,7 @@ func runFleet(t *testing.T, cfg campaign.Config, addr string, sk sink.Sink, n in
 			defer wg.Done()
 			defer f.Close()
 			for ctx.Err() == nil {
-				sess, err := frontier.DialSession(ctx, addr, frontier.DevToken, fmt.Sprintf("fetcher-%d", i), cfg, cfg.FetcherConcurrency)
+				sess, err := session.DialSession(ctx, addr, session.DevToken, fmt.Sprintf("fetcher-%d", i), cfg, cfg.FetcherConcurrency)
 				if err != nil {
 					select {
 					case <-ctx.Done():
@@ -232,11 +233,11 @@ func runFleet(t *testing.T, cfg campaign.Config, addr string, sk sink.Sink, n in
 
 // holdLease opens a session that answers robots.txt leases (a 404: all
 // allowed) and holds the first page lease it gets without reporting it.
-func holdLease(t *testing.T, addr string, cfg campaign.Config) (*frontier.Session, frontier.Lease) {
+func holdLease(t *testing.T, addr string, cfg campaign.Config) (*session.Session, session.Lease) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	sess, err := frontier.DialSession(ctx, addr, frontier.DevToken, "holder", cfg, 4)
+	sess, err := session.DialSession(ctx, addr, session.DevToken, "holder", cfg, 4)
 	require.NoError(t, err)
 	t.Cleanup(func() { sess.Close() })
 	sess.Credit(4)
@@ -245,8 +246,8 @@ func holdLease(t *testing.T, addr string, cfg campaign.Config) (*frontier.Sessio
 		select {
 		case l, ok := <-sess.Leases():
 			require.True(t, ok, "session ended: %v", sess.Err())
-			if l.Kind == frontier.KindRobots {
-				sess.Report(frontier.Outcome{LeaseID: l.ID, Robots: &frontier.RobotsBody{Status: 404}})
+			if l.Kind == session.KindRobots {
+				sess.Report(session.Outcome{LeaseID: l.ID, Robots: &session.RobotsBody{Status: 404}})
 				continue
 			}
 			return sess, l
@@ -274,11 +275,11 @@ func TestMonitorDrainRule(t *testing.T) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		frontier.CloseVia(ctx, []string{sched}, func(ctx context.Context, addr string) (frontier.CampaignCloser, error) {
-			return frontier.DialControl(ctx, addr, frontier.DevToken)
+		session.CloseVia(ctx, []string{sched}, func(ctx context.Context, addr string) (session.CampaignCloser, error) {
+			return session.DialControl(ctx, addr, session.DevToken)
 		}, cfg.ID, true)
 	})
-	a := &Activities{Schedulers: []string{gate.ln.Addr().String()}, Token: frontier.DevToken}
+	a := &Activities{Schedulers: []string{gate.ln.Addr().String()}, Token: session.DevToken}
 
 	// 1. A lease is out and nothing moves: every reading is the same, and
 	// none is idle. Monitor reports without saying drained.
@@ -293,7 +294,7 @@ func TestMonitorDrainRule(t *testing.T) {
 	holder.Close()
 	sk := sink.NewMemory()
 	runFleet(t, cfg, sched, sk, 2)
-	done := waitStats(t, sched, cfg.ID, "the crawl done", func(st frontier.Stats) bool {
+	done := waitStats(t, sched, cfg.ID, "the crawl done", func(st session.Stats) bool {
 		stored := map[string]bool{}
 		for _, p := range sk.Pages() {
 			stored[p.URL] = true
@@ -315,7 +316,7 @@ func TestMonitorDrainRule(t *testing.T) {
 	gate.pass <- struct{}{} // reading 1: idle
 	gate.next(t, result, "drained after one idle reading")
 	seedURLs(t, sched, cfg, web.Seeds()[0]+"monitor-extra.html") // a 404: one more page
-	waitStats(t, sched, cfg.ID, "the extra URL fetched and acked", func(st frontier.Stats) bool {
+	waitStats(t, sched, cfg.ID, "the extra URL fetched and acked", func(st session.Stats) bool {
 		return st.Idle() && st.Fetched == done.Fetched+1 && st.Acked > done.Acked
 	})
 	gate.pass <- struct{}{} // reading 2: idle, but an ack since reading 1

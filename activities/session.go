@@ -12,7 +12,7 @@ import (
 
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/fetch"
-	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/page"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/tlsconf"
@@ -80,7 +80,7 @@ func (a *Activities) FetchSession(ctx context.Context, in FetchSessionInput) (Se
 		addr := a.Schedulers[(in.Index+attempt)%len(a.Schedulers)]
 		sess, err := a.sessions().DialSession(ctx, addr, client, cfg, cfg.FetcherConcurrency)
 		if err != nil {
-			if errors.Is(err, frontier.ErrRefused) || errors.Is(err, tlsconf.ErrPlaintext) {
+			if errors.Is(err, session.ErrRefused) || errors.Is(err, tlsconf.ErrPlaintext) {
 				return r.Counters(), temporal.NewNonRetryableApplicationError(err.Error(), "SessionRefused", err)
 			}
 			if time.Since(lastOK) > reconnectFor {
@@ -173,7 +173,7 @@ func (r *Runner) heartbeat(ctx context.Context) func() {
 // requests under way are cancelled at once (no request leaves after a
 // pause), pages already fetched are stored and reported, leases not done
 // are released, and the session closes.
-func (r *Runner) Run(ctx context.Context, sess *frontier.Session) {
+func (r *Runner) Run(ctx context.Context, sess *session.Session) {
 	fetchCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -209,7 +209,7 @@ loop:
 		select {
 		case l, ok := <-sess.Leases():
 			if ok {
-				sess.Report(frontier.Outcome{LeaseID: l.ID, Released: true})
+				sess.Report(session.Outcome{LeaseID: l.ID, Released: true})
 				continue
 			}
 		default:
@@ -222,9 +222,9 @@ loop:
 // handle fetches one lease and stores its page; the outcome says what the
 // scheduler must do with the URL, and why a failure happened (Reason, and
 // HostDown for one the scheduler counts against the host).
-func (r *Runner) handle(ctx context.Context, l frontier.Lease) frontier.Outcome {
-	o := frontier.Outcome{LeaseID: l.ID}
-	if l.Kind == frontier.KindRobots {
+func (r *Runner) handle(ctx context.Context, l session.Lease) session.Outcome {
+	o := session.Outcome{LeaseID: l.ID}
+	if l.Kind == session.KindRobots {
 		rr := r.f.FetchRobots(ctx, l.URL)
 		done := time.Now()
 		if ctx.Err() != nil {
@@ -232,7 +232,7 @@ func (r *Runner) handle(ctx context.Context, l frontier.Lease) frontier.Outcome 
 			return o
 		}
 		r.m.robotsFetched(r.cfg.ID, rr)
-		o.Robots = &frontier.RobotsBody{Status: rr.Status, Body: rr.Body}
+		o.Robots = &session.RobotsBody{Status: rr.Status, Body: rr.Body}
 		if rr.Err != nil {
 			o.Robots.Error = rr.Err.Error()
 		}

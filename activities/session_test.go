@@ -15,7 +15,7 @@ import (
 
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/fetch"
-	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/sink"
 )
 
@@ -79,7 +79,7 @@ func TestRunnerSinkFailedAfterRetryLimit(t *testing.T) {
 			r.storeRetryFor = testRetryFor
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			o := r.handle(ctx, frontier.Lease{ID: 7, URL: srv.URL + "/", MaxAttempts: 3})
+			o := r.handle(ctx, session.Lease{ID: 7, URL: srv.URL + "/", MaxAttempts: 3})
 
 			require.Equal(t, uint64(7), o.LeaseID)
 			if tc.exact {

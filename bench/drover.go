@@ -17,6 +17,7 @@ import (
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/devstack"
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/workflows"
 )
@@ -69,7 +70,7 @@ func runDrover(ctx context.Context, j Job, stop <-chan struct{}) (res Result, er
 			return res, errNoWorkerBin
 		}
 		procs, err = startWorkerProcs(ctx, tmp.Client(), j.WorkerBin, dir, j.Workers, (j.Fleet+j.Workers-1)/j.Workers, workerEnv{
-			Scheduler: sched.Addr(), Token: frontier.DevToken, Temporal: tmp.Address(), Kafka: k.Addr(), AMQPURL: j.AMQPURL,
+			Scheduler: sched.Addr(), Token: session.DevToken, Temporal: tmp.Address(), Kafka: k.Addr(), AMQPURL: j.AMQPURL,
 		})
 		if err != nil {
 			return res, err
@@ -77,7 +78,7 @@ func runDrover(ctx context.Context, j Job, stop <-chan struct{}) (res Result, er
 		defer stopWorkerProcs(procs)
 	} else {
 		w, err := node.StartWorkers(tmp.Client(), node.WorkerConfig{Identity: "bench-worker", Activities: &activities.Activities{
-			Schedulers: []string{sched.Addr()}, Token: frontier.DevToken, KafkaBrokers: k.Addr(), Identity: "bench-worker",
+			Schedulers: []string{sched.Addr()}, Token: session.DevToken, KafkaBrokers: k.Addr(), Identity: "bench-worker",
 		}})
 		if err != nil {
 			return res, err

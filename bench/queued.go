@@ -18,6 +18,7 @@ import (
 
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/session"
 )
 
 // QueuedResult is the queued-URLs scenario (issue 3): a scheduler's memory
@@ -31,7 +32,7 @@ type QueuedResult struct {
 	// largest seen while sampling; VmHWM its peak.
 	RSS, MaxRSS, HWM int64
 	// What the scheduler reported (control Stats) at the end.
-	Stats frontier.Stats
+	Stats session.Stats
 	// RabbitMQ's VmRSS before publishing and with the backlog queued (the
 	// shared broker: anyone else's queues count too).
 	RabbitRSS0, RabbitRSS1 int64
@@ -220,9 +221,9 @@ func (o Options) holdScheduler(ctx context.Context, bin, dir, id string, res *Qu
 		return string(b)
 	}
 	cfg := campaign.Config{ID: id, Seeds: []string{"http://host0.example/"}, Sinks: []string{"warc:/unused"}}.WithDefaults()
-	var sess *frontier.Session
+	var sess *session.Session
 	for deadline := time.Now().Add(15 * time.Second); ; {
-		sess, err = frontier.DialSession(ctx, addr, frontier.DevToken, "bench-queued", cfg, 32)
+		sess, err = session.DialSession(ctx, addr, session.DevToken, "bench-queued", cfg, 32)
 		if err == nil {
 			break
 		}
@@ -239,7 +240,7 @@ func (o Options) holdScheduler(ctx context.Context, bin, dir, id string, res *Qu
 	defer sess.Close()
 	pid := cmd.Process.Pid
 	fmt.Fprintf(o.Log, "bench: queued: scheduler pid %d holding for %s, no credit given ...\n", pid, o.QueuedHold)
-	ctl, err := frontier.DialControl(ctx, addr, frontier.DevToken)
+	ctl, err := session.DialControl(ctx, addr, session.DevToken)
 	if err != nil {
 		return err
 	}

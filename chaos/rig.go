@@ -21,7 +21,7 @@ import (
 
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/devstack"
-	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/workflows"
@@ -234,7 +234,7 @@ func (r *rig) waitScheduler(ctx context.Context) error {
 	return poll(ctx, func() error {
 		for _, addr := range r.schedAddrs {
 			actx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			c, err := frontier.DialControl(actx, addr, chaosToken)
+			c, err := session.DialControl(actx, addr, chaosToken)
 			cancel()
 			if err != nil {
 				return fmt.Errorf("scheduler %s: %w", addr, err)

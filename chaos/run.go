@@ -14,7 +14,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/drover-crawl/drover/devstack"
-	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/workflows"
 )
 
@@ -150,7 +150,7 @@ func runRow(ctx context.Context, opts Options, rabbit *RabbitNode, f Fault) (res
 		}
 	}
 	sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	if st, err := frontier.CampaignStats(sctx, []string{r.schedAddr}, chaosToken, cfg.ID); err == nil {
+	if st, err := session.CampaignStats(sctx, []string{r.schedAddr}, chaosToken, cfg.ID); err == nil {
 		res.InFlight = st.InFlight
 	} else {
 		r.logf("stats before the fault: %v", err)

@@ -20,7 +20,7 @@ import (
 	"go.temporal.io/sdk/log"
 
 	"github.com/drover-crawl/drover/campaign"
-	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/metrics"
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/workflows"
@@ -44,7 +44,7 @@ type StackOptions struct {
 	KafkaAddr     string // default 127.0.0.1:9092
 	SchedulerAddr string // default 127.0.0.1:7420
 	AMQPURL       string // default amqp://guest:guest@127.0.0.1:5672/
-	Token         string // default frontier.DevToken
+	Token         string // default session.DevToken
 	// WorkerMetricsAddr and SchedulerMetricsAddr are the processes'
 	// --metrics-addr (default metrics.DefaultWorkerAddr and
 	// metrics.DefaultSchedulerAddr, loopback).
@@ -91,7 +91,7 @@ func (o *StackOptions) defaults() error {
 		o.AMQPURL = "amqp://guest:guest@127.0.0.1:5672/"
 	}
 	if o.Token == "" {
-		o.Token = frontier.DevToken
+		o.Token = session.DevToken
 	}
 	if o.Out == nil {
 		o.Out = os.Stderr
@@ -252,7 +252,7 @@ func (s *Stack) waitReady(ctx context.Context) error {
 	}{
 		{s.Kafka, func(ctx context.Context) error { return CheckKafka(ctx, []string{s.KafkaAddr()}) }},
 		{s.Scheduler, func(ctx context.Context) error {
-			cc, err := frontier.DialControl(ctx, s.SchedulerAddr(), s.Opts.Token)
+			cc, err := session.DialControl(ctx, s.SchedulerAddr(), s.Opts.Token)
 			if err != nil {
 				return err
 			}

@@ -10,6 +10,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/urlrule"
 )
 
@@ -28,7 +29,7 @@ type lease struct {
 	id       uint64
 	e        *entry // nil for a robots lease
 	h        *host
-	s        *session
+	s        *fetcherSession
 	deadline time.Time
 	start    time.Time
 }
@@ -60,7 +61,7 @@ type campaignActor struct {
 	hosts    map[string]*host
 	ready    hostHeap
 	waiting  hostHeap
-	sessions map[*session]struct{}
+	sessions map[*fetcherSession]struct{}
 	leases   map[uint64]*lease
 	held     map[Key]*entry // URLs held in memory or leased, by key
 	seq      uint64
@@ -118,7 +119,7 @@ func newCampaignActor(srv *Server, cfg campaign.Config) (*campaignActor, error) 
 		done:       make(chan struct{}),
 		hosts:      map[string]*host{},
 		ready:      hostHeap{ready: true},
-		sessions:   map[*session]struct{}{},
+		sessions:   map[*fetcherSession]struct{}{},
 		leases:     map[uint64]*lease{},
 		held:       map[Key]*entry{},
 		publishing: map[Key]*linkPublish{},
@@ -221,8 +222,8 @@ func (a *campaignActor) loop() {
 
 // --- stats and close ---------------------------------------------------
 
-func (a *campaignActor) stats() Stats {
-	return Stats{
+func (a *campaignActor) stats() session.Stats {
+	return session.Stats{
 		Campaign:      a.cfg.ID,
 		Held:          a.unacked.Load(),
 		InFlight:      a.inflight.Load(),

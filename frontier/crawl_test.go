@@ -19,6 +19,7 @@ import (
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/fetch"
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/testweb"
 )
@@ -62,9 +63,9 @@ func testCampaign(t *testing.T, web *testweb.Web) campaign.Config {
 }
 
 // seed opens a control session to sched and seeds cfg's seeds.
-func seed(t *testing.T, sched *scheduler, cfg campaign.Config) *frontier.Control {
+func seed(t *testing.T, sched *scheduler, cfg campaign.Config) *session.Control {
 	t.Helper()
-	ctl, err := frontier.DialControl(context.Background(), sched.addr, frontier.DevToken)
+	ctl, err := session.DialControl(context.Background(), sched.addr, session.DevToken)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +101,7 @@ func startFleet(t *testing.T, cfg campaign.Config, addrs []string, sk sink.Sink,
 			defer fl.wg.Done()
 			defer f.Close()
 			for attempt := 0; ctx.Err() == nil; attempt++ {
-				sess, err := frontier.DialSession(ctx, addrs[(i+attempt)%len(addrs)], frontier.DevToken, fmt.Sprintf("fetcher-%d", i), cfg, cfg.FetcherConcurrency)
+				sess, err := session.DialSession(ctx, addrs[(i+attempt)%len(addrs)], session.DevToken, fmt.Sprintf("fetcher-%d", i), cfg, cfg.FetcherConcurrency)
 				if err != nil {
 					select {
 					case <-ctx.Done():
@@ -120,13 +121,13 @@ func (fl *fleet) stop() { fl.cancel(); fl.wg.Wait() }
 
 // waitDrained polls the schedulers' stats until the frontier is drained as
 // the Monitor activity defines it.
-func waitDrained(t *testing.T, addrs []string, id string, within time.Duration) frontier.Stats {
+func waitDrained(t *testing.T, addrs []string, id string, within time.Duration) session.Stats {
 	t.Helper()
 	deadline := time.Now().Add(within)
-	var prev *frontier.Stats
+	var prev *session.Stats
 	for time.Now().Before(deadline) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		st, err := frontier.CampaignStats(ctx, addrs, frontier.DevToken, id)
+		st, err := session.CampaignStats(ctx, addrs, session.DevToken, id)
 		cancel()
 		if err == nil && st.Idle() {
 			if prev != nil && prev.Acked == st.Acked && prev.Published == st.Published {
@@ -139,7 +140,7 @@ func waitDrained(t *testing.T, addrs []string, id string, within time.Duration) 
 		time.Sleep(300 * time.Millisecond)
 	}
 	t.Fatalf("campaign %s not drained within %s", id, within)
-	return frontier.Stats{}
+	return session.Stats{}
 }
 
 func checkCrawl(t *testing.T, web *testweb.Web, sk *sink.Memory, wantNoDup bool) {
@@ -174,13 +175,13 @@ func TestCrawlCompletes(t *testing.T) {
 	defer web.Close()
 	sched := startScheduler(t, frontier.DefaultServerConfig(), frontier.NewMemorySeen())
 	cfg := testCampaign(t, web)
-	ctl, err := frontier.DialControl(context.Background(), sched.addr, frontier.DevToken)
+	ctl, err := session.DialControl(context.Background(), sched.addr, session.DevToken)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ctl.Close()
 	t.Cleanup(func() {
-		frontier.ReleaseCampaign(context.Background(), []string{sched.addr}, frontier.DevToken, cfg.ID)
+		session.ReleaseCampaign(context.Background(), []string{sched.addr}, session.DevToken, cfg.ID)
 	})
 	n, err := ctl.Seed(context.Background(), cfg, cfg.Seeds)
 	if err != nil || n != len(cfg.Seeds) {
@@ -306,7 +307,7 @@ func TestSeedBurstPriority(t *testing.T) {
 	for i := range 100 {
 		urls = append(urls, fmt.Sprintf("http://big.example/p/%d", i))
 	}
-	ctl, err := frontier.DialControl(context.Background(), sched.addr, frontier.DevToken)
+	ctl, err := session.DialControl(context.Background(), sched.addr, session.DevToken)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,7 @@
 // Package frontier is drover's URL frontier and scheduler: the RabbitMQ
 // topology of a campaign, the scheduler that leases its URLs to fetcher
-// sessions by priority and politeness, dedup, and the session protocol
-// (server and client).
+// sessions by priority and politeness, dedup, and the server side of the
+// session protocol (package session holds the protocol and its client).
 //
 // # Topology (per campaign, see Topology)
 //

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/testweb"
 )
@@ -26,7 +27,7 @@ func TestSchedulerGoneForGoodDoesNotHoldTheCampaign(t *testing.T) {
 		scheds, addrs = append(scheds, s), append(addrs, s.addr)
 	}
 	cfg := testCampaign(t, web)
-	t.Cleanup(func() { frontier.ReleaseCampaign(context.Background(), addrs[1:], frontier.DevToken, cfg.ID) })
+	t.Cleanup(func() { session.ReleaseCampaign(context.Background(), addrs[1:], session.DevToken, cfg.ID) })
 	ctl := control(t, addrs[1])
 	if _, err := ctl.Seed(context.Background(), cfg, cfg.Seeds); err != nil {
 		t.Fatal(err)
@@ -61,14 +62,14 @@ func TestSchedulerCutOffButAliveKeepsTheCampaignOpen(t *testing.T) {
 	ctl := control(t, scheds[0].addr)
 	seedCampaign(t, ctl, cfg)
 	f := dialRawFetcher(t, scheds[0].addr, cfg)
-	f.pages(t, 2, 20*time.Second, nil, func(l frontier.Lease) bool { return true }) // held, not reported
-	g := dialRawFetcher(t, scheds[1].addr, cfg)                                     // s1 consumes too, as a standby
+	f.pages(t, 2, 20*time.Second, nil, func(l session.Lease) bool { return true }) // held, not reported
+	g := dialRawFetcher(t, scheds[1].addr, cfg)                                    // s1 consumes too, as a standby
 	_ = g
 	// s0 does not answer: its address is wrong in the list (a partition).
 	addrs := []string{scheds[1].addr, "127.0.0.1:1"}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		st, err := frontier.CampaignStats(context.Background(), addrs, frontier.DevToken, cfg.ID)
+		st, err := session.CampaignStats(context.Background(), addrs, session.DevToken, cfg.ID)
 		if err != nil {
 			t.Fatal(err)
 		}

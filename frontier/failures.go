@@ -7,18 +7,20 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/page"
 )
 
 // Reasons of failures that the scheduler itself decides. The words a
 // fetcher reports (dns, refused, timeout, tls, reset, 4xx, 5xx, ...) are
-// package page's, which the first three here are too.
+// package page's, which the first three here are too; the last two are
+// package session's, whose clients read them in failure records.
 const (
-	ReasonRobots     = page.ReasonRobots // robots.txt disallows the URL
-	ReasonSink       = page.ReasonSink   // every sink refused the page, MaxAttempts times
-	ReasonOther      = page.ReasonOther  // anything without a reason of its own
-	ReasonLost       = "lost"            // its lease was lost MaxLost times (a poison URL)
-	ReasonUnreadable = "unreadable"      // a frontier message that does not decode, or an unusable URL
+	ReasonRobots     = page.ReasonRobots        // robots.txt disallows the URL
+	ReasonSink       = page.ReasonSink          // every sink refused the page, MaxAttempts times
+	ReasonOther      = page.ReasonOther         // anything without a reason of its own
+	ReasonLost       = session.ReasonLost       // its lease was lost MaxLost times (a poison URL)
+	ReasonUnreadable = session.ReasonUnreadable // a frontier message that does not decode, or an unusable URL
 )
 
 // hostBackoff is the wait before a failing host's try n+1 (n >= 1): base,
@@ -153,7 +155,7 @@ func (a *campaignActor) reasonCounts() map[string]int64 {
 
 // recordFailures writes failure records to the seen store, which keeps
 // them readable after the campaign ended (SeenStore.RecordFailures).
-func (a *campaignActor) recordFailures(fs []FailureRecord) error {
+func (a *campaignActor) recordFailures(fs []session.FailureRecord) error {
 	if len(fs) == 0 {
 		return nil
 	}

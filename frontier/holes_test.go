@@ -23,6 +23,7 @@ import (
 	"github.com/drover-crawl/drover/activities"
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/urlrule"
@@ -90,27 +91,27 @@ func handCampaign(t *testing.T, seeds ...string) campaign.Config {
 	return cfg
 }
 
-func (f *rawFetcher) report(t *testing.T, items ...frontier.Outcome) {
+func (f *rawFetcher) report(t *testing.T, items ...session.Outcome) {
 	t.Helper()
-	writeRaw(t, f.c, jsonFrame(t, frontier.FrameOutcomes, frontier.Outcomes{Items: items}))
+	writeRaw(t, f.c, jsonFrame(t, session.FrameOutcomes, session.Outcomes{Items: items}))
 }
 
 // pages gives credit and reads leases until want says it has what it
 // needs; robots leases are answered at once with robots (nil: a 404,
 // everything allowed), page leases are passed to want. It pings while it
 // waits, so the session stays up.
-func (f *rawFetcher) pages(t *testing.T, credit int, within time.Duration, robots *frontier.RobotsBody, want func(frontier.Lease) bool) {
+func (f *rawFetcher) pages(t *testing.T, credit int, within time.Duration, robots *session.RobotsBody, want func(session.Lease) bool) {
 	t.Helper()
 	if robots == nil {
-		robots = &frontier.RobotsBody{Status: 404}
+		robots = &session.RobotsBody{Status: 404}
 	}
-	writeRaw(t, f.c, jsonFrame(t, frontier.FrameCredit, frontier.Credit{N: credit}))
+	writeRaw(t, f.c, jsonFrame(t, session.FrameCredit, session.Credit{N: credit}))
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
 		for _, l := range readLeases(t, f, time.Until(deadline)) {
-			if l.Kind == frontier.KindRobots {
-				f.report(t, frontier.Outcome{LeaseID: l.ID, Robots: robots})
-				writeRaw(t, f.c, jsonFrame(t, frontier.FrameCredit, frontier.Credit{N: 1}))
+			if l.Kind == session.KindRobots {
+				f.report(t, session.Outcome{LeaseID: l.ID, Robots: robots})
+				writeRaw(t, f.c, jsonFrame(t, session.FrameCredit, session.Credit{N: 1}))
 				continue
 			}
 			if want(l) {
@@ -170,16 +171,16 @@ func TestHoleFailedRecordRedeliveryIsNotADuplicate(t *testing.T) {
 
 	f := dialRawFetcher(t, sched.addr, cfg)
 	got := map[string]uint64{}
-	f.pages(t, 4, 20*time.Second, nil, func(l frontier.Lease) bool { got[l.URL] = l.ID; return len(got) == 2 })
+	f.pages(t, 4, 20*time.Second, nil, func(l session.Lease) bool { got[l.URL] = l.ID; return len(got) == 2 })
 	fault.armed.Store(1)
-	links := []frontier.Link{{URL: child}}
+	links := []urlrule.Link{{URL: child}}
 	f.report(t,
-		frontier.Outcome{LeaseID: got[p1], Stored: true, Status: 200, Links: links},
-		frontier.Outcome{LeaseID: got[p2], Stored: true, Status: 200, Links: links})
+		session.Outcome{LeaseID: got[p1], Stored: true, Status: 200, Links: links},
+		session.Outcome{LeaseID: got[p2], Stored: true, Status: 200, Links: links})
 	again := map[string]bool{}
-	f.pages(t, 2, 20*time.Second, nil, func(l frontier.Lease) bool {
+	f.pages(t, 2, 20*time.Second, nil, func(l session.Lease) bool {
 		again[l.URL] = true
-		f.report(t, frontier.Outcome{LeaseID: l.ID, Stored: true, Status: 200, Links: links})
+		f.report(t, session.Outcome{LeaseID: l.ID, Stored: true, Status: 200, Links: links})
 		return again[p1] && again[p2]
 	})
 	if st := stats(t, ctl, cfg.ID); st.Duplicates != 0 {
@@ -199,7 +200,7 @@ func TestHoleSeenMarksGoWithTheQueues(t *testing.T) {
 		addrs = append(addrs, startScheduler(t, c, frontier.NewMemorySeen()).addr)
 	}
 	cfg := testCampaign(t, web)
-	t.Cleanup(func() { frontier.ReleaseCampaign(context.Background(), addrs, frontier.DevToken, cfg.ID) })
+	t.Cleanup(func() { session.ReleaseCampaign(context.Background(), addrs, session.DevToken, cfg.ID) })
 	for run := 1; run <= 2; run++ {
 		web.Reset()
 		ctl := control(t, addrs[0])
@@ -213,7 +214,7 @@ func TestHoleSeenMarksGoWithTheQueues(t *testing.T) {
 		fl.stop()
 		checkCrawl(t, web, sk, false)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		if err := frontier.ReleaseCampaign(ctx, addrs, frontier.DevToken, cfg.ID); err != nil {
+		if err := session.ReleaseCampaign(ctx, addrs, session.DevToken, cfg.ID); err != nil {
 			t.Fatalf("run %d: release: %v", run, err)
 		}
 		cancel()
@@ -238,8 +239,8 @@ func TestHolePublisherSurvivesADeletedTopology(t *testing.T) {
 	seedCampaign(t, ctl, cfg)
 	f := dialRawFetcher(t, sched.addr, cfg)
 	child := "http://127.66.3.1:9/b"
-	f.pages(t, 2, 20*time.Second, nil, func(l frontier.Lease) bool {
-		f.report(t, frontier.Outcome{LeaseID: l.ID, Stored: true, Status: 200, Links: []frontier.Link{{URL: child}}})
+	f.pages(t, 2, 20*time.Second, nil, func(l session.Lease) bool {
+		f.report(t, session.Outcome{LeaseID: l.ID, Stored: true, Status: 200, Links: []urlrule.Link{{URL: child}}})
 		return l.URL == child
 	})
 }
@@ -266,7 +267,7 @@ func TestHoleCloseWithTwoSchedulers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	// What the workflow's Close activity does.
-	acts := &activities.Activities{Schedulers: addrs, Token: frontier.DevToken}
+	acts := &activities.Activities{Schedulers: addrs, Token: session.DevToken}
 	if _, err := acts.Close(ctx, activities.CloseInput{Config: cfg, Delete: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -289,8 +290,8 @@ func TestHoleCloseWithTwoSchedulers(t *testing.T) {
 		seedCampaign(t, ctl, c2)
 		f := dialRawFetcher(t, addr, c2)
 		child := fmt.Sprintf("http://127.66.4.%d:9/b", i+1)
-		f.pages(t, 2, 20*time.Second, nil, func(l frontier.Lease) bool {
-			f.report(t, frontier.Outcome{LeaseID: l.ID, Stored: true, Status: 200, Links: []frontier.Link{{URL: child}}})
+		f.pages(t, 2, 20*time.Second, nil, func(l session.Lease) bool {
+			f.report(t, session.Outcome{LeaseID: l.ID, Stored: true, Status: 200, Links: []urlrule.Link{{URL: child}}})
 			return l.URL == child
 		})
 	}
@@ -319,22 +320,22 @@ func TestHoleParentAckWaitsForItsLinks(t *testing.T) {
 	seedCampaign(t, ctl, cfg)
 	f := dialRawFetcher(t, sched.addr, cfg)
 	got := map[string]uint64{}
-	f.pages(t, 4, 20*time.Second, nil, func(l frontier.Lease) bool { got[l.URL] = l.ID; return len(got) == 2 })
+	f.pages(t, 4, 20*time.Second, nil, func(l session.Lease) bool { got[l.URL] = l.ID; return len(got) == 2 })
 	fault.armed.Store(1)
-	links := []frontier.Link{{URL: link}}
-	f.report(t, frontier.Outcome{LeaseID: got[p1], Stored: true, Status: 200, Links: links})
+	links := []urlrule.Link{{URL: link}}
+	f.report(t, session.Outcome{LeaseID: got[p1], Stored: true, Status: 200, Links: links})
 	select {
 	case <-fault.held:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the first publish of the link never started")
 	}
-	f.report(t, frontier.Outcome{LeaseID: got[p2], Stored: true, Status: 200, Links: links})
+	f.report(t, session.Outcome{LeaseID: got[p2], Stored: true, Status: 200, Links: links})
 	time.Sleep(300 * time.Millisecond) // the second record runs while the first publish waits
 	close(fault.hold)
 	// p1 comes back (its record failed) and is now a 404 without links;
 	// the link must still come.
-	f.pages(t, 2, 20*time.Second, nil, func(l frontier.Lease) bool {
-		f.report(t, frontier.Outcome{LeaseID: l.ID, Stored: true, Status: 404})
+	f.pages(t, 2, 20*time.Second, nil, func(l session.Lease) bool {
+		f.report(t, session.Outcome{LeaseID: l.ID, Stored: true, Status: 404})
 		return l.URL == link
 	})
 }
@@ -353,9 +354,9 @@ func TestHoleSitemapsSurviveAFailedPublish(t *testing.T) {
 	seedCampaign(t, ctl, cfg)
 	fault.armed.Store(1)
 	f := dialRawFetcher(t, sched.addr, cfg)
-	robots := &frontier.RobotsBody{Status: 200, Body: []byte("User-agent: *\nAllow: /\nSitemap: " + sitemap + "\n")}
-	f.pages(t, 2, 30*time.Second, robots, func(l frontier.Lease) bool {
-		f.report(t, frontier.Outcome{LeaseID: l.ID, Stored: true, Status: 200})
+	robots := &session.RobotsBody{Status: 200, Body: []byte("User-agent: *\nAllow: /\nSitemap: " + sitemap + "\n")}
+	f.pages(t, 2, 30*time.Second, robots, func(l session.Lease) bool {
+		f.report(t, session.Outcome{LeaseID: l.ID, Stored: true, Status: 200})
 		return l.URL == sitemap
 	})
 	if n := fault.armed.Load(); n > 0 {
@@ -373,18 +374,18 @@ func TestHoleStaleLeaseAfterChannelLost(t *testing.T) {
 	seedCampaign(t, ctl, cfg)
 	f := dialRawFetcher(t, sched.addr, cfg)
 	var old uint64
-	f.pages(t, 1, 20*time.Second, nil, func(l frontier.Lease) bool { old = l.ID; return true })
+	f.pages(t, 1, 20*time.Second, nil, func(l session.Lease) bool { old = l.ID; return true })
 	frontier.BreakConsume(sched.srv, cfg.ID)
 	// The held delivery was settled by the channel's loss and has come again.
-	waitStats(t, ctl, cfg.ID, 15*time.Second, "redelivery after the channel loss", func(st frontier.Stats) bool {
+	waitStats(t, ctl, cfg.ID, 15*time.Second, "redelivery after the channel loss", func(st session.Stats) bool {
 		return st.Acked >= 1 && st.Held == 1 && st.Queued == 0
 	})
-	f.report(t, frontier.Outcome{LeaseID: old, Retry: true, Error: "connection reset", RetryAfter: time.Second})
-	f.pages(t, 1, 20*time.Second, nil, func(l frontier.Lease) bool {
-		f.report(t, frontier.Outcome{LeaseID: l.ID, Stored: true, Status: 200})
+	f.report(t, session.Outcome{LeaseID: old, Retry: true, Error: "connection reset", RetryAfter: time.Second})
+	f.pages(t, 1, 20*time.Second, nil, func(l session.Lease) bool {
+		f.report(t, session.Outcome{LeaseID: l.ID, Stored: true, Status: 200})
 		return l.URL == u
 	})
-	waitStats(t, ctl, cfg.ID, 15*time.Second, "drained", func(st frontier.Stats) bool {
+	waitStats(t, ctl, cfg.ID, 15*time.Second, "drained", func(st session.Stats) bool {
 		return st.Held == 0 && st.InFlight == 0 && st.Queued == 0 && st.Pending == 0
 	})
 }
@@ -398,8 +399,8 @@ func TestHoleConsumerCancelledByTheBroker(t *testing.T) {
 	ctl := control(t, sched.addr)
 	seedCampaign(t, ctl, cfg)
 	f := dialRawFetcher(t, sched.addr, cfg)
-	f.pages(t, 1, 20*time.Second, nil, func(l frontier.Lease) bool {
-		f.report(t, frontier.Outcome{LeaseID: l.ID, Stored: true, Status: 200})
+	f.pages(t, 1, 20*time.Second, nil, func(l session.Lease) bool {
+		f.report(t, session.Outcome{LeaseID: l.ID, Stored: true, Status: 200})
 		return true
 	})
 	// A URL of another host, in another shard.
@@ -424,8 +425,8 @@ func TestHoleConsumerCancelledByTheBroker(t *testing.T) {
 	if n, err := ctl.Seed(ctx, cfg, []string{later}); err != nil || n != 1 {
 		t.Fatalf("seed: %d %v", n, err)
 	}
-	f.pages(t, 1, 20*time.Second, nil, func(l frontier.Lease) bool {
-		f.report(t, frontier.Outcome{LeaseID: l.ID, Stored: true, Status: 200})
+	f.pages(t, 1, 20*time.Second, nil, func(l session.Lease) bool {
+		f.report(t, session.Outcome{LeaseID: l.ID, Stored: true, Status: 200})
 		return l.URL == later
 	})
 }
@@ -447,7 +448,7 @@ func TestHoleOutcomesSplitAcrossFrames(t *testing.T) {
 	seedCampaign(t, ctl, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	sess, err := frontier.DialSession(ctx, sched.addr, frontier.DevToken, "big", cfg, 1)
+	sess, err := session.DialSession(ctx, sched.addr, session.DevToken, "big", cfg, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -455,12 +456,12 @@ func TestHoleOutcomesSplitAcrossFrames(t *testing.T) {
 	// 48 outcomes of about 1 MiB of links each, reported at once: more than
 	// one frame (MaxFrame is 32 MiB) can carry. Their lease IDs are unknown
 	// to the scheduler, which ignores them.
-	links := make([]frontier.Link, 8000)
+	links := make([]urlrule.Link, 8000)
 	for i := range links {
-		links[i] = frontier.Link{URL: fmt.Sprintf("http://127.66.9.1:9/%0120d", i)}
+		links[i] = urlrule.Link{URL: fmt.Sprintf("http://127.66.9.1:9/%0120d", i)}
 	}
 	for i := range 48 {
-		sess.Report(frontier.Outcome{LeaseID: uint64(1<<40 + i), Stored: true, Status: 200, Links: links})
+		sess.Report(session.Outcome{LeaseID: uint64(1<<40 + i), Stored: true, Status: 200, Links: links})
 	}
 	select {
 	case <-sess.Done():
@@ -489,23 +490,23 @@ func TestHolePerHostCapCountsPagesNotLeases(t *testing.T) {
 	ctl := control(t, sched.addr)
 	seedCampaign(t, ctl, cfg)
 	f := dialRawFetcher(t, sched.addr, cfg)
-	var first []frontier.Lease
-	f.pages(t, 3, 20*time.Second, nil, func(l frontier.Lease) bool { first = append(first, l); return len(first) == 2 })
+	var first []session.Lease
+	f.pages(t, 3, 20*time.Second, nil, func(l session.Lease) bool { first = append(first, l); return len(first) == 2 })
 	time.Sleep(200 * time.Millisecond) // let the third lease go out, if it would
 	if st := stats(t, ctl, cfg.ID); st.Skipped != 0 {
 		t.Fatalf("%d URLs dropped by the per-host cap with no page fetched yet", st.Skipped)
 	}
 	// The first fails for good (1 attempt), the second is a page: the
 	// third must be fetched to reach the cap of 2 pages.
-	f.report(t, frontier.Outcome{LeaseID: first[0].ID, Retry: true, Error: "503"}, frontier.Outcome{LeaseID: first[1].ID, Stored: true, Status: 200})
+	f.report(t, session.Outcome{LeaseID: first[0].ID, Retry: true, Error: "503"}, session.Outcome{LeaseID: first[1].ID, Stored: true, Status: 200})
 	var third string
 	for _, u := range []string{u1, u2, u3} {
 		if u != first[0].URL && u != first[1].URL {
 			third = u
 		}
 	}
-	f.pages(t, 2, 20*time.Second, nil, func(l frontier.Lease) bool {
-		f.report(t, frontier.Outcome{LeaseID: l.ID, Stored: true, Status: 200})
+	f.pages(t, 2, 20*time.Second, nil, func(l session.Lease) bool {
+		f.report(t, session.Outcome{LeaseID: l.ID, Stored: true, Status: 200})
 		return l.URL == third
 	})
 }
@@ -521,19 +522,19 @@ func TestHoleMaxPagesCountsPagesNotLeases(t *testing.T) {
 	ctl := control(t, sched.addr)
 	seedCampaign(t, ctl, cfg)
 	f := dialRawFetcher(t, sched.addr, cfg)
-	var first []frontier.Lease
-	f.pages(t, 6, 20*time.Second, nil, func(l frontier.Lease) bool { first = append(first, l); return len(first) == 2 })
+	var first []session.Lease
+	f.pages(t, 6, 20*time.Second, nil, func(l session.Lease) bool { first = append(first, l); return len(first) == 2 })
 	if st := stats(t, ctl, cfg.ID); st.CapReached {
 		t.Fatalf("cap reported reached with %d pages fetched and %d failed", st.Fetched, st.Failed)
 	}
-	f.report(t, frontier.Outcome{LeaseID: first[0].ID, Retry: true, Error: "503"}, frontier.Outcome{LeaseID: first[1].ID, Stored: true, Status: 200})
+	f.report(t, session.Outcome{LeaseID: first[0].ID, Retry: true, Error: "503"}, session.Outcome{LeaseID: first[1].ID, Stored: true, Status: 200})
 	var got []string
-	f.pages(t, 1, 20*time.Second, nil, func(l frontier.Lease) bool {
+	f.pages(t, 1, 20*time.Second, nil, func(l session.Lease) bool {
 		got = append(got, l.URL)
-		f.report(t, frontier.Outcome{LeaseID: l.ID, Stored: true, Status: 200})
+		f.report(t, session.Outcome{LeaseID: l.ID, Stored: true, Status: 200})
 		return true
 	})
-	waitStats(t, ctl, cfg.ID, 10*time.Second, "cap reached at 2 pages", func(st frontier.Stats) bool {
+	waitStats(t, ctl, cfg.ID, 10*time.Second, "cap reached at 2 pages", func(st session.Stats) bool {
 		return st.CapReached && st.Fetched == 2
 	})
 }
@@ -617,7 +618,7 @@ func waitCrawling(t *testing.T, addrs []string, id string, n int64) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		st, err := frontier.CampaignStats(context.Background(), addrs, frontier.DevToken, id)
+		st, err := session.CampaignStats(context.Background(), addrs, session.DevToken, id)
 		if err == nil && st.Fetched > n {
 			return
 		}

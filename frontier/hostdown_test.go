@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/urlrule"
 )
 
 // A host whose connections fail is tried HostRetries more times, with
@@ -31,31 +33,31 @@ func TestHostDownFailsItsURLs(t *testing.T) {
 	// Robots leases: the dead host's connection is refused each time; the
 	// live host has no robots.txt.
 	robotsTries := 0
-	writeRaw(t, f.c, jsonFrame(t, frontier.FrameCredit, frontier.Credit{N: 4}))
+	writeRaw(t, f.c, jsonFrame(t, session.FrameCredit, session.Credit{N: 4}))
 	deadline := time.Now().Add(20 * time.Second)
 	gotLive := false
 	for time.Now().Before(deadline) && !(gotLive && robotsTries == retries+1) {
 		for _, l := range readLeases(t, f, time.Until(deadline)) {
 			switch {
-			case l.Kind == frontier.KindRobots && l.URL == "http://127.66.20.1:9":
+			case l.Kind == session.KindRobots && l.URL == "http://127.66.20.1:9":
 				robotsTries++
-				f.report(t, frontier.Outcome{LeaseID: l.ID, Robots: &frontier.RobotsBody{Error: "dial tcp 127.66.20.1:9: connect: connection refused"},
+				f.report(t, session.Outcome{LeaseID: l.ID, Robots: &session.RobotsBody{Error: "dial tcp 127.66.20.1:9: connect: connection refused"},
 					Error: "connection refused", Reason: "refused", HostDown: true})
-			case l.Kind == frontier.KindRobots:
-				f.report(t, frontier.Outcome{LeaseID: l.ID, Robots: &frontier.RobotsBody{Status: 404}})
+			case l.Kind == session.KindRobots:
+				f.report(t, session.Outcome{LeaseID: l.ID, Robots: &session.RobotsBody{Status: 404}})
 			case l.URL == live:
 				gotLive = true
-				f.report(t, frontier.Outcome{LeaseID: l.ID, Stored: true, Status: 200, Links: []frontier.Link{{URL: later}}})
+				f.report(t, session.Outcome{LeaseID: l.ID, Stored: true, Status: 200, Links: []urlrule.Link{{URL: later}}})
 			default:
 				t.Fatalf("a URL of the dead host was leased: %s", l.URL)
 			}
-			writeRaw(t, f.c, jsonFrame(t, frontier.FrameCredit, frontier.Credit{N: 1}))
+			writeRaw(t, f.c, jsonFrame(t, session.FrameCredit, session.Credit{N: 1}))
 		}
 	}
 	if robotsTries != retries+1 || !gotLive {
 		t.Fatalf("robots.txt of the dead host tried %d times (want %d), live page leased: %v", robotsTries, retries+1, gotLive)
 	}
-	st := waitStats(t, ctl, cfg.ID, 20*time.Second, "the dead host's URLs settled", func(st frontier.Stats) bool {
+	st := waitStats(t, ctl, cfg.ID, 20*time.Second, "the dead host's URLs settled", func(st session.Stats) bool {
 		return st.Held == 0 && st.InFlight == 0 && st.Queued == 0 && st.Pending == 0 && st.DeadQueued == 4
 	})
 	if st.HostsDown != 1 || st.FailedBy["refused"] != 4 || st.Fetched != 1 {
@@ -63,7 +65,7 @@ func TestHostDownFailsItsURLs(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	fs, total, err := frontier.Failures(ctx, []string{sched.addr}, frontier.DevToken, cfg.ID, "refused")
+	fs, total, err := session.Failures(ctx, []string{sched.addr}, session.DevToken, cfg.ID, "refused")
 	if err != nil || total != 4 || len(fs) != 4 {
 		t.Fatalf("failures: %d listed of %d: %v", len(fs), total, err)
 	}
@@ -79,23 +81,23 @@ func TestHostDownFailsItsURLs(t *testing.T) {
 
 // readLeases returns the items of the next leases frame, all kinds, pinging
 // while it waits.
-func readLeases(t *testing.T, f *rawFetcher, within time.Duration) []frontier.Lease {
+func readLeases(t *testing.T, f *rawFetcher, within time.Duration) []session.Lease {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
 		ft, payload, err := readFrame(f.c, min(time.Second, time.Until(deadline)))
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
-			writeRaw(t, f.c, frame(frontier.FramePing, nil))
+			writeRaw(t, f.c, frame(session.FramePing, nil))
 			continue
 		}
 		if err != nil {
 			t.Fatalf("reading leases: %v", err)
 		}
-		if ft != frontier.FrameLeases {
+		if ft != session.FrameLeases {
 			continue
 		}
-		var ls frontier.Leases
+		var ls session.Leases
 		if err := json.Unmarshal(payload, &ls); err != nil {
 			t.Fatal(err)
 		}

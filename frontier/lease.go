@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"net/url"
 	"time"
+
+	"github.com/drover-crawl/drover/frontier/session"
 )
 
 // place puts h in the heap its state calls for.
@@ -68,7 +70,7 @@ func (a *campaignActor) dispatch() {
 		a.setTimer(now)
 		return
 	}
-	batches := map[*session][]Lease{}
+	batches := map[*fetcherSession][]session.Lease{}
 	sessions := a.sessionsWithCredit()
 	si := 0
 	for a.ready.Len() > 0 && len(sessions) > 0 {
@@ -91,7 +93,7 @@ func (a *campaignActor) dispatch() {
 		a.place(h, now)
 	}
 	for s, ls := range batches {
-		s.send(FrameLeases, Leases{Items: ls})
+		s.send(session.FrameLeases, session.Leases{Items: ls})
 	}
 	a.setTimer(now)
 }
@@ -123,8 +125,8 @@ func (a *campaignActor) capReached() bool {
 	return done+a.inflight.Load() >= a.cfg.MaxPages
 }
 
-func (a *campaignActor) sessionsWithCredit() []*session {
-	var out []*session
+func (a *campaignActor) sessionsWithCredit() []*fetcherSession {
+	var out []*fetcherSession
 	for s := range a.sessions {
 		if s.credit > 0 {
 			out = append(out, s)
@@ -134,17 +136,17 @@ func (a *campaignActor) sessionsWithCredit() []*session {
 }
 
 // leaseFrom takes h's next URL (or its robots.txt) and leases it to s.
-func (a *campaignActor) leaseFrom(h *host, s *session, now time.Time) (Lease, bool) {
+func (a *campaignActor) leaseFrom(h *host, s *fetcherSession, now time.Time) (session.Lease, bool) {
 	l := &lease{id: a.srv.nextLease.Add(1), h: h, s: s, deadline: now.Add(a.srv.cfg.LeaseTimeout), start: now}
-	out := Lease{ID: l.id, Deadline: l.deadline}
+	out := session.Lease{ID: l.id, Deadline: l.deadline}
 	if h.needsRobots(now) {
 		h.robotsState = robotsFetching
-		out.Kind = KindRobots
+		out.Kind = session.KindRobots
 		out.URL = h.root
 	} else {
 		for {
 			if len(h.queue) == 0 {
-				return Lease{}, false
+				return session.Lease{}, false
 			}
 			e := heap.Pop(&h.queue).(*entry)
 			if h.robots != nil && !h.robots.Allowed(pathOf(e.msg.URL)) {
@@ -162,7 +164,7 @@ func (a *campaignActor) leaseFrom(h *host, s *session, now time.Time) (Lease, bo
 			if a.hostCapWaits(h) {
 				// The leases out may reach the cap, or fail: wait for them.
 				heap.Push(&h.queue, e)
-				return Lease{}, false
+				return session.Lease{}, false
 			}
 			l.e = e
 			out.URL, out.Depth, out.Hops, out.Parent, out.Score = e.msg.URL, e.msg.Depth, e.msg.Hops, e.msg.Parent, e.msg.Score
@@ -250,7 +252,7 @@ func (l *lease) urlOf() string {
 
 // --- sessions ----------------------------------------------------------
 
-func (a *campaignActor) addSession(s *session) error {
+func (a *campaignActor) addSession(s *fetcherSession) error {
 	if a.stopping {
 		return fmt.Errorf("campaign %s is closing on this scheduler", a.cfg.ID)
 	}
@@ -268,7 +270,7 @@ func (a *campaignActor) addSession(s *session) error {
 	return nil
 }
 
-func (a *campaignActor) removeSession(s *session) {
+func (a *campaignActor) removeSession(s *fetcherSession) {
 	if _, ok := a.sessions[s]; !ok {
 		return
 	}
@@ -283,7 +285,7 @@ func (a *campaignActor) removeSession(s *session) {
 	}
 }
 
-func (a *campaignActor) renew(s *session) {
+func (a *campaignActor) renew(s *fetcherSession) {
 	deadline := time.Now().Add(a.srv.cfg.LeaseTimeout)
 	for id := range s.leases {
 		if l := a.leases[id]; l != nil && l.start.Add(a.srv.cfg.MaxLease).After(deadline) {

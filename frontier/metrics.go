@@ -13,40 +13,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/prometheus/client_golang/prometheus"
 	amqp "github.com/rabbitmq/amqp091-go"
-
-	"github.com/drover-crawl/drover/page"
 )
 
 // queueScrapeTimeout bounds the RabbitMQ queue inspection of one scrape; a
 // RabbitMQ that does not answer leaves the queue depths out of it.
 const queueScrapeTimeout = 5 * time.Second
-
-// metricReasons are the failure reasons a metric label may take; any other
-// (from a fetcher of another version, say) is counted as "other".
-var metricReasons = map[string]bool{}
-
-func init() {
-	for _, r := range []string{
-		page.ReasonDNS, page.ReasonRefused, page.ReasonUnreachable, page.ReasonTimeout,
-		page.ReasonTLS, page.ReasonReset, page.ReasonProtocol, page.ReasonTooLarge,
-		page.Reason4xx, page.Reason5xx, page.ReasonRobots, page.ReasonTrap, page.ReasonScope,
-		page.ReasonRedirect, page.ReasonGuard, page.ReasonInvalid, page.ReasonSink,
-		ReasonLost, ReasonUnreadable, ReasonOther,
-	} {
-		metricReasons[r] = true
-	}
-}
-
-// MetricReason is reason as a metric label: one of the known reasons, or
-// "other", so that a label's values stay a small fixed set.
-func MetricReason(reason string) string {
-	if metricReasons[reason] {
-		return reason
-	}
-	return ReasonOther
-}
 
 // schedMetrics are the metrics counted where they happen.
 type schedMetrics struct {
@@ -121,7 +95,7 @@ func (m *schedMetrics) leaseReturned(c string) {
 
 func (m *schedMetrics) deadLetter(c, reason string) {
 	if m != nil {
-		m.deadLettered.WithLabelValues(c, MetricReason(reason)).Inc()
+		m.deadLettered.WithLabelValues(c, session.MetricReason(reason)).Inc()
 	}
 }
 
@@ -277,7 +251,7 @@ func (col *serverCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge("consuming", consuming)
 		byReason := map[string]int64{}
 		for r, n := range a.reasonCounts() {
-			byReason[MetricReason(r)] += n
+			byReason[session.MetricReason(r)] += n
 		}
 		for r, n := range byReason {
 			ch <- prometheus.MustNewConstMetric(col.failures, prometheus.CounterValue, float64(n), id, r)

@@ -12,13 +12,14 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/urlrule"
 )
 
 // onOutcomes handles a batch of outcomes from s. State changes happen here;
 // the I/O (publishing links with confirms, marking done, acking) runs in a
 // goroutine, so the loop never waits on RabbitMQ.
-func (a *campaignActor) onOutcomes(s *session, items []Outcome) {
+func (a *campaignActor) onOutcomes(s *fetcherSession, items []session.Outcome) {
 	now := time.Now()
 	var rec []recordJob
 	for _, o := range items {
@@ -77,7 +78,7 @@ func (a *campaignActor) onOutcomes(s *session, items []Outcome) {
 // settleOutcome applies the outcome o of e's lease on host h: back to the
 // host's queue, a retry, a parking or the dead-letter queue; or, for a
 // fetch whose outcome is to be recorded, its record job (true).
-func (a *campaignActor) settleOutcome(h *host, e *entry, o Outcome, origin string, now time.Time) (recordJob, bool) {
+func (a *campaignActor) settleOutcome(h *host, e *entry, o session.Outcome, origin string, now time.Time) (recordJob, bool) {
 	switch {
 	case o.Released:
 		a.srv.m().leaseReturned(a.cfg.ID)
@@ -128,17 +129,17 @@ func (a *campaignActor) settleOutcome(h *host, e *entry, o Outcome, origin strin
 
 // fetchedJob counts a fetch's outcome (a page, or a permanent failure) and
 // returns the job that records it.
-func (a *campaignActor) fetchedJob(h *host, e *entry, o Outcome, now time.Time) recordJob {
+func (a *campaignActor) fetchedJob(h *host, e *entry, o session.Outcome, now time.Time) recordJob {
 	h.fetched++
 	a.srv.m().linksDiscovered(a.cfg.ID, len(o.Links))
 	j := recordJob{e: e, links: o.Links}
 	if o.Error != "" && o.Status == 0 {
 		a.failed.Add(1)
-		j.fail = &FailureRecord{Reason: orOther(o.Reason), LastError: o.Error}
+		j.fail = &session.FailureRecord{Reason: orOther(o.Reason), LastError: o.Error}
 	} else {
 		a.fetched.Add(1)
 		if o.Status >= 400 {
-			j.fail = &FailureRecord{Reason: statusReason(o.Status), LastError: o.Error}
+			j.fail = &session.FailureRecord{Reason: statusReason(o.Status), LastError: o.Error}
 		}
 	}
 	if j.fail != nil {
@@ -177,7 +178,7 @@ func retryBackoff(attempt int) time.Duration {
 	return min(d, 10*time.Minute)
 }
 
-func (a *campaignActor) onRobots(h *host, o Outcome, now time.Time) {
+func (a *campaignActor) onRobots(h *host, o session.Outcome, now time.Time) {
 	var r *urlrule.Robots
 	if o.Robots == nil {
 		r = urlrule.ParseRobots(0, nil, errors.New(o.Error))
@@ -223,7 +224,7 @@ func (a *campaignActor) onRobots(h *host, o Outcome, now time.Time) {
 // seedSitemaps queues the in-scope sitemaps a host's robots.txt names, as
 // links of depth 0; the fetcher reads their <loc> URLs as links.
 func (a *campaignActor) seedSitemaps(h *host, urls []string) {
-	var links []Link
+	var links []urlrule.Link
 	for _, raw := range urls {
 		s, err := urlrule.Normalize(raw, nil, a.cfg.DropParams)
 		if err != nil {
@@ -231,7 +232,7 @@ func (a *campaignActor) seedSitemaps(h *host, urls []string) {
 		}
 		if u, err := url.Parse(s); err == nil && a.scope != nil {
 			if ok, _ := a.scope.Allow(u, 0, nil); ok {
-				links = append(links, Link{URL: s})
+				links = append(links, urlrule.Link{URL: s})
 			}
 		}
 	}
@@ -325,7 +326,7 @@ func (a *campaignActor) parkHost(h *host, wait time.Duration) {
 // ack saved (most of a site's links to a disallowed section are found again
 // on every page). A link of a host this scheduler does not hold goes
 // through the frontier and is dropped when its turn comes.
-func (a *campaignActor) disallowedLinks(links []Link) map[string]bool {
+func (a *campaignActor) disallowedLinks(links []urlrule.Link) map[string]bool {
 	var out map[string]bool
 	for _, l := range links {
 		name, err := urlrule.HostKey(l.URL)

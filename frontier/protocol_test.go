@@ -19,8 +19,10 @@ import (
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/fetch"
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/testweb"
+	"github.com/drover-crawl/drover/urlrule"
 )
 
 // Hostile-input tests of the scheduler (issue 3): raw bytes on its TCP
@@ -28,14 +30,14 @@ import (
 
 // frame encodes one frame by hand: a 4-byte big-endian length n, then n
 // bytes: the frame type and the payload.
-func frame(t frontier.FrameType, payload []byte) []byte {
+func frame(t session.FrameType, payload []byte) []byte {
 	b := make([]byte, 5, 5+len(payload))
 	binary.BigEndian.PutUint32(b, uint32(len(payload)+1))
 	b[4] = byte(t)
 	return append(b, payload...)
 }
 
-func jsonFrame(t *testing.T, ft frontier.FrameType, v any) []byte {
+func jsonFrame(t *testing.T, ft session.FrameType, v any) []byte {
 	t.Helper()
 	p, err := json.Marshal(v)
 	if err != nil {
@@ -45,29 +47,29 @@ func jsonFrame(t *testing.T, ft frontier.FrameType, v any) []byte {
 }
 
 // readFrame reads one frame by hand, within d.
-func readFrame(c net.Conn, d time.Duration) (frontier.FrameType, []byte, error) {
+func readFrame(c net.Conn, d time.Duration) (session.FrameType, []byte, error) {
 	_ = c.SetReadDeadline(time.Now().Add(d))
 	var hdr [4]byte
 	if _, err := io.ReadFull(c, hdr[:]); err != nil {
 		return 0, nil, err
 	}
 	n := binary.BigEndian.Uint32(hdr[:])
-	if n == 0 || n > frontier.MaxFrame {
+	if n == 0 || n > session.MaxFrame {
 		return 0, nil, errors.New("bad length from the scheduler")
 	}
 	buf := make([]byte, n)
 	if _, err := io.ReadFull(c, buf); err != nil {
 		return 0, nil, err
 	}
-	return frontier.FrameType(buf[0]), buf[1:], nil
+	return session.FrameType(buf[0]), buf[1:], nil
 }
 
 // expectClosed reads until the scheduler closes the connection; it fails on
 // a timeout (the connection stayed open). It returns the frames read.
-func expectClosed(t *testing.T, c net.Conn, within time.Duration) []frontier.FrameType {
+func expectClosed(t *testing.T, c net.Conn, within time.Duration) []session.FrameType {
 	t.Helper()
 	deadline := time.Now().Add(within)
-	var got []frontier.FrameType
+	var got []session.FrameType
 	for {
 		ft, _, err := readFrame(c, time.Until(deadline))
 		if err == nil {
@@ -100,11 +102,11 @@ func writeRaw(t *testing.T, c net.Conn, b []byte) {
 	}
 }
 
-func control(t *testing.T, addr string) *frontier.Control {
+func control(t *testing.T, addr string) *session.Control {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	ctl, err := frontier.DialControl(ctx, addr, frontier.DevToken)
+	ctl, err := session.DialControl(ctx, addr, session.DevToken)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +114,7 @@ func control(t *testing.T, addr string) *frontier.Control {
 	return ctl
 }
 
-func stats(t *testing.T, ctl *frontier.Control, id string) frontier.Stats {
+func stats(t *testing.T, ctl *session.Control, id string) session.Stats {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -124,7 +126,7 @@ func stats(t *testing.T, ctl *frontier.Control, id string) frontier.Stats {
 }
 
 // waitStats polls the stats until ok holds, within d.
-func waitStats(t *testing.T, ctl *frontier.Control, id string, d time.Duration, what string, ok func(frontier.Stats) bool) frontier.Stats {
+func waitStats(t *testing.T, ctl *session.Control, id string, d time.Duration, what string, ok func(session.Stats) bool) session.Stats {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for {
@@ -140,7 +142,7 @@ func waitStats(t *testing.T, ctl *frontier.Control, id string, d time.Duration, 
 }
 
 // seedCampaign seeds cfg and removes the campaign's queues at the end.
-func seedCampaign(t *testing.T, ctl *frontier.Control, cfg campaign.Config) {
+func seedCampaign(t *testing.T, ctl *session.Control, cfg campaign.Config) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -175,8 +177,8 @@ func TestHostileHandshake(t *testing.T) {
 	if bad.Validate() == nil {
 		t.Fatal("an empty campaign config validates; the case below tests nothing")
 	}
-	hello := func(v int, token, role string) frontier.Hello {
-		return frontier.Hello{Version: v, Token: token, Role: role, Client: "hostile"}
+	hello := func(v int, token, role string) session.Hello {
+		return session.Hello{Version: v, Token: token, Role: role, Client: "hostile"}
 	}
 	cases := []struct {
 		name     string
@@ -187,46 +189,46 @@ func TestHostileHandshake(t *testing.T) {
 	}{
 		{name: "wrong token",
 			bytes: func(t *testing.T) []byte {
-				return jsonFrame(t, frontier.FrameHello, hello(frontier.ProtocolVersion, "not-the-token", frontier.RoleControl))
+				return jsonFrame(t, session.FrameHello, hello(session.ProtocolVersion, "not-the-token", session.RoleControl))
 			},
-			want: []string{"wrong or missing token", "DROVER_TOKEN"}, wantNone: []string{frontier.DevToken}},
+			want: []string{"wrong or missing token", "DROVER_TOKEN"}, wantNone: []string{session.DevToken}},
 		{name: "missing token",
 			bytes: func(t *testing.T) []byte {
-				return jsonFrame(t, frontier.FrameHello, hello(frontier.ProtocolVersion, "", frontier.RoleFetcher))
+				return jsonFrame(t, session.FrameHello, hello(session.ProtocolVersion, "", session.RoleFetcher))
 			},
-			want: []string{"wrong or missing token"}, wantNone: []string{frontier.DevToken}},
+			want: []string{"wrong or missing token"}, wantNone: []string{session.DevToken}},
 		{name: "protocol version 99",
 			bytes: func(t *testing.T) []byte {
-				return jsonFrame(t, frontier.FrameHello, hello(99, frontier.DevToken, frontier.RoleControl))
+				return jsonFrame(t, session.FrameHello, hello(99, session.DevToken, session.RoleControl))
 			},
 			want: []string{"protocol version 99 not supported", "speaks 1"}},
 		{name: "protocol version 99 and wrong token",
 			bytes: func(t *testing.T) []byte {
-				return jsonFrame(t, frontier.FrameHello, hello(99, "nope", frontier.RoleControl))
+				return jsonFrame(t, session.FrameHello, hello(99, "nope", session.RoleControl))
 			},
 			want: []string{"protocol version 99"}},
 		{name: "unknown role",
 			bytes: func(t *testing.T) []byte {
-				return jsonFrame(t, frontier.FrameHello, hello(frontier.ProtocolVersion, frontier.DevToken, "admin"))
+				return jsonFrame(t, session.FrameHello, hello(session.ProtocolVersion, session.DevToken, "admin"))
 			},
 			want: []string{`unknown role "admin"`}},
 		{name: "fetcher without campaign",
 			bytes: func(t *testing.T) []byte {
-				return jsonFrame(t, frontier.FrameHello, hello(frontier.ProtocolVersion, frontier.DevToken, frontier.RoleFetcher))
+				return jsonFrame(t, session.FrameHello, hello(session.ProtocolVersion, session.DevToken, session.RoleFetcher))
 			},
 			want: []string{"needs its campaign"}},
 		{name: "fetcher with invalid campaign",
 			bytes: func(t *testing.T) []byte {
-				h := hello(frontier.ProtocolVersion, frontier.DevToken, frontier.RoleFetcher)
+				h := hello(session.ProtocolVersion, session.DevToken, session.RoleFetcher)
 				h.Campaign = &bad
-				return jsonFrame(t, frontier.FrameHello, h)
+				return jsonFrame(t, session.FrameHello, h)
 			},
 			want: []string{"campaign config"}},
 		{name: "first frame not hello",
-			bytes: func(t *testing.T) []byte { return jsonFrame(t, frontier.FrameCredit, frontier.Credit{N: 10}) },
+			bytes: func(t *testing.T) []byte { return jsonFrame(t, session.FrameCredit, session.Credit{N: 10}) },
 			want:  []string{"expected a hello frame, got credit"}},
 		{name: "unknown frame type",
-			bytes: func(t *testing.T) []byte { return frame(frontier.FrameType(200), []byte(`{}`)) },
+			bytes: func(t *testing.T) []byte { return frame(session.FrameType(200), []byte(`{}`)) },
 			want:  []string{"expected a hello frame", "frame(200)"}},
 		{name: "length above MaxFrame",
 			bytes: func(t *testing.T) []byte { return []byte{0xFF, 0xFF, 0xFF, 0xFF} },
@@ -234,7 +236,7 @@ func TestHostileHandshake(t *testing.T) {
 		{name: "length just above MaxFrame",
 			bytes: func(t *testing.T) []byte {
 				b := make([]byte, 4)
-				binary.BigEndian.PutUint32(b, frontier.MaxFrame+1)
+				binary.BigEndian.PutUint32(b, session.MaxFrame+1)
 				return b
 			},
 			want: []string{"frame too large"}},
@@ -242,19 +244,19 @@ func TestHostileHandshake(t *testing.T) {
 			bytes: func(t *testing.T) []byte { return []byte{0, 0, 0, 0} },
 			want:  []string{"empty frame", "malformed frame"}},
 		{name: "garbage JSON in hello",
-			bytes: func(t *testing.T) []byte { return frame(frontier.FrameHello, []byte(`{"version":1,"token":`)) },
+			bytes: func(t *testing.T) []byte { return frame(session.FrameHello, []byte(`{"version":1,"token":`)) },
 			want:  []string{"hello frame", "malformed frame"}},
 		{name: "hello with no payload",
-			bytes: func(t *testing.T) []byte { return frame(frontier.FrameHello, nil) },
+			bytes: func(t *testing.T) []byte { return frame(session.FrameHello, nil) },
 			want:  []string{"hello frame", "malformed frame"}},
 		{name: "wrong JSON types in hello",
 			bytes: func(t *testing.T) []byte {
-				return frame(frontier.FrameHello, []byte(`{"version":"1","token":7,"role":["control"]}`))
+				return frame(session.FrameHello, []byte(`{"version":"1","token":7,"role":["control"]}`))
 			},
 			want: []string{"hello frame", "malformed frame"}},
 		{name: "truncated frame",
 			bytes: func(t *testing.T) []byte {
-				b := jsonFrame(t, frontier.FrameHello, hello(frontier.ProtocolVersion, frontier.DevToken, frontier.RoleControl))
+				b := jsonFrame(t, session.FrameHello, hello(session.ProtocolVersion, session.DevToken, session.RoleControl))
 				return b[:len(b)-5]
 			},
 			closeW: true,
@@ -271,10 +273,10 @@ func TestHostileHandshake(t *testing.T) {
 			if err != nil {
 				t.Fatalf("no refused frame: %v", err)
 			}
-			if ft != frontier.FrameRefused {
+			if ft != session.FrameRefused {
 				t.Fatalf("got a %s frame, want refused", ft)
 			}
-			var r frontier.Refused
+			var r session.Refused
 			if err := json.Unmarshal(payload, &r); err != nil {
 				t.Fatalf("refused payload %q: %v", payload, err)
 			}
@@ -302,7 +304,7 @@ func TestHostileHandshake(t *testing.T) {
 	// And a real client's refusal says why too.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := frontier.DialControl(ctx, sched.addr, "wrong"); !errors.Is(err, frontier.ErrRefused) || !strings.Contains(err.Error(), "token") {
+	if _, err := session.DialControl(ctx, sched.addr, "wrong"); !errors.Is(err, session.ErrRefused) || !strings.Contains(err.Error(), "token") {
 		t.Errorf("DialControl with a wrong token: %v", err)
 	}
 }
@@ -315,28 +317,28 @@ type rawFetcher struct {
 func dialRawFetcher(t *testing.T, addr string, cfg campaign.Config) *rawFetcher {
 	t.Helper()
 	c := dialRaw(t, addr)
-	writeRaw(t, c, jsonFrame(t, frontier.FrameHello, frontier.Hello{Version: frontier.ProtocolVersion, Token: frontier.DevToken, Role: frontier.RoleFetcher, Client: "raw", Campaign: &cfg}))
+	writeRaw(t, c, jsonFrame(t, session.FrameHello, session.Hello{Version: session.ProtocolVersion, Token: session.DevToken, Role: session.RoleFetcher, Client: "raw", Campaign: &cfg}))
 	ft, payload, err := readFrame(c, 10*time.Second)
-	if err != nil || ft != frontier.FrameWelcome {
+	if err != nil || ft != session.FrameWelcome {
 		t.Fatalf("handshake: %s %s %v", ft, payload, err)
 	}
 	return &rawFetcher{c: c}
 }
 
 // leases gives credit and reads until at least one lease came.
-func (f *rawFetcher) leases(t *testing.T, credit int) []frontier.Lease {
+func (f *rawFetcher) leases(t *testing.T, credit int) []session.Lease {
 	t.Helper()
-	writeRaw(t, f.c, jsonFrame(t, frontier.FrameCredit, frontier.Credit{N: credit}))
+	writeRaw(t, f.c, jsonFrame(t, session.FrameCredit, session.Credit{N: credit}))
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
 		ft, payload, err := readFrame(f.c, time.Until(deadline))
 		if err != nil {
 			t.Fatalf("waiting for leases: %v", err)
 		}
-		if ft != frontier.FrameLeases {
+		if ft != session.FrameLeases {
 			continue
 		}
-		var ls frontier.Leases
+		var ls session.Leases
 		if err := json.Unmarshal(payload, &ls); err != nil {
 			t.Fatal(err)
 		}
@@ -377,16 +379,16 @@ func TestHostileFrameMidSession(t *testing.T) {
 		bytes func(t *testing.T) []byte
 	}{
 		{"malformed outcomes", func(t *testing.T) []byte {
-			return frame(frontier.FrameOutcomes, []byte(`{"items":[{"lease":`))
+			return frame(session.FrameOutcomes, []byte(`{"items":[{"lease":`))
 		}},
 		{"outcomes of the wrong shape", func(t *testing.T) []byte {
-			return frame(frontier.FrameOutcomes, []byte(`{"items":{"lease":"x"}}`))
+			return frame(session.FrameOutcomes, []byte(`{"items":{"lease":"x"}}`))
 		}},
 		{"length above MaxFrame", func(t *testing.T) []byte { return []byte{0xFF, 0xFF, 0xFF, 0xFF} }},
 		{"zero-length frame", func(t *testing.T) []byte { return []byte{0, 0, 0, 0} }},
-		{"negative credit", func(t *testing.T) []byte { return jsonFrame(t, frontier.FrameCredit, frontier.Credit{N: -5}) }},
+		{"negative credit", func(t *testing.T) []byte { return jsonFrame(t, session.FrameCredit, session.Credit{N: -5}) }},
 		{"a server frame from the client", func(t *testing.T) []byte {
-			return jsonFrame(t, frontier.FrameWelcome, frontier.Welcome{Version: 1})
+			return jsonFrame(t, session.FrameWelcome, session.Welcome{Version: 1})
 		}},
 	}
 	var noRefused []string
@@ -399,20 +401,20 @@ func TestHostileFrameMidSession(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := dialRawFetcher(t, sched.addr, cfg)
 			held := f.hold(t, fe, sk, robotsHost, pageHosts, lost)
-			waitStats(t, ctl, cfg.ID, 5*time.Second, "the held leases in flight", func(st frontier.Stats) bool {
+			waitStats(t, ctl, cfg.ID, 5*time.Second, "the held leases in flight", func(st session.Stats) bool {
 				return st.InFlight == int64(held.n()) && st.Sessions == 1
 			})
 			writeRaw(t, f.c, tc.bytes(t))
 			frames := expectClosed(t, f.c, 10*time.Second)
 			refused := false
 			for _, ft := range frames {
-				refused = refused || ft == frontier.FrameRefused
+				refused = refused || ft == session.FrameRefused
 			}
 			if !refused {
 				noRefused = append(noRefused, tc.name)
 			}
 			// Leases back well before the 1-minute lease timeout.
-			waitStats(t, ctl, cfg.ID, leaseBackWithin, "session gone and its robots and page leases back", func(st frontier.Stats) bool {
+			waitStats(t, ctl, cfg.ID, leaseBackWithin, "session gone and its robots and page leases back", func(st session.Stats) bool {
 				return st.InFlight == 0 && st.Sessions == 0
 			})
 			for _, l := range held.pages {
@@ -484,11 +486,11 @@ func TestSessionLostMidLease(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := dialRawFetcher(t, sched.addr, cfg)
 			held := f.hold(t, fe, sk, robotsHost, []string{pageHost}, lost)
-			waitStats(t, ctl, cfg.ID, 5*time.Second, "the held leases in flight", func(st frontier.Stats) bool {
+			waitStats(t, ctl, cfg.ID, 5*time.Second, "the held leases in flight", func(st session.Stats) bool {
 				return st.InFlight == int64(held.n()) && st.Sessions == 1
 			})
 			tc.lose(t, f.c)
-			waitStats(t, ctl, cfg.ID, leaseBackWithin, "session gone and its robots and page leases back", func(st frontier.Stats) bool {
+			waitStats(t, ctl, cfg.ID, leaseBackWithin, "session gone and its robots and page leases back", func(st session.Stats) bool {
 				return st.InFlight == 0 && st.Sessions == 0
 			})
 			for _, l := range held.pages {
@@ -526,8 +528,8 @@ const holdWithin = 30 * time.Second
 
 // heldLeases are leases a rawFetcher holds without reporting them.
 type heldLeases struct {
-	robots []frontier.Lease
-	pages  []frontier.Lease
+	robots []session.Lease
+	pages  []session.Lease
 }
 
 func (h heldLeases) n() int { return len(h.robots) + len(h.pages) }
@@ -559,7 +561,7 @@ func (f *rawFetcher) hold(t *testing.T, fe *fetch.Fetcher, sk sink.Sink, robotsH
 	haveRobots := robotsHost == ""
 	// Credit for more than the leases held at once: per-host concurrency
 	// 1 means one lease per host out at a time, whatever the credit.
-	writeRaw(t, f.c, jsonFrame(t, frontier.FrameCredit, frontier.Credit{N: 16}))
+	writeRaw(t, f.c, jsonFrame(t, session.FrameCredit, session.Credit{N: 16}))
 	ctx, cancel := context.WithTimeout(context.Background(), holdWithin)
 	defer cancel()
 	deadline := time.Now().Add(holdWithin)
@@ -571,28 +573,28 @@ func (f *rawFetcher) hold(t *testing.T, fe *fetch.Fetcher, sk sink.Sink, robotsH
 		ft, payload, err := readFrame(f.c, min(time.Second, time.Until(deadline)))
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
-			writeRaw(t, f.c, frame(frontier.FramePing, nil))
+			writeRaw(t, f.c, frame(session.FramePing, nil))
 			continue
 		}
 		if err != nil {
 			t.Fatalf("reading leases: %v", err)
 		}
-		if ft != frontier.FrameLeases {
+		if ft != session.FrameLeases {
 			continue
 		}
-		var ls frontier.Leases
+		var ls session.Leases
 		if err := json.Unmarshal(payload, &ls); err != nil {
 			t.Fatal(err)
 		}
 		for _, l := range ls.Items {
 			host := hostOf(t, l.URL)
 			switch {
-			case l.Kind == frontier.KindRobots && host == robotsHost:
+			case l.Kind == session.KindRobots && host == robotsHost:
 				h.robots = append(h.robots, l)
 				haveRobots = true
-			case l.Kind == frontier.KindRobots:
+			case l.Kind == session.KindRobots:
 				rr := fe.FetchRobots(ctx, l.URL)
-				o := frontier.Outcome{LeaseID: l.ID, Robots: &frontier.RobotsBody{Status: rr.Status, Body: rr.Body}}
+				o := session.Outcome{LeaseID: l.ID, Robots: &session.RobotsBody{Status: rr.Status, Body: rr.Body}}
 				if rr.Err != nil {
 					o.Robots.Error = rr.Err.Error()
 				}
@@ -605,9 +607,9 @@ func (f *rawFetcher) hold(t *testing.T, fe *fetch.Fetcher, sk sink.Sink, robotsH
 				if err := sk.Store(ctx, res.Page); err != nil {
 					t.Fatal(err)
 				}
-				o := frontier.Outcome{LeaseID: l.ID, Stored: true, Status: res.Page.Status}
+				o := session.Outcome{LeaseID: l.ID, Stored: true, Status: res.Page.Status}
 				for _, ln := range res.Links {
-					o.Links = append(o.Links, frontier.Link{URL: ln.URL, Hops: ln.Hops})
+					o.Links = append(o.Links, urlrule.Link{URL: ln.URL, Hops: ln.Hops})
 				}
 				f.report(t, o)
 			case want[host]:
@@ -625,9 +627,9 @@ func (f *rawFetcher) hold(t *testing.T, fe *fetch.Fetcher, sk sink.Sink, robotsH
 // robots.txt is obeyed) and holds every page lease without reporting it,
 // while the client keeps pinging.
 type hungFetcher struct {
-	sess *frontier.Session
+	sess *session.Session
 	mu   sync.Mutex
-	got  []frontier.Lease // page leases, in arrival order
+	got  []session.Lease // page leases, in arrival order
 	at   []time.Time
 }
 
@@ -635,7 +637,7 @@ func startHung(t *testing.T, addr string, cfg campaign.Config, credit int) *hung
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	sess, err := frontier.DialSession(ctx, addr, frontier.DevToken, "hung", cfg, credit)
+	sess, err := session.DialSession(ctx, addr, session.DevToken, "hung", cfg, credit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -648,11 +650,11 @@ func startHung(t *testing.T, addr string, cfg campaign.Config, credit int) *hung
 	go func() {
 		defer close(done)
 		for l := range sess.Leases() {
-			if l.Kind == frontier.KindRobots {
+			if l.Kind == session.KindRobots {
 				rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				rr := f.FetchRobots(rctx, l.URL)
 				cancel()
-				o := frontier.Outcome{LeaseID: l.ID, Robots: &frontier.RobotsBody{Status: rr.Status, Body: rr.Body}}
+				o := session.Outcome{LeaseID: l.ID, Robots: &session.RobotsBody{Status: rr.Status, Body: rr.Body}}
 				if rr.Err != nil {
 					o.Robots.Error = rr.Err.Error()
 				}
@@ -674,13 +676,13 @@ func startHung(t *testing.T, addr string, cfg campaign.Config, credit int) *hung
 	return h
 }
 
-func (h *hungFetcher) pageLeases() ([]frontier.Lease, []time.Time) {
+func (h *hungFetcher) pageLeases() ([]session.Lease, []time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return append([]frontier.Lease(nil), h.got...), append([]time.Time(nil), h.at...)
+	return append([]session.Lease(nil), h.got...), append([]time.Time(nil), h.at...)
 }
 
-func (h *hungFetcher) waitPageLeases(t *testing.T, n int, within time.Duration) []frontier.Lease {
+func (h *hungFetcher) waitPageLeases(t *testing.T, n int, within time.Duration) []session.Lease {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
@@ -804,7 +806,7 @@ func TestPoisonURLDeadLettered(t *testing.T) {
 
 	// Credit for the robots lease and three page leases.
 	hung := startHung(t, sched.addr, cfg, 1+3)
-	st := waitStats(t, ctl, cfg.ID, 40*time.Second, "poison URL dead-lettered", func(st frontier.Stats) bool {
+	st := waitStats(t, ctl, cfg.ID, 40*time.Second, "poison URL dead-lettered", func(st session.Stats) bool {
 		return st.DeadLettered == 1 && st.DeadQueued == 1 && st.Pending == 0
 	})
 	if st.Queued != 0 || st.InFlight != 0 || st.Held != 0 || st.Fetched != 0 {

@@ -10,6 +10,10 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 )
 
+// ErrUnroutable: RabbitMQ returned a published message that reached no
+// queue (the campaign's queues are gone); it was not stored.
+var ErrUnroutable = errors.New("message reached no queue")
+
 // rabbit is the scheduler's RabbitMQ connection. With a dial function it
 // outlives the broker: a connection that RabbitMQ closed (a restart, a
 // network cut) is dialled again by the next caller that needs one, at most

@@ -12,13 +12,14 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/urlrule"
 )
 
 type recordJob struct {
 	e     *entry
-	links []Link
-	fail  *FailureRecord // a page with an error status, or a failure stored as a page
+	links []urlrule.Link
+	fail  *session.FailureRecord // a page with an error status, or a failure stored as a page
 	// disallowed: links robots.txt forbids (disallowedLinks), recorded as
 	// failures and marked queued instead of being published.
 	disallowed map[string]bool
@@ -43,7 +44,7 @@ func (a *campaignActor) record(ctx context.Context, jobs []recordJob) {
 		for i, j := range jobs {
 			keys[i] = j.e.key
 		}
-		var fails []FailureRecord
+		var fails []session.FailureRecord
 		for _, j := range jobs {
 			if j.fail != nil {
 				fails = append(fails, *j.fail)
@@ -157,7 +158,7 @@ func (a *campaignActor) publishLinks(ctx context.Context, jobs []recordJob) erro
 // linkCand is a link of a recorded page, found new or not by the seen
 // store before it is encoded.
 type linkCand struct {
-	link   Link
+	link   urlrule.Link
 	host   string
 	depth  int
 	parent string
@@ -209,13 +210,13 @@ func (a *campaignActor) recordDisallowed(keys []Key, urls []string) error {
 		return fmt.Errorf("seen store: %w", err)
 	}
 	now := time.Now()
-	var fs []FailureRecord
+	var fs []session.FailureRecord
 	var ks []Key
 	for i, k := range keys {
 		if queued[i] {
 			continue
 		}
-		fs = append(fs, FailureRecord{URL: urls[i], Reason: ReasonRobots, LastError: "disallowed by robots.txt", First: now, Last: now})
+		fs = append(fs, session.FailureRecord{URL: urls[i], Reason: ReasonRobots, LastError: "disallowed by robots.txt", First: now, Last: now})
 		ks = append(ks, k)
 	}
 	if len(ks) == 0 {
@@ -292,16 +293,16 @@ func (a *campaignActor) deadLetter(e *entry, reason, why string) {
 		pub = encodeMsg(e.msg, 0, hdr)
 	}
 	now := time.Now()
-	var fail *FailureRecord
+	var fail *session.FailureRecord
 	if e.msg.URL != "" {
-		fail = &FailureRecord{URL: e.msg.URL, Reason: reason, Attempts: e.attempt, LastError: why, First: now, Last: now}
+		fail = &session.FailureRecord{URL: e.msg.URL, Reason: reason, Attempts: e.attempt, LastError: why, First: now, Last: now}
 	}
 	a.repost(e, outMsg{key: a.topo.Dead(), msg: pub}, fail)
 }
 
 // repost publishes msg (confirmed) and then acks e's delivery, in a
 // goroutine; if the publish fails, the delivery goes back to its queue.
-func (a *campaignActor) repost(e *entry, msg outMsg, fail *FailureRecord) {
+func (a *campaignActor) repost(e *entry, msg outMsg, fail *session.FailureRecord) {
 	a.pending.Add(1)
 	ok := a.spawn(func(ctx context.Context) {
 		defer a.pending.Add(-1)
@@ -309,7 +310,7 @@ func (a *campaignActor) repost(e *entry, msg outMsg, fail *FailureRecord) {
 		defer cancel()
 		err := a.srv.pub.publish(ctx, []outMsg{msg})
 		if err == nil && fail != nil {
-			err = a.recordFailures([]FailureRecord{*fail})
+			err = a.recordFailures([]session.FailureRecord{*fail})
 		}
 		if err != nil {
 			a.recordFailed.Add(1)
@@ -331,11 +332,11 @@ func (a *campaignActor) repost(e *entry, msg outMsg, fail *FailureRecord) {
 func (a *campaignActor) dropRecorded(e *entry, reason, why string) {
 	a.countReason(reason)
 	now := time.Now()
-	fail := FailureRecord{URL: e.msg.URL, Reason: reason, Attempts: e.attempt, LastError: why, First: now, Last: now}
+	fail := session.FailureRecord{URL: e.msg.URL, Reason: reason, Attempts: e.attempt, LastError: why, First: now, Last: now}
 	a.pending.Add(1)
 	ok := a.spawn(func(context.Context) {
 		defer a.pending.Add(-1)
-		if err := a.recordFailures([]FailureRecord{fail}); err != nil {
+		if err := a.recordFailures([]session.FailureRecord{fail}); err != nil {
 			a.recordFailed.Add(1)
 			a.log.Error("recording a dropped URL failed; it goes back to its queue", "url", e.msg.URL, "err", err)
 			a.nackEntry(e)

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/urlrule"
 )
 
 // With --priority score, a host's URLs are leased highest score first: the
@@ -21,29 +23,29 @@ func TestScorePolicyLeasesHighestFirst(t *testing.T) {
 	ctl := control(t, sched.addr)
 	seedCampaign(t, ctl, cfg)
 	f := dialRawFetcher(t, sched.addr, cfg)
-	waitStats(t, ctl, cfg.ID, 20*time.Second, "the seeds held", func(st frontier.Stats) bool { return st.Held == 4 })
+	waitStats(t, ctl, cfg.ID, 20*time.Second, "the seeds held", func(st session.Stats) bool { return st.Held == 4 })
 
 	// The host's first page lease is its highest-scored seed. Its outcome
 	// brings links scored above, between and below the other seeds.
 	var got []string
-	var first frontier.Lease
-	f.pages(t, 1, 20*time.Second, nil, func(l frontier.Lease) bool { first = l; return true })
+	var first session.Lease
+	f.pages(t, 1, 20*time.Second, nil, func(l session.Lease) bool { first = l; return true })
 	got = append(got, first.URL)
 	if first.Score != 5 {
 		t.Errorf("lease of %s: score %v, want 5", first.URL, first.Score)
 	}
-	f.report(t, frontier.Outcome{LeaseID: first.ID, Stored: true, Status: 200, Links: []frontier.Link{
+	f.report(t, session.Outcome{LeaseID: first.ID, Stored: true, Status: 200, Links: []urlrule.Link{
 		{URL: h + "x", Score: 2}, {URL: h + "y", Score: 9}, {URL: h + "z", Score: 4},
 	}})
 	// Every URL is held before the next credit, so the order is the
 	// policy's, not the order of arrival.
-	waitStats(t, ctl, cfg.ID, 20*time.Second, "the links held", func(st frontier.Stats) bool {
+	waitStats(t, ctl, cfg.ID, 20*time.Second, "the links held", func(st session.Stats) bool {
 		return st.Held == 6 && st.InFlight == 0 && st.Pending == 0
 	})
 	for len(got) < 7 {
-		f.pages(t, 1, 20*time.Second, nil, func(l frontier.Lease) bool {
+		f.pages(t, 1, 20*time.Second, nil, func(l session.Lease) bool {
 			got = append(got, l.URL)
-			f.report(t, frontier.Outcome{LeaseID: l.ID, Stored: true, Status: 200})
+			f.report(t, session.Outcome{LeaseID: l.ID, Stored: true, Status: 200})
 			return true
 		})
 	}

@@ -4,7 +4,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
+
+	"github.com/drover-crawl/drover/frontier/session"
 )
 
 // SeenStore is a scheduler's durable record of the URLs a campaign has
@@ -43,37 +44,18 @@ type SeenStore interface {
 	// RecordFailures stores failure records, one per URL. Recording a URL
 	// again takes the new Reason, Attempts, LastError and Last and keeps
 	// the earliest First.
-	RecordFailures(campaign string, fs []FailureRecord) error
+	RecordFailures(campaign string, fs []session.FailureRecord) error
 	// Failures returns a campaign's failure records with the given reason
 	// ("" for all), sorted by URL.
-	Failures(campaign string, reason string) ([]FailureRecord, error)
+	Failures(campaign string, reason string) ([]session.FailureRecord, error)
 	// DropFailures forgets a campaign's failure records.
 	DropFailures(campaign string) error
 
 	Close() error
 }
 
-// FailureRecord is a URL that did not become a page: why, how many times
-// it was tried, the last error, and when it failed first and last.
-type FailureRecord struct {
-	URL       string    `json:"url"`
-	Reason    string    `json:"reason"`
-	Attempts  int       `json:"attempts"`
-	LastError string    `json:"last_error"`
-	First     time.Time `json:"first"`
-	Last      time.Time `json:"last"`
-}
-
-// merge returns old updated by a newer record of the same URL.
-func (old FailureRecord) merge(f FailureRecord) FailureRecord {
-	if !old.First.IsZero() && (f.First.IsZero() || old.First.Before(f.First)) {
-		f.First = old.First
-	}
-	return f
-}
-
-func sortFailures(fs []FailureRecord) {
-	slices.SortFunc(fs, func(a, b FailureRecord) int { return strings.Compare(a.URL, b.URL) })
+func sortFailures(fs []session.FailureRecord) {
+	slices.SortFunc(fs, func(a, b session.FailureRecord) int { return strings.Compare(a.URL, b.URL) })
 }
 
 const (
@@ -86,12 +68,12 @@ const (
 type MemorySeen struct {
 	mu sync.Mutex
 	m  map[string]map[Key]byte
-	f  map[string]map[string]FailureRecord
+	f  map[string]map[string]session.FailureRecord
 }
 
 // NewMemorySeen returns an empty MemorySeen.
 func NewMemorySeen() *MemorySeen {
-	return &MemorySeen{m: map[string]map[Key]byte{}, f: map[string]map[string]FailureRecord{}}
+	return &MemorySeen{m: map[string]map[Key]byte{}, f: map[string]map[string]session.FailureRecord{}}
 }
 
 func (s *MemorySeen) set(c string) map[Key]byte {
@@ -153,23 +135,23 @@ func (s *MemorySeen) Drop(c string) error {
 }
 
 // RecordFailures implements SeenStore.
-func (s *MemorySeen) RecordFailures(c string, fs []FailureRecord) error {
+func (s *MemorySeen) RecordFailures(c string, fs []session.FailureRecord) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.f[c] == nil {
-		s.f[c] = map[string]FailureRecord{}
+		s.f[c] = map[string]session.FailureRecord{}
 	}
 	for _, f := range fs {
-		s.f[c][f.URL] = s.f[c][f.URL].merge(f)
+		s.f[c][f.URL] = s.f[c][f.URL].Merge(f)
 	}
 	return nil
 }
 
 // Failures implements SeenStore.
-func (s *MemorySeen) Failures(c, reason string) ([]FailureRecord, error) {
+func (s *MemorySeen) Failures(c, reason string) ([]session.FailureRecord, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []FailureRecord
+	var out []session.FailureRecord
 	for _, f := range s.f[c] {
 		if reason == "" || f.Reason == reason {
 			out = append(out, f)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/drover-crawl/drover/frontier/session"
 )
 
 // Failure records of a PebbleSeen: key 'f', the campaign, 0x00, the URL's
@@ -14,28 +15,28 @@ import (
 // span and filters by reason.
 
 // RecordFailures implements SeenStore.
-func (s *PebbleSeen) RecordFailures(c string, fs []FailureRecord) error {
+func (s *PebbleSeen) RecordFailures(c string, fs []session.FailureRecord) error {
 	if len(fs) == 0 {
 		return checkCampaign(c)
 	}
 	s.fmu.Lock()
 	defer s.fmu.Unlock()
 	return s.use(c, func(db *pebble.DB) error {
-		batch := map[Key]FailureRecord{}
+		batch := map[Key]session.FailureRecord{}
 		for _, f := range fs {
 			k := KeyOf(f.URL)
 			old, ok := batch[k]
 			if !ok {
 				err := s.get(db, storeKey(nil, kindFailure, c, k), func(v []byte) {
 					if json.Unmarshal(v, &old) != nil || old.URL != f.URL {
-						old = FailureRecord{} // unreadable, or another URL of the same hash
+						old = session.FailureRecord{} // unreadable, or another URL of the same hash
 					}
 				})
 				if err != nil {
 					return err
 				}
 			}
-			batch[k] = old.merge(f)
+			batch[k] = old.Merge(f)
 		}
 		b := db.NewBatch()
 		defer b.Close()
@@ -56,7 +57,7 @@ func (s *PebbleSeen) RecordFailures(c string, fs []FailureRecord) error {
 }
 
 // Failures implements SeenStore.
-func (s *PebbleSeen) Failures(c, reason string) (out []FailureRecord, err error) {
+func (s *PebbleSeen) Failures(c, reason string) (out []session.FailureRecord, err error) {
 	err = s.use(c, func(db *pebble.DB) error {
 		lo, hi := span(kindFailure, c)
 		it, err := db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
@@ -64,7 +65,7 @@ func (s *PebbleSeen) Failures(c, reason string) (out []FailureRecord, err error)
 			return fmt.Errorf("seen store: %w", err)
 		}
 		for it.First(); it.Valid(); it.Next() {
-			var f FailureRecord
+			var f session.FailureRecord
 			if err := json.Unmarshal(it.Value(), &f); err != nil {
 				s.log.Error("seen store: unreadable failure record skipped", "campaign", c, "key", fmt.Sprintf("%x", it.Key()), "err", err)
 				continue

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/session"
 )
 
 func TestPebbleSeenSurvivesReopen(t *testing.T) {
@@ -188,7 +189,7 @@ func TestPebbleSeenDamaged(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := s.RecordFailures("c", []frontier.FailureRecord{{URL: "http://f.example/", Reason: "dns"}}); err != nil {
+	if err := s.RecordFailures("c", []session.FailureRecord{{URL: "http://f.example/", Reason: "dns"}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {

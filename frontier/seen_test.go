@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/session"
 )
 
 // seenImpl opens a SeenStore; reopen (nil for a store that does not
@@ -240,7 +241,7 @@ func TestSeenStoreFailures(t *testing.T) {
 	for _, impl := range seenImpls() {
 		t.Run(impl.name, func(t *testing.T) {
 			s, reopen := impl.open(t)
-			wantFailures := func(c, reason string, want ...frontier.FailureRecord) {
+			wantFailures := func(c, reason string, want ...session.FailureRecord) {
 				t.Helper()
 				got, err := s.Failures(c, reason)
 				if err != nil {
@@ -263,9 +264,9 @@ func TestSeenStoreFailures(t *testing.T) {
 			if err := s.RecordFailures("c1", nil); err != nil {
 				t.Errorf("RecordFailures of none: %v", err)
 			}
-			a := frontier.FailureRecord{URL: "http://a.example/", Reason: "host_down", Attempts: 3, LastError: "dial: refused", First: t0, Last: t0.Add(time.Minute)}
-			b := frontier.FailureRecord{URL: "http://b.example/x", Reason: "robots", Attempts: 1, LastError: "disallowed", First: t0, Last: t0}
-			if err := s.RecordFailures("c1", []frontier.FailureRecord{b, a}); err != nil {
+			a := session.FailureRecord{URL: "http://a.example/", Reason: "host_down", Attempts: 3, LastError: "dial: refused", First: t0, Last: t0.Add(time.Minute)}
+			b := session.FailureRecord{URL: "http://b.example/x", Reason: "robots", Attempts: 1, LastError: "disallowed", First: t0, Last: t0}
+			if err := s.RecordFailures("c1", []session.FailureRecord{b, a}); err != nil {
 				t.Fatal(err)
 			}
 			wantFailures("c1", "", a, b) // sorted by URL
@@ -275,10 +276,10 @@ func TestSeenStoreFailures(t *testing.T) {
 
 			// Again: attempts, last, last error and reason are the new
 			// ones; first is kept, also within one call.
-			a2 := frontier.FailureRecord{URL: a.URL, Reason: "dns", Attempts: 5, LastError: "no such host", First: t0.Add(time.Hour), Last: t0.Add(2 * time.Hour)}
+			a2 := session.FailureRecord{URL: a.URL, Reason: "dns", Attempts: 5, LastError: "no such host", First: t0.Add(time.Hour), Last: t0.Add(2 * time.Hour)}
 			a3 := a2
 			a3.Attempts, a3.Last = 6, t0.Add(3*time.Hour)
-			if err := s.RecordFailures("c1", []frontier.FailureRecord{a2, a3}); err != nil {
+			if err := s.RecordFailures("c1", []session.FailureRecord{a2, a3}); err != nil {
 				t.Fatal(err)
 			}
 			want := a3
@@ -291,7 +292,7 @@ func TestSeenStoreFailures(t *testing.T) {
 			if err := s.MarkDone("c1", keys("f", 2)); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.RecordFailures("c2", []frontier.FailureRecord{b}); err != nil {
+			if err := s.RecordFailures("c2", []session.FailureRecord{b}); err != nil {
 				t.Fatal(err)
 			}
 			if err := s.Drop("c1"); err != nil {
@@ -326,7 +327,7 @@ func TestSeenStoreDropPrefix(t *testing.T) {
 				if err := s.MarkDone(c, k); err != nil {
 					t.Fatal(err)
 				}
-				if err := s.RecordFailures(c, []frontier.FailureRecord{{URL: "http://x.example/", Reason: "r"}}); err != nil {
+				if err := s.RecordFailures(c, []session.FailureRecord{{URL: "http://x.example/", Reason: "r"}}); err != nil {
 					t.Fatal(err)
 				}
 			}

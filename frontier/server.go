@@ -14,12 +14,9 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/urlrule"
 )
-
-// DevToken is the documented token used when DROVER_TOKEN is unset; a
-// scheduler listening on a non-loopback address refuses to start with it.
-const DevToken = "drover-dev-token"
 
 // ServerConfig configures a scheduler.
 type ServerConfig struct {
@@ -52,7 +49,7 @@ type ServerConfig struct {
 func DefaultServerConfig() ServerConfig {
 	return ServerConfig{
 		Name:         "scheduler",
-		Token:        DevToken,
+		Token:        session.DevToken,
 		Index:        0,
 		Replicas:     1,
 		Prefetch:     256,
@@ -284,38 +281,38 @@ func (s *Server) declare(id string) error {
 
 func (s *Server) handle(c net.Conn) {
 	defer c.Close()
-	fr, fw := newFrameReader(c), newFrameWriter(c)
+	fr, fw := session.NewFrameReader(c), session.NewFrameWriter(c)
 	refuse := func(reason string) {
 		s.log.Warn("session refused", "remote", c.RemoteAddr().String(), "reason", reason)
-		_ = fw.write(FrameRefused, Refused{Reason: reason})
-		_ = fw.flush()
+		_ = fw.WriteFrame(session.FrameRefused, session.Refused{Reason: reason})
+		_ = fw.Flush()
 	}
 	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	t, payload, err := fr.read()
+	t, payload, err := fr.ReadFrame()
 	if err != nil {
 		refuse(fmt.Sprintf("reading hello: %v", err))
 		return
 	}
-	var hello Hello
-	if t != FrameHello {
+	var hello session.Hello
+	if t != session.FrameHello {
 		refuse(fmt.Sprintf("expected a hello frame, got %s", t))
 		return
 	}
-	if err := decode(t, payload, &hello); err != nil {
+	if err := session.Decode(t, payload, &hello); err != nil {
 		refuse(err.Error())
 		return
 	}
-	if hello.Version != ProtocolVersion {
-		refuse(fmt.Sprintf("protocol version %d not supported (this scheduler speaks %d)", hello.Version, ProtocolVersion))
+	if hello.Version != session.ProtocolVersion {
+		refuse(fmt.Sprintf("protocol version %d not supported (this scheduler speaks %d)", hello.Version, session.ProtocolVersion))
 		return
 	}
 	if subtle.ConstantTimeCompare([]byte(hello.Token), []byte(s.cfg.Token)) != 1 {
 		refuse("wrong or missing token (set DROVER_TOKEN to the scheduler's token)")
 		return
 	}
-	welcome := Welcome{Version: ProtocolVersion, Scheduler: s.cfg.Name, KeepAlive: s.cfg.KeepAlive, LeaseTimeout: s.cfg.LeaseTimeout}
+	welcome := session.Welcome{Version: session.ProtocolVersion, Scheduler: s.cfg.Name, KeepAlive: s.cfg.KeepAlive, LeaseTimeout: s.cfg.LeaseTimeout}
 	switch hello.Role {
-	case RoleFetcher:
+	case session.RoleFetcher:
 		if hello.Campaign == nil {
 			refuse("a fetcher session needs its campaign")
 			return
@@ -330,18 +327,18 @@ func (s *Server) handle(c net.Conn) {
 			refuse(fmt.Sprintf("opening campaign %s: %v", cfg.ID, err))
 			return
 		}
-		if err := fw.write(FrameWelcome, welcome); err != nil {
+		if err := fw.WriteFrame(session.FrameWelcome, welcome); err != nil {
 			return
 		}
-		if err := fw.flush(); err != nil {
+		if err := fw.Flush(); err != nil {
 			return
 		}
 		s.serveFetcher(c, fr, fw, a, hello.Client)
-	case RoleControl:
-		if err := fw.write(FrameWelcome, welcome); err != nil {
+	case session.RoleControl:
+		if err := fw.WriteFrame(session.FrameWelcome, welcome); err != nil {
 			return
 		}
-		if err := fw.flush(); err != nil {
+		if err := fw.Flush(); err != nil {
 			return
 		}
 		s.serveControl(c, fr, fw)
@@ -350,9 +347,9 @@ func (s *Server) handle(c net.Conn) {
 	}
 }
 
-// session is a fetcher session as its campaign actor sees it. credit and
-// leases belong to the actor's goroutine.
-type session struct {
+// fetcherSession is a fetcher session as its campaign actor sees it.
+// credit and leases belong to the actor's goroutine.
+type fetcherSession struct {
 	client string
 	credit int
 	leases map[uint64]struct{}
@@ -362,13 +359,13 @@ type session struct {
 }
 
 type outFrame struct {
-	t FrameType
+	t session.FrameType
 	v any
 }
 
 // send queues a frame for the session's writer; it never blocks the actor:
 // a session whose writer is that far behind is closed.
-func (s *session) send(t FrameType, v any) {
+func (s *fetcherSession) send(t session.FrameType, v any) {
 	select {
 	case s.out <- outFrame{t, v}:
 	case <-s.quit:
@@ -377,17 +374,17 @@ func (s *session) send(t FrameType, v any) {
 	}
 }
 
-func (s *session) close() { s.once.Do(func() { close(s.quit) }) }
+func (s *fetcherSession) close() { s.once.Do(func() { close(s.quit) }) }
 
-func (s *Server) serveFetcher(c net.Conn, fr *frameReader, fw *frameWriter, a *campaignActor, client string) {
-	sess := &session{client: client, leases: map[uint64]struct{}{}, out: make(chan outFrame, 1024), quit: make(chan struct{})}
+func (s *Server) serveFetcher(c net.Conn, fr *session.FrameReader, fw *session.FrameWriter, a *campaignActor, client string) {
+	sess := &fetcherSession{client: client, leases: map[uint64]struct{}{}, out: make(chan outFrame, 1024), quit: make(chan struct{})}
 	var err error
 	if !a.call(func() { err = a.addSession(sess) }) {
 		err = fmt.Errorf("campaign %s is closing on this scheduler", a.cfg.ID)
 	}
 	if err != nil {
-		_ = fw.write(FrameRefused, Refused{Reason: err.Error()})
-		_ = fw.flush()
+		_ = fw.WriteFrame(session.FrameRefused, session.Refused{Reason: err.Error()})
+		_ = fw.Flush()
 		return
 	}
 	s.log.Info("fetcher session opened", "campaign", a.cfg.ID, "client", client, "remote", c.RemoteAddr().String())
@@ -405,12 +402,12 @@ func (s *Server) serveFetcher(c net.Conn, fr *frameReader, fw *frameWriter, a *c
 		for {
 			select {
 			case f := <-sess.out:
-				if err := fw.write(f.t, f.v); err != nil {
+				if err := fw.WriteFrame(f.t, f.v); err != nil {
 					sess.close()
 					return
 				}
-				if f.t == FrameRefused || len(sess.out) == 0 {
-					if err := fw.flush(); err != nil || f.t == FrameRefused {
+				if f.t == session.FrameRefused || len(sess.out) == 0 {
+					if err := fw.Flush(); err != nil || f.t == session.FrameRefused {
 						sess.close()
 						return
 					}
@@ -424,7 +421,7 @@ func (s *Server) serveFetcher(c net.Conn, fr *frameReader, fw *frameWriter, a *c
 	// the writer to send it; its leases go back to the pool.
 	refuse := func(reason string) {
 		s.log.Warn("closing fetcher session", "client", client, "reason", reason)
-		sess.send(FrameRefused, Refused{Reason: reason})
+		sess.send(session.FrameRefused, session.Refused{Reason: reason})
 		select {
 		case <-writerDone:
 		case <-time.After(2 * time.Second):
@@ -433,14 +430,14 @@ func (s *Server) serveFetcher(c net.Conn, fr *frameReader, fw *frameWriter, a *c
 	// Reader.
 	for {
 		_ = c.SetReadDeadline(time.Now().Add(3 * s.cfg.KeepAlive))
-		t, payload, err := fr.read()
+		t, payload, err := fr.ReadFrame()
 		if err != nil {
 			select {
 			case <-sess.quit:
 				return
 			default:
 			}
-			if errors.Is(err, ErrBadFrame) || errors.Is(err, ErrFrameTooLarge) {
+			if errors.Is(err, session.ErrBadFrame) || errors.Is(err, session.ErrFrameTooLarge) {
 				refuse(err.Error())
 			} else if !errors.Is(err, net.ErrClosed) {
 				s.log.Info("fetcher session ended", "client", client, "reason", err)
@@ -448,9 +445,9 @@ func (s *Server) serveFetcher(c net.Conn, fr *frameReader, fw *frameWriter, a *c
 			return
 		}
 		switch t {
-		case FrameCredit:
-			var cr Credit
-			if err := decode(t, payload, &cr); err != nil {
+		case session.FrameCredit:
+			var cr session.Credit
+			if err := session.Decode(t, payload, &cr); err != nil {
 				refuse(err.Error())
 				return
 			}
@@ -459,16 +456,16 @@ func (s *Server) serveFetcher(c net.Conn, fr *frameReader, fw *frameWriter, a *c
 				return
 			}
 			a.post(func() { sess.credit += cr.N })
-		case FrameOutcomes:
-			var os Outcomes
-			if err := decode(t, payload, &os); err != nil {
+		case session.FrameOutcomes:
+			var os session.Outcomes
+			if err := session.Decode(t, payload, &os); err != nil {
 				refuse(err.Error())
 				return
 			}
 			a.post(func() { a.onOutcomes(sess, os.Items) })
-		case FramePing:
+		case session.FramePing:
 			a.post(func() { a.renew(sess) })
-			sess.send(FramePong, nil)
+			sess.send(session.FramePong, nil)
 		default:
 			refuse(fmt.Sprintf("unexpected %s frame on a fetcher session", t))
 			return
@@ -476,88 +473,84 @@ func (s *Server) serveFetcher(c net.Conn, fr *frameReader, fw *frameWriter, a *c
 	}
 }
 
-func (s *Server) serveControl(c net.Conn, fr *frameReader, fw *frameWriter) {
+func (s *Server) serveControl(c net.Conn, fr *session.FrameReader, fw *session.FrameWriter) {
 	for {
 		_ = c.SetReadDeadline(time.Now().Add(5 * time.Minute))
-		t, payload, err := fr.read()
+		t, payload, err := fr.ReadFrame()
 		if err != nil {
 			return
 		}
-		var req Request
-		var rep Reply
-		if t == FramePing {
-			_ = fw.write(FramePong, nil)
-			if fw.flush() != nil {
+		var req session.Request
+		var rep session.Reply
+		if t == session.FramePing {
+			_ = fw.WriteFrame(session.FramePong, nil)
+			if fw.Flush() != nil {
 				return
 			}
 			continue
 		}
-		if t != FrameRequest {
+		if t != session.FrameRequest {
 			rep.Error = fmt.Sprintf("unexpected %s frame on a control session", t)
-		} else if err := decode(t, payload, &req); err != nil {
+		} else if err := session.Decode(t, payload, &req); err != nil {
 			rep.Error = err.Error()
 		} else if req.Campaign == nil || req.Campaign.ID == "" {
 			rep.Error = "request without a campaign"
 		} else {
 			rep = s.control(req)
 		}
-		if err := fw.write(FrameReply, rep); err != nil {
+		if err := fw.WriteFrame(session.FrameReply, rep); err != nil {
 			return
 		}
-		if err := fw.flush(); err != nil {
+		if err := fw.Flush(); err != nil {
 			return
 		}
 	}
 }
 
-func (s *Server) control(req Request) Reply {
+func (s *Server) control(req session.Request) session.Reply {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	switch req.Op {
-	case OpSeed:
+	case session.OpSeed:
 		n, err := s.seed(ctx, req.Campaign.WithDefaults(), req.URLs)
 		if err != nil {
-			return Reply{Error: err.Error()}
+			return session.Reply{Error: err.Error()}
 		}
-		return Reply{Seeded: n}
-	case OpCheck:
+		return session.Reply{Seeded: n}
+	case session.OpCheck:
 		if _, err := s.check(req.Campaign.WithDefaults()); err != nil {
-			return Reply{Error: err.Error()}
+			return session.Reply{Error: err.Error()}
 		}
-		return Reply{}
-	case OpStats:
+		return session.Reply{}
+	case session.OpStats:
 		st, err := s.Stats(req.Campaign.ID)
 		if err != nil {
-			return Reply{Error: err.Error()}
+			return session.Reply{Error: err.Error()}
 		}
-		return Reply{Stats: &st}
-	case OpFailures, OpForget:
-		if req.Op == OpForget {
+		return session.Reply{Stats: &st}
+	case session.OpFailures, session.OpForget:
+		if req.Op == session.OpForget {
 			if err := s.store.DropFailures(req.Campaign.ID); err != nil {
-				return Reply{Error: err.Error()}
+				return session.Reply{Error: err.Error()}
 			}
-			return Reply{}
+			return session.Reply{}
 		}
 		fs, err := s.store.Failures(req.Campaign.ID, req.Reason)
 		if err != nil {
-			return Reply{Error: err.Error()}
+			return session.Reply{Error: err.Error()}
 		}
-		rep := Reply{FailuresTotal: len(fs)}
-		rep.Failures = fs[:min(len(fs), MaxFailuresReply)]
+		rep := session.Reply{FailuresTotal: len(fs)}
+		rep.Failures = fs[:min(len(fs), session.MaxFailuresReply)]
 		return rep
-	case OpClose:
+	case session.OpClose:
 		st, err := s.closeCampaign(req.Campaign.ID, req.Final || req.Delete, req.Delete)
 		if err != nil {
-			return Reply{Error: err.Error()}
+			return session.Reply{Error: err.Error()}
 		}
-		return Reply{Stats: &st}
+		return session.Reply{Stats: &st}
 	}
-	return Reply{Error: fmt.Sprintf("unknown op %q", req.Op)}
+	return session.Reply{Error: fmt.Sprintf("unknown op %q", req.Op)}
 }
-
-// MaxFailuresReply bounds the failure records in one reply (well within
-// MaxFrame); a longer list is cut, and its total said.
-const MaxFailuresReply = 50_000
 
 // seedBurst is how many seeds of one host keep their priority.
 const seedBurst = 64
@@ -630,11 +623,11 @@ func (s *Server) seed(ctx context.Context, cfg campaign.Config, urls []string) (
 
 // Stats returns what this scheduler knows of a campaign, with RabbitMQ's
 // count of its queued messages.
-func (s *Server) Stats(id string) (Stats, error) {
+func (s *Server) Stats(id string) (session.Stats, error) {
 	s.mu.Lock()
 	a := s.campaigns[id]
 	s.mu.Unlock()
-	st := Stats{Campaign: id}
+	st := session.Stats{Campaign: id}
 	if a != nil {
 		st = a.stats()
 	}
@@ -661,7 +654,7 @@ func (s *Server) Stats(id string) (Stats, error) {
 // scheduler's seen marks are removed too; callers delete only once every
 // scheduler has closed the campaign (CloseEverywhere), so that none is
 // still parking or publishing into queues that vanish under it.
-func (s *Server) closeCampaign(id string, final, del bool) (Stats, error) {
+func (s *Server) closeCampaign(id string, final, del bool) (session.Stats, error) {
 	s.mu.Lock()
 	a := s.campaigns[id]
 	delete(s.campaigns, id)
@@ -672,7 +665,7 @@ func (s *Server) closeCampaign(id string, final, del bool) (Stats, error) {
 		s.tombs[id] = time.Now()
 	}
 	s.mu.Unlock()
-	var st Stats
+	var st session.Stats
 	if a != nil {
 		a.stop(30 * time.Second)
 		st = a.stats()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/testweb"
 )
@@ -42,7 +43,7 @@ func TestPageRefusedBySinkIsDeadLettered(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	fs, _, err := frontier.Failures(ctx, []string{sched.addr}, frontier.DevToken, cfg.ID, frontier.ReasonSink)
+	fs, _, err := session.Failures(ctx, []string{sched.addr}, session.DevToken, cfg.ID, frontier.ReasonSink)
 	if err != nil || len(fs) != 1 || fs[0].URL != refused {
 		t.Fatalf("failures with reason sink: %+v %v", fs, err)
 	}

@@ -27,7 +27,7 @@ import (
 
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/devstack"
-	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/workflows"
 )
@@ -470,7 +470,7 @@ func TestWorkerKilledMidCrawl(t *testing.T) {
 		"TEMPORAL_NAMESPACE=" + s.temporal.Namespace(),
 		"DROVER_SCHEDULER=" + s.sched.Addr(),
 		"KAFKA_BROKERS=" + s.kafka.Addr(),
-		"DROVER_TOKEN=" + frontier.DevToken,
+		"DROVER_TOKEN=" + session.DevToken,
 	}
 	procs := map[string]*ctWorkerProc{}
 	for _, id := range []string{"worker-a", "worker-b"} {

@@ -17,6 +17,7 @@ import (
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/devstack"
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/workflows"
@@ -43,7 +44,7 @@ func startStack(t *testing.T) *stack {
 	t.Helper()
 	s := startBareStack(t)
 	w, err := node.StartWorkers(s.temporal.Client(), node.WorkerConfig{Identity: "test-worker", Activities: &activities.Activities{
-		Schedulers: []string{s.sched.Addr()}, Token: frontier.DevToken, KafkaBrokers: s.kafka.Addr(), Identity: "test-worker",
+		Schedulers: []string{s.sched.Addr()}, Token: session.DevToken, KafkaBrokers: s.kafka.Addr(), Identity: "test-worker",
 	}})
 	if err != nil {
 		t.Fatal(err)

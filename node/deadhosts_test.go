@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/campaign"
-	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/testweb"
 )
 
@@ -61,11 +61,11 @@ func TestDeadHostsCampaignCompletes(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	fs, total, err := frontier.Failures(ctx, []string{s.sched.Addr()}, frontier.DevToken, cfg.ID, "")
+	fs, total, err := session.Failures(ctx, []string{s.sched.Addr()}, session.DevToken, cfg.ID, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]frontier.FailureRecord{}
+	got := map[string]session.FailureRecord{}
 	for _, f := range fs {
 		got[f.URL] = f
 	}
@@ -93,7 +93,7 @@ func TestDeadHostsCampaignCompletes(t *testing.T) {
 	// As an operator sees it: the starter, from the outside.
 	starter := filepath.Join(binaries(t), "starter")
 	env := append(os.Environ(), "TEMPORAL_ADDRESS="+s.temporal.Address(), "TEMPORAL_NAMESPACE="+s.temporal.Namespace(),
-		"DROVER_SCHEDULER="+s.sched.Addr(), "DROVER_TOKEN="+frontier.DevToken)
+		"DROVER_SCHEDULER="+s.sched.Addr(), "DROVER_TOKEN="+session.DevToken)
 	runStarter := func(args ...string) string {
 		cmd := exec.Command(starter, args...)
 		cmd.Env = env

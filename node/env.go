@@ -3,7 +3,7 @@ package node
 import (
 	"strings"
 
-	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/session"
 )
 
 // Defaults of the environment (DESIGN.md, "Addresses, ports, names").
@@ -27,7 +27,7 @@ type Env struct {
 	AMQPURL                   string   // AMQP_URL
 	KafkaBrokers              string   // KAFKA_BROKERS
 	Schedulers                []string // DROVER_SCHEDULER, comma-separated
-	// Token is DROVER_TOKEN, or frontier.DevToken when it is unset, which
+	// Token is DROVER_TOKEN, or session.DevToken when it is unset, which
 	// DevToken then says (a process warns; a scheduler on a non-loopback
 	// address refuses it).
 	Token    string
@@ -50,11 +50,11 @@ func LoadEnv(getenv func(string) string) Env {
 		TemporalUI:        getenv("TEMPORAL_UI"),
 		AMQPURL:           or("AMQP_URL", DefaultAMQPURL),
 		KafkaBrokers:      or("KAFKA_BROKERS", DefaultKafkaBrokers),
-		Schedulers:        frontier.ParseAddrs(or("DROVER_SCHEDULER", DefaultScheduler)),
+		Schedulers:        session.ParseAddrs(or("DROVER_SCHEDULER", DefaultScheduler)),
 		Token:             getenv("DROVER_TOKEN"),
 	}
 	if e.Token == "" {
-		e.Token, e.DevToken = frontier.DevToken, true
+		e.Token, e.DevToken = session.DevToken, true
 	}
 	if len(e.Schedulers) == 0 {
 		e.Schedulers = []string{DefaultScheduler}

@@ -4,7 +4,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/session"
 )
 
 func TestLoadEnv(t *testing.T) {
@@ -16,7 +16,7 @@ func TestLoadEnv(t *testing.T) {
 		{"unset: the defaults, the dev token said", nil, Env{
 			TemporalAddress: "127.0.0.1:7233", TemporalNamespace: "default",
 			AMQPURL: "amqp://guest:guest@127.0.0.1:5672/", KafkaBrokers: "127.0.0.1:9092",
-			Schedulers: []string{"127.0.0.1:7420"}, Token: frontier.DevToken, DevToken: true,
+			Schedulers: []string{"127.0.0.1:7420"}, Token: session.DevToken, DevToken: true,
 		}},
 		{"set", map[string]string{
 			"TEMPORAL_ADDRESS": "t:7233", "TEMPORAL_NAMESPACE": "crawl", "TEMPORAL_UI_URL": "https://ui",
@@ -29,7 +29,7 @@ func TestLoadEnv(t *testing.T) {
 		{"blank is unset", map[string]string{"TEMPORAL_ADDRESS": " ", "DROVER_SCHEDULER": ","}, Env{
 			TemporalAddress: "127.0.0.1:7233", TemporalNamespace: "default",
 			AMQPURL: "amqp://guest:guest@127.0.0.1:5672/", KafkaBrokers: "127.0.0.1:9092",
-			Schedulers: []string{"127.0.0.1:7420"}, Token: frontier.DevToken, DevToken: true,
+			Schedulers: []string{"127.0.0.1:7420"}, Token: session.DevToken, DevToken: true,
 		}},
 	}
 	for _, c := range cases {

@@ -23,7 +23,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/drover-crawl/drover/devstack"
-	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/starter/cli"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/workflows"
@@ -78,8 +78,8 @@ func TestMissingKafkaTopicFailsCampaign(t *testing.T) {
 	app := func(out, errw io.Writer) *cli.App {
 		return &cli.App{
 			Env: cli.Env{TemporalAddress: s.temporal.Address(), TemporalNamespace: s.temporal.Namespace(),
-				Schedulers: []string{s.sched.Addr()}, Token: frontier.DevToken},
-			Out: out, Err: errw, Dial: cli.DialTemporal, Stats: frontier.CampaignStats,
+				Schedulers: []string{s.sched.Addr()}, Token: session.DevToken},
+			Out: out, Err: errw, Dial: cli.DialTemporal, Stats: session.CampaignStats,
 			Interval: 500 * time.Millisecond,
 		}
 	}

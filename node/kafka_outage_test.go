@@ -19,6 +19,7 @@ import (
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/devstack"
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/workflows"
@@ -106,7 +107,7 @@ func TestKafkaOutage(t *testing.T) {
 	}
 	defer sched.Close()
 	w, err := node.StartWorkers(tmp.Client(), node.WorkerConfig{Identity: "outage-worker", Activities: &activities.Activities{
-		Schedulers: []string{sched.Addr()}, Token: frontier.DevToken, KafkaBrokers: brokers, Identity: "outage-worker",
+		Schedulers: []string{sched.Addr()}, Token: session.DevToken, KafkaBrokers: brokers, Identity: "outage-worker",
 	}})
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/frontier/session"
 
 	"github.com/prometheus/client_golang/prometheus"
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -133,7 +134,7 @@ type Scheduler struct {
 
 // StartScheduler dials RabbitMQ, opens the seen-set, listens and serves.
 func StartScheduler(ctx context.Context, cfg SchedulerConfig) (*Scheduler, error) {
-	if cfg.Server.Token == frontier.DevToken && !tlsconf.IsLoopbackAddr(cfg.Listen) {
+	if cfg.Server.Token == session.DevToken && !tlsconf.IsLoopbackAddr(cfg.Listen) {
 		return nil, fmt.Errorf("scheduler on %s: refusing the dev token on a non-loopback address; set DROVER_TOKEN", cfg.Listen)
 	}
 	if err := tlsconf.CheckListen(cfg.Listen, cfg.TLS != nil, cfg.InsecurePlaintext); err != nil {

@@ -19,7 +19,7 @@ import (
 
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/devstack"
-	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/workflows"
 )
 
@@ -171,7 +171,7 @@ func startSchedulerProc(t *testing.T, addr string, index, replicas int, seen str
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		c, err := frontier.DialControl(ctx, addr, testToken)
+		c, err := session.DialControl(ctx, addr, testToken)
 		if err != nil {
 			return err
 		}

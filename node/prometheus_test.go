@@ -34,6 +34,7 @@ import (
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/devstack"
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/metrics"
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/testweb"
@@ -265,7 +266,7 @@ func TestPrometheusScrapesACrawl(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { wc.Close(); wm.Close() })
-	acts := &activities.Activities{Schedulers: []string{sched.Addr()}, Token: frontier.DevToken, KafkaBrokers: k.Addr(), Identity: "prom-worker"}
+	acts := &activities.Activities{Schedulers: []string{sched.Addr()}, Token: session.DevToken, KafkaBrokers: k.Addr(), Identity: "prom-worker"}
 	wm.Instrument(acts)
 	w, err := node.StartWorkers(wc, node.WorkerConfig{Activities: acts})
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/drover-crawl/drover/activities"
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/testweb"
 )
@@ -35,7 +36,7 @@ func TestRabbitMQRestartMidCrawl(t *testing.T) {
 	}
 	t.Cleanup(func() { sched.Close() })
 	w, err := node.StartWorkers(s.temporal.Client(), node.WorkerConfig{Identity: "test-worker", Activities: &activities.Activities{
-		Schedulers: []string{sched.Addr()}, Token: frontier.DevToken, KafkaBrokers: s.kafka.Addr(), Identity: "test-worker",
+		Schedulers: []string{sched.Addr()}, Token: session.DevToken, KafkaBrokers: s.kafka.Addr(), Identity: "test-worker",
 	}})
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/drover-crawl/drover/activities"
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/testweb"
 )
@@ -41,7 +42,7 @@ func TestStopAndStartAgainWithTwoSchedulers(t *testing.T) {
 	t.Cleanup(func() { sched2.Close() })
 	addrs = append(addrs, sched2.Addr())
 	w, err := node.StartWorkers(s.temporal.Client(), node.WorkerConfig{Identity: "test-worker", Activities: &activities.Activities{
-		Schedulers: addrs, Token: frontier.DevToken, KafkaBrokers: s.kafka.Addr(), Identity: "test-worker",
+		Schedulers: addrs, Token: session.DevToken, KafkaBrokers: s.kafka.Addr(), Identity: "test-worker",
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +51,7 @@ func TestStopAndStartAgainWithTwoSchedulers(t *testing.T) {
 
 	starter := filepath.Join(binaries(t), "starter")
 	env := append(os.Environ(), "TEMPORAL_ADDRESS="+s.temporal.Address(), "TEMPORAL_NAMESPACE="+s.temporal.Namespace(),
-		"DROVER_SCHEDULER="+strings.Join(addrs, ","), "DROVER_TOKEN="+frontier.DevToken, "KAFKA_BROKERS="+s.kafka.Addr())
+		"DROVER_SCHEDULER="+strings.Join(addrs, ","), "DROVER_TOKEN="+session.DevToken, "KAFKA_BROKERS="+s.kafka.Addr())
 	run := func(timeout time.Duration, args ...string) (string, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()

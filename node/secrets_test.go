@@ -21,7 +21,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/drover-crawl/drover/devstack"
-	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/tlsconf"
 	"github.com/drover-crawl/drover/tlsconf/tlstest"
@@ -129,7 +129,7 @@ func TestNoSecretLeaks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sessions := frontier.Client{Token: secrets["session token"], TLS: clientTLS}
+	sessions := session.Client{Token: secrets["session token"], TLS: clientTLS}
 	checkFor(t, 30*time.Second, 100*time.Millisecond, func() error {
 		select {
 		case <-sched.exited:

@@ -16,6 +16,7 @@ import (
 	"github.com/drover-crawl/drover/activities"
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/testweb"
 )
@@ -31,7 +32,7 @@ func TestCrawlSurvivesDamagedSeenStore(t *testing.T) {
 	s := startServices(t)
 	addr := freeAddr(t)
 	w, err := node.StartWorkers(s.temporal.Client(), node.WorkerConfig{Activities: &activities.Activities{
-		Schedulers: []string{addr}, Token: frontier.DevToken, KafkaBrokers: s.kafka.Addr(), Identity: "seen-damage-worker",
+		Schedulers: []string{addr}, Token: session.DevToken, KafkaBrokers: s.kafka.Addr(), Identity: "seen-damage-worker",
 	}})
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/fetch"
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/testweb"
@@ -52,7 +53,7 @@ func TestTLSSessions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl := frontier.Client{Token: token, TLS: clientTLS}
+	cl := session.Client{Token: token, TLS: clientTLS}
 
 	web, err := testweb.Start(testweb.Config{Hosts: 2, PagesPerHost: 25, CrossHost: true, Base: 131})
 	if err != nil {
@@ -137,7 +138,7 @@ func TestTLSSessions(t *testing.T) {
 		}
 	}
 
-	refused := func(name string, c frontier.Client, want ...string) {
+	refused := func(name string, c session.Client, want ...string) {
 		t.Helper()
 		start := time.Now()
 		cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
@@ -170,22 +171,22 @@ func TestTLSSessions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	refused("no client certificate", frontier.Client{Token: token, TLS: noCert}, "certificate", "--tls-cert")
+	refused("no client certificate", session.Client{Token: token, TLS: noCert}, "certificate", "--tls-cert")
 	// A client that does not trust the scheduler's CA.
 	other := tlstest.New(t, "other")
 	wrongCA, err := tlsconf.Options{CA: other.CA, Cert: pki.ClientCert, Key: pki.ClientKey}.Client()
 	if err != nil {
 		t.Fatal(err)
 	}
-	refused("untrusted CA", frontier.Client{Token: token, TLS: wrongCA}, "TLS handshake failed", "certificate")
+	refused("untrusted CA", session.Client{Token: token, TLS: wrongCA}, "TLS handshake failed", "certificate")
 	// A client certificate from another CA.
 	otherCert, err := tlsconf.Options{CA: pki.CA, Cert: other.ClientCert, Key: other.ClientKey}.Client()
 	if err != nil {
 		t.Fatal(err)
 	}
-	refused("client certificate of another CA", frontier.Client{Token: token, TLS: otherCert}, "certificate")
+	refused("client certificate of another CA", session.Client{Token: token, TLS: otherCert}, "certificate")
 	// Plaintext to a TLS scheduler.
-	refused("plaintext", frontier.Client{Token: token}, "DROVER_TLS_CA")
+	refused("plaintext", session.Client{Token: token}, "DROVER_TLS_CA")
 }
 
 // TestSchedulerRefusesPlaintextBeyondLoopback: a scheduler asked to
@@ -229,7 +230,7 @@ func TestClientRefusesPlaintextBeyondLoopback(t *testing.T) {
 	token := "a-secret-token-for-the-plaintext-test"
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err = frontier.Client{Token: token}.DialControl(ctx, ln.Addr().String())
+	_, err = session.Client{Token: token}.DialControl(ctx, ln.Addr().String())
 	if !errors.Is(err, tlsconf.ErrPlaintext) || !strings.Contains(err.Error(), "DROVER_TLS_CA") {
 		t.Fatalf("plaintext session to %s: err = %v, want a refusal naming DROVER_TLS_CA", ln.Addr(), err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/drover-crawl/drover/activities"
 	"github.com/drover-crawl/drover/devstack"
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/starter/cli"
 	"github.com/drover-crawl/drover/testweb"
@@ -57,8 +58,8 @@ func TestWebUIInBrowser(t *testing.T) {
 		var out, errb strings.Builder
 		app := &cli.App{
 			Env: cli.Env{TemporalAddress: s.temporal.Address(), TemporalNamespace: s.temporal.Namespace(),
-				TemporalUIURL: ui, Schedulers: []string{s.sched.Addr()}, Token: frontier.DevToken},
-			Out: &out, Err: &errb, Dial: cli.DialTemporal, Stats: frontier.CampaignStats,
+				TemporalUIURL: ui, Schedulers: []string{s.sched.Addr()}, Token: session.DevToken},
+			Out: &out, Err: &errb, Dial: cli.DialTemporal, Stats: session.CampaignStats,
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
@@ -295,7 +296,7 @@ func startStackWithUI(t *testing.T) *stack {
 	}
 	t.Cleanup(func() { sched.Close() })
 	w, err := node.StartWorkers(tmp.Client(), node.WorkerConfig{Identity: "webui-worker", Activities: &activities.Activities{
-		Schedulers: []string{sched.Addr()}, Token: frontier.DevToken, KafkaBrokers: k.Addr(), Identity: "webui-worker",
+		Schedulers: []string{sched.Addr()}, Token: session.DevToken, KafkaBrokers: k.Addr(), Identity: "webui-worker",
 	}})
 	if err != nil {
 		t.Fatal(err)

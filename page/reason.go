@@ -1,7 +1,7 @@
 package page
 
 // Failure reasons: one word that says why a URL did not become a page, for
-// the failure report and the counts by reason (frontier.Outcome.Reason).
+// the failure report and the counts by reason (session.Outcome.Reason).
 // fetch.Fetch and FetchRobots set them in Result.Reason and
 // RobotsResult.Reason; fetch.Classify derives them from an error.
 //

@@ -10,7 +10,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/starter/cli"
@@ -41,7 +41,7 @@ func main() {
 	}
 	env.InsecurePlaintext = sec.InsecurePlaintext
 	// The scheduler calls take the token App passes, over env's TLS.
-	sessions := func(token string) frontier.Client {
+	sessions := func(token string) session.Client {
 		c := env.Sessions()
 		c.Token = token
 		return c
@@ -51,7 +51,7 @@ func main() {
 		Out:  os.Stdout,
 		Err:  os.Stderr,
 		Dial: cli.DialTemporal,
-		Stats: func(ctx context.Context, addrs []string, token, id string) (frontier.Stats, error) {
+		Stats: func(ctx context.Context, addrs []string, token, id string) (session.Stats, error) {
 			return sessions(token).CampaignStats(ctx, addrs, id)
 		},
 		// Checked before a start: a scheduler answers, the sinks take pages.
@@ -60,7 +60,7 @@ func main() {
 			return sessions(token).ReleaseCampaign(ctx, addrs, id)
 		},
 		// `failures` and an ended campaign's counts by reason.
-		Failures: func(ctx context.Context, addrs []string, token, id, reason string) ([]frontier.FailureRecord, int, error) {
+		Failures: func(ctx context.Context, addrs []string, token, id, reason string) ([]session.FailureRecord, int, error) {
 			return sessions(token).Failures(ctx, addrs, id, reason)
 		},
 		DropFailures: func(ctx context.Context, addrs []string, token, id string) error {

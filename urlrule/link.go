@@ -2,7 +2,7 @@ package urlrule
 
 // Link is a URL a fetch discovered: normalized, in scope, not nofollow; a
 // link found in a page, or a redirect's target (Hops > 0). The fetcher
-// reports it to the scheduler as is (frontier.Link is this type).
+// reports it to the scheduler as is, in session.Outcome.Links.
 type Link struct {
 	URL string `json:"url"`
 	// Hops is > 0 for a redirect's target: the redirect hops so far.

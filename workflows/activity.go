@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/campaign"
-	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/session"
 )
 
 // The inputs and results of the activities the Campaign workflow calls (by
@@ -58,7 +58,7 @@ type MonitorResult struct {
 	Drained bool
 	// CapReached: max-pages reached.
 	CapReached bool
-	Stats      frontier.Stats
+	Stats      session.Stats
 }
 
 // CloseInput is the input of Close.
@@ -70,7 +70,7 @@ type CloseInput struct {
 
 // CloseResult is the result of Close: the last stats before the queues went.
 type CloseResult struct {
-	Stats frontier.Stats
+	Stats session.Stats
 }
 
 // NotifyInput is an exception notification.

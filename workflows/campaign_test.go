@@ -19,7 +19,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/drover-crawl/drover/campaign"
-	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/session"
 )
 
 // harness runs Campaign in the testsuite on virtual time with mocked
@@ -75,7 +75,7 @@ func newHarness(t *testing.T, before func(env *testsuite.TestWorkflowEnvironment
 			return MonitorResult{
 				Drained:    h.drained.Load(),
 				CapReached: h.capped.Load(),
-				Stats:      frontier.Stats{Fetched: n, Failed: 1 + h.failed.Load(), Queued: 7, InFlight: 3},
+				Stats:      session.Stats{Fetched: n, Failed: 1 + h.failed.Load(), Queued: 7, InFlight: 3},
 			}, nil
 		}).Maybe()
 	env.OnActivity(acts.Close, mock.Anything, mock.Anything).Return(
@@ -84,7 +84,7 @@ func newHarness(t *testing.T, before func(env *testsuite.TestWorkflowEnvironment
 			defer h.mu.Unlock()
 			h.closes = append(h.closes, in)
 			h.closedAt = h.env.Now()
-			return CloseResult{Stats: frontier.Stats{Fetched: h.fetched.Load(), Failed: 1}}, nil
+			return CloseResult{Stats: session.Stats{Fetched: h.fetched.Load(), Failed: 1}}, nil
 		}).Maybe()
 	env.OnActivity(acts.Notify, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in NotifyInput) error {

@@ -24,7 +24,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/tlsconf"
@@ -70,7 +70,7 @@ type Env struct {
 	// Deprecated: set TemporalUIURL.
 	TemporalUI string
 	Schedulers []string
-	// Token is the schedulers' session token; empty means frontier.DevToken.
+	// Token is the schedulers' session token; empty means session.DevToken.
 	Token string
 	// KafkaBrokers (KAFKA_BROKERS) is where the preflight checks a sink
 	// kafka:///TOPIC that names no brokers; empty means
@@ -87,8 +87,8 @@ type Env struct {
 }
 
 // Sessions is how the starter reaches the schedulers.
-func (e Env) Sessions() frontier.Client {
-	return frontier.Client{Token: e.Token, TLS: e.SessionTLS, InsecurePlaintext: e.InsecurePlaintext}
+func (e Env) Sessions() session.Client {
+	return session.Client{Token: e.Token, TLS: e.SessionTLS, InsecurePlaintext: e.InsecurePlaintext}
 }
 
 func (e Env) withDefaults() Env {
@@ -112,7 +112,7 @@ func (e Env) withDefaults() Env {
 	}
 	e.Schedulers = addrs
 	if e.Token == "" {
-		e.Token = frontier.DevToken
+		e.Token = session.DevToken
 	}
 	if e.KafkaBrokers == "" {
 		e.KafkaBrokers = DefaultKafkaBrokers
@@ -182,8 +182,8 @@ func isLoopbackHost(host string) bool {
 }
 
 // StatsFunc sums the schedulers' stats of one campaign;
-// frontier.CampaignStats in production.
-type StatsFunc func(ctx context.Context, addrs []string, token, campaignID string) (frontier.Stats, error)
+// session.CampaignStats in production.
+type StatsFunc func(ctx context.Context, addrs []string, token, campaignID string) (session.Stats, error)
 
 // DialFunc connects to Temporal; DialTemporal in production. It returns an
 // error (which the caller prints as it is) when Temporal is unreachable.

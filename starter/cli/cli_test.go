@@ -18,7 +18,7 @@ import (
 
 	"github.com/drover-crawl/drover/activities"
 	"github.com/drover-crawl/drover/campaign"
-	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/workflows"
 )
 
@@ -241,8 +241,8 @@ func runWait(t *testing.T, fake *fakeTemporal, closed Execution, resultState str
 	var out, errb strings.Builder
 	app := &App{Out: &out, Err: &errb, Interval: time.Millisecond,
 		Dial: func(context.Context, Env) (Campaigns, error) { return starting, nil },
-		Stats: func(context.Context, []string, string, string) (frontier.Stats, error) {
-			return frontier.Stats{}, errors.New("down")
+		Stats: func(context.Context, []string, string, string) (session.Stats, error) {
+			return session.Stats{}, errors.New("down")
 		}}
 	args := append([]string{"start", "--id", "c1", "--seed", "https://a.example/", "--wait"}, extra...)
 	code := app.Run(context.Background(), args)
@@ -293,10 +293,10 @@ func TestStatusJSON(t *testing.T) {
 		{ActivityID: "12", Type: "Monitor", State: "Started", Worker: "w9@host", LastHeartbeat: hb,
 			Counters: &activities.SessionCounters{Index: 0}},
 	}})
-	stats := func(_ context.Context, addrs []string, token, id string) (frontier.Stats, error) {
+	stats := func(_ context.Context, addrs []string, token, id string) (session.Stats, error) {
 		assert.Equal(t, []string{DefaultScheduler}, addrs)
 		assert.Equal(t, "c1", id)
-		return frontier.Stats{Fetched: 110, Failed: 4, Queued: 30, Held: 12, InFlight: 5}, nil
+		return session.Stats{Fetched: 110, Failed: 4, Queued: 30, Held: 12, InFlight: 5}, nil
 	}
 	code, out, errOut := run(t, fake, stats, "status", "c1", "--json")
 	require.Equal(t, ExitOK, code, errOut)

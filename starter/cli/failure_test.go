@@ -14,7 +14,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/drover-crawl/drover/campaign"
-	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/workflows"
 )
 
@@ -58,8 +58,8 @@ func runWith(t *testing.T, c Campaigns, now func() time.Time, args ...string) (i
 	app := &App{
 		Out: &out, Err: &errb, Interval: time.Millisecond, Now: now,
 		Dial: func(context.Context, Env) (Campaigns, error) { return c, nil },
-		Stats: func(context.Context, []string, string, string) (frontier.Stats, error) {
-			return frontier.Stats{}, errors.New("dial tcp 127.0.0.1:7420: connect: connection refused")
+		Stats: func(context.Context, []string, string, string) (session.Stats, error) {
+			return session.Stats{}, errors.New("dial tcp 127.0.0.1:7420: connect: connection refused")
 		},
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

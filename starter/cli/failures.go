@@ -11,27 +11,26 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/spf13/cobra"
-
-	"github.com/drover-crawl/drover/frontier"
 )
 
 // FailuresFunc lists a campaign's failure records from every scheduler, by
 // URL, with their total (which exceeds the list when a scheduler cut it);
-// frontier.Failures in production.
-type FailuresFunc func(ctx context.Context, addrs []string, token, campaignID, reason string) ([]frontier.FailureRecord, int, error)
+// session.Failures in production.
+type FailuresFunc func(ctx context.Context, addrs []string, token, campaignID, reason string) ([]session.FailureRecord, int, error)
 
 // DropFailuresFunc forgets a campaign's failure records on every
-// scheduler; frontier.DropFailures in production.
+// scheduler; session.DropFailures in production.
 type DropFailuresFunc func(ctx context.Context, addrs []string, token, campaignID string) error
 
 // FailureList is `failures --json`: the records listed, by URL, and how many
 // there are (Total > len(Failures) when the list was cut).
 type FailureList struct {
-	ID       string                   `json:"id"`
-	Total    int                      `json:"total"`
-	Reason   string                   `json:"reason,omitempty"`
-	Failures []frontier.FailureRecord `json:"failures"`
+	ID       string                  `json:"id"`
+	Total    int                     `json:"total"`
+	Reason   string                  `json:"reason,omitempty"`
+	Failures []session.FailureRecord `json:"failures"`
 }
 
 // failuresTimeout bounds one listing: every scheduler is asked in turn, and
@@ -102,7 +101,7 @@ func (a *App) listFailures(ctx context.Context, id, reason string, asJSON bool) 
 		return failf("cannot read the failures of campaign %s: %v", id, err)
 	}
 	if fs == nil {
-		fs = []frontier.FailureRecord{}
+		fs = []session.FailureRecord{}
 	}
 	if asJSON {
 		return writeJSON(a.Out, FailureList{ID: id, Total: total, Reason: reason, Failures: fs})
@@ -127,7 +126,7 @@ func (a *App) clearFailures(ctx context.Context, id string, asJSON bool) error {
 
 // renderFailures prints the records as a table under a line that counts
 // them by reason and says when the list was cut.
-func renderFailures(w io.Writer, id, reason string, fs []frontier.FailureRecord, total int, schedulers []string) {
+func renderFailures(w io.Writer, id, reason string, fs []session.FailureRecord, total int, schedulers []string) {
 	if len(fs) == 0 {
 		what := "no failure records"
 		if reason != "" {
@@ -143,7 +142,7 @@ func renderFailures(w io.Writer, id, reason string, fs []frontier.FailureRecord,
 	fmt.Fprintf(w, "campaign %s: ", id)
 	if total > len(fs) {
 		fmt.Fprintf(w, "%d of %d failures listed (each scheduler sends at most %d; --reason narrows the list)",
-			len(fs), total, frontier.MaxFailuresReply)
+			len(fs), total, session.MaxFailuresReply)
 	} else {
 		fmt.Fprintf(w, "%d failures", len(fs))
 	}

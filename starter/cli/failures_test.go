@@ -23,6 +23,7 @@ import (
 
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/workflows"
 )
 
@@ -123,7 +124,7 @@ func failingCampaign(t *testing.T, addr string) string {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	ctl, err := frontier.DialControl(ctx, addr, frontier.DevToken)
+	ctl, err := session.DialControl(ctx, addr, session.DevToken)
 	require.NoError(t, err)
 	t.Cleanup(func() { ctl.Close() })
 	n, err := ctl.Seed(ctx, cfg, cfg.Seeds)
@@ -137,7 +138,7 @@ func failingCampaign(t *testing.T, addr string) string {
 		}
 	})
 
-	sess, err := frontier.DialSession(ctx, addr, frontier.DevToken, "cli-test", cfg, 8)
+	sess, err := session.DialSession(ctx, addr, session.DevToken, "cli-test", cfg, 8)
 	require.NoError(t, err)
 	defer sess.Close()
 	var mu sync.Mutex
@@ -150,14 +151,14 @@ func failingCampaign(t *testing.T, addr string) string {
 				mu.Lock()
 				unexpected = append(unexpected, l.URL)
 				mu.Unlock()
-				o = frontier.Outcome{LeaseID: l.ID, Released: true}
+				o = session.Outcome{LeaseID: l.ID, Released: true}
 			}
 			sess.Report(o)
 			sess.Credit(1)
 		}
 	}()
 
-	var st frontier.Stats
+	var st session.Stats
 	require.Eventually(t, func() bool {
 		st, err = ctl.Stats(ctx, id)
 		return err == nil && st.Idle() && st.Fetched == 2 && sum(st.FailedBy) == int64(len(wantReasons))
@@ -170,19 +171,19 @@ func failingCampaign(t *testing.T, addr string) string {
 
 // answer is the fetcher's outcome of lease l, as package fetch would
 // report it; false for a lease that should not have come.
-func answer(l frontier.Lease) (frontier.Outcome, bool) {
+func answer(l session.Lease) (session.Outcome, bool) {
 	u, _ := url.Parse(l.URL)
-	o := frontier.Outcome{LeaseID: l.ID}
+	o := session.Outcome{LeaseID: l.ID}
 	switch {
-	case l.Kind == frontier.KindRobots && u.Host == "127.77.0.1:9":
-		o.Robots = &frontier.RobotsBody{Status: 200, Body: []byte("User-agent: *\nDisallow: /private\n")}
-	case l.Kind == frontier.KindRobots && u.Host == "127.77.0.2:9":
+	case l.Kind == session.KindRobots && u.Host == "127.77.0.1:9":
+		o.Robots = &session.RobotsBody{Status: 200, Body: []byte("User-agent: *\nDisallow: /private\n")}
+	case l.Kind == session.KindRobots && u.Host == "127.77.0.2:9":
 		o.Error = "dial tcp 127.77.0.2:9: connect: connection refused"
-		o.Robots = &frontier.RobotsBody{Error: o.Error}
+		o.Robots = &session.RobotsBody{Error: o.Error}
 		o.Reason, o.HostDown = "refused", true
-	case l.Kind == frontier.KindRobots && u.Host == "gone.invalid":
+	case l.Kind == session.KindRobots && u.Host == "gone.invalid":
 		o.Error = "dial tcp: lookup gone.invalid: no such host"
-		o.Robots = &frontier.RobotsBody{Error: o.Error}
+		o.Robots = &session.RobotsBody{Error: o.Error}
 		o.Reason, o.HostDown = "dns", true
 	case l.URL == liveRoot:
 		o.Stored, o.Status = true, 200
@@ -214,7 +215,7 @@ func lineOf(t *testing.T, out, s string) string {
 func TestFailuresFromScheduler(t *testing.T) {
 	addr := startScheduler(t)
 	id := failingCampaign(t, addr)
-	d := deps{schedulers: []string{addr}, failures: frontier.Failures, drop: frontier.DropFailures, stats: frontier.CampaignStats}
+	d := deps{schedulers: []string{addr}, failures: session.Failures, drop: session.DropFailures, stats: session.CampaignStats}
 
 	// Text: a header counting by reason, then one row per URL, by URL.
 	code, out, errOut := runCLI(t, d, "failures", id)
@@ -323,7 +324,7 @@ func TestFailuresFromScheduler(t *testing.T) {
 func TestFailuresUsage(t *testing.T) {
 	called := false
 	d := deps{
-		failures: func(context.Context, []string, string, string, string) ([]frontier.FailureRecord, int, error) {
+		failures: func(context.Context, []string, string, string, string) ([]session.FailureRecord, int, error) {
 			called = true
 			return nil, 0, nil
 		},
@@ -359,7 +360,7 @@ func TestFailuresSchedulerUnreachable(t *testing.T) {
 	require.NoError(t, err)
 	addr := ln.Addr().String()
 	ln.Close() // nothing listens there now
-	d := deps{schedulers: []string{addr}, failures: frontier.Failures, drop: frontier.DropFailures}
+	d := deps{schedulers: []string{addr}, failures: session.Failures, drop: session.DropFailures}
 	for _, args := range [][]string{{"failures", "c1"}, {"failures", "c1", "--json"}, {"failures", "c1", "--clear"}} {
 		code, out, errOut := runCLI(t, d, args...)
 		assert.Equal(t, ExitFailure, code, args)
@@ -375,17 +376,17 @@ func TestFailuresSchedulerUnreachable(t *testing.T) {
 func TestFailuresCutAndTrimmed(t *testing.T) {
 	long := "tls: failed to verify certificate: " + strings.Repeat("x509: certificate signed by unknown authority; ", 10)
 	at := time.Date(2026, 11, 29, 11, 0, 0, 0, time.UTC)
-	recs := []frontier.FailureRecord{
+	recs := []session.FailureRecord{
 		{URL: "https://a.example/", Reason: "tls", Attempts: 3, LastError: long, First: at, Last: at.Add(time.Minute)},
 		{URL: "https://b.example/x", Reason: "5xx", Attempts: 3, LastError: "retryable status: 503 Service Unavailable", First: at, Last: at},
 	}
-	d := deps{failures: func(_ context.Context, _ []string, _, _, reason string) ([]frontier.FailureRecord, int, error) {
+	d := deps{failures: func(_ context.Context, _ []string, _, _, reason string) ([]session.FailureRecord, int, error) {
 		return recs, 60_000, nil
 	}}
 	code, out, errOut := runCLI(t, d, "failures", "c1")
 	require.Equal(t, ExitOK, code, errOut)
 	assert.Equal(t, fmt.Sprintf("campaign c1: 2 of 60000 failures listed (each scheduler sends at most %d; --reason narrows the list): 5xx 1, tls 1",
-		frontier.MaxFailuresReply), strings.Split(out, "\n")[0])
+		session.MaxFailuresReply), strings.Split(out, "\n")[0])
 	row := lineOf(t, out, "https://a.example/")
 	assert.LessOrEqual(t, utf8.RuneCountInString(row), tableWidth, row)
 	assert.True(t, strings.HasSuffix(row, "…"), row)
@@ -409,8 +410,8 @@ func TestStatusConsumeErrorAndUnknownCounts(t *testing.T) {
 	fake.add("c1", workflows.Status{State: campaign.StateRunning, FetchersDesired: 2, StartedAt: start},
 		Execution{Status: StatusRunning, StartTime: start})
 	const why = `consuming shard 3: Exception (406) Reason: "PRECONDITION_FAILED - unknown delivery tag 1099511627776"`
-	d := deps{temporal: fake, stats: func(context.Context, []string, string, string) (frontier.Stats, error) {
-		return frontier.Stats{ConsumeError: why}, nil
+	d := deps{temporal: fake, stats: func(context.Context, []string, string, string) (session.Stats, error) {
+		return session.Stats{ConsumeError: why}, nil
 	}}
 	code, out, errOut := runCLI(t, d, "status", "c1")
 	require.Equal(t, ExitOK, code, errOut)
@@ -426,8 +427,8 @@ func TestStatusConsumeErrorAndUnknownCounts(t *testing.T) {
 	assert.Equal(t, map[string]any{}, js["failed_by"])
 	assert.Equal(t, 0.0, js["hosts_down"])
 
-	d.stats = func(context.Context, []string, string, string) (frontier.Stats, error) {
-		return frontier.Stats{}, errors.New("dial tcp 127.0.0.1:7420: connect: connection refused")
+	d.stats = func(context.Context, []string, string, string) (session.Stats, error) {
+		return session.Stats{}, errors.New("dial tcp 127.0.0.1:7420: connect: connection refused")
 	}
 	code, out, errOut = runCLI(t, d, "status", "c1", "--json")
 	require.Equal(t, ExitOK, code, errOut)
@@ -442,7 +443,7 @@ func TestStatusConsumeErrorAndUnknownCounts(t *testing.T) {
 // No records is an empty array for scripts, not null, whatever the
 // scheduler client returned.
 func TestFailuresJSONEmptyIsArray(t *testing.T) {
-	d := deps{failures: func(context.Context, []string, string, string, string) ([]frontier.FailureRecord, int, error) {
+	d := deps{failures: func(context.Context, []string, string, string, string) ([]session.FailureRecord, int, error) {
 		return nil, 0, nil
 	}}
 	code, out, errOut := runCLI(t, d, "failures", "c1", "--json")

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/workflows"
 )
 
@@ -132,8 +132,8 @@ func run(t *testing.T, fake *fakeTemporal, stats StatsFunc, args ...string) (int
 	t.Helper()
 	var out, errb bytes.Buffer
 	if stats == nil {
-		stats = func(context.Context, []string, string, string) (frontier.Stats, error) {
-			return frontier.Stats{}, fmt.Errorf("dial tcp 127.0.0.1:7420: connect: connection refused")
+		stats = func(context.Context, []string, string, string) (session.Stats, error) {
+			return session.Stats{}, fmt.Errorf("dial tcp 127.0.0.1:7420: connect: connection refused")
 		}
 	}
 	app := &App{

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/campaign"
-	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/sink"
 )
 
@@ -66,11 +66,11 @@ func Preflight(ctx context.Context, env Env, cfg campaign.Config) error {
 // checkCampaign asks a scheduler whether it can run cfg (frontier's
 // OpCheck). A scheduler older than the check cannot say; its refusal, if
 // any, comes when the campaign is seeded, and fails the campaign.
-func checkCampaign(ctx context.Context, c *frontier.Control, cfg campaign.Config) error {
+func checkCampaign(ctx context.Context, c *session.Control, cfg campaign.Config) error {
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	err := c.Check(cctx, cfg)
-	if err != nil && strings.Contains(err.Error(), fmt.Sprintf("unknown op %q", frontier.OpCheck)) {
+	if err != nil && strings.Contains(err.Error(), fmt.Sprintf("unknown op %q", session.OpCheck)) {
 		return nil
 	}
 	return err

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/drover-crawl/drover/campaign"
-	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/session"
 )
 
 // deadAddr returns a loopback address nothing listens on.
@@ -36,7 +36,7 @@ func TestPreflight(t *testing.T) {
 	file := filepath.Join(dir, "file")
 	require.NoError(t, os.WriteFile(file, nil, 0o600))
 	ctx := context.Background()
-	env := func(schedulers ...string) Env { return Env{Schedulers: schedulers, Token: frontier.DevToken} }
+	env := func(schedulers ...string) Env { return Env{Schedulers: schedulers, Token: session.DevToken} }
 	// A campaign the scheduler can run (its check validates the config).
 	seeds := []string{"http://127.0.0.1:9/"}
 	good := campaign.Config{ID: "preflight", Seeds: seeds, Sinks: []string{"warc:" + dir}}

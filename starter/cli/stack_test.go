@@ -19,6 +19,7 @@ import (
 	"github.com/drover-crawl/drover/activities"
 	"github.com/drover-crawl/drover/devstack"
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/testweb"
@@ -56,7 +57,7 @@ func startRealStack(t *testing.T) *realStack {
 	require.NoError(t, err)
 	t.Cleanup(func() { sched.Close() })
 	w, err := node.StartWorkers(tmp.Client(), node.WorkerConfig{Identity: "starter-test-worker", Activities: &activities.Activities{
-		Schedulers: []string{sched.Addr()}, Token: frontier.DevToken, KafkaBrokers: k.Addr(), Identity: "starter-test-worker",
+		Schedulers: []string{sched.Addr()}, Token: session.DevToken, KafkaBrokers: k.Addr(), Identity: "starter-test-worker",
 	}})
 	require.NoError(t, err)
 	t.Cleanup(w.Stop)
@@ -72,8 +73,8 @@ func startRealStack(t *testing.T) *realStack {
 func (s *realStack) starter(t *testing.T, timeout time.Duration, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	app := &App{Env: s.env, Out: &out, Err: &errb, Dial: DialTemporal, Stats: frontier.CampaignStats,
-		Preflight: Preflight, Release: frontier.ReleaseCampaign, Interval: 200 * time.Millisecond}
+	app := &App{Env: s.env, Out: &out, Err: &errb, Dial: DialTemporal, Stats: session.CampaignStats,
+		Preflight: Preflight, Release: session.ReleaseCampaign, Interval: 200 * time.Millisecond}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	code := app.Run(ctx, args)

@@ -15,7 +15,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/drover-crawl/drover/campaign"
-	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/workflows"
 )
 
@@ -51,8 +51,8 @@ type View struct {
 	Fetchers  []FetcherView           `json:"fetchers"`
 	// Scheduler is the schedulers' sum; nil when none answered, and then
 	// SchedulerError says why.
-	Scheduler      *frontier.Stats `json:"scheduler,omitempty"`
-	SchedulerError string          `json:"scheduler_error,omitempty"`
+	Scheduler      *session.Stats `json:"scheduler,omitempty"`
+	SchedulerError string         `json:"scheduler_error,omitempty"`
 	// FailedBy counts the URLs that did not become a page, and the pages
 	// with an error status, by reason (dns, refused, robots, 4xx, ...):
 	// the schedulers' counts while the campaign runs, counted from the
@@ -332,7 +332,7 @@ const queryTimeout = 10 * time.Second
 
 type statsResult struct {
 	addrs []string
-	stats frontier.Stats
+	stats session.Stats
 	err   error
 }
 

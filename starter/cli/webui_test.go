@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/drover-crawl/drover/campaign"
-	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/workflows"
 )
 
@@ -59,8 +59,8 @@ func runEnv(t *testing.T, env Env, args ...string) (int, string, string) {
 	var out, errb bytes.Buffer
 	app := &App{Env: env, Out: &out, Err: &errb, Interval: time.Millisecond,
 		Dial: func(context.Context, Env) (Campaigns, error) { return fake, nil },
-		Stats: func(context.Context, []string, string, string) (frontier.Stats, error) {
-			return frontier.Stats{}, errors.New("no scheduler here")
+		Stats: func(context.Context, []string, string, string) (session.Stats, error) {
+			return session.Stats{}, errors.New("no scheduler here")
 		}}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -21,6 +21,7 @@ import (
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/devstack"
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/workflows"
@@ -62,7 +63,7 @@ func run(d time.Duration) error {
 	}
 	defer sched.Close()
 	w, err := node.StartWorkers(tmp.Client(), node.WorkerConfig{Identity: "history", Activities: &activities.Activities{
-		Schedulers: []string{sched.Addr()}, Token: frontier.DevToken, KafkaBrokers: k.Addr(), Identity: "history",
+		Schedulers: []string{sched.Addr()}, Token: session.DevToken, KafkaBrokers: k.Addr(), Identity: "history",
 	}})
 	if err != nil {
 		return err

@@ -18,7 +18,7 @@ import (
 
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/devstack"
-	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/workflows"
@@ -97,7 +97,7 @@ func run(ctx context.Context, seed string, maxPages int64) error {
 			return nil
 		case <-tick.C:
 			qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			fs, err := frontier.CampaignStats(qctx, []string{s.SchedulerAddr()}, s.Opts.Token, cfg.ID)
+			fs, err := session.CampaignStats(qctx, []string{s.SchedulerAddr()}, s.Opts.Token, cfg.ID)
 			cancel()
 			if err == nil {
 				el := time.Since(started)

@@ -1,4 +1,11 @@
-package frontier
+// Package session is the protocol between a fetcher and a scheduler, and
+// its client: the frames, their codec, the messages both ends exchange
+// (leases, outcomes, control requests, stats, failure records), and the
+// fetcher's and the operator's side of a session (Session, Control, and
+// the calls over every scheduler). The scheduler's side, the server, is
+// package frontier, which imports this one; this one never imports it, so
+// that a fetcher or the starter does not link the scheduler.
+package session
 
 import (
 	"bufio"
@@ -42,6 +49,10 @@ const ProtocolVersion = 1
 // MaxFrame bounds one frame; a larger length prefix is a protocol error (a
 // page with 10,000 links of 2 KB each still fits).
 const MaxFrame = 32 << 20
+
+// DevToken is the documented token used when DROVER_TOKEN is unset; a
+// scheduler listening on a non-loopback address refuses to start with it.
+const DevToken = "drover-dev-token"
 
 // FrameType tags a frame.
 type FrameType byte
@@ -137,10 +148,6 @@ type Leases struct {
 	Items []Lease `json:"items"`
 }
 
-// Link is a discovered URL, already normalized and in scope, as the fetch
-// found it (urlrule.Link: the one link type, with the one depth rule).
-type Link = urlrule.Link
-
 // Outcome reports what became of a lease.
 type Outcome struct {
 	LeaseID uint64 `json:"lease"`
@@ -153,7 +160,10 @@ type Outcome struct {
 	// Backoff asks the scheduler to slow the host down (429/503).
 	Backoff bool   `json:"backoff,omitempty"`
 	Error   string `json:"error,omitempty"`
-	Links   []Link `json:"links,omitempty"`
+	// Links are the URLs the page links to, normalized and in scope, as
+	// the fetch found them (urlrule.Link: the one link type, with the one
+	// depth rule).
+	Links []urlrule.Link `json:"links,omitempty"`
 	// Robots carries the raw robots.txt of a KindRobots lease.
 	Robots *RobotsBody `json:"robots,omitempty"`
 	// SinkFailed: the page could not be stored (a sink is down); the URL is
@@ -227,6 +237,10 @@ type Reply struct {
 	FailuresTotal int             `json:"failures_total,omitempty"`
 }
 
+// MaxFailuresReply bounds the failure records in one reply (well within
+// MaxFrame); a longer list is cut, and its total said.
+const MaxFailuresReply = 50_000
+
 // Errors of the protocol layer.
 var (
 	// ErrFrameTooLarge: a length prefix above MaxFrame.
@@ -235,23 +249,22 @@ var (
 	ErrBadFrame = errors.New("malformed frame")
 	// ErrRefused: the scheduler refused the session (see the message).
 	ErrRefused = errors.New("session refused")
-	// ErrUnroutable: RabbitMQ returned a published message that reached no
-	// queue (the campaign's queues are gone); it was not stored.
-	ErrUnroutable = errors.New("message reached no queue")
 )
 
-// frameWriter writes frames; not safe for concurrent use.
-type frameWriter struct {
+// FrameWriter writes frames; not safe for concurrent use.
+type FrameWriter struct {
 	w   *bufio.Writer
 	hdr [5]byte
 }
 
-func newFrameWriter(w io.Writer) *frameWriter {
-	return &frameWriter{w: bufio.NewWriterSize(w, 64<<10)}
+// NewFrameWriter returns a FrameWriter on w, buffered: Flush sends.
+func NewFrameWriter(w io.Writer) *FrameWriter {
+	return &FrameWriter{w: bufio.NewWriterSize(w, 64<<10)}
 }
 
-// write encodes v as a frame of type t; flush sends what is buffered.
-func (fw *frameWriter) write(t FrameType, v any) error {
+// WriteFrame encodes v (nil: no payload) as a frame of type t into the
+// buffer; Flush sends what is buffered.
+func (fw *FrameWriter) WriteFrame(t FrameType, v any) error {
 	var payload []byte
 	if v != nil {
 		var err error
@@ -271,21 +284,24 @@ func (fw *frameWriter) write(t FrameType, v any) error {
 	return err
 }
 
-func (fw *frameWriter) flush() error { return fw.w.Flush() }
+// Flush sends the frames written so far.
+func (fw *FrameWriter) Flush() error { return fw.w.Flush() }
 
-// frameReader reads frames; not safe for concurrent use.
-type frameReader struct {
+// FrameReader reads frames; not safe for concurrent use.
+type FrameReader struct {
 	r   *bufio.Reader
 	buf []byte
 }
 
-func newFrameReader(r io.Reader) *frameReader {
-	return &frameReader{r: bufio.NewReaderSize(r, 64<<10)}
+// NewFrameReader returns a buffered FrameReader on r.
+func NewFrameReader(r io.Reader) *FrameReader {
+	return &FrameReader{r: bufio.NewReaderSize(r, 64<<10)}
 }
 
-// read returns the next frame's type and payload; the payload is valid
-// until the next read.
-func (fr *frameReader) read() (FrameType, []byte, error) {
+// ReadFrame returns the next frame's type and payload; the payload is
+// valid until the next ReadFrame. A frame that is empty or longer than
+// MaxFrame is an error (ErrBadFrame, ErrFrameTooLarge).
+func (fr *FrameReader) ReadFrame() (FrameType, []byte, error) {
 	var hdr [4]byte
 	if _, err := io.ReadFull(fr.r, hdr[:]); err != nil {
 		return 0, nil, err
@@ -307,8 +323,8 @@ func (fr *frameReader) read() (FrameType, []byte, error) {
 	return FrameType(buf[0]), buf[1:], nil
 }
 
-// decode unmarshals a frame payload, wrapping errors as ErrBadFrame.
-func decode(t FrameType, payload []byte, v any) error {
+// Decode unmarshals a frame payload into v, wrapping errors as ErrBadFrame.
+func Decode(t FrameType, payload []byte, v any) error {
 	if err := json.Unmarshal(payload, v); err != nil {
 		return fmt.Errorf("%s frame: %v: %w", t, err, ErrBadFrame)
 	}

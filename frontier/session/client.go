@@ -1,4 +1,4 @@
-package frontier
+package session
 
 import (
 	"context"
@@ -41,7 +41,7 @@ type Client struct {
 }
 
 // handshake opens a connection and exchanges Hello / Welcome.
-func (cl Client) handshake(ctx context.Context, addr string, hello Hello) (net.Conn, *frameReader, *frameWriter, Welcome, error) {
+func (cl Client) handshake(ctx context.Context, addr string, hello Hello) (net.Conn, *FrameReader, *FrameWriter, Welcome, error) {
 	hello.Token = cl.Token
 	d := &net.Dialer{}
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -65,20 +65,20 @@ func (cl Client) handshake(ctx context.Context, addr string, hello Hello) (net.C
 		return nil, nil, nil, Welcome{}, fmt.Errorf("scheduler %s: %w: refusing to send the session token in plaintext to %s; set DROVER_TLS_CA (--tls-ca) to use TLS, or DROVER_INSECURE_PLAINTEXT=1 to allow it",
 			addr, tlsconf.ErrPlaintext, c.RemoteAddr())
 	}
-	fr, fw := newFrameReader(c), newFrameWriter(c)
+	fr, fw := NewFrameReader(c), NewFrameWriter(c)
 	hello.Version = ProtocolVersion
-	fail := func(err error) (net.Conn, *frameReader, *frameWriter, Welcome, error) {
+	fail := func(err error) (net.Conn, *FrameReader, *FrameWriter, Welcome, error) {
 		c.Close()
 		return nil, nil, nil, Welcome{}, err
 	}
-	if err := fw.write(FrameHello, hello); err != nil {
+	if err := fw.WriteFrame(FrameHello, hello); err != nil {
 		return fail(err)
 	}
-	if err := fw.flush(); err != nil {
+	if err := fw.Flush(); err != nil {
 		return fail(fmt.Errorf("scheduler %s: %w", addr, err))
 	}
 	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
-	t, payload, err := fr.read()
+	t, payload, err := fr.ReadFrame()
 	if err != nil {
 		if cl.TLS != nil {
 			// A scheduler that requires a client certificate says so in an
@@ -91,13 +91,13 @@ func (cl Client) handshake(ctx context.Context, addr string, hello Hello) (net.C
 	switch t {
 	case FrameWelcome:
 		var w Welcome
-		if err := decode(t, payload, &w); err != nil {
+		if err := Decode(t, payload, &w); err != nil {
 			return fail(err)
 		}
 		return c, fr, fw, w, nil
 	case FrameRefused:
 		var r Refused
-		_ = decode(t, payload, &r)
+		_ = Decode(t, payload, &r)
 		return fail(fmt.Errorf("scheduler %s: %w: %s", addr, ErrRefused, r.Reason))
 	}
 	return fail(fmt.Errorf("scheduler %s: unexpected %s frame: %w", addr, t, ErrBadFrame))
@@ -216,12 +216,12 @@ func (s *Session) Close() error {
 	return nil
 }
 
-func (s *Session) readLoop(fr *frameReader) {
+func (s *Session) readLoop(fr *FrameReader) {
 	defer s.wg.Done()
 	defer close(s.leases)
 	for {
 		_ = s.conn.SetReadDeadline(time.Now().Add(3 * s.welcome.KeepAlive))
-		t, payload, err := fr.read()
+		t, payload, err := fr.ReadFrame()
 		if err != nil {
 			s.fail(fmt.Errorf("session with %s: %w", s.welcome.Scheduler, err))
 			return
@@ -229,7 +229,7 @@ func (s *Session) readLoop(fr *frameReader) {
 		switch t {
 		case FrameLeases:
 			var ls Leases
-			if err := decode(t, payload, &ls); err != nil {
+			if err := Decode(t, payload, &ls); err != nil {
 				s.fail(err)
 				return
 			}
@@ -243,7 +243,7 @@ func (s *Session) readLoop(fr *frameReader) {
 		case FramePong:
 		case FrameRefused:
 			var r Refused
-			_ = decode(t, payload, &r)
+			_ = Decode(t, payload, &r)
 			s.fail(fmt.Errorf("%w: %s", ErrRefused, r.Reason))
 			return
 		default:
@@ -292,7 +292,7 @@ func outcomeSize(o Outcome) int {
 
 // writeLoop sends outcomes and credit in batches, and a ping every
 // keepalive (which also renews the session's leases).
-func (s *Session) writeLoop(fw *frameWriter) {
+func (s *Session) writeLoop(fw *FrameWriter) {
 	defer s.wg.Done()
 	ping := time.NewTicker(s.welcome.KeepAlive)
 	defer ping.Stop()
@@ -303,7 +303,7 @@ func (s *Session) writeLoop(fw *frameWriter) {
 			// Let a few more outcomes join the batch.
 			time.Sleep(time.Millisecond)
 		case <-ping.C:
-			if err := fw.write(FramePing, nil); err != nil {
+			if err := fw.WriteFrame(FramePing, nil); err != nil {
 				s.fail(err)
 				return
 			}
@@ -317,18 +317,18 @@ func (s *Session) writeLoop(fw *frameWriter) {
 		s.outcomes, s.credit = nil, 0
 		s.mu.Unlock()
 		for _, part := range splitOutcomes(outs, outcomesFrameBytes) {
-			if err := fw.write(FrameOutcomes, Outcomes{Items: part}); err != nil {
+			if err := fw.WriteFrame(FrameOutcomes, Outcomes{Items: part}); err != nil {
 				s.fail(err)
 				return
 			}
 		}
 		if credit > 0 && closing != nil {
-			if err := fw.write(FrameCredit, Credit{N: credit}); err != nil {
+			if err := fw.WriteFrame(FrameCredit, Credit{N: credit}); err != nil {
 				s.fail(err)
 				return
 			}
 		}
-		if err := fw.flush(); err != nil {
+		if err := fw.Flush(); err != nil {
 			s.fail(err)
 			return
 		}
@@ -349,8 +349,8 @@ func (s *Session) writeLoop(fw *frameWriter) {
 type Control struct {
 	mu   sync.Mutex
 	conn net.Conn
-	fr   *frameReader
-	fw   *frameWriter
+	fr   *FrameReader
+	fw   *FrameWriter
 	addr string
 }
 
@@ -376,13 +376,13 @@ func (c *Control) do(ctx context.Context, req Request) (Reply, error) {
 		deadline = time.Now().Add(3 * time.Minute)
 	}
 	_ = c.conn.SetDeadline(deadline)
-	if err := c.fw.write(FrameRequest, req); err != nil {
+	if err := c.fw.WriteFrame(FrameRequest, req); err != nil {
 		return Reply{}, err
 	}
-	if err := c.fw.flush(); err != nil {
+	if err := c.fw.Flush(); err != nil {
 		return Reply{}, fmt.Errorf("scheduler %s: %w", c.addr, err)
 	}
-	t, payload, err := c.fr.read()
+	t, payload, err := c.fr.ReadFrame()
 	if err != nil {
 		return Reply{}, fmt.Errorf("scheduler %s: %w", c.addr, err)
 	}
@@ -390,7 +390,7 @@ func (c *Control) do(ctx context.Context, req Request) (Reply, error) {
 	if t != FrameReply {
 		return Reply{}, fmt.Errorf("scheduler %s: unexpected %s frame: %w", c.addr, t, ErrBadFrame)
 	}
-	if err := decode(t, payload, &rep); err != nil {
+	if err := Decode(t, payload, &rep); err != nil {
 		return Reply{}, err
 	}
 	if rep.Error != "" {
@@ -529,7 +529,7 @@ func (cl Client) Failures(ctx context.Context, addrs []string, id, reason string
 		}
 		total += n - len(fs)
 		for _, f := range fs {
-			byURL[f.URL] = byURL[f.URL].merge(f)
+			byURL[f.URL] = byURL[f.URL].Merge(f)
 		}
 	}
 	out := make([]FailureRecord, 0, len(byURL))

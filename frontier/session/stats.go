@@ -1,4 +1,4 @@
-package frontier
+package session
 
 // Stats is what a scheduler knows of one campaign. `starter status` and the
 // workflow's drain check read it over a control session; several schedulers'
