@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/drover-crawl/drover/envconf"
 	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/metrics"
 	"github.com/drover-crawl/drover/node"
@@ -20,7 +21,7 @@ import (
 )
 
 func main() {
-	env := node.LoadEnv(os.Getenv)
+	env := envconf.Load(os.Getenv)
 	cfg := frontier.DefaultServerConfig()
 	listen := flag.String("listen", env.Schedulers[0], "address to listen on")
 	flag.StringVar(&cfg.Name, "name", "", "scheduler name (default: scheduler-INDEX)")

@@ -10,8 +10,8 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/drover-crawl/drover/envconf"
 	"github.com/drover-crawl/drover/frontier/session"
-	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/starter/cli"
 	"github.com/drover-crawl/drover/tlsconf"
@@ -19,7 +19,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	e := node.LoadEnv(os.Getenv)
+	e := envconf.Load(os.Getenv)
 	env := cli.Env{
 		TemporalAddress:   e.TemporalAddress,
 		TemporalNamespace: e.TemporalNamespace,

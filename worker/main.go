@@ -18,6 +18,7 @@ import (
 	tlog "go.temporal.io/sdk/log"
 
 	"github.com/drover-crawl/drover/activities"
+	"github.com/drover-crawl/drover/envconf"
 	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/metrics"
 	"github.com/drover-crawl/drover/node"
@@ -40,7 +41,7 @@ func main() {
 		os.Exit(2)
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	env := node.LoadEnv(os.Getenv)
+	env := envconf.Load(os.Getenv)
 	if *identity == "" {
 		h, _ := os.Hostname()
 		*identity = fmt.Sprintf("worker@%s:%d", h, os.Getpid())
@@ -131,7 +132,7 @@ func clientSecurity(sec tlsconf.Options) (*tls.Config, sink.Secrets, error) {
 
 // startScheduler runs a scheduler in this process (-scheduler), on the
 // first scheduler address, with the session TLS of --tls-cert/--tls-key.
-func startScheduler(ctx context.Context, env node.Env, sec tlsconf.Options, log *slog.Logger, reg *prometheus.Registry) (*node.Scheduler, error) {
+func startScheduler(ctx context.Context, env envconf.Env, sec tlsconf.Options, log *slog.Logger, reg *prometheus.Registry) (*node.Scheduler, error) {
 	cfg := frontier.DefaultServerConfig()
 	cfg.Token = env.Token
 	serverTLS, err := sec.Server()

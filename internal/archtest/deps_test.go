@@ -22,10 +22,6 @@ var heavy = map[string]string{
 // created) but not the HTML parser. The URL rules (urlrule) and the page
 // record (page) are leaf packages so that this holds.
 func TestProcessesLinkOnlyWhatTheyNeed(t *testing.T) {
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("no go tool on PATH:", err)
-	}
-	const mod = "github.com/drover-crawl/drover/"
 	cases := []struct {
 		pkg   string
 		allow []string // prefixes of heavy that this package may link
@@ -39,12 +35,8 @@ func TestProcessesLinkOnlyWhatTheyNeed(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.pkg, func(t *testing.T) {
-			out, err := exec.Command("go", "list", "-deps", mod+c.pkg).CombinedOutput()
-			if err != nil {
-				t.Fatalf("go list -deps %s: %v\n%s", c.pkg, err, out)
-			}
 			linked := map[string]string{} // heavy prefix -> first package of it
-			for _, dep := range strings.Fields(string(out)) {
+			for _, dep := range deps(t, c.pkg) {
 				for prefix := range heavy {
 					if strings.HasPrefix(dep, prefix) && linked[prefix] == "" {
 						linked[prefix] = dep
@@ -58,6 +50,50 @@ func TestProcessesLinkOnlyWhatTheyNeed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// scheduler are the packages that make up the scheduler (exact import
+// paths, or prefixes ending in "/"): its server, its RabbitMQ client and
+// its seen store's Pebble.
+var scheduler = map[string]string{
+	mod + "frontier":                 "the scheduler server",
+	"github.com/rabbitmq/amqp091-go": "RabbitMQ client (the scheduler's)",
+	"github.com/cockroachdb/pebble/": "Pebble (the scheduler's seen store)",
+}
+
+// TestClientsLinkOnlyTheSession: a fetcher (activities) and the operator's
+// CLI (starter) talk to a scheduler over a session, through package
+// frontier/session, so they link neither the scheduler server (package
+// frontier) nor what only it needs. The session protocol and its client
+// live apart from the server so that this holds.
+func TestClientsLinkOnlyTheSession(t *testing.T) {
+	for _, pkg := range []string{"activities", "starter", "starter/cli"} {
+		t.Run(pkg, func(t *testing.T) {
+			for _, dep := range deps(t, pkg) {
+				for p, what := range scheduler {
+					if dep == p || strings.HasSuffix(p, "/") && strings.HasPrefix(dep, p) {
+						t.Errorf("%s links %s (%s); `go list -deps -f '{{.ImportPath}}: {{.Imports}}' ./%s` shows which import brings it", pkg, dep, what, pkg)
+					}
+				}
+			}
+		})
+	}
+}
+
+const mod = "github.com/drover-crawl/drover/"
+
+// deps is `go list -deps` of the module's package pkg: every package its
+// binary links, tests aside.
+func deps(t *testing.T, pkg string) []string {
+	t.Helper()
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go tool on PATH:", err)
+	}
+	out, err := exec.Command("go", "list", "-deps", mod+pkg).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)
+	}
+	return strings.Fields(string(out))
 }
 
 func contains(list []string, s string) bool {

@@ -24,8 +24,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/drover-crawl/drover/envconf"
 	"github.com/drover-crawl/drover/frontier/session"
-	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/tlsconf"
 )
@@ -40,10 +40,10 @@ const (
 
 // Defaults of DESIGN.md, "Addresses, ports, names".
 const (
-	DefaultTemporalAddress = node.DefaultTemporalAddress
-	DefaultNamespace       = node.DefaultNamespace
-	DefaultScheduler       = node.DefaultScheduler
-	DefaultKafkaBrokers    = node.DefaultKafkaBrokers
+	DefaultTemporalAddress = envconf.DefaultTemporalAddress
+	DefaultNamespace       = envconf.DefaultNamespace
+	DefaultScheduler       = envconf.DefaultScheduler
+	DefaultKafkaBrokers    = envconf.DefaultKafkaBrokers
 )
 
 // The dev server (`temporal server start-dev`) serves its Web UI on its

@@ -18,8 +18,8 @@ import (
 
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/devstack"
+	"github.com/drover-crawl/drover/envconf"
 	"github.com/drover-crawl/drover/frontier/session"
-	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/workflows"
 )
@@ -39,7 +39,7 @@ func main() {
 func run(ctx context.Context, seed string, maxPages int64) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	fmt.Println("starting the dev stack (Temporal dev server, Kafka, scheduler, worker)...")
-	s, err := devstack.StartStack(ctx, devstack.StackOptions{AMQPURL: node.LoadEnv(os.Getenv).AMQPURL, Log: log})
+	s, err := devstack.StartStack(ctx, devstack.StackOptions{AMQPURL: envconf.Load(os.Getenv).AMQPURL, Log: log})
 	if err != nil {
 		return err
 	}

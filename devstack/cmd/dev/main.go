@@ -13,14 +13,14 @@ import (
 	"syscall"
 
 	"github.com/drover-crawl/drover/devstack"
-	"github.com/drover-crawl/drover/node"
+	"github.com/drover-crawl/drover/envconf"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	env := node.LoadEnv(os.Getenv)
+	env := envconf.Load(os.Getenv)
 	s, err := devstack.StartStack(ctx, devstack.StackOptions{AMQPURL: env.AMQPURL, Token: env.Token, Log: log})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "make dev:", err)

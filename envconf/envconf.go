@@ -1,4 +1,9 @@
-package node
+// Package envconf loads the environment a drover process reads (Temporal's
+// address and namespace, RabbitMQ, Kafka, the schedulers and their token),
+// with its defaults, in one place. It is a leaf, apart from package node,
+// so that the starter reads the environment without linking the scheduler
+// and the workers that node starts.
+package envconf
 
 import (
 	"strings"
@@ -16,7 +21,7 @@ const (
 )
 
 // Env is the environment a drover process reads, with the defaults
-// applied: every main loads it once (LoadEnv) and hands the pieces to what
+// applied: every main loads it once (Load) and hands the pieces to what
 // it wires, so that a variable is read, and defaulted, in one place.
 type Env struct {
 	TemporalAddress   string // TEMPORAL_ADDRESS
@@ -34,9 +39,9 @@ type Env struct {
 	DevToken bool
 }
 
-// LoadEnv reads the environment through getenv (os.Getenv in a main; a
+// Load reads the environment through getenv (os.Getenv in a main; a
 // map in tests).
-func LoadEnv(getenv func(string) string) Env {
+func Load(getenv func(string) string) Env {
 	or := func(key, def string) string {
 		if v := strings.TrimSpace(getenv(key)); v != "" {
 			return v

@@ -1,4 +1,4 @@
-package node
+package envconf
 
 import (
 	"reflect"
@@ -33,7 +33,7 @@ func TestLoadEnv(t *testing.T) {
 		}},
 	}
 	for _, c := range cases {
-		got := LoadEnv(func(k string) string { return c.vars[k] })
+		got := Load(func(k string) string { return c.vars[k] })
 		if !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%s:\n got %+v\nwant %+v", c.name, got, c.want)
 		}
