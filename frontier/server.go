@@ -376,46 +376,23 @@ func (s *fetcherSession) send(t session.FrameType, v any) {
 
 func (s *fetcherSession) close() { s.once.Do(func() { close(s.quit) }) }
 
+// serveFetcher runs a fetcher session on c, whose hello was welcomed, for
+// campaign a: joined to a's actor, its frames written by one goroutine
+// and read, and dispatched to the actor, by this one, until either ends.
 func (s *Server) serveFetcher(c net.Conn, fr *session.FrameReader, fw *session.FrameWriter, a *campaignActor, client string) {
-	sess := &fetcherSession{client: client, leases: map[uint64]struct{}{}, out: make(chan outFrame, 1024), quit: make(chan struct{})}
-	var err error
-	if !a.call(func() { err = a.addSession(sess) }) {
-		err = fmt.Errorf("campaign %s is closing on this scheduler", a.cfg.ID)
-	}
-	if err != nil {
-		_ = fw.WriteFrame(session.FrameRefused, session.Refused{Reason: err.Error()})
-		_ = fw.Flush()
+	sess, ok := s.joinFetcher(c, fw, a, client)
+	if !ok {
 		return
 	}
-	s.log.Info("fetcher session opened", "campaign", a.cfg.ID, "client", client, "remote", c.RemoteAddr().String())
 	defer func() {
 		sess.close()
 		a.post(func() { a.removeSession(sess) })
 		s.log.Info("fetcher session closed", "campaign", a.cfg.ID, "client", client)
 	}()
-	// Writer. A Refused frame is the last: it is flushed, then the
-	// connection closes.
 	writerDone := make(chan struct{})
 	go func() {
 		defer close(writerDone)
-		defer c.Close()
-		for {
-			select {
-			case f := <-sess.out:
-				if err := fw.WriteFrame(f.t, f.v); err != nil {
-					sess.close()
-					return
-				}
-				if f.t == session.FrameRefused || len(sess.out) == 0 {
-					if err := fw.Flush(); err != nil || f.t == session.FrameRefused {
-						sess.close()
-						return
-					}
-				}
-			case <-sess.quit:
-				return
-			}
-		}
+		sess.writeFrames(c, fw)
 	}()
 	// refuse tells the fetcher why its session ends and waits (briefly) for
 	// the writer to send it; its leases go back to the pool.
@@ -427,7 +404,55 @@ func (s *Server) serveFetcher(c net.Conn, fr *session.FrameReader, fw *session.F
 		case <-time.After(2 * time.Second):
 		}
 	}
-	// Reader.
+	s.readFetcher(c, fr, a, sess, refuse)
+}
+
+// joinFetcher adds a new session of client to the campaign's actor. When
+// the actor refuses it (the campaign is closing here), the fetcher is told
+// why, and ok is false.
+func (s *Server) joinFetcher(c net.Conn, fw *session.FrameWriter, a *campaignActor, client string) (sess *fetcherSession, ok bool) {
+	sess = &fetcherSession{client: client, leases: map[uint64]struct{}{}, out: make(chan outFrame, 1024), quit: make(chan struct{})}
+	var err error
+	if !a.call(func() { err = a.addSession(sess) }) {
+		err = fmt.Errorf("campaign %s is closing on this scheduler", a.cfg.ID)
+	}
+	if err != nil {
+		_ = fw.WriteFrame(session.FrameRefused, session.Refused{Reason: err.Error()})
+		_ = fw.Flush()
+		return nil, false
+	}
+	s.log.Info("fetcher session opened", "campaign", a.cfg.ID, "client", client, "remote", c.RemoteAddr().String())
+	return sess, true
+}
+
+// writeFrames is the session's writer: it sends the frames queued by send,
+// flushing when the queue is empty, until the session closes. A Refused
+// frame is the last: it is flushed, then the connection closes.
+func (sess *fetcherSession) writeFrames(c net.Conn, fw *session.FrameWriter) {
+	defer c.Close()
+	for {
+		select {
+		case f := <-sess.out:
+			if err := fw.WriteFrame(f.t, f.v); err != nil {
+				sess.close()
+				return
+			}
+			if f.t == session.FrameRefused || len(sess.out) == 0 {
+				if err := fw.Flush(); err != nil || f.t == session.FrameRefused {
+					sess.close()
+					return
+				}
+			}
+		case <-sess.quit:
+			return
+		}
+	}
+}
+
+// readFetcher is the session's reader: it reads the fetcher's frames and
+// dispatches each, until the connection ends or a frame is refused (a
+// malformed or oversized one too).
+func (s *Server) readFetcher(c net.Conn, fr *session.FrameReader, a *campaignActor, sess *fetcherSession, refuse func(reason string)) {
 	for {
 		_ = c.SetReadDeadline(time.Now().Add(3 * s.cfg.KeepAlive))
 		t, payload, err := fr.ReadFrame()
@@ -440,37 +465,43 @@ func (s *Server) serveFetcher(c net.Conn, fr *session.FrameReader, fw *session.F
 			if errors.Is(err, session.ErrBadFrame) || errors.Is(err, session.ErrFrameTooLarge) {
 				refuse(err.Error())
 			} else if !errors.Is(err, net.ErrClosed) {
-				s.log.Info("fetcher session ended", "client", client, "reason", err)
+				s.log.Info("fetcher session ended", "client", sess.client, "reason", err)
 			}
 			return
 		}
-		switch t {
-		case session.FrameCredit:
-			var cr session.Credit
-			if err := session.Decode(t, payload, &cr); err != nil {
-				refuse(err.Error())
-				return
-			}
-			if cr.N < 0 || cr.N > 1<<16 {
-				refuse(fmt.Sprintf("credit %d out of range 0..65536", cr.N))
-				return
-			}
-			a.post(func() { sess.credit += cr.N })
-		case session.FrameOutcomes:
-			var os session.Outcomes
-			if err := session.Decode(t, payload, &os); err != nil {
-				refuse(err.Error())
-				return
-			}
-			a.post(func() { a.onOutcomes(sess, os.Items) })
-		case session.FramePing:
-			a.post(func() { a.renew(sess) })
-			sess.send(session.FramePong, nil)
-		default:
-			refuse(fmt.Sprintf("unexpected %s frame on a fetcher session", t))
+		if reason := dispatchFetcher(a, sess, t, payload); reason != "" {
+			refuse(reason)
 			return
 		}
 	}
+}
+
+// dispatchFetcher hands one frame of a fetcher session to the campaign's
+// actor, or answers it; it returns why the session must end, or "".
+func dispatchFetcher(a *campaignActor, sess *fetcherSession, t session.FrameType, payload []byte) (refusal string) {
+	switch t {
+	case session.FrameCredit:
+		var cr session.Credit
+		if err := session.Decode(t, payload, &cr); err != nil {
+			return err.Error()
+		}
+		if cr.N < 0 || cr.N > 1<<16 {
+			return fmt.Sprintf("credit %d out of range 0..65536", cr.N)
+		}
+		a.post(func() { sess.credit += cr.N })
+	case session.FrameOutcomes:
+		var os session.Outcomes
+		if err := session.Decode(t, payload, &os); err != nil {
+			return err.Error()
+		}
+		a.post(func() { a.onOutcomes(sess, os.Items) })
+	case session.FramePing:
+		a.post(func() { a.renew(sess) })
+		sess.send(session.FramePong, nil)
+	default:
+		return fmt.Sprintf("unexpected %s frame on a fetcher session", t)
+	}
+	return ""
 }
 
 func (s *Server) serveControl(c net.Conn, fr *session.FrameReader, fw *session.FrameWriter) {

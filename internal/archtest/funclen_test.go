@@ -17,22 +17,11 @@ import (
 // functions, small enough to read in one sitting).
 const maxFuncLines = 80
 
-// longPending are functions over the limit whose split waits on other
-// work, each with the reason. The test fails when one of them is back
-// under the limit, so that the list only shrinks.
-var longPending = map[string]string{
-	// TLS for scheduler sessions (branch tls) rewrites the session's
-	// handshake here; split it (handshake, writer, dispatch) once that
-	// has landed.
-	"frontier/server.go:Server.serveFetcher": "waits for the tls branch",
-}
-
 // TestFunctionLength lists every non-test function over maxFuncLines.
 func TestFunctionLength(t *testing.T) {
 	root := moduleRoot(t)
 	fset := token.NewFileSet()
 	var long []string
-	found := map[string]bool{}
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -61,10 +50,7 @@ func TestFunctionLength(t *testing.T) {
 				continue
 			}
 			name := filepath.ToSlash(rel) + ":" + funcName(fn)
-			found[name] = true
-			if _, ok := longPending[name]; !ok {
-				long = append(long, fmt.Sprintf("%s (%d lines)", name, n))
-			}
+			long = append(long, fmt.Sprintf("%s (%d lines)", name, n))
 		}
 		return nil
 	})
@@ -74,11 +60,6 @@ func TestFunctionLength(t *testing.T) {
 	slices.Sort(long)
 	if len(long) > 0 {
 		t.Errorf("%d functions over %d lines; split them:\n  %s", len(long), maxFuncLines, strings.Join(long, "\n  "))
-	}
-	for name := range longPending {
-		if !found[name] {
-			t.Errorf("%s is no longer over %d lines (or is gone): remove it from longPending", name, maxFuncLines)
-		}
 	}
 }
 
