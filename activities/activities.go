@@ -15,7 +15,6 @@ import (
 	"github.com/drover-crawl/drover/fetch"
 	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/sink"
-	"github.com/drover-crawl/drover/workflows"
 )
 
 // Activities holds what the activities need from their worker process.
@@ -71,20 +70,3 @@ func (a *Activities) dialControl(ctx context.Context, addr string) (ControlClien
 func (a *Activities) sessions() session.Client {
 	return session.Client{Token: a.Token, TLS: a.SessionTLS, InsecurePlaintext: a.InsecurePlaintext}
 }
-
-// The activities' inputs and results are the Campaign workflow's contract
-// with them, and live in workflows with the activities' names, so that the
-// workflow (and what only needs it: the starter, a scheduler) does not link
-// the fetcher and the sinks. These aliases keep the activities' own code
-// naming them here.
-type (
-	SeedInput         = workflows.SeedInput
-	SeedResult        = workflows.SeedResult
-	FetchSessionInput = workflows.FetchSessionInput
-	SessionCounters   = workflows.SessionCounters
-	MonitorInput      = workflows.MonitorInput
-	MonitorResult     = workflows.MonitorResult
-	CloseInput        = workflows.CloseInput
-	CloseResult       = workflows.CloseResult
-	NotifyInput       = workflows.NotifyInput
-)

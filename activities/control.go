@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/workflows"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 )
@@ -17,11 +18,11 @@ import (
 // Seed declares the campaign's frontier on a scheduler and publishes its
 // seeds (confirmed). Idempotent: a seed already queued is not published
 // again. It heartbeats while it works (see keepAlive).
-func (a *Activities) Seed(ctx context.Context, in SeedInput) (SeedResult, error) {
-	return keepAlive(ctx, func(ctx context.Context) (SeedResult, error) { return a.seed(ctx, in) })
+func (a *Activities) Seed(ctx context.Context, in workflows.SeedInput) (workflows.SeedResult, error) {
+	return keepAlive(ctx, func(ctx context.Context) (workflows.SeedResult, error) { return a.seed(ctx, in) })
 }
 
-func (a *Activities) seed(ctx context.Context, in SeedInput) (SeedResult, error) {
+func (a *Activities) seed(ctx context.Context, in workflows.SeedInput) (workflows.SeedResult, error) {
 	cfg := in.Config.WithDefaults()
 	// A new run of the campaign ID starts without the last run's failure
 	// records (they stay readable until then).
@@ -38,11 +39,11 @@ func (a *Activities) seed(ctx context.Context, in SeedInput) (SeedResult, error)
 		n, err := c.Seed(ctx, cfg, cfg.Seeds)
 		c.Close()
 		if err != nil {
-			return SeedResult{}, temporal.NewNonRetryableApplicationError(err.Error(), "SeedRefused", err)
+			return workflows.SeedResult{}, temporal.NewNonRetryableApplicationError(err.Error(), "SeedRefused", err)
 		}
-		return SeedResult{Seeded: n}, nil
+		return workflows.SeedResult{Seeded: n}, nil
 	}
-	return SeedResult{}, fmt.Errorf("no scheduler reachable: %w", errors.Join(errs...))
+	return workflows.SeedResult{}, fmt.Errorf("no scheduler reachable: %w", errors.Join(errs...))
 }
 
 // pollEvery is how often Monitor asks the schedulers for their stats.
@@ -57,7 +58,7 @@ const pollEvery = time.Second
 // no publish in between. A URL is always in exactly one of those places
 // until its outcome is recorded (the invariant), so two identical idle
 // readings mean nothing is moving and nothing is left.
-func (a *Activities) Monitor(ctx context.Context, in MonitorInput) (MonitorResult, error) {
+func (a *Activities) Monitor(ctx context.Context, in workflows.MonitorInput) (workflows.MonitorResult, error) {
 	cfg := in.Config.WithDefaults()
 	report := in.Report
 	if report <= 0 {
@@ -77,16 +78,16 @@ func (a *Activities) Monitor(ctx context.Context, in MonitorInput) (MonitorResul
 			}
 			activity.GetLogger(ctx).Warn("stats unavailable", "error", err)
 			if time.Since(failingSince) > 5*time.Minute {
-				return MonitorResult{Stats: last}, temporal.NewApplicationError(err.Error(), "SchedulerUnreachable")
+				return workflows.MonitorResult{Stats: last}, temporal.NewApplicationError(err.Error(), "SchedulerUnreachable")
 			}
 		default:
 			failingSince = time.Time{}
 			last = st
 			if cfg.MaxPages > 0 && st.Fetched+st.Failed >= cfg.MaxPages {
-				return MonitorResult{CapReached: true, Stats: st}, nil
+				return workflows.MonitorResult{CapReached: true, Stats: st}, nil
 			}
 			if st.Idle() && prev != nil && prev.Idle() && prev.Acked == st.Acked && prev.Published == st.Published {
-				return MonitorResult{Drained: true, Stats: st}, nil
+				return workflows.MonitorResult{Drained: true, Stats: st}, nil
 			}
 			if st.Idle() {
 				prev = &st
@@ -96,11 +97,11 @@ func (a *Activities) Monitor(ctx context.Context, in MonitorInput) (MonitorResul
 		}
 		activity.RecordHeartbeat(ctx, last)
 		if time.Now().After(deadline) {
-			return MonitorResult{Stats: last}, nil
+			return workflows.MonitorResult{Stats: last}, nil
 		}
 		select {
 		case <-ctx.Done():
-			return MonitorResult{Stats: last}, ctx.Err()
+			return workflows.MonitorResult{Stats: last}, ctx.Err()
 		case <-time.After(pollEvery):
 		}
 	}
@@ -111,18 +112,18 @@ func (a *Activities) Monitor(ctx context.Context, in MonitorInput) (MonitorResul
 // the last outcomes are recorded before the queues go. A scheduler may take
 // longer than the heartbeat timeout to answer (it waits for its pending
 // records), so Close heartbeats while it waits (see keepAlive).
-func (a *Activities) Close(ctx context.Context, in CloseInput) (CloseResult, error) {
-	return keepAlive(ctx, func(ctx context.Context) (CloseResult, error) { return a.close(ctx, in) })
+func (a *Activities) Close(ctx context.Context, in workflows.CloseInput) (workflows.CloseResult, error) {
+	return keepAlive(ctx, func(ctx context.Context) (workflows.CloseResult, error) { return a.close(ctx, in) })
 }
 
-func (a *Activities) close(ctx context.Context, in CloseInput) (CloseResult, error) {
+func (a *Activities) close(ctx context.Context, in workflows.CloseInput) (workflows.CloseResult, error) {
 	st, err := session.CloseVia(ctx, a.Schedulers, func(ctx context.Context, addr string) (session.CampaignCloser, error) {
 		return a.dialControl(ctx, addr)
 	}, in.Config.ID, in.Delete)
 	if err != nil {
-		return CloseResult{}, err
+		return workflows.CloseResult{}, err
 	}
-	return CloseResult{Stats: st}, nil
+	return workflows.CloseResult{Stats: st}, nil
 }
 
 // notifyMessage is the webhook payload: Slack-compatible through "text".
@@ -134,12 +135,12 @@ type notifyMessage struct {
 
 // Notify posts an exception notification to in.URL as JSON with a
 // Slack-compatible "text" field, heartbeating while it waits.
-func (a *Activities) Notify(ctx context.Context, in NotifyInput) error {
+func (a *Activities) Notify(ctx context.Context, in workflows.NotifyInput) error {
 	_, err := keepAlive(ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, a.notify(ctx, in) })
 	return err
 }
 
-func (a *Activities) notify(ctx context.Context, in NotifyInput) error {
+func (a *Activities) notify(ctx context.Context, in workflows.NotifyInput) error {
 	body, _ := json.Marshal(notifyMessage{Text: in.Text, Campaign: in.Campaign, Event: in.Event})
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

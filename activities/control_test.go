@@ -15,6 +15,7 @@ import (
 
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/workflows"
 )
 
 // slowScheduler is a scheduler's control session that takes delay to
@@ -63,18 +64,18 @@ func TestSmallActivitiesOutliveTheirHeartbeatTimeout(t *testing.T) {
 		call  func(a *Activities, hook string, ctx workflow.Context) error
 	}{
 		{"Close", 2, func(a *Activities, hook string, ctx workflow.Context) error {
-			var res CloseResult
-			err := workflow.ExecuteActivity(ctx, a.Close, CloseInput{Config: campaign.Config{ID: "c1"}, Delete: true}).Get(ctx, &res)
+			var res workflows.CloseResult
+			err := workflow.ExecuteActivity(ctx, a.Close, workflows.CloseInput{Config: campaign.Config{ID: "c1"}, Delete: true}).Get(ctx, &res)
 			if err == nil && res.Stats.Fetched != 7 {
 				return temporal.NewApplicationError("close result lost", "Test")
 			}
 			return err
 		}},
 		{"Seed", 1, func(a *Activities, hook string, ctx workflow.Context) error {
-			return workflow.ExecuteActivity(ctx, a.Seed, SeedInput{Config: campaign.Config{ID: "c1", Seeds: []string{"http://a.test/"}}}).Get(ctx, nil)
+			return workflow.ExecuteActivity(ctx, a.Seed, workflows.SeedInput{Config: campaign.Config{ID: "c1", Seeds: []string{"http://a.test/"}}}).Get(ctx, nil)
 		}},
 		{"Notify", 1, func(a *Activities, hook string, ctx workflow.Context) error {
-			return workflow.ExecuteActivity(ctx, a.Notify, NotifyInput{URL: hook, Text: "x"}).Get(ctx, nil)
+			return workflow.ExecuteActivity(ctx, a.Notify, workflows.NotifyInput{URL: hook, Text: "x"}).Get(ctx, nil)
 		}},
 	}
 	for _, tc := range cases {

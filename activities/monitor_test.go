@@ -23,6 +23,7 @@ import (
 	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/testweb"
+	"github.com/drover-crawl/drover/workflows"
 )
 
 // The Monitor activity's drain rule, as production runs it: Monitor's own
@@ -136,13 +137,13 @@ func (g *statsGate) next(t *testing.T, result <-chan monitorRun, why string) int
 }
 
 type monitorRun struct {
-	res MonitorResult
+	res workflows.MonitorResult
 	err error
 }
 
 // runMonitor runs the Monitor activity in a test activity environment,
 // and delivers its result.
-func runMonitor(a *Activities, in MonitorInput) <-chan monitorRun {
+func runMonitor(a *Activities, in workflows.MonitorInput) <-chan monitorRun {
 	out := make(chan monitorRun, 1)
 	go func() {
 		var s testsuite.WorkflowTestSuite
@@ -158,7 +159,7 @@ func runMonitor(a *Activities, in MonitorInput) <-chan monitorRun {
 	return out
 }
 
-func waitMonitor(t *testing.T, result <-chan monitorRun, within time.Duration) MonitorResult {
+func waitMonitor(t *testing.T, result <-chan monitorRun, within time.Duration) workflows.MonitorResult {
 	t.Helper()
 	select {
 	case r := <-result:
@@ -167,7 +168,7 @@ func waitMonitor(t *testing.T, result <-chan monitorRun, within time.Duration) M
 	case <-time.After(within):
 		t.Fatalf("Monitor did not return within %s", within)
 	}
-	return MonitorResult{}
+	return workflows.MonitorResult{}
 }
 
 // ctlStats reads the campaign's stats straight from the scheduler.
@@ -285,7 +286,7 @@ func TestMonitorDrainRule(t *testing.T) {
 	// none is idle. Monitor reports without saying drained.
 	holder, l := holdLease(t, sched, cfg)
 	gate.open.Store(true)
-	res := waitMonitor(t, runMonitor(a, MonitorInput{Config: cfg, Report: 3 * time.Second}), monitorWait)
+	res := waitMonitor(t, runMonitor(a, workflows.MonitorInput{Config: cfg, Report: 3 * time.Second}), monitorWait)
 	require.False(t, res.Drained, "drained while the lease of %s is out: %+v", l.URL, res.Stats)
 	require.False(t, res.CapReached)
 	require.Equal(t, int64(1), res.Stats.InFlight, "the held lease, in the stats Monitor returned: %+v", res.Stats)
@@ -311,7 +312,7 @@ func TestMonitorDrainRule(t *testing.T) {
 	// drained until two idle readings with nothing between them. (A seed
 	// is not counted in Published, so it is the ack that tells.)
 	gate.open.Store(false)
-	result := runMonitor(a, MonitorInput{Config: cfg, Report: time.Minute})
+	result := runMonitor(a, workflows.MonitorInput{Config: cfg, Report: time.Minute})
 	gate.next(t, result, "before its first reading")
 	gate.pass <- struct{}{} // reading 1: idle
 	gate.next(t, result, "drained after one idle reading")
@@ -332,10 +333,10 @@ func TestMonitorDrainRule(t *testing.T) {
 	gate.open.Store(true)
 	capped := cfg
 	capped.MaxPages = res.Stats.Fetched + res.Stats.Failed
-	res = waitMonitor(t, runMonitor(a, MonitorInput{Config: capped, Report: time.Minute}), monitorWait)
+	res = waitMonitor(t, runMonitor(a, workflows.MonitorInput{Config: capped, Report: time.Minute}), monitorWait)
 	require.True(t, res.CapReached, "cap %d not reached at %+v", capped.MaxPages, res.Stats)
 	require.False(t, res.Drained)
 	capped.MaxPages++
-	res = waitMonitor(t, runMonitor(a, MonitorInput{Config: capped, Report: 3 * time.Second}), monitorWait)
+	res = waitMonitor(t, runMonitor(a, workflows.MonitorInput{Config: capped, Report: 3 * time.Second}), monitorWait)
 	require.False(t, res.CapReached, "cap %d reached at %+v", capped.MaxPages, res.Stats)
 }

@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/drover-crawl/drover/workflows"
 )
 
 func TestNotifyPostsSlackCompatibleJSON(t *testing.T) {
@@ -25,7 +27,7 @@ func TestNotifyPostsSlackCompatibleJSON(t *testing.T) {
 	}))
 	defer srv.Close()
 	a := &Activities{}
-	err := a.Notify(context.Background(), NotifyInput{URL: srv.URL, Campaign: "c1", Event: "fetcher_restarts", Text: "campaign c1: 6 fetcher restarts in the last hour"})
+	err := a.Notify(context.Background(), workflows.NotifyInput{URL: srv.URL, Campaign: "c1", Event: "fetcher_restarts", Text: "campaign c1: 6 fetcher restarts in the last hour"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,11 +43,11 @@ func TestNotifyReportsFailures(t *testing.T) {
 	}))
 	defer srv.Close()
 	a := &Activities{}
-	err := a.Notify(context.Background(), NotifyInput{URL: srv.URL, Text: "x"})
+	err := a.Notify(context.Background(), workflows.NotifyInput{URL: srv.URL, Text: "x"})
 	if err == nil || !strings.Contains(err.Error(), "HTTP 500") {
 		t.Errorf("err = %v, want one naming HTTP 500", err)
 	}
-	if err := a.Notify(context.Background(), NotifyInput{URL: "http://%zz", Text: "x"}); err == nil {
+	if err := a.Notify(context.Background(), workflows.NotifyInput{URL: "http://%zz", Text: "x"}); err == nil {
 		t.Error("a malformed notify URL gave no error")
 	}
 }

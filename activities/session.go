@@ -16,6 +16,7 @@ import (
 	"github.com/drover-crawl/drover/page"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/tlsconf"
+	"github.com/drover-crawl/drover/workflows"
 )
 
 // heartbeatEvery is how often a FetchSession records a heartbeat. The SDK
@@ -46,19 +47,19 @@ const storeRetryFor = 2 * time.Minute
 // cancelled (pause, stop, scale down: it then returns a canceled error
 // carrying its counters, after its leases went back) or no scheduler can be
 // reached for reconnectFor (an error the workflow answers by restarting it).
-func (a *Activities) FetchSession(ctx context.Context, in FetchSessionInput) (SessionCounters, error) {
+func (a *Activities) FetchSession(ctx context.Context, in workflows.FetchSessionInput) (workflows.SessionCounters, error) {
 	cfg := in.Config.WithDefaults()
 	if len(a.Schedulers) == 0 {
-		return SessionCounters{}, temporal.NewNonRetryableApplicationError("no scheduler configured (DROVER_SCHEDULER)", "Config", nil)
+		return workflows.SessionCounters{}, temporal.NewNonRetryableApplicationError("no scheduler configured (DROVER_SCHEDULER)", "Config", nil)
 	}
 	f, release, err := fetchers.acquire(cfg)
 	if err != nil {
-		return SessionCounters{}, temporal.NewNonRetryableApplicationError(err.Error(), "Config", err)
+		return workflows.SessionCounters{}, temporal.NewNonRetryableApplicationError(err.Error(), "Config", err)
 	}
 	defer release()
 	sk, err := sink.OpenAll(ctx, cfg.Sinks, sink.Options{Campaign: cfg.ID, BodyCap: cfg.BodyCap, KafkaBrokers: a.KafkaBrokers, Metrics: a.SinkMetrics, Secrets: a.SinkSecrets})
 	if err != nil {
-		return SessionCounters{}, temporal.NewApplicationErrorWithCause(err.Error(), "SinkUnavailable", err)
+		return workflows.SessionCounters{}, temporal.NewApplicationErrorWithCause(err.Error(), "SinkUnavailable", err)
 	}
 	defer sk.Close()
 
@@ -108,7 +109,7 @@ func (a *Activities) FetchSession(ctx context.Context, in FetchSessionInput) (Se
 // f and sk. FetchSession wraps it with heartbeats and reconnects; tests of
 // the frontier use it alone.
 func NewRunner(cfg campaign.Config, f *fetch.Fetcher, sk sink.Sink, index int, identity string) *Runner {
-	return &Runner{cfg: cfg, f: f, sk: sk, storeRetryFor: storeRetryFor, c: SessionCounters{Index: index, Worker: identity, Since: time.Now()}}
+	return &Runner{cfg: cfg, f: f, sk: sk, storeRetryFor: storeRetryFor, c: workflows.SessionCounters{Index: index, Worker: identity, Since: time.Now()}}
 }
 
 // Runner runs one fetcher's sessions.
@@ -125,11 +126,11 @@ type Runner struct {
 	scoreLink fetch.LinkScorer
 
 	mu sync.Mutex
-	c  SessionCounters
+	c  workflows.SessionCounters
 }
 
 // Counters returns the runner's counters now.
-func (r *Runner) Counters() SessionCounters {
+func (r *Runner) Counters() workflows.SessionCounters {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.c
@@ -141,7 +142,7 @@ func (r *Runner) setScheduler(s string) {
 	r.mu.Unlock()
 }
 
-func (r *Runner) count(f func(c *SessionCounters)) {
+func (r *Runner) count(f func(c *workflows.SessionCounters)) {
 	r.mu.Lock()
 	f(&r.c)
 	r.mu.Unlock()
@@ -186,12 +187,12 @@ loop:
 				break loop
 			}
 			wg.Add(1)
-			r.count(func(c *SessionCounters) { c.InFlight++ })
+			r.count(func(c *workflows.SessionCounters) { c.InFlight++ })
 			r.m.inflight(r.cfg.ID, 1)
 			go func() {
 				defer wg.Done()
 				o := r.handle(fetchCtx, l)
-				r.count(func(c *SessionCounters) { c.InFlight-- })
+				r.count(func(c *workflows.SessionCounters) { c.InFlight-- })
 				r.m.inflight(r.cfg.ID, -1)
 				sess.Report(o)
 				if fetchCtx.Err() == nil {
@@ -261,7 +262,7 @@ func (r *Runner) handle(ctx context.Context, l session.Lease) session.Outcome {
 	if res.Retry {
 		o.Retry, o.RetryAfter, o.Status = true, res.RetryAfter, res.Status
 		o.Backoff = o.Status == 429 || o.Status == 503
-		r.count(func(c *SessionCounters) { c.Errors++ })
+		r.count(func(c *workflows.SessionCounters) { c.Errors++ })
 		o.Took = since(res.Answered, done)
 		return o
 	}
@@ -273,7 +274,7 @@ func (r *Runner) handle(ctx context.Context, l session.Lease) session.Outcome {
 			o.Error = err.Error()
 			o.Reason, o.HostDown = page.ReasonSink, false
 			r.m.sinkFailed(r.cfg.ID)
-			r.count(func(c *SessionCounters) { c.Errors++ })
+			r.count(func(c *workflows.SessionCounters) { c.Errors++ })
 			o.Took = since(res.Answered, done)
 			return o
 		}
@@ -282,9 +283,9 @@ func (r *Runner) handle(ctx context.Context, l session.Lease) session.Outcome {
 			o.Error = res.Page.Err
 		}
 		if res.Page.Status == 0 {
-			r.count(func(c *SessionCounters) { c.Failed++ })
+			r.count(func(c *workflows.SessionCounters) { c.Failed++ })
 		} else {
-			r.count(func(c *SessionCounters) { c.Fetched++ })
+			r.count(func(c *workflows.SessionCounters) { c.Fetched++ })
 		}
 	}
 	o.Links = res.Links
@@ -295,7 +296,7 @@ func (r *Runner) handle(ctx context.Context, l session.Lease) session.Outcome {
 // store stores p, retrying with backoff for r.storeRetryFor while a sink is
 // down, unless ctx is cancelled (pause, stop) between attempts, or the sink
 // refused the page for good (sink.Permanent), which no retry changes.
-func (r *Runner) store(ctx context.Context, p *sink.Page) error {
+func (r *Runner) store(ctx context.Context, p *page.Page) error {
 	deadline := time.Now().Add(r.storeRetryFor)
 	backoff := 250 * time.Millisecond
 	for {

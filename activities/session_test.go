@@ -16,6 +16,7 @@ import (
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/fetch"
 	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/page"
 	"github.com/drover-crawl/drover/sink"
 )
 
@@ -27,7 +28,7 @@ type failingSink struct {
 	calls atomic.Int32
 }
 
-func (s *failingSink) Store(ctx context.Context, p *sink.Page) error {
+func (s *failingSink) Store(ctx context.Context, p *page.Page) error {
 	n := s.calls.Add(1)
 	if s.fails < 0 || n <= s.fails {
 		return fmt.Errorf("test sink: store %s: %w", p.URL, s.err)

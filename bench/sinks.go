@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/drover-crawl/drover/devstack"
+	"github.com/drover-crawl/drover/page"
 	"github.com/drover-crawl/drover/sink"
 )
 
@@ -109,7 +110,7 @@ func runSink(ctx context.Context, j Job) (res Result, err error) {
 			var err error
 			for n := 0; time.Now().Before(deadline); n++ {
 				off := (w*7919 + n*4099) % (len(text) - j.PageBytes)
-				p := &sink.Page{
+				p := &page.Page{
 					URL: fmt.Sprintf("http://127.0.0.%d:8080/p/%d-%d", 1+w%250, w, n), Campaign: "bench", Status: 200,
 					StatusLine: "HTTP/1.1 200 OK", Header: hdr, Body: text[off : off+j.PageBytes],
 					ContentType: "text/html; charset=utf-8", FetchedAt: time.Now(), Depth: 2,

@@ -27,6 +27,7 @@ import (
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/urlrule"
+	"github.com/drover-crawl/drover/workflows"
 )
 
 // sleepyHandler logs at warn level and sleeps after each record whose
@@ -268,7 +269,7 @@ func TestHoleCloseWithTwoSchedulers(t *testing.T) {
 	defer cancel()
 	// What the workflow's Close activity does.
 	acts := &activities.Activities{Schedulers: addrs, Token: session.DevToken}
-	if _, err := acts.Close(ctx, activities.CloseInput{Config: cfg, Delete: true}); err != nil {
+	if _, err := acts.Close(ctx, workflows.CloseInput{Config: cfg, Delete: true}); err != nil {
 		t.Fatal(err)
 	}
 	fl.stop()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/page"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/testweb"
 )
@@ -19,7 +20,7 @@ type refusingSink struct {
 	refuse string
 }
 
-func (s refusingSink) Store(ctx context.Context, p *sink.Page) error {
+func (s refusingSink) Store(ctx context.Context, p *page.Page) error {
 	if p.URL == s.refuse {
 		return fmt.Errorf("kafka test: store %s: %w", p.URL, sink.ErrRecordTooLarge)
 	}

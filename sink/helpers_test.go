@@ -8,6 +8,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/drover-crawl/drover/page"
 )
 
 const testBodyCap = 1 << 20
@@ -16,11 +18,11 @@ const testBodyCap = 1 << 20
 // byte-identical: HTML, a binary body (every byte value, NULs, invalid UTF-8),
 // a gzip-encoded body, a body near the 1 MiB cap, an empty body and a
 // permanent failure (Status 0, Err set).
-func testPages(t testing.TB, n int) []*Page {
+func testPages(t testing.TB, n int) []*page.Page {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(1, 2))
 	at := time.Date(2025, 3, 4, 5, 6, 7, 890123456, time.UTC)
-	pages := make([]*Page, n)
+	pages := make([]*page.Page, n)
 	for i := range pages {
 		u := fmt.Sprintf("http://site%d.test/page/%d?q=%d", i%7, i, i*i)
 		body := []byte(fmt.Sprintf("<html><body>page %d <a href=\"/x\">x</a></body></html>\n", i))
@@ -49,7 +51,7 @@ func testPages(t testing.TB, n int) []*Page {
 		case 4:
 			body = nil
 		}
-		p := &Page{
+		p := &page.Page{
 			URL:             u,
 			Campaign:        "camp-1",
 			Status:          200,
@@ -79,8 +81,8 @@ func testPages(t testing.TB, n int) []*Page {
 }
 
 // byURL indexes pages by URL.
-func byURL(pages []*Page) map[string]*Page {
-	m := make(map[string]*Page, len(pages))
+func byURL(pages []*page.Page) map[string]*page.Page {
+	m := make(map[string]*page.Page, len(pages))
 	for _, p := range pages {
 		m[p.URL] = p
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/drover-crawl/drover/page"
 	"github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/sasl"
 )
@@ -323,7 +324,7 @@ func kafkaCompression(name string) (kafka.Compression, error) {
 // When ctx ends first, Store returns its error but the record may still be
 // written: a duplicate on retry, never a loss. p must not be modified after
 // the call.
-func (k *Kafka) Store(ctx context.Context, p *Page) error {
+func (k *Kafka) Store(ctx context.Context, p *page.Page) error {
 	err := k.w.WriteMessages(ctx, kafkaMessage(p))
 	if err == nil {
 		return nil
@@ -343,7 +344,7 @@ func (k *Kafka) Store(ctx context.Context, p *Page) error {
 	return fmt.Errorf("kafka %s topic %s: store %s: %w", k.brokers, k.topic, p.URL, err)
 }
 
-func kafkaMessage(p *Page) kafka.Message {
+func kafkaMessage(p *page.Page) kafka.Message {
 	h := make([]kafka.Header, 0, 13)
 	add := func(k, v string) { h = append(h, kafka.Header{Key: k, Value: []byte(v)}) }
 	add("url", p.URL)

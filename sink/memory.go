@@ -3,6 +3,8 @@ package sink
 import (
 	"context"
 	"sync"
+
+	"github.com/drover-crawl/drover/page"
 )
 
 // Memory is an in-memory Sink for tests of the sink's users: it records a
@@ -10,7 +12,7 @@ import (
 // Open.
 type Memory struct {
 	mu     sync.Mutex
-	pages  []Page
+	pages  []page.Page
 	err    error
 	closed bool
 }
@@ -20,7 +22,7 @@ func NewMemory() *Memory { return &Memory{} }
 
 // Store records a copy of p, or returns the error set by FailWith (without
 // recording p), or ErrClosed after Close.
-func (m *Memory) Store(ctx context.Context, p *Page) error {
+func (m *Memory) Store(ctx context.Context, p *page.Page) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -49,10 +51,10 @@ func (m *Memory) FailWith(err error) {
 }
 
 // Pages returns a copy of the pages stored so far, in Store order.
-func (m *Memory) Pages() []Page {
+func (m *Memory) Pages() []page.Page {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return append([]Page(nil), m.pages...)
+	return append([]page.Page(nil), m.pages...)
 }
 
 // Close makes later Stores fail with ErrClosed; the pages stay readable.

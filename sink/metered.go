@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/drover-crawl/drover/page"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -66,7 +67,7 @@ type metered struct {
 	errors  prometheus.Counter
 }
 
-func (m *metered) Store(ctx context.Context, p *Page) error {
+func (m *metered) Store(ctx context.Context, p *page.Page) error {
 	start := time.Now()
 	err := m.s.Store(ctx, p)
 	m.latency.Observe(time.Since(start).Seconds())

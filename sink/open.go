@@ -15,6 +15,7 @@ import (
 	"github.com/segmentio/kafka-go/sasl/scram"
 
 	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/page"
 	"github.com/drover-crawl/drover/tlsconf"
 )
 
@@ -257,7 +258,7 @@ func OpenAll(ctx context.Context, uris []string, opts Options) (Sink, error) {
 type Multi []Sink
 
 // Store stores p in every sink concurrently and joins their errors.
-func (m Multi) Store(ctx context.Context, p *Page) error {
+func (m Multi) Store(ctx context.Context, p *page.Page) error {
 	errs := make([]error, len(m))
 	done := make(chan struct{}, len(m))
 	for i, s := range m {

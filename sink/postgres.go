@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/drover-crawl/drover/page"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -42,7 +43,7 @@ type Postgres struct {
 	table pgx.Identifier
 	addr  string
 	conns []*pgx.Conn // conns[i] is owned by batch worker i; nil until needed
-	b     *batcher[*Page]
+	b     *batcher[*page.Page]
 }
 
 var tableName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}(\.[A-Za-z_][A-Za-z0-9_]{0,62})?$`)
@@ -162,7 +163,7 @@ func (s *Postgres) ddl(ctx context.Context, tx pgx.Tx) error {
 // Store returns nil once p's row is committed. When ctx ends first the row
 // may still be committed (a duplicate on retry). p must not be modified after
 // the call.
-func (s *Postgres) Store(ctx context.Context, p *Page) error {
+func (s *Postgres) Store(ctx context.Context, p *page.Page) error {
 	if err := s.b.store(ctx, p); err != nil {
 		return fmt.Errorf("postgres %s table %s: store %s: %w", s.addr, s.cfg.Table, p.URL, err)
 	}
@@ -172,7 +173,7 @@ func (s *Postgres) Store(ctx context.Context, p *Page) error {
 // flush COPYs a batch on worker i's connection. If the batch fails while
 // the connection is fine (a row the server refuses), the pages are retried
 // one by one so that one bad page does not fail the others.
-func (s *Postgres) flush(i int, pages []*Page) []error {
+func (s *Postgres) flush(i int, pages []*page.Page) []error {
 	err := s.copy(i, pages)
 	if err == nil {
 		return nil
@@ -182,12 +183,12 @@ func (s *Postgres) flush(i int, pages []*Page) []error {
 	}
 	errs := make([]error, len(pages))
 	for j, p := range pages {
-		errs[j] = s.copy(i, []*Page{p})
+		errs[j] = s.copy(i, []*page.Page{p})
 	}
 	return errs
 }
 
-func (s *Postgres) copy(i int, pages []*Page) error {
+func (s *Postgres) copy(i int, pages []*page.Page) error {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.FlushTimeout)
 	defer cancel()
 	if s.conns[i] == nil {

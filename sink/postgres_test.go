@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-crawl/drover/page"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -66,7 +67,7 @@ func TestPostgresStoresEveryPageByteIdentical(t *testing.T) {
 	want := byURL(pages)
 	n := 0
 	for rows.Next() {
-		var g Page
+		var g page.Page
 		require.NoError(t, rows.Scan(&g.Campaign, &g.URL, &g.Status, &g.StatusLine, &g.Header, &g.Body, &g.ContentType,
 			&g.ContentEncoding, &g.Truncated, &g.FetchedAt, &g.Depth, &g.Parent, &g.IP, &g.Err))
 		n++

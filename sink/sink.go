@@ -14,15 +14,11 @@ import (
 	"github.com/drover-crawl/drover/page"
 )
 
-// Page is the record a sink stores (package page); the alias keeps sinks
-// and their callers naming it sink.Page.
-type Page = page.Page
-
 // Sink stores pages durably. Implementations are safe for concurrent use and
 // batch concurrent callers (many fetch goroutines call Store at once).
 type Sink interface {
 	// Store returns nil only when p is durable.
-	Store(ctx context.Context, p *Page) error
+	Store(ctx context.Context, p *page.Page) error
 	// Close flushes and releases the sink; Store must not be called after.
 	Close() error
 }

@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/drover-crawl/drover/page"
 )
 
 // benchStore stores 8 KB pages from 64 concurrent goroutines (a fetcher
@@ -26,7 +28,7 @@ func benchStore(b *testing.B, s Sink) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			n := seq.Add(1)
-			p := &Page{URL: fmt.Sprintf("http://bench.test/%d", n), Campaign: "bench", Status: 200,
+			p := &page.Page{URL: fmt.Sprintf("http://bench.test/%d", n), Campaign: "bench", Status: 200,
 				StatusLine: "HTTP/1.1 200 OK", Header: hdr, Body: body, ContentType: "text/html",
 				FetchedAt: time.Now(), Depth: 1, Parent: "http://bench.test/", IP: "127.0.0.1",
 				Request: []byte("GET / HTTP/1.1\r\nHost: bench.test\r\n\r\n")}

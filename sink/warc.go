@@ -18,6 +18,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/drover-crawl/drover/page"
 )
 
 // WARCConfig configures a WARC sink. Zero values take the defaults.
@@ -131,7 +133,7 @@ func NewWARC(cfg WARCConfig) (*WARC, error) {
 //
 // The records are built and compressed in the caller's goroutine, so that
 // compression runs on every core; the writer only appends and fsyncs.
-func (w *WARC) Store(ctx context.Context, p *Page) error {
+func (w *WARC) Store(ctx context.Context, p *page.Page) error {
 	if err := w.b.store(ctx, encodePage(p)); err != nil {
 		return fmt.Errorf("warc %s: store %s: %w", w.cfg.Dir, p.URL, err)
 	}
@@ -251,7 +253,7 @@ func (e *recordEncoder) done() []byte {
 // encodePage returns p's records (request, response, metadata), each a gzip
 // member. Page records carry no WARC-Warcinfo-ID (an optional field): the
 // file they land in is chosen later, by the writer.
-func encodePage(p *Page) []byte {
+func encodePage(p *page.Page) []byte {
 	e := newRecordEncoder()
 	e.out.Grow(len(p.Body)/2 + len(p.Header) + len(p.Request) + 1024)
 	date := warcDate(p.FetchedAt)

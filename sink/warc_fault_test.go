@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/drover-crawl/drover/page"
 )
 
 // errInjected is the fault a faultyFiles file returns.
@@ -138,7 +140,7 @@ func newFaultyWARC(t *testing.T, dir string) (*WARC, *faultyFiles) {
 	return w, ff
 }
 
-func storeOne(w *WARC, p *Page) error {
+func storeOne(w *WARC, p *page.Page) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	return w.Store(ctx, p)
@@ -177,8 +179,8 @@ func TestWARCWriteFlushFsyncFailures(t *testing.T) {
 		name string
 		// first: a page stored before the fault (nil: the fault hits a
 		// new file's first batch).
-		first       *Page
-		failed      *Page
+		first       *page.Page
+		failed      *page.Page
 		write, sync bool
 		want        string
 	}{

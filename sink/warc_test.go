@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-crawl/drover/page"
 	"github.com/nlnwa/gowarc"
 )
 
@@ -30,7 +31,7 @@ type warcRec struct {
 	block                            []byte
 }
 
-func storeAll(t *testing.T, s Sink, pages []*Page) {
+func storeAll(t *testing.T, s Sink, pages []*page.Page) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -16,7 +16,6 @@ import (
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
 
-	"github.com/drover-crawl/drover/activities"
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/workflows"
@@ -283,15 +282,15 @@ func TestStatusJSON(t *testing.T) {
 		Fetchers: []workflows.FetcherStatus{{Index: 0}, {Index: 1, Restarts: 2}, {Index: 2}, {Index: 3}},
 	}, Execution{Status: StatusRunning, StartTime: time.Now().Add(-time.Hour), Pending: []PendingActivity{
 		{ActivityID: "fetcher-0-1", Type: "FetchSession", State: "Started", Worker: "w1@host", Attempt: 1, LastHeartbeat: hb,
-			Counters: &activities.SessionCounters{Index: 0, Fetched: 60, Errors: 1}},
+			Counters: &workflows.SessionCounters{Index: 0, Fetched: 60, Errors: 1}},
 		{ActivityID: "fetcher-1-3", Type: "FetchSession", State: "Started", Worker: "w2@host", Attempt: 3, LastHeartbeat: hb,
-			Counters: &activities.SessionCounters{Index: 1, Fetched: 45, Errors: 2}},
+			Counters: &workflows.SessionCounters{Index: 1, Fetched: 45, Errors: 2}},
 		// Not yet heartbeated: its index comes from the activity ID.
 		{ActivityID: "fetcher-2-1", Type: "FetchSession", State: "Scheduled", Attempt: 1},
 		// Monitor heartbeats too; its details decode as SessionCounters
 		// (JSON), but it is no fetcher.
 		{ActivityID: "12", Type: "Monitor", State: "Started", Worker: "w9@host", LastHeartbeat: hb,
-			Counters: &activities.SessionCounters{Index: 0}},
+			Counters: &workflows.SessionCounters{Index: 0}},
 	}})
 	stats := func(_ context.Context, addrs []string, token, id string) (session.Stats, error) {
 		assert.Equal(t, []string{DefaultScheduler}, addrs)
@@ -422,7 +421,7 @@ func TestList(t *testing.T) {
 }
 
 func TestDecodeCounters(t *testing.T) {
-	want := activities.SessionCounters{Index: 3, Worker: "w", Fetched: 12, Errors: 2}
+	want := workflows.SessionCounters{Index: 3, Worker: "w", Fetched: 12, Errors: 2}
 	p, err := converter.GetDefaultDataConverter().ToPayloads(want)
 	require.NoError(t, err)
 	assert.Equal(t, &want, decodeCounters(p))
