@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/tlsconf"
 )
 
@@ -442,7 +443,7 @@ func (c *Control) closeCampaign(ctx context.Context, id string, final, del bool)
 
 // Failures lists the campaign's failure records on this scheduler (reason
 // "" for all) and how many there are.
-func (c *Control) Failures(ctx context.Context, id, reason string) ([]FailureRecord, int, error) {
+func (c *Control) Failures(ctx context.Context, id, reason string) ([]seen.FailureRecord, int, error) {
 	rep, err := c.do(ctx, Request{Op: OpFailures, Campaign: &campaign.Config{ID: id}, Reason: reason})
 	return rep.Failures, rep.FailuresTotal, err
 }
@@ -509,13 +510,13 @@ func (cl Client) CampaignStats(ctx context.Context, addrs []string, id string) (
 // URL (a URL recorded by two schedulers, after a failover, is merged), and
 // the total count, which may exceed the list (MaxFailuresReply per
 // scheduler).
-func Failures(ctx context.Context, addrs []string, token, id, reason string) ([]FailureRecord, int, error) {
+func Failures(ctx context.Context, addrs []string, token, id, reason string) ([]seen.FailureRecord, int, error) {
 	return Client{Token: token}.Failures(ctx, addrs, id, reason)
 }
 
 // Failures is the package function Failures over cl.
-func (cl Client) Failures(ctx context.Context, addrs []string, id, reason string) ([]FailureRecord, int, error) {
-	byURL := map[string]FailureRecord{}
+func (cl Client) Failures(ctx context.Context, addrs []string, id, reason string) ([]seen.FailureRecord, int, error) {
+	byURL := map[string]seen.FailureRecord{}
 	total := 0
 	for _, addr := range addrs {
 		c, err := cl.DialControl(ctx, addr)
@@ -529,10 +530,10 @@ func (cl Client) Failures(ctx context.Context, addrs []string, id, reason string
 		}
 		total += n - len(fs)
 		for _, f := range fs {
-			byURL[f.URL] = byURL[f.URL].merge(f)
+			byURL[f.URL] = byURL[f.URL].Merge(f)
 		}
 	}
-	out := make([]FailureRecord, 0, len(byURL))
+	out := make([]seen.FailureRecord, 0, len(byURL))
 	for _, f := range byURL {
 		out = append(out, f)
 	}

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/page"
 )
 
@@ -152,8 +153,8 @@ func (a *campaignActor) reasonCounts() map[string]int64 {
 }
 
 // recordFailures writes failure records to the seen store, which keeps
-// them readable after the campaign ended (SeenStore.RecordFailures).
-func (a *campaignActor) recordFailures(fs []FailureRecord) error {
+// them readable after the campaign ended (seen.Store.RecordFailures).
+func (a *campaignActor) recordFailures(fs []seen.FailureRecord) error {
 	if len(fs) == 0 {
 		return nil
 	}

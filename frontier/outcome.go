@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/urlrule"
 )
 
@@ -134,11 +135,11 @@ func (a *campaignActor) fetchedJob(h *host, e *entry, o Outcome, now time.Time) 
 	j := recordJob{e: e, links: o.Links}
 	if o.Error != "" && o.Status == 0 {
 		a.failed.Add(1)
-		j.fail = &FailureRecord{Reason: orOther(o.Reason), LastError: o.Error}
+		j.fail = &seen.FailureRecord{Reason: orOther(o.Reason), LastError: o.Error}
 	} else {
 		a.fetched.Add(1)
 		if o.Status >= 400 {
-			j.fail = &FailureRecord{Reason: statusReason(o.Status), LastError: o.Error}
+			j.fail = &seen.FailureRecord{Reason: statusReason(o.Status), LastError: o.Error}
 		}
 	}
 	if j.fail != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/urlrule"
 )
 
@@ -223,8 +224,8 @@ type Reply struct {
 	Seeded int `json:"seeded,omitempty"`
 	// Failures answers OpFailures, at most MaxFailuresReply of them;
 	// FailuresTotal is how many there are.
-	Failures      []FailureRecord `json:"failures,omitempty"`
-	FailuresTotal int             `json:"failures_total,omitempty"`
+	Failures      []seen.FailureRecord `json:"failures,omitempty"`
+	FailuresTotal int                  `json:"failures_total,omitempty"`
 }
 
 // Errors of the protocol layer.

@@ -12,13 +12,14 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/urlrule"
 )
 
 type recordJob struct {
 	e     *entry
 	links []Link
-	fail  *FailureRecord // a page with an error status, or a failure stored as a page
+	fail  *seen.FailureRecord // a page with an error status, or a failure stored as a page
 	// disallowed: links robots.txt forbids (disallowedLinks), recorded as
 	// failures and marked queued instead of being published.
 	disallowed map[string]bool
@@ -39,11 +40,11 @@ func (a *campaignActor) record(ctx context.Context, jobs []recordJob) {
 	defer cancel()
 	err := a.publishLinks(ctx, jobs)
 	if err == nil {
-		keys := make([]Key, len(jobs))
+		keys := make([]seen.Key, len(jobs))
 		for i, j := range jobs {
 			keys[i] = j.e.key
 		}
-		var fails []FailureRecord
+		var fails []seen.FailureRecord
 		for _, j := range jobs {
 			if j.fail != nil {
 				fails = append(fails, *j.fail)
@@ -165,15 +166,15 @@ type linkCand struct {
 
 // linkCandidates collects the links of jobs, once each, apart from those
 // robots.txt forbids; a link with no host is never published.
-func (a *campaignActor) linkCandidates(jobs []recordJob) (keys []Key, cands []linkCand, robotsKeys []Key, robotsURLs []string) {
-	seen := map[Key]bool{}
+func (a *campaignActor) linkCandidates(jobs []recordJob) (keys []seen.Key, cands []linkCand, robotsKeys []seen.Key, robotsURLs []string) {
+	collected := map[seen.Key]bool{}
 	for _, j := range jobs {
 		for _, l := range j.links {
-			k := KeyOf(l.URL)
-			if seen[k] {
+			k := seen.KeyOf(l.URL)
+			if collected[k] {
 				continue
 			}
-			seen[k] = true
+			collected[k] = true
 			if j.disallowed[l.URL] {
 				robotsKeys, robotsURLs = append(robotsKeys, k), append(robotsURLs, l.URL)
 				continue
@@ -200,7 +201,7 @@ func (a *campaignActor) linkMessage(c linkCand) outMsg {
 // recordDisallowed records the links robots.txt forbids that are not
 // queued or recorded yet, and marks them queued, so that the next page that
 // links to them finds them settled.
-func (a *campaignActor) recordDisallowed(keys []Key, urls []string) error {
+func (a *campaignActor) recordDisallowed(keys []seen.Key, urls []string) error {
 	if len(keys) == 0 {
 		return nil
 	}
@@ -209,13 +210,13 @@ func (a *campaignActor) recordDisallowed(keys []Key, urls []string) error {
 		return fmt.Errorf("seen store: %w", err)
 	}
 	now := time.Now()
-	var fs []FailureRecord
-	var ks []Key
+	var fs []seen.FailureRecord
+	var ks []seen.Key
 	for i, k := range keys {
 		if queued[i] {
 			continue
 		}
-		fs = append(fs, FailureRecord{URL: urls[i], Reason: ReasonRobots, LastError: "disallowed by robots.txt", First: now, Last: now})
+		fs = append(fs, seen.FailureRecord{URL: urls[i], Reason: ReasonRobots, LastError: "disallowed by robots.txt", First: now, Last: now})
 		ks = append(ks, k)
 	}
 	if len(ks) == 0 {
@@ -236,12 +237,12 @@ func (a *campaignActor) recordDisallowed(keys []Key, urls []string) error {
 
 // publishSome publishes msgs[i] for each i in idx, confirmed, and marks
 // their keys queued.
-func (a *campaignActor) publishSome(ctx context.Context, keys []Key, msgs []outMsg, idx []int) error {
+func (a *campaignActor) publishSome(ctx context.Context, keys []seen.Key, msgs []outMsg, idx []int) error {
 	if len(idx) == 0 {
 		return nil
 	}
 	out := make([]outMsg, len(idx))
-	ks := make([]Key, len(idx))
+	ks := make([]seen.Key, len(idx))
 	for n, i := range idx {
 		out[n], ks[n] = msgs[i], keys[i]
 	}
@@ -292,16 +293,16 @@ func (a *campaignActor) deadLetter(e *entry, reason, why string) {
 		pub = encodeMsg(e.msg, 0, hdr)
 	}
 	now := time.Now()
-	var fail *FailureRecord
+	var fail *seen.FailureRecord
 	if e.msg.URL != "" {
-		fail = &FailureRecord{URL: e.msg.URL, Reason: reason, Attempts: e.attempt, LastError: why, First: now, Last: now}
+		fail = &seen.FailureRecord{URL: e.msg.URL, Reason: reason, Attempts: e.attempt, LastError: why, First: now, Last: now}
 	}
 	a.repost(e, outMsg{key: a.topo.Dead(), msg: pub}, fail)
 }
 
 // repost publishes msg (confirmed) and then acks e's delivery, in a
 // goroutine; if the publish fails, the delivery goes back to its queue.
-func (a *campaignActor) repost(e *entry, msg outMsg, fail *FailureRecord) {
+func (a *campaignActor) repost(e *entry, msg outMsg, fail *seen.FailureRecord) {
 	a.pending.Add(1)
 	ok := a.spawn(func(ctx context.Context) {
 		defer a.pending.Add(-1)
@@ -309,7 +310,7 @@ func (a *campaignActor) repost(e *entry, msg outMsg, fail *FailureRecord) {
 		defer cancel()
 		err := a.srv.pub.publish(ctx, []outMsg{msg})
 		if err == nil && fail != nil {
-			err = a.recordFailures([]FailureRecord{*fail})
+			err = a.recordFailures([]seen.FailureRecord{*fail})
 		}
 		if err != nil {
 			a.recordFailed.Add(1)
@@ -331,11 +332,11 @@ func (a *campaignActor) repost(e *entry, msg outMsg, fail *FailureRecord) {
 func (a *campaignActor) dropRecorded(e *entry, reason, why string) {
 	a.countReason(reason)
 	now := time.Now()
-	fail := FailureRecord{URL: e.msg.URL, Reason: reason, Attempts: e.attempt, LastError: why, First: now, Last: now}
+	fail := seen.FailureRecord{URL: e.msg.URL, Reason: reason, Attempts: e.attempt, LastError: why, First: now, Last: now}
 	a.pending.Add(1)
 	ok := a.spawn(func(context.Context) {
 		defer a.pending.Add(-1)
-		if err := a.recordFailures([]FailureRecord{fail}); err != nil {
+		if err := a.recordFailures([]seen.FailureRecord{fail}); err != nil {
 			a.recordFailed.Add(1)
 			a.log.Error("recording a dropped URL failed; it goes back to its queue", "url", e.msg.URL, "err", err)
 			a.nackEntry(e)

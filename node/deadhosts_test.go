@@ -14,6 +14,7 @@ import (
 
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/testweb"
 )
 
@@ -65,7 +66,7 @@ func TestDeadHostsCampaignCompletes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]frontier.FailureRecord{}
+	got := map[string]seen.FailureRecord{}
 	for _, f := range fs {
 		got[f.URL] = f
 	}

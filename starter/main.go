@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/starter/cli"
@@ -60,7 +61,7 @@ func main() {
 			return sessions(token).ReleaseCampaign(ctx, addrs, id)
 		},
 		// `failures` and an ended campaign's counts by reason.
-		Failures: func(ctx context.Context, addrs []string, token, id, reason string) ([]frontier.FailureRecord, int, error) {
+		Failures: func(ctx context.Context, addrs []string, token, id, reason string) ([]seen.FailureRecord, int, error) {
 			return sessions(token).Failures(ctx, addrs, id, reason)
 		},
 		DropFailures: func(ctx context.Context, addrs []string, token, id string) error {

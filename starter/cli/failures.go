@@ -14,12 +14,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/seen"
 )
 
 // FailuresFunc lists a campaign's failure records from every scheduler, by
 // URL, with their total (which exceeds the list when a scheduler cut it);
 // frontier.Failures in production.
-type FailuresFunc func(ctx context.Context, addrs []string, token, campaignID, reason string) ([]frontier.FailureRecord, int, error)
+type FailuresFunc func(ctx context.Context, addrs []string, token, campaignID, reason string) ([]seen.FailureRecord, int, error)
 
 // DropFailuresFunc forgets a campaign's failure records on every
 // scheduler; frontier.DropFailures in production.
@@ -28,10 +29,10 @@ type DropFailuresFunc func(ctx context.Context, addrs []string, token, campaignI
 // FailureList is `failures --json`: the records listed, by URL, and how many
 // there are (Total > len(Failures) when the list was cut).
 type FailureList struct {
-	ID       string                   `json:"id"`
-	Total    int                      `json:"total"`
-	Reason   string                   `json:"reason,omitempty"`
-	Failures []frontier.FailureRecord `json:"failures"`
+	ID       string               `json:"id"`
+	Total    int                  `json:"total"`
+	Reason   string               `json:"reason,omitempty"`
+	Failures []seen.FailureRecord `json:"failures"`
 }
 
 // failuresTimeout bounds one listing: every scheduler is asked in turn, and
@@ -102,7 +103,7 @@ func (a *App) listFailures(ctx context.Context, id, reason string, asJSON bool) 
 		return failf("cannot read the failures of campaign %s: %v", id, err)
 	}
 	if fs == nil {
-		fs = []frontier.FailureRecord{}
+		fs = []seen.FailureRecord{}
 	}
 	if asJSON {
 		return writeJSON(a.Out, FailureList{ID: id, Total: total, Reason: reason, Failures: fs})
@@ -127,7 +128,7 @@ func (a *App) clearFailures(ctx context.Context, id string, asJSON bool) error {
 
 // renderFailures prints the records as a table under a line that counts
 // them by reason and says when the list was cut.
-func renderFailures(w io.Writer, id, reason string, fs []frontier.FailureRecord, total int, schedulers []string) {
+func renderFailures(w io.Writer, id, reason string, fs []seen.FailureRecord, total int, schedulers []string) {
 	if len(fs) == 0 {
 		what := "no failure records"
 		if reason != "" {

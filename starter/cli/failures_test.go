@@ -23,6 +23,7 @@ import (
 
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/workflows"
 )
 
@@ -92,7 +93,7 @@ func startScheduler(t *testing.T) string {
 	conn, err := amqp.Dial(amqpURL())
 	require.NoError(t, err, "RabbitMQ at %s", amqpURL())
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	srv, err := frontier.NewServer(frontier.DefaultServerConfig(), conn, frontier.NewMemorySeen(), log)
+	srv, err := frontier.NewServer(frontier.DefaultServerConfig(), conn, seen.NewMemory(), log)
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -323,7 +324,7 @@ func TestFailuresFromScheduler(t *testing.T) {
 func TestFailuresUsage(t *testing.T) {
 	called := false
 	d := deps{
-		failures: func(context.Context, []string, string, string, string) ([]frontier.FailureRecord, int, error) {
+		failures: func(context.Context, []string, string, string, string) ([]seen.FailureRecord, int, error) {
 			called = true
 			return nil, 0, nil
 		},
@@ -375,11 +376,11 @@ func TestFailuresSchedulerUnreachable(t *testing.T) {
 func TestFailuresCutAndTrimmed(t *testing.T) {
 	long := "tls: failed to verify certificate: " + strings.Repeat("x509: certificate signed by unknown authority; ", 10)
 	at := time.Date(2026, 11, 29, 11, 0, 0, 0, time.UTC)
-	recs := []frontier.FailureRecord{
+	recs := []seen.FailureRecord{
 		{URL: "https://a.example/", Reason: "tls", Attempts: 3, LastError: long, First: at, Last: at.Add(time.Minute)},
 		{URL: "https://b.example/x", Reason: "5xx", Attempts: 3, LastError: "retryable status: 503 Service Unavailable", First: at, Last: at},
 	}
-	d := deps{failures: func(_ context.Context, _ []string, _, _, reason string) ([]frontier.FailureRecord, int, error) {
+	d := deps{failures: func(_ context.Context, _ []string, _, _, reason string) ([]seen.FailureRecord, int, error) {
 		return recs, 60_000, nil
 	}}
 	code, out, errOut := runCLI(t, d, "failures", "c1")
@@ -442,7 +443,7 @@ func TestStatusConsumeErrorAndUnknownCounts(t *testing.T) {
 // No records is an empty array for scripts, not null, whatever the
 // scheduler client returned.
 func TestFailuresJSONEmptyIsArray(t *testing.T) {
-	d := deps{failures: func(context.Context, []string, string, string, string) ([]frontier.FailureRecord, int, error) {
+	d := deps{failures: func(context.Context, []string, string, string, string) ([]seen.FailureRecord, int, error) {
 		return nil, 0, nil
 	}}
 	code, out, errOut := runCLI(t, d, "failures", "c1", "--json")

@@ -1,4 +1,4 @@
-package frontier_test
+package seen_test
 
 import (
 	"fmt"
@@ -10,28 +10,28 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/seen"
 )
 
-// seenImpl opens a SeenStore; reopen (nil for a store that does not
+// seenImpl opens a Store; reopen (nil for a store that does not
 // survive a restart) closes it and opens it again on the same data.
 type seenImpl struct {
 	name string
-	open func(t *testing.T) (s frontier.SeenStore, reopen func(frontier.SeenStore) frontier.SeenStore)
+	open func(t *testing.T) (s seen.Store, reopen func(seen.Store) seen.Store)
 }
 
 func seenImpls() []seenImpl {
 	return []seenImpl{
-		{"memory", func(t *testing.T) (frontier.SeenStore, func(frontier.SeenStore) frontier.SeenStore) {
-			return frontier.NewMemorySeen(), nil
+		{"memory", func(t *testing.T) (seen.Store, func(seen.Store) seen.Store) {
+			return seen.NewMemory(), nil
 		}},
-		{"pebble", func(t *testing.T) (frontier.SeenStore, func(frontier.SeenStore) frontier.SeenStore) {
+		{"pebble", func(t *testing.T) (seen.Store, func(seen.Store) seen.Store) {
 			dir := filepath.Join(t.TempDir(), "sub", "seen") // the directory is created
-			open := func() frontier.SeenStore { return openPebble(t, dir) }
+			open := func() seen.Store { return openPebble(t, dir) }
 			var mu sync.Mutex
 			cur := open()
 			t.Cleanup(func() { mu.Lock(); cur.Close(); mu.Unlock() })
-			return cur, func(old frontier.SeenStore) frontier.SeenStore {
+			return cur, func(old seen.Store) seen.Store {
 				mu.Lock()
 				defer mu.Unlock()
 				if err := old.Close(); err != nil {
@@ -54,9 +54,9 @@ func seenImplNamed(name string) seenImpl {
 	panic(name)
 }
 
-func openPebble(t testing.TB, dir string) *frontier.PebbleSeen {
+func openPebble(t testing.TB, dir string) *seen.Pebble {
 	t.Helper()
-	s, err := frontier.OpenPebbleSeen(dir, frontier.PebbleSeenOptions{Log: testLog(t)})
+	s, err := seen.OpenPebble(dir, seen.PebbleOptions{Log: testLog(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,15 +76,15 @@ func (w tWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func keys(prefix string, n int) []frontier.Key {
-	out := make([]frontier.Key, n)
+func keys(prefix string, n int) []seen.Key {
+	out := make([]seen.Key, n)
 	for i := range out {
-		out[i] = frontier.KeyOf(fmt.Sprintf("http://%s.example/%d", prefix, i))
+		out[i] = seen.KeyOf(fmt.Sprintf("http://%s.example/%d", prefix, i))
 	}
 	return out
 }
 
-func wantQueued(t *testing.T, s frontier.SeenStore, c string, ks []frontier.Key, want ...bool) {
+func wantQueued(t *testing.T, s seen.Store, c string, ks []seen.Key, want ...bool) {
 	t.Helper()
 	got, err := s.Queued(c, ks)
 	if err != nil {
@@ -95,7 +95,7 @@ func wantQueued(t *testing.T, s frontier.SeenStore, c string, ks []frontier.Key,
 	}
 }
 
-func wantDone(t *testing.T, s frontier.SeenStore, c string, k frontier.Key, want bool) {
+func wantDone(t *testing.T, s seen.Store, c string, k seen.Key, want bool) {
 	t.Helper()
 	got, err := s.Done(c, k)
 	if err != nil {
@@ -124,14 +124,14 @@ func TestSeenStoreSemantics(t *testing.T) {
 			}
 
 			// Queued is not done.
-			if err := s.MarkQueued("c1", []frontier.Key{a, c}); err != nil {
+			if err := s.MarkQueued("c1", []seen.Key{a, c}); err != nil {
 				t.Fatal(err)
 			}
 			wantQueued(t, s, "c1", k, true, false, true, false)
 			wantDone(t, s, "c1", a, false)
 
 			// Done counts as queued too; done without queued first.
-			if err := s.MarkDone("c1", []frontier.Key{a, b}); err != nil {
+			if err := s.MarkDone("c1", []seen.Key{a, b}); err != nil {
 				t.Fatal(err)
 			}
 			wantQueued(t, s, "c1", k, true, true, true, false)
@@ -141,10 +141,10 @@ func TestSeenStoreSemantics(t *testing.T) {
 
 			// A done key stays done after MarkQueued (a link to a page
 			// already fetched), and MarkDone is idempotent.
-			if err := s.MarkQueued("c1", []frontier.Key{a, b, d}); err != nil {
+			if err := s.MarkQueued("c1", []seen.Key{a, b, d}); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.MarkDone("c1", []frontier.Key{b}); err != nil {
+			if err := s.MarkDone("c1", []seen.Key{b}); err != nil {
 				t.Fatal(err)
 			}
 			wantDone(t, s, "c1", a, true)
@@ -153,12 +153,12 @@ func TestSeenStoreSemantics(t *testing.T) {
 			wantQueued(t, s, "c1", k, true, true, true, true)
 
 			// Duplicate keys in one call.
-			wantQueued(t, s, "c1", []frontier.Key{a, a, d}, true, true, true)
+			wantQueued(t, s, "c1", []seen.Key{a, a, d}, true, true, true)
 
 			// Campaigns are separate.
 			wantQueued(t, s, "c2", k, false, false, false, false)
 			wantDone(t, s, "c2", a, false)
-			if err := s.MarkDone("c2", []frontier.Key{c}); err != nil {
+			if err := s.MarkDone("c2", []seen.Key{c}); err != nil {
 				t.Fatal(err)
 			}
 			wantDone(t, s, "c2", c, true)
@@ -176,7 +176,7 @@ func TestSeenStoreSemantics(t *testing.T) {
 			wantDone(t, s, "c2", c, true)
 
 			// A dropped campaign can be marked again.
-			if err := s.MarkQueued("c1", []frontier.Key{d}); err != nil {
+			if err := s.MarkQueued("c1", []seen.Key{d}); err != nil {
 				t.Fatal(err)
 			}
 			wantQueued(t, s, "c1", k, false, false, false, true)
@@ -240,7 +240,7 @@ func TestSeenStoreFailures(t *testing.T) {
 	for _, impl := range seenImpls() {
 		t.Run(impl.name, func(t *testing.T) {
 			s, reopen := impl.open(t)
-			wantFailures := func(c, reason string, want ...frontier.FailureRecord) {
+			wantFailures := func(c, reason string, want ...seen.FailureRecord) {
 				t.Helper()
 				got, err := s.Failures(c, reason)
 				if err != nil {
@@ -263,9 +263,9 @@ func TestSeenStoreFailures(t *testing.T) {
 			if err := s.RecordFailures("c1", nil); err != nil {
 				t.Errorf("RecordFailures of none: %v", err)
 			}
-			a := frontier.FailureRecord{URL: "http://a.example/", Reason: "host_down", Attempts: 3, LastError: "dial: refused", First: t0, Last: t0.Add(time.Minute)}
-			b := frontier.FailureRecord{URL: "http://b.example/x", Reason: "robots", Attempts: 1, LastError: "disallowed", First: t0, Last: t0}
-			if err := s.RecordFailures("c1", []frontier.FailureRecord{b, a}); err != nil {
+			a := seen.FailureRecord{URL: "http://a.example/", Reason: "host_down", Attempts: 3, LastError: "dial: refused", First: t0, Last: t0.Add(time.Minute)}
+			b := seen.FailureRecord{URL: "http://b.example/x", Reason: "robots", Attempts: 1, LastError: "disallowed", First: t0, Last: t0}
+			if err := s.RecordFailures("c1", []seen.FailureRecord{b, a}); err != nil {
 				t.Fatal(err)
 			}
 			wantFailures("c1", "", a, b) // sorted by URL
@@ -275,10 +275,10 @@ func TestSeenStoreFailures(t *testing.T) {
 
 			// Again: attempts, last, last error and reason are the new
 			// ones; first is kept, also within one call.
-			a2 := frontier.FailureRecord{URL: a.URL, Reason: "dns", Attempts: 5, LastError: "no such host", First: t0.Add(time.Hour), Last: t0.Add(2 * time.Hour)}
+			a2 := seen.FailureRecord{URL: a.URL, Reason: "dns", Attempts: 5, LastError: "no such host", First: t0.Add(time.Hour), Last: t0.Add(2 * time.Hour)}
 			a3 := a2
 			a3.Attempts, a3.Last = 6, t0.Add(3*time.Hour)
-			if err := s.RecordFailures("c1", []frontier.FailureRecord{a2, a3}); err != nil {
+			if err := s.RecordFailures("c1", []seen.FailureRecord{a2, a3}); err != nil {
 				t.Fatal(err)
 			}
 			want := a3
@@ -291,7 +291,7 @@ func TestSeenStoreFailures(t *testing.T) {
 			if err := s.MarkDone("c1", keys("f", 2)); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.RecordFailures("c2", []frontier.FailureRecord{b}); err != nil {
+			if err := s.RecordFailures("c2", []seen.FailureRecord{b}); err != nil {
 				t.Fatal(err)
 			}
 			if err := s.Drop("c1"); err != nil {
@@ -326,7 +326,7 @@ func TestSeenStoreDropPrefix(t *testing.T) {
 				if err := s.MarkDone(c, k); err != nil {
 					t.Fatal(err)
 				}
-				if err := s.RecordFailures(c, []frontier.FailureRecord{{URL: "http://x.example/", Reason: "r"}}); err != nil {
+				if err := s.RecordFailures(c, []seen.FailureRecord{{URL: "http://x.example/", Reason: "r"}}); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -1,13 +1,31 @@
-package frontier
+// Package seen is a scheduler's record of the URLs a campaign has queued
+// and done (the dedup marks) and of the URLs that did not become a page
+// (failure records): the Store interface, Pebble (on disk, the production
+// store), Memory (for tests and throwaway runs) and QueuedCache (Queued
+// answers from memory in front of either). It knows nothing of RabbitMQ or
+// of the frontier: the frontier decides when a mark may be written.
+package seen
 
 import (
+	"hash/fnv"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 )
 
-// SeenStore is a scheduler's durable record of the URLs a campaign has
+// Key is the 128-bit dedup key of a normalized URL.
+type Key [16]byte
+
+// KeyOf returns the dedup key of a normalized URL.
+func KeyOf(url string) Key {
+	h := fnv.New128a()
+	h.Write([]byte(url))
+	var k Key
+	h.Sum(k[:0])
+	return k
+}
+
+// Store is a scheduler's durable record of the URLs a campaign has
 // queued and done, keyed by the 128-bit hash of the normalized URL, and of
 // the URLs that did not become a page (failure records).
 //
@@ -28,7 +46,7 @@ import (
 //
 // Failure records live apart from the marks: Drop leaves them, so that a
 // campaign's failures stay readable after it ended, until DropFailures.
-type SeenStore interface {
+type Store interface {
 	// Queued reports, for each key, whether it is marked queued or done.
 	Queued(campaign string, keys []Key) ([]bool, error)
 	// MarkQueued marks keys queued (a key already done stays done).
@@ -53,6 +71,13 @@ type SeenStore interface {
 	Close() error
 }
 
+// The marks, as Memory keeps them and Pebble stores them (one byte; a
+// higher one beats a lower one).
+const (
+	markQueued byte = 1
+	markDone   byte = 2
+)
+
 // FailureRecord is a URL that did not become a page: why, how many times
 // it was tried, the last error, and when it failed first and last.
 type FailureRecord struct {
@@ -64,8 +89,11 @@ type FailureRecord struct {
 	Last      time.Time `json:"last"`
 }
 
-// merge returns old updated by a newer record of the same URL.
-func (old FailureRecord) merge(f FailureRecord) FailureRecord {
+// Merge returns old updated by f, a newer record of the same URL: f, with
+// the earlier of the two First times (a zero one is unknown). The stores
+// merge a URL recorded again this way, and the client the records of one
+// URL from several schedulers.
+func (old FailureRecord) Merge(f FailureRecord) FailureRecord {
 	if !old.First.IsZero() && (f.First.IsZero() || old.First.Before(f.First)) {
 		f.First = old.First
 	}
@@ -75,117 +103,3 @@ func (old FailureRecord) merge(f FailureRecord) FailureRecord {
 func sortFailures(fs []FailureRecord) {
 	slices.SortFunc(fs, func(a, b FailureRecord) int { return strings.Compare(a.URL, b.URL) })
 }
-
-const (
-	markQueued byte = 1
-	markDone   byte = 2
-)
-
-// MemorySeen is an in-memory SeenStore for tests and throwaway runs; it
-// does not survive a restart.
-type MemorySeen struct {
-	mu sync.Mutex
-	m  map[string]map[Key]byte
-	f  map[string]map[string]FailureRecord
-}
-
-// NewMemorySeen returns an empty MemorySeen.
-func NewMemorySeen() *MemorySeen {
-	return &MemorySeen{m: map[string]map[Key]byte{}, f: map[string]map[string]FailureRecord{}}
-}
-
-func (s *MemorySeen) set(c string) map[Key]byte {
-	if s.m[c] == nil {
-		s.m[c] = map[Key]byte{}
-	}
-	return s.m[c]
-}
-
-// Queued implements SeenStore.
-func (s *MemorySeen) Queued(c string, keys []Key) ([]bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	set := s.set(c)
-	out := make([]bool, len(keys))
-	for i, k := range keys {
-		out[i] = set[k] != 0
-	}
-	return out, nil
-}
-
-// MarkQueued implements SeenStore.
-func (s *MemorySeen) MarkQueued(c string, keys []Key) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	set := s.set(c)
-	for _, k := range keys {
-		if set[k] == 0 {
-			set[k] = markQueued
-		}
-	}
-	return nil
-}
-
-// Done implements SeenStore.
-func (s *MemorySeen) Done(c string, k Key) (bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.set(c)[k] == markDone, nil
-}
-
-// MarkDone implements SeenStore.
-func (s *MemorySeen) MarkDone(c string, keys []Key) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	set := s.set(c)
-	for _, k := range keys {
-		set[k] = markDone
-	}
-	return nil
-}
-
-// Drop implements SeenStore.
-func (s *MemorySeen) Drop(c string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.m, c)
-	return nil
-}
-
-// RecordFailures implements SeenStore.
-func (s *MemorySeen) RecordFailures(c string, fs []FailureRecord) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.f[c] == nil {
-		s.f[c] = map[string]FailureRecord{}
-	}
-	for _, f := range fs {
-		s.f[c][f.URL] = s.f[c][f.URL].merge(f)
-	}
-	return nil
-}
-
-// Failures implements SeenStore.
-func (s *MemorySeen) Failures(c, reason string) ([]FailureRecord, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []FailureRecord
-	for _, f := range s.f[c] {
-		if reason == "" || f.Reason == reason {
-			out = append(out, f)
-		}
-	}
-	sortFailures(out)
-	return out, nil
-}
-
-// DropFailures implements SeenStore.
-func (s *MemorySeen) DropFailures(c string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.f, c)
-	return nil
-}
-
-// Close implements SeenStore.
-func (s *MemorySeen) Close() error { return nil }
