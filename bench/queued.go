@@ -18,6 +18,7 @@ import (
 
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/frontier/session"
 )
 
@@ -36,7 +37,7 @@ type QueuedResult struct {
 	// RabbitMQ's VmRSS before publishing and with the backlog queued (the
 	// shared broker: anyone else's queues count too).
 	RabbitRSS0, RabbitRSS1 int64
-	// The seen-set: URLs marked queued in a fresh PebbleSeen, its files'
+	// The seen-set: URLs marked queued in a fresh seen.Pebble, its files'
 	// bytes and the time per mark.
 	SeenBytes   int64
 	SeenPerMark time.Duration
@@ -51,7 +52,7 @@ type QueuedResult struct {
 // so nothing is leased: the scheduler fills its prefetch window, holds each
 // host's URLs up to holdWindow ahead and parks the rest. After QueuedHold it
 // reads the scheduler's VmRSS and VmHWM. Then it deletes the campaign's
-// queues, and marks the same URLs queued in a fresh PebbleSeen to report
+// queues, and marks the same URLs queued in a fresh seen.Pebble to report
 // its bytes per URL.
 func (o Options) runQueued(ctx context.Context) (res QueuedResult, err error) {
 	res.URLs, res.Hosts, res.Hold = o.QueuedURLs, o.QueuedHosts, o.QueuedHold
@@ -107,27 +108,27 @@ func (o Options) runQueued(ctx context.Context) (res QueuedResult, err error) {
 	}
 
 	// The seen-set, apart from the scheduler.
-	seen, err := frontier.OpenPebbleSeen(filepath.Join(dir, "seen-measure"), frontier.PebbleSeenOptions{})
+	store, err := seen.OpenPebble(filepath.Join(dir, "seen-measure"), seen.PebbleOptions{})
 	if err != nil {
 		return res, err
 	}
-	keys := make([]frontier.Key, 0, 1000)
+	keys := make([]seen.Key, 0, 1000)
 	start = time.Now()
 	for i := range o.QueuedURLs {
-		keys = append(keys, frontier.KeyOf(queuedURL(i, o.QueuedURLs, o.QueuedHosts)))
+		keys = append(keys, seen.KeyOf(queuedURL(i, o.QueuedURLs, o.QueuedHosts)))
 		if len(keys) == cap(keys) || i == o.QueuedURLs-1 {
-			if err := seen.MarkQueued(id, keys); err != nil {
-				seen.Close()
+			if err := store.MarkQueued(id, keys); err != nil {
+				store.Close()
 				return res, err
 			}
 			keys = keys[:0]
 		}
 	}
 	res.SeenPerMark = time.Since(start) / time.Duration(max(o.QueuedURLs, 1))
-	if err := seen.Close(); err != nil {
+	if err := store.Close(); err != nil {
 		return res, err
 	}
-	res.SeenBytes = seen.DiskBytes()
+	res.SeenBytes = store.DiskBytes()
 	return res, nil
 }
 

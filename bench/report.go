@@ -196,7 +196,7 @@ func (r *Report) markdownQueued(w io.Writer) {
 		return
 	}
 	fmt.Fprintf(w, "\n### Queued backlog (issue 3): %d URLs over %d hosts in one campaign's shard queues\n\n", q.URLs, q.Hosts)
-	fmt.Fprintf(w, "A scheduler binary with one fetcher session that never gives credit, for %s: it fills its prefetch window, holds up to holdWindow per host and parks the rest. RSS from /proc/PID/status. Seen-set: the same URLs marked queued in a fresh PebbleSeen (WAL and unflushed memtable included).\n\n", q.Hold)
+	fmt.Fprintf(w, "A scheduler binary with one fetcher session that never gives credit, for %s: it fills its prefetch window, holds up to holdWindow per host and parks the rest. RSS from /proc/PID/status. Seen-set: the same URLs marked queued in a fresh seen.Pebble (WAL and unflushed memtable included).\n\n", q.Hold)
 	fmt.Fprintln(w, "| URLs | publish (confirmed) | scheduler VmRSS MB | max VmRSS MB | VmHWM MB | goal | held | acked | parked (published) | still queued | RabbitMQ VmRSS MB before / after publish | seen-set bytes/URL | seen µs/mark | note |")
 	fmt.Fprintln(w, "|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|---|")
 	goal := "< 256 MB: met"

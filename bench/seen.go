@@ -15,7 +15,8 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/seen"
+	"github.com/drover-crawl/drover/internal/dirsize"
 )
 
 // SeenOptions configure the seen-set benchmark (issue 12): a crawl's use of
@@ -50,10 +51,10 @@ func DefaultSeenOptions() SeenOptions {
 
 // seenStore is what the benchmark needs of a store.
 type seenStore interface {
-	Queued(c string, keys []frontier.Key) ([]bool, error)
-	MarkQueued(c string, keys []frontier.Key) error
-	Done(c string, k frontier.Key) (bool, error)
-	MarkDone(c string, keys []frontier.Key) error
+	Queued(c string, keys []seen.Key) ([]bool, error)
+	MarkQueued(c string, keys []seen.Key) error
+	Done(c string, k seen.Key) (bool, error)
+	MarkDone(c string, keys []seen.Key) error
 	DiskBytes() int64
 	Close() error
 }
@@ -61,10 +62,10 @@ type seenStore interface {
 // SeenStores are the stores the benchmark knows, by name.
 var SeenStores = map[string]func(dir string) (seenStore, error){
 	"pebble": func(dir string) (seenStore, error) {
-		return frontier.OpenPebbleSeen(dir, frontier.PebbleSeenOptions{})
+		return seen.OpenPebble(dir, seen.PebbleOptions{})
 	},
 	"pebble-fsync": func(dir string) (seenStore, error) {
-		return frontier.OpenPebbleSeen(dir, frontier.PebbleSeenOptions{FsyncEveryMark: true})
+		return seen.OpenPebble(dir, seen.PebbleOptions{FsyncEveryMark: true})
 	},
 }
 
@@ -144,14 +145,14 @@ func (o SeenOptions) runSeen(name string, res *SeenResult) error {
 	if p, ok := s.(interface{ Compacting() int }); ok {
 		compacting = func() bool { return p.Compacting() > 0 }
 	}
-	key := func(i int64) frontier.Key {
-		return frontier.KeyOf(fmt.Sprintf("http://host%d.example/p/%d", i%int64(o.Hosts), i))
+	key := func(i int64) seen.Key {
+		return seen.KeyOf(fmt.Sprintf("http://host%d.example/p/%d", i%int64(o.Hosts), i))
 	}
 	const c = "seenbench"
 	// Seeds, so that the first pages have known links to draw.
 	const seeds = 1000
 	var newNext, doneNext atomic.Int64
-	seedKeys := make([]frontier.Key, seeds)
+	seedKeys := make([]seen.Key, seeds)
 	for i := range seedKeys {
 		seedKeys[i] = key(int64(i))
 	}
@@ -202,9 +203,9 @@ func (o SeenOptions) runSeen(name string, res *SeenResult) error {
 				}
 				return err
 			}
-			pages := make([]frontier.Key, 0, o.PagesPerBatch)
-			links := make([]frontier.Key, 0, o.PagesPerBatch*o.LinksPerPage)
-			var fresh []frontier.Key
+			pages := make([]seen.Key, 0, o.PagesPerBatch)
+			links := make([]seen.Key, 0, o.PagesPerBatch*o.LinksPerPage)
+			var fresh []seen.Key
 			for {
 				first := doneNext.Add(int64(o.PagesPerBatch)) - int64(o.PagesPerBatch)
 				if first >= int64(o.URLs) {
@@ -275,9 +276,9 @@ func (o SeenOptions) runSeen(name string, res *SeenResult) error {
 		return err
 	}
 	s = nil
-	res.ClosedBytes = dirBytes(filepath.Join(dir, "seen"))
+	res.ClosedBytes = dirsize.Of(filepath.Join(dir, "seen"))
 	if strings.HasPrefix(name, "pebble") {
-		p, err := frontier.OpenPebbleSeen(filepath.Join(dir, "seen"), frontier.PebbleSeenOptions{})
+		p, err := seen.OpenPebble(filepath.Join(dir, "seen"), seen.PebbleOptions{})
 		if err != nil {
 			return err
 		}
@@ -289,7 +290,7 @@ func (o SeenOptions) runSeen(name string, res *SeenResult) error {
 		if err := p.Close(); err != nil {
 			return err
 		}
-		res.CompactedBytes = dirBytes(filepath.Join(dir, "seen"))
+		res.CompactedBytes = dirsize.Of(filepath.Join(dir, "seen"))
 	}
 	return nil
 }

@@ -13,9 +13,9 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 
-	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/seen"
+	"github.com/drover-crawl/drover/internal/dirsize"
 )
 
 // The old seen store, LogSeen (frontier/seen_log.go until a03c0c1), kept
@@ -29,14 +29,14 @@ func init() {
 }
 
 // seenKey is the seen-set's URL hash.
-type seenKey = frontier.Key
+type seenKey = seen.Key
 
 const (
 	markQueued byte = 1
 	markDone   byte = 2
 )
 
-// logSeen is the old SeenStore, built like a small LSM tree, because a crawl's
+// logSeen is the old seen store, built like a small LSM tree, because a crawl's
 // seen-set is written at random (hashed keys) and must stay small per URL:
 //
 //   - a memtable of recent marks, with an append-only log so that a
@@ -70,17 +70,10 @@ const (
 // openLogSeen opens (or creates) the store in dir; each campaign gets a
 // subdirectory, opened on first use.
 func openLogSeen(dir string) (*logSeen, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("seen store: %w", err)
-	}
-	lock, err := os.OpenFile(filepath.Join(dir, "LOCK"), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("seen store: %w", err)
-	}
 	// One scheduler per directory: two would interleave their logs.
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		lock.Close()
-		return nil, fmt.Errorf("seen store %s is in use by another scheduler (give each its own -seen): %w", dir, err)
+	lock, err := seen.LockDir(dir)
+	if err != nil {
+		return nil, err
 	}
 	return &logSeen{dir: dir, lock: lock, cs: map[string]*seenSet{}}, nil
 }
@@ -100,7 +93,7 @@ func (s *logSeen) set(c string) (*seenSet, error) {
 	return ss, nil
 }
 
-// Queued implements SeenStore.
+// Queued implements seenStore.
 func (s *logSeen) Queued(c string, keys []seenKey) ([]bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -119,7 +112,7 @@ func (s *logSeen) Queued(c string, keys []seenKey) ([]bool, error) {
 	return out, nil
 }
 
-// Done implements SeenStore.
+// Done implements seenStore.
 func (s *logSeen) Done(c string, k seenKey) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -131,10 +124,10 @@ func (s *logSeen) Done(c string, k seenKey) (bool, error) {
 	return m == markDone, err
 }
 
-// MarkQueued implements SeenStore.
+// MarkQueued implements seenStore.
 func (s *logSeen) MarkQueued(c string, keys []seenKey) error { return s.mark(c, keys, markQueued) }
 
-// MarkDone implements SeenStore.
+// MarkDone implements seenStore.
 func (s *logSeen) MarkDone(c string, keys []seenKey) error { return s.mark(c, keys, markDone) }
 
 func (s *logSeen) mark(c string, keys []seenKey, m byte) error {
@@ -147,7 +140,7 @@ func (s *logSeen) mark(c string, keys []seenKey, m byte) error {
 	return ss.mark(keys, m)
 }
 
-// Drop implements SeenStore.
+// Drop implements seenStore.
 func (s *logSeen) Drop(c string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -161,7 +154,7 @@ func (s *logSeen) Drop(c string) error {
 	return os.RemoveAll(filepath.Join(s.dir, c))
 }
 
-// Close implements SeenStore.
+// Close implements seenStore.
 func (s *logSeen) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -175,16 +168,7 @@ func (s *logSeen) Close() error {
 }
 
 // DiskBytes returns the bytes the store's files take.
-func (s *logSeen) DiskBytes() int64 {
-	var n int64
-	filepath.Walk(s.dir, func(_ string, fi os.FileInfo, err error) error {
-		if err == nil && !fi.IsDir() {
-			n += fi.Size()
-		}
-		return nil
-	})
-	return n
-}
+func (s *logSeen) DiskBytes() int64 { return dirsize.Of(s.dir) }
 
 // seenSet is one campaign's marks.
 type seenSet struct {
@@ -280,7 +264,7 @@ func (ss *seenSet) mark(keys []seenKey, m byte) error {
 		ss.memSet(k, m)
 	}
 	// Flushed to the OS on every call: it survives a SIGKILL (not an OS
-	// crash, which costs duplicates, never URLs; see SeenStore).
+	// crash, which costs duplicates, never URLs; see seen.Store).
 	if err := ss.logw.Flush(); err != nil {
 		return fmt.Errorf("seen store log: %w", err)
 	}

@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"net/url"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/drover-crawl/drover/devstack"
+	"github.com/drover-crawl/drover/internal/dirsize"
 	"github.com/drover-crawl/drover/page"
 	"github.com/drover-crawl/drover/sink"
 )
@@ -145,7 +145,7 @@ func runSink(ctx context.Context, j Job) (res Result, err error) {
 	}
 	cerr := s.Close()
 	if dir != "" {
-		res.DiskBytes = dirBytes(dir)
+		res.DiskBytes = dirsize.Of(dir)
 	}
 	return res, errors.Join(firstErr, cerr)
 }
@@ -168,17 +168,6 @@ func benchText(n int) []byte {
 		b.WriteByte(' ')
 	}
 	return []byte(b.String()[:n])
-}
-
-func dirBytes(dir string) int64 {
-	var n int64
-	filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
-		if err == nil && !fi.IsDir() {
-			n += fi.Size()
-		}
-		return nil
-	})
-	return n
 }
 
 func dropTable(uri, table string) error {

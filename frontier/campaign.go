@@ -10,6 +10,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/urlrule"
 )
@@ -63,7 +64,7 @@ type campaignActor struct {
 	waiting  hostHeap
 	sessions map[*fetcherSession]struct{}
 	leases   map[uint64]*lease
-	held     map[Key]*entry // URLs held in memory or leased, by key
+	held     map[seen.Key]*entry // URLs held in memory or leased, by key
 	seq      uint64
 	timer    *time.Timer
 	timerAt  time.Time
@@ -81,7 +82,7 @@ type campaignActor struct {
 	// links there waits for that publish's outcome before it acks its own
 	// page.
 	publishingMu sync.Mutex
-	publishing   map[Key]*linkPublish
+	publishing   map[seen.Key]*linkPublish
 	idleSince    time.Time
 
 	// counters (atomic: Stats reads them from the request goroutine too).
@@ -121,8 +122,8 @@ func newCampaignActor(srv *Server, cfg campaign.Config) (*campaignActor, error) 
 		ready:      hostHeap{ready: true},
 		sessions:   map[*fetcherSession]struct{}{},
 		leases:     map[uint64]*lease{},
-		held:       map[Key]*entry{},
-		publishing: map[Key]*linkPublish{},
+		held:       map[seen.Key]*entry{},
+		publishing: map[seen.Key]*linkPublish{},
 		reasons:    map[string]int64{},
 		timer:      time.NewTimer(time.Hour),
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/fetch"
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/testweb"
@@ -38,7 +39,7 @@ type scheduler struct {
 	conn *amqp.Connection
 }
 
-func startScheduler(t *testing.T, cfg frontier.ServerConfig, store frontier.SeenStore) *scheduler {
+func startScheduler(t *testing.T, cfg frontier.ServerConfig, store seen.Store) *scheduler {
 	t.Helper()
 	return startSchedulerWith(t, cfg, store, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 }
@@ -173,7 +174,7 @@ func TestCrawlCompletes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer web.Close()
-	sched := startScheduler(t, frontier.DefaultServerConfig(), frontier.NewMemorySeen())
+	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory())
 	cfg := testCampaign(t, web)
 	ctl, err := session.DialControl(context.Background(), sched.addr, session.DevToken)
 	if err != nil {
@@ -222,7 +223,7 @@ func TestCalendarTrap(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer web.Close()
-	sched := startScheduler(t, frontier.DefaultServerConfig(), frontier.NewMemorySeen())
+	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory())
 	cfg := testCampaign(t, web)
 	cfg.PerHostDelay = new(time.Millisecond)
 	ctl := seed(t, sched, cfg)
@@ -250,11 +251,11 @@ func TestSitemaps(t *testing.T) {
 	for _, on := range []bool{true, false} {
 		t.Run(fmt.Sprintf("sitemaps=%v", on), func(t *testing.T) {
 			var mu sync.Mutex
-			seen := map[string]int{}
+			hits := map[string]int{}
 			var srv *httptest.Server
 			srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				mu.Lock()
-				seen[r.URL.Path]++
+				hits[r.URL.Path]++
 				mu.Unlock()
 				switch {
 				case r.URL.Path == "/robots.txt":
@@ -275,7 +276,7 @@ func TestSitemaps(t *testing.T) {
 				}
 			}))
 			defer srv.Close()
-			sched := startScheduler(t, frontier.DefaultServerConfig(), frontier.NewMemorySeen())
+			sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory())
 			cfg := campaign.Config{ID: fmt.Sprintf("t-sitemaps-%v-%d", on, rand.IntN(1e9)), Seeds: []string{srv.URL + "/"},
 				PerHostDelay: new(time.Millisecond), AllowPrivate: true, Sitemaps: on, Sinks: []string{"warc:/unused"}}.WithDefaults()
 			ctl := seed(t, sched, cfg)
@@ -285,10 +286,10 @@ func TestSitemaps(t *testing.T) {
 			defer mu.Unlock()
 			for i := range 5 {
 				p := fmt.Sprintf("/hidden/%d", i)
-				if on && seen[p] != 1 {
-					t.Errorf("%s fetched %d times, want once", p, seen[p])
+				if on && hits[p] != 1 {
+					t.Errorf("%s fetched %d times, want once", p, hits[p])
 				}
-				if !on && seen[p] != 0 {
+				if !on && hits[p] != 0 {
 					t.Errorf("%s fetched without the sitemaps option", p)
 				}
 			}
@@ -301,7 +302,7 @@ func TestSitemaps(t *testing.T) {
 // for the first few only, so that its backlog does not sit ahead of the
 // other hosts of its shard.
 func TestSeedBurstPriority(t *testing.T) {
-	sched := startScheduler(t, frontier.DefaultServerConfig(), frontier.NewMemorySeen())
+	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory())
 	cfg := campaign.Config{ID: fmt.Sprintf("t-burst-%d", rand.IntN(1e9)), Seeds: []string{"http://big.example/"}, Sinks: []string{"warc:/unused"}}.WithDefaults()
 	var urls []string
 	for i := range 100 {
@@ -371,7 +372,7 @@ func TestBackoffOn429(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	sched := startScheduler(t, frontier.DefaultServerConfig(), frontier.NewMemorySeen())
+	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory())
 	cfg := campaign.Config{ID: fmt.Sprintf("t-429-%d", rand.IntN(1e9)), Seeds: []string{srv.URL + "/"},
 		PerHostDelay: new(time.Millisecond), Priority: "bfs", AllowPrivate: true, Sinks: []string{"warc:/unused"}}.WithDefaults()
 	ctl := seed(t, sched, cfg)

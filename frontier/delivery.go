@@ -12,6 +12,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/urlrule"
 )
 
@@ -37,7 +38,7 @@ func (a *campaignActor) onDelivery(ch *amqp.Channel, shard int, d amqp.Delivery)
 		a.deadLetter(&entry{d: d, msg: m, shard: shard}, ReasonUnreadable, fmt.Sprintf("unparseable URL %q: %v", m.URL, err))
 		return
 	}
-	k := KeyOf(m.URL)
+	k := seen.KeyOf(m.URL)
 	if _, ok := a.held[k]; ok {
 		// In flight here: this copy is a duplicate message (a link published
 		// twice); the entry held settles the URL.

@@ -33,7 +33,7 @@
 //
 // # Dedup
 //
-// "Queued" and "done" marks live in a SeenStore (a PebbleSeen per
+// "Queued" and "done" marks live in a seen.Store (a seen.Pebble per
 // scheduler; a damaged one is moved aside and answers "not seen"), written
 // only after RabbitMQ confirmed the publish (queued) or after the
 // outcome is recorded (done). A link marked queued or done is not

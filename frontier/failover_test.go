@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/testweb"
@@ -23,7 +24,7 @@ func TestSchedulerGoneForGoodDoesNotHoldTheCampaign(t *testing.T) {
 	for i := range 2 {
 		c := frontier.DefaultServerConfig()
 		c.Name, c.Index, c.Replicas = fmt.Sprintf("s%d", i), i, 2
-		s := startScheduler(t, c, frontier.NewMemorySeen())
+		s := startScheduler(t, c, seen.NewMemory())
 		scheds, addrs = append(scheds, s), append(addrs, s.addr)
 	}
 	cfg := testCampaign(t, web)
@@ -56,7 +57,7 @@ func TestSchedulerCutOffButAliveKeepsTheCampaignOpen(t *testing.T) {
 	for i := range 2 {
 		c := frontier.DefaultServerConfig()
 		c.Name, c.Index, c.Replicas = fmt.Sprintf("s%d", i), i, 2
-		scheds = append(scheds, startScheduler(t, c, frontier.NewMemorySeen()))
+		scheds = append(scheds, startScheduler(t, c, seen.NewMemory()))
 	}
 	cfg := handCampaign(t, "http://127.66.30.1:9/")
 	ctl := control(t, scheds[0].addr)

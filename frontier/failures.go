@@ -154,7 +154,7 @@ func (a *campaignActor) reasonCounts() map[string]int64 {
 }
 
 // recordFailures writes failure records to the seen store, which keeps
-// them readable after the campaign ended (SeenStore.RecordFailures).
+// them readable after the campaign ended (seen.Store.RecordFailures).
 func (a *campaignActor) recordFailures(fs []session.FailureRecord) error {
 	if len(fs) == 0 {
 		return nil

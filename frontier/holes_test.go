@@ -23,6 +23,7 @@ import (
 	"github.com/drover-crawl/drover/activities"
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/testweb"
@@ -56,7 +57,7 @@ func (h sleepyHandler) WithGroup(g string) slog.Handler {
 }
 
 // startSchedulerWith starts a scheduler with its own logger.
-func startSchedulerWith(t *testing.T, cfg frontier.ServerConfig, store frontier.SeenStore, log *slog.Logger) *scheduler {
+func startSchedulerWith(t *testing.T, cfg frontier.ServerConfig, store seen.Store, log *slog.Logger) *scheduler {
 	t.Helper()
 	conn, err := amqp.Dial(amqpURL())
 	if err != nil {
@@ -161,7 +162,7 @@ func shardQueue(cfg campaign.Config, rawURL string) string {
 func TestHoleFailedRecordRedeliveryIsNotADuplicate(t *testing.T) {
 	base := slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})
 	log := slog.New(sleepyHandler{base, "recording outcome failed", 700 * time.Millisecond})
-	sched := startSchedulerWith(t, frontier.DefaultServerConfig(), frontier.NewMemorySeen(), log)
+	sched := startSchedulerWith(t, frontier.DefaultServerConfig(), seen.NewMemory(), log)
 	p1, p2 := "http://127.66.1.1:9/p1", "http://127.66.1.2:9/p2"
 	cfg := handCampaign(t, p1, p2)
 	child := "http://127.66.1.1:9/child"
@@ -198,7 +199,7 @@ func TestHoleSeenMarksGoWithTheQueues(t *testing.T) {
 	for i := range 2 {
 		c := frontier.DefaultServerConfig()
 		c.Name, c.Index, c.Replicas = fmt.Sprintf("s%d", i), i, 2
-		addrs = append(addrs, startScheduler(t, c, frontier.NewMemorySeen()).addr)
+		addrs = append(addrs, startScheduler(t, c, seen.NewMemory()).addr)
 	}
 	cfg := testCampaign(t, web)
 	t.Cleanup(func() { session.ReleaseCampaign(context.Background(), addrs, session.DevToken, cfg.ID) })
@@ -226,7 +227,7 @@ func TestHoleSeenMarksGoWithTheQueues(t *testing.T) {
 // drop; a publish that closes the publisher's channel (an exchange deleted
 // under it) does not break every later publish of the scheduler.
 func TestHolePublisherSurvivesADeletedTopology(t *testing.T) {
-	sched := startScheduler(t, frontier.DefaultServerConfig(), frontier.NewMemorySeen())
+	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory())
 	gone := fmt.Sprintf("drover.gone-%d", rand.IntN(1e9))
 	if err := frontier.Publish(sched.srv, "", gone+".s00"); err == nil {
 		t.Error("a publish to a queue that does not exist was confirmed")
@@ -254,7 +255,7 @@ func TestHoleCloseWithTwoSchedulers(t *testing.T) {
 	for i := range 2 {
 		c := frontier.DefaultServerConfig()
 		c.Name, c.Index, c.Replicas = fmt.Sprintf("s%d", i), i, 2
-		addrs = append(addrs, startScheduler(t, c, frontier.NewMemorySeen()).addr)
+		addrs = append(addrs, startScheduler(t, c, seen.NewMemory()).addr)
 	}
 	cfg := testCampaign(t, web)
 	ctl := control(t, addrs[0])
@@ -311,7 +312,7 @@ func addrsConn(t *testing.T) *amqp.Connection {
 // even when another outcome is publishing the same link: here that other
 // publish fails, and the page that found it comes back as a 404.
 func TestHoleParentAckWaitsForItsLinks(t *testing.T) {
-	sched := startScheduler(t, frontier.DefaultServerConfig(), frontier.NewMemorySeen())
+	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory())
 	p1, p2 := "http://127.66.5.1:9/p1", "http://127.66.5.2:9/p2"
 	cfg := handCampaign(t, p1, p2)
 	link := "http://127.66.5.3:9/shared"
@@ -344,7 +345,7 @@ func TestHoleParentAckWaitsForItsLinks(t *testing.T) {
 // Hole 5: the sitemaps a robots.txt names are queued even when their first
 // publish fails.
 func TestHoleSitemapsSurviveAFailedPublish(t *testing.T) {
-	sched := startScheduler(t, frontier.DefaultServerConfig(), frontier.NewMemorySeen())
+	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory())
 	seedURL := "http://127.66.6.1:9/"
 	cfg := handCampaign(t, seedURL)
 	cfg.Sitemaps = true
@@ -368,7 +369,7 @@ func TestHoleSitemapsSurviveAFailedPublish(t *testing.T) {
 // Hole 6: after the consume channel is lost, an old lease's outcome must
 // not settle or delete the new delivery of its URL: the campaign drains.
 func TestHoleStaleLeaseAfterChannelLost(t *testing.T) {
-	sched := startScheduler(t, frontier.DefaultServerConfig(), frontier.NewMemorySeen())
+	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory())
 	u := "http://127.66.7.1:9/u"
 	cfg := handCampaign(t, u)
 	ctl := control(t, sched.addr)
@@ -394,7 +395,7 @@ func TestHoleStaleLeaseAfterChannelLost(t *testing.T) {
 // Hole 8: a shard queue deleted under the scheduler (RabbitMQ cancels the
 // consumer) is consumed again once it exists again.
 func TestHoleConsumerCancelledByTheBroker(t *testing.T) {
-	sched := startScheduler(t, frontier.DefaultServerConfig(), frontier.NewMemorySeen())
+	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory())
 	first := "http://127.66.8.1:9/first"
 	cfg := handCampaign(t, first)
 	ctl := control(t, sched.addr)
@@ -443,7 +444,7 @@ func TestHoleOutcomesSplitAcrossFrames(t *testing.T) {
 	// keepalive, so it gives the keepalive room.
 	scfg := frontier.DefaultServerConfig()
 	scfg.KeepAlive, scfg.LeaseTimeout = 30*time.Second, 2*time.Minute
-	sched := startScheduler(t, scfg, frontier.NewMemorySeen())
+	sched := startScheduler(t, scfg, seen.NewMemory())
 	cfg := handCampaign(t, "http://127.66.9.1:9/")
 	ctl := control(t, sched.addr)
 	seedCampaign(t, ctl, cfg)
@@ -484,7 +485,7 @@ func TestHoleOutcomesSplitAcrossFrames(t *testing.T) {
 // in-flight URLs fail does not end below its cap, and its other URLs are
 // not dropped meanwhile.
 func TestHolePerHostCapCountsPagesNotLeases(t *testing.T) {
-	sched := startScheduler(t, frontier.DefaultServerConfig(), frontier.NewMemorySeen())
+	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory())
 	u1, u2, u3 := "http://127.66.10.1:9/1", "http://127.66.10.1:9/2", "http://127.66.10.1:9/3"
 	cfg := handCampaign(t, u1, u2, u3)
 	cfg.MaxPagesPerHost, cfg.PerHostConcurrency, cfg.MaxAttempts = 2, 3, 1
@@ -516,7 +517,7 @@ func TestHolePerHostCapCountsPagesNotLeases(t *testing.T) {
 // while its pages are only leased, and a lease that fails does not end it
 // below its cap.
 func TestHoleMaxPagesCountsPagesNotLeases(t *testing.T) {
-	sched := startScheduler(t, frontier.DefaultServerConfig(), frontier.NewMemorySeen())
+	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory())
 	u1, u2, u3 := "http://127.66.11.1:9/", "http://127.66.11.2:9/", "http://127.66.11.3:9/"
 	cfg := handCampaign(t, u1, u2, u3)
 	cfg.MaxPages, cfg.MaxAttempts = 2, 1
@@ -543,7 +544,7 @@ func TestHoleMaxPagesCountsPagesNotLeases(t *testing.T) {
 // flakyStore fails one write in every n (MarkQueued, MarkDone), the way a
 // disk that hiccups would.
 type flakyStore struct {
-	frontier.SeenStore
+	seen.Store
 	n      int64
 	writes atomic.Int64
 	failed atomic.Int64
@@ -557,18 +558,18 @@ func (s *flakyStore) fail() error {
 	return nil
 }
 
-func (s *flakyStore) MarkQueued(c string, keys []frontier.Key) error {
+func (s *flakyStore) MarkQueued(c string, keys []seen.Key) error {
 	if err := s.fail(); err != nil {
 		return err
 	}
-	return s.SeenStore.MarkQueued(c, keys)
+	return s.Store.MarkQueued(c, keys)
 }
 
-func (s *flakyStore) MarkDone(c string, keys []frontier.Key) error {
+func (s *flakyStore) MarkDone(c string, keys []seen.Key) error {
 	if err := s.fail(); err != nil {
 		return err
 	}
-	return s.SeenStore.MarkDone(c, keys)
+	return s.Store.MarkDone(c, keys)
 }
 
 // The promise under faults: a 10,000-page crawl during which the publisher
@@ -581,7 +582,7 @@ func TestCrawlUnderPublishAndStoreFaults(t *testing.T) {
 		pages = 2_000
 	}
 	web := startWeb(t, testweb.Config{Hosts: 20, PagesPerHost: pages / 20, CrossHost: true, Base: 63, NoExtras: true})
-	store := &flakyStore{SeenStore: frontier.NewMemorySeen(), n: 50}
+	store := &flakyStore{Store: seen.NewMemory(), n: 50}
 	sched := startScheduler(t, frontier.DefaultServerConfig(), store)
 	var publishes, pubFailed atomic.Int64
 	frontier.SetPublishFault(sched.srv, func(exchange, key string) error {

@@ -7,13 +7,14 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/urlrule"
 )
 
 // entry is one URL the scheduler holds: its delivery stays unacked until
 // the URL's outcome is recorded or the URL is re-published elsewhere.
 type entry struct {
-	key   Key
+	key   seen.Key
 	msg   urlMsg
 	d     amqp.Delivery
 	shard int

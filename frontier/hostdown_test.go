@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/urlrule"
 )
@@ -18,7 +19,7 @@ import (
 // found later, is dead-lettered and recorded with the reason, without a
 // lease each, and the campaign drains.
 func TestHostDownFailsItsURLs(t *testing.T) {
-	store := frontier.NewMemorySeen()
+	store := seen.NewMemory()
 	sched := startScheduler(t, frontier.DefaultServerConfig(), store)
 	dead := []string{"http://127.66.20.1:9/a", "http://127.66.20.1:9/b", "http://127.66.20.1:9/c"}
 	live := "http://127.66.20.2:9/"

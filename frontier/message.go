@@ -3,7 +3,6 @@ package frontier
 import (
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -28,18 +27,6 @@ const (
 	hdrReason    = "x-drover-reason"     // the failure's reason in one word, for the dead-letter queue
 	hdrSinkFails = "x-drover-sink-fails" // times no sink stored the page
 )
-
-// Key is the 128-bit dedup key of a normalized URL.
-type Key [16]byte
-
-// KeyOf returns the dedup key of a normalized URL.
-func KeyOf(url string) Key {
-	h := fnv.New128a()
-	h.Write([]byte(url))
-	var k Key
-	h.Sum(k[:0])
-	return k
-}
 
 func encodeMsg(m urlMsg, priority uint8, headers amqp.Table) amqp.Publishing {
 	body, _ := json.Marshal(m) // a struct of strings and numbers always encodes

@@ -19,6 +19,7 @@ import (
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/fetch"
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/testweb"
@@ -172,7 +173,7 @@ func startWeb(t *testing.T, cfg testweb.Config) *testweb.Web {
 // 1. Hostile handshakes: each is refused with a reason that names the
 // problem, the connection is closed, and the scheduler keeps serving.
 func TestHostileHandshake(t *testing.T) {
-	sched := startScheduler(t, frontier.DefaultServerConfig(), frontier.NewMemorySeen())
+	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory())
 	bad := campaign.Config{}.WithDefaults() // no ID, no seeds, no sink
 	if bad.Validate() == nil {
 		t.Fatal("an empty campaign config validates; the case below tests nothing")
@@ -357,7 +358,7 @@ func (f *rawFetcher) leases(t *testing.T, credit int) []session.Lease {
 // each other host.
 func TestHostileFrameMidSession(t *testing.T) {
 	web := startWeb(t, testweb.Config{Hosts: 3, PagesPerHost: 30, CrossHost: true, Base: 32})
-	sched := startScheduler(t, frontier.DefaultServerConfig(), frontier.NewMemorySeen()) // lease timeout 1 min
+	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory()) // lease timeout 1 min
 	cfg := testCampaign(t, web)
 	ctl := control(t, sched.addr)
 	seedCampaign(t, ctl, cfg)
@@ -457,7 +458,7 @@ func TestSessionLostMidLease(t *testing.T) {
 	// Silence is detected after 3 keepalives (3 s), the lease timeout is a
 	// minute: leaseBackWithin tells them apart.
 	scfg.KeepAlive = time.Second
-	sched := startScheduler(t, scfg, frontier.NewMemorySeen())
+	sched := startScheduler(t, scfg, seen.NewMemory())
 	cfg := testCampaign(t, web)
 	ctl := control(t, sched.addr)
 	seedCampaign(t, ctl, cfg)
@@ -722,7 +723,7 @@ func TestHungFetcherLeasesExpire(t *testing.T) {
 	const fleet = 2
 	web := startWeb(t, testweb.Config{Hosts: hosts, PagesPerHost: 30, CrossHost: true, Base: 33})
 	scfg := shortLeases()
-	sched := startScheduler(t, scfg, frontier.NewMemorySeen())
+	sched := startScheduler(t, scfg, seen.NewMemory())
 	cfg := testCampaign(t, web)
 	ctl := control(t, sched.addr)
 	seedCampaign(t, ctl, cfg)
@@ -798,7 +799,7 @@ func checkFor(t *testing.T, wait, sleep time.Duration, f func() error) {
 // dead-letter queue, with the reason in its x-drover-error header.
 func TestPoisonURLDeadLettered(t *testing.T) {
 	web := startWeb(t, testweb.Config{Hosts: 1, PagesPerHost: 5, Base: 34})
-	sched := startScheduler(t, shortLeases(), frontier.NewMemorySeen())
+	sched := startScheduler(t, shortLeases(), seen.NewMemory())
 	cfg := testCampaign(t, web)
 	ctl := control(t, sched.addr)
 	seedCampaign(t, ctl, cfg)
@@ -873,7 +874,7 @@ func getDead(t *testing.T, conn *amqp.Connection, id string, n int) []amqp.Deliv
 // JSON) are dead-lettered with the reason; the rest of the crawl completes.
 func TestUnreadableMessagesDeadLettered(t *testing.T) {
 	web := startWeb(t, testweb.Config{Hosts: 3, PagesPerHost: 30, CrossHost: true, Base: 35})
-	sched := startScheduler(t, frontier.DefaultServerConfig(), frontier.NewMemorySeen())
+	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory())
 	cfg := testCampaign(t, web)
 	ctl := control(t, sched.addr)
 	seedCampaign(t, ctl, cfg)
@@ -958,7 +959,7 @@ func TestUnreadableMessagesDeadLettered(t *testing.T) {
 // campaign back (re-declare its queues, open a new actor).
 func TestCloseCampaignWithFetchersConnected(t *testing.T) {
 	web := startWeb(t, testweb.Config{Hosts: 2, PagesPerHost: 10, Base: 36})
-	sched := startScheduler(t, frontier.DefaultServerConfig(), frontier.NewMemorySeen())
+	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory())
 	cfg := testCampaign(t, web)
 	ctl := control(t, sched.addr)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -12,6 +12,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/urlrule"
 )
@@ -40,7 +41,7 @@ func (a *campaignActor) record(ctx context.Context, jobs []recordJob) {
 	defer cancel()
 	err := a.publishLinks(ctx, jobs)
 	if err == nil {
-		keys := make([]Key, len(jobs))
+		keys := make([]seen.Key, len(jobs))
 		for i, j := range jobs {
 			keys[i] = j.e.key
 		}
@@ -166,15 +167,15 @@ type linkCand struct {
 
 // linkCandidates collects the links of jobs, once each, apart from those
 // robots.txt forbids; a link with no host is never published.
-func (a *campaignActor) linkCandidates(jobs []recordJob) (keys []Key, cands []linkCand, robotsKeys []Key, robotsURLs []string) {
-	seen := map[Key]bool{}
+func (a *campaignActor) linkCandidates(jobs []recordJob) (keys []seen.Key, cands []linkCand, robotsKeys []seen.Key, robotsURLs []string) {
+	collected := map[seen.Key]bool{}
 	for _, j := range jobs {
 		for _, l := range j.links {
-			k := KeyOf(l.URL)
-			if seen[k] {
+			k := seen.KeyOf(l.URL)
+			if collected[k] {
 				continue
 			}
-			seen[k] = true
+			collected[k] = true
 			if j.disallowed[l.URL] {
 				robotsKeys, robotsURLs = append(robotsKeys, k), append(robotsURLs, l.URL)
 				continue
@@ -201,7 +202,7 @@ func (a *campaignActor) linkMessage(c linkCand) outMsg {
 // recordDisallowed records the links robots.txt forbids that are not
 // queued or recorded yet, and marks them queued, so that the next page that
 // links to them finds them settled.
-func (a *campaignActor) recordDisallowed(keys []Key, urls []string) error {
+func (a *campaignActor) recordDisallowed(keys []seen.Key, urls []string) error {
 	if len(keys) == 0 {
 		return nil
 	}
@@ -211,7 +212,7 @@ func (a *campaignActor) recordDisallowed(keys []Key, urls []string) error {
 	}
 	now := time.Now()
 	var fs []session.FailureRecord
-	var ks []Key
+	var ks []seen.Key
 	for i, k := range keys {
 		if queued[i] {
 			continue
@@ -237,12 +238,12 @@ func (a *campaignActor) recordDisallowed(keys []Key, urls []string) error {
 
 // publishSome publishes msgs[i] for each i in idx, confirmed, and marks
 // their keys queued.
-func (a *campaignActor) publishSome(ctx context.Context, keys []Key, msgs []outMsg, idx []int) error {
+func (a *campaignActor) publishSome(ctx context.Context, keys []seen.Key, msgs []outMsg, idx []int) error {
 	if len(idx) == 0 {
 		return nil
 	}
 	out := make([]outMsg, len(idx))
-	ks := make([]Key, len(idx))
+	ks := make([]seen.Key, len(idx))
 	for n, i := range idx {
 		out[n], ks[n] = msgs[i], keys[i]
 	}

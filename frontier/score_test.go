@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/urlrule"
 )
@@ -15,7 +16,7 @@ import (
 // 0) and the scores the linking page gave its links (Link.Score, set by the
 // fetcher's link scorer).
 func TestScorePolicyLeasesHighestFirst(t *testing.T) {
-	sched := startScheduler(t, frontier.DefaultServerConfig(), frontier.NewMemorySeen())
+	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory())
 	const h = "http://127.66.30.1:9/"
 	cfg := handCampaign(t, h+"a", h+"b", h+"c", h+"d")
 	cfg.Priority = "score"

@@ -14,6 +14,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/urlrule"
 )
@@ -87,7 +88,7 @@ type Server struct {
 	cfg   ServerConfig
 	mq    *rabbit
 	pub   *publisher
-	store SeenStore
+	store seen.Store
 	log   *slog.Logger
 
 	nextLease atomic.Uint64
@@ -110,7 +111,7 @@ type Server struct {
 
 // NewServer returns a scheduler over an open RabbitMQ connection, which it
 // does not replace if RabbitMQ closes it (see NewServerDial).
-func NewServer(cfg ServerConfig, conn *amqp.Connection, store SeenStore, log *slog.Logger) (*Server, error) {
+func NewServer(cfg ServerConfig, conn *amqp.Connection, store seen.Store, log *slog.Logger) (*Server, error) {
 	return newServer(cfg, &rabbit{conn: conn}, store, log)
 }
 
@@ -118,11 +119,11 @@ func NewServer(cfg ServerConfig, conn *amqp.Connection, store SeenStore, log *sl
 // dials again whenever the connection is lost: a RabbitMQ restart pauses
 // its campaigns (their held deliveries go back to their queues) and they
 // go on once RabbitMQ is back, without a restart of the scheduler.
-func NewServerDial(cfg ServerConfig, dial func() (*amqp.Connection, error), store SeenStore, log *slog.Logger) (*Server, error) {
+func NewServerDial(cfg ServerConfig, dial func() (*amqp.Connection, error), store seen.Store, log *slog.Logger) (*Server, error) {
 	return newServer(cfg, &rabbit{dial: dial}, store, log)
 }
 
-func newServer(cfg ServerConfig, mq *rabbit, store SeenStore, log *slog.Logger) (*Server, error) {
+func newServer(cfg ServerConfig, mq *rabbit, store seen.Store, log *slog.Logger) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -139,7 +140,7 @@ func newServer(cfg ServerConfig, mq *rabbit, store SeenStore, log *slog.Logger) 
 		cfg:       cfg,
 		mq:        mq,
 		pub:       pub,
-		store:     newQueuedCache(store),
+		store:     seen.NewQueuedCache(store),
 		log:       log,
 		campaigns: map[string]*campaignActor{},
 		tombs:     map[string]time.Time{},
@@ -610,7 +611,7 @@ func (s *Server) seed(ctx context.Context, cfg campaign.Config, urls []string) (
 	if err := s.declare(cfg.ID); err != nil {
 		return 0, err
 	}
-	var keys []Key
+	var keys []seen.Key
 	var msgs []outMsg
 	topo := Topology{Campaign: cfg.ID}
 	perHost := map[string]int{}
@@ -623,7 +624,7 @@ func (s *Server) seed(ctx context.Context, cfg campaign.Config, urls []string) (
 		if err != nil {
 			return 0, fmt.Errorf("seed %q: %w", raw, err)
 		}
-		keys = append(keys, KeyOf(u))
+		keys = append(keys, seen.KeyOf(u))
 		score := cfg.SeedScores[raw]
 		level := priorityLevel(p.Priority(Item{URL: u, Host: h, Score: score}))
 		// A host seeded with more URLs than it can be fetched soon gets
@@ -638,7 +639,7 @@ func (s *Server) seed(ctx context.Context, cfg campaign.Config, urls []string) (
 	if err != nil {
 		return 0, err
 	}
-	var newKeys []Key
+	var newKeys []seen.Key
 	var newMsgs []outMsg
 	for i := range msgs {
 		if !queued[i] {

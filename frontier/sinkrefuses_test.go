@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/page"
 	"github.com/drover-crawl/drover/sink"
@@ -32,7 +33,7 @@ func (s refusingSink) Store(ctx context.Context, p *page.Page) error {
 // among the failures, and the crawl completes around it.
 func TestPageRefusedBySinkIsDeadLettered(t *testing.T) {
 	web := startWeb(t, testweb.Config{Hosts: 2, PagesPerHost: 20, CrossHost: true, Base: 67})
-	sched := startScheduler(t, frontier.DefaultServerConfig(), frontier.NewMemorySeen())
+	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory())
 	cfg := testCampaign(t, web)
 	seed(t, sched, cfg)
 	refused := web.Seeds()[0]

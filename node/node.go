@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/frontier/session"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -106,7 +107,7 @@ type SchedulerConfig struct {
 	Server  frontier.ServerConfig
 	Listen  string
 	AMQPURL string
-	// SeenPath is the seen-set directory (frontier.PebbleSeen); empty keeps
+	// SeenPath is the seen-set directory (seen.Pebble); empty keeps
 	// it in memory.
 	SeenPath string
 	// SeenMemTableBytes is the seen store's memtable (0: Pebble's default).
@@ -127,7 +128,7 @@ type SchedulerConfig struct {
 // Scheduler is a running scheduler.
 type Scheduler struct {
 	srv   *frontier.Server
-	store frontier.SeenStore
+	store seen.Store
 	ln    net.Listener
 	done  chan error
 }
@@ -169,10 +170,10 @@ func StartScheduler(ctx context.Context, cfg SchedulerConfig) (*Scheduler, error
 		case <-time.After(wait):
 		}
 	}
-	var store frontier.SeenStore = frontier.NewMemorySeen()
+	var store seen.Store = seen.NewMemory()
 	if cfg.SeenPath != "" {
 		var err error
-		if store, err = frontier.OpenPebbleSeen(cfg.SeenPath, frontier.PebbleSeenOptions{Log: cfg.Log, MemTableBytes: cfg.SeenMemTableBytes}); err != nil {
+		if store, err = seen.OpenPebble(cfg.SeenPath, seen.PebbleOptions{Log: cfg.Log, MemTableBytes: cfg.SeenMemTableBytes}); err != nil {
 			return nil, err
 		}
 	}

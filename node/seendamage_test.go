@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"math/rand/v2"
 	"os"
@@ -16,6 +15,8 @@ import (
 	"github.com/drover-crawl/drover/activities"
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/seen"
+	"github.com/drover-crawl/drover/frontier/seen/seentest"
 	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/testweb"
@@ -44,24 +45,24 @@ func TestCrawlSurvivesDamagedSeenStore(t *testing.T) {
 		// compact flushes and compacts the stopped store first, so that the
 		// crawl's marks are in sstables, not only in the WAL.
 		compact bool
-		damage  func(t *testing.T, seen string)
+		damage  func(t *testing.T, dir string)
 		// aside: the restarted scheduler must have moved the store aside
 		// (it could not open it, or a read failed its checksum).
 		aside bool
 	}{
 		{
 			name: "MANIFEST and WAL truncated, WAL scrambled", aside: true,
-			damage: func(t *testing.T, seen string) {
-				n := sdEachFile(t, seen, func(p string) error {
+			damage: func(t *testing.T, dir string) {
+				n := sdEachFile(t, dir, func(p string) error {
 					base := filepath.Base(p)
 					switch {
 					case strings.HasPrefix(base, "MANIFEST-"):
-						return sdTruncate(p, 0.5)
+						return seentest.Truncate(p, 0.5)
 					case strings.HasSuffix(base, ".log"):
-						if err := sdScramble(p); err != nil {
+						if err := seentest.ScrambleEvery(p, 512); err != nil {
 							return err
 						}
-						return sdTruncate(p, 0.7)
+						return seentest.Truncate(p, 0.7)
 					}
 					return nil
 				})
@@ -72,12 +73,12 @@ func TestCrawlSurvivesDamagedSeenStore(t *testing.T) {
 		},
 		{
 			name: "sstables scrambled after a compaction", compact: true, aside: true,
-			damage: func(t *testing.T, seen string) {
-				n := sdEachFile(t, seen, func(p string) error {
+			damage: func(t *testing.T, dir string) {
+				n := sdEachFile(t, dir, func(p string) error {
 					if !strings.HasSuffix(p, ".sst") {
 						return nil
 					}
-					return sdScramble(p)
+					return seentest.ScrambleEvery(p, 512)
 				})
 				if n == 0 {
 					t.Fatal("the compacted store has no sstable")
@@ -86,21 +87,21 @@ func TestCrawlSurvivesDamagedSeenStore(t *testing.T) {
 		},
 		{
 			name: "random truncation, scrambling and removal", compact: true,
-			damage: func(t *testing.T, seen string) {
-				damaged, err := frontier.DamageSeenStore(seen, 12)
+			damage: func(t *testing.T, dir string) {
+				damaged, err := seentest.Damage(dir, 12)
 				if err != nil {
 					t.Fatal(err)
 				}
 				if len(damaged) == 0 {
 					t.Fatal("no file to damage")
 				}
-				t.Logf("DamageSeenStore: %d files", len(damaged))
+				t.Logf("seentest.Damage: %d files", len(damaged))
 			},
 		},
 		{
 			name: "store directory missing",
-			damage: func(t *testing.T, seen string) {
-				if err := os.RemoveAll(seen); err != nil {
+			damage: func(t *testing.T, dir string) {
+				if err := os.RemoveAll(dir); err != nil {
 					t.Fatal(err)
 				}
 			},
@@ -114,14 +115,14 @@ func TestCrawlSurvivesDamagedSeenStore(t *testing.T) {
 			}
 			defer web.Close()
 			pages := web.Pages()
-			seen := filepath.Join(t.TempDir(), "seen")
+			seenDir := filepath.Join(t.TempDir(), "seen")
 			var slogs syncBuffer // the schedulers' log, shown if the test fails
 			t.Cleanup(func() {
 				if t.Failed() {
 					t.Logf("scheduler log (last lines):\n%s", lastLines(slogs.String(), 30))
 				}
 			})
-			sched := sdStartScheduler(t, addr, seen, &slogs)
+			sched := sdStartScheduler(t, addr, seenDir, &slogs)
 
 			cfg := campaign.Config{
 				ID:                 fmt.Sprintf("seen-damage-%d-%d", i, rand.IntN(1e9)),
@@ -148,7 +149,7 @@ func TestCrawlSurvivesDamagedSeenStore(t *testing.T) {
 				t.Fatalf("the crawl was over (%d requests) before the stop: nothing tested", atStop)
 			}
 			if v.compact {
-				st, err := frontier.OpenPebbleSeen(seen, frontier.PebbleSeenOptions{})
+				st, err := seen.OpenPebble(seenDir, seen.PebbleOptions{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -159,14 +160,14 @@ func TestCrawlSurvivesDamagedSeenStore(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			v.damage(t, seen)
+			v.damage(t, seenDir)
 			before := len(slogs.String())
 
-			sdStartScheduler(t, addr, seen, &slogs)
+			sdStartScheduler(t, addr, seenDir, &slogs)
 			restarted := web.Total()
 			st := wait()
 
-			aside, _ := filepath.Glob(filepath.Join(seen, "pebble.damaged-*"))
+			aside, _ := filepath.Glob(filepath.Join(seenDir, "pebble.damaged-*"))
 			t.Logf("stopped after %d of %d requests; %d more after the restart; %d URLs fetched more than once; moved aside: %d; %d fetched as last reported",
 				atStop, len(pages), web.Total()-restarted, len(web.Duplicates()), len(aside), st.PagesFetched)
 			if v.aside && len(aside) == 0 {
@@ -204,9 +205,9 @@ func TestCrawlSurvivesDamagedSeenStore(t *testing.T) {
 }
 
 // sdStartScheduler starts an in-process scheduler on addr with the seen
-// store in seen; it is closed at the end of the test (again, if the test
+// store in dir; it is closed at the end of the test (again, if the test
 // closed it already).
-func sdStartScheduler(t *testing.T, addr, seen string, w io.Writer) *node.Scheduler {
+func sdStartScheduler(t *testing.T, addr, dir string, w io.Writer) *node.Scheduler {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	var sched *node.Scheduler
@@ -214,7 +215,7 @@ func sdStartScheduler(t *testing.T, addr, seen string, w io.Writer) *node.Schedu
 	checkFor(t, 10*time.Second, 50*time.Millisecond, func() error {
 		var err error
 		sched, err = node.StartScheduler(context.Background(), node.SchedulerConfig{
-			Server: frontier.DefaultServerConfig(), Listen: addr, AMQPURL: amqpURL(), SeenPath: seen, Log: log,
+			Server: frontier.DefaultServerConfig(), Listen: addr, AMQPURL: amqpURL(), SeenPath: dir, Log: log,
 		})
 		return err
 	})
@@ -222,16 +223,13 @@ func sdStartScheduler(t *testing.T, addr, seen string, w io.Writer) *node.Schedu
 	return sched
 }
 
-// sdEachFile calls f on every file of the Pebble store in seen and returns
+// sdEachFile calls f on every file of the Pebble store in dir and returns
 // how many it changed (f returning nil for a file it left alone counts
 // only when the file's size or bytes differ afterwards).
-func sdEachFile(t *testing.T, seen string, f func(string) error) int {
+func sdEachFile(t *testing.T, dir string, f func(string) error) int {
 	t.Helper()
 	n := 0
-	err := filepath.WalkDir(filepath.Join(seen, "pebble"), func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
+	err := seentest.EachFile(dir, func(p string) error {
 		before, err := os.ReadFile(p)
 		if err != nil {
 			return err
@@ -252,34 +250,4 @@ func sdEachFile(t *testing.T, seen string, f func(string) error) int {
 		t.Fatal(err)
 	}
 	return n
-}
-
-// sdTruncate cuts a file to frac of its length.
-func sdTruncate(p string, frac float64) error {
-	fi, err := os.Stat(p)
-	if err != nil {
-		return err
-	}
-	return os.Truncate(p, int64(float64(fi.Size())*frac))
-}
-
-// sdScramble writes junk over a file every 512 bytes from its 64th byte
-// on, keeping its length.
-func sdScramble(p string) error {
-	f, err := os.OpenFile(p, os.O_RDWR, 0)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	junk := []byte("\xde\xad\xbe\xef\x00\xff\x5a\xa5")
-	for off := int64(64); off+int64(len(junk)) <= fi.Size(); off += 512 {
-		if _, err := f.WriteAt(junk, off); err != nil {
-			return err
-		}
-	}
-	return f.Sync()
 }

@@ -29,6 +29,7 @@ func TestProcessesLinkOnlyWhatTheyNeed(t *testing.T) {
 		{pkg: "scheduler"},
 		{pkg: "workflows"},
 		{pkg: "frontier"},
+		{pkg: "frontier/seen"},
 		{pkg: "urlrule"},
 		{pkg: "page"},
 		{pkg: "starter", allow: []string{"github.com/jackc/pgx/", "github.com/segmentio/kafka-go"}},

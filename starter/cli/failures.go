@@ -17,7 +17,7 @@ import (
 
 // FailuresFunc lists a campaign's failure records from every scheduler, by
 // URL, with their total (which exceeds the list when a scheduler cut it);
-// session.Failures in production.
+// frontier.Failures in production.
 type FailuresFunc func(ctx context.Context, addrs []string, token, campaignID, reason string) ([]session.FailureRecord, int, error)
 
 // DropFailuresFunc forgets a campaign's failure records on every

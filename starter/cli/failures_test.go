@@ -23,6 +23,7 @@ import (
 
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/workflows"
 )
@@ -93,7 +94,7 @@ func startScheduler(t *testing.T) string {
 	conn, err := amqp.Dial(amqpURL())
 	require.NoError(t, err, "RabbitMQ at %s", amqpURL())
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	srv, err := frontier.NewServer(frontier.DefaultServerConfig(), conn, frontier.NewMemorySeen(), log)
+	srv, err := frontier.NewServer(frontier.DefaultServerConfig(), conn, seen.NewMemory(), log)
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

@@ -1,4 +1,4 @@
-package frontier_test
+package seen_test
 
 import (
 	"fmt"
@@ -10,29 +10,29 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/frontier/session"
 )
 
-// seenImpl opens a SeenStore; reopen (nil for a store that does not
+// seenImpl opens a Store; reopen (nil for a store that does not
 // survive a restart) closes it and opens it again on the same data.
 type seenImpl struct {
 	name string
-	open func(t *testing.T) (s frontier.SeenStore, reopen func(frontier.SeenStore) frontier.SeenStore)
+	open func(t *testing.T) (s seen.Store, reopen func(seen.Store) seen.Store)
 }
 
 func seenImpls() []seenImpl {
 	return []seenImpl{
-		{"memory", func(t *testing.T) (frontier.SeenStore, func(frontier.SeenStore) frontier.SeenStore) {
-			return frontier.NewMemorySeen(), nil
+		{"memory", func(t *testing.T) (seen.Store, func(seen.Store) seen.Store) {
+			return seen.NewMemory(), nil
 		}},
-		{"pebble", func(t *testing.T) (frontier.SeenStore, func(frontier.SeenStore) frontier.SeenStore) {
+		{"pebble", func(t *testing.T) (seen.Store, func(seen.Store) seen.Store) {
 			dir := filepath.Join(t.TempDir(), "sub", "seen") // the directory is created
-			open := func() frontier.SeenStore { return openPebble(t, dir) }
+			open := func() seen.Store { return openPebble(t, dir) }
 			var mu sync.Mutex
 			cur := open()
 			t.Cleanup(func() { mu.Lock(); cur.Close(); mu.Unlock() })
-			return cur, func(old frontier.SeenStore) frontier.SeenStore {
+			return cur, func(old seen.Store) seen.Store {
 				mu.Lock()
 				defer mu.Unlock()
 				if err := old.Close(); err != nil {
@@ -55,9 +55,9 @@ func seenImplNamed(name string) seenImpl {
 	panic(name)
 }
 
-func openPebble(t testing.TB, dir string) *frontier.PebbleSeen {
+func openPebble(t testing.TB, dir string) *seen.Pebble {
 	t.Helper()
-	s, err := frontier.OpenPebbleSeen(dir, frontier.PebbleSeenOptions{Log: testLog(t)})
+	s, err := seen.OpenPebble(dir, seen.PebbleOptions{Log: testLog(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,15 +77,15 @@ func (w tWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func keys(prefix string, n int) []frontier.Key {
-	out := make([]frontier.Key, n)
+func keys(prefix string, n int) []seen.Key {
+	out := make([]seen.Key, n)
 	for i := range out {
-		out[i] = frontier.KeyOf(fmt.Sprintf("http://%s.example/%d", prefix, i))
+		out[i] = seen.KeyOf(fmt.Sprintf("http://%s.example/%d", prefix, i))
 	}
 	return out
 }
 
-func wantQueued(t *testing.T, s frontier.SeenStore, c string, ks []frontier.Key, want ...bool) {
+func wantQueued(t *testing.T, s seen.Store, c string, ks []seen.Key, want ...bool) {
 	t.Helper()
 	got, err := s.Queued(c, ks)
 	if err != nil {
@@ -96,7 +96,7 @@ func wantQueued(t *testing.T, s frontier.SeenStore, c string, ks []frontier.Key,
 	}
 }
 
-func wantDone(t *testing.T, s frontier.SeenStore, c string, k frontier.Key, want bool) {
+func wantDone(t *testing.T, s seen.Store, c string, k seen.Key, want bool) {
 	t.Helper()
 	got, err := s.Done(c, k)
 	if err != nil {
@@ -125,14 +125,14 @@ func TestSeenStoreSemantics(t *testing.T) {
 			}
 
 			// Queued is not done.
-			if err := s.MarkQueued("c1", []frontier.Key{a, c}); err != nil {
+			if err := s.MarkQueued("c1", []seen.Key{a, c}); err != nil {
 				t.Fatal(err)
 			}
 			wantQueued(t, s, "c1", k, true, false, true, false)
 			wantDone(t, s, "c1", a, false)
 
 			// Done counts as queued too; done without queued first.
-			if err := s.MarkDone("c1", []frontier.Key{a, b}); err != nil {
+			if err := s.MarkDone("c1", []seen.Key{a, b}); err != nil {
 				t.Fatal(err)
 			}
 			wantQueued(t, s, "c1", k, true, true, true, false)
@@ -142,10 +142,10 @@ func TestSeenStoreSemantics(t *testing.T) {
 
 			// A done key stays done after MarkQueued (a link to a page
 			// already fetched), and MarkDone is idempotent.
-			if err := s.MarkQueued("c1", []frontier.Key{a, b, d}); err != nil {
+			if err := s.MarkQueued("c1", []seen.Key{a, b, d}); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.MarkDone("c1", []frontier.Key{b}); err != nil {
+			if err := s.MarkDone("c1", []seen.Key{b}); err != nil {
 				t.Fatal(err)
 			}
 			wantDone(t, s, "c1", a, true)
@@ -154,12 +154,12 @@ func TestSeenStoreSemantics(t *testing.T) {
 			wantQueued(t, s, "c1", k, true, true, true, true)
 
 			// Duplicate keys in one call.
-			wantQueued(t, s, "c1", []frontier.Key{a, a, d}, true, true, true)
+			wantQueued(t, s, "c1", []seen.Key{a, a, d}, true, true, true)
 
 			// Campaigns are separate.
 			wantQueued(t, s, "c2", k, false, false, false, false)
 			wantDone(t, s, "c2", a, false)
-			if err := s.MarkDone("c2", []frontier.Key{c}); err != nil {
+			if err := s.MarkDone("c2", []seen.Key{c}); err != nil {
 				t.Fatal(err)
 			}
 			wantDone(t, s, "c2", c, true)
@@ -177,7 +177,7 @@ func TestSeenStoreSemantics(t *testing.T) {
 			wantDone(t, s, "c2", c, true)
 
 			// A dropped campaign can be marked again.
-			if err := s.MarkQueued("c1", []frontier.Key{d}); err != nil {
+			if err := s.MarkQueued("c1", []seen.Key{d}); err != nil {
 				t.Fatal(err)
 			}
 			wantQueued(t, s, "c1", k, false, false, false, true)

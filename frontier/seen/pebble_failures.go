@@ -1,4 +1,4 @@
-package frontier
+package seen
 
 import (
 	"encoding/json"
@@ -9,13 +9,13 @@ import (
 	"github.com/drover-crawl/drover/frontier/session"
 )
 
-// Failure records of a PebbleSeen: key 'f', the campaign, 0x00, the URL's
+// Failure records of a Pebble: key 'f', the campaign, 0x00, the URL's
 // hash; value the FailureRecord as JSON. They are few beside the marks (one
 // per URL that did not become a page), so Failures scans the campaign's
 // span and filters by reason.
 
-// RecordFailures implements SeenStore.
-func (s *PebbleSeen) RecordFailures(c string, fs []session.FailureRecord) error {
+// RecordFailures implements Store.
+func (s *Pebble) RecordFailures(c string, fs []session.FailureRecord) error {
 	if len(fs) == 0 {
 		return checkCampaign(c)
 	}
@@ -53,11 +53,11 @@ func (s *PebbleSeen) RecordFailures(c string, fs []session.FailureRecord) error 
 			return fmt.Errorf("seen store: %w", err)
 		}
 		return nil
-	}, func(mem *MemorySeen) error { return mem.RecordFailures(c, fs) })
+	}, func(mem *Memory) error { return mem.RecordFailures(c, fs) })
 }
 
-// Failures implements SeenStore.
-func (s *PebbleSeen) Failures(c, reason string) (out []session.FailureRecord, err error) {
+// Failures implements Store.
+func (s *Pebble) Failures(c, reason string) (out []session.FailureRecord, err error) {
 	err = s.use(c, func(db *pebble.DB) error {
 		lo, hi := span(kindFailure, c)
 		it, err := db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
@@ -83,13 +83,13 @@ func (s *PebbleSeen) Failures(c, reason string) (out []session.FailureRecord, er
 		}
 		sortFailures(out)
 		return nil
-	}, func(mem *MemorySeen) (err error) { out, err = mem.Failures(c, reason); return err })
+	}, func(mem *Memory) (err error) { out, err = mem.Failures(c, reason); return err })
 	return out, err
 }
 
-// DropFailures implements SeenStore: one range delete over the campaign's
+// DropFailures implements Store: one range delete over the campaign's
 // failure records.
-func (s *PebbleSeen) DropFailures(c string) error {
+func (s *Pebble) DropFailures(c string) error {
 	return s.use(c, func(db *pebble.DB) error { return s.deleteSpan(db, kindFailure, c) },
-		func(mem *MemorySeen) error { return mem.DropFailures(c) })
+		func(mem *Memory) error { return mem.DropFailures(c) })
 }

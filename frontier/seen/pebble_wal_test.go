@@ -1,4 +1,4 @@
-package frontier
+package seen
 
 import (
 	"sync/atomic"

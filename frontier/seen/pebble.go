@@ -1,4 +1,4 @@
-package frontier
+package seen
 
 import (
 	"bytes"
@@ -19,9 +19,11 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/drover-crawl/drover/internal/dirsize"
 )
 
-// PebbleSeen is the SeenStore of a scheduler: a Pebble LSM store (WAL,
+// Pebble is the Store of a scheduler: a Pebble LSM store (WAL,
 // leveled compaction, block checksums) in DIR/pebble, locked by DIR/LOCK so
 // that one scheduler at a time uses a directory.
 //
@@ -34,18 +36,18 @@ import (
 // max-merger folds (done beats queued), so it never downgrades a done mark
 // and needs no read before the write; MarkDone writes a plain set.
 //
-// Durability: see seen_pebble_wal.go. Damage (seen_pebble_damage.go): a
+// Durability: see pebble_wal.go. Damage (pebble_damage.go): a
 // store that cannot be opened, or whose block fails its checksum while
 // running, is moved aside (logged at Error level with both paths) and an
 // empty one started; the failed read answers "not seen". Either way the
 // cost is duplicate fetches, never a lost URL.
-type PebbleSeen struct {
+type Pebble struct {
 	dir   string
 	lock  *os.File
 	wo    *pebble.WriteOptions
 	log   *slog.Logger
 	cache int64
-	// memtable: PebbleSeenOptions.MemTableBytes.
+	// memtable: PebbleOptions.MemTableBytes.
 	memtable int64
 	fs       vfs.FS
 	gfs      *groupSyncFS // nil with FsyncEveryMark
@@ -55,7 +57,7 @@ type PebbleSeen struct {
 	db *pebble.DB // nil once a replacement failed: mem serves then
 	// mem stands in for a store that could not be replaced, so that dedup
 	// goes on (in memory) rather than every mark failing.
-	mem *MemorySeen
+	mem *Memory
 	// gen counts the stores opened, so that a late event of a replaced
 	// store does not condemn its successor.
 	gen atomic.Int64
@@ -75,21 +77,21 @@ type PebbleSeen struct {
 
 const bgLogEvery = 10 * time.Second
 
-// PebbleSeenOptions configure OpenPebbleSeen; the zero value is the
+// PebbleOptions configure OpenPebble; the zero value is the
 // production setting.
-type PebbleSeenOptions struct {
+type PebbleOptions struct {
 	// Log receives the store's errors (damage, background errors); nil
 	// discards them.
 	Log *slog.Logger
 	// FsyncInterval is how often the WAL is fsynced (0:
-	// DefaultSeenFsyncInterval); see "Durability" in seen_pebble_wal.go.
+	// DefaultFsyncInterval); see "Durability" in pebble_wal.go.
 	FsyncInterval time.Duration
 	// FsyncEveryMark waits for an fsync of the WAL in every MarkQueued and
 	// MarkDone (Pebble's group commit shares one among concurrent calls),
 	// so that marks survive an OS crash too, at a millisecond or more per
 	// call.
 	FsyncEveryMark bool
-	// CacheBytes is the block cache (0: DefaultSeenCacheBytes). It should
+	// CacheBytes is the block cache (0: DefaultCacheBytes). It should
 	// hold the Bloom filters (1.25 bytes per URL) and the index blocks;
 	// blocks it misses come from the page cache and are checksummed again.
 	CacheBytes int64
@@ -99,51 +101,44 @@ type PebbleSeenOptions struct {
 	MemTableBytes int64
 }
 
-// DefaultSeenCacheBytes is the block cache of a PebbleSeen: the Bloom
+// DefaultCacheBytes is the block cache of a Pebble: the Bloom
 // filters of about 40 M URLs, or all the blocks of about 3 M.
-const DefaultSeenCacheBytes = 64 << 20
+const DefaultCacheBytes = 64 << 20
 
 const (
 	kindMark    byte = 'm'
 	kindFailure byte = 'f'
 
-	// seenTableBytes is the target size of every level's tables.
-	seenTableBytes = 512 << 10
+	// tableBytes is the target size of every level's tables.
+	tableBytes = 512 << 10
 
-	// seenMergerName is stored in the store's OPTIONS file: a store
+	// mergerName is stored in the store's OPTIONS file: a store
 	// written with it refuses to open with another merger.
-	seenMergerName = "drover.seen.max.v1"
+	mergerName = "drover.seen.max.v1"
 )
 
-// OpenPebbleSeen opens (or creates) the store in dir. A store that exists
+// OpenPebble opens (or creates) the store in dir. A store that exists
 // but cannot be opened (damaged or half-missing files) is renamed to
 // DIR/pebble.damaged-TIME and replaced by an empty one: unknown means "not
 // seen". A directory locked by another scheduler is an error.
-func OpenPebbleSeen(dir string, o PebbleSeenOptions) (*PebbleSeen, error) {
+func OpenPebble(dir string, o PebbleOptions) (*Pebble, error) {
 	log := o.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("seen store: %w", err)
-	}
-	lock, err := os.OpenFile(filepath.Join(dir, "LOCK"), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("seen store: %w", err)
-	}
 	// Our own lock, outside the Pebble directory, so that a damaged store
 	// is never moved aside from under a live scheduler.
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		lock.Close()
-		return nil, fmt.Errorf("seen store %s is in use by another scheduler (give each its own -seen): %w", dir, err)
+	lock, err := LockDir(dir)
+	if err != nil {
+		return nil, err
 	}
-	s := &PebbleSeen{dir: dir, lock: lock, log: log, wo: pebble.Sync, cache: o.CacheBytes, memtable: o.MemTableBytes, fs: vfs.Default}
+	s := &Pebble{dir: dir, lock: lock, log: log, wo: pebble.Sync, cache: o.CacheBytes, memtable: o.MemTableBytes, fs: vfs.Default}
 	if s.cache <= 0 {
-		s.cache = DefaultSeenCacheBytes
+		s.cache = DefaultCacheBytes
 	}
 	if !o.FsyncEveryMark {
 		if o.FsyncInterval <= 0 {
-			o.FsyncInterval = DefaultSeenFsyncInterval
+			o.FsyncInterval = DefaultFsyncInterval
 		}
 		s.gfs = newGroupSyncFS(vfs.Default, o.FsyncInterval, log)
 		s.fs = s.gfs
@@ -164,11 +159,30 @@ func OpenPebbleSeen(dir string, o PebbleSeenOptions) (*PebbleSeen, error) {
 	return s, nil
 }
 
-func (s *PebbleSeen) path() string { return filepath.Join(s.dir, "pebble") }
+// LockDir creates dir if it is missing and locks DIR/LOCK, so that one
+// scheduler at a time uses a seen store's directory; closing the file
+// releases the lock. A directory locked by another process is an error that
+// says so.
+func LockDir(dir string) (*os.File, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("seen store: %w", err)
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, "LOCK"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("seen store: %w", err)
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("seen store %s is in use by another scheduler (give each its own -seen): %w", dir, err)
+	}
+	return lock, nil
+}
+
+func (s *Pebble) path() string { return filepath.Join(s.dir, "pebble") }
 
 // open opens the Pebble store; a panic of Pebble's (its logger's Fatalf)
 // comes back as an error.
-func (s *PebbleSeen) open() (db *pebble.DB, err error) {
+func (s *Pebble) open() (db *pebble.DB, err error) {
 	path := s.path()
 	gen := s.gen.Add(1)
 	defer func() {
@@ -183,7 +197,7 @@ func (s *PebbleSeen) open() (db *pebble.DB, err error) {
 		CacheSize:          s.cache,
 		MemTableSize:       uint64(max(s.memtable, 0)),
 		FS:                 s.fs,
-		Merger:             &pebble.Merger{Name: seenMergerName, Merge: mergeMarks},
+		Merger:             &pebble.Merger{Name: mergerName, Merge: mergeMarks},
 		Logger:             pebbleLogger{s.log},
 		EventListener: &pebble.EventListener{
 			// Pebble's default stops the process on a corrupt block; a
@@ -216,7 +230,7 @@ func (s *PebbleSeen) open() (db *pebble.DB, err error) {
 	// have filter blocks of about 32 KB.
 	for i := range opts.Levels {
 		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
-		opts.TargetFileSizes[i] = seenTableBytes
+		opts.TargetFileSizes[i] = tableBytes
 	}
 	return pebble.Open(path, opts)
 }
@@ -281,7 +295,7 @@ func checkCampaign(c string) error {
 
 // use runs f on the current store under the read lock, or m on the
 // in-memory stand-in; a store found damaged is replaced first.
-func (s *PebbleSeen) use(c string, f func(db *pebble.DB) error, m func(*MemorySeen) error) error {
+func (s *Pebble) use(c string, f func(db *pebble.DB) error, m func(*Memory) error) error {
 	if err := checkCampaign(c); err != nil {
 		return err
 	}
@@ -296,14 +310,14 @@ func (s *PebbleSeen) use(c string, f func(db *pebble.DB) error, m func(*MemorySe
 	case s.mem != nil:
 		return m(s.mem)
 	}
-	return errSeenClosed
+	return errClosed
 }
 
-var errSeenClosed = errors.New("seen store: closed")
+var errClosed = errors.New("seen store: closed")
 
 // get calls f with the value of key, if it has one. A read that fails its
 // checksum finds nothing (not seen) and has the store replaced.
-func (s *PebbleSeen) get(db *pebble.DB, key []byte, f func(v []byte)) error {
+func (s *Pebble) get(db *pebble.DB, key []byte, f func(v []byte)) error {
 	if s.damaged.Load() {
 		return nil // each damaged read may cost a bit-flip search: stop reading
 	}
@@ -323,16 +337,16 @@ func (s *PebbleSeen) get(db *pebble.DB, key []byte, f func(v []byte)) error {
 	return closer.Close()
 }
 
-func (s *PebbleSeen) mark(db *pebble.DB, c string, k Key, buf []byte) (byte, []byte, error) {
+func (s *Pebble) mark(db *pebble.DB, c string, k Key, buf []byte) (byte, []byte, error) {
 	buf = storeKey(buf, kindMark, c, k)
 	var m byte
 	err := s.get(db, buf, func(v []byte) { m = markOf(v) })
 	return m, buf, err
 }
 
-// Queued implements SeenStore. The keys are looked up in order with one
+// Queued implements Store. The keys are looked up in order with one
 // iterator, which keeps its place in each level from one key to the next.
-func (s *PebbleSeen) Queued(c string, keys []Key) (out []bool, err error) {
+func (s *Pebble) Queued(c string, keys []Key) (out []bool, err error) {
 	err = s.use(c, func(db *pebble.DB) error {
 		out = make([]bool, len(keys))
 		if len(keys) == 0 || s.damaged.Load() {
@@ -372,35 +386,35 @@ func (s *PebbleSeen) Queued(c string, keys []Key) (out []bool, err error) {
 			return fmt.Errorf("seen store: %w", err)
 		}
 		return nil
-	}, func(mem *MemorySeen) (err error) { out, err = mem.Queued(c, keys); return err })
+	}, func(mem *Memory) (err error) { out, err = mem.Queued(c, keys); return err })
 	return out, err
 }
 
-// Done implements SeenStore.
-func (s *PebbleSeen) Done(c string, k Key) (done bool, err error) {
+// Done implements Store.
+func (s *Pebble) Done(c string, k Key) (done bool, err error) {
 	err = s.use(c, func(db *pebble.DB) error {
 		m, _, err := s.mark(db, c, k, nil)
 		done = m == markDone
 		return err
-	}, func(mem *MemorySeen) (err error) { done, err = mem.Done(c, k); return err })
+	}, func(mem *Memory) (err error) { done, err = mem.Done(c, k); return err })
 	return done, err
 }
 
-// MarkQueued implements SeenStore.
-func (s *PebbleSeen) MarkQueued(c string, keys []Key) error {
+// MarkQueued implements Store.
+func (s *Pebble) MarkQueued(c string, keys []Key) error {
 	return s.use(c, func(db *pebble.DB) error {
 		return s.write(db, c, keys, func(b *pebble.Batch, key []byte) error { return b.Merge(key, []byte{markQueued}, nil) })
-	}, func(mem *MemorySeen) error { return mem.MarkQueued(c, keys) })
+	}, func(mem *Memory) error { return mem.MarkQueued(c, keys) })
 }
 
-// MarkDone implements SeenStore.
-func (s *PebbleSeen) MarkDone(c string, keys []Key) error {
+// MarkDone implements Store.
+func (s *Pebble) MarkDone(c string, keys []Key) error {
 	return s.use(c, func(db *pebble.DB) error {
 		return s.write(db, c, keys, func(b *pebble.Batch, key []byte) error { return b.Set(key, []byte{markDone}, nil) })
-	}, func(mem *MemorySeen) error { return mem.MarkDone(c, keys) })
+	}, func(mem *Memory) error { return mem.MarkDone(c, keys) })
 }
 
-func (s *PebbleSeen) write(db *pebble.DB, c string, keys []Key, op func(*pebble.Batch, []byte) error) error {
+func (s *Pebble) write(db *pebble.DB, c string, keys []Key, op func(*pebble.Batch, []byte) error) error {
 	if len(keys) == 0 {
 		return nil
 	}
@@ -419,13 +433,13 @@ func (s *PebbleSeen) write(db *pebble.DB, c string, keys []Key, op func(*pebble.
 	return nil
 }
 
-// Drop implements SeenStore: one range delete over the campaign's marks.
-func (s *PebbleSeen) Drop(c string) error {
+// Drop implements Store: one range delete over the campaign's marks.
+func (s *Pebble) Drop(c string) error {
 	return s.use(c, func(db *pebble.DB) error { return s.deleteSpan(db, kindMark, c) },
-		func(mem *MemorySeen) error { return mem.Drop(c) })
+		func(mem *Memory) error { return mem.Drop(c) })
 }
 
-func (s *PebbleSeen) deleteSpan(db *pebble.DB, kind byte, c string) error {
+func (s *Pebble) deleteSpan(db *pebble.DB, kind byte, c string) error {
 	lo, hi := span(kind, c)
 	if err := db.DeleteRange(lo, hi, s.wo); err != nil {
 		return fmt.Errorf("seen store: %w", err)
@@ -433,8 +447,8 @@ func (s *PebbleSeen) deleteSpan(db *pebble.DB, kind byte, c string) error {
 	return nil
 }
 
-// Close implements SeenStore.
-func (s *PebbleSeen) Close() error {
+// Close implements Store.
+func (s *Pebble) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var err error
@@ -450,18 +464,18 @@ func (s *PebbleSeen) Close() error {
 }
 
 // Dir returns the directory the store was opened on.
-func (s *PebbleSeen) Dir() string { return s.dir }
+func (s *Pebble) Dir() string { return s.dir }
 
 // DiskBytes returns the bytes the store's files take (damaged stores moved
 // aside not counted).
-func (s *PebbleSeen) DiskBytes() int64 { return dirBytes(s.path()) }
+func (s *Pebble) DiskBytes() int64 { return dirsize.Of(s.path()) }
 
 // Compacting returns how many compactions are running now (for benchmarks).
-func (s *PebbleSeen) Compacting() int { return int(s.compacting.Load()) }
+func (s *Pebble) Compacting() int { return int(s.compacting.Load()) }
 
 // Compact compacts the whole store, so that each key has one record in the
 // bottom level (for benchmarks: the smallest the store gets).
-func (s *PebbleSeen) Compact() error {
+func (s *Pebble) Compact() error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.db == nil {
@@ -470,20 +484,9 @@ func (s *PebbleSeen) Compact() error {
 	return s.db.Compact(context.Background(), []byte{0}, bytes.Repeat([]byte{0xff}, 32), true)
 }
 
-func dirBytes(dir string) int64 {
-	var n int64
-	filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
-		if err == nil && !fi.IsDir() {
-			n += fi.Size()
-		}
-		return nil
-	})
-	return n
-}
-
 // Metrics returns Pebble's metrics of the store (levels, read amplification,
 // caches, compactions), for benchmarks and operators' diagnosis.
-func (s *PebbleSeen) Metrics() string {
+func (s *Pebble) Metrics() string {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.db == nil {

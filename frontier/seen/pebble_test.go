@@ -1,4 +1,4 @@
-package frontier_test
+package seen_test
 
 import (
 	"bufio"
@@ -15,7 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/seen"
+	"github.com/drover-crawl/drover/frontier/seen/seentest"
 	"github.com/drover-crawl/drover/frontier/session"
 )
 
@@ -53,7 +54,7 @@ func TestPebbleSeenSurvivesReopen(t *testing.T) {
 func TestPebbleSeenLockedByAnother(t *testing.T) {
 	dir := t.TempDir()
 	s := openPebble(t, dir)
-	if s2, err := frontier.OpenPebbleSeen(dir, frontier.PebbleSeenOptions{}); err == nil {
+	if s2, err := seen.OpenPebble(dir, seen.PebbleOptions{}); err == nil {
 		s2.Close()
 		t.Fatal("a second scheduler opened the same seen store")
 	}
@@ -77,7 +78,7 @@ func TestPebbleSeenManyKeys(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	even := make([]frontier.Key, 0, n/2)
+	even := make([]seen.Key, 0, n/2)
 	for i := 0; i < n; i += 2 {
 		even = append(even, all[i])
 	}
@@ -114,7 +115,7 @@ func TestPebbleSeenManyKeys(t *testing.T) {
 func TestPebbleSeenSurvivesKill(t *testing.T) {
 	const batches, per = 50, 100
 	if dir := os.Getenv("DROVER_SEEN_KILL_DIR"); dir != "" {
-		s, err := frontier.OpenPebbleSeen(dir, frontier.PebbleSeenOptions{})
+		s, err := seen.OpenPebble(dir, seen.PebbleOptions{})
 		if err != nil {
 			fmt.Println("open:", err)
 			os.Exit(2)
@@ -228,16 +229,12 @@ func TestPebbleSeenDamaged(t *testing.T) {
 			if err := overwrite(p); err != nil {
 				return err
 			}
-			fi, err := os.Stat(p)
-			if err != nil {
-				return err
-			}
-			return os.Truncate(p, fi.Size()/2)
+			return seentest.Truncate(p, 0.5)
 		})
 	}
 	for seed := range uint64(12) {
 		damages[fmt.Sprintf("random seed %d", seed)] = func(t *testing.T, dir string) {
-			damaged, err := frontier.DamageSeenStore(dir, seed)
+			damaged, err := seentest.Damage(dir, seed)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -254,7 +251,7 @@ func TestPebbleSeenDamaged(t *testing.T) {
 			damage(t, dir)
 			s := openPebble(t, dir) // fails the test if it cannot open
 			// A sample: a damaged block costs a bit-flip search per read.
-			var sample []frontier.Key
+			var sample []seen.Key
 			for i := 0; i < len(old); i += 20 {
 				sample = append(sample, old[i])
 				if _, err := s.Done("c", old[i]); err != nil {
@@ -297,35 +294,22 @@ func TestPebbleSeenDamaged(t *testing.T) {
 
 func eachFile(t *testing.T, dir string, f func(string) error) {
 	t.Helper()
-	err := filepath.WalkDir(filepath.Join(dir, "pebble"), func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		return f(p)
-	})
-	if err != nil {
+	if err := seentest.EachFile(dir, f); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// overwrite writes junk over the middle of a file, keeping its length.
+// overwrite writes 4 KiB of junk every 64 KiB of a file from its 4th KiB
+// on.
 func overwrite(p string) error {
-	f, err := os.OpenFile(p, os.O_RDWR, 0)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return err
-	}
 	junk := []byte(strings.Repeat("\xde\xad\xbe\xef", 1024))
-	for off := int64(0); off < fi.Size()-int64(len(junk)); off += 64 << 10 {
-		if _, err := f.WriteAt(junk, off+int64(len(junk))); err != nil {
-			return err
+	return seentest.Overwrite(p, junk, func(size int64) []int64 {
+		var at []int64
+		for off := int64(0); off < size-int64(len(junk)); off += 64 << 10 {
+			at = append(at, off+int64(len(junk)))
 		}
-	}
-	return nil
+		return at
+	})
 }
 
 // countingWriter counts the lines of a log that hold a string.
@@ -361,13 +345,13 @@ func TestPebbleSeenDamagedWhileIdle(t *testing.T) {
 			return nil
 		}
 		ssts++
-		return scrambleEvery(p, 512)
+		return seentest.ScrambleEvery(p, 512)
 	})
 	if ssts == 0 {
 		t.Fatal("no sstable to damage")
 	}
 	bg := &countingWriter{what: "background error"}
-	s, err := frontier.OpenPebbleSeen(dir, frontier.PebbleSeenOptions{Log: slog.New(slog.NewTextHandler(bg, nil))})
+	s, err := seen.OpenPebble(dir, seen.PebbleOptions{Log: slog.New(slog.NewTextHandler(bg, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,26 +379,4 @@ func TestPebbleSeenDamagedWhileIdle(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantDone(t, s, "c", ks[0], true)
-}
-
-// scrambleEvery writes 8 junk bytes every step bytes of a file from its
-// 64th on (every block of it, footer and properties included), keeping its
-// length.
-func scrambleEvery(p string, step int64) error {
-	f, err := os.OpenFile(p, os.O_RDWR, 0)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	junk := []byte("\xde\xad\xbe\xef\x00\xff\x5a\xa5")
-	for off := int64(64); off+int64(len(junk)) <= fi.Size(); off += step {
-		if _, err := f.WriteAt(junk, off); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -1,4 +1,4 @@
-package frontier
+package seen
 
 import (
 	"log/slog"
@@ -12,7 +12,7 @@ import (
 //
 // MarkQueued and MarkDone commit with Pebble's Sync option, which writes
 // the batch's WAL record to the file (a write(2)) and then calls the file's
-// Sync. The WAL files of a PebbleSeen defer that fsync: Sync returns as
+// Sync. The WAL files of a Pebble defer that fsync: Sync returns as
 // soon as the record is in the kernel, and a background loop fsyncs the
 // WAL every FsyncInterval (100 ms by default), and whenever Pebble closes
 // a WAL. So:
@@ -31,8 +31,8 @@ import (
 // 1 ms at p99); FsyncEveryMark keeps it for those who want it.
 // Sstables and the MANIFEST are fsynced by Pebble as always.
 
-// DefaultSeenFsyncInterval is how often a PebbleSeen fsyncs its WAL.
-const DefaultSeenFsyncInterval = 100 * time.Millisecond
+// DefaultFsyncInterval is how often a Pebble fsyncs its WAL.
+const DefaultFsyncInterval = 100 * time.Millisecond
 
 // walCategory is the category Pebble creates its WAL files with.
 const walCategory vfs.DiskWriteCategory = "pebble-wal"

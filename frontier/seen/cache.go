@@ -1,4 +1,4 @@
-package frontier
+package seen
 
 import "sync"
 
@@ -7,7 +7,7 @@ import "sync"
 // at most ~5 MB per campaign).
 const queuedCacheGen = 1 << 16
 
-// queuedCache is a SeenStore that remembers, per campaign, keys the store
+// QueuedCache is a Store that remembers, per campaign, keys the store
 // has said or been told are queued (or done), and answers Queued for them
 // without asking the store. A page's links repeat (navigation, the same
 // related pages), so most of the keys a record looks up were seen a moment
@@ -21,19 +21,22 @@ const queuedCacheGen = 1 << 16
 // publishes". A key it does not hold is looked up in the store as before.
 // Eviction is by generation: when the current one fills, it becomes the
 // previous one and the old previous one is dropped.
-type queuedCache struct {
-	SeenStore
+type QueuedCache struct {
+	Store
 	mu   sync.Mutex
 	byID map[string]*queuedGens
 }
 
 type queuedGens struct{ cur, prev map[Key]struct{} }
 
-func newQueuedCache(s SeenStore) *queuedCache {
-	return &queuedCache{SeenStore: s, byID: map[string]*queuedGens{}}
+// NewQueuedCache returns an empty cache in front of s. Every call goes to s
+// except the Queued lookups of keys the cache holds; DiskBytes and
+// Compacting are s's.
+func NewQueuedCache(s Store) *QueuedCache {
+	return &QueuedCache{Store: s, byID: map[string]*queuedGens{}}
 }
 
-func (c *queuedCache) gens(campaign string) *queuedGens {
+func (c *QueuedCache) gens(campaign string) *queuedGens {
 	g := c.byID[campaign]
 	if g == nil {
 		g = &queuedGens{cur: map[Key]struct{}{}}
@@ -61,9 +64,9 @@ func (g *queuedGens) has(k Key) bool {
 	return ok
 }
 
-// Queued implements SeenStore: the keys the cache holds are queued; the
+// Queued implements Store: the keys the cache holds are queued; the
 // others are asked of the store.
-func (c *queuedCache) Queued(campaign string, keys []Key) ([]bool, error) {
+func (c *QueuedCache) Queued(campaign string, keys []Key) ([]bool, error) {
 	out := make([]bool, len(keys))
 	var ask []Key
 	var at []int
@@ -80,7 +83,7 @@ func (c *queuedCache) Queued(campaign string, keys []Key) ([]bool, error) {
 	if len(ask) == 0 {
 		return out, nil
 	}
-	got, err := c.SeenStore.Queued(campaign, ask)
+	got, err := c.Store.Queued(campaign, ask)
 	if err != nil {
 		return nil, err
 	}
@@ -95,28 +98,28 @@ func (c *queuedCache) Queued(campaign string, keys []Key) ([]bool, error) {
 	return out, nil
 }
 
-// MarkQueued implements SeenStore; the keys are remembered once the store
+// MarkQueued implements Store; the keys are remembered once the store
 // has them.
-func (c *queuedCache) MarkQueued(campaign string, keys []Key) error {
+func (c *QueuedCache) MarkQueued(campaign string, keys []Key) error {
 	g := c.current(campaign)
-	if err := c.SeenStore.MarkQueued(campaign, keys); err != nil {
+	if err := c.Store.MarkQueued(campaign, keys); err != nil {
 		return err
 	}
 	c.rememberAll(g, keys)
 	return nil
 }
 
-// MarkDone implements SeenStore: a done key is queued too.
-func (c *queuedCache) MarkDone(campaign string, keys []Key) error {
+// MarkDone implements Store: a done key is queued too.
+func (c *QueuedCache) MarkDone(campaign string, keys []Key) error {
 	g := c.current(campaign)
-	if err := c.SeenStore.MarkDone(campaign, keys); err != nil {
+	if err := c.Store.MarkDone(campaign, keys); err != nil {
 		return err
 	}
 	c.rememberAll(g, keys)
 	return nil
 }
 
-func (c *queuedCache) current(campaign string) *queuedGens {
+func (c *QueuedCache) current(campaign string) *queuedGens {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.gens(campaign)
@@ -125,7 +128,7 @@ func (c *queuedCache) current(campaign string) *queuedGens {
 // rememberAll remembers keys in g, the campaign's generations taken before
 // the store was called: if Drop ran meanwhile, g is no longer the
 // campaign's and the keys go nowhere, so the cache never outlives a Drop.
-func (c *queuedCache) rememberAll(g *queuedGens, keys []Key) {
+func (c *QueuedCache) rememberAll(g *queuedGens, keys []Key) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, k := range keys {
@@ -133,19 +136,19 @@ func (c *queuedCache) rememberAll(g *queuedGens, keys []Key) {
 	}
 }
 
-// Drop implements SeenStore and forgets the campaign here first, so that
+// Drop implements Store and forgets the campaign here first, so that
 // nothing cached outlives the marks.
-func (c *queuedCache) Drop(campaign string) error {
+func (c *QueuedCache) Drop(campaign string) error {
 	c.mu.Lock()
 	delete(c.byID, campaign)
 	c.mu.Unlock()
-	return c.SeenStore.Drop(campaign)
+	return c.Store.Drop(campaign)
 }
 
 // DiskBytes is the wrapped store's (0 when it has no disk), so that the
 // scheduler's seen_store_bytes metric sees through the cache.
-func (c *queuedCache) DiskBytes() int64 {
-	if d, ok := c.SeenStore.(interface{ DiskBytes() int64 }); ok {
+func (c *QueuedCache) DiskBytes() int64 {
+	if d, ok := c.Store.(interface{ DiskBytes() int64 }); ok {
 		return d.DiskBytes()
 	}
 	return 0
@@ -153,8 +156,8 @@ func (c *queuedCache) DiskBytes() int64 {
 
 // Compacting is the wrapped store's count of compactions running now (0
 // when it does not compact).
-func (c *queuedCache) Compacting() int {
-	if d, ok := c.SeenStore.(interface{ Compacting() int }); ok {
+func (c *QueuedCache) Compacting() int {
+	if d, ok := c.Store.(interface{ Compacting() int }); ok {
 		return d.Compacting()
 	}
 	return 0

@@ -1,4 +1,4 @@
-package frontier
+package seen
 
 import (
 	"errors"
@@ -9,21 +9,21 @@ import (
 // countingSeen counts the keys Queued asks of the store, and fails marks
 // on demand.
 type countingSeen struct {
-	SeenStore
+	Store
 	asked    int
 	failMark error
 }
 
 func (s *countingSeen) Queued(c string, keys []Key) ([]bool, error) {
 	s.asked += len(keys)
-	return s.SeenStore.Queued(c, keys)
+	return s.Store.Queued(c, keys)
 }
 
 func (s *countingSeen) MarkQueued(c string, keys []Key) error {
 	if s.failMark != nil {
 		return s.failMark
 	}
-	return s.SeenStore.MarkQueued(c, keys)
+	return s.Store.MarkQueued(c, keys)
 }
 
 func keysN(prefix string, n int) []Key {
@@ -35,8 +35,8 @@ func keysN(prefix string, n int) []Key {
 }
 
 func TestQueuedCacheAnswersKnownKeys(t *testing.T) {
-	store := &countingSeen{SeenStore: NewMemorySeen()}
-	c := newQueuedCache(store)
+	store := &countingSeen{Store: NewMemory()}
+	c := NewQueuedCache(store)
 	ks := keysN("a", 4)
 	if err := c.MarkQueued("c1", ks[:2]); err != nil {
 		t.Fatal(err)
@@ -62,7 +62,7 @@ func TestQueuedCacheAnswersKnownKeys(t *testing.T) {
 	}
 	// A key the store says is queued (marked by someone else, or before a
 	// restart) is remembered.
-	if err := store.SeenStore.MarkQueued("c1", ks[3:]); err != nil {
+	if err := store.Store.MarkQueued("c1", ks[3:]); err != nil {
 		t.Fatal(err)
 	}
 	c.Queued("c1", ks[3:])
@@ -73,8 +73,8 @@ func TestQueuedCacheAnswersKnownKeys(t *testing.T) {
 }
 
 func TestQueuedCacheFailedMarkIsNotRemembered(t *testing.T) {
-	store := &countingSeen{SeenStore: NewMemorySeen(), failMark: errors.New("disk full")}
-	c := newQueuedCache(store)
+	store := &countingSeen{Store: NewMemory(), failMark: errors.New("disk full")}
+	c := NewQueuedCache(store)
 	ks := keysN("b", 1)
 	if err := c.MarkQueued("c1", ks); err == nil {
 		t.Fatal("MarkQueued: want the store's error")
@@ -85,7 +85,7 @@ func TestQueuedCacheFailedMarkIsNotRemembered(t *testing.T) {
 }
 
 func TestQueuedCacheDropForgets(t *testing.T) {
-	c := newQueuedCache(NewMemorySeen())
+	c := NewQueuedCache(NewMemory())
 	ks := keysN("d", 3)
 	if err := c.MarkQueued("c1", ks); err != nil {
 		t.Fatal(err)
@@ -107,7 +107,7 @@ func TestQueuedCacheDropForgets(t *testing.T) {
 // A mark racing a Drop is not remembered: the generation taken before the
 // store call is no longer the campaign's.
 func TestQueuedCacheMarkRacingDrop(t *testing.T) {
-	c := newQueuedCache(NewMemorySeen())
+	c := NewQueuedCache(NewMemory())
 	ks := keysN("r", 1)
 	g := c.current("c1")
 	if err := c.Drop("c1"); err != nil {
@@ -120,8 +120,8 @@ func TestQueuedCacheMarkRacingDrop(t *testing.T) {
 }
 
 func TestQueuedCacheIsBounded(t *testing.T) {
-	store := &countingSeen{SeenStore: NewMemorySeen()}
-	c := newQueuedCache(store)
+	store := &countingSeen{Store: NewMemory()}
+	c := NewQueuedCache(store)
 	ks := keysN("e", 2*queuedCacheGen+1)
 	for i := 0; i < len(ks); i += 4096 {
 		if err := c.MarkQueued("c1", ks[i:min(i+4096, len(ks))]); err != nil {

@@ -1,0 +1,116 @@
+package seen
+
+import (
+	"sync"
+
+	"github.com/drover-crawl/drover/frontier/session"
+)
+
+// Memory is an in-memory Store for tests and throwaway runs; it
+// does not survive a restart.
+type Memory struct {
+	mu sync.Mutex
+	m  map[string]map[Key]byte
+	f  map[string]map[string]session.FailureRecord
+}
+
+// NewMemory returns an empty Memory.
+func NewMemory() *Memory {
+	return &Memory{m: map[string]map[Key]byte{}, f: map[string]map[string]session.FailureRecord{}}
+}
+
+func (s *Memory) set(c string) map[Key]byte {
+	if s.m[c] == nil {
+		s.m[c] = map[Key]byte{}
+	}
+	return s.m[c]
+}
+
+// Queued implements Store.
+func (s *Memory) Queued(c string, keys []Key) ([]bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	set := s.set(c)
+	out := make([]bool, len(keys))
+	for i, k := range keys {
+		out[i] = set[k] != 0
+	}
+	return out, nil
+}
+
+// MarkQueued implements Store.
+func (s *Memory) MarkQueued(c string, keys []Key) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	set := s.set(c)
+	for _, k := range keys {
+		if set[k] == 0 {
+			set[k] = markQueued
+		}
+	}
+	return nil
+}
+
+// Done implements Store.
+func (s *Memory) Done(c string, k Key) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.set(c)[k] == markDone, nil
+}
+
+// MarkDone implements Store.
+func (s *Memory) MarkDone(c string, keys []Key) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	set := s.set(c)
+	for _, k := range keys {
+		set[k] = markDone
+	}
+	return nil
+}
+
+// Drop implements Store.
+func (s *Memory) Drop(c string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.m, c)
+	return nil
+}
+
+// RecordFailures implements Store.
+func (s *Memory) RecordFailures(c string, fs []session.FailureRecord) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f[c] == nil {
+		s.f[c] = map[string]session.FailureRecord{}
+	}
+	for _, f := range fs {
+		s.f[c][f.URL] = s.f[c][f.URL].Merge(f)
+	}
+	return nil
+}
+
+// Failures implements Store.
+func (s *Memory) Failures(c, reason string) ([]session.FailureRecord, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []session.FailureRecord
+	for _, f := range s.f[c] {
+		if reason == "" || f.Reason == reason {
+			out = append(out, f)
+		}
+	}
+	sortFailures(out)
+	return out, nil
+}
+
+// DropFailures implements Store.
+func (s *Memory) DropFailures(c string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.f, c)
+	return nil
+}
+
+// Close implements Store.
+func (s *Memory) Close() error { return nil }

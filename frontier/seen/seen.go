@@ -1,0 +1,84 @@
+// Package seen is a scheduler's record of the URLs a campaign has queued
+// and done (the dedup marks) and of the URLs that did not become a page
+// (failure records): the Store interface, Pebble (on disk, the production
+// store), Memory (for tests and throwaway runs) and QueuedCache (Queued
+// answers from memory in front of either). It knows nothing of RabbitMQ or
+// of the frontier: the frontier decides when a mark may be written.
+package seen
+
+import (
+	"hash/fnv"
+	"slices"
+	"strings"
+
+	"github.com/drover-crawl/drover/frontier/session"
+)
+
+// Key is the 128-bit dedup key of a normalized URL.
+type Key [16]byte
+
+// KeyOf returns the dedup key of a normalized URL.
+func KeyOf(url string) Key {
+	h := fnv.New128a()
+	h.Write([]byte(url))
+	var k Key
+	h.Sum(k[:0])
+	return k
+}
+
+// Store is a scheduler's durable record of the URLs a campaign has
+// queued and done, keyed by the 128-bit hash of the normalized URL, and of
+// the URLs that did not become a page (failure records).
+//
+// The two marks mean different things and must not be mixed up:
+//   - queued: a publish of the URL was confirmed by RabbitMQ. It lets the
+//     scheduler skip re-publishing a link. The caller writes it only after
+//     the confirm: a mark written before would lose the URL for good if the
+//     process died in between.
+//   - done: the URL's outcome is durably recorded (sink acknowledged, links
+//     published and confirmed). The caller writes it only then, and acks
+//     the delivery after MarkDone returned; a delivery of a done URL is
+//     acked without fetching it (a duplicate message).
+//
+// Once MarkQueued or MarkDone returned nil, the marks survive a crash of the
+// process. Losing marks (an OS crash, a damaged store) costs duplicate
+// messages or, at worst, a duplicate fetch, never a lost URL: a store that
+// cannot tell answers "not seen".
+//
+// Failure records live apart from the marks: Drop leaves them, so that a
+// campaign's failures stay readable after it ended, until DropFailures.
+type Store interface {
+	// Queued reports, for each key, whether it is marked queued or done.
+	Queued(campaign string, keys []Key) ([]bool, error)
+	// MarkQueued marks keys queued (a key already done stays done).
+	MarkQueued(campaign string, keys []Key) error
+	// Done reports whether key is marked done.
+	Done(campaign string, key Key) (bool, error)
+	// MarkDone marks keys done.
+	MarkDone(campaign string, keys []Key) error
+	// Drop forgets a campaign's marks (not its failure records).
+	Drop(campaign string) error
+
+	// RecordFailures stores failure records, one per URL. Recording a URL
+	// again takes the new Reason, Attempts, LastError and Last and keeps
+	// the earliest First.
+	RecordFailures(campaign string, fs []session.FailureRecord) error
+	// Failures returns a campaign's failure records with the given reason
+	// ("" for all), sorted by URL.
+	Failures(campaign string, reason string) ([]session.FailureRecord, error)
+	// DropFailures forgets a campaign's failure records.
+	DropFailures(campaign string) error
+
+	Close() error
+}
+
+// The marks, as Memory keeps them and Pebble stores them (one byte; a
+// higher one beats a lower one).
+const (
+	markQueued byte = 1
+	markDone   byte = 2
+)
+
+func sortFailures(fs []session.FailureRecord) {
+	slices.SortFunc(fs, func(a, b session.FailureRecord) int { return strings.Compare(a.URL, b.URL) })
+}
