@@ -234,7 +234,7 @@ type Reply struct {
 	// Failures answers OpFailures, at most MaxFailuresReply of them;
 	// FailuresTotal is how many there are.
 	Failures      []FailureRecord `json:"failures,omitempty"`
-	FailuresTotal int                     `json:"failures_total,omitempty"`
+	FailuresTotal int             `json:"failures_total,omitempty"`
 }
 
 // MaxFailuresReply bounds the failure records in one reply (well within
