@@ -226,12 +226,22 @@ func fixPercents(s string) string {
 }
 
 // normalEscapes normalizes the percent-encoding of an escaped path (or, when
-// query is set, of one query component, where '+' keeps its meaning).
+// query is set, of one query component, where '+' keeps its meaning): an
+// escaped unreserved octet is decoded, a '%' that starts no escape and an
+// octet that may not appear raw are escaped.
 func normalEscapes(s string, query bool) string {
+	return reescape(s, func(c byte) bool { return c == '%' || mustEscape(c, query) }, unreserved)
+}
+
+// reescape rewrites the percent-encoding of s: a valid escape of an octet
+// that decode accepts becomes that octet, any other valid escape is
+// upper-cased, and a byte that escape selects (a '%' that starts no valid
+// escape included) is percent-encoded; the rest is kept. s comes back as it
+// is when it has neither a '%' nor a byte to escape.
+func reescape(s string, escape, decode func(byte) bool) string {
 	need := false
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c == '%' || mustEscape(c, query) {
+		if s[i] == '%' || escape(s[i]) {
 			need = true
 			break
 		}
@@ -246,15 +256,13 @@ func normalEscapes(s string, query bool) string {
 		switch {
 		case c == '%' && i+2 < len(s) && ishex(s[i+1]) && ishex(s[i+2]):
 			d := unhex(s[i+1])<<4 | unhex(s[i+2])
-			if unreserved(d) {
+			if decode(d) {
 				b = append(b, d)
 			} else {
 				b = append(b, '%', hex[d>>4], hex[d&15])
 			}
 			i += 2
-		case c == '%':
-			b = append(b, "%25"...)
-		case mustEscape(c, query):
+		case escape(c):
 			b = append(b, '%', hex[c>>4], hex[c&15])
 		default:
 			b = append(b, c)
