@@ -161,10 +161,7 @@ func (r *Report) markdownSlowHost(w io.Writer) {
 	fmt.Fprintln(w, "| run | fast pages | missing | fast span | fast pages/s | shared hosts done at | other hosts done at | dup fetches | slow URLs seeded | slow host requests | slow host min gap | CPU s/1k pages | note |")
 	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|")
 	for _, res := range r.SlowHost {
-		pps := 0.0
-		if res.OtherSpan > 0 {
-			pps = float64(res.OtherPages) / res.OtherSpan.Seconds()
-		}
+		pps := perSec(float64(res.OtherPages), res.OtherSpan)
 		slowReq, gap := "-", "-"
 		if res.WithSlow {
 			slowReq = fmt.Sprint(res.SlowRequests)
