@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -75,7 +76,7 @@ func Normalize(raw string, base *url.URL, dropParams []string) (string, error) {
 	raw = fixPercents(raw)
 	u, err := url.Parse(raw)
 	if err != nil {
-		return "", fmt.Errorf("%w: %v", ErrInvalidURL, unwrapURLError(err))
+		return "", fmt.Errorf("%w: %v", ErrInvalidURL, UnwrapURLError(err))
 	}
 	if base != nil {
 		u = base.ResolveReference(u)
@@ -137,7 +138,7 @@ func normalizeURL(u *url.URL, dropParams []string) (string, error) {
 func HostKey(rawURL string) (string, error) {
 	u, err := url.Parse(TrimURL(rawURL))
 	if err != nil {
-		return "", fmt.Errorf("%w: %v", ErrInvalidURL, unwrapURLError(err))
+		return "", fmt.Errorf("%w: %v", ErrInvalidURL, UnwrapURLError(err))
 	}
 	return normalHost(u.Hostname())
 }
@@ -323,7 +324,7 @@ func normalQuery(q string, drop []string) string {
 		if n, err := url.QueryUnescape(name); err == nil {
 			name = n
 		}
-		if name != "" && containsString(drop, name) {
+		if name != "" && slices.Contains(drop, name) {
 			continue
 		}
 		kept = append(kept, normalEscapes(p, true))
@@ -333,15 +334,6 @@ func normalQuery(q string, drop []string) string {
 		return ""
 	}
 	return q
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // removeDotSegments is RFC 3986 section 5.2.4 on an absolute path.
@@ -376,9 +368,10 @@ func removeDotSegments(p string) string {
 	return r
 }
 
-// unwrapURLError strips url.Error's "parse <url>:" prefix, which would
-// repeat a possibly huge URL in every message.
-func unwrapURLError(err error) error {
+// UnwrapURLError strips url.Error's "<op> <url>:" prefix (url.Parse's
+// "parse", an HTTP client's "Get"), which would repeat a possibly huge URL
+// in every message.
+func UnwrapURLError(err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		return ue.Err
