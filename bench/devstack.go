@@ -15,11 +15,8 @@ import (
 	"syscall"
 	"time"
 
-	"go.temporal.io/sdk/client"
-
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/devstack"
-	"github.com/drover-crawl/drover/workflows"
 )
 
 // runDroverDev measures drover the way a user runs it (issue 15): the dev
@@ -63,20 +60,11 @@ func runDroverDev(ctx context.Context, j Job) (res Result, err error) {
 	}
 	defer st.Stop()
 
-	cfg := campaign.Config{
-		ID:                 fmt.Sprintf("bench-dev-%d-%d", j.Fleet, rand.IntN(1e9)),
-		Seeds:              j.Seeds,
-		Fetchers:           j.Fleet,
-		PerHostDelay:       new(j.PerHostDelay),
-		PerHostConcurrency: j.PerHostConcurrency,
-		AllowPrivate:       true,
-		MaxDuration:        j.Timeout,
-	}
-	eff := cfg.WithDefaults()
-	if err := eff.Validate(); err != nil {
+	cfg, inFlight, err := jobCampaign(j, fmt.Sprintf("bench-dev-%d-%d", j.Fleet, rand.IntN(1e9)))
+	if err != nil {
 		return res, err
 	}
-	res.InFlight = min(eff.Fetchers*eff.FetcherConcurrency, len(j.Seeds)*eff.PerHostConcurrency)
+	res.InFlight = inFlight
 	res.Config = fmt.Sprintf("make dev's stack (temporal, kafka with fsynced log, scheduler, worker: 4 processes); starter start --fetchers %d --per-host-concurrency %d --per-host-delay %s --allow-private, sink the dev topic",
 		j.Fleet, j.PerHostConcurrency, j.PerHostDelay)
 
@@ -100,15 +88,7 @@ func runDroverDev(ctx context.Context, j Job) (res Result, err error) {
 	}
 	cpu0, _ := selfUsage()
 	start := time.Now()
-	run, err := st.Client().ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: cfg.ID, TaskQueue: workflows.TaskQueue},
-		workflows.WorkflowName, workflows.CampaignInput{Config: cfg})
-	if err != nil {
-		return res, err
-	}
-	wctx, cancel := context.WithTimeout(ctx, j.Timeout+time.Minute)
-	defer cancel()
-	var status workflows.Status
-	err = run.Get(wctx, &status)
+	status, err := runCampaign(ctx, st.Client(), cfg, j.Timeout, nil)
 	res.Wall = time.Since(start)
 	cpu1, _ := selfUsage()
 	if perf != nil {

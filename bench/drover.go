@@ -86,21 +86,11 @@ func runDrover(ctx context.Context, j Job, stop <-chan struct{}) (res Result, er
 		defer w.Stop()
 	}
 
-	cfg := campaign.Config{
-		ID:                 fmt.Sprintf("bench-%d-%d", j.Fleet, rand.IntN(1e9)),
-		Seeds:              j.Seeds,
-		Fetchers:           j.Fleet,
-		PerHostDelay:       new(j.PerHostDelay),
-		PerHostConcurrency: j.PerHostConcurrency,
-		AllowPrivate:       true,
-		MaxDuration:        j.Timeout,
-		Sinks:              []string{"kafka://" + k.Addr() + "/" + topic},
-	}
-	eff := cfg.WithDefaults()
-	if err := eff.Validate(); err != nil {
+	cfg, inFlight, err := jobCampaign(j, fmt.Sprintf("bench-%d-%d", j.Fleet, rand.IntN(1e9)), "kafka://"+k.Addr()+"/"+topic)
+	if err != nil {
 		return res, err
 	}
-	res.InFlight = min(eff.Fetchers*eff.FetcherConcurrency, len(j.Seeds)*eff.PerHostConcurrency)
+	res.InFlight = inFlight
 
 	_, port, _ := net.SplitHostPort(tmp.Address())
 	temporal, rabbit := sampleProc(temporalPID(port)), sampleProc(rabbitPID())
@@ -118,16 +108,9 @@ func runDrover(ctx context.Context, j Job, stop <-chan struct{}) (res Result, er
 	}
 	cpu0, _ := selfUsage()
 	start := time.Now()
-	run, err := tmp.Client().ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: cfg.ID, TaskQueue: workflows.TaskQueue},
-		workflows.WorkflowName, workflows.CampaignInput{Config: cfg})
-	if err != nil {
-		return res, err
-	}
-	// MaxDuration ends the campaign itself; the extra minute lets it say so.
-	wctx, cancel := context.WithTimeout(ctx, j.Timeout+time.Minute)
-	defer cancel()
+	var stopper func(context.Context)
 	if stop != nil {
-		go func() {
+		stopper = func(wctx context.Context) {
 			select {
 			case <-stop:
 			case <-wctx.Done():
@@ -137,10 +120,9 @@ func runDrover(ctx context.Context, j Job, stop <-chan struct{}) (res Result, er
 				workflows.StopSignal{Reason: "bench: the measured pages are done"}); err != nil {
 				fmt.Fprintln(os.Stderr, "bench child: stop signal:", err)
 			}
-		}()
+		}
 	}
-	var st workflows.Status
-	err = run.Get(wctx, &st)
+	st, err := runCampaign(ctx, tmp.Client(), cfg, j.Timeout, stopper)
 	res.Wall = time.Since(start)
 	cpu1, _ := selfUsage()
 	if j.CPUProfile != "" {
@@ -152,9 +134,11 @@ func runDrover(ctx context.Context, j Job, stop <-chan struct{}) (res Result, er
 	if len(procs) > 0 {
 		res.WorkerProcs = measureWorkerProcs(procs)
 		if err == nil {
-			if herr := countSessions(wctx, tmp.Client(), cfg.ID, res.WorkerProcs); herr != nil {
+			hctx, cancel := context.WithTimeout(ctx, time.Minute)
+			if herr := countSessions(hctx, tmp.Client(), cfg.ID, res.WorkerProcs); herr != nil {
 				fmt.Fprintln(os.Stderr, "bench child: workflow history:", herr)
 			}
+			cancel()
 		}
 	}
 	res.Fetched, res.State = st.PagesFetched, st.State
@@ -165,4 +149,46 @@ func runDrover(ctx context.Context, j Job, stop <-chan struct{}) (res Result, er
 		return res, errors.New("campaign " + cfg.ID + " ended " + st.State + ": " + st.Reason + workerLogs(procs))
 	}
 	return res, nil
+}
+
+// jobCampaign is the campaign a drover job runs: the job's seeds, fleet and
+// per-host limits, private addresses allowed (the test webs are on
+// loopback), MaxDuration the job's timeout; inFlight is how many pages it
+// can have in flight at once.
+func jobCampaign(j Job, id string, sinks ...string) (cfg campaign.Config, inFlight int, err error) {
+	cfg = campaign.Config{
+		ID:                 id,
+		Seeds:              j.Seeds,
+		Fetchers:           j.Fleet,
+		PerHostDelay:       new(j.PerHostDelay),
+		PerHostConcurrency: j.PerHostConcurrency,
+		AllowPrivate:       true,
+		MaxDuration:        j.Timeout,
+		Sinks:              sinks,
+	}
+	eff := cfg.WithDefaults()
+	if err := eff.Validate(); err != nil {
+		return cfg, 0, err
+	}
+	return cfg, min(eff.Fetchers*eff.FetcherConcurrency, len(j.Seeds)*eff.PerHostConcurrency), nil
+}
+
+// runCampaign starts cfg's Campaign workflow on c and waits for its end, at
+// most timeout and a minute (MaxDuration ends the campaign itself; the extra
+// minute lets it say so). during, if not nil, runs in a goroutine of its own
+// meanwhile, with the context of the wait.
+func runCampaign(ctx context.Context, c client.Client, cfg campaign.Config, timeout time.Duration, during func(context.Context)) (workflows.Status, error) {
+	var st workflows.Status
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: cfg.ID, TaskQueue: workflows.TaskQueue},
+		workflows.WorkflowName, workflows.CampaignInput{Config: cfg})
+	if err != nil {
+		return st, err
+	}
+	wctx, cancel := context.WithTimeout(ctx, timeout+time.Minute)
+	defer cancel()
+	if during != nil {
+		go during(wctx)
+	}
+	err = run.Get(wctx, &st)
+	return st, err
 }

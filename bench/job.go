@@ -135,19 +135,17 @@ func (r Result) TotalCPU() time.Duration {
 }
 
 // PagesPerSec is unique pages over the server-side span of the crawl.
-func (r Result) PagesPerSec() float64 {
-	if r.Span <= 0 {
-		return 0
-	}
-	return float64(r.Pages) / r.Span.Seconds()
-}
+func (r Result) PagesPerSec() float64 { return perSec(float64(r.Pages), r.Span) }
 
 // WallPagesPerSec is unique pages over the crawler's wall time.
-func (r Result) WallPagesPerSec() float64 {
-	if r.Wall <= 0 {
+func (r Result) WallPagesPerSec() float64 { return perSec(float64(r.Pages), r.Wall) }
+
+// perSec is n over d, in units per second; 0 when d is not positive.
+func perSec(n float64, d time.Duration) float64 {
+	if d <= 0 {
 		return 0
 	}
-	return float64(r.Pages) / r.Wall.Seconds()
+	return n / d.Seconds()
 }
 
 // RunChild runs the Job read from in and writes its Result to out; the

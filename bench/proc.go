@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -94,7 +95,7 @@ func rabbitPID() int {
 // dev servers (other test runs) may be alive on the same machine.
 func temporalPID(port string) int {
 	return findProc(func(args []string) bool {
-		if !strings.Contains(args[0], "temporal") || !containsArg(args, "start-dev") {
+		if !strings.Contains(args[0], "temporal") || !slices.Contains(args, "start-dev") {
 			return false
 		}
 		for i, a := range args[:len(args)-1] {
@@ -104,15 +105,6 @@ func temporalPID(port string) int {
 		}
 		return false
 	})
-}
-
-func containsArg(args []string, s string) bool {
-	for _, a := range args {
-		if a == s {
-			return true
-		}
-	}
-	return false
 }
 
 // otherProc samples another process's CPU time, for a delta over a run.

@@ -12,7 +12,7 @@ import (
 // second.
 func (r *Report) Markdown(w io.Writer) {
 	fmt.Fprintf(w, "## drover benchmark, %s\n\n", r.Start.Format(time.DateTime))
-	fmt.Fprintf(w, "Load average at start: %s (2 cores; above about 1.5 the machine was shared and the numbers are noisy).\n\n", r.Load)
+	fmt.Fprintf(w, "Load average at start: %s (2 cores; above about 1.5 the machine was shared and the numbers are noisy).\n", r.Load)
 	r.markdownPlain(w)
 	r.markdownPolite(w)
 	r.markdownSlowHost(w)
@@ -25,9 +25,6 @@ func (r *Report) markdownPlain(w io.Writer) {
 	if len(r.Plain) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "### Plain web: %d hosts x %d pages, drover at %d per host and %s between starts (the dev-stack row at its own settings)\n\n", o.Hosts, o.PagesPerHost, o.PerHostConcurrency, o.PerHostDelay)
-	fmt.Fprintln(w, "pages/s: unique pages over the server's span (first to last request start); wall: over the crawler's own time, drover's including workflow start and the drain check. Pages, duplicates, misses and robots.txt-disallowed hits are counted by the test web's server. CPU s/1k pages: the crawler's process (in-process drover: scheduler, fetchers, workflow worker and in-memory Kafka together; Scrapy: its python3 process); procs: drover's other processes (worker, scheduler, Kafka: utime+stime deltas from /proc/PID/stat over the crawl); Temporal and RabbitMQ apart (RabbitMQ is the machine's shared broker: its delta includes anyone else's traffic); total: all of them. The machine is shared: compare rows of one run, and CPU per page rather than pages/s. RSS: peak (crawler: Maxrss; other processes: VmHWM, RabbitMQ's since it started).")
-	fmt.Fprintln(w)
 	best := map[string]float64{}
 	var raw float64
 	for _, res := range r.Plain {
@@ -41,8 +38,10 @@ func (r *Report) markdownPlain(w io.Writer) {
 			raw = res.PagesPerSec()
 		}
 	}
-	fmt.Fprintln(w, "| run | in flight | pages | pages/s | wall pages/s | dup fetches | missing | disallowed hits | CPU s/1k pages: crawler / procs / Temporal / RabbitMQ = total | peak RSS MB: crawler / procs / Temporal / RabbitMQ | /best colly | /best scrapy | /raw | configuration | note |")
-	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|")
+	section(w, fmt.Sprintf("Plain web: %d hosts x %d pages, drover at %d per host and %s between starts (the dev-stack row at its own settings)", o.Hosts, o.PagesPerHost, o.PerHostConcurrency, o.PerHostDelay),
+		[]string{"pages/s: unique pages over the server's span (first to last request start); wall: over the crawler's own time, drover's including workflow start and the drain check. Pages, duplicates, misses and robots.txt-disallowed hits are counted by the test web's server. CPU s/1k pages: the crawler's process (in-process drover: scheduler, fetchers, workflow worker and in-memory Kafka together; Scrapy: its python3 process); procs: drover's other processes (worker, scheduler, Kafka: utime+stime deltas from /proc/PID/stat over the crawl); Temporal and RabbitMQ apart (RabbitMQ is the machine's shared broker: its delta includes anyone else's traffic); total: all of them. The machine is shared: compare rows of one run, and CPU per page rather than pages/s. RSS: peak (crawler: Maxrss; other processes: VmHWM, RabbitMQ's since it started)."},
+		"| run | in flight | pages | pages/s | wall pages/s | dup fetches | missing | disallowed hits | CPU s/1k pages: crawler / procs / Temporal / RabbitMQ = total | peak RSS MB: crawler / procs / Temporal / RabbitMQ | /best colly | /best scrapy | /raw | configuration | note |",
+		"|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|")
 	for _, res := range r.Plain {
 		ratioC, ratioS, ratioR := "", "", ""
 		switch res.Kind {
@@ -125,11 +124,10 @@ func (r *Report) markdownPolite(w io.Writer) {
 	if len(r.Polite) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\n### Politeness-bound web: %d hosts x %d pages, 1 per host, %s between starts\n\n", o.PoliteHosts, o.PolitePages, o.PoliteDelay)
-	fmt.Fprintln(w, "bound: hosts / delay pages/s (robots.txt requests count against it too). achievable: what this web allows at all, its largest host needing the most requests a delay apart (host 0 serves three pages more). min gap: the smallest time between two request starts to one host as the server saw them.")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| run | pages | pages/s | bound | % of bound | achievable | % of achievable | wall pages/s | min gap | dup fetches | missing | CPU s/1k pages | note |")
-	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|")
+	section(w, fmt.Sprintf("Politeness-bound web: %d hosts x %d pages, 1 per host, %s between starts", o.PoliteHosts, o.PolitePages, o.PoliteDelay),
+		[]string{"bound: hosts / delay pages/s (robots.txt requests count against it too). achievable: what this web allows at all, its largest host needing the most requests a delay apart (host 0 serves three pages more). min gap: the smallest time between two request starts to one host as the server saw them."},
+		"| run | pages | pages/s | bound | % of bound | achievable | % of achievable | wall pages/s | min gap | dup fetches | missing | CPU s/1k pages | note |",
+		"|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|")
 	for _, res := range r.Polite {
 		pct, apct := 0.0, 0.0
 		if res.Bound > 0 {
@@ -153,18 +151,13 @@ func (r *Report) markdownSlowHost(w io.Writer) {
 	if len(r.SlowHost) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\n### Slow host (issue 3): %d hosts x %d pages at %s, with and without one host of %d URLs (all seeded) at Crawl-delay %s\n\n",
-		o.SlowHosts, o.SlowPages, o.SlowDelay, o.SlowHosts*o.SlowPages, o.SlowCrawlDelay)
-	fmt.Fprintf(w, "fast span: the run's first request (any host) to the last request to a fast host, by the server's clock; each run's campaign gets the stop signal once every fast page was requested. %d per host, fleet %d.\n\n", o.PerHostConcurrency, o.SlowFleet)
-	fmt.Fprintln(w, "shared / other: the fast hosts whose shard queue is the slow host's (frontier.ShardOf) and the rest, and when their last page was requested (from the run's first request). Slow host min gap: between any two requests (robots.txt included) / between pages.")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| run | fast pages | missing | fast span | fast pages/s | shared hosts done at | other hosts done at | dup fetches | slow URLs seeded | slow host requests | slow host min gap | CPU s/1k pages | note |")
-	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|")
+	section(w, fmt.Sprintf("Slow host (issue 3): %d hosts x %d pages at %s, with and without one host of %d URLs (all seeded) at Crawl-delay %s", o.SlowHosts, o.SlowPages, o.SlowDelay, o.SlowHosts*o.SlowPages, o.SlowCrawlDelay),
+		[]string{fmt.Sprintf("fast span: the run's first request (any host) to the last request to a fast host, by the server's clock; each run's campaign gets the stop signal once every fast page was requested. %d per host, fleet %d.", o.PerHostConcurrency, o.SlowFleet),
+			"shared / other: the fast hosts whose shard queue is the slow host's (frontier.ShardOf) and the rest, and when their last page was requested (from the run's first request). Slow host min gap: between any two requests (robots.txt included) / between pages."},
+		"| run | fast pages | missing | fast span | fast pages/s | shared hosts done at | other hosts done at | dup fetches | slow URLs seeded | slow host requests | slow host min gap | CPU s/1k pages | note |",
+		"|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|")
 	for _, res := range r.SlowHost {
-		pps := 0.0
-		if res.OtherSpan > 0 {
-			pps = float64(res.OtherPages) / res.OtherSpan.Seconds()
-		}
+		pps := perSec(float64(res.OtherPages), res.OtherSpan)
 		slowReq, gap := "-", "-"
 		if res.WithSlow {
 			slowReq = fmt.Sprint(res.SlowRequests)
@@ -195,10 +188,10 @@ func (r *Report) markdownQueued(w io.Writer) {
 	if q == nil {
 		return
 	}
-	fmt.Fprintf(w, "\n### Queued backlog (issue 3): %d URLs over %d hosts in one campaign's shard queues\n\n", q.URLs, q.Hosts)
-	fmt.Fprintf(w, "A scheduler binary with one fetcher session that never gives credit, for %s: it fills its prefetch window, holds up to holdWindow per host and parks the rest. RSS from /proc/PID/status. Seen-set: the same URLs marked queued in a fresh seen.Pebble (WAL and unflushed memtable included).\n\n", q.Hold)
-	fmt.Fprintln(w, "| URLs | publish (confirmed) | scheduler VmRSS MB | max VmRSS MB | VmHWM MB | goal | held | acked | parked (published) | still queued | RabbitMQ VmRSS MB before / after publish | seen-set bytes/URL | seen µs/mark | note |")
-	fmt.Fprintln(w, "|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|---|")
+	section(w, fmt.Sprintf("Queued backlog (issue 3): %d URLs over %d hosts in one campaign's shard queues", q.URLs, q.Hosts),
+		[]string{fmt.Sprintf("A scheduler binary with one fetcher session that never gives credit, for %s: it fills its prefetch window, holds up to holdWindow per host and parks the rest. RSS from /proc/PID/status. Seen-set: the same URLs marked queued in a fresh seen.Pebble (WAL and unflushed memtable included).", q.Hold)},
+		"| URLs | publish (confirmed) | scheduler VmRSS MB | max VmRSS MB | VmHWM MB | goal | held | acked | parked (published) | still queued | RabbitMQ VmRSS MB before / after publish | seen-set bytes/URL | seen µs/mark | note |",
+		"|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|---|")
 	goal := "< 256 MB: met"
 	if q.HWM >= 256<<20 || q.HWM == 0 {
 		goal = "< 256 MB: NOT met"
@@ -222,11 +215,10 @@ func (r *Report) markdownSinks(w io.Writer) {
 	if len(r.Sinks) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\n### Sinks (issue 6): %d goroutines storing %d-byte pages for %s, each Store waited for (durable)\n\n", o.SinkWriters, o.SinkPageBytes, o.SinkDuration)
-	fmt.Fprintln(w, "MB/s: body bytes (10^6) per second. CPU: the child process (for Kafka, the in-memory broker is in it too; PostgreSQL's server is not).")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| sink | records | records/s | MB/s | Store p50 | Store p99 | CPU s/1k records | peak RSS MB | on disk MB | note |")
-	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|---|")
+	section(w, fmt.Sprintf("Sinks (issue 6): %d goroutines storing %d-byte pages for %s, each Store waited for (durable)", o.SinkWriters, o.SinkPageBytes, o.SinkDuration),
+		[]string{"MB/s: body bytes (10^6) per second. CPU: the child process (for Kafka, the in-memory broker is in it too; PostgreSQL's server is not)."},
+		"| sink | records | records/s | MB/s | Store p50 | Store p99 | CPU s/1k records | peak RSS MB | on disk MB | note |",
+		"|---|--:|--:|--:|--:|--:|--:|--:|--:|---|")
 	for _, res := range r.Sinks {
 		disk := "-"
 		if res.DiskBytes > 0 {
@@ -235,6 +227,18 @@ func (r *Report) markdownSinks(w io.Writer) {
 		fmt.Fprintf(w, "| %s | %d | %.0f | %.1f | %s | %s | %s | %s | %s | %s |\n", res.Name, res.Records, res.RecordsPerSec(), res.MBPerSec(),
 			res.P50.Round(100*time.Microsecond), res.P99.Round(100*time.Microsecond), perK(res.CPU, int(res.Records)), mb(res.MaxRSS), disk, note(res))
 	}
+}
+
+// section starts a scenario's part of the report: its heading, the
+// paragraphs that explain the table, and the table's header and alignment
+// rows.
+func section(w io.Writer, heading string, paragraphs []string, head, align string) {
+	fmt.Fprintf(w, "\n### %s\n\n", heading)
+	for _, p := range paragraphs {
+		fmt.Fprintf(w, "%s\n\n", p)
+	}
+	fmt.Fprintln(w, head)
+	fmt.Fprintln(w, align)
 }
 
 func firstLine(s string) string {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -60,14 +61,9 @@ func scrapySettings(j Job) map[string]any {
 // scrapyConfig is the row's config column: the settings as given.
 func scrapyConfig(j Job, version string) string {
 	s := scrapySettings(j)
-	keys := make([]string, 0, len(s))
-	for k := range s {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s=%v", k, s[k])
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(s)) {
+		parts = append(parts, fmt.Sprintf("%s=%v", k, s[k]))
 	}
 	return fmt.Sprintf("scrapy %s (Debian python3-scrapy), %s; a minimal spider: every a[href], #fragment cut, followed when its host:port is the web's; Scrapy's dedup and robots.txt middleware",
 		version, strings.Join(parts, " "))

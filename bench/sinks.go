@@ -213,17 +213,7 @@ func (o Options) runSinks(ctx context.Context) ([]Result, error) {
 }
 
 // RecordsPerSec is a sink run's records over its wall time.
-func (r Result) RecordsPerSec() float64 {
-	if r.Wall <= 0 {
-		return 0
-	}
-	return float64(r.Records) / r.Wall.Seconds()
-}
+func (r Result) RecordsPerSec() float64 { return perSec(float64(r.Records), r.Wall) }
 
 // MBPerSec is a sink run's body bytes (10^6) over its wall time.
-func (r Result) MBPerSec() float64 {
-	if r.Wall <= 0 {
-		return 0
-	}
-	return float64(r.BodyBytes) / 1e6 / r.Wall.Seconds()
-}
+func (r Result) MBPerSec() float64 { return perSec(float64(r.BodyBytes)/1e6, r.Wall) }

@@ -216,26 +216,10 @@ func TestFetchSniffsHTML(t *testing.T) {
 // TestFetchRawHead checks that the page keeps the response head exactly
 // as the server sent it, odd spellings included.
 func TestFetchRawHead(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err == nil, err)
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				c.SetDeadline(time.Now().Add(10 * time.Second))
-				buf := make([]byte, 4096)
-				c.Read(buf)
-				io.WriteString(c, "HTTP/1.1 100 Continue\r\n\r\n"+
-					"HTTP/1.1 200 Fine Thanks\r\nx-weird-CASE:   spaced  \r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\nhi")
-			}()
-		}
-	}()
-	srvURL := "http://" + ln.Addr().String()
+	srvURL := rawServer(t, func(c *net.TCPConn) {
+		io.WriteString(c, "HTTP/1.1 100 Continue\r\n\r\n"+
+			"HTTP/1.1 200 Fine Thanks\r\nx-weird-CASE:   spaced  \r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\nhi")
+	})
 	f := newTestFetcher(t, testConfig(srvURL))
 	res := f.Fetch(testCtx(t), Request{URL: srvURL + "/"})
 	must(t, res.Page != nil && res.Err == nil, res.Err)

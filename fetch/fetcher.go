@@ -231,7 +231,7 @@ func (f *Fetcher) do(ctx context.Context, u string, limit int64, answered *time.
 		written, read = c.stop()
 	}
 	if err != nil {
-		err = unwrapURLError(err)
+		err = urlrule.UnwrapURLError(err)
 		if began {
 			err = &afterResponse{err}
 		}
@@ -342,7 +342,7 @@ func (f *Fetcher) fetch(ctx context.Context, req Request, answered *time.Time) R
 		if errors.As(err, &ge) {
 			return permanent(pg, ge)
 		}
-		err = fmt.Errorf("fetch %s: %w", norm, unwrapURLError(err))
+		err = fmt.Errorf("fetch %s: %w", norm, urlrule.UnwrapURLError(err))
 		if final(req, f.cfg) {
 			return permanent(pg, err)
 		}
@@ -480,7 +480,7 @@ func (f *Fetcher) fetchRobots(ctx context.Context, rootURL string, answered *tim
 	for hop := 0; ; hop++ {
 		r, err := f.do(fctx, target, urlrule.RobotsBodyCap, answered)
 		if err != nil {
-			err = fmt.Errorf("robots.txt: %w", unwrapURLError(err))
+			err = fmt.Errorf("robots.txt: %w", urlrule.UnwrapURLError(err))
 			if ctx.Err() != nil {
 				return RobotsResult{Err: err}
 			}
@@ -509,14 +509,4 @@ func (f *Fetcher) fetchRobots(ctx context.Context, rootURL string, answered *tim
 		}
 		return rr
 	}
-}
-
-// unwrapURLError strips url.Error's "Get <url>:" prefix, which would
-// repeat a possibly huge URL in every message.
-func unwrapURLError(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err
-	}
-	return err
 }

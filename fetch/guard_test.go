@@ -71,21 +71,12 @@ func countingListener(t *testing.T, addr string) (net.Listener, *atomic.Int32) {
 	must(t, err == nil, err)
 	t.Cleanup(func() { ln.Close() })
 	var n atomic.Int32
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			n.Add(1)
-			go func() {
-				c.SetDeadline(time.Now().Add(5 * time.Second))
-				c.Read(make([]byte, 4096))
-				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
-				c.Close()
-			}()
-		}
-	}()
+	serve(ln, func(c net.Conn) {
+		n.Add(1)
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		c.Read(make([]byte, 4096))
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+	})
 	return ln, &n
 }
 

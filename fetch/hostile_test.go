@@ -215,27 +215,14 @@ func TestHostileSlowServer(t *testing.T) {
 	check(t, time.Since(start) < 20*time.Second, "the timeout did not bound the fetch")
 }
 
-// rawServer runs handle on every connection to a loopback listener.
+// rawServer runs handle on every connection to a loopback listener, after
+// reading the request.
 func rawServer(t *testing.T, handle func(c *net.TCPConn)) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err == nil, err)
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				c.SetDeadline(time.Now().Add(10 * time.Second))
-				c.Read(make([]byte, 4096))
-				handle(c.(*net.TCPConn))
-			}()
-		}
-	}()
-	return "http://" + ln.Addr().String()
+	return "http://" + connAddr(t, func(c *net.TCPConn) {
+		c.Read(make([]byte, 4096))
+		handle(c)
+	})
 }
 
 func TestHostileConnectionReset(t *testing.T) {

@@ -2,9 +2,10 @@ package fetch
 
 import (
 	"bytes"
+	"maps"
 	"net"
 	"net/http"
-	"sort"
+	"slices"
 	"strconv"
 	"sync"
 )
@@ -144,13 +145,8 @@ func statusCode(line []byte) int {
 // "Name: value\r\n" line per value.
 func rebuildHead(resp *http.Response) (statusLine string, header []byte) {
 	statusLine = resp.Proto + " " + resp.Status
-	keys := make([]string, 0, len(resp.Header))
-	for k := range resp.Header {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var b bytes.Buffer
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(resp.Header)) {
 		for _, v := range resp.Header[k] {
 			b.WriteString(k)
 			b.WriteString(": ")

@@ -158,48 +158,41 @@ func refusedAddr(t *testing.T) string {
 	return addr
 }
 
-// silentAddr accepts connections and never writes; it holds them until the
-// test ends.
-func silentAddr(t *testing.T) string {
-	ln := listen(t)
-	done := make(chan struct{})
-	t.Cleanup(func() { close(done) })
+// serve runs handle on every connection ln accepts, each in a goroutine of
+// its own, and closes the connection after; it returns ln's address.
+func serve(ln net.Listener, handle func(c net.Conn)) string {
 	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
+		for c, err := ln.Accept(); err == nil; c, err = ln.Accept() {
 			go func() {
 				defer c.Close()
-				select {
-				case <-done:
-				case <-time.After(20 * time.Second):
-				}
+				handle(c)
 			}()
 		}
 	}()
 	return ln.Addr().String()
 }
 
+// silentAddr accepts connections and never writes; it holds them until the
+// test ends.
+func silentAddr(t *testing.T) string {
+	ln := listen(t)
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done) })
+	return serve(ln, func(net.Conn) {
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+		}
+	})
+}
+
 // connAddr runs handle on every accepted connection, without reading
 // first (rawServer reads the request first).
 func connAddr(t *testing.T, handle func(c *net.TCPConn)) string {
-	ln := listen(t)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				c.SetDeadline(time.Now().Add(10 * time.Second))
-				handle(c.(*net.TCPConn))
-			}()
-		}
-	}()
-	return ln.Addr().String()
+	return serve(listen(t), func(c net.Conn) {
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		handle(c.(*net.TCPConn))
+	})
 }
 
 // blackholeAddr is a loopback port whose listen queue is full and never

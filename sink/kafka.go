@@ -126,27 +126,13 @@ func (cfg KafkaConfig) transport(dialTimeout time.Duration) *kafka.Transport {
 }
 
 func (cfg KafkaConfig) withDefaults() KafkaConfig {
-	if cfg.BodyCap <= 0 {
-		cfg.BodyCap = 1 << 20
-	}
-	if cfg.HeaderRoom <= 0 {
-		cfg.HeaderRoom = 64 << 10
-	}
-	if cfg.Partitions <= 0 {
-		cfg.Partitions = 8
-	}
-	if cfg.BatchSize <= 0 {
-		cfg.BatchSize = 200
-	}
-	if cfg.BatchTimeout <= 0 {
-		cfg.BatchTimeout = 5 * time.Millisecond
-	}
-	if cfg.DialTimeout <= 0 {
-		cfg.DialTimeout = 5 * time.Second
-	}
-	if cfg.CloseTimeout <= 0 {
-		cfg.CloseTimeout = 10 * time.Second
-	}
+	cfg.BodyCap = positiveOr(cfg.BodyCap, 1<<20)
+	cfg.HeaderRoom = positiveOr(cfg.HeaderRoom, 64<<10)
+	cfg.Partitions = positiveOr(cfg.Partitions, 8)
+	cfg.BatchSize = positiveOr(cfg.BatchSize, 200)
+	cfg.BatchTimeout = positiveOr(cfg.BatchTimeout, 5*time.Millisecond)
+	cfg.DialTimeout = positiveOr(cfg.DialTimeout, 5*time.Second)
+	cfg.CloseTimeout = positiveOr(cfg.CloseTimeout, 10*time.Second)
 	return cfg
 }
 

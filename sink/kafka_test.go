@@ -143,12 +143,21 @@ func TestKafkaUnreachable(t *testing.T) {
 	require.ErrorContains(t, err, "make dev")
 }
 
-func TestKafkaStoreFailsWhenBrokerGoes(t *testing.T) {
-	c := startKafka(t, kfake.SeedTopics(2, "pages"))
+// sinkOnBroker starts a broker with the topic "pages" in partitions and a
+// Kafka sink on it that gives up closing after a second; ctx ends with the
+// test, in 30 s at the most.
+func sinkOnBroker(t *testing.T, partitions int32) (*kfake.Cluster, *Kafka, context.Context) {
+	t.Helper()
+	c := startKafka(t, kfake.SeedTopics(partitions, "pages"))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	t.Cleanup(cancel)
 	k, err := NewKafka(ctx, KafkaConfig{Brokers: c.ListenAddrs(), Topic: "pages", CloseTimeout: time.Second})
 	require.NoError(t, err)
+	return c, k, ctx
+}
+
+func TestKafkaStoreFailsWhenBrokerGoes(t *testing.T) {
+	c, k, ctx := sinkOnBroker(t, 2)
 	defer k.Close()
 	pages := testPages(t, 20)
 	require.NoError(t, k.Store(ctx, pages[0]))
@@ -174,11 +183,7 @@ func TestKafkaStoreFailsWhenBrokerGoes(t *testing.T) {
 func TestKafkaBlackholedProduceNeverAcks(t *testing.T) {
 	// The broker takes the produce request and never answers: Store must
 	// wait out its ctx and fail, never report the record durable.
-	c := startKafka(t, kfake.SeedTopics(1, "pages"))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	k, err := NewKafka(ctx, KafkaConfig{Brokers: c.ListenAddrs(), Topic: "pages", CloseTimeout: time.Second})
-	require.NoError(t, err)
+	c, k, ctx := sinkOnBroker(t, 1)
 	defer func() { require.Error(t, k.Close(), "Close reported the swallowed record flushed") }()
 	c.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
@@ -186,7 +191,7 @@ func TestKafkaBlackholedProduceNeverAcks(t *testing.T) {
 	})
 	sctx, scancel := context.WithTimeout(ctx, 2*time.Second)
 	defer scancel()
-	err = k.Store(sctx, testPages(t, 1)[0])
+	err := k.Store(sctx, testPages(t, 1)[0])
 	require.Error(t, err)
 	require.True(t, errors.Is(err, context.DeadlineExceeded), "got %v", err)
 }

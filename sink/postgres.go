@@ -88,15 +88,9 @@ func newPostgres(cfg PostgresConfig) (*Postgres, error) {
 	if !tableName.MatchString(cfg.Table) {
 		return nil, fmt.Errorf("postgres sink: table %q: must be name or schema.name (letters, digits, _)", cfg.Table)
 	}
-	if cfg.Conns <= 0 {
-		cfg.Conns = 2
-	}
-	if cfg.MaxBatch <= 0 {
-		cfg.MaxBatch = 256
-	}
-	if cfg.FlushTimeout <= 0 {
-		cfg.FlushTimeout = 30 * time.Second
-	}
+	cfg.Conns = positiveOr(cfg.Conns, 2)
+	cfg.MaxBatch = positiveOr(cfg.MaxBatch, 256)
+	cfg.FlushTimeout = positiveOr(cfg.FlushTimeout, 30*time.Second)
 	pgcfg, err := pgx.ParseConfig(cfg.URI)
 	if err != nil {
 		return nil, fmt.Errorf("postgres sink: %w", err)

@@ -108,33 +108,39 @@ func TestPostgresRefusesBadTableName(t *testing.T) {
 // pgRows returns the URLs stored in table, with their row counts.
 func pgRows(t *testing.T, table string) map[string]int {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, testPostgresURI)
-	require.NoError(t, err)
-	defer conn.Close(ctx)
-	rows, err := conn.Query(ctx, `SELECT url FROM `+pgx.Identifier{table}.Sanitize())
-	require.NoError(t, err)
 	got := map[string]int{}
-	for rows.Next() {
-		var u string
-		require.NoError(t, rows.Scan(&u))
-		got[u]++
-	}
-	require.NoError(t, rows.Err())
+	withConn(t, func(ctx context.Context, conn *pgx.Conn) {
+		rows, err := conn.Query(ctx, `SELECT url FROM `+pgx.Identifier{table}.Sanitize())
+		require.NoError(t, err)
+		for rows.Next() {
+			var u string
+			require.NoError(t, rows.Scan(&u))
+			got[u]++
+		}
+		require.NoError(t, rows.Err())
+	})
 	return got
 }
 
 // pgExec runs sql on a connection of its own.
 func pgExec(t *testing.T, sql string, args ...any) {
 	t.Helper()
+	withConn(t, func(ctx context.Context, conn *pgx.Conn) {
+		_, err := conn.Exec(ctx, sql, args...)
+		require.NoError(t, err, sql)
+	})
+}
+
+// withConn runs f on a connection of its own to the test database, closed
+// after; ctx gives f at most 10 s.
+func withConn(t *testing.T, f func(ctx context.Context, conn *pgx.Conn)) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, testPostgresURI)
 	require.NoError(t, err)
 	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, sql, args...)
-	require.NoError(t, err, sql)
+	f(ctx, conn)
 }
 
 // A batch in which the server refuses one row (here a CHECK constraint)

@@ -22,3 +22,12 @@ type Sink interface {
 	// Close flushes and releases the sink; Store must not be called after.
 	Close() error
 }
+
+// positiveOr is v, or def when v is not positive: a setting left at zero
+// (or set to nonsense below it) takes its default.
+func positiveOr[T ~int | ~int64](v, def T) T {
+	if v > 0 {
+		return v
+	}
+	return def
+}

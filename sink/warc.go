@@ -113,12 +113,8 @@ func NewWARC(cfg WARCConfig) (*WARC, error) {
 	if cfg.Dir == "" {
 		return nil, errors.New("warc sink: Dir is required")
 	}
-	if cfg.MaxFileSize <= 0 {
-		cfg.MaxFileSize = 1 << 30
-	}
-	if cfg.MaxBatch <= 0 {
-		cfg.MaxBatch = 256
-	}
+	cfg.MaxFileSize = positiveOr(cfg.MaxFileSize, 1<<30)
+	cfg.MaxBatch = positiveOr(cfg.MaxBatch, 256)
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("warc sink: %w", err)
 	}

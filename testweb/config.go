@@ -1,6 +1,7 @@
 package testweb
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 )
@@ -64,24 +65,12 @@ func DefaultConfig() Config {
 
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
-	if c.Hosts == 0 {
-		c.Hosts = d.Hosts
-	}
-	if c.PagesPerHost == 0 {
-		c.PagesPerHost = d.PagesPerHost
-	}
-	if c.LinksPerPage == 0 {
-		c.LinksPerPage = d.LinksPerPage
-	}
-	if c.NavLinks == 0 {
-		c.NavLinks = d.NavLinks
-	}
-	if c.PageBytes == 0 {
-		c.PageBytes = d.PageBytes
-	}
-	if c.Base == 0 {
-		c.Base = d.Base
-	}
+	c.Hosts = cmp.Or(c.Hosts, d.Hosts)
+	c.PagesPerHost = cmp.Or(c.PagesPerHost, d.PagesPerHost)
+	c.LinksPerPage = cmp.Or(c.LinksPerPage, d.LinksPerPage)
+	c.NavLinks = cmp.Or(c.NavLinks, d.NavLinks)
+	c.PageBytes = cmp.Or(c.PageBytes, d.PageBytes)
+	c.Base = cmp.Or(c.Base, d.Base)
 	return c
 }
 

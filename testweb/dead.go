@@ -1,6 +1,7 @@
 package testweb
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -80,15 +81,9 @@ type DeadConfig struct {
 }
 
 func (c DeadConfig) withDefaults() DeadConfig {
-	if c.LiveHosts == 0 {
-		c.LiveHosts = 3
-	}
-	if c.PagesPerHost == 0 {
-		c.PagesPerHost = 12
-	}
-	if c.Base == 0 {
-		c.Base = 60
-	}
+	c.LiveHosts = cmp.Or(c.LiveHosts, 3)
+	c.PagesPerHost = cmp.Or(c.PagesPerHost, 12)
+	c.Base = cmp.Or(c.Base, 60)
 	return c
 }
 

@@ -19,16 +19,7 @@ import (
 
 func startDead(t *testing.T, cfg DeadConfig) *DeadWeb {
 	t.Helper()
-	d, err := StartDead(cfg)
-	if err != nil {
-		t.Fatalf("StartDead: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := d.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
-	return d
+	return started(t, "StartDead", func() (*DeadWeb, error) { return StartDead(cfg) })
 }
 
 // waitFor polls f every 10 ms for up to wait.

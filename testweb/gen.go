@@ -140,40 +140,46 @@ func (w *Web) href(h, n, th, k int, r *rand.Rand) string {
 	if th != h {
 		s = w.pageURL(th, k)
 	} else {
-		fromRoot := n == 0
 		switch r.IntN(5) {
 		case 0:
 			s = pagePath(k)
 		case 1:
 			s = w.pageURL(h, k)
 		case 2: // relative to the page's directory
-			switch {
-			case k == 0 && fromRoot:
-				s = "./"
-			case k == 0:
-				s = "../"
-			case fromRoot:
-				s = "p/" + strconv.Itoa(k) + ".html"
-			default:
-				s = strconv.Itoa(k) + ".html"
-			}
+			s = relative(n, k, false)
 		default: // dot segments
-			switch {
-			case k == 0 && fromRoot:
-				s = "/"
-			case k == 0:
-				s = "../"
-			case fromRoot:
-				s = "./p/" + strconv.Itoa(k) + ".html"
-			default:
-				s = "../p/" + strconv.Itoa(k) + ".html"
-			}
+			s = relative(n, k, true)
 		}
 	}
 	if r.IntN(6) == 0 {
 		s += "#section-" + strconv.Itoa(1+r.IntN(9))
 	}
 	return s
+}
+
+// relative is the path of page k relative to the directory of page n (the
+// root for page 0, /p/ for the others); dots takes the way through dot
+// segments ("./p/1.html", "../p/1.html", "/" for the root from the root).
+func relative(n, k int, dots bool) string {
+	fromRoot := n == 0
+	switch {
+	case k == 0 && fromRoot && dots:
+		return "/"
+	case k == 0 && fromRoot:
+		return "./"
+	case k == 0:
+		return "../"
+	}
+	file := strconv.Itoa(k) + ".html"
+	switch {
+	case fromRoot && dots:
+		return "./p/" + file
+	case fromRoot:
+		return "p/" + file
+	case dots:
+		return "../p/" + file
+	}
+	return file
 }
 
 func phrase(r *rand.Rand, n int) string {

@@ -17,16 +17,23 @@ const testUA = "testweb-test/1.0"
 
 func startWeb(t *testing.T, cfg Config) *Web {
 	t.Helper()
-	w, err := Start(cfg)
+	return started(t, "Start", func() (*Web, error) { return Start(cfg) })
+}
+
+// started returns what start gives, failing the test on its error, and
+// closes it when the test ends; an error of Close fails the test too.
+func started[T io.Closer](t *testing.T, what string, start func() (T, error)) T {
+	t.Helper()
+	v, err := start()
 	if err != nil {
-		t.Fatalf("Start: %v", err)
+		t.Fatalf("%s: %v", what, err)
 	}
 	t.Cleanup(func() {
-		if err := w.Close(); err != nil {
+		if err := v.Close(); err != nil {
 			t.Errorf("Close: %v", err)
 		}
 	})
-	return w
+	return v
 }
 
 // newClient does not follow redirects, so every request is the test's own;

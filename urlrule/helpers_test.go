@@ -1,31 +1,10 @@
 package urlrule
 
-import (
-	"fmt"
-	"reflect"
-	"testing"
+import "github.com/drover-crawl/drover/internal/expect"
+
+// The assertion style of urlrule's tests, shared with fetch's.
+var (
+	equal = expect.Equal
+	must  = expect.Must
+	check = expect.Check
 )
-
-// The same few helpers as fetch's tests (fetch/helpers_test.go), which these
-// tests used before the URL rules left fetch.
-
-func equal(t testing.TB, got, want any, msg ...any) {
-	t.Helper()
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("got %#v, want %#v %s", got, want, fmt.Sprint(msg...))
-	}
-}
-
-func must(t testing.TB, cond bool, msg ...any) {
-	t.Helper()
-	if !cond {
-		t.Fatal(msg...)
-	}
-}
-
-func check(t testing.TB, cond bool, msg ...any) {
-	t.Helper()
-	if !cond {
-		t.Error(msg...)
-	}
-}

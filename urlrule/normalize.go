@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -75,7 +76,7 @@ func Normalize(raw string, base *url.URL, dropParams []string) (string, error) {
 	raw = fixPercents(raw)
 	u, err := url.Parse(raw)
 	if err != nil {
-		return "", fmt.Errorf("%w: %v", ErrInvalidURL, unwrapURLError(err))
+		return "", fmt.Errorf("%w: %v", ErrInvalidURL, UnwrapURLError(err))
 	}
 	if base != nil {
 		u = base.ResolveReference(u)
@@ -137,7 +138,7 @@ func normalizeURL(u *url.URL, dropParams []string) (string, error) {
 func HostKey(rawURL string) (string, error) {
 	u, err := url.Parse(TrimURL(rawURL))
 	if err != nil {
-		return "", fmt.Errorf("%w: %v", ErrInvalidURL, unwrapURLError(err))
+		return "", fmt.Errorf("%w: %v", ErrInvalidURL, UnwrapURLError(err))
 	}
 	return normalHost(u.Hostname())
 }
@@ -226,12 +227,22 @@ func fixPercents(s string) string {
 }
 
 // normalEscapes normalizes the percent-encoding of an escaped path (or, when
-// query is set, of one query component, where '+' keeps its meaning).
+// query is set, of one query component, where '+' keeps its meaning): an
+// escaped unreserved octet is decoded, a '%' that starts no escape and an
+// octet that may not appear raw are escaped.
 func normalEscapes(s string, query bool) string {
+	return reescape(s, func(c byte) bool { return c == '%' || mustEscape(c, query) }, unreserved)
+}
+
+// reescape rewrites the percent-encoding of s: a valid escape of an octet
+// that decode accepts becomes that octet, any other valid escape is
+// upper-cased, and a byte that escape selects (a '%' that starts no valid
+// escape included) is percent-encoded; the rest is kept. s comes back as it
+// is when it has neither a '%' nor a byte to escape.
+func reescape(s string, escape, decode func(byte) bool) string {
 	need := false
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c == '%' || mustEscape(c, query) {
+		if s[i] == '%' || escape(s[i]) {
 			need = true
 			break
 		}
@@ -246,15 +257,13 @@ func normalEscapes(s string, query bool) string {
 		switch {
 		case c == '%' && i+2 < len(s) && ishex(s[i+1]) && ishex(s[i+2]):
 			d := unhex(s[i+1])<<4 | unhex(s[i+2])
-			if unreserved(d) {
+			if decode(d) {
 				b = append(b, d)
 			} else {
 				b = append(b, '%', hex[d>>4], hex[d&15])
 			}
 			i += 2
-		case c == '%':
-			b = append(b, "%25"...)
-		case mustEscape(c, query):
+		case escape(c):
 			b = append(b, '%', hex[c>>4], hex[c&15])
 		default:
 			b = append(b, c)
@@ -315,7 +324,7 @@ func normalQuery(q string, drop []string) string {
 		if n, err := url.QueryUnescape(name); err == nil {
 			name = n
 		}
-		if name != "" && containsString(drop, name) {
+		if name != "" && slices.Contains(drop, name) {
 			continue
 		}
 		kept = append(kept, normalEscapes(p, true))
@@ -325,15 +334,6 @@ func normalQuery(q string, drop []string) string {
 		return ""
 	}
 	return q
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // removeDotSegments is RFC 3986 section 5.2.4 on an absolute path.
@@ -368,9 +368,10 @@ func removeDotSegments(p string) string {
 	return r
 }
 
-// unwrapURLError strips url.Error's "parse <url>:" prefix, which would
-// repeat a possibly huge URL in every message.
-func unwrapURLError(err error) error {
+// UnwrapURLError strips url.Error's "<op> <url>:" prefix (url.Parse's
+// "parse", an HTTP client's "Get"), which would repeat a possibly huge URL
+// in every message.
+func UnwrapURLError(err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		return ue.Err

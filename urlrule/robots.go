@@ -153,40 +153,9 @@ func robotsPath(target string) string {
 }
 
 // escapeRobots percent-encodes octets outside US-ASCII and controls, and
-// upper-cases existing escapes (RFC 9309 section 2.2.2).
+// upper-cases existing escapes (RFC 9309 section 2.2.2); it decodes none.
 func escapeRobots(s string) string {
-	need := false
-	for i := 0; i < len(s); i++ {
-		if s[i] <= ' ' || s[i] >= 0x7f || s[i] == '%' {
-			need = true
-			break
-		}
-	}
-	if !need {
-		return s
-	}
-	const hex = "0123456789ABCDEF"
-	b := make([]byte, 0, len(s)+8)
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '%' && i+2 < len(s) && ishex(s[i+1]) && ishex(s[i+2]):
-			b = append(b, '%', upperHex(s[i+1]), upperHex(s[i+2]))
-			i += 2
-		case c <= ' ' || c >= 0x7f:
-			b = append(b, '%', hex[c>>4], hex[c&15])
-		default:
-			b = append(b, c)
-		}
-	}
-	return string(b)
-}
-
-func upperHex(c byte) byte {
-	if c >= 'a' && c <= 'f' {
-		return c - 'a' + 'A'
-	}
-	return c
+	return reescape(s, func(c byte) bool { return c <= ' ' || c >= 0x7f }, func(byte) bool { return false })
 }
 
 // robotsMatch reports whether pattern matches a prefix of path: '*' matches

@@ -31,47 +31,27 @@ func New(t testing.TB, name string) *PKI {
 	t.Helper()
 	dir := t.TempDir()
 	caKey := key(t)
-	caTmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: name + " test CA"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
+	caTmpl := template(1, name+" test CA")
+	caTmpl.IsCA, caTmpl.BasicConstraintsValid = true, true
+	caTmpl.KeyUsage |= x509.KeyUsageCertSign
 	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
+	noErr(t, err)
 	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		t.Fatal(err)
-	}
+	noErr(t, err)
 	p := &PKI{CA: filepath.Join(dir, "ca.pem")}
 	writePEM(t, p.CA, "CERTIFICATE", caDER)
 	leaf := func(serial int64, cn string, usage x509.ExtKeyUsage, server bool) (string, string) {
 		k := key(t)
-		tmpl := &x509.Certificate{
-			SerialNumber: big.NewInt(serial),
-			Subject:      pkix.Name{CommonName: cn},
-			NotBefore:    time.Now().Add(-time.Hour),
-			NotAfter:     time.Now().Add(24 * time.Hour),
-			KeyUsage:     x509.KeyUsageDigitalSignature,
-			ExtKeyUsage:  []x509.ExtKeyUsage{usage},
-		}
+		tmpl := template(serial, cn)
+		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{usage}
 		if server {
 			tmpl.DNSNames = []string{"localhost"}
 			tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1"), net.IPv6loopback}
 		}
 		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &k.PublicKey, caKey)
-		if err != nil {
-			t.Fatal(err)
-		}
+		noErr(t, err)
 		kder, err := x509.MarshalECPrivateKey(k)
-		if err != nil {
-			t.Fatal(err)
-		}
+		noErr(t, err)
 		cert, keyPath := filepath.Join(dir, cn+".pem"), filepath.Join(dir, cn+"-key.pem")
 		writePEM(t, cert, "CERTIFICATE", der)
 		writePEM(t, keyPath, "EC PRIVATE KEY", kder)
@@ -82,18 +62,34 @@ func New(t testing.TB, name string) *PKI {
 	return p
 }
 
-func key(t testing.TB) *ecdsa.PrivateKey {
+// template is a certificate for signatures, serial and cn, valid from an
+// hour ago for a day.
+func template(serial int64, cn string) *x509.Certificate {
+	return &x509.Certificate{
+		SerialNumber: big.NewInt(serial),
+		Subject:      pkix.Name{CommonName: cn},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+	}
+}
+
+// noErr ends the test on err.
+func noErr(t testing.TB, err error) {
 	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+func key(t testing.TB) *ecdsa.PrivateKey {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	noErr(t, err)
 	return k
 }
 
 func writePEM(t testing.TB, path, typ string, der []byte) {
 	t.Helper()
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	noErr(t, os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600))
 }

@@ -63,22 +63,8 @@ func main() {
 	flag.DurationVar(&o.SinkDuration, "sink-duration", o.SinkDuration, "how long each sink is written to")
 	flag.StringVar(&o.PostgresURI, "postgres", o.PostgresURI, "PostgreSQL of the sink scenario (a table of its own, dropped after)")
 	flag.Parse()
-	o.Scenarios = nil
-	for _, s := range strings.Split(*scenarios, ",") {
-		if s = strings.TrimSpace(s); s == "" {
-			continue
-		}
-		if !slices.Contains(bench.AllScenarios, s) {
-			log.Fatalf("-scenarios: %q is not one of %s", s, strings.Join(bench.AllScenarios, ", "))
-		}
-		o.Scenarios = append(o.Scenarios, s)
-	}
-	o.Sinks = nil
-	for _, s := range strings.Split(*sinks, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			o.Sinks = append(o.Sinks, s)
-		}
-	}
+	o.Scenarios = parseList("-scenarios", *scenarios, bench.AllScenarios...)
+	o.Sinks = parseList("-sinks", *sinks)
 	if u := os.Getenv("AMQP_URL"); u != "" {
 		o.AMQPURL = u
 	}
@@ -101,16 +87,7 @@ func main() {
 	}
 	o.Fleets = parseInts("-fleets", *fleets)
 	o.PeerParallelism = parseInts("-peer-parallelism", *peerPar)
-	o.Peers = nil
-	for _, p := range strings.Split(*peers, ",") {
-		if p = strings.TrimSpace(p); p == "" {
-			continue
-		}
-		if p != bench.KindColly && p != bench.KindScrapy {
-			log.Fatalf("-peers: %q is not colly or scrapy", p)
-		}
-		o.Peers = append(o.Peers, p)
-	}
+	o.Peers = parseList("-peers", *peers, bench.KindColly, bench.KindScrapy)
 	exe, err := os.Executable()
 	if err != nil {
 		log.Fatal(err)
@@ -130,13 +107,26 @@ func main() {
 	}
 }
 
-// parseInts reads a comma-separated list of positive integers ("" is none).
-func parseInts(flagName, s string) []int {
-	var out []int
+// parseList reads a comma-separated list ("" is none, spaces are trimmed);
+// with allowed given, an item that is none of them is a usage error.
+func parseList(flagName, s string, allowed ...string) []string {
+	var out []string
 	for _, f := range strings.Split(s, ",") {
 		if f = strings.TrimSpace(f); f == "" {
 			continue
 		}
+		if len(allowed) > 0 && !slices.Contains(allowed, f) {
+			log.Fatalf("%s: %q is not one of %s", flagName, f, strings.Join(allowed, ", "))
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// parseInts reads a comma-separated list of positive integers ("" is none).
+func parseInts(flagName, s string) []int {
+	var out []int
+	for _, f := range parseList(flagName, s) {
 		n, err := strconv.Atoi(f)
 		if err != nil || n < 1 {
 			log.Fatalf("%s: %q is not a positive integer", flagName, f)

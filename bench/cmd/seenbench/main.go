@@ -12,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -21,12 +22,7 @@ import (
 
 func main() {
 	o := bench.DefaultSeenOptions()
-	var names []string
-	for n := range bench.SeenStores {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	stores := flag.String("stores", strings.Join(names, ","), "stores to measure, comma-separated")
+	stores := flag.String("stores", strings.Join(slices.Sorted(maps.Keys(bench.SeenStores)), ","), "stores to measure, comma-separated")
 	flag.IntVar(&o.URLs, "urls", o.URLs, "URLs queued and done")
 	flag.IntVar(&o.Writers, "writers", o.Writers, "concurrent record goroutines")
 	flag.IntVar(&o.PagesPerBatch, "pages", o.PagesPerBatch, "pages per outcome batch")
