@@ -64,6 +64,8 @@ type Fetcher struct {
 	guard     *addrGuard
 	timeouts  Timeouts
 	resolver  *net.Resolver
+	// lookup, when set, answers host names instead of resolver (WithLookup).
+	lookup LookupFunc
 
 	// now is the clock of FetchedAt and of Retry-After dates.
 	now func() time.Time
@@ -109,6 +111,7 @@ func New(cfg campaign.Config, opts ...Option) (*Fetcher, error) {
 			Control:   guard.control,
 		},
 		resolver:       f.resolver,
+		lookup:         f.lookup,
 		resolveTimeout: to.DNS,
 		connectTimeout: to.Connect,
 	}
