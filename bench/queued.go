@@ -5,13 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -136,8 +133,15 @@ func queuedURL(i, n, hosts int) string {
 	return fmt.Sprintf("http://host%d.example/p/%d", i/per, i%per)
 }
 
-// publishURLs publishes n URL messages with confirms, in batches.
+// publishURLs publishes n URL messages (queuedURL) with confirms, in
+// batches.
 func publishURLs(ctx context.Context, ch *amqp.Channel, topo frontier.Topology, n, hosts int, log interface{ Write([]byte) (int, error) }) error {
+	return publishEach(ctx, ch, topo, n, func(i int) string { return queuedURL(i, n, hosts) }, log)
+}
+
+// publishEach publishes urlOf(0..n-1) as depth-0 URL messages into their
+// hosts' shards, with confirms, in batches.
+func publishEach(ctx context.Context, ch *amqp.Channel, topo frontier.Topology, n int, urlOf func(int) string, log interface{ Write([]byte) (int, error) }) error {
 	const batch = 2000
 	confirms := make([]*amqp.DeferredConfirmation, 0, batch)
 	type msg struct {
@@ -147,7 +151,7 @@ func publishURLs(ctx context.Context, ch *amqp.Channel, topo frontier.Topology, 
 	for i := 0; i < n; {
 		confirms = confirms[:0]
 		for ; i < n && len(confirms) < batch; i++ {
-			u := queuedURL(i, n, hosts)
+			u := urlOf(i)
 			body, _ := json.Marshal(msg{U: u})
 			host := u[len("http://") : strings.Index(u[len("http://"):], "/")+len("http://")]
 			dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", topo.Shard(frontier.ShardOf(host)), false, false, amqp.Publishing{
@@ -169,7 +173,7 @@ func publishURLs(ctx context.Context, ch *amqp.Channel, topo frontier.Topology, 
 			}
 		}
 		if time.Now().After(next) {
-			fmt.Fprintf(log, "bench: queued: %d/%d published\n", i, n)
+			fmt.Fprintf(log, "bench: %d/%d published\n", i, n)
 			next = time.Now().Add(10 * time.Second)
 		}
 	}
@@ -179,65 +183,19 @@ func publishURLs(ctx context.Context, ch *amqp.Channel, topo frontier.Topology, 
 // holdScheduler runs the scheduler binary with one credit-less session for
 // QueuedHold and samples its memory.
 func (o Options) holdScheduler(ctx context.Context, bin, dir, id string, res *QueuedResult) error {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	sp, err := startSchedProc(bin, dir, o.AMQPURL)
 	if err != nil {
 		return err
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	logf, err := os.Create(filepath.Join(dir, "scheduler.log"))
-	if err != nil {
-		return err
-	}
-	defer logf.Close()
-	cmd := exec.Command(bin, "-listen", addr, "-seen", filepath.Join(dir, "seen-scheduler"), "-metrics-addr", "127.0.0.1:0")
-	cmd.Env = append(os.Environ(), "AMQP_URL="+o.AMQPURL, "DROVER_TOKEN=")
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		select {
-		case <-exited:
-			return
-		default:
-		}
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	}()
-	schedLog := func() string {
-		b, _ := os.ReadFile(filepath.Join(dir, "scheduler.log"))
-		if len(b) > 2000 {
-			b = b[len(b)-2000:]
-		}
-		return string(b)
-	}
+	defer sp.stop()
 	cfg := campaign.Config{ID: id, Seeds: []string{"http://host0.example/"}, Sinks: []string{"warc:/unused"}}.WithDefaults()
-	var sess *frontier.Session
-	for deadline := time.Now().Add(15 * time.Second); ; {
-		sess, err = frontier.DialSession(ctx, addr, frontier.DevToken, "bench-queued", cfg, 32)
-		if err == nil {
-			break
-		}
-		select {
-		case e := <-exited:
-			return fmt.Errorf("scheduler exited: %v\n%s", e, schedLog())
-		default:
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("no session with the scheduler: %w\n%s", err, schedLog())
-		}
-		time.Sleep(100 * time.Millisecond)
+	sess, err := sp.dialSession(ctx, cfg, "bench-queued", 32)
+	if err != nil {
+		return err
 	}
 	defer sess.Close()
-	pid := cmd.Process.Pid
+	addr := sp.addr
+	pid := sp.pid()
 	fmt.Fprintf(o.Log, "bench: queued: scheduler pid %d holding for %s, no credit given ...\n", pid, o.QueuedHold)
 	ctl, err := frontier.DialControl(ctx, addr, frontier.DevToken)
 	if err != nil {
@@ -251,10 +209,10 @@ func (o Options) holdScheduler(ctx context.Context, bin, dir, id string, res *Qu
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case e := <-exited:
-			exited <- e
-			return fmt.Errorf("scheduler exited: %v\n%s", e, schedLog())
 		case <-t.C:
+		}
+		if err := sp.alive(); err != nil {
+			return err
 		}
 		rss, _ := procStatusBytes(pid, "VmRSS:")
 		res.MaxRSS = max(res.MaxRSS, rss)
