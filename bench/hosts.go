@@ -16,8 +16,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	amqp "github.com/rabbitmq/amqp091-go"
-
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/fetch"
 	"github.com/drover-crawl/drover/frontier"
@@ -32,10 +30,11 @@ type HostsResult struct {
 	Fetch         bool
 	Prefetch      int
 	Publish       time.Duration // every URL, confirmed
-	// The scheduler process (/proc/PID/status VmRSS; Go heap in use from
-	// its metrics): with the campaign open and no URL (Base), and holding
-	// every URL (Held).
-	BaseRSS, HeldRSS, BaseHeap, HeldHeap int64
+	// The scheduler process (/proc/PID/status VmRSS; Go heap in use right
+	// after a collection, from its metrics): with the campaign open and no
+	// URL (Base), holding every URL (Held), and at the end, every URL done
+	// (End: what it keeps of a host after its URLs).
+	BaseRSS, HeldRSS, BaseHeap, HeldHeap, EndHeap int64
 	// Fill: from the first publish until the scheduler held every URL;
 	// FillCPU the scheduler's CPU over it (consuming, no lease).
 	Fill, FillCPU time.Duration
@@ -57,16 +56,11 @@ func (r HostsResult) BytesPerHost() float64 {
 
 // runHosts runs the hosts scenario at every count of HostsCounts.
 func (o Options) runHosts(ctx context.Context) ([]HostsResult, error) {
-	dir, err := os.MkdirTemp("", "drover-bench-hosts-")
+	dir, bin, err := o.buildScheduler(ctx, "hosts")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	bin := filepath.Join(dir, "scheduler")
-	fmt.Fprintf(o.Log, "bench: hosts: building the scheduler ...\n")
-	if err := goBuild(ctx, "./scheduler", bin); err != nil {
-		return nil, err
-	}
 	var out []HostsResult
 	var errs []error
 	for _, n := range o.HostsCounts {
@@ -101,47 +95,31 @@ func (o Options) runHostsOne(ctx context.Context, bin, dir string, n int) (res H
 	urlOf := func(i int) string { return web.URL(i/o.HostsPages, i%o.HostsPages) }
 	res.Prefetch = hostsPrefetch(n, o.HostsPages, web)
 
-	conn, err := amqp.Dial(o.AMQPURL)
-	if err != nil {
-		return res, fmt.Errorf("RabbitMQ at %s: %w", o.AMQPURL, err)
-	}
-	defer conn.Close()
 	id := fmt.Sprintf("bench-hosts-%d-%d", n, time.Now().UnixNano())
-	topo := frontier.Topology{Campaign: id}
-	ch, err := conn.Channel()
+	ch, topo, closeCampaign, err := o.openCampaign(id)
 	if err != nil {
 		return res, err
 	}
-	if err := topo.Declare(ch); err != nil {
-		return res, err
-	}
-	defer func() {
-		if derr := topo.Delete(conn); derr != nil {
-			err = errors.Join(err, fmt.Errorf("delete campaign queues: %w", derr))
-		}
-	}()
-	if err := ch.Confirm(false); err != nil {
-		return res, err
-	}
+	defer func() { err = errors.Join(err, closeCampaign()) }()
 
-	args := []string{"-prefetch", strconv.Itoa(res.Prefetch)}
-	pprofAddr := ""
-	if o.HostsPprof != "" {
-		if pprofAddr, err = freeAddr(); err != nil {
-			return res, err
-		}
-		args = append(args, "-pprof-addr", pprofAddr)
+	// pprof is always on: a GET of the heap profile with gc=1 collects
+	// first, so the heap read after it is what is live.
+	pprofAddr, err := freeAddr()
+	if err != nil {
+		return res, err
 	}
-	sp, err := startSchedProc(bin, dir, o.AMQPURL, args...)
+	sp, err := startSchedProc(bin, dir, o.AMQPURL, "-prefetch", strconv.Itoa(res.Prefetch), "-pprof-addr", pprofAddr)
 	if err != nil {
 		return res, err
 	}
 	defer sp.stop()
 	profile := func(what, name string) {
-		if pprofAddr != "" {
-			if err := saveURL("http://"+pprofAddr+"/debug/pprof/"+what, filepath.Join(o.HostsPprof, fmt.Sprintf("%s-%d.pb.gz", name, n))); err != nil {
-				fmt.Fprintf(o.Log, "bench: hosts: profile %s: %v\n", name, err)
-			}
+		path := os.DevNull
+		if o.HostsPprof != "" {
+			path = filepath.Join(o.HostsPprof, fmt.Sprintf("%s-%d.pb.gz", name, n))
+		}
+		if err := saveURL("http://"+pprofAddr+"/debug/pprof/"+what, path); err != nil {
+			fmt.Fprintf(o.Log, "bench: hosts: profile %s: %v\n", name, err)
 		}
 	}
 	delay := o.HostsDelay
@@ -163,6 +141,7 @@ func (o Options) runHostsOne(ctx context.Context, bin, dir string, n int) (res H
 		return res, err
 	}
 	res.BaseRSS, _ = procStatusBytes(pid, "VmRSS:")
+	profile("heap?gc=1", "heap-base")
 	res.BaseHeap = goHeap(sp.metricsURL())
 	fmt.Fprintf(o.Log, "bench: hosts: %d hosts x %d pages, scheduler pid %d (prefetch %d), baseline VmRSS %s MB; publishing ...\n", n, o.HostsPages, pid, res.Prefetch, mb(res.BaseRSS))
 
@@ -182,14 +161,16 @@ func (o Options) runHostsOne(ctx context.Context, bin, dir string, n int) (res H
 		return res, err
 	}
 	res.HeldRSS, _ = procStatusBytes(pid, "VmRSS:")
-	res.HeldHeap = goHeap(sp.metricsURL())
 	profile("heap?gc=1", "heap-held")
-	cpuProfiled := make(chan struct{})
-	go func() {
-		defer close(cpuProfiled)
-		profile("profile?seconds=10", "cpu-lease")
-	}()
-	defer func() { <-cpuProfiled }()
+	res.HeldHeap = goHeap(sp.metricsURL())
+	if o.HostsPprof != "" {
+		cpuProfiled := make(chan struct{})
+		go func() {
+			defer close(cpuProfiled)
+			profile("profile?seconds=10", "cpu-lease")
+		}()
+		defer func() { <-cpuProfiled }()
+	}
 	fmt.Fprintf(o.Log, "bench: hosts: held %d URLs after %s, VmRSS %s MB (%.0f B/host); leasing ...\n", urls, res.Fill.Round(time.Millisecond), mb(res.HeldRSS), res.BytesPerHost())
 
 	if err := o.leaseAll(ctx, sp, ctl, cfg, web, &res); err != nil {
@@ -197,6 +178,7 @@ func (o Options) runHostsOne(ctx context.Context, bin, dir string, n int) (res H
 	}
 	res.EndRSS, _ = procStatusBytes(pid, "VmRSS:")
 	profile("heap?gc=1", "heap-end")
+	res.EndHeap = goHeap(sp.metricsURL())
 	res.Web = web.Counts()
 	if res.Web.Missing != 0 || res.Web.Duplicates != 0 && o.HostsFetch {
 		return res, fmt.Errorf("the virtual web saw %d pages missing and %d fetched twice", res.Web.Missing, res.Web.Duplicates)
@@ -359,6 +341,11 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	case <-time.After(d):
 		return nil
 	}
+}
+
+// HeapPerHost is the Go heap in use above its baseline per active host.
+func (r HostsResult) HeapPerHost() float64 {
+	return float64(r.HeldHeap-r.BaseHeap) / float64(max(r.Hosts, 1))
 }
 
 // goHeap reads go_memstats_heap_inuse_bytes from a Prometheus endpoint

@@ -51,42 +51,23 @@ type QueuedResult struct {
 // its bytes per URL.
 func (o Options) runQueued(ctx context.Context) (res QueuedResult, err error) {
 	res.URLs, res.Hosts, res.Hold = o.QueuedURLs, o.QueuedHosts, o.QueuedHold
-	dir, err := os.MkdirTemp("", "drover-bench-queued-")
+	dir, bin, err := o.buildScheduler(ctx, "queued")
 	if err != nil {
 		return res, err
 	}
 	defer os.RemoveAll(dir)
-	bin := filepath.Join(dir, "scheduler")
-	fmt.Fprintf(o.Log, "bench: queued: building the scheduler ...\n")
-	if err := goBuild(ctx, "./scheduler", bin); err != nil {
-		return res, err
-	}
-	conn, err := amqp.Dial(o.AMQPURL)
-	if err != nil {
-		return res, fmt.Errorf("RabbitMQ at %s: %w", o.AMQPURL, err)
-	}
-	defer conn.Close()
 	id := fmt.Sprintf("bench-queued-%d", time.Now().UnixNano())
-	topo := frontier.Topology{Campaign: id}
-	ch, err := conn.Channel()
+	ch, topo, closeCampaign, err := o.openCampaign(id)
 	if err != nil {
-		return res, err
-	}
-	if err := topo.Declare(ch); err != nil {
 		return res, err
 	}
 	defer func() {
-		// A fresh connection: the scheduler's end may have closed nothing of
-		// ours, but a failed publish closes its channel.
-		if derr := topo.Delete(conn); derr != nil {
-			err = errors.Join(err, fmt.Errorf("delete campaign queues: %w", derr))
+		if cerr := closeCampaign(); cerr != nil {
+			err = errors.Join(err, cerr)
 		} else {
 			fmt.Fprintf(o.Log, "bench: queued: deleted the queues of %s\n", id)
 		}
 	}()
-	if err := ch.Confirm(false); err != nil {
-		return res, err
-	}
 	rabbit := rabbitPID()
 	res.RabbitRSS0, _ = procStatusBytes(rabbit, "VmRSS:")
 	fmt.Fprintf(o.Log, "bench: queued: publishing %d URLs over %d hosts into %s ...\n", o.QueuedURLs, o.QueuedHosts, id)
@@ -125,6 +106,35 @@ func (o Options) runQueued(ctx context.Context) (res QueuedResult, err error) {
 	}
 	res.SeenBytes = seen.DiskBytes()
 	return res, nil
+}
+
+// openCampaign connects to RabbitMQ and declares campaign id's queues; ch
+// is in confirm mode. closeCampaign deletes the queues (on a channel of its
+// own: a failed publish closes ch) and closes the connection.
+func (o Options) openCampaign(id string) (ch *amqp.Channel, topo frontier.Topology, closeCampaign func() error, err error) {
+	topo = frontier.Topology{Campaign: id}
+	conn, err := amqp.Dial(o.AMQPURL)
+	if err != nil {
+		return nil, topo, nil, fmt.Errorf("RabbitMQ at %s: %w", o.AMQPURL, err)
+	}
+	ch, err = conn.Channel()
+	if err == nil {
+		err = topo.Declare(ch)
+	}
+	if err == nil {
+		err = ch.Confirm(false)
+	}
+	if err != nil {
+		conn.Close()
+		return nil, topo, nil, err
+	}
+	return ch, topo, func() error {
+		defer conn.Close()
+		if err := topo.Delete(conn); err != nil {
+			return fmt.Errorf("delete campaign queues: %w", err)
+		}
+		return nil
+	}, nil
 }
 
 // queuedURL is URL i of n over hosts hosts, host after host.

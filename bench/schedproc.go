@@ -14,6 +14,22 @@ import (
 	"github.com/drover-crawl/drover/frontier"
 )
 
+// buildScheduler builds ./scheduler into a new temporary directory, which
+// the caller removes.
+func (o Options) buildScheduler(ctx context.Context, scenario string) (dir, bin string, err error) {
+	dir, err = os.MkdirTemp("", "drover-bench-"+scenario+"-")
+	if err != nil {
+		return "", "", err
+	}
+	bin = filepath.Join(dir, "scheduler")
+	fmt.Fprintf(o.Log, "bench: %s: building the scheduler ...\n", scenario)
+	if err := goBuild(ctx, "./scheduler", bin); err != nil {
+		os.RemoveAll(dir)
+		return "", "", err
+	}
+	return dir, bin, nil
+}
+
 // schedProc is a scheduler binary run as a child process, its log in a
 // file of dir.
 type schedProc struct {
