@@ -167,7 +167,7 @@ func (o Options) runHostsOne(ctx context.Context, bin, dir string, n int) (res H
 		cpuProfiled := make(chan struct{})
 		go func() {
 			defer close(cpuProfiled)
-			profile("profile?seconds=10", "cpu-lease")
+			profile("profile?seconds=30", "cpu-lease")
 		}()
 		defer func() { <-cpuProfiled }()
 	}
@@ -180,7 +180,7 @@ func (o Options) runHostsOne(ctx context.Context, bin, dir string, n int) (res H
 	profile("heap?gc=1", "heap-end")
 	res.EndHeap = goHeap(sp.metricsURL())
 	res.Web = web.Counts()
-	if res.Web.Missing != 0 || res.Web.Duplicates != 0 && o.HostsFetch {
+	if o.HostsFetch && (res.Web.Missing != 0 || res.Web.Duplicates != 0) {
 		return res, fmt.Errorf("the virtual web saw %d pages missing and %d fetched twice", res.Web.Missing, res.Web.Duplicates)
 	}
 	fmt.Fprintf(o.Log, "bench: hosts: %d leases in %s, scheduler CPU %.1f µs/lease, wall %.1f µs/lease\n", res.Leases, res.LeaseWall.Round(time.Millisecond),

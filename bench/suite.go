@@ -83,7 +83,7 @@ type Options struct {
 	HostsFetch              bool
 	HostsDelay              time.Duration
 	// HostsPprof, when set, is a directory for the scheduler's heap
-	// profiles (every URL held, the end) and a 10 s CPU profile of leasing.
+	// profiles (every URL held, the end) and a 30 s CPU profile of leasing.
 	HostsPprof string
 
 	// Scenarios selects what runs: plain, polite, slowhost, queued, sinks,

@@ -68,7 +68,7 @@ func main() {
 	flag.IntVar(&o.HostsCredit, "hosts-credit", o.HostsCredit, "leases each session of the hosts scenario holds at once")
 	flag.BoolVar(&o.HostsFetch, "hosts-fetch", o.HostsFetch, "fetch each lease of the hosts scenario from the virtual web (false: answer at once)")
 	flag.DurationVar(&o.HostsDelay, "hosts-delay", o.HostsDelay, "per-host delay of the hosts scenario's campaign")
-	flag.StringVar(&o.HostsPprof, "hosts-pprof", "", "save the hosts scenario's scheduler profiles into this directory (heap-held-N, heap-end-N, cpu-lease-N .pb.gz)")
+	flag.StringVar(&o.HostsPprof, "hosts-pprof", "", "save the hosts scenario's scheduler profiles into this directory (heap-base-N, heap-held-N, heap-end-N, cpu-lease-N .pb.gz)")
 	flag.Parse()
 	o.Scenarios = nil
 	for _, s := range strings.Split(*scenarios, ",") {
