@@ -13,7 +13,10 @@
 // half the URLs) and its effect on the other hosts' completion time; a
 // scheduler's memory with a large backlog in its shard queues, and the
 // seen-set's bytes per URL; each sink's records/s with many concurrent
-// Store callers.
+// Store callers. Issue 15's hosts scenario holds up to 100,000 virtual
+// hosts (testweb.StartVirtual, reached through fetch.WithLookup) in a
+// scheduler binary: its memory per active host and its CPU per lease as
+// the hosts grow.
 //
 // The suite is the bench/cmd/bench main, which `make bench` runs; it is not
 // a test. bench/ is a module of its own (so that Colly stays out of the

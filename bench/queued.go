@@ -5,13 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -56,42 +53,23 @@ type QueuedResult struct {
 // its bytes per URL.
 func (o Options) runQueued(ctx context.Context) (res QueuedResult, err error) {
 	res.URLs, res.Hosts, res.Hold = o.QueuedURLs, o.QueuedHosts, o.QueuedHold
-	dir, err := os.MkdirTemp("", "drover-bench-queued-")
+	dir, bin, err := o.buildScheduler(ctx, "queued")
 	if err != nil {
 		return res, err
 	}
 	defer os.RemoveAll(dir)
-	bin := filepath.Join(dir, "scheduler")
-	fmt.Fprintf(o.Log, "bench: queued: building the scheduler ...\n")
-	if err := goBuild(ctx, "./scheduler", bin); err != nil {
-		return res, err
-	}
-	conn, err := amqp.Dial(o.AMQPURL)
-	if err != nil {
-		return res, fmt.Errorf("RabbitMQ at %s: %w", o.AMQPURL, err)
-	}
-	defer conn.Close()
 	id := fmt.Sprintf("bench-queued-%d", time.Now().UnixNano())
-	topo := frontier.Topology{Campaign: id}
-	ch, err := conn.Channel()
+	ch, topo, closeCampaign, err := o.openCampaign(id)
 	if err != nil {
-		return res, err
-	}
-	if err := topo.Declare(ch); err != nil {
 		return res, err
 	}
 	defer func() {
-		// A fresh connection: the scheduler's end may have closed nothing of
-		// ours, but a failed publish closes its channel.
-		if derr := topo.Delete(conn); derr != nil {
-			err = errors.Join(err, fmt.Errorf("delete campaign queues: %w", derr))
+		if cerr := closeCampaign(); cerr != nil {
+			err = errors.Join(err, cerr)
 		} else {
 			fmt.Fprintf(o.Log, "bench: queued: deleted the queues of %s\n", id)
 		}
 	}()
-	if err := ch.Confirm(false); err != nil {
-		return res, err
-	}
 	rabbit := rabbitPID()
 	res.RabbitRSS0, _ = procStatusBytes(rabbit, "VmRSS:")
 	fmt.Fprintf(o.Log, "bench: queued: publishing %d URLs over %d hosts into %s ...\n", o.QueuedURLs, o.QueuedHosts, id)
@@ -132,14 +110,50 @@ func (o Options) runQueued(ctx context.Context) (res QueuedResult, err error) {
 	return res, nil
 }
 
+// openCampaign connects to RabbitMQ and declares campaign id's queues; ch
+// is in confirm mode. closeCampaign deletes the queues (on a channel of its
+// own: a failed publish closes ch) and closes the connection.
+func (o Options) openCampaign(id string) (ch *amqp.Channel, topo frontier.Topology, closeCampaign func() error, err error) {
+	topo = frontier.Topology{Campaign: id}
+	conn, err := amqp.Dial(o.AMQPURL)
+	if err != nil {
+		return nil, topo, nil, fmt.Errorf("RabbitMQ at %s: %w", o.AMQPURL, err)
+	}
+	ch, err = conn.Channel()
+	if err == nil {
+		err = topo.Declare(ch)
+	}
+	if err == nil {
+		err = ch.Confirm(false)
+	}
+	if err != nil {
+		conn.Close()
+		return nil, topo, nil, err
+	}
+	return ch, topo, func() error {
+		defer conn.Close()
+		if err := topo.Delete(conn); err != nil {
+			return fmt.Errorf("delete campaign queues: %w", err)
+		}
+		return nil
+	}, nil
+}
+
 // queuedURL is URL i of n over hosts hosts, host after host.
 func queuedURL(i, n, hosts int) string {
 	per := max(n/max(hosts, 1), 1)
 	return fmt.Sprintf("http://host%d.example/p/%d", i/per, i%per)
 }
 
-// publishURLs publishes n URL messages with confirms, in batches.
+// publishURLs publishes n URL messages (queuedURL) with confirms, in
+// batches.
 func publishURLs(ctx context.Context, ch *amqp.Channel, topo frontier.Topology, n, hosts int, log interface{ Write([]byte) (int, error) }) error {
+	return publishEach(ctx, ch, topo, n, func(i int) string { return queuedURL(i, n, hosts) }, log)
+}
+
+// publishEach publishes urlOf(0..n-1) as depth-0 URL messages into their
+// hosts' shards, with confirms, in batches.
+func publishEach(ctx context.Context, ch *amqp.Channel, topo frontier.Topology, n int, urlOf func(int) string, log interface{ Write([]byte) (int, error) }) error {
 	const batch = 2000
 	confirms := make([]*amqp.DeferredConfirmation, 0, batch)
 	type msg struct {
@@ -149,7 +163,7 @@ func publishURLs(ctx context.Context, ch *amqp.Channel, topo frontier.Topology, 
 	for i := 0; i < n; {
 		confirms = confirms[:0]
 		for ; i < n && len(confirms) < batch; i++ {
-			u := queuedURL(i, n, hosts)
+			u := urlOf(i)
 			body, _ := json.Marshal(msg{U: u})
 			host := u[len("http://") : strings.Index(u[len("http://"):], "/")+len("http://")]
 			dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", topo.Shard(frontier.ShardOf(host)), false, false, amqp.Publishing{
@@ -171,7 +185,7 @@ func publishURLs(ctx context.Context, ch *amqp.Channel, topo frontier.Topology, 
 			}
 		}
 		if time.Now().After(next) {
-			fmt.Fprintf(log, "bench: queued: %d/%d published\n", i, n)
+			fmt.Fprintf(log, "bench: %d/%d published\n", i, n)
 			next = time.Now().Add(10 * time.Second)
 		}
 	}
@@ -181,65 +195,19 @@ func publishURLs(ctx context.Context, ch *amqp.Channel, topo frontier.Topology, 
 // holdScheduler runs the scheduler binary with one credit-less session for
 // QueuedHold and samples its memory.
 func (o Options) holdScheduler(ctx context.Context, bin, dir, id string, res *QueuedResult) error {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	sp, err := startSchedProc(bin, dir, o.AMQPURL)
 	if err != nil {
 		return err
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	logf, err := os.Create(filepath.Join(dir, "scheduler.log"))
-	if err != nil {
-		return err
-	}
-	defer logf.Close()
-	cmd := exec.Command(bin, "-listen", addr, "-seen", filepath.Join(dir, "seen-scheduler"), "-metrics-addr", "127.0.0.1:0")
-	cmd.Env = append(os.Environ(), "AMQP_URL="+o.AMQPURL, "DROVER_TOKEN=")
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		select {
-		case <-exited:
-			return
-		default:
-		}
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	}()
-	schedLog := func() string {
-		b, _ := os.ReadFile(filepath.Join(dir, "scheduler.log"))
-		if len(b) > 2000 {
-			b = b[len(b)-2000:]
-		}
-		return string(b)
-	}
+	defer sp.stop()
 	cfg := campaign.Config{ID: id, Seeds: []string{"http://host0.example/"}, Sinks: []string{"warc:/unused"}}.WithDefaults()
-	var sess *session.Session
-	for deadline := time.Now().Add(15 * time.Second); ; {
-		sess, err = session.DialSession(ctx, addr, session.DevToken, "bench-queued", cfg, 32)
-		if err == nil {
-			break
-		}
-		select {
-		case e := <-exited:
-			return fmt.Errorf("scheduler exited: %v\n%s", e, schedLog())
-		default:
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("no session with the scheduler: %w\n%s", err, schedLog())
-		}
-		time.Sleep(100 * time.Millisecond)
+	sess, err := sp.dialSession(ctx, cfg, "bench-queued", 32)
+	if err != nil {
+		return err
 	}
 	defer sess.Close()
-	pid := cmd.Process.Pid
+	addr := sp.addr
+	pid := sp.pid()
 	fmt.Fprintf(o.Log, "bench: queued: scheduler pid %d holding for %s, no credit given ...\n", pid, o.QueuedHold)
 	ctl, err := session.DialControl(ctx, addr, session.DevToken)
 	if err != nil {
@@ -253,10 +221,10 @@ func (o Options) holdScheduler(ctx context.Context, bin, dir, id string, res *Qu
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case e := <-exited:
-			exited <- e
-			return fmt.Errorf("scheduler exited: %v\n%s", e, schedLog())
 		case <-t.C:
+		}
+		if err := sp.alive(); err != nil {
+			return err
 		}
 		rss, _ := procStatusBytes(pid, "VmRSS:")
 		res.MaxRSS = max(res.MaxRSS, rss)

@@ -18,6 +18,7 @@ func (r *Report) Markdown(w io.Writer) {
 	r.markdownSlowHost(w)
 	r.markdownQueued(w)
 	r.markdownSinks(w)
+	r.markdownHosts(w)
 }
 
 func (r *Report) markdownPlain(w io.Writer) {
@@ -200,10 +201,7 @@ func (r *Report) markdownQueued(w io.Writer) {
 	if q.URLs > 0 && q.SeenBytes > 0 {
 		perURL = fmt.Sprintf("%.1f", float64(q.SeenBytes)/float64(q.URLs))
 	}
-	e := ""
-	if q.Err != "" {
-		e = "error: " + strings.ReplaceAll(firstLine(q.Err), "|", "/")
-	}
+	e := errNote(q.Err)
 	fmt.Fprintf(w, "| %d | %s (%.0f/s) | %s | %s | %s | %s | %d | %d | %d | %d | %s / %s | %s | %.2f | %s |\n", q.URLs,
 		q.Publish.Round(100*time.Millisecond), float64(q.URLs)/max(q.Publish.Seconds(), 1e-9), mb(q.RSS), mb(q.MaxRSS), mb(q.HWM), goal,
 		q.Stats.Held, q.Stats.Acked, q.Stats.Published, q.Stats.Queued, mb(q.RabbitRSS0), mb(q.RabbitRSS1), perURL,
@@ -292,4 +290,43 @@ func note(res Result) string {
 		n = append(n, "error: "+strings.ReplaceAll(e, "|", "/"))
 	}
 	return strings.Join(n, "; ")
+}
+
+func (r *Report) markdownHosts(w io.Writer) {
+	if len(r.Hosts) == 0 {
+		return
+	}
+	h0 := r.Hosts[0]
+	how := "each lease fetched from the virtual web through the fetcher's lookup hook"
+	if !h0.Fetch {
+		how = "each lease answered at once (no fetch)"
+	}
+	fmt.Fprintf(w, "\n### Many hosts (issue 15): virtual hosts x %d pages, a scheduler binary, %d sessions x %d leases, %s\n\n", h0.Pages, h0.Fleet, h0.Credit, how)
+	fmt.Fprintln(w, "Every page URL is published (confirmed) into a fresh campaign's shards; the scheduler, its prefetch sized to hold them all, holds every one behind a credit-less session (active hosts: all of them). Bytes/host: VmRSS above its baseline with the campaign open and no URL, over the hosts, each holding its pages' deliveries; beside it the Go heap in use right after a collection (live), held and at the end (every URL done: what the scheduler keeps of a host). Then the fleet leases everything (robots.txt + pages) until every outcome is recorded: scheduler CPU (utime+stime, /proc) and wall time per lease granted; links are not reported. x1k: the row's figure over the first row's (flat is 1).")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| hosts | URLs | prefetch | publish | fill (CPU µs/URL) | VmRSS MB: base / held | bytes/host: VmRSS / live heap held / live heap end | goal <= 1 KB (VmRSS) | leases | lease phase | CPU µs/lease | x1k | wall µs/lease | x1k | missing / dup | note |")
+	fmt.Fprintln(w, "|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|---|")
+	for _, h := range r.Hosts {
+		goal := "met"
+		if h.BytesPerHost() > 1024 {
+			goal = "NOT met"
+		}
+		note := errNote(h.Err)
+		cpu, wall := perLease(h.LeaseCPU, h.Leases), perLease(h.LeaseWall, h.Leases)
+		cpu0, wall0 := perLease(h0.LeaseCPU, h0.Leases), perLease(h0.LeaseWall, h0.Leases)
+		urls := h.Hosts * h.Pages
+		fmt.Fprintf(w, "| %d | %d | %d | %s | %s (%.1f) | %s / %s | %.0f / %.0f / %.0f | %s | %d | %s | %.1f | %.2f | %.1f | %.2f | %d / %d | %s |\n",
+			h.Hosts, urls, h.Prefetch, h.Publish.Round(100*time.Millisecond), h.Fill.Round(100*time.Millisecond), perLease(h.FillCPU, int64(urls)),
+			mb(h.BaseRSS), mb(h.HeldRSS), h.BytesPerHost(), h.HeapPerHost(), float64(h.EndHeap-h.BaseHeap)/float64(max(h.Hosts, 1)), goal,
+			h.Leases, h.LeaseWall.Round(100*time.Millisecond), cpu, cpu/max(cpu0, 1e-9), wall, wall/max(wall0, 1e-9),
+			h.Web.Missing, h.Web.Duplicates, note)
+	}
+}
+
+// errNote is a table cell for a run's error ("" for none).
+func errNote(err string) string {
+	if err == "" {
+		return ""
+	}
+	return "error: " + strings.ReplaceAll(firstLine(err), "|", "/")
 }

@@ -73,8 +73,21 @@ type Options struct {
 	SinkDuration  time.Duration
 	PostgresURI   string
 
-	// Scenarios selects what runs: plain, polite, slowhost, queued, sinks
-	// (nil: all).
+	// Scenario 6 (issue 15), many hosts: for each of HostsCounts, that
+	// many virtual hosts of HostsPages pages held by a scheduler binary,
+	// then leased through HostsFleet sessions of HostsCredit leases,
+	// fetched (HostsFetch) or answered at once; HostsDelay per host.
+	HostsCounts             []int
+	HostsPages              int
+	HostsFleet, HostsCredit int
+	HostsFetch              bool
+	HostsDelay              time.Duration
+	// HostsPprof, when set, is a directory for the scheduler's heap
+	// profiles (every URL held, the end) and a 30 s CPU profile of leasing.
+	HostsPprof string
+
+	// Scenarios selects what runs: plain, polite, slowhost, queued, sinks,
+	// hosts (nil: all).
 	Scenarios []string
 
 	// Timeout bounds each crawl; the child is killed a minute after it.
@@ -113,13 +126,19 @@ func DefaultOptions() Options {
 		SinkPageBytes: 8192,
 		SinkDuration:  15 * time.Second,
 		PostgresURI:   "postgres://postgres@127.0.0.1:5432/test?sslmode=disable",
+		HostsCounts:   []int{1000, 10_000, 100_000},
+		HostsPages:    2,
+		HostsFleet:    8,
+		HostsCredit:   16,
+		HostsFetch:    true,
+		HostsDelay:    time.Millisecond,
 		Timeout:       10 * time.Minute,
 		Log:           os.Stderr,
 	}
 }
 
 // AllScenarios are the suite's scenarios, in the order they run.
-var AllScenarios = []string{"plain", "polite", "slowhost", "queued", "sinks"}
+var AllScenarios = []string{"plain", "polite", "slowhost", "queued", "sinks", "hosts"}
 
 func (o Options) runs(s string) bool { return o.Scenarios == nil || slices.Contains(o.Scenarios, s) }
 
@@ -131,6 +150,7 @@ type Report struct {
 	SlowHost []SlowHostResult
 	Queued   *QueuedResult
 	Sinks    []Result
+	Hosts    []HostsResult
 	Start    time.Time
 	Load     string // /proc/loadavg at the start
 }
@@ -241,6 +261,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			errs = append(errs, err)
 		}
 		rep.Sinks = res
+	}
+	if len(o.HostsCounts) > 0 && o.runs("hosts") {
+		res, err := o.runHosts(ctx)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("hosts: %w", err))
+		}
+		rep.Hosts = res
 	}
 	return rep, errors.Join(errs...)
 }

@@ -64,6 +64,8 @@ type Fetcher struct {
 	guard     *addrGuard
 	timeouts  Timeouts
 	resolver  *net.Resolver
+	// lookup, when set, answers host names instead of resolver (WithLookup).
+	lookup LookupFunc
 
 	// now is the clock of FetchedAt and of Retry-After dates.
 	now func() time.Time
@@ -102,16 +104,7 @@ func New(cfg campaign.Config, opts ...Option) (*Fetcher, error) {
 		return nil, err
 	}
 	to := f.timeouts
-	dialer := &guardedDialer{
-		guard: guard,
-		dialer: &net.Dialer{
-			KeepAlive: 30 * time.Second,
-			Control:   guard.control,
-		},
-		resolver:       f.resolver,
-		resolveTimeout: to.DNS,
-		connectTimeout: to.Connect,
-	}
+	dialer := f.newDialer()
 	f.transport = &http.Transport{
 		Proxy: nil,
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -157,6 +150,22 @@ func New(cfg campaign.Config, opts ...Option) (*Fetcher, error) {
 		},
 	}
 	return f, nil
+}
+
+// newDialer is the guarded dialer of New: its resolver (or lookup hook)
+// and timeouts, the guard checking every address before and at connect.
+func (f *Fetcher) newDialer() *guardedDialer {
+	return &guardedDialer{
+		guard: f.guard,
+		dialer: &net.Dialer{
+			KeepAlive: 30 * time.Second,
+			Control:   f.guard.control,
+		},
+		resolver:       f.resolver,
+		lookup:         f.lookup,
+		resolveTimeout: f.timeouts.DNS,
+		connectTimeout: f.timeouts.Connect,
+	}
 }
 
 // Scope is the fetcher's scope, shared by every Fetch (its trap guard counts

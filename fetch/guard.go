@@ -95,6 +95,7 @@ type guardedDialer struct {
 	guard    *addrGuard
 	dialer   *net.Dialer
 	resolver *net.Resolver
+	lookup   LookupFunc // nil: resolver
 	// resolveTimeout bounds the lookup; connectTimeout bounds the connects
 	// to all of the host's addresses together.
 	resolveTimeout time.Duration
@@ -115,7 +116,11 @@ func (d *guardedDialer) DialContext(ctx context.Context, network, addr string) (
 		ips = []netip.Addr{ip}
 	} else {
 		rctx, cancel := context.WithTimeout(ctx, d.resolveTimeout)
-		ips, err = d.resolver.LookupNetIP(rctx, "ip", host)
+		if d.lookup != nil {
+			ips, err = d.lookup(rctx, host)
+		} else {
+			ips, err = d.resolver.LookupNetIP(rctx, "ip", host)
+		}
 		cancel()
 		if err != nil {
 			return nil, err

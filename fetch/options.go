@@ -1,8 +1,10 @@
 package fetch
 
 import (
+	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"time"
 
 	"github.com/drover-crawl/drover/urlrule"
@@ -98,4 +100,18 @@ func WithTimeouts(t Timeouts) Option {
 // (a DNS server of one's own; tests). Timeouts.DNS still bounds a lookup.
 func WithResolver(r *net.Resolver) Option {
 	return func(f *Fetcher) { f.resolver = r }
+}
+
+// LookupFunc answers the addresses of a host name, as
+// net.Resolver.LookupNetIP(ctx, "ip", host) does.
+type LookupFunc func(ctx context.Context, host string) ([]netip.Addr, error)
+
+// WithLookup answers host names with lookup instead of the resolver, for
+// tests and benchmarks only: they map virtual names (testweb's hostN.sim)
+// onto one listener. What lookup answers goes through the address guard
+// like any resolver's answer (a loopback listener needs AllowPrivate or
+// AllowAddrs), Timeouts.DNS bounds it, and the port stays the URL's. nil
+// (the default) resolves with the resolver.
+func WithLookup(lookup LookupFunc) Option {
+	return func(f *Fetcher) { f.lookup = lookup }
 }

@@ -23,7 +23,7 @@ func (a *campaignActor) onDelivery(ch *amqp.Channel, shard int, d amqp.Delivery)
 	}
 	m, err := decodeMsg(d.Body)
 	if err != nil {
-		a.deadLetter(&entry{d: d, shard: shard}, ReasonUnreadable, fmt.Sprintf("unreadable message: %v", err))
+		a.deadLetter(&entry{d: keepRaw(d), shard: shard}, ReasonUnreadable, fmt.Sprintf("unreadable message: %v", err))
 		return
 	}
 	u, err := url.Parse(m.URL)
@@ -35,7 +35,7 @@ func (a *campaignActor) onDelivery(ch *amqp.Channel, shard int, d amqp.Delivery)
 		err = fmt.Errorf("scheme %q is not http or https", u.Scheme)
 	}
 	if err != nil {
-		a.deadLetter(&entry{d: d, msg: m, shard: shard}, ReasonUnreadable, fmt.Sprintf("unparseable URL %q: %v", m.URL, err))
+		a.deadLetter(&entry{d: keepDelivery(d), msg: m, shard: shard}, ReasonUnreadable, fmt.Sprintf("unparseable URL %q: %v", m.URL, err))
 		return
 	}
 	k := seen.KeyOf(m.URL)
@@ -61,7 +61,7 @@ func (a *campaignActor) onDelivery(ch *amqp.Channel, shard int, d amqp.Delivery)
 		a.nhosts.Store(int64(len(a.hosts)))
 	}
 	a.seq++
-	e := &entry{key: k, msg: m, d: d, shard: shard, attempt: headerInt(d.Headers, hdrAttempt), lost: headerInt(d.Headers, hdrLost), sinkFails: headerInt(d.Headers, hdrSinkFails), seq: a.seq}
+	e := &entry{key: k, msg: m, d: keepDelivery(d), shard: shard, attempt: headerInt(d.Headers, hdrAttempt), lost: headerInt(d.Headers, hdrLost), sinkFails: headerInt(d.Headers, hdrSinkFails), seq: a.seq}
 	if d := h.downFor(originOf(m.URL)); d != nil {
 		a.deadLetter(e, d.why, d.message(h, originOf(m.URL)))
 		return

@@ -289,7 +289,7 @@ func (a *campaignActor) deadLetter(e *entry, reason, why string) {
 	a.srv.m().deadLetter(a.cfg.ID, reason)
 	a.countReason(reason)
 	hdr := amqp.Table{hdrError: why, hdrReason: reason, hdrAttempt: int32(e.attempt)}
-	pub := amqp.Publishing{ContentType: e.d.ContentType, Body: e.d.Body, Headers: hdr}
+	pub := e.d.asIs(hdr)
 	if e.msg.URL != "" {
 		pub = encodeMsg(e.msg, 0, hdr)
 	}

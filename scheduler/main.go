@@ -8,6 +8,8 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -30,6 +32,7 @@ func main() {
 	flag.IntVar(&cfg.Prefetch, "prefetch", cfg.Prefetch, "unacked deliveries per shard consumer")
 	metricsAddr := flag.String("metrics-addr", metrics.DefaultSchedulerAddr, "serve Prometheus metrics on `ADDR`/metrics (\"off\": none)")
 	seen := flag.String("seen", "", "seen-set directory (default data/seen/NAME; \"mem\" keeps it in memory)")
+	pprofAddr := flag.String("pprof-addr", "", "serve Go's profiles (net/http/pprof) on `ADDR`/debug/pprof/ (empty: off; bind loopback)")
 	seenMemTable := flag.Int64("seen-memtable-bytes", 0, "the seen store's memtable size (0: Pebble's default, 4 MB); small ones flush and compact often")
 	sec := tlsconf.FromEnv(nil)
 	sec.Flags(flag.CommandLine, true)
@@ -64,6 +67,12 @@ func main() {
 		os.Exit(1)
 	}
 	defer ms.Close()
+	if *pprofAddr != "" {
+		mux := http.NewServeMux()
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		go func() { log.Error("pprof server ended", "err", http.ListenAndServe(*pprofAddr, mux)) }()
+	}
 	amqpTLS, err := sec.AMQPTLS(env.AMQPURL)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "scheduler:", err)

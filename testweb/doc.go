@@ -54,4 +54,12 @@
 // campaign scope that takes in the dead hosts; the live hosts count requests
 // as above, the silent and TLS hosts their connections (Conns), the
 // robots.txt-503 host its requests (DeadRequests).
+//
+// # Virtual hosts
+//
+// StartVirtual serves up to millions of hosts, hostN.sim, on one listener,
+// told apart by the Host header: each a robots.txt and PagesPerHost small
+// pages. Names resolve only through the web's Lookup, which a fetcher takes
+// as its lookup hook (fetch.WithLookup); the address guard still checks the
+// listener's IP. Counts says which pages were missed or fetched twice.
 package testweb

@@ -1,8 +1,8 @@
 // Command bench runs drover's benchmark suite (issue 7): drover's whole
 // pipeline at several fleet sizes, Colly v2 and plain GETs on the same test
 // web, then drover and Colly on a politeness-bound web; then issue 3's slow
-// host and queued backlog, and issue 6's sink throughput (-scenarios picks
-// some). It prints markdown tables and writes them to -out. `make bench`
+// host and queued backlog, issue 6's sink throughput and issue 15's
+// scheduler cost as hosts grow to 100,000 (-scenarios picks some). It prints markdown tables and writes them to -out. `make bench`
 // runs it.
 //
 // With -child it runs one contender, a JSON job on stdin and a JSON result
@@ -62,6 +62,13 @@ func main() {
 	flag.IntVar(&o.SinkPageBytes, "sink-page-bytes", o.SinkPageBytes, "body bytes of each stored page")
 	flag.DurationVar(&o.SinkDuration, "sink-duration", o.SinkDuration, "how long each sink is written to")
 	flag.StringVar(&o.PostgresURI, "postgres", o.PostgresURI, "PostgreSQL of the sink scenario (a table of its own, dropped after)")
+	hostsCounts := flag.String("hosts-counts", joinInts(o.HostsCounts), "virtual-host counts of the hosts scenario, comma-separated (issue 15)")
+	flag.IntVar(&o.HostsPages, "hosts-pages", o.HostsPages, "pages per virtual host of the hosts scenario, all seeded")
+	flag.IntVar(&o.HostsFleet, "hosts-fleet", o.HostsFleet, "fetcher sessions of the hosts scenario")
+	flag.IntVar(&o.HostsCredit, "hosts-credit", o.HostsCredit, "leases each session of the hosts scenario holds at once")
+	flag.BoolVar(&o.HostsFetch, "hosts-fetch", o.HostsFetch, "fetch each lease of the hosts scenario from the virtual web (false: answer at once)")
+	flag.DurationVar(&o.HostsDelay, "hosts-delay", o.HostsDelay, "per-host delay of the hosts scenario's campaign")
+	flag.StringVar(&o.HostsPprof, "hosts-pprof", "", "save the hosts scenario's scheduler profiles into this directory (heap-base-N, heap-held-N, heap-end-N, cpu-lease-N .pb.gz)")
 	flag.Parse()
 	o.Scenarios = parseList("-scenarios", *scenarios, bench.AllScenarios...)
 	o.Sinks = parseList("-sinks", *sinks)
@@ -76,7 +83,7 @@ func main() {
 		}
 		return
 	}
-	for _, p := range []*string{&o.DevPerf, &o.CPUProfile} {
+	for _, p := range []*string{&o.DevPerf, &o.CPUProfile, &o.HostsPprof} {
 		if *p != "" {
 			abs, err := filepath.Abs(*p) // the dev-stack child works in the repository root
 			if err != nil {
@@ -87,6 +94,7 @@ func main() {
 	}
 	o.Fleets = parseInts("-fleets", *fleets)
 	o.PeerParallelism = parseInts("-peer-parallelism", *peerPar)
+	o.HostsCounts = parseInts("-hosts-counts", *hostsCounts)
 	o.Peers = parseList("-peers", *peers, bench.KindColly, bench.KindScrapy)
 	exe, err := os.Executable()
 	if err != nil {
