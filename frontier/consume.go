@@ -25,7 +25,7 @@ func (a *campaignActor) subscribe() error {
 	if err != nil {
 		return fmt.Errorf("consume: %w", err)
 	}
-	if err := ch.Qos(a.srv.cfg.Prefetch, 0, false); err != nil {
+	if err := ch.Qos(a.srv.cfg.prefetchMessages(), 0, false); err != nil {
 		ch.Close()
 		return fmt.Errorf("qos: %w", err)
 	}
@@ -62,6 +62,16 @@ func (a *campaignActor) subscribe() error {
 	a.consumeErr.Store(nil)
 	a.log.Info("consuming shards", "own", len(order)/a.srv.cfg.Replicas, "replicas", a.srv.cfg.Replicas)
 	return nil
+}
+
+// prefetchMessages is the consumers' prefetch in messages. RabbitMQ counts
+// messages, and a batch holds up to Batch URLs: Prefetch/Batch keeps the
+// URLs held per shard near Prefetch when batches are full. Batches are
+// seldom full once a crawl's links are mostly known (one or two new links
+// a page), so the window never goes below min(Prefetch, 16) messages: a
+// shard's pipeline of singles stays fed, at worst 16 x Batch URLs held.
+func (c ServerConfig) prefetchMessages() int {
+	return max(c.Prefetch/max(c.Batch, 1), min(c.Prefetch, 16))
 }
 
 // forward hands a shard's deliveries to the actor. Its end, other than by
@@ -128,7 +138,7 @@ func (a *campaignActor) resubscribeIfDue() {
 // outcomes can no longer ack.
 func (a *campaignActor) dropHeld() {
 	for k, e := range a.held {
-		a.settle(e)
+		a.voidEntry(e)
 		delete(a.held, k)
 	}
 	for _, h := range a.hosts {

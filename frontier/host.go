@@ -5,18 +5,20 @@ import (
 	"sync/atomic"
 	"time"
 
-	amqp "github.com/rabbitmq/amqp091-go"
-
 	"github.com/drover-crawl/drover/urlrule"
 )
 
 // entry is one URL the scheduler holds: its delivery stays unacked until
-// the URL's outcome is recorded or the URL is re-published elsewhere.
+// the URL's outcome is recorded or the URL is re-published elsewhere (and,
+// for a batch, until every other URL of it is settled too).
 type entry struct {
 	key   Key
 	msg   urlMsg
-	d     amqp.Delivery
+	dl    *delivery
 	shard int
+	// unread: the message could not be read at all; it is dead-lettered as
+	// it came.
+	unread bool
 	// attempt: attempts made before this delivery (header); lost: leases of
 	// this delivery lost to dead sessions or deadlines.
 	attempt int
