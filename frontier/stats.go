@@ -36,8 +36,8 @@ type Stats struct {
 	// is one message).
 	Messages int64 `json:"messages,omitempty"`
 	Acked    int64 `json:"acked"` // deliveries (messages) acked or nacked
-	Hosts         int64 `json:"hosts"`
-	Sessions      int64 `json:"sessions"`
+	Hosts    int64 `json:"hosts"`
+	Sessions int64 `json:"sessions"`
 	// CapReached: the campaign's max-pages was reached; no more leases.
 	CapReached bool `json:"cap_reached,omitempty"`
 	// RecordFailed counts outcomes whose recording failed (a publish or the
