@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"runtime/pprof"
+	"sync"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -138,8 +139,13 @@ func runDrover(ctx context.Context, j Job, stop <-chan struct{}) (res Result, er
 			}
 		}()
 	}
+	last := watchSchedulerStats(wctx, sched.Addr(), cfg.ID)
 	var st workflows.Status
 	err = run.Get(wctx, &st)
+	if ls := last(); ls.Fetched > 0 {
+		fmt.Fprintf(os.Stderr, "bench: %s: the scheduler published %d URLs in %d messages, acked %d deliveries (its last reading, at %d pages)\n",
+			cfg.ID, ls.Published, ls.Messages, ls.Acked, ls.Fetched)
+	}
 	res.Wall = time.Since(start)
 	cpu1, _ := selfUsage()
 	if j.CPUProfile != "" {
@@ -164,4 +170,32 @@ func runDrover(ctx context.Context, j Job, stop <-chan struct{}) (res Result, er
 		return res, errors.New("campaign " + cfg.ID + " ended " + st.State + ": " + st.Reason + workerLogs(procs))
 	}
 	return res, nil
+}
+
+// watchSchedulerStats reads the campaign's stats from the scheduler every
+// 200 ms until ctx ends; last returns the latest reading (the campaign's
+// closing takes its counters away, so the last one before it is kept).
+func watchSchedulerStats(ctx context.Context, addr, id string) (last func() frontier.Stats) {
+	var mu sync.Mutex
+	var cur frontier.Stats
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+			st, err := frontier.CampaignStats(ctx, []string{addr}, frontier.DevToken, id)
+			if err == nil && st.Fetched >= cur.Fetched {
+				mu.Lock()
+				cur = st
+				mu.Unlock()
+			}
+		}
+	}()
+	return func() frontier.Stats {
+		mu.Lock()
+		defer mu.Unlock()
+		return cur
+	}
 }
