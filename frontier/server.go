@@ -285,13 +285,11 @@ func (s *Server) existingActorLocked(id string) (*campaignActor, error) {
 	return nil, nil
 }
 
+// declare declares the campaign's queues, keeping the shards of a
+// campaign started before with their arguments.
 func (s *Server) declare(id string) error {
-	ch, err := s.mq.channel()
-	if err != nil {
-		return err
-	}
-	defer ch.Close()
-	return Topology{Campaign: id}.Declare(ch)
+	_, err := Topology{Campaign: id}.declareKeeping(s.mq.channel)
+	return err
 }
 
 func (s *Server) handle(c net.Conn) {
