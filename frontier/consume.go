@@ -66,13 +66,18 @@ func (a *campaignActor) subscribe() error {
 
 // prefetchMessages is the consumers' prefetch in messages. RabbitMQ counts
 // messages, and a batch holds up to Batch URLs: Prefetch/Batch keeps the
-// URLs held per shard near Prefetch when batches are full. Batches are
-// seldom full once a crawl's links are mostly known (one or two new links
-// a page), so the window never goes below min(Prefetch, 16) messages: a
-// shard's pipeline of singles stays fed, at worst 16 x Batch URLs held.
+// URLs held per shard near Prefetch when batches are full. They seldom
+// are once a crawl's links are mostly known (a few new links a record),
+// and parked URLs come back one to a message, so the window never goes
+// below min(Prefetch, minPrefetch) messages: a slow host holding
+// holdWindow of its URLs (30 at a 1 s delay) leaves room in its shard for
+// the others. At worst a shard holds minPrefetch x Batch URLs.
 func (c ServerConfig) prefetchMessages() int {
-	return max(c.Prefetch/max(c.Batch, 1), min(c.Prefetch, 16))
+	return max(c.Prefetch/max(c.Batch, 1), min(c.Prefetch, minPrefetch))
 }
+
+// minPrefetch is the least prefetch window, in messages, of a shard.
+const minPrefetch = 64
 
 // forward hands a shard's deliveries to the actor. Its end, other than by
 // release, means consuming broke: the channel closed, or RabbitMQ cancelled

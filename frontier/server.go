@@ -31,7 +31,7 @@ type ServerConfig struct {
 	Index, Replicas int
 	// Prefetch bounds the URLs held per shard consumer: RabbitMQ's
 	// prefetch counts messages, a batch being one, so the consumers take
-	// Prefetch/Batch messages, and no fewer than min(Prefetch, 16) (see
+	// Prefetch/Batch messages, and no fewer than min(Prefetch, 64) (see
 	// prefetchMessages).
 	Prefetch int
 	// Batch: the new links a record publishes to one shard queue go up to

@@ -26,7 +26,7 @@ func main() {
 	flag.StringVar(&cfg.Name, "name", "", "scheduler name (default: scheduler-INDEX)")
 	flag.IntVar(&cfg.Index, "index", 0, "this scheduler's index among -replicas")
 	flag.IntVar(&cfg.Replicas, "replicas", 1, "number of schedulers sharing the campaigns")
-	flag.IntVar(&cfg.Prefetch, "prefetch", cfg.Prefetch, "URLs held per shard consumer (RabbitMQ counts messages: prefetch/batch of them, at least min(prefetch, 16))")
+	flag.IntVar(&cfg.Prefetch, "prefetch", cfg.Prefetch, "URLs held per shard consumer (RabbitMQ counts messages: prefetch/batch of them, at least min(prefetch, 64))")
 	flag.IntVar(&cfg.Batch, "batch", cfg.Batch, "new links of one shard queue per RabbitMQ message (1: one URL a message)")
 	metricsAddr := flag.String("metrics-addr", metrics.DefaultSchedulerAddr, "serve Prometheus metrics on `ADDR`/metrics (\"off\": none)")
 	seen := flag.String("seen", "", "seen-set directory (default data/seen/NAME; \"mem\" keeps it in memory)")
