@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"runtime/pprof"
+	"sync"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -122,7 +123,14 @@ func runDrover(ctx context.Context, j Job, stop <-chan struct{}) (res Result, er
 			}
 		}
 	}
+	wctx, stopWatch := context.WithCancel(ctx)
+	last := watchSchedulerStats(wctx, sched.Addr(), cfg.ID)
 	st, err := runCampaign(ctx, tmp.Client(), cfg, j.Timeout, stopper)
+	stopWatch()
+	if ls := last(); ls.Fetched > 0 {
+		fmt.Fprintf(os.Stderr, "bench: %s: the scheduler published %d URLs in %d messages, acked %d deliveries (its last reading, at %d pages)\n",
+			cfg.ID, ls.Published, ls.Messages, ls.Acked, ls.Fetched)
+	}
 	res.Wall = time.Since(start)
 	cpu1, _ := selfUsage()
 	if j.CPUProfile != "" {
@@ -191,4 +199,32 @@ func runCampaign(ctx context.Context, c client.Client, cfg campaign.Config, time
 	}
 	err = run.Get(wctx, &st)
 	return st, err
+}
+
+// watchSchedulerStats reads the campaign's stats from the scheduler every
+// 200 ms until ctx ends; last returns the latest reading (the campaign's
+// closing takes its counters away, so the last one before it is kept).
+func watchSchedulerStats(ctx context.Context, addr, id string) (last func() session.Stats) {
+	var mu sync.Mutex
+	var cur session.Stats
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+			st, err := session.CampaignStats(ctx, []string{addr}, session.DevToken, id)
+			if err == nil && st.Fetched >= cur.Fetched {
+				mu.Lock()
+				cur = st
+				mu.Unlock()
+			}
+		}
+	}()
+	return func() session.Stats {
+		mu.Lock()
+		defer mu.Unlock()
+		return cur
+	}
 }

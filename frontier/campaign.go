@@ -86,12 +86,12 @@ type campaignActor struct {
 	idleSince    time.Time
 
 	// counters (atomic: Stats reads them from the request goroutine too).
-	// unacked counts deliveries received and not yet settled (acked,
-	// nacked, or void because their channel closed).
+	// unacked counts URLs received and not yet settled (acked, nacked, or
+	// void because their channel closed), and messages not yet read.
 	unacked, acked, pending                                    atomic.Int64
 	fetched, failed, retried, disallowed, duplicates, deadLtrd atomic.Int64
 	skipped, discovered, published, recordFailed               atomic.Int64
-	robotsDropped, ackFailed                                   atomic.Int64
+	robotsDropped, ackFailed, messages                         atomic.Int64
 	inflight                                                   atomic.Int64
 	nhosts, nsessions, hostsDown                               atomic.Int64
 	capped                                                     atomic.Bool
@@ -238,6 +238,7 @@ func (a *campaignActor) stats() session.Stats {
 		Skipped:       a.skipped.Load(),
 		Discovered:    a.discovered.Load(),
 		Published:     a.published.Load(),
+		Messages:      a.messages.Load(),
 		Acked:         a.acked.Load(),
 		Hosts:         a.nhosts.Load(),
 		Sessions:      a.nsessions.Load(),

@@ -25,7 +25,7 @@ func (a *campaignActor) subscribe() error {
 	if err != nil {
 		return fmt.Errorf("consume: %w", err)
 	}
-	if err := ch.Qos(a.srv.cfg.Prefetch, 0, false); err != nil {
+	if err := ch.Qos(a.srv.cfg.prefetchMessages(), 0, false); err != nil {
 		ch.Close()
 		return fmt.Errorf("qos: %w", err)
 	}
@@ -63,6 +63,21 @@ func (a *campaignActor) subscribe() error {
 	a.log.Info("consuming shards", "own", len(order)/a.srv.cfg.Replicas, "replicas", a.srv.cfg.Replicas)
 	return nil
 }
+
+// prefetchMessages is the consumers' prefetch in messages. RabbitMQ counts
+// messages, and a batch holds up to Batch URLs: Prefetch/Batch keeps the
+// URLs held per shard near Prefetch when batches are full. They seldom
+// are once a crawl's links are mostly known (a few new links a record),
+// and parked URLs come back one to a message, so the window never goes
+// below min(Prefetch, minPrefetch) messages: a slow host holding
+// holdWindow of its URLs (30 at a 1 s delay) leaves room in its shard for
+// the others. At worst a shard holds minPrefetch x Batch URLs.
+func (c ServerConfig) prefetchMessages() int {
+	return max(c.Prefetch/max(c.Batch, 1), min(c.Prefetch, minPrefetch))
+}
+
+// minPrefetch is the least prefetch window, in messages, of a shard.
+const minPrefetch = 64
 
 // forward hands a shard's deliveries to the actor. Its end, other than by
 // release, means consuming broke: the channel closed, or RabbitMQ cancelled
@@ -128,7 +143,7 @@ func (a *campaignActor) resubscribeIfDue() {
 // outcomes can no longer ack.
 func (a *campaignActor) dropHeld() {
 	for k, e := range a.held {
-		a.settle(e)
+		a.voidEntry(e)
 		delete(a.held, k)
 	}
 	for _, h := range a.hosts {

@@ -5,11 +5,19 @@
 //
 // # Topology (per campaign, see Topology)
 //
-//   - Shards classic, durable, x-max-priority, single-active-consumer
-//     queues; a URL's shard is a hash of its host, so one scheduler owns a
-//     host's politeness state without coordination. Schedulers subscribe to
+//   - Shards classic, durable, single-active-consumer queues; a URL's
+//     shard is a hash of its host, so one scheduler owns a host's
+//     politeness state without coordination. Schedulers subscribe to
 //     their own share of the shards first, then to the others as standbys:
-//     single-active-consumer gives failover, not sharing.
+//     single-active-consumer gives failover, not sharing. Campaigns started
+//     before issue 15 have x-max-priority shards and keep them (a redeclare
+//     with other arguments fails); new ones have none (cheaper per
+//     message for RabbitMQ), priority living in the scheduler.
+//   - Messages: a record's new links of one shard go up to
+//     ServerConfig.Batch (32) to a message (header x-drover-batch, body
+//     {"b":[...]}); a message without the header is one URL. A URL
+//     re-published (parked, retried, dead-lettered) always goes alone, with
+//     its headers.
 //   - Parking queues (1 s, 10 s, 1 min, 10 min TTL), quorum queues that
 //     dead-letter back into the shards at-least-once (RabbitMQ's own
 //     dead-lettering is at-most-once from classic queues). A URL whose host
@@ -23,13 +31,16 @@
 //
 // # The invariant
 //
-// A delivery is acked only after (1) its outcome is stored by the fetcher
-// in every sink and reported, every discovered link not already queued is
-// published and confirmed, the links are marked queued and the URL is
-// marked done; or (2) the URL itself was re-published, confirmed, to a
-// parking or dead-letter queue. Everything in the scheduler's memory is
-// soft: a dead scheduler's unacked deliveries return to their queues, a
-// dead session's leases return to the pool.
+// A delivery is acked only after each of its URLs is settled: (1) its
+// outcome is stored by the fetcher in every sink and reported, every
+// discovered link not already queued is published and confirmed, the links
+// are marked queued and the URL is marked done; or (2) the URL itself was
+// re-published, confirmed, to a parking or dead-letter queue. The URLs of
+// a batch settle one by one; the message is acked after the last, or
+// nacked back whole if one of them could not be settled (its settled URLs
+// are then found done, not fetched again). Everything in the scheduler's
+// memory is soft: a dead scheduler's unacked deliveries return to their
+// queues whole, a dead session's leases return to the pool.
 //
 // # Dedup
 //
@@ -57,7 +68,11 @@
 // # Priority
 //
 // A Policy orders a host's URLs and the ready hosts; its level (0..9) is
-// also the RabbitMQ message priority. Built-ins: bfs, score, fair; a user's
+// also the RabbitMQ message priority, which only the priority shards of
+// campaigns started before issue 15 use (a batch takes its URLs' level:
+// a record's links are grouped by level). A shard without priority
+// delivers in publish order, and the scheduler orders what it holds
+// (Prefetch URLs a shard, about). Built-ins: bfs, score, fair; a user's
 // own goes in the scheduler's ServerConfig.Policies (its main). A campaign
 // naming a policy the scheduler has not is refused (ErrUnknownPolicy): the
 // starter's preflight asks (OpCheck), and seeding refuses it, which fails

@@ -5,19 +5,21 @@ import (
 	"sync/atomic"
 	"time"
 
-	amqp "github.com/rabbitmq/amqp091-go"
-
 	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/urlrule"
 )
 
 // entry is one URL the scheduler holds: its delivery stays unacked until
-// the URL's outcome is recorded or the URL is re-published elsewhere.
+// the URL's outcome is recorded or the URL is re-published elsewhere (and,
+// for a batch, until every other URL of it is settled too).
 type entry struct {
 	key   seen.Key
 	msg   urlMsg
-	d     delivery
+	dl    *delivery
 	shard int
+	// unread: the message could not be read at all; it is dead-lettered as
+	// it came.
+	unread bool
 	// attempt: attempts made before this delivery (header); lost: leases of
 	// this delivery lost to dead sessions or deadlines.
 	attempt int
@@ -31,54 +33,6 @@ type entry struct {
 	// arrived: when the delivery reached this scheduler, until its first
 	// lease (the politeness wait metric).
 	arrived time.Time
-}
-
-// delivery is what an entry keeps of its amqp.Delivery: enough to settle
-// it. The whole amqp.Delivery (296 bytes, with its own strings, headers and
-// body) was about two thirds of what a held URL cost the scheduler, and a
-// held URL's body is already decoded into entry.msg.
-type delivery struct {
-	ack amqp.Acknowledger
-	tag uint64
-	// raw is the whole delivery of a message that could not be decoded
-	// (no entry.msg), for the dead-letter queue; nil otherwise.
-	raw *amqp.Delivery
-}
-
-// keepDelivery keeps what settling d needs.
-func keepDelivery(d amqp.Delivery) delivery {
-	return delivery{ack: d.Acknowledger, tag: d.DeliveryTag}
-}
-
-// keepRaw keeps all of d, for a message dead-lettered as it came.
-func keepRaw(d amqp.Delivery) delivery {
-	k := keepDelivery(d)
-	k.raw = &d
-	return k
-}
-
-// Ack acks the delivery, as amqp.Delivery.Ack.
-func (d delivery) Ack(multiple bool) error {
-	if d.ack == nil {
-		return amqp.ErrDeliveryNotInitialized
-	}
-	return d.ack.Ack(d.tag, multiple)
-}
-
-// Nack nacks the delivery, as amqp.Delivery.Nack.
-func (d delivery) Nack(multiple, requeue bool) error {
-	if d.ack == nil {
-		return amqp.ErrDeliveryNotInitialized
-	}
-	return d.ack.Nack(d.tag, multiple, requeue)
-}
-
-// asIs is the delivery's message as it came, with headers hdr.
-func (d delivery) asIs(hdr amqp.Table) amqp.Publishing {
-	if d.raw == nil {
-		return amqp.Publishing{Headers: hdr}
-	}
-	return amqp.Publishing{ContentType: d.raw.ContentType, Body: d.raw.Body, Headers: hdr}
 }
 
 // entryHeap orders a host's entries: highest priority first, then FIFO.

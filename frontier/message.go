@@ -26,7 +26,17 @@ const (
 	hdrError     = "x-drover-error"      // the last error, for the dead-letter queue
 	hdrReason    = "x-drover-reason"     // the failure's reason in one word, for the dead-letter queue
 	hdrSinkFails = "x-drover-sink-fails" // times no sink stored the page
+	// hdrBatch: the message carries this many URLs, as a batchMsg. A
+	// message without it is one urlMsg (every message before batches).
+	hdrBatch = "x-drover-batch"
 )
+
+// batchMsg is the body of a message of several URLs of one shard (header
+// hdrBatch). Only new links are batched; a URL re-published
+// (parked, retried, dead-lettered) always goes alone, with its headers.
+type batchMsg struct {
+	URLs []urlMsg `json:"b"`
+}
 
 func encodeMsg(m urlMsg, priority uint8, headers amqp.Table) amqp.Publishing {
 	body, _ := json.Marshal(m) // a struct of strings and numbers always encodes
@@ -37,6 +47,42 @@ func encodeMsg(m urlMsg, priority uint8, headers amqp.Table) amqp.Publishing {
 		Headers:     headers,
 		Timestamp:   time.Now(),
 	}
+}
+
+// encodeBatch encodes ms as one message: a plain urlMsg when it is one.
+func encodeBatch(ms []urlMsg, priority uint8) amqp.Publishing {
+	if len(ms) == 1 {
+		return encodeMsg(ms[0], priority, nil)
+	}
+	body, _ := json.Marshal(batchMsg{URLs: ms})
+	return amqp.Publishing{
+		ContentType: "application/json",
+		Body:        body,
+		Priority:    priority,
+		Headers:     amqp.Table{hdrBatch: int32(len(ms))},
+		Timestamp:   time.Now(),
+	}
+}
+
+// decodeDelivery returns the URLs of a message: one, or a batch's. A batch
+// with an unreadable URL keeps it (with its URL as given, maybe empty), to
+// be dead-lettered alone.
+func decodeDelivery(body []byte, hdr amqp.Table) ([]urlMsg, error) {
+	if headerInt(hdr, hdrBatch) == 0 {
+		m, err := decodeMsg(body)
+		if err != nil {
+			return nil, err
+		}
+		return []urlMsg{m}, nil
+	}
+	var b batchMsg
+	if err := json.Unmarshal(body, &b); err != nil {
+		return nil, fmt.Errorf("frontier batch: %w", err)
+	}
+	if len(b.URLs) == 0 {
+		return nil, fmt.Errorf("frontier batch: no url")
+	}
+	return b.URLs, nil
 }
 
 func decodeMsg(body []byte) (urlMsg, error) {

@@ -103,7 +103,7 @@ func (a *campaignActor) publishLinks(ctx context.Context, jobs []recordJob) erro
 	// A link is encoded only once the lookup says it is new: most of a
 	// page's links are queued already (issue 15: the host key, the policy
 	// and the JSON of every link were a few % of the scheduler's CPU).
-	msgs := make([]outMsg, len(keys))
+	msgs := make([]shardURL, len(keys))
 	for i, c := range cands {
 		if !queued[i] {
 			msgs[i] = a.linkMessage(c)
@@ -191,12 +191,12 @@ func (a *campaignActor) linkCandidates(jobs []recordJob) (keys []seen.Key, cands
 	return keys, cands, robotsKeys, robotsURLs
 }
 
-// linkMessage encodes a new link for its shard, at its policy's priority.
-func (a *campaignActor) linkMessage(c linkCand) outMsg {
+// linkMessage is a new link for its shard, at its policy's priority.
+func (a *campaignActor) linkMessage(c linkCand) shardURL {
 	l := c.link
 	m := urlMsg{URL: l.URL, Depth: c.depth, Hops: l.Hops, Parent: c.parent, Score: l.Score}
 	prio := a.policy.Priority(Item{URL: l.URL, Host: c.host, Depth: c.depth, Score: l.Score})
-	return outMsg{key: a.topo.Shard(ShardOf(c.host)), msg: encodeMsg(m, priorityLevel(prio), nil)}
+	return shardURL{queue: a.topo.Shard(ShardOf(c.host)), host: c.host, m: m, level: priorityLevel(prio)}
 }
 
 // recordDisallowed records the links robots.txt forbids that are not
@@ -236,22 +236,25 @@ func (a *campaignActor) recordDisallowed(keys []seen.Key, urls []string) error {
 	return nil
 }
 
-// publishSome publishes msgs[i] for each i in idx, confirmed, and marks
-// their keys queued.
-func (a *campaignActor) publishSome(ctx context.Context, keys []seen.Key, msgs []outMsg, idx []int) error {
+// publishSome publishes msgs[i] for each i in idx, in batches of up to
+// the scheduler's Batch URLs per message, confirmed, and marks their keys
+// queued.
+func (a *campaignActor) publishSome(ctx context.Context, keys []seen.Key, msgs []shardURL, idx []int) error {
 	if len(idx) == 0 {
 		return nil
 	}
-	out := make([]outMsg, len(idx))
+	us := make([]shardURL, len(idx))
 	ks := make([]seen.Key, len(idx))
 	for n, i := range idx {
-		out[n], ks[n] = msgs[i], keys[i]
+		us[n], ks[n] = msgs[i], keys[i]
 	}
+	out := batchMessages(us, a.srv.cfg.Batch)
 	if err := a.srv.pub.publish(ctx, out); err != nil {
 		return err
 	}
-	a.published.Add(int64(len(out)))
-	a.discovered.Add(int64(len(out)))
+	a.published.Add(int64(len(us)))
+	a.discovered.Add(int64(len(us)))
+	a.messages.Add(int64(len(out)))
 	if err := a.srv.store.MarkQueued(a.cfg.ID, ks); err != nil {
 		return fmt.Errorf("seen store: %w", err)
 	}
@@ -289,9 +292,12 @@ func (a *campaignActor) deadLetter(e *entry, reason, why string) {
 	a.srv.m().deadLetter(a.cfg.ID, reason)
 	a.countReason(reason)
 	hdr := amqp.Table{hdrError: why, hdrReason: reason, hdrAttempt: int32(e.attempt)}
-	pub := e.d.asIs(hdr)
-	if e.msg.URL != "" {
-		pub = encodeMsg(e.msg, 0, hdr)
+	pub := encodeMsg(e.msg, 0, hdr)
+	if e.unread {
+		if n, ok := e.dl.raw.Headers[hdrBatch]; ok {
+			hdr[hdrBatch] = n
+		}
+		pub = amqp.Publishing{ContentType: e.dl.raw.ContentType, Body: e.dl.raw.Body, Headers: hdr}
 	}
 	now := time.Now()
 	var fail *session.FailureRecord
@@ -320,6 +326,7 @@ func (a *campaignActor) repost(e *entry, msg outMsg, fail *session.FailureRecord
 			return
 		}
 		a.published.Add(1)
+		a.messages.Add(1)
 		a.ackEntry(e)
 	})
 	if !ok {
@@ -350,41 +357,50 @@ func (a *campaignActor) dropRecorded(e *entry, reason, why string) {
 	}
 }
 
-// ackEntry acks e's delivery (its outcome is recorded, or it was dropped
-// on purpose).
-func (a *campaignActor) ackEntry(e *entry) {
-	if err := e.d.Ack(false); err != nil {
-		// Its channel is gone: RabbitMQ requeued it, and the redelivery is
-		// seen as done (or fetched again).
-		a.ackFailed.Add(1)
-		a.log.Warn("ack failed; the URL comes back", "url", e.msg.URL, "err", err)
-	}
-	a.settle(e)
+// ackEntry settles e: its outcome is recorded, it was re-published
+// elsewhere (confirmed), or it was dropped on purpose.
+func (a *campaignActor) ackEntry(e *entry) { a.settleEntry(e, false) }
+
+// nackEntry settles e as not done: its message goes back to its queue
+// (whole, with the other URLs of its batch, which are then found done).
+func (a *campaignActor) nackEntry(e *entry) { a.settleEntry(e, true) }
+
+// voidEntry settles e whose channel is gone (RabbitMQ requeued its message).
+func (a *campaignActor) voidEntry(e *entry) {
+	e.dl.void.Store(true)
+	a.settleEntry(e, false)
 }
 
-// nackEntry returns e's delivery to its queue.
-func (a *campaignActor) nackEntry(e *entry) {
-	if err := e.d.Nack(false, true); err != nil {
-		a.ackFailed.Add(1)
-		a.log.Warn("nack failed; the channel is gone, so RabbitMQ requeued the URL", "url", e.msg.URL, "err", err)
+// settleEntry counts e settled, once, whoever gets there first; the last
+// URL of a message acks it, or nacks it back to its queue when one of its
+// URLs asked to (requeue). Stats' Held counts URLs: the message's last
+// count goes only after its ack, so none held means none unacked.
+func (a *campaignActor) settleEntry(e *entry, requeue bool) {
+	if !e.settled.CompareAndSwap(false, true) {
+		return
 	}
-	a.settle(e)
-}
-
-// ack acks a delivery that never became an entry.
-func (a *campaignActor) ack(d amqp.Delivery) {
-	if err := d.Ack(false); err != nil {
-		a.ackFailed.Add(1)
-		a.log.Warn("ack of a duplicate failed; it comes back", "err", err)
+	dl := e.dl
+	if requeue {
+		dl.requeue.Store(true)
+	}
+	if dl.left.Add(-1) > 0 {
+		a.unacked.Add(-1)
+		return
+	}
+	if !dl.void.Load() {
+		var err error
+		if dl.requeue.Load() {
+			err = dl.Nack(false, true)
+		} else {
+			err = dl.Ack(false)
+		}
+		if err != nil {
+			// Its channel is gone: RabbitMQ requeued it, and the redelivery
+			// is seen as done (or fetched again).
+			a.ackFailed.Add(1)
+			a.log.Warn("ack failed; the message comes back", "url", e.msg.URL, "err", err)
+		}
 	}
 	a.unacked.Add(-1)
 	a.acked.Add(1)
-}
-
-// settle counts e's delivery as settled, once, whoever gets there first.
-func (a *campaignActor) settle(e *entry) {
-	if e.settled.CompareAndSwap(false, true) {
-		a.unacked.Add(-1)
-		a.acked.Add(1)
-	}
 }

@@ -27,8 +27,16 @@ type ServerConfig struct {
 	// Index and Replicas: this scheduler is replica Index of Replicas; it
 	// subscribes first to the shards i with i%Replicas == Index.
 	Index, Replicas int
-	// Prefetch bounds the unacked deliveries per shard consumer.
+	// Prefetch bounds the URLs held per shard consumer: RabbitMQ's
+	// prefetch counts messages, a batch being one, so the consumers take
+	// Prefetch/Batch messages, and no fewer than min(Prefetch, 64) (see
+	// prefetchMessages).
 	Prefetch int
+	// Batch: the new links a record publishes to one shard queue go up to
+	// this many to a message (1: one URL per message, as before batches).
+	// A scheduler reads both forms whatever its Batch. Seeds go one to a
+	// message: each keeps its own priority level (seedBurst).
+	Batch int
 	// LeaseTimeout: a lease not reported (or renewed by the session's
 	// keepalive) within it goes back to the pool.
 	LeaseTimeout time.Duration
@@ -54,6 +62,7 @@ func DefaultServerConfig() ServerConfig {
 		Index:        0,
 		Replicas:     1,
 		Prefetch:     256,
+		Batch:        DefaultBatch,
 		LeaseTimeout: time.Minute,
 		MaxLease:     5 * time.Minute,
 		KeepAlive:    5 * time.Second,
@@ -72,6 +81,9 @@ func (c ServerConfig) Validate() error {
 	}
 	if c.Prefetch < 1 || c.Prefetch > 65535 {
 		errs = append(errs, fmt.Errorf("prefetch %d: must be between 1 and 65535", c.Prefetch))
+	}
+	if c.Batch < 1 || c.Batch > 1000 {
+		errs = append(errs, fmt.Errorf("batch %d: must be between 1 and 1000", c.Batch))
 	}
 	if c.LeaseTimeout < time.Second || c.MaxLease < c.LeaseTimeout {
 		errs = append(errs, fmt.Errorf("lease timeout %s / max lease %s: need 1s <= lease timeout <= max lease", c.LeaseTimeout, c.MaxLease))
@@ -271,13 +283,11 @@ func (s *Server) existingActorLocked(id string) (*campaignActor, error) {
 	return nil, nil
 }
 
+// declare declares the campaign's queues, keeping the shards of a
+// campaign started before with their arguments.
 func (s *Server) declare(id string) error {
-	ch, err := s.mq.channel()
-	if err != nil {
-		return err
-	}
-	defer ch.Close()
-	return Topology{Campaign: id}.Declare(ch)
+	_, err := Topology{Campaign: id}.declareKeeping(s.mq.channel)
+	return err
 }
 
 func (s *Server) handle(c net.Conn) {

@@ -20,7 +20,8 @@ import (
 // every scheduler and every seeding must agree on it.
 const Shards = 16
 
-// MaxPriority is the shard queues' x-max-priority.
+// MaxPriority is the highest message priority level, and the
+// x-max-priority of shard queues declared before issue 15.
 const MaxPriority = 9
 
 // parkTTLs are the parking queues' message TTLs. A URL whose host must wait
@@ -66,20 +67,68 @@ func parkFor(d time.Duration) int {
 	return i
 }
 
-// Declare creates the campaign's queues if they do not exist. It is
-// idempotent, so every scheduler and the seeding may call it.
+// Shard queue topologies. RabbitMQ refuses to redeclare a queue with other
+// arguments (PRECONDITION_FAILED, which closes the channel), so a campaign
+// keeps the shards it was started with; only new campaigns get the
+// current ones.
+const (
+	// topoPriority: classic shards with x-max-priority (before issue 15):
+	// RabbitMQ delivered a shard's most urgent URLs first.
+	topoPriority = 1
+	// topoClassic: classic shards without x-max-priority. A priority queue
+	// cost RabbitMQ more CPU per message; priority lives in the scheduler,
+	// which orders each host's held URLs by the policy, and a shard
+	// delivers in publish order.
+	topoClassic = 2
+)
+
+func shardArgs(version int) amqp.Table {
+	args := amqp.Table{"x-single-active-consumer": true}
+	if version == topoPriority {
+		args["x-max-priority"] = int32(MaxPriority)
+	}
+	return args
+}
+
+// Declare creates the campaign's queues if they do not exist, with the
+// current shard arguments (classic, no x-max-priority). It is idempotent,
+// so every scheduler and the seeding may call it; the scheduler itself
+// uses declareKeeping, which keeps an earlier campaign's shards as they
+// are.
 //
-// Shards are classic queues (priorities need them on RabbitMQ 3.x) with
-// single-active-consumer (one owning scheduler per shard, failover to a
-// standby). Parking queues are quorum queues, because only they dead-letter
-// at-least-once; they route back through the default exchange by the
-// message's routing key, which is its shard queue's name.
+// Shards are classic queues with single-active-consumer (one owning
+// scheduler per shard, failover to a standby). Parking queues are quorum
+// queues, because only they dead-letter at-least-once; they route back
+// through the default exchange by the message's routing key, which is its
+// shard queue's name.
 func (t Topology) Declare(ch *amqp.Channel) error {
+	return t.declare(ch, topoClassic)
+}
+
+// declareKeeping declares the campaign's queues with the current shard
+// arguments or, when RabbitMQ says its shards exist with other ones
+// (PRECONDITION_FAILED: a campaign started before), with the earlier
+// ones, on a new channel. It returns the version declared.
+func (t Topology) declareKeeping(open func() (*amqp.Channel, error)) (int, error) {
+	for _, v := range []int{topoClassic, topoPriority} {
+		ch, err := open()
+		if err != nil {
+			return 0, err
+		}
+		err = t.declare(ch, v)
+		ch.Close()
+		var aerr *amqp.Error
+		if errors.As(err, &aerr) && aerr.Code == amqp.PreconditionFailed {
+			continue
+		}
+		return v, err
+	}
+	return 0, fmt.Errorf("declare %s: its shards match no known topology", t.Shard(0))
+}
+
+func (t Topology) declare(ch *amqp.Channel, version int) error {
 	for i := range Shards {
-		if _, err := ch.QueueDeclare(t.Shard(i), true, false, false, false, amqp.Table{
-			"x-max-priority":           int32(MaxPriority),
-			"x-single-active-consumer": true,
-		}); err != nil {
+		if _, err := ch.QueueDeclare(t.Shard(i), true, false, false, false, shardArgs(version)); err != nil {
 			return fmt.Errorf("declare %s: %w", t.Shard(i), err)
 		}
 	}

@@ -11,8 +11,9 @@ type Stats struct {
 	Queued int64 `json:"queued"`
 	// DeadQueued: messages in the dead-letter queue.
 	DeadQueued int64 `json:"dead_queued"`
-	// Held: deliveries this scheduler holds unacked (waiting for their host,
-	// leased, or being recorded).
+	// Held: URLs this scheduler holds unacked (waiting for their host,
+	// leased, or being recorded); a batch's message stays unacked until
+	// its last URL is settled.
 	Held int64 `json:"held"`
 	// InFlight: leases handed to fetchers and not yet reported.
 	InFlight int64 `json:"in_flight"`
@@ -30,10 +31,13 @@ type Stats struct {
 	DeadLettered  int64 `json:"dead_lettered"` // URLs moved to the dead-letter queue
 	Skipped       int64 `json:"skipped"`       // URLs dropped by max-pages-per-host
 	Discovered    int64 `json:"discovered"`    // links published (confirmed)
-	Published     int64 `json:"published"`     // all confirmed publishes
-	Acked         int64 `json:"acked"`         // deliveries acked
-	Hosts         int64 `json:"hosts"`
-	Sessions      int64 `json:"sessions"`
+	Published     int64 `json:"published"`     // all confirmed publishes, in URLs
+	// Messages: the messages those publishes took (a batch of new links
+	// is one message).
+	Messages int64 `json:"messages,omitempty"`
+	Acked    int64 `json:"acked"` // deliveries (messages) acked or nacked
+	Hosts    int64 `json:"hosts"`
+	Sessions int64 `json:"sessions"`
 	// CapReached: the campaign's max-pages was reached; no more leases.
 	CapReached bool `json:"cap_reached,omitempty"`
 	// RecordFailed counts outcomes whose recording failed (a publish or the
@@ -89,6 +93,7 @@ func (s *Stats) Add(o Stats) {
 	s.Skipped += o.Skipped
 	s.Discovered += o.Discovered
 	s.Published += o.Published
+	s.Messages += o.Messages
 	s.Acked += o.Acked
 	s.Hosts += o.Hosts
 	s.Sessions += o.Sessions
