@@ -293,7 +293,7 @@ func (s *Stack) waitReady(ctx context.Context) error {
 
 func (s *Stack) notReady(c *Child, err error) error {
 	return fmt.Errorf("%s did not answer within %s: %s; the end of %s:\n%s",
-		c.Name(), StackReadyTimeout, oneLine(err), c.LogPath(), indent(lastLines(c.LogPath(), 10)))
+		c.Name(), StackReadyTimeout, oneLine(err), c.LogPath(), indent(Tail(c.LogPath(), 10)))
 }
 
 // Client is a client of the stack's Temporal; it reconnects by itself when

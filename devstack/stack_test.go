@@ -85,7 +85,7 @@ func TestDevStackRestartsAKilledScheduler(t *testing.T) {
 		if t.Failed() {
 			t.Logf("supervisor:\n%s", out.String())
 			for _, c := range []*Child{s.Temporal, s.Kafka, s.Scheduler, s.Worker} {
-				t.Logf("--- %s:\n%s", c.Name(), lastLines(c.LogPath(), 20))
+				t.Logf("--- %s:\n%s", c.Name(), Tail(c.LogPath(), 20))
 			}
 		}
 	}()
