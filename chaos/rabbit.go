@@ -26,15 +26,18 @@ import (
 // rabbitmq-server under a supervisor that starts it again when it dies.
 // The machine's broker serves others and is never touched.
 type RabbitNode struct {
-	Name string // node name, name@localhost
-	URL  string // amqp URL
-	dir  string
-	sup  *devstack.Supervisor
-	proc *devstack.Child
+	Name   string // node name, name@localhost
+	URL    string // amqp URL
+	dir    string
+	ownDir bool // dir was made by StartRabbitNode, and Stop removes it
+	sup    *devstack.Supervisor
+	proc   *devstack.Child
 }
 
-// StartRabbitNode starts a private node with its state under dir and
-// waits (bounded by ctx) until it accepts AMQP connections.
+// StartRabbitNode starts a private node with its state under dir (a
+// temporary directory of its own, removed by Stop, when dir is "") and
+// waits (bounded by ctx) until it accepts AMQP connections. The
+// supervisor's messages go to out.
 func StartRabbitNode(ctx context.Context, dir string, out io.Writer) (*RabbitNode, error) {
 	if _, err := exec.LookPath("rabbitmq-server"); err != nil {
 		return nil, fmt.Errorf("rabbitmq-server not installed (apt-get install rabbitmq-server): %w", err)
@@ -47,13 +50,20 @@ func StartRabbitNode(ctx context.Context, dir string, out io.Writer) (*RabbitNod
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	ownDir := dir == ""
+	if ownDir {
+		dir, err = workDir("drover-rabbit-")
+	} else {
+		err = os.MkdirAll(dir, 0o755)
+	}
+	if err != nil {
 		return nil, err
 	}
 	n := &RabbitNode{
-		Name: fmt.Sprintf("drover-chaos-%d@localhost", port),
-		URL:  fmt.Sprintf("amqp://guest:guest@127.0.0.1:%d/", port),
-		dir:  dir,
+		Name:   fmt.Sprintf("drover-chaos-%d@localhost", port),
+		URL:    fmt.Sprintf("amqp://guest:guest@127.0.0.1:%d/", port),
+		dir:    dir,
+		ownDir: ownDir,
 	}
 	files := map[string]string{
 		"enabled_plugins": "[].\n",
@@ -135,17 +145,29 @@ func (n *RabbitNode) beamPID() int {
 	})
 }
 
+// Ctl runs rabbitmqctl with args against the node ("stop_app",
+// "start_app"), bounded by ctx and by a minute.
+func (n *RabbitNode) Ctl(ctx context.Context, args ...string) error {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "rabbitmqctl", append([]string{"-q", "-n", n.Name}, args...)...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("rabbitmqctl %s: %w: %s", strings.Join(args, " "), err, out)
+	}
+	return nil
+}
+
 // Stop stops supervising the node and shuts it down.
 func (n *RabbitNode) Stop() {
 	n.sup.Stop()
-	if n.beamPID() == 0 {
-		return
+	if n.beamPID() != 0 {
+		_ = n.Ctl(context.Background(), "shutdown")
+		if pid := n.beamPID(); pid != 0 {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	exec.CommandContext(ctx, "rabbitmqctl", "-q", "-n", n.Name, "shutdown").Run()
-	if pid := n.beamPID(); pid != 0 {
-		syscall.Kill(pid, syscall.SIGKILL)
+	if n.ownDir {
+		os.RemoveAll(n.dir)
 	}
 }
 

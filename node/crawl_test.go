@@ -2,11 +2,14 @@ package node_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
@@ -19,7 +22,6 @@ import (
 	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/testweb"
-	"github.com/drover-crawl/drover/workflows"
 )
 
 func amqpURL() string {
@@ -32,24 +34,21 @@ func amqpURL() string {
 // stack is a whole drover on loopback: Temporal dev server, in-memory Kafka,
 // a scheduler and a worker, all on free ports.
 type stack struct {
-	temporal *devstack.Temporal
-	kafka    *devstack.Kafka
-	sched    *node.Scheduler
-	workers  *node.Workers
-	topic    string
+	*services
+	sched   *node.Scheduler
+	workers *node.Workers
 }
 
 func startStack(t *testing.T) *stack {
 	t.Helper()
-	s := startBareStack(t)
-	w, err := node.StartWorkers(s.temporal.Client(), node.WorkerConfig{Identity: "test-worker", Activities: &activities.Activities{
-		Schedulers: []string{s.sched.Addr()}, Token: frontier.DevToken, KafkaBrokers: s.kafka.Addr(), Identity: "test-worker",
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.Stop)
-	s.workers = w
+	return startStackWith(t, devstack.TemporalOptions{UIPort: -1})
+}
+
+// startStackWith is startStack with the dev server started with topts.
+func startStackWith(t *testing.T, topts devstack.TemporalOptions) *stack {
+	t.Helper()
+	s := startBareStackWith(t, topts)
+	s.workers = startWorkers(t, s.temporal.Client(), "test-worker", []string{s.sched.Addr()}, s.kafka.Addr())
 	return s
 }
 
@@ -57,25 +56,55 @@ func startStack(t *testing.T) *stack {
 // and a scheduler, for worker processes to join.
 func startBareStack(t *testing.T) *stack {
 	t.Helper()
-	ctx := context.Background()
-	tmp, err := devstack.StartTemporal(ctx, devstack.TemporalOptions{UIPort: -1})
-	if err != nil {
-		t.Fatal(err)
+	return startBareStackWith(t, devstack.TemporalOptions{UIPort: -1})
+}
+
+func startBareStackWith(t *testing.T, topts devstack.TemporalOptions) *stack {
+	t.Helper()
+	sv := startServicesWith(t, topts)
+	return &stack{services: sv, sched: startScheduler(t, node.SchedulerConfig{SeenPath: filepath.Join(t.TempDir(), "seen")})}
+}
+
+// newScheduler starts an in-process scheduler with what cfg leaves out
+// filled in: the default server config, a free loopback port, the
+// machine's RabbitMQ, and warnings and errors logged to stderr.
+func newScheduler(cfg node.SchedulerConfig) (*node.Scheduler, error) {
+	if reflect.ValueOf(cfg.Server).IsZero() {
+		cfg.Server = frontier.DefaultServerConfig()
 	}
-	t.Cleanup(func() { tmp.Stop() })
-	topic := fmt.Sprintf("pages-%d", rand.IntN(1e9))
-	k, err := devstack.StartKafka("127.0.0.1:0", topic)
-	if err != nil {
-		t.Fatal(err)
+	cfg.Listen = cmp.Or(cfg.Listen, "127.0.0.1:0")
+	cfg.AMQPURL = cmp.Or(cfg.AMQPURL, amqpURL())
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	t.Cleanup(k.Close)
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	sched, err := node.StartScheduler(ctx, node.SchedulerConfig{Server: frontier.DefaultServerConfig(), Listen: "127.0.0.1:0", AMQPURL: amqpURL(), SeenPath: t.TempDir() + "/seen", Log: log})
+	return node.StartScheduler(context.Background(), cfg)
+}
+
+// startScheduler is newScheduler for a scheduler closed at the end of the
+// test (again, if the test closed it already).
+func startScheduler(t *testing.T, cfg node.SchedulerConfig) *node.Scheduler {
+	t.Helper()
+	sched, err := newScheduler(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sched.Close() })
-	return &stack{temporal: tmp, kafka: k, sched: sched, topic: topic}
+	return sched
+}
+
+// startWorkers starts in-process Temporal workers on c, as identity, whose
+// fetch sessions go to schedulers and whose pages go to the Kafka at
+// brokers; they stop at the end of the test.
+func startWorkers(t *testing.T, c client.Client, identity string, schedulers []string, brokers string) *node.Workers {
+	t.Helper()
+	w, err := node.StartWorkers(c, node.WorkerConfig{Identity: identity, Activities: &activities.Activities{
+		Schedulers: schedulers, Token: frontier.DevToken, KafkaBrokers: brokers, Identity: identity,
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	return w
 }
 
 // readTopic reads every record of the topic until none arrives for a while.
@@ -137,18 +166,7 @@ func TestAcceptanceCrawl(t *testing.T) {
 		Sinks:              []string{"kafka://" + s.kafka.Addr() + "/" + s.topic},
 	}
 	start := time.Now()
-	run, err := s.temporal.Client().ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
-		ID: cfg.ID, TaskQueue: workflows.TaskQueue,
-	}, workflows.WorkflowName, workflows.CampaignInput{Config: cfg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
-	var st workflows.Status
-	if err := run.Get(ctx, &st); err != nil {
-		t.Fatalf("campaign: %v", err)
-	}
+	st := ctResult(t, ctStartCampaign(t, s.temporal.Client(), cfg), 8*time.Minute)
 	took := time.Since(start)
 	pages := web.Pages()
 	t.Logf("campaign %s: %s, %d pages in %s (%.0f pages/s)", cfg.ID, st.State, len(pages), took, float64(len(pages))/took.Seconds())

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/testweb"
 )
 
@@ -39,6 +40,12 @@ func kafkaCounts(t *testing.T, s *services, want int) (map[string]int, int) {
 	return got, len(recs)
 }
 
+// schedulerDownFor is how long TestSchedulerKilledMidCrawl leaves its
+// scheduler dead, paced on purpose: the workers' sessions fail and retry
+// meanwhile (their redial backoff starts at 100 ms), and the leases the
+// dead scheduler granted are outcomes it will never hear of.
+const schedulerDownFor = time.Second
+
 // TestSchedulerKilledMidCrawl: the only scheduler is SIGKILLed once the web
 // has served about 30% of its pages and started again on the same port with
 // the same seen-set; the campaign completes, the server saw every page, and
@@ -65,23 +72,19 @@ func TestSchedulerKilledMidCrawl(t *testing.T) {
 	wait := runCampaign(t, s.temporal.Client(), cfg, 4*time.Minute)
 
 	killAt := len(pages) * 3 / 10
-	checkFor(t, 2*time.Minute, 2*time.Millisecond, func() error {
+	await.For(t, 2*time.Minute, 2*time.Millisecond, "30% of the pages served", func() error {
 		if n := web.Total(); n < killAt {
 			return fmt.Errorf("the web served %d requests, waiting for %d", n, killAt)
 		}
 		return nil
 	})
-	sched.kill()
+	sched.Kill()
 	atKill := web.Total()
 	t.Logf("scheduler SIGKILLed after %s, the web had served %d of %d pages (+robots)", time.Since(start).Round(time.Millisecond), atKill, len(pages))
 	if atKill >= len(pages) {
 		t.Fatalf("the crawl was over (%d requests) before the kill: nothing tested", atKill)
 	}
-	// Down for about a second: the workers' sessions fail and retry meanwhile.
-	down := time.Now()
-	for time.Since(down) < time.Second {
-		time.Sleep(50 * time.Millisecond)
-	}
+	time.Sleep(schedulerDownFor)
 	startSchedulerProc(t, addr, 0, 1, seen)
 	restarted := web.Total()
 

@@ -22,6 +22,7 @@ import (
 
 	"github.com/drover-crawl/drover/devstack"
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/tlsconf"
 	"github.com/drover-crawl/drover/tlsconf/tlstest"
@@ -130,12 +131,8 @@ func TestNoSecretLeaks(t *testing.T) {
 		t.Fatal(err)
 	}
 	sessions := frontier.Client{Token: secrets["session token"], TLS: clientTLS}
-	checkFor(t, 30*time.Second, 100*time.Millisecond, func() error {
-		select {
-		case <-sched.exited:
-			t.Fatalf("scheduler exited: %v\n%s", sched.err, tail(sched.log, 20))
-		default:
-		}
+	await.For(t, 30*time.Second, 100*time.Millisecond, "the scheduler answering a control session over TLS", func() error {
+		checkRunning(t, sched)
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
 		c, err := sessions.DialControl(cctx, schedAddr)
@@ -178,7 +175,7 @@ func TestNoSecretLeaks(t *testing.T) {
 			t.Fatalf("starter %s: %v", name, err)
 		}
 		if code != wantCode {
-			t.Fatalf("starter %s: exit %d, want %d:\n%s\n--- worker:\n%s", name, code, wantCode, out, tail(worker.log, 30))
+			t.Fatalf("starter %s: exit %d, want %d:\n%s\n--- worker:\n%s", name, code, wantCode, out, worker.Tail(30))
 		}
 		return string(out)
 	}
@@ -239,10 +236,10 @@ func TestNoSecretLeaks(t *testing.T) {
 		t.Errorf("describe: %v", err)
 	}
 
-	worker.kill()
-	sched.kill()
-	for name, p := range map[string]*proc{"worker log": worker, "scheduler log": sched} {
-		b, err := os.ReadFile(p.log)
+	worker.Kill()
+	sched.Kill()
+	for name, p := range map[string]*devstack.Proc{"worker log": worker, "scheduler log": sched} {
+		b, err := os.ReadFile(p.LogPath())
 		if err != nil {
 			t.Fatal(err)
 		}
