@@ -19,6 +19,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/drover-crawl/drover/devstack"
+	"github.com/drover-crawl/drover/internal/await"
 )
 
 // RabbitNode is a RabbitMQ node of the suite's own: its own node name,
@@ -107,17 +108,17 @@ func StartRabbitNode(ctx context.Context, dir string, out io.Writer) (*RabbitNod
 
 // WaitUp waits until the node accepts an AMQP connection.
 func (n *RabbitNode) WaitUp(ctx context.Context) error {
-	for {
+	err := await.Until(ctx, readyWithin, pollEvery, func() error {
 		conn, err := amqp.DialConfig(n.URL, amqp.Config{Dial: amqp.DefaultDial(time.Second)})
 		if err == nil {
 			return conn.Close()
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("private RabbitMQ node %s not up (logs in %s): %w", n.Name, filepath.Join(n.dir, "log"), err)
-		case <-time.After(200 * time.Millisecond):
-		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("private RabbitMQ node %s not up (logs in %s): %w", n.Name, filepath.Join(n.dir, "log"), err)
 	}
+	return nil
 }
 
 // Starts is how many times the node was started.
