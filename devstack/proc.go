@@ -142,12 +142,14 @@ func LastLines(s string, n int) string {
 // ("worker", "scheduler", "starter") into dir/NAME, without -race: they
 // are the processes under test, not the test.
 func Build(ctx context.Context, root, dir string, names ...string) error {
+	args := []string{"build", "-o", dir + string(filepath.Separator)}
 	for _, name := range names {
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(dir, name), "./"+name)
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("go build ./%s: %w\n%s", name, err, out)
-		}
+		args = append(args, "./"+name)
+	}
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, out)
 	}
 	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/drover-crawl/drover/node"
 	"io"
 	"log/slog"
 	"net"
@@ -16,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/drover-crawl/drover/node"
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"

@@ -24,12 +24,8 @@ import (
 	"github.com/drover-crawl/drover/testweb"
 )
 
-func amqpURL() string {
-	if u := os.Getenv("AMQP_URL"); u != "" {
-		return u
-	}
-	return "amqp://guest:guest@127.0.0.1:5672/"
-}
+// amqpURL is the RabbitMQ of the tests: AMQP_URL, or the machine's.
+func amqpURL() string { return node.LoadEnv(os.Getenv).AMQPURL }
 
 // stack is a whole drover on loopback: Temporal dev server, in-memory Kafka,
 // a scheduler and a worker, all on free ports.
