@@ -22,6 +22,7 @@ import (
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
 
+	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/workflows"
 )
 
@@ -255,12 +256,12 @@ func killAndReap(pid int) {
 	if syscall.Kill(pid, syscall.SIGKILL) != nil {
 		return
 	}
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
-		if got, err := syscall.Wait4(pid, nil, syscall.WNOHANG, nil); got == pid || err != nil {
-			return
+	_ = await.Until(context.Background(), 5*time.Second, 20*time.Millisecond, func() error {
+		if got, err := syscall.Wait4(pid, nil, syscall.WNOHANG, nil); got != pid && err == nil {
+			return errors.New("not reaped")
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // TemporalBinary returns the path of bin/temporal in the repository root

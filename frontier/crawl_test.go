@@ -19,6 +19,7 @@ import (
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/fetch"
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/testweb"
 )
@@ -122,24 +123,23 @@ func (fl *fleet) stop() { fl.cancel(); fl.wg.Wait() }
 // the Monitor activity defines it.
 func waitDrained(t *testing.T, addrs []string, id string, within time.Duration) frontier.Stats {
 	t.Helper()
-	deadline := time.Now().Add(within)
 	var prev *frontier.Stats
-	for time.Now().Before(deadline) {
+	var st frontier.Stats
+	await.For(t, within, 300*time.Millisecond, "campaign "+id+" drained", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		st, err := frontier.CampaignStats(ctx, addrs, frontier.DevToken, id)
-		cancel()
-		if err == nil && st.Idle() {
-			if prev != nil && prev.Acked == st.Acked && prev.Published == st.Published {
-				return st
-			}
-			prev = &st
-		} else {
+		defer cancel()
+		var err error
+		if st, err = frontier.CampaignStats(ctx, addrs, frontier.DevToken, id); err != nil || !st.Idle() {
 			prev = nil
+			return fmt.Errorf("stats %+v (%v)", st, err)
 		}
-		time.Sleep(300 * time.Millisecond)
-	}
-	t.Fatalf("campaign %s not drained within %s", id, within)
-	return frontier.Stats{}
+		if prev == nil || prev.Acked != st.Acked || prev.Published != st.Published {
+			prev = &st
+			return fmt.Errorf("idle once, not yet twice: %+v", st)
+		}
+		return nil
+	})
+	return st
 }
 
 func checkCrawl(t *testing.T, web *testweb.Web, sk *sink.Memory, wantNoDup bool) {
