@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net/url"
 	"os"
 	"os/exec"
@@ -253,21 +252,11 @@ func TestPauseWithTemporalCLI(t *testing.T) {
 	// Pages are held half-sent while the pause is sent (HoldBodies), so
 	// that it catches fetches under way: each must be fetched again, not
 	// lost.
-	web, err := testweb.Start(testweb.Config{Hosts: 3, PagesPerHost: 150, PageBytes: 64 << 10, CrossHost: true, Base: 50})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer web.Close()
+	web := startWeb(t, testweb.Config{Hosts: 3, PagesPerHost: 150, PageBytes: 64 << 10, CrossHost: true, Base: 50})
 	s := startStack(t)
 	c := s.temporal.Client()
-	cfg := campaign.Config{
-		ID:           fmt.Sprintf("pause-%d", rand.IntN(1e9)),
-		Seeds:        web.Seeds(),
-		Fetchers:     2,
-		PerHostDelay: new(20 * time.Millisecond),
-		AllowPrivate: true,
-		Sinks:        []string{"kafka://" + s.kafka.Addr() + "/" + s.topic},
-	}
+	cfg := s.newCampaign("pause", web, 2)
+	cfg.PerHostDelay = new(20 * time.Millisecond)
 	total := len(web.Pages())
 	run := ctStartCampaign(t, c, cfg)
 
@@ -292,6 +281,7 @@ func TestPauseWithTemporalCLI(t *testing.T) {
 
 	var st workflows.Status
 	quiet := await.For(t, pauseTakesEffectWithin, 50*time.Millisecond, "paused, with no FetchSession pending and no session at the scheduler", func() error {
+		var err error
 		st, err = ctQueryStatus(t, c, cfg.ID)
 		if err != nil {
 			return err
@@ -365,11 +355,7 @@ const restartWithin = 90 * time.Second
 // campaign completes with every page requested and landed in Kafka.
 func TestWorkerKilledMidCrawl(t *testing.T) {
 	bin := filepath.Join(binaries(t), "worker")
-	web, err := testweb.Start(testweb.Config{Hosts: 4, PagesPerHost: 400, CrossHost: true, Base: 51})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer web.Close()
+	web := startWeb(t, testweb.Config{Hosts: 4, PagesPerHost: 400, CrossHost: true, Base: 51})
 	s := startBareStack(t)
 	c := s.temporal.Client()
 	env := []string{
@@ -383,18 +369,12 @@ func TestWorkerKilledMidCrawl(t *testing.T) {
 	for _, id := range []string{"worker-a", "worker-b"} {
 		procs[id] = startProc(t, id, bin, []string{"-identity", id, "-metrics-addr", "127.0.0.1:0"}, env)
 	}
-	cfg := campaign.Config{
-		ID:       fmt.Sprintf("kill-%d", rand.IntN(1e9)),
-		Seeds:    web.Seeds(),
-		Fetchers: 4,
-		// Slow enough that the crawl outlasts the dead sessions' 20 s
-		// heartbeat timeout, so that the fleet must come back: politeness
-		// alone keeps the 80% left after the kill at 4 hosts x 6.7
-		// pages/s, 48 s at least.
-		PerHostDelay: new(150 * time.Millisecond),
-		AllowPrivate: true,
-		Sinks:        []string{"kafka://" + s.kafka.Addr() + "/" + s.topic},
-	}
+	cfg := s.newCampaign("kill", web, 4)
+	// Slow enough that the crawl outlasts the dead sessions' 20 s
+	// heartbeat timeout, so that the fleet must come back: politeness
+	// alone keeps the 80% left after the kill at 4 hosts x 6.7
+	// pages/s, 48 s at least.
+	cfg.PerHostDelay = new(150 * time.Millisecond)
 	total := len(web.Pages())
 	start := time.Now()
 	run := ctStartCampaign(t, c, cfg)
@@ -466,21 +446,11 @@ func TestWorkerKilledMidCrawl(t *testing.T) {
 // scheduler fetches nothing), checks that the validator refuses nonsense,
 // then stops the campaign and sees its sessions close.
 func TestScaleUp(t *testing.T) {
-	web, err := testweb.Start(testweb.Config{Hosts: 4, PagesPerHost: 300, CrossHost: true, Base: 52})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer web.Close()
+	web := startWeb(t, testweb.Config{Hosts: 4, PagesPerHost: 300, CrossHost: true, Base: 52})
 	s := startStack(t)
 	c := s.temporal.Client()
-	cfg := campaign.Config{
-		ID:           fmt.Sprintf("scale-%d", rand.IntN(1e9)),
-		Seeds:        web.Seeds(),
-		Fetchers:     1,
-		PerHostDelay: new(200 * time.Millisecond),
-		AllowPrivate: true,
-		Sinks:        []string{"kafka://" + s.kafka.Addr() + "/" + s.topic},
-	}
+	cfg := s.newCampaign("scale", web, 1)
+	cfg.PerHostDelay = new(200 * time.Millisecond)
 	run := ctStartCampaign(t, c, cfg)
 	await.For(t, time.Minute, 100*time.Millisecond, "one session at the scheduler", func() error {
 		return ctSchedulerSessionsAre(s, cfg.ID, 1)

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -146,21 +144,11 @@ const readTopicFor = 2 * time.Minute
 // itself; the server saw every page exactly once and nothing disallowed; a
 // Kafka consumer reads every page exactly once, byte-identical.
 func TestAcceptanceCrawl(t *testing.T) {
-	web, err := testweb.Start(testweb.Config{Hosts: 5, PagesPerHost: 400, CrossHost: true, Base: 31})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer web.Close()
+	web := startWeb(t, testweb.Config{Hosts: 5, PagesPerHost: 400, CrossHost: true, Base: 31})
 	s := startStack(t)
-	cfg := campaign.Config{
-		ID:                 fmt.Sprintf("accept-%d", rand.IntN(1e9)),
-		Seeds:              web.Seeds(),
-		Fetchers:           4,
-		PerHostDelay:       new(time.Millisecond),
-		PerHostConcurrency: 2,
-		AllowPrivate:       true,
-		Sinks:              []string{"kafka://" + s.kafka.Addr() + "/" + s.topic},
-	}
+	cfg := s.newCampaign("accept", web, 4)
+	cfg.PerHostDelay = new(time.Millisecond)
+	cfg.PerHostConcurrency = 2
 	start := time.Now()
 	st := ctResult(t, ctStartCampaign(t, s.temporal.Client(), cfg), 8*time.Minute)
 	took := time.Since(start)

@@ -46,11 +46,7 @@ func (s *syncBuffer) String() string {
 // query, `starter status` and a notification name the topic; after
 // fail_after the campaign fails and `start --wait` exits 1 with the reason.
 func TestMissingKafkaTopicFailsCampaign(t *testing.T) {
-	web, err := testweb.Start(testweb.Config{Hosts: 1, PagesPerHost: 20, Base: 61})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer web.Close()
+	web := startWeb(t, testweb.Config{Hosts: 1, PagesPerHost: 20, Base: 61})
 	s := startStack(t)
 	notes := make(chan map[string]string, 16)
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -90,6 +86,7 @@ func TestMissingKafkaTopicFailsCampaign(t *testing.T) {
 	c := s.temporal.Client()
 	var st workflows.Status
 	shown := await.For(t, 30*time.Second, 200*time.Millisecond, "the status query names the failure", func() error {
+		var err error
 		st, err = ctQueryStatus(t, c, id)
 		if err == nil && (st.Failure == nil || !strings.Contains(st.Failure.Message, topic)) {
 			err = fmt.Errorf("failure %+v", st.Failure)

@@ -27,11 +27,7 @@ const kafkaDownFor = 30 * time.Second
 // crawl holds back, continues when Kafka returns and completes with every
 // page in the topic.
 func TestKafkaOutage(t *testing.T) {
-	web, err := testweb.Start(testweb.Config{Hosts: 3, PagesPerHost: 150, CrossHost: true, Base: 33})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer web.Close()
+	web := startWeb(t, testweb.Config{Hosts: 3, PagesPerHost: 150, CrossHost: true, Base: 33})
 	tmp := startTemporal(t, devstack.TemporalOptions{UIPort: -1})
 	topic := fmt.Sprintf("pages-%d", rand.IntN(1e9))
 	k, err := chaos.StartGatedKafka(topic)

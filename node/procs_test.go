@@ -18,6 +18,7 @@ import (
 	"github.com/drover-crawl/drover/devstack"
 	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/internal/await"
+	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/workflows"
 )
 
@@ -159,6 +160,29 @@ func startServicesWith(t *testing.T, topts devstack.TemporalOptions) *services {
 	}
 	t.Cleanup(k.Close)
 	return &services{temporal: tmp, kafka: k, topic: topic}
+}
+
+// newCampaign is a campaign named prefix-N of web's seeds with fetchers
+// fetchers, loopback allowed, storing its pages in the services' topic.
+func (s *services) newCampaign(prefix string, web *testweb.Web, fetchers int) campaign.Config {
+	return campaign.Config{
+		ID:           fmt.Sprintf("%s-%d", prefix, rand.IntN(1e9)),
+		Seeds:        web.Seeds(),
+		Fetchers:     fetchers,
+		AllowPrivate: true,
+		Sinks:        []string{"kafka://" + s.kafka.Addr() + "/" + s.topic},
+	}
+}
+
+// startWeb serves a test web, closed at the end of the test.
+func startWeb(t *testing.T, cfg testweb.Config) *testweb.Web {
+	t.Helper()
+	web, err := testweb.Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { web.Close() })
+	return web
 }
 
 // startTemporal starts a Temporal dev server, stopped at the end of the

@@ -218,11 +218,7 @@ const crawlWithin = 4 * time.Minute
 
 func TestPrometheusScrapesACrawl(t *testing.T) {
 	promBin, promtool := prometheusBins(t)
-	web, err := testweb.Start(testweb.Config{Hosts: 4, PagesPerHost: 200, CrossHost: true, Base: 57})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer web.Close()
+	web := startWeb(t, testweb.Config{Hosts: 4, PagesPerHost: 200, CrossHost: true, Base: 57})
 
 	ctx := context.Background()
 	sv := startServices(t)

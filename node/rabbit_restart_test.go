@@ -2,8 +2,6 @@ package node_test
 
 import (
 	"context"
-	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
@@ -43,22 +41,12 @@ func startRabbitNode(t *testing.T) *chaos.RabbitNode {
 // completes with every page fetched and stored.
 func TestRabbitMQRestartMidCrawl(t *testing.T) {
 	rmq := startRabbitNode(t)
-	web, err := testweb.Start(testweb.Config{Hosts: 3, PagesPerHost: 200, CrossHost: true, Base: 68})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer web.Close()
+	web := startWeb(t, testweb.Config{Hosts: 3, PagesPerHost: 200, CrossHost: true, Base: 68})
 	s := startBareStack(t)
 	sched := startScheduler(t, node.SchedulerConfig{AMQPURL: rmq.URL, SeenPath: filepath.Join(t.TempDir(), "seen")})
 	startWorkers(t, s.temporal.Client(), "test-worker", []string{sched.Addr()}, s.kafka.Addr())
-	cfg := campaign.Config{
-		ID:           fmt.Sprintf("rmq-restart-%d", rand.IntN(1e9)),
-		Seeds:        web.Seeds(),
-		Fetchers:     4,
-		PerHostDelay: new(10 * time.Millisecond),
-		AllowPrivate: true,
-		Sinks:        []string{"kafka://" + s.kafka.Addr() + "/" + s.topic},
-	}
+	cfg := s.newCampaign("rmq-restart", web, 4)
+	cfg.PerHostDelay = new(10 * time.Millisecond)
 	run := ctStartCampaign(t, s.temporal.Client(), cfg)
 	total := len(web.Pages())
 	await.For(t, 2*time.Minute, 50*time.Millisecond, "a third of the crawl", func() error { return ctAtLeastRequested(web, total/3) })

@@ -21,11 +21,7 @@ import (
 // by `starter stop` and started again under the same ID crawls the web
 // again, whole: no seen mark of the first run survives on either scheduler.
 func TestStopAndStartAgainWithTwoSchedulers(t *testing.T) {
-	web, err := testweb.Start(testweb.Config{Hosts: 4, PagesPerHost: 250, CrossHost: true, Base: 66})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer web.Close()
+	web := startWeb(t, testweb.Config{Hosts: 4, PagesPerHost: 250, CrossHost: true, Base: 66})
 	s := startBareStack(t)
 	addrs := []string{s.sched.Addr()}
 	// s.sched is replica 0 of 1; a second scheduler, replica 1 of 2, shares

@@ -2,14 +2,12 @@ package node_test
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/testweb"
 )
@@ -59,15 +57,9 @@ func TestSchedulerKilledMidCrawl(t *testing.T) {
 	startWorkerProc(t, "worker-0", []string{addr}, s.temporal.Address(), s.kafka.Addr())
 
 	pages := web.Pages()
-	cfg := campaign.Config{
-		ID:                 fmt.Sprintf("kill-%d", rand.IntN(1e9)),
-		Seeds:              web.Seeds(),
-		Fetchers:           4,
-		PerHostDelay:       new(2 * time.Millisecond),
-		PerHostConcurrency: 2,
-		AllowPrivate:       true,
-		Sinks:              []string{"kafka://" + s.kafka.Addr() + "/" + s.topic},
-	}
+	cfg := s.newCampaign("kill", web, 4)
+	cfg.PerHostDelay = new(2 * time.Millisecond)
+	cfg.PerHostConcurrency = 2
 	start := time.Now()
 	wait := runCampaign(t, s.temporal.Client(), cfg, 4*time.Minute)
 
@@ -132,15 +124,9 @@ func TestTwoSchedulersThreeWorkers(t *testing.T) {
 	}
 
 	pages := web.Pages()
-	cfg := campaign.Config{
-		ID:                 fmt.Sprintf("scale-%d", rand.IntN(1e9)),
-		Seeds:              web.Seeds(),
-		Fetchers:           6,
-		PerHostDelay:       new(2 * time.Millisecond),
-		PerHostConcurrency: 2,
-		AllowPrivate:       true,
-		Sinks:              []string{"kafka://" + s.kafka.Addr() + "/" + s.topic},
-	}
+	cfg := s.newCampaign("scale", web, 6)
+	cfg.PerHostDelay = new(2 * time.Millisecond)
+	cfg.PerHostConcurrency = 2
 	start := time.Now()
 	st := runCampaign(t, s.temporal.Client(), cfg, 4*time.Minute)()
 	took := time.Since(start)
@@ -172,22 +158,12 @@ func TestTwoSchedulersThreeWorkers(t *testing.T) {
 // server saw them, are at least d apart. A behaviour spec of politeness,
 // not a speed assertion.
 func TestPolitenessSpacing(t *testing.T) {
-	web, err := testweb.Start(testweb.Config{Hosts: 3, PagesPerHost: 20, CrossHost: true, Base: 42})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer web.Close()
+	web := startWeb(t, testweb.Config{Hosts: 3, PagesPerHost: 20, CrossHost: true, Base: 42})
 	s := startStack(t)
 	const d = 150 * time.Millisecond
-	cfg := campaign.Config{
-		ID:                 fmt.Sprintf("polite-%d", rand.IntN(1e9)),
-		Seeds:              web.Seeds(),
-		Fetchers:           3,
-		PerHostDelay:       new(d),
-		PerHostConcurrency: 1,
-		AllowPrivate:       true,
-		Sinks:              []string{"kafka://" + s.kafka.Addr() + "/" + s.topic},
-	}
+	cfg := s.newCampaign("polite", web, 3)
+	cfg.PerHostDelay = new(d)
+	cfg.PerHostConcurrency = 1
 	runCampaign(t, s.temporal.Client(), cfg, 4*time.Minute)()
 	if m := web.Missing(); len(m) > 0 {
 		t.Errorf("%d pages never requested, e.g. %v", len(m), m[:min(5, len(m))])

@@ -151,11 +151,7 @@ func TestNoSecretLeaks(t *testing.T) {
 	}
 	worker := startProc(t, "worker", filepath.Join(bin, "worker"), []string{"-identity", "leak-worker"}, env)
 
-	web, err := testweb.Start(testweb.Config{Hosts: 2, PagesPerHost: 15, CrossHost: true, Base: 133})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer web.Close()
+	web := startWeb(t, testweb.Config{Hosts: 2, PagesPerHost: 15, CrossHost: true, Base: 133})
 	id := fmt.Sprintf("leak-%d", n)
 	kafkaSink := fmt.Sprintf("kafka://%s/%s?sasl=scram-sha-256", kafkaAddr, topic)
 	pgSink := fmt.Sprintf("postgres://%s@127.0.0.1:5432/test?sslmode=disable&table=%s", pgRole, table)

@@ -101,11 +101,7 @@ func TestCrawlSurvivesDamagedSeenStore(t *testing.T) {
 	}
 	for i, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
-			web, err := testweb.Start(testweb.Config{Hosts: 3, PagesPerHost: 100, CrossHost: true, Base: byte(80 + i)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer web.Close()
+			web := startWeb(t, testweb.Config{Hosts: 3, PagesPerHost: 100, CrossHost: true, Base: byte(80 + i)})
 			pages := web.Pages()
 			seen := filepath.Join(t.TempDir(), "seen")
 			var slogs syncBuffer // the schedulers' log, shown if the test fails

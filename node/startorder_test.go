@@ -31,11 +31,7 @@ const temporalLateBy = 3 * time.Second
 // server is up; a worker with a malformed address or a namespace the
 // server does not have exits and says why.
 func TestWorkerStartedBeforeTemporal(t *testing.T) {
-	web, err := testweb.Start(testweb.Config{Hosts: 2, PagesPerHost: 60, Base: 71})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer web.Close()
+	web := startWeb(t, testweb.Config{Hosts: 2, PagesPerHost: 60, Base: 71})
 	topic := fmt.Sprintf("pages-%d", rand.IntN(1e9))
 	k, err := devstack.StartKafka("127.0.0.1:0", topic)
 	if err != nil {

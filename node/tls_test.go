@@ -59,11 +59,7 @@ func TestTLSSessions(t *testing.T) {
 	}
 	cl := frontier.Client{Token: token, TLS: clientTLS}
 
-	web, err := testweb.Start(testweb.Config{Hosts: 2, PagesPerHost: 25, CrossHost: true, Base: 131})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer web.Close()
+	web := startWeb(t, testweb.Config{Hosts: 2, PagesPerHost: 25, CrossHost: true, Base: 131})
 	cfg := campaign.Config{
 		ID: fmt.Sprintf("tls-%d", rand.IntN(1e9)), Seeds: web.Seeds(), PerHostDelay: new(time.Duration),
 		AllowPrivate: true, Sinks: []string{"warc:/unused"},

@@ -42,11 +42,7 @@ const uiWait = 30 * time.Second
 // each step are kept under out/webui/ (printed).
 func TestWebUIInBrowser(t *testing.T) {
 	browser := chromium(t)
-	web, err := testweb.Start(testweb.Config{Hosts: 2, PagesPerHost: 200, CrossHost: true, Base: 77})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer web.Close()
+	web := startWeb(t, testweb.Config{Hosts: 2, PagesPerHost: 200, CrossHost: true, Base: 77})
 	s := startStackWith(t, devstack.TemporalOptions{}) // the Web UI on a free port
 	ui := s.temporal.UIURL()
 
