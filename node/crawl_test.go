@@ -33,30 +33,23 @@ type stack struct {
 	workers *node.Workers
 }
 
-func startStack(t *testing.T) *stack {
-	t.Helper()
-	return startStackWith(t, devstack.TemporalOptions{UIPort: -1})
-}
-
-// startStackWith is startStack with the dev server started with topts.
-func startStackWith(t *testing.T, topts devstack.TemporalOptions) *stack {
-	t.Helper()
-	s := startBareStackWith(t, topts)
-	s.workers = startWorkers(t, s.temporal.Client(), "test-worker", []string{s.sched.Addr()}, s.kafka.Addr())
-	return s
-}
+func startStack(t *testing.T) *stack { return withWorkers(t, startBareStack(t)) }
 
 // startBareStack is startStack without in-process workers: Temporal, kfake
 // and a scheduler, for worker processes to join.
-func startBareStack(t *testing.T) *stack {
+func startBareStack(t *testing.T) *stack { return withScheduler(t, startServices(t)) }
+
+// withScheduler adds an in-process scheduler to sv.
+func withScheduler(t *testing.T, sv *services) *stack {
 	t.Helper()
-	return startBareStackWith(t, devstack.TemporalOptions{UIPort: -1})
+	return &stack{services: sv, sched: startScheduler(t, node.SchedulerConfig{SeenPath: filepath.Join(t.TempDir(), "seen")})}
 }
 
-func startBareStackWith(t *testing.T, topts devstack.TemporalOptions) *stack {
+// withWorkers adds in-process workers to s.
+func withWorkers(t *testing.T, s *stack) *stack {
 	t.Helper()
-	sv := startServicesWith(t, topts)
-	return &stack{services: sv, sched: startScheduler(t, node.SchedulerConfig{SeenPath: filepath.Join(t.TempDir(), "seen")})}
+	s.workers = startWorkers(t, s.temporal.Client(), "test-worker", []string{s.sched.Addr()}, s.kafka.Addr())
+	return s
 }
 
 // newScheduler starts an in-process scheduler with what cfg leaves out
@@ -157,15 +150,7 @@ func TestAcceptanceCrawl(t *testing.T) {
 	if st.State != campaign.StateCompleted {
 		t.Fatalf("state %s (%s), want completed", st.State, st.Reason)
 	}
-	if m := web.Missing(); len(m) > 0 {
-		t.Errorf("%d pages never requested, e.g. %v", len(m), m[:min(5, len(m))])
-	}
-	if d := web.Duplicates(); len(d) > 0 {
-		t.Errorf("%d URLs requested more than once: %v", len(d), d)
-	}
-	if d := web.DisallowedHits(); len(d) > 0 {
-		t.Errorf("disallowed URLs requested: %v", d)
-	}
+	checkFetchedOnce(t, web)
 	recs := readTopic(t, s.kafka.Addr(), s.topic, len(pages))
 	got := map[string]int{}
 	for _, m := range recs {
@@ -182,5 +167,20 @@ func TestAcceptanceCrawl(t *testing.T) {
 	}
 	if len(recs) != len(pages) {
 		t.Errorf("%d records in Kafka, want %d", len(recs), len(pages))
+	}
+}
+
+// checkFetchedOnce fails the test for every page of web not requested,
+// requested more than once, or disallowed by robots.txt and requested.
+func checkFetchedOnce(t *testing.T, web *testweb.Web) {
+	t.Helper()
+	if m := web.Missing(); len(m) > 0 {
+		t.Errorf("%d pages never requested, e.g. %v", len(m), m[:min(5, len(m))])
+	}
+	if d := web.Duplicates(); len(d) > 0 {
+		t.Errorf("%d URLs requested more than once: %v", len(d), d)
+	}
+	if d := web.DisallowedHits(); len(d) > 0 {
+		t.Errorf("disallowed URLs requested: %v", d)
 	}
 }

@@ -133,15 +133,7 @@ func TestTwoSchedulersThreeWorkers(t *testing.T) {
 	t.Logf("campaign %s: %s, %d pages in %s (%.0f pages/s, start to completion, 2 schedulers, 3 workers, 6 fetchers)",
 		cfg.ID, st.State, len(pages), took.Round(time.Millisecond), float64(len(pages))/took.Seconds())
 
-	if m := web.Missing(); len(m) > 0 {
-		t.Errorf("%d pages never requested, e.g. %v", len(m), m[:min(5, len(m))])
-	}
-	if d := web.Duplicates(); len(d) > 0 {
-		t.Errorf("%d URLs requested more than once: %v", len(d), d)
-	}
-	if d := web.DisallowedHits(); len(d) > 0 {
-		t.Errorf("disallowed URLs requested: %v", d)
-	}
+	checkFetchedOnce(t, web)
 	got, n := kafkaCounts(t, s, len(pages))
 	for _, u := range pages {
 		if got[u] != 1 {

@@ -43,7 +43,7 @@ const uiWait = 30 * time.Second
 func TestWebUIInBrowser(t *testing.T) {
 	browser := chromium(t)
 	web := startWeb(t, testweb.Config{Hosts: 2, PagesPerHost: 200, CrossHost: true, Base: 77})
-	s := startStackWith(t, devstack.TemporalOptions{}) // the Web UI on a free port
+	s := withWorkers(t, withScheduler(t, startServicesWith(t, devstack.TemporalOptions{}))) // the Web UI on a free port
 	ui := s.temporal.UIURL()
 
 	id := fmt.Sprintf("webui-%d", rand.IntN(1e9))
