@@ -94,37 +94,15 @@ func startWorkers(t *testing.T, c client.Client, identity string, schedulers []s
 	return w
 }
 
-// readTopic reads every record of the topic until none arrives for a while.
+// readTopic reads every record of the topic (devstack.ReadTopic), bounded
+// by readTopicFor.
 func readTopic(t *testing.T, brokers, topic string, want int) []kafka.Message {
 	t.Helper()
-	// Each partition is read up to the end offset the broker reports, so
-	// that a slow fetch on a loaded machine is waited for instead of taken
-	// for the end (a 2 s pause in reading once cut a partition short);
-	// bounded by readTopicFor in all.
 	ctx, cancel := context.WithTimeout(context.Background(), readTopicFor)
 	defer cancel()
-	var out []kafka.Message
-	for p := range devstack.KafkaPartitions {
-		conn, err := kafka.DialLeader(ctx, "tcp", brokers, topic, p)
-		if err != nil {
-			t.Fatalf("reading %s[%d]: %v", topic, p, err)
-		}
-		end, err := conn.ReadLastOffset()
-		conn.Close()
-		if err != nil {
-			t.Fatalf("reading %s[%d]'s end offset: %v", topic, p, err)
-		}
-		r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{brokers}, Topic: topic, Partition: p, MaxWait: 100 * time.Millisecond})
-		for next := int64(0); next < end; {
-			m, err := r.ReadMessage(ctx)
-			if err != nil {
-				r.Close()
-				t.Fatalf("reading %s[%d] at %d of %d: %v (%d of %d records read)", topic, p, next, end, err, len(out), want)
-			}
-			out = append(out, m)
-			next = m.Offset + 1
-		}
-		r.Close()
+	out, err := devstack.ReadTopic(ctx, brokers, topic)
+	if err != nil {
+		t.Fatalf("%v (%d of %d records read)", err, len(out), want)
 	}
 	return out
 }
