@@ -270,8 +270,8 @@ func (s *Stack) waitReady(ctx context.Context) error {
 			}
 			return errors.New("not polling its task queue yet")
 		}},
-		{s.Scheduler, func(ctx context.Context) error { return checkMetrics(ctx, s.SchedulerMetricsURL()) }},
-		{s.Worker, func(ctx context.Context) error { return checkMetrics(ctx, s.WorkerMetricsURL()) }},
+		{s.Scheduler, func(ctx context.Context) error { return CheckHTTP(ctx, s.SchedulerMetricsURL()) }},
+		{s.Worker, func(ctx context.Context) error { return CheckHTTP(ctx, s.WorkerMetricsURL()) }},
 	}
 	for _, ch := range checks {
 		for {
@@ -321,8 +321,9 @@ func (s *Stack) SchedulerMetricsURL() string {
 	return "http://" + s.Opts.SchedulerMetricsAddr + metrics.Path
 }
 
-// checkMetrics: url answers 200 with drover's metrics.
-func checkMetrics(ctx context.Context, url string) error {
+// CheckHTTP says whether url answers a GET with 200 OK (a metrics
+// endpoint, the Web UI, Prometheus's /-/ready), and if not what it did.
+func CheckHTTP(ctx context.Context, url string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err

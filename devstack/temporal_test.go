@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"net/http"
 	"slices"
 	"strconv"
 	"testing"
@@ -55,15 +54,7 @@ func TestStartTemporalServesUIAndPersists(t *testing.T) {
 	tmp := startTemporal(t, TemporalOptions{DBFilename: db})
 	require.NotEmpty(t, tmp.UIURL())
 	await.For(t, 20*time.Second, 200*time.Millisecond, "the web UI at "+tmp.UIURL(), func() error {
-		resp, err := http.Get(tmp.UIURL())
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return errors.New(resp.Status)
-		}
-		return nil
+		return CheckHTTP(context.Background(), tmp.UIURL())
 	})
 	require.FileExists(t, db)
 }

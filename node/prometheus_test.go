@@ -83,15 +83,7 @@ func startPrometheus(t *testing.T, bin string, jobs map[string]string) *promServ
 	p := &promServer{url: "http://" + addr}
 	await.For(t, 30*time.Second, 100*time.Millisecond, "prometheus ready on "+addr, func() error {
 		checkRunning(t, proc)
-		resp, err := http.Get(p.url + "/-/ready")
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return errors.New(resp.Status)
-		}
-		return nil
+		return devstack.CheckHTTP(context.Background(), p.url+"/-/ready")
 	})
 	return p
 }
