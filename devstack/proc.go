@@ -138,9 +138,10 @@ func LastLines(s string, n int) string {
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
-// Build builds each of the main packages of the repository at root
-// ("worker", "scheduler", "starter") into dir/NAME, without -race: they
-// are the processes under test, not the test.
+// Build builds main packages of the repository at root, named by their
+// directory ("worker", "scheduler", "devstack/cmd/kafka"), into dir, each
+// binary named after the last element; without -race: they are the
+// processes under test, not the test.
 func Build(ctx context.Context, root, dir string, names ...string) error {
 	args := []string{"build", "-o", dir + string(filepath.Separator)}
 	for _, name := range names {

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"syscall"
@@ -104,11 +103,7 @@ func (o *StackOptions) defaults() error {
 		return err
 	}
 	if o.BinDir == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return err
-		}
-		root, err := RepoRoot(wd)
+		root, err := RepoRoot(".")
 		if err != nil {
 			return err
 		}
@@ -216,21 +211,15 @@ func TemporalServerArgs(ip string, port, uiPort int, dbFile string) []string {
 
 // BuildDevBinaries builds the worker, scheduler and kafka commands into dir.
 func BuildDevBinaries(ctx context.Context, dir string) error {
-	wd, err := os.Getwd()
-	if err != nil {
-		return err
-	}
-	root, err := RepoRoot(wd)
+	root, err := RepoRoot(".")
 	if err != nil {
 		return err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", dir+string(filepath.Separator), "./worker", "./scheduler", "./devstack/cmd/kafka")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("building the dev stack's binaries into %s: %v\n%s", dir, err, out)
+	if err := Build(ctx, root, dir, "worker", "scheduler", "devstack/cmd/kafka"); err != nil {
+		return fmt.Errorf("building the dev stack's binaries into %s: %w", dir, err)
 	}
 	return nil
 }
