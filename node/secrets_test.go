@@ -124,7 +124,7 @@ func TestNoSecretLeaks(t *testing.T) {
 	// The scheduler over TLS, with the token and the AMQP password.
 	bin := binaries(t)
 	schedAddr := freeAddr(t)
-	sched := startProc(t, "scheduler", filepath.Join(bin, "scheduler"), []string{"-listen", schedAddr, "-seen", "mem"},
+	sched := startProc(t, "scheduler", filepath.Join(bin, "scheduler"), []string{"-listen", schedAddr, "-seen", "mem", "-metrics-addr", "127.0.0.1:0"},
 		[]string{"DROVER_TOKEN=" + secrets["session token"], "AMQP_URL=" + amqpURL, "DROVER_TLS_CERT=" + pki.ServerCert, "DROVER_TLS_KEY=" + pki.ServerKey})
 	clientTLS, err := tlsconf.Options{CA: pki.CA}.Client()
 	if err != nil {
@@ -149,7 +149,7 @@ func TestNoSecretLeaks(t *testing.T) {
 		"KAFKA_BROKERS=" + kafkaAddr, "KAFKA_SASL_USERNAME=" + kafkaUser, "KAFKA_SASL_PASSWORD=" + secrets["Kafka SASL password"],
 		"PGPASSWORD=" + secrets["PostgreSQL password"],
 	}
-	worker := startProc(t, "worker", filepath.Join(bin, "worker"), []string{"-identity", "leak-worker"}, env)
+	worker := startProc(t, "worker", filepath.Join(bin, "worker"), []string{"-identity", "leak-worker", "-metrics-addr", "127.0.0.1:0"}, env)
 
 	web := startWeb(t, testweb.Config{Hosts: 2, PagesPerHost: 15, CrossHost: true, Base: 133})
 	id := fmt.Sprintf("leak-%d", n)
