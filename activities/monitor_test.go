@@ -13,15 +13,16 @@ import (
 	"testing"
 	"time"
 
-	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/envconf"
 	"github.com/drover-crawl/drover/fetch"
 	"github.com/drover-crawl/drover/frontier"
-	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/internal/await"
+	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/workflows"
@@ -33,29 +34,16 @@ import (
 // the scheduler's control port: each reading is one control connection),
 // so that the test decides what happens between two readings.
 
-func amqpURL() string {
-	if u := os.Getenv("AMQP_URL"); u != "" {
-		return u
-	}
-	return "amqp://guest:guest@127.0.0.1:5672/"
-}
-
-// startTestScheduler runs a scheduler on a free loopback port.
+// startTestScheduler runs a scheduler (its seen store in memory) over
+// AMQP_URL's RabbitMQ on a free loopback port.
 func startTestScheduler(t *testing.T) string {
 	t.Helper()
-	conn, err := amqp.Dial(amqpURL())
-	require.NoError(t, err, "RabbitMQ at %s", amqpURL())
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	srv, err := frontier.NewServer(frontier.DefaultServerConfig(), conn, seen.NewMemory(), log)
+	sched, err := node.StartScheduler(context.Background(), node.SchedulerConfig{Server: frontier.DefaultServerConfig(),
+		Listen: "127.0.0.1:0", AMQPURL: envconf.Load(os.Getenv).AMQPURL, Log: log})
 	require.NoError(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	go srv.Serve(ln)
-	t.Cleanup(func() {
-		srv.Close()
-		conn.Close()
-	})
-	return ln.Addr().String()
+	t.Cleanup(func() { sched.Close() })
+	return sched.Addr()
 }
 
 // statsGate is a TCP proxy to a scheduler that holds each connection (one
@@ -130,9 +118,9 @@ func (g *statsGate) next(t *testing.T, result <-chan monitorRun, why string) int
 	case n := <-g.arrived:
 		return n
 	case r := <-result:
-		t.Fatalf("%s: Monitor returned %+v (%v)", why, r.res, r.err)
+		require.FailNowf(t, "Monitor returned", "%s: Monitor returned %+v (%v)", why, r.res, r.err)
 	case <-time.After(monitorWait):
-		t.Fatalf("no Monitor reading within %s", monitorWait)
+		require.FailNowf(t, "no Monitor reading", "no Monitor reading within %s", monitorWait)
 	}
 	return 0
 }
@@ -167,7 +155,7 @@ func waitMonitor(t *testing.T, result <-chan monitorRun, within time.Duration) w
 		require.NoError(t, r.err, "Monitor")
 		return r.res
 	case <-time.After(within):
-		t.Fatalf("Monitor did not return within %s", within)
+		require.FailNowf(t, "Monitor did not return", "Monitor did not return within %s", within)
 	}
 	return workflows.MonitorResult{}
 }
@@ -185,10 +173,12 @@ func ctlStats(t *testing.T, addr, id string) session.Stats {
 func waitStats(t *testing.T, addr, id, what string, ok func(session.Stats) bool) session.Stats {
 	t.Helper()
 	var st session.Stats
-	require.Eventually(t, func() bool {
-		st = ctlStats(t, addr, id)
-		return ok(st)
-	}, monitorWait, 50*time.Millisecond, "%s; last stats %+v", what, &st)
+	await.For(t, monitorWait, 50*time.Millisecond, what, func() error {
+		if st = ctlStats(t, addr, id); !ok(st) {
+			return fmt.Errorf("stats %+v", st)
+		}
+		return nil
+	})
 	return st
 }
 
@@ -254,7 +244,7 @@ func holdLease(t *testing.T, addr string, cfg campaign.Config) (*session.Session
 			}
 			return sess, l
 		case <-timeout:
-			t.Fatalf("no page lease within %s", monitorWait)
+			require.FailNowf(t, "no page lease", "no page lease within %s", monitorWait)
 		}
 	}
 }

@@ -6,35 +6,30 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 
 	"github.com/drover-crawl/drover/workflows"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestNotifyPostsSlackCompatibleJSON(t *testing.T) {
 	got := make(chan map[string]string, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost || r.Header.Get("Content-Type") != "application/json" {
-			t.Errorf("%s with content type %q, want a JSON POST", r.Method, r.Header.Get("Content-Type"))
-		}
+		assert.Equal(t, http.MethodPost, r.Method, "a JSON POST")
+		assert.Equal(t, "application/json", r.Header.Get("Content-Type"), "a JSON POST")
 		var m map[string]string
 		b, _ := io.ReadAll(r.Body)
-		if err := json.Unmarshal(b, &m); err != nil {
-			t.Errorf("body %q: %v", b, err)
-		}
+		assert.NoError(t, json.Unmarshal(b, &m), "body %q", b)
 		got <- m
 	}))
 	defer srv.Close()
 	a := &Activities{}
 	err := a.Notify(context.Background(), workflows.NotifyInput{URL: srv.URL, Campaign: "c1", Event: "fetcher_restarts", Text: "campaign c1: 6 fetcher restarts in the last hour"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	m := <-got
-	if m["text"] != "campaign c1: 6 fetcher restarts in the last hour" || m["campaign"] != "c1" || m["event"] != "fetcher_restarts" {
-		t.Errorf("payload %v", m)
-	}
+	assert.Equal(t, map[string]string{"text": "campaign c1: 6 fetcher restarts in the last hour", "campaign": "c1", "event": "fetcher_restarts"},
+		map[string]string{"text": m["text"], "campaign": m["campaign"], "event": m["event"]}, "payload %v", m)
 }
 
 func TestNotifyReportsFailures(t *testing.T) {
@@ -44,10 +39,7 @@ func TestNotifyReportsFailures(t *testing.T) {
 	defer srv.Close()
 	a := &Activities{}
 	err := a.Notify(context.Background(), workflows.NotifyInput{URL: srv.URL, Text: "x"})
-	if err == nil || !strings.Contains(err.Error(), "HTTP 500") {
-		t.Errorf("err = %v, want one naming HTTP 500", err)
-	}
-	if err := a.Notify(context.Background(), workflows.NotifyInput{URL: "http://%zz", Text: "x"}); err == nil {
-		t.Error("a malformed notify URL gave no error")
-	}
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "HTTP 500")
+	assert.Error(t, a.Notify(context.Background(), workflows.NotifyInput{URL: "http://%zz", Text: "x"}), "a malformed notify URL gave no error")
 }

@@ -1,21 +1,20 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
+	"sync"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/drover-crawl/drover/devstack"
+	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/workflows"
 )
 
@@ -32,20 +31,19 @@ type WorkerProc struct {
 	Workflow bool `json:"workflow,omitempty"`
 }
 
-// buildWorker builds ./worker into dir, as node/procs_test.go does.
+// buildWorker builds ./worker into dir, as the node tests do.
 func buildWorker(ctx context.Context, dir string) (string, error) {
-	bin := filepath.Join(dir, "worker")
-	return bin, goBuild(ctx, "./worker", bin)
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "worker"), devstack.Build(ctx, root, dir, "worker")
 }
 
 // workerProc is a running worker process.
 type workerProc struct {
-	identity string
-	cmd      *exec.Cmd
-	log      string
-	exited   chan struct{}
-	err      error // valid once exited is closed
-	cpu      otherProc
+	*devstack.Proc
+	cpu otherProc
 }
 
 // workerEnv is what a worker process needs to join the child's stack.
@@ -62,61 +60,39 @@ func startWorkerProcs(ctx context.Context, c client.Client, bin, dir string, n, 
 		stopWorkerProcs(procs)
 		return nil, err
 	}
-	for i := 1; i <= n; i++ {
-		id := fmt.Sprintf("bench-worker-%d", i)
-		logPath := filepath.Join(dir, id+".log")
-		f, err := os.Create(logPath)
+	ids := make([]string, n)
+	for i := range n {
+		ids[i] = fmt.Sprintf("bench-worker-%d", i+1)
+		p, err := devstack.StartProc(devstack.ProcSpec{Name: ids[i], Path: bin,
+			Args: []string{"-identity", ids[i], "-max-sessions", fmt.Sprint(maxSessions), "-metrics-addr", "127.0.0.1:0"},
+			Env: []string{
+				"DROVER_SCHEDULER=" + env.Scheduler,
+				"DROVER_TOKEN=" + env.Token,
+				"TEMPORAL_ADDRESS=" + env.Temporal,
+				"KAFKA_BROKERS=" + env.Kafka,
+				"AMQP_URL=" + env.AMQPURL,
+			}}, dir)
 		if err != nil {
 			return fail(err)
 		}
-		cmd := exec.Command(bin, "-identity", id, "-max-sessions", fmt.Sprint(maxSessions), "-metrics-addr", "127.0.0.1:0")
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(),
-			"DROVER_SCHEDULER="+env.Scheduler,
-			"DROVER_TOKEN="+env.Token,
-			"TEMPORAL_ADDRESS="+env.Temporal,
-			"KAFKA_BROKERS="+env.Kafka,
-			"AMQP_URL="+env.AMQPURL,
-		)
-		cmd.Stdout, cmd.Stderr = f, f
-		// Killed with the bench child if the parent kills it.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-		if err := cmd.Start(); err != nil {
-			f.Close()
-			return fail(fmt.Errorf("start %s: %w", id, err))
-		}
-		p := &workerProc{identity: id, cmd: cmd, log: logPath, exited: make(chan struct{})}
-		go func() {
-			p.err = cmd.Wait()
-			f.Close()
-			close(p.exited)
-		}()
-		procs = append(procs, p)
+		procs = append(procs, &workerProc{Proc: p})
 	}
-	ids := make([]string, n)
-	for i, p := range procs {
-		ids[i] = p.identity
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	err := await.Until(ctx, workersUpWithin, 100*time.Millisecond, func() error {
 		for _, p := range procs {
-			select {
-			case <-p.exited:
-				return fail(fmt.Errorf("%s exited at start (%v): %s", p.identity, p.err, tailFile(p.log, 5)))
-			default:
+			if !p.Alive() {
+				return fmt.Errorf("%w: %s exited at start (%v): %s", await.ErrFinal, p.Name(), p.Err(), p.Tail(5))
 			}
 		}
-		err := pollersUp(ctx, c, ids)
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fail(fmt.Errorf("worker processes not polling after 30s: %w", err))
-		}
-		time.Sleep(100 * time.Millisecond)
+		return pollersUp(ctx, c, ids)
+	})
+	if err != nil {
+		return fail(fmt.Errorf("worker processes not polling: %w", err))
 	}
 	return procs, nil
 }
+
+// workersUpWithin bounds the wait for the worker processes to poll.
+const workersUpWithin = 30 * time.Second
 
 // pollersUp says whether every identity polls the campaign task queue
 // (workflow tasks) and the fetch task queue (activity tasks).
@@ -147,7 +123,7 @@ func pollersUp(ctx context.Context, c client.Client, ids []string) error {
 // sample starts each process's CPU delta.
 func sampleWorkerProcs(procs []*workerProc) {
 	for _, p := range procs {
-		p.cpu = sampleProc(p.cmd.Process.Pid)
+		p.cpu = sampleProc(p.PID())
 	}
 }
 
@@ -155,33 +131,28 @@ func sampleWorkerProcs(procs []*workerProc) {
 func measureWorkerProcs(procs []*workerProc) []WorkerProc {
 	out := make([]WorkerProc, len(procs))
 	for i, p := range procs {
-		out[i].Identity = p.identity
+		out[i].Identity = p.Name()
 		out[i].CPU, out[i].HWM = p.cpu.delta()
 	}
 	return out
 }
 
-// stopWorkerProcs sends SIGTERM (the worker stops its Temporal workers,
-// letting sessions report) and SIGKILLs what still runs after 15 s.
+// stopWorkerProcs stops the processes together: SIGTERM (the worker stops
+// its Temporal workers, letting sessions report), and SIGKILL for what
+// still runs after 15 s.
 func stopWorkerProcs(procs []*workerProc) {
+	var wg sync.WaitGroup
 	for _, p := range procs {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		wg.Go(func() { p.Stop(15 * time.Second) })
 	}
-	for _, p := range procs {
-		select {
-		case <-p.exited:
-		case <-time.After(15 * time.Second):
-			_ = p.cmd.Process.Kill()
-			<-p.exited
-		}
-	}
+	wg.Wait()
 }
 
 // workerLogs is the tail of every worker's log, for an error.
 func workerLogs(procs []*workerProc) string {
 	var b strings.Builder
 	for _, p := range procs {
-		fmt.Fprintf(&b, "\n--- %s:\n%s", p.identity, tailFile(p.log, 10))
+		fmt.Fprintf(&b, "\n--- %s:\n%s", p.Name(), p.Tail(10))
 	}
 	return b.String()
 }
@@ -223,18 +194,6 @@ func countSessions(ctx context.Context, c client.Client, workflowID string, proc
 		}
 	}
 	return nil
-}
-
-func tailFile(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	lines := bytes.Split(bytes.TrimRight(b, "\n"), []byte("\n"))
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return string(bytes.Join(lines, []byte("\n")))
 }
 
 var errNoWorkerBin = errors.New("drover job with Workers > 0 but no WorkerBin")

@@ -3,6 +3,7 @@ package chaos
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/devstack"
+	"github.com/drover-crawl/drover/internal/await"
 )
 
 // Fault is one row of the table: something broken once, alone, in the
@@ -57,7 +59,7 @@ func Faults() []Fault {
 
 // restartOf waits until c was started again and answers (ready).
 func restartOf(ctx context.Context, c *devstack.Child, starts int, ready func(context.Context) error) (time.Time, error) {
-	err := poll(ctx, func() error {
+	err := await.Until(ctx, faultWithin, pollEvery, func() error {
 		if c.Starts() <= starts {
 			return fmt.Errorf("%s not restarted", c.Name())
 		}
@@ -105,19 +107,22 @@ const compactingMemTable = 64 << 10
 // awaitCompaction waits until the scheduler's
 // drover_scheduler_seen_store_compactions says a compaction runs.
 func awaitCompaction(ctx context.Context, r *rig) error {
-	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	for polls := 1; ; polls++ {
-		n, err := scrapeGauge(wctx, r.schedMetrics[0], "drover_scheduler_seen_store_compactions")
-		if err == nil && n > 0 {
-			r.logf("a seen-store compaction runs (scrape %d)", polls)
-			return nil
+	// Scraped every 2 ms: a compaction may be brief, and the fault must
+	// land while one runs.
+	polls := 0
+	err := await.Until(ctx, 2*time.Minute, 2*time.Millisecond, func() error {
+		polls++
+		n, err := scrapeGauge(ctx, r.schedMetrics[0], "drover_scheduler_seen_store_compactions")
+		if err == nil && n == 0 {
+			err = errors.New("no compaction running")
 		}
-		if wctx.Err() != nil {
-			return fmt.Errorf("no seen-store compaction seen in 2 minutes (%d scrapes; last: %v)", polls, err)
-		}
-		time.Sleep(2 * time.Millisecond)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("no seen-store compaction seen (%d scrapes): %w", polls, err)
 	}
+	r.logf("a seen-store compaction runs (scrape %d)", polls)
+	return nil
 }
 
 // killSchedulerCompacting SIGKILLs the scheduler; awaitCompaction has
@@ -157,7 +162,7 @@ func killRabbit(ctx context.Context, r *rig, _ *sinks) (time.Time, time.Time, st
 	if err := r.rabbit.Kill(); err != nil {
 		return start, start, "", err
 	}
-	err := poll(ctx, func() error {
+	err := await.Until(ctx, faultWithin, pollEvery, func() error {
 		if r.rabbit.Starts() <= starts {
 			return fmt.Errorf("RabbitMQ not restarted")
 		}

@@ -92,9 +92,7 @@ func RunLoad(ctx context.Context, opts LoadOptions) (LoadResult, error) {
 	var wg sync.WaitGroup
 	wg.Go(func() { sampler.run(sctx, opts.Sample, r.web.Total, len(pages), r.logf) })
 
-	wctx, cancel := context.WithTimeout(ctx, 20*time.Minute)
-	st, err := r.waitCampaign(wctx, cfg.ID)
-	cancel()
+	st, err := r.waitCampaign(ctx, cfg.ID, 20*time.Minute)
 	res.Took = time.Since(begin)
 	res.State = string(st.State)
 	sampler.sample()

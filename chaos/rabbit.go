@@ -19,6 +19,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/drover-crawl/drover/devstack"
+	"github.com/drover-crawl/drover/internal/await"
 )
 
 // RabbitNode is a RabbitMQ node of the suite's own: its own node name,
@@ -26,15 +27,18 @@ import (
 // rabbitmq-server under a supervisor that starts it again when it dies.
 // The machine's broker serves others and is never touched.
 type RabbitNode struct {
-	Name string // node name, name@localhost
-	URL  string // amqp URL
-	dir  string
-	sup  *devstack.Supervisor
-	proc *devstack.Child
+	Name   string // node name, name@localhost
+	URL    string // amqp URL
+	dir    string
+	ownDir bool // dir was made by StartRabbitNode, and Stop removes it
+	sup    *devstack.Supervisor
+	proc   *devstack.Child
 }
 
-// StartRabbitNode starts a private node with its state under dir and
-// waits (bounded by ctx) until it accepts AMQP connections.
+// StartRabbitNode starts a private node with its state under dir (a
+// temporary directory of its own, removed by Stop, when dir is "") and
+// waits (bounded by ctx) until it accepts AMQP connections. The
+// supervisor's messages go to out.
 func StartRabbitNode(ctx context.Context, dir string, out io.Writer) (*RabbitNode, error) {
 	if _, err := exec.LookPath("rabbitmq-server"); err != nil {
 		return nil, fmt.Errorf("rabbitmq-server not installed (apt-get install rabbitmq-server): %w", err)
@@ -47,13 +51,20 @@ func StartRabbitNode(ctx context.Context, dir string, out io.Writer) (*RabbitNod
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	ownDir := dir == ""
+	if ownDir {
+		dir, err = workDir("drover-rabbit-")
+	} else {
+		err = os.MkdirAll(dir, 0o755)
+	}
+	if err != nil {
 		return nil, err
 	}
 	n := &RabbitNode{
-		Name: fmt.Sprintf("drover-chaos-%d@localhost", port),
-		URL:  fmt.Sprintf("amqp://guest:guest@127.0.0.1:%d/", port),
-		dir:  dir,
+		Name:   fmt.Sprintf("drover-chaos-%d@localhost", port),
+		URL:    fmt.Sprintf("amqp://guest:guest@127.0.0.1:%d/", port),
+		dir:    dir,
+		ownDir: ownDir,
 	}
 	files := map[string]string{
 		"enabled_plugins": "[].\n",
@@ -97,17 +108,17 @@ func StartRabbitNode(ctx context.Context, dir string, out io.Writer) (*RabbitNod
 
 // WaitUp waits until the node accepts an AMQP connection.
 func (n *RabbitNode) WaitUp(ctx context.Context) error {
-	for {
+	err := await.Until(ctx, readyWithin, pollEvery, func() error {
 		conn, err := amqp.DialConfig(n.URL, amqp.Config{Dial: amqp.DefaultDial(time.Second)})
 		if err == nil {
 			return conn.Close()
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("private RabbitMQ node %s not up (logs in %s): %w", n.Name, filepath.Join(n.dir, "log"), err)
-		case <-time.After(200 * time.Millisecond):
-		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("private RabbitMQ node %s not up (logs in %s): %w", n.Name, filepath.Join(n.dir, "log"), err)
 	}
+	return nil
 }
 
 // Starts is how many times the node was started.
@@ -135,17 +146,29 @@ func (n *RabbitNode) beamPID() int {
 	})
 }
 
+// Ctl runs rabbitmqctl with args against the node ("stop_app",
+// "start_app"), bounded by ctx and by a minute.
+func (n *RabbitNode) Ctl(ctx context.Context, args ...string) error {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "rabbitmqctl", append([]string{"-q", "-n", n.Name}, args...)...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("rabbitmqctl %s: %w: %s", strings.Join(args, " "), err, out)
+	}
+	return nil
+}
+
 // Stop stops supervising the node and shuts it down.
 func (n *RabbitNode) Stop() {
 	n.sup.Stop()
-	if n.beamPID() == 0 {
-		return
+	if n.beamPID() != 0 {
+		_ = n.Ctl(context.Background(), "shutdown")
+		if pid := n.beamPID(); pid != 0 {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	exec.CommandContext(ctx, "rabbitmqctl", "-q", "-n", n.Name, "shutdown").Run()
-	if pid := n.beamPID(); pid != 0 {
-		syscall.Kill(pid, syscall.SIGKILL)
+	if n.ownDir {
+		os.RemoveAll(n.dir)
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/devstack"
 	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/workflows"
@@ -165,7 +166,7 @@ func startRig(ctx context.Context, opts Options, name string, rabbit *RabbitNode
 	if err := r.startWorkers(spec.workers); err != nil {
 		return nil, err
 	}
-	readyCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	readyCtx, cancel := context.WithTimeout(ctx, readyWithin)
 	defer cancel()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if r.client, err = node.DialTemporal(readyCtx, client.Options{HostPort: r.temporalAddr, Logger: tlog.NewStructuredLogger(quiet)}, nil); err != nil {
@@ -174,7 +175,7 @@ func startRig(ctx context.Context, opts Options, name string, rabbit *RabbitNode
 	if err := r.waitScheduler(readyCtx); err != nil {
 		return nil, err
 	}
-	if err := poll(readyCtx, func() error { return r.workersPolling(readyCtx, spec.workers) }); err != nil {
+	if err := await.Until(readyCtx, readyWithin, pollEvery, func() error { return r.workersPolling(readyCtx, spec.workers) }); err != nil {
 		return nil, fmt.Errorf("workers not polling: %w", err)
 	}
 	ok = true
@@ -231,7 +232,7 @@ func (r *rig) startWorkers(n int) error {
 
 // waitScheduler waits until every scheduler answers a control session.
 func (r *rig) waitScheduler(ctx context.Context) error {
-	return poll(ctx, func() error {
+	return await.Until(ctx, readyWithin, pollEvery, func() error {
 		for _, addr := range r.schedAddrs {
 			actx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			c, err := session.DialControl(actx, addr, chaosToken)
@@ -266,21 +267,17 @@ func (r *rig) workersPolling(ctx context.Context, n int) error {
 	return nil
 }
 
-// poll calls f every 200 ms until it returns nil or an errFinal, or ctx
-// ends.
-func poll(ctx context.Context, f func() error) error {
-	for {
-		err := f()
-		if err == nil || errors.Is(err, errFinal) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
+// Bounds of the rig's waits.
+const (
+	// pollEvery is how often a condition is checked again.
+	pollEvery = 200 * time.Millisecond
+	// readyWithin bounds the start of the rig's processes, each of
+	// which answers in seconds on an idle machine.
+	readyWithin = 2 * time.Minute
+	// faultWithin bounds a fault's injection and the wait for what it
+	// killed to be back.
+	faultWithin = 5 * time.Minute
+)
 
 // campaignConfig is the row's campaign.
 func (r *rig) campaignConfig() campaign.Config {
@@ -294,11 +291,11 @@ func (r *rig) campaignConfig() campaign.Config {
 	}
 }
 
-// waitCampaign waits until the campaign is closed, riding out a Temporal
-// restart, and returns its final status.
-func (r *rig) waitCampaign(ctx context.Context, id string) (workflows.Status, error) {
+// waitCampaign waits (at most within) until the campaign is closed,
+// riding out a Temporal restart, and returns its final status.
+func (r *rig) waitCampaign(ctx context.Context, id string, within time.Duration) (workflows.Status, error) {
 	var st workflows.Status
-	err := poll(ctx, func() error {
+	err := await.Until(ctx, within, pollEvery, func() error {
 		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 		d, err := r.client.DescribeWorkflowExecution(actx, id, "")
@@ -308,15 +305,12 @@ func (r *rig) waitCampaign(ctx context.Context, id string) (workflows.Status, er
 		if s := d.GetWorkflowExecutionInfo().GetStatus(); s == enums.WORKFLOW_EXECUTION_STATUS_RUNNING {
 			return errors.New("running")
 		} else if s != enums.WORKFLOW_EXECUTION_STATUS_COMPLETED {
-			return fmt.Errorf("%w: campaign %s ended %s", errFinal, id, s)
+			return fmt.Errorf("%w: campaign %s ended %s", await.ErrFinal, id, s)
 		}
 		return r.client.GetWorkflow(actx, id, "").Get(actx, &st)
 	})
 	return st, err
 }
-
-// errFinal ends a poll: waiting longer will not change the answer.
-var errFinal = errors.New("final")
 
 func (r *rig) stop() {
 	if r.client != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/drover-crawl/drover/devstack"
 	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/workflows"
 )
 
@@ -157,7 +158,7 @@ func runRow(ctx context.Context, opts Options, rabbit *RabbitNode, f Fault) (res
 	}
 	cancel()
 	before := r.web.Total()
-	fctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	fctx, cancel := context.WithTimeout(ctx, faultWithin)
 	start, end, note, err := f.inject(fctx, r, &s)
 	cancel()
 	res.Note = note
@@ -171,14 +172,12 @@ func runRow(ctx context.Context, opts Options, rabbit *RabbitNode, f Fault) (res
 
 	res.Resumed = r.resumed(ctx, atEnd, end)
 
-	wctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
-	st, err := r.waitCampaign(wctx, cfg.ID)
-	cancel()
+	st, err := r.waitCampaign(ctx, cfg.ID, 10*time.Minute)
 	res.State = string(st.State)
 	if err != nil {
 		res.Err = fmt.Errorf("campaign: %w", err)
 		res.State = "not ended"
-		if errors.Is(err, errFinal) {
+		if errors.Is(err, await.ErrFinal) {
 			res.State = "ended badly"
 		}
 	}
@@ -192,9 +191,7 @@ func runRow(ctx context.Context, opts Options, rabbit *RabbitNode, f Fault) (res
 func (r *rig) waitTrigger(ctx context.Context, trigger float64, id string, pages int) error {
 	at := int(trigger * float64(pages))
 	r.logf("campaign %s started on %d pages; the fault comes at %d", id, pages, at)
-	tctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	defer cancel()
-	return poll(tctx, func() error {
+	return await.Until(ctx, 5*time.Minute, pollEvery, func() error {
 		if n := r.web.Total(); n < at {
 			return fmt.Errorf("the crawl reached %d of %d pages", n, at)
 		}
@@ -205,15 +202,17 @@ func (r *rig) waitTrigger(ctx context.Context, trigger float64, id string, pages
 // resumed is the time from the fault's end to the web's next request
 // after it (atEnd requests served by then); -1 if none came in 5 minutes.
 func (r *rig) resumed(ctx context.Context, atEnd int, end time.Time) time.Duration {
-	rctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	defer cancel()
-	for rctx.Err() == nil {
-		if r.web.Total() > atEnd {
-			return time.Since(end)
+	// Polled every 5 ms: this is a measurement.
+	err := await.Until(ctx, 5*time.Minute, 5*time.Millisecond, func() error {
+		if r.web.Total() <= atEnd {
+			return errors.New("no request since the fault")
 		}
-		time.Sleep(5 * time.Millisecond)
+		return nil
+	})
+	if err != nil {
+		return -1
 	}
-	return -1
+	return time.Since(end)
 }
 
 // count fills res's counts: pages missing and fetched twice on the web's

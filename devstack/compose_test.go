@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"gopkg.in/yaml.v3"
 )
@@ -126,7 +127,7 @@ func checkComposeReadme(t *testing.T, root string, raw []byte, services map[stri
 		documented[name] = true
 		s, ok := services[name]
 		if !ok {
-			t.Errorf("README names service %s; docker-compose.yml has %v", name, slices.Sorted(maps.Keys(services)))
+			assert.Failf(t, "README names a service docker-compose.yml lacks", "README names service %s; docker-compose.yml has %v", name, slices.Sorted(maps.Keys(services)))
 			continue
 		}
 		var published []string
@@ -134,16 +135,12 @@ func checkComposeReadme(t *testing.T, root string, raw []byte, services map[stri
 			published = append(published, p.Published)
 		}
 		for _, pm := range hostPort.FindAllStringSubmatch(host, -1) {
-			if !slices.Contains(published, pm[1]) {
-				t.Errorf("README: %s on localhost:%s; docker-compose.yml publishes %v", name, pm[1], published)
-			}
+			assert.Contains(t, published, pm[1], "README: %s on localhost:%s; docker-compose.yml publishes %v", name, pm[1], published)
 		}
 	}
 	require.NotEmpty(t, documented, "README's compose section has no table of services")
 	for name := range services {
-		if !documented[name] {
-			t.Errorf("service %s of docker-compose.yml is not in the README's table", name)
-		}
+		assert.True(t, documented[name], "service %s of docker-compose.yml is not in the README's table", name)
 	}
 
 	set := map[string]bool{}
@@ -158,9 +155,7 @@ func checkComposeReadme(t *testing.T, root string, raw []byte, services map[stri
 	names := regexp.MustCompile("`([A-Z][A-Z0-9_]+)`").FindAllStringSubmatch(sec, -1)
 	require.NotEmpty(t, names, "README's compose section names no variable")
 	for _, m := range names {
-		if !set[m[1]] {
-			t.Errorf("README names the variable %s; no service of docker-compose.yml gets it and the file does not substitute it", m[1])
-		}
+		assert.True(t, set[m[1]], "README names the variable %s; no service of docker-compose.yml gets it and the file does not substitute it", m[1])
 	}
 }
 
@@ -245,7 +240,7 @@ func checkMetricsDefaults(t *testing.T, root string, serves map[string]string) {
 		_, port, _ := net.SplitHostPort(endpoint)
 		def, defined := flagDefault(t, bins[name], "metrics-addr")
 		if !defined {
-			t.Errorf("%s has no -metrics-addr flag; docker-compose.yml passes --metrics-addr :%s, which its container would refuse", name, port)
+			assert.Failf(t, "no -metrics-addr flag", "%s has no -metrics-addr flag; docker-compose.yml passes --metrics-addr :%s, which its container would refuse", name, port)
 			continue
 		}
 		require.Equal(t, def, devAddr[name], "%s: the dev stack serves its metrics on %s, its -metrics-addr defaults to %s", name, devAddr[name], def)
@@ -275,16 +270,9 @@ func flagValue(cmd []string, flag string) string {
 func buildMains(t *testing.T, root string, names ...string) map[string]string {
 	t.Helper()
 	dir := t.TempDir()
-	args := []string{"build", "-o", dir + string(filepath.Separator)}
-	for _, n := range names {
-		args = append(args, "./"+n)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", args...)
-	cmd.Dir = root
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "go %s:\n%s", strings.Join(args, " "), out)
+	require.NoError(t, Build(ctx, root, dir, names...))
 	bins := map[string]string{}
 	for _, n := range names {
 		bins[n] = filepath.Join(dir, n)

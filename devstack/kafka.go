@@ -145,3 +145,35 @@ func (k *Kafka) Addr() string { return k.addr }
 // Close stops the broker. An in-memory broker drops everything it held; one
 // with a DataDir writes its state there first.
 func (k *Kafka) Close() { k.cluster.Close() }
+
+// ReadTopic reads every record of topic on brokers, each partition up to
+// the end offset the broker reports when its reading starts, so that a
+// slow fetch on a loaded machine is waited for instead of taken for the
+// end (a 2 s pause in reading once cut a partition short). ctx bounds it;
+// on an error it returns the records read so far.
+func ReadTopic(ctx context.Context, brokers, topic string) ([]kafka.Message, error) {
+	var out []kafka.Message
+	for p := range KafkaPartitions {
+		conn, err := kafka.DialLeader(ctx, "tcp", brokers, topic, p)
+		if err != nil {
+			return out, fmt.Errorf("reading %s[%d]: %w", topic, p, err)
+		}
+		end, err := conn.ReadLastOffset()
+		conn.Close()
+		if err != nil {
+			return out, fmt.Errorf("reading %s[%d]'s end offset: %w", topic, p, err)
+		}
+		r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{brokers}, Topic: topic, Partition: p, MaxBytes: KafkaMaxMessageBytes, MaxWait: 100 * time.Millisecond})
+		for next := int64(0); next < end; {
+			m, err := r.ReadMessage(ctx)
+			if err != nil {
+				r.Close()
+				return out, fmt.Errorf("reading %s[%d] at %d of %d: %w", topic, p, next, end, err)
+			}
+			out = append(out, m)
+			next = m.Offset + 1
+		}
+		r.Close()
+	}
+	return out, nil
+}

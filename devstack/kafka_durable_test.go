@@ -40,18 +40,12 @@ func produceAll(t *testing.T, addr, topic string, n int) map[string][]byte {
 func readAll(t *testing.T, addr, topic string) map[string][]byte {
 	t.Helper()
 	got := map[string][]byte{}
-	for p := range KafkaPartitions {
-		r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{addr}, Topic: topic, Partition: p, MaxBytes: KafkaMaxMessageBytes, MaxWait: 100 * time.Millisecond})
-		for {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			m, err := r.ReadMessage(ctx)
-			cancel()
-			if err != nil {
-				break
-			}
-			got[string(m.Key)] = m.Value
-		}
-		r.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	msgs, err := ReadTopic(ctx, addr, topic)
+	require.NoError(t, err)
+	for _, m := range msgs {
+		got[string(m.Key)] = m.Value
 	}
 	return got
 }

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/drover-crawl/drover/campaign"
 	"net"
 	"net/url"
 	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/drover-crawl/drover/campaign"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/segmentio/kafka-go"

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"syscall"
@@ -104,11 +103,7 @@ func (o *StackOptions) defaults() error {
 		return err
 	}
 	if o.BinDir == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return err
-		}
-		root, err := RepoRoot(wd)
+		root, err := RepoRoot(".")
 		if err != nil {
 			return err
 		}
@@ -216,21 +211,15 @@ func TemporalServerArgs(ip string, port, uiPort int, dbFile string) []string {
 
 // BuildDevBinaries builds the worker, scheduler and kafka commands into dir.
 func BuildDevBinaries(ctx context.Context, dir string) error {
-	wd, err := os.Getwd()
-	if err != nil {
-		return err
-	}
-	root, err := RepoRoot(wd)
+	root, err := RepoRoot(".")
 	if err != nil {
 		return err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", dir+string(filepath.Separator), "./worker", "./scheduler", "./devstack/cmd/kafka")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("building the dev stack's binaries into %s: %v\n%s", dir, err, out)
+	if err := Build(ctx, root, dir, "worker", "scheduler", "devstack/cmd/kafka"); err != nil {
+		return fmt.Errorf("building the dev stack's binaries into %s: %w", dir, err)
 	}
 	return nil
 }
@@ -270,8 +259,8 @@ func (s *Stack) waitReady(ctx context.Context) error {
 			}
 			return errors.New("not polling its task queue yet")
 		}},
-		{s.Scheduler, func(ctx context.Context) error { return checkMetrics(ctx, s.SchedulerMetricsURL()) }},
-		{s.Worker, func(ctx context.Context) error { return checkMetrics(ctx, s.WorkerMetricsURL()) }},
+		{s.Scheduler, func(ctx context.Context) error { return CheckHTTP(ctx, s.SchedulerMetricsURL()) }},
+		{s.Worker, func(ctx context.Context) error { return CheckHTTP(ctx, s.WorkerMetricsURL()) }},
 	}
 	for _, ch := range checks {
 		for {
@@ -293,7 +282,7 @@ func (s *Stack) waitReady(ctx context.Context) error {
 
 func (s *Stack) notReady(c *Child, err error) error {
 	return fmt.Errorf("%s did not answer within %s: %s; the end of %s:\n%s",
-		c.Name(), StackReadyTimeout, oneLine(err), c.LogPath(), indent(lastLines(c.LogPath(), 10)))
+		c.Name(), StackReadyTimeout, oneLine(err), c.LogPath(), indent(Tail(c.LogPath(), 10)))
 }
 
 // Client is a client of the stack's Temporal; it reconnects by itself when
@@ -321,8 +310,9 @@ func (s *Stack) SchedulerMetricsURL() string {
 	return "http://" + s.Opts.SchedulerMetricsAddr + metrics.Path
 }
 
-// checkMetrics: url answers 200 with drover's metrics.
-func checkMetrics(ctx context.Context, url string) error {
+// CheckHTTP says whether url answers a GET with 200 OK (a metrics
+// endpoint, the Web UI, Prometheus's /-/ready), and if not what it did.
+func CheckHTTP(ctx context.Context, url string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err

@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/workflows"
 )
@@ -85,7 +86,7 @@ func TestDevStackRestartsAKilledScheduler(t *testing.T) {
 		if t.Failed() {
 			t.Logf("supervisor:\n%s", out.String())
 			for _, c := range []*Child{s.Temporal, s.Kafka, s.Scheduler, s.Worker} {
-				t.Logf("--- %s:\n%s", c.Name(), lastLines(c.LogPath(), 20))
+				t.Logf("--- %s:\n%s", c.Name(), Tail(c.LogPath(), 20))
 			}
 		}
 	}()
@@ -106,12 +107,21 @@ func TestDevStackRestartsAKilledScheduler(t *testing.T) {
 		workflows.WorkflowName, workflows.CampaignInput{Config: cfg})
 	require.NoError(t, err)
 	pages := web.Pages()
-	require.Eventually(t, func() bool { return web.Total() >= len(pages)/3 }, 2*time.Minute, 20*time.Millisecond, "the crawl did not get going")
+	await.For(t, 2*time.Minute, 20*time.Millisecond, "a third of the crawl", func() error {
+		if n := web.Total(); n < len(pages)/3 {
+			return fmt.Errorf("%d requests", n)
+		}
+		return nil
+	})
 	require.NoError(t, syscall.Kill(pids["scheduler"], syscall.SIGKILL))
 	atKill := web.Total()
 	require.Less(t, atKill, len(pages), "the crawl was over before the kill: nothing tested")
-	require.Eventually(t, func() bool { return s.Scheduler.Starts() == 2 && alive(s.Scheduler.PID()) }, time.Minute, 50*time.Millisecond,
-		"the scheduler was not restarted")
+	await.For(t, time.Minute, 50*time.Millisecond, "the scheduler restarted", func() error {
+		if n, pid := s.Scheduler.Starts(), s.Scheduler.PID(); n != 2 || !alive(pid) {
+			return fmt.Errorf("%d starts, pid %d", n, pid)
+		}
+		return nil
+	})
 	require.Contains(t, out.String(), fmt.Sprintf("scheduler (pid %d) exited", pids["scheduler"]))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -125,10 +135,12 @@ func TestDevStackRestartsAKilledScheduler(t *testing.T) {
 
 	// Kafka SIGKILLed: restarted on its directory, it still has every page.
 	require.NoError(t, syscall.Kill(s.Kafka.PID(), syscall.SIGKILL))
-	require.Eventually(t, func() bool {
-		return s.Kafka.Starts() == 2 && CheckKafka(context.Background(), []string{s.KafkaAddr()}) == nil
-	},
-		time.Minute, 100*time.Millisecond, "Kafka was not restarted")
+	await.For(t, time.Minute, 100*time.Millisecond, "Kafka restarted", func() error {
+		if n := s.Kafka.Starts(); n != 2 {
+			return fmt.Errorf("%d starts", n)
+		}
+		return CheckKafka(context.Background(), []string{s.KafkaAddr()})
+	})
 	got := readAll(t, s.KafkaAddr(), KafkaPagesTopic)
 	var missing []string
 	for _, u := range pages {

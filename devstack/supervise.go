@@ -1,12 +1,10 @@
 package devstack
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -67,9 +65,8 @@ type Child struct {
 	log  string
 
 	mu     sync.Mutex
-	cmd    *exec.Cmd
+	proc   *Proc // the current run
 	starts int
-	exited chan struct{} // closed when the current run has exited
 	done   chan struct{} // closed when supervision has ended
 }
 
@@ -108,15 +105,10 @@ func (c *Child) LogPath() string { return c.log }
 func (c *Child) PID() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.cmd == nil || c.cmd.Process == nil {
+	if c.proc == nil || !c.proc.Alive() {
 		return 0
 	}
-	select {
-	case <-c.exited:
-		return 0
-	default:
-	}
-	return c.cmd.Process.Pid
+	return c.proc.PID()
 }
 
 // Starts is how many times the child was started (1 + its restarts).
@@ -128,32 +120,17 @@ func (c *Child) Starts() int {
 
 // run starts one run of the child.
 func (c *Child) run() error {
-	f, err := os.OpenFile(c.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	cmd := exec.Command(c.spec.Path, c.spec.Args...)
-	cmd.Env = append(os.Environ(), c.spec.Env...)
-	cmd.Stdout, cmd.Stderr = f, f
 	// Pdeathsig: a supervisor killed with SIGKILL must not leave its stack
 	// running. Go's runtime does not retire the threads that fork children
 	// (no LockOSThread here), so the signal means the supervisor died.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
-	fmt.Fprintf(f, "=== %s %s start %s\n", time.Now().Format(time.RFC3339), c.spec.Path, strings.Join(c.spec.Args, " "))
-	if err := cmd.Start(); err != nil {
-		f.Close()
-		return fmt.Errorf("start %s: %w", c.spec.Name, err)
+	p, err := startProc(c.spec, "", c.log, &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM})
+	if err != nil {
+		return err
 	}
-	exited := make(chan struct{})
 	c.mu.Lock()
-	c.cmd, c.exited = cmd, exited
+	c.proc = p
 	c.starts++
 	c.mu.Unlock()
-	go func() {
-		cmd.Wait()
-		f.Close()
-		close(exited)
-	}()
 	return nil
 }
 
@@ -163,10 +140,10 @@ func (c *Child) supervise() {
 	backoff := restartMin
 	for {
 		c.mu.Lock()
-		cmd, exited := c.cmd, c.exited
+		p := c.proc
 		c.mu.Unlock()
 		started := time.Now()
-		<-exited
+		<-p.Exited()
 		if c.sup.isStopping() {
 			return
 		}
@@ -175,7 +152,7 @@ func (c *Child) supervise() {
 			backoff = restartMin
 		}
 		c.sup.printf("%s (pid %d) exited after %s: %v; restarting in %s; last lines of %s:\n%s",
-			c.spec.Name, cmd.Process.Pid, ran.Round(100*time.Millisecond), exitReason(cmd), backoff, c.log, indent(lastLines(c.log, 5)))
+			c.spec.Name, p.PID(), ran.Round(100*time.Millisecond), p.exitReason(), backoff, c.log, indent(Tail(c.log, 5)))
 		for {
 			select {
 			case <-c.sup.stopped:
@@ -197,31 +174,13 @@ func (c *Child) supervise() {
 	}
 }
 
-func exitReason(cmd *exec.Cmd) string {
-	if ps := cmd.ProcessState; ps != nil {
-		return ps.String()
-	}
-	return "unknown"
-}
-
 // stop signals the child and waits (bounded) for it to exit, then kills it.
 func (c *Child) stop() {
 	c.mu.Lock()
-	cmd, exited := c.cmd, c.exited
+	p := c.proc
 	c.mu.Unlock()
-	if cmd != nil {
-		sig := c.spec.StopSignal
-		if sig == 0 {
-			sig = syscall.SIGTERM
-		}
-		_ = cmd.Process.Signal(sig)
-		select {
-		case <-exited:
-		case <-time.After(procStopTimeout):
-			c.sup.printf("%s did not stop within %s; killed", c.spec.Name, procStopTimeout)
-			_ = cmd.Process.Kill()
-			<-exited
-		}
+	if p != nil && !p.Stop(procStopTimeout) {
+		c.sup.printf("%s did not stop within %s; killed", c.spec.Name, procStopTimeout)
 	}
 	<-c.done
 }
@@ -257,19 +216,6 @@ func (s *Supervisor) whileRunning(f func() error) error {
 		return errStopping
 	}
 	return f()
-}
-
-// lastLines returns the last n lines of a file.
-func lastLines(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	lines := bytes.Split(bytes.TrimRight(b, "\n"), []byte("\n"))
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return string(bytes.Join(lines, []byte("\n")))
 }
 
 func indent(s string) string {

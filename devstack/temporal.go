@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/drover-crawl/drover/node"
 	"io"
 	"log/slog"
 	"net"
@@ -17,10 +16,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/drover-crawl/drover/node"
+
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
 
+	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/workflows"
 )
 
@@ -254,12 +256,12 @@ func killAndReap(pid int) {
 	if syscall.Kill(pid, syscall.SIGKILL) != nil {
 		return
 	}
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
-		if got, err := syscall.Wait4(pid, nil, syscall.WNOHANG, nil); got == pid || err != nil {
-			return
+	_ = await.Until(context.Background(), 5*time.Second, 20*time.Millisecond, func() error {
+		if got, err := syscall.Wait4(pid, nil, syscall.WNOHANG, nil); got != pid && err == nil {
+			return errors.New("not reaped")
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // TemporalBinary returns the path of bin/temporal in the repository root

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"net/http"
 	"slices"
 	"strconv"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
 
+	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/workflows"
 )
 
@@ -53,14 +53,9 @@ func TestStartTemporalServesUIAndPersists(t *testing.T) {
 	db := t.TempDir() + "/data/temporal.db"
 	tmp := startTemporal(t, TemporalOptions{DBFilename: db})
 	require.NotEmpty(t, tmp.UIURL())
-	require.Eventually(t, func() bool {
-		resp, err := http.Get(tmp.UIURL())
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}, 20*time.Second, 200*time.Millisecond, "web UI at %s", tmp.UIURL())
+	await.For(t, 20*time.Second, 200*time.Millisecond, "the web UI at "+tmp.UIURL(), func() error {
+		return CheckHTTP(context.Background(), tmp.UIURL())
+	})
 	require.FileExists(t, db)
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/testweb"
 )
@@ -124,24 +125,23 @@ func (fl *fleet) stop() { fl.cancel(); fl.wg.Wait() }
 // the Monitor activity defines it.
 func waitDrained(t *testing.T, addrs []string, id string, within time.Duration) session.Stats {
 	t.Helper()
-	deadline := time.Now().Add(within)
 	var prev *session.Stats
-	for time.Now().Before(deadline) {
+	var st session.Stats
+	await.For(t, within, 300*time.Millisecond, "campaign "+id+" drained", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		st, err := session.CampaignStats(ctx, addrs, session.DevToken, id)
-		cancel()
-		if err == nil && st.Idle() {
-			if prev != nil && prev.Acked == st.Acked && prev.Published == st.Published {
-				return st
-			}
-			prev = &st
-		} else {
+		defer cancel()
+		var err error
+		if st, err = session.CampaignStats(ctx, addrs, session.DevToken, id); err != nil || !st.Idle() {
 			prev = nil
+			return fmt.Errorf("stats %+v (%v)", st, err)
 		}
-		time.Sleep(300 * time.Millisecond)
-	}
-	t.Fatalf("campaign %s not drained within %s", id, within)
-	return session.Stats{}
+		if prev == nil || prev.Acked != st.Acked || prev.Published != st.Published {
+			prev = &st
+			return fmt.Errorf("idle once, not yet twice: %+v", st)
+		}
+		return nil
+	})
+	return st
 }
 
 func checkCrawl(t *testing.T, web *testweb.Web, sk *sink.Memory, wantNoDup bool) {

@@ -9,6 +9,7 @@ import (
 	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/testweb"
 )
@@ -68,24 +69,21 @@ func TestSchedulerCutOffButAliveKeepsTheCampaignOpen(t *testing.T) {
 	_ = g
 	// s0 does not answer: its address is wrong in the list (a partition).
 	addrs := []string{scheds[1].addr, "127.0.0.1:1"}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		st, err := session.CampaignStats(context.Background(), addrs, session.DevToken, cfg.ID)
-		if err != nil {
+	var st session.Stats
+	await.For(t, 10*time.Second, 50*time.Millisecond, "the two schedulers both consuming", func() error {
+		var err error
+		if st, err = session.CampaignStats(context.Background(), addrs, session.DevToken, cfg.ID); err != nil {
 			t.Fatal(err)
 		}
-		if st.Consumers == 2 {
-			if st.Idle() {
-				t.Fatalf("idle with a live scheduler holding a lease unreachable: %+v", st)
-			}
-			if len(st.Missing) != 1 || st.Queued != 0 || st.Held != 0 {
-				t.Fatalf("stats %+v", st)
-			}
-			break
+		if st.Consumers != 2 {
+			return fmt.Errorf("stats %+v", st)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the two schedulers never both consumed: %+v", st)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return nil
+	})
+	if st.Idle() {
+		t.Fatalf("idle with a live scheduler holding a lease unreachable: %+v", st)
+	}
+	if len(st.Missing) != 1 || st.Queued != 0 || st.Held != 0 {
+		t.Fatalf("stats %+v", st)
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/urlrule"
@@ -332,7 +333,9 @@ func TestHoleParentAckWaitsForItsLinks(t *testing.T) {
 		t.Fatal("the first publish of the link never started")
 	}
 	f.report(t, session.Outcome{LeaseID: got[p2], Stored: true, Status: 200, Links: links})
-	time.Sleep(300 * time.Millisecond) // the second record runs while the first publish waits
+	// The second record runs while the first publish waits: nothing
+	// signals its end, so it gets a window many times its length.
+	time.Sleep(secondRecordWindow)
 	close(fault.hold)
 	// p1 comes back (its record failed) and is now a 404 without links;
 	// the link must still come.
@@ -494,7 +497,7 @@ func TestHolePerHostCapCountsPagesNotLeases(t *testing.T) {
 	f := dialRawFetcher(t, sched.addr, cfg)
 	var first []session.Lease
 	f.pages(t, 3, 20*time.Second, nil, func(l session.Lease) bool { first = append(first, l); return len(first) == 2 })
-	time.Sleep(200 * time.Millisecond) // let the third lease go out, if it would
+	time.Sleep(thirdLeaseWindow) // let the third lease go out, if it would
 	if st := stats(t, ctl, cfg.ID); st.Skipped != 0 {
 		t.Fatalf("%d URLs dropped by the per-host cap with no page fetched yet", st.Skipped)
 	}
@@ -618,15 +621,23 @@ func TestCrawlUnderPublishAndStoreFaults(t *testing.T) {
 // them, so one alone may count none).
 func waitCrawling(t *testing.T, addrs []string, id string, n int64) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	await.For(t, 30*time.Second, 50*time.Millisecond, "the crawl under way", func() error {
 		st, err := session.CampaignStats(context.Background(), addrs, session.DevToken, id)
-		if err == nil && st.Fetched > n {
-			return
+		if err == nil && st.Fetched <= n {
+			err = fmt.Errorf("stats %+v", st)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("crawl not under way within 30s: %+v %v", st, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err
+	})
 }
+
+// Negative windows: how long a test waits for something that must not
+// happen, or that nothing signals.
+const (
+	// secondRecordWindow: nothing signals the end of the second
+	// outcome's record, which is in-memory work while the first publish
+	// is held; 300 ms is many times what it takes on an idle machine.
+	secondRecordWindow = 300 * time.Millisecond
+	// thirdLeaseWindow: a lease the per-host cap failed to hold back would
+	// go out as soon as the fetcher's credit allows it, well within 200 ms.
+	thirdLeaseWindow = 200 * time.Millisecond
+)

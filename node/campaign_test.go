@@ -7,14 +7,13 @@ package node_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -28,46 +27,26 @@ import (
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/devstack"
 	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/workflows"
 )
-
-// ctWaitFor polls cond every interval until it holds or timeout passes, and
-// fails the test with what it waited for.
-func ctWaitFor(t *testing.T, timeout, interval time.Duration, what string, cond func() bool) time.Time {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		if cond() {
-			return time.Now()
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(interval)
-	}
-}
-
-// ctHoldsFor polls cond every interval for d, and fails the test with what
-// held no more as soon as cond is false: a condition that must stay true
-// for a while (a paused campaign stays quiet), checked without a bare
-// sleep and failing at the first breach.
-func ctHoldsFor(t *testing.T, d, interval time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if !cond() {
-			t.Fatalf("%s held less than %s", what, d)
-		}
-		time.Sleep(interval)
-	}
-}
 
 // ctSchedulerSessions is the number of fetcher sessions the scheduler has
 // open for campaign id.
 func ctSchedulerSessions(s *stack, id string) (int64, error) {
 	st, err := s.sched.Server().Stats(id)
 	return st.Sessions, err
+}
+
+// ctSchedulerSessionsAre says whether the scheduler has n fetcher sessions
+// of campaign id open, and if not how many it has.
+func ctSchedulerSessionsAre(s *stack, id string, n int64) error {
+	got, err := ctSchedulerSessions(s, id)
+	if err == nil && got != n {
+		err = fmt.Errorf("%d sessions open", got)
+	}
+	return err
 }
 
 // ctCheckLanded reads the stack's Kafka topic and fails the test for every
@@ -91,6 +70,15 @@ func ctCheckLanded(t *testing.T, s *stack, web *testweb.Web) {
 	if len(lost) > 0 {
 		t.Errorf("%d of %d pages never landed in Kafka, e.g. %v", len(lost), len(web.Pages()), lost[:min(5, len(lost))])
 	}
+}
+
+// ctAtLeastRequested says whether the web served at least n distinct
+// pages, and if not how many it did.
+func ctAtLeastRequested(web *testweb.Web, n int) error {
+	if got := ctPagesRequested(web); got < n {
+		return fmt.Errorf("%d pages requested", got)
+	}
+	return nil
 }
 
 // ctPagesRequested counts the distinct non-robots.txt URLs the web served.
@@ -176,9 +164,9 @@ func ctTemporalCLI(t *testing.T, s *stack, args ...string) {
 
 // ctCheckHistory fetches a finished campaign's history, replays it against
 // the Campaign workflow as built now (a non-determinism fails the test),
-// and with DROVER_RECORD_HISTORY=1 writes it to
-// workflows/testdata/campaign_history.json for TestReplayRecordedHistory.
-func ctCheckHistory(t *testing.T, c client.Client, id, runID string) {
+// and with DROVER_RECORD_HISTORY=1 writes it to workflows/testdata/record,
+// which TestReplayRecordedHistory replays from then on.
+func ctCheckHistory(t *testing.T, c client.Client, id, runID, record string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -209,7 +197,7 @@ func ctCheckHistory(t *testing.T, c client.Client, id, runID string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(root, "workflows", "testdata", "campaign_history.json")
+	path := filepath.Join(root, "workflows", "testdata", record)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -264,31 +252,26 @@ func TestPauseWithTemporalCLI(t *testing.T) {
 	// Pages are held half-sent while the pause is sent (HoldBodies), so
 	// that it catches fetches under way: each must be fetched again, not
 	// lost.
-	web, err := testweb.Start(testweb.Config{Hosts: 3, PagesPerHost: 150, PageBytes: 64 << 10, CrossHost: true, Base: 50})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer web.Close()
+	web := startWeb(t, testweb.Config{Hosts: 3, PagesPerHost: 150, PageBytes: 64 << 10, CrossHost: true, Base: 50})
 	s := startStack(t)
 	c := s.temporal.Client()
-	cfg := campaign.Config{
-		ID:           fmt.Sprintf("pause-%d", rand.IntN(1e9)),
-		Seeds:        web.Seeds(),
-		Fetchers:     2,
-		PerHostDelay: new(20 * time.Millisecond),
-		AllowPrivate: true,
-		Sinks:        []string{"kafka://" + s.kafka.Addr() + "/" + s.topic},
-	}
+	cfg := s.newCampaign("pause", web, 2)
+	cfg.PerHostDelay = new(20 * time.Millisecond)
 	total := len(web.Pages())
 	run := ctStartCampaign(t, c, cfg)
 
-	ctWaitFor(t, 2*time.Minute, 10*time.Millisecond, "20% of the pages fetched", func() bool {
-		return ctPagesRequested(web) >= total/5
+	await.For(t, 2*time.Minute, 10*time.Millisecond, "20% of the pages fetched", func() error {
+		return ctAtLeastRequested(web, total/5)
 	})
 	// Pages are held half-sent from now until the fleet has stopped, so
 	// that the pause certainly cancels fetches in the middle of a body.
 	web.HoldBodies()
-	ctWaitFor(t, 30*time.Second, 5*time.Millisecond, "a page held in the middle of its body", func() bool { return web.Held() > 0 })
+	await.For(t, 30*time.Second, 5*time.Millisecond, "a page held in the middle of its body", func() error {
+		if web.Held() == 0 {
+			return errors.New("no page held")
+		}
+		return nil
+	})
 	heldAtPause := web.Held()
 	sent := time.Now()
 	ctTemporalCLI(t, s, "workflow", "signal", "--workflow-id", cfg.ID, "--name", workflows.SignalPause)
@@ -297,36 +280,41 @@ func TestPauseWithTemporalCLI(t *testing.T) {
 	t.Logf("pause sent at %d/%d pages; the CLI took %s", atPause, total, signalled.Sub(sent).Round(time.Millisecond))
 
 	var st workflows.Status
-	quiet := ctWaitFor(t, pauseTakesEffectWithin, 50*time.Millisecond, "paused, with no FetchSession pending and no session at the scheduler", func() bool {
+	quiet := await.For(t, pauseTakesEffectWithin, 50*time.Millisecond, "paused, with no FetchSession pending and no session at the scheduler", func() error {
+		var err error
 		st, err = ctQueryStatus(t, c, cfg.ID)
-		if err == nil && st.State == campaign.StateCompleted {
+		if err != nil {
+			return err
+		}
+		if st.State == campaign.StateCompleted {
 			t.Fatal("the campaign completed before the pause: make the web bigger or slower")
 		}
-		if err != nil || st.State != campaign.StatePaused || st.FetchersActive != 0 {
-			return false
+		if st.State != campaign.StatePaused || st.FetchersActive != 0 {
+			return fmt.Errorf("state %s, %d fetchers active", st.State, st.FetchersActive)
 		}
 		pending, err := ctPendingSessions(t, c, cfg.ID)
 		if err != nil || pending > 0 {
-			return false
+			return fmt.Errorf("%d FetchSession pending (%v)", pending, err)
 		}
 		open, err := ctSchedulerSessions(s, cfg.ID)
-		return err == nil && open == 0
+		if err != nil || open > 0 {
+			return fmt.Errorf("%d sessions at the scheduler (%v)", open, err)
+		}
+		return nil
 	})
 	nreqs := len(web.Requests())
 	t.Logf("paused, fleet stopped %s after the signal; %d pages were held in their body at the pause, %d still are", quiet.Sub(signalled).Round(time.Millisecond), heldAtPause, web.Held())
 	web.ReleaseBodies()
-	ctHoldsFor(t, pausedQuietFor, 100*time.Millisecond, "paused with no fetcher and no request", func() bool {
+	await.Holds(t, pausedQuietFor, 100*time.Millisecond, "paused with no fetcher and no request", func() error {
 		st, err := ctQueryStatus(t, c, cfg.ID)
 		if err != nil || st.State != campaign.StatePaused || st.FetchersActive != 0 {
-			t.Errorf("while paused: state %s, %d fetchers active (%v); want paused, 0", st.State, st.FetchersActive, err)
-			return false
+			return fmt.Errorf("while paused: state %s, %d fetchers active (%v); want paused, 0", st.State, st.FetchersActive, err)
 		}
 		if reqs := web.Requests(); len(reqs) > nreqs {
 			r := reqs[nreqs]
-			t.Errorf("request %s started %s after the fleet stopped (paused campaign)", r.URL, r.Start.Sub(quiet).Round(time.Millisecond))
-			return false
+			return fmt.Errorf("request %s started %s after the fleet stopped (paused campaign)", r.URL, r.Start.Sub(quiet).Round(time.Millisecond))
 		}
-		return true
+		return nil
 	})
 	reqs := web.Requests()
 	last := reqs[len(reqs)-1].Start
@@ -351,98 +339,7 @@ func TestPauseWithTemporalCLI(t *testing.T) {
 	}
 	ctCheckLanded(t, s, web)
 	t.Logf("completed: %d pages, %d duplicates", ctPagesRequested(web), len(web.Duplicates()))
-	ctCheckHistory(t, c, cfg.ID, run.GetRunID())
-}
-
-// ctWorkerProc is a worker process started from a binary built for the test.
-type ctWorkerProc struct {
-	identity string
-	cmd      *exec.Cmd
-	done     chan struct{}
-	log      string
-}
-
-func ctBuildWorker(t *testing.T) string {
-	t.Helper()
-	root, err := devstack.RepoRoot(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(t.TempDir(), "worker")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./worker")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./worker: %v\n%s", err, out)
-	}
-	return bin
-}
-
-func ctStartWorkerProc(t *testing.T, bin, identity string, env []string) *ctWorkerProc {
-	t.Helper()
-	logPath := filepath.Join(t.TempDir(), identity+".log")
-	f, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "-identity", identity, "-metrics-addr", "127.0.0.1:0")
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = f, f
-	if err := cmd.Start(); err != nil {
-		f.Close()
-		t.Fatal(err)
-	}
-	p := &ctWorkerProc{identity: identity, cmd: cmd, done: make(chan struct{}), log: logPath}
-	go func() {
-		_ = cmd.Wait()
-		f.Close()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-			return
-		default:
-		}
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-p.done
-		}
-	})
-	return p
-}
-
-func (p *ctWorkerProc) kill(t *testing.T) {
-	t.Helper()
-	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatalf("SIGKILL %s: %v", p.identity, err)
-	}
-	select {
-	case <-p.done:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("%s did not die", p.identity)
-	}
-}
-
-func (p *ctWorkerProc) alive() bool {
-	select {
-	case <-p.done:
-		return false
-	default:
-		return true
-	}
-}
-
-func (p *ctWorkerProc) tail() string {
-	b, _ := os.ReadFile(p.log)
-	if len(b) > 3000 {
-		b = b[len(b)-3000:]
-	}
-	return string(b)
+	ctCheckHistory(t, c, cfg.ID, run.GetRunID(), "campaign_history.json")
 }
 
 // restartWithin bounds the time from the SIGKILL to the fleet whole again
@@ -457,12 +354,8 @@ const restartWithin = 90 * time.Second
 // the survivor (and count the restarts) while the crawl goes on, and the
 // campaign completes with every page requested and landed in Kafka.
 func TestWorkerKilledMidCrawl(t *testing.T) {
-	bin := ctBuildWorker(t)
-	web, err := testweb.Start(testweb.Config{Hosts: 4, PagesPerHost: 400, CrossHost: true, Base: 51})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer web.Close()
+	bin := filepath.Join(binaries(t), "worker")
+	web := startWeb(t, testweb.Config{Hosts: 4, PagesPerHost: 400, CrossHost: true, Base: 51})
 	s := startBareStack(t)
 	c := s.temporal.Client()
 	env := []string{
@@ -472,35 +365,22 @@ func TestWorkerKilledMidCrawl(t *testing.T) {
 		"KAFKA_BROKERS=" + s.kafka.Addr(),
 		"DROVER_TOKEN=" + session.DevToken,
 	}
-	procs := map[string]*ctWorkerProc{}
+	procs := map[string]*devstack.Proc{}
 	for _, id := range []string{"worker-a", "worker-b"} {
-		procs[id] = ctStartWorkerProc(t, bin, id, env)
+		procs[id] = startProc(t, id, bin, []string{"-identity", id, "-metrics-addr", "127.0.0.1:0"}, env)
 	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, p := range procs {
-				t.Logf("log of %s ends with:\n%s", p.identity, p.tail())
-			}
-		}
-	})
-	cfg := campaign.Config{
-		ID:       fmt.Sprintf("kill-%d", rand.IntN(1e9)),
-		Seeds:    web.Seeds(),
-		Fetchers: 4,
-		// Slow enough that the crawl outlasts the dead sessions' 20 s
-		// heartbeat timeout, so that the fleet must come back: politeness
-		// alone keeps the 80% left after the kill at 4 hosts x 6.7
-		// pages/s, 48 s at least.
-		PerHostDelay: new(150 * time.Millisecond),
-		AllowPrivate: true,
-		Sinks:        []string{"kafka://" + s.kafka.Addr() + "/" + s.topic},
-	}
+	cfg := s.newCampaign("kill", web, 4)
+	// Slow enough that the crawl outlasts the dead sessions' 20 s
+	// heartbeat timeout, so that the fleet must come back: politeness
+	// alone keeps the 80% left after the kill at 4 hosts x 6.7
+	// pages/s, 48 s at least.
+	cfg.PerHostDelay = new(150 * time.Millisecond)
 	total := len(web.Pages())
 	start := time.Now()
 	run := ctStartCampaign(t, c, cfg)
 
-	ctWaitFor(t, 3*time.Minute, 50*time.Millisecond, "20% of the pages fetched", func() bool {
-		return ctPagesRequested(web) >= total/5
+	await.For(t, 3*time.Minute, 50*time.Millisecond, "20% of the pages fetched", func() error {
+		return ctAtLeastRequested(web, total/5)
 	})
 	by, n, err := ctStartedSessions(t, c, cfg.ID)
 	if err != nil {
@@ -516,27 +396,33 @@ func TestWorkerKilledMidCrawl(t *testing.T) {
 	if by[victim] == 0 {
 		t.Fatalf("no FetchSession on either worker at 20%%: %v", by)
 	}
-	procs[victim].kill(t)
+	procs[victim].Kill()
 	killed := time.Now()
 
 	// The fleet must come back whole on the survivor, the restarts counted,
 	// while the crawl goes on.
-	restored := ctWaitFor(t, restartWithin, 250*time.Millisecond, fmt.Sprintf("the %d sessions of %s restarted on %s", by[victim], victim, survivor), func() bool {
+	restored := await.For(t, restartWithin, 250*time.Millisecond, fmt.Sprintf("the %d sessions of %s restarted on %s", by[victim], victim, survivor), func() error {
 		st, err := ctQueryStatus(t, c, cfg.ID)
 		if err != nil {
-			return false
+			return err
 		}
 		if st.State != campaign.StateRunning {
 			t.Fatalf("campaign %s before the killed sessions were restarted (%d restarts): make the web bigger or slower", st.State, st.Restarts)
 		}
 		now, _, err := ctStartedSessions(t, c, cfg.ID)
-		return err == nil && now[survivor] == cfg.Fetchers && now[victim] == 0 && st.Restarts >= by[victim]
+		if err != nil {
+			return err
+		}
+		if now[survivor] != cfg.Fetchers || now[victim] != 0 || st.Restarts < by[victim] {
+			return fmt.Errorf("sessions started by worker %v, %d restarts", now, st.Restarts)
+		}
+		return nil
 	})
 	t.Logf("fleet whole again on %s %s after the kill", survivor, restored.Sub(killed).Round(time.Millisecond))
 
 	final := ctResult(t, run, 3*time.Minute)
 	ended := time.Now()
-	if !procs[survivor].alive() {
+	if !procs[survivor].Alive() {
 		t.Errorf("the surviving worker %s exited", survivor)
 	}
 	if final.State != campaign.StateCompleted {
@@ -560,25 +446,14 @@ func TestWorkerKilledMidCrawl(t *testing.T) {
 // scheduler fetches nothing), checks that the validator refuses nonsense,
 // then stops the campaign and sees its sessions close.
 func TestScaleUp(t *testing.T) {
-	web, err := testweb.Start(testweb.Config{Hosts: 4, PagesPerHost: 300, CrossHost: true, Base: 52})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer web.Close()
+	web := startWeb(t, testweb.Config{Hosts: 4, PagesPerHost: 300, CrossHost: true, Base: 52})
 	s := startStack(t)
 	c := s.temporal.Client()
-	cfg := campaign.Config{
-		ID:           fmt.Sprintf("scale-%d", rand.IntN(1e9)),
-		Seeds:        web.Seeds(),
-		Fetchers:     1,
-		PerHostDelay: new(200 * time.Millisecond),
-		AllowPrivate: true,
-		Sinks:        []string{"kafka://" + s.kafka.Addr() + "/" + s.topic},
-	}
+	cfg := s.newCampaign("scale", web, 1)
+	cfg.PerHostDelay = new(200 * time.Millisecond)
 	run := ctStartCampaign(t, c, cfg)
-	ctWaitFor(t, time.Minute, 100*time.Millisecond, "one session at the scheduler", func() bool {
-		n, err := ctSchedulerSessions(s, cfg.ID)
-		return err == nil && n == 1
+	await.For(t, time.Minute, 100*time.Millisecond, "one session at the scheduler", func() error {
+		return ctSchedulerSessionsAre(s, cfg.ID, 1)
 	})
 
 	update := func(n int) (workflows.ScaleResult, error) {
@@ -605,9 +480,8 @@ func TestScaleUp(t *testing.T) {
 	if res.Previous != 1 || res.Fetchers != 16 {
 		t.Errorf("scale ctResult %+v, want previous 1, fetchers 16", res)
 	}
-	scaled := ctWaitFor(t, time.Minute, 50*time.Millisecond, "16 sessions at the scheduler", func() bool {
-		n, err := ctSchedulerSessions(s, cfg.ID)
-		return err == nil && n == 16
+	scaled := await.For(t, time.Minute, 50*time.Millisecond, "16 sessions at the scheduler", func() error {
+		return ctSchedulerSessionsAre(s, cfg.ID, 16)
 	})
 	st, err := ctQueryStatus(t, c, cfg.ID)
 	if err != nil {

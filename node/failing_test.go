@@ -15,15 +15,9 @@ import (
 	"testing"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
-	historypb "go.temporal.io/api/history/v1"
-	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/worker"
-	"go.temporal.io/sdk/workflow"
-	"google.golang.org/protobuf/encoding/protojson"
-
 	"github.com/drover-crawl/drover/devstack"
 	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/starter/cli"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/workflows"
@@ -52,11 +46,7 @@ func (s *syncBuffer) String() string {
 // query, `starter status` and a notification name the topic; after
 // fail_after the campaign fails and `start --wait` exits 1 with the reason.
 func TestMissingKafkaTopicFailsCampaign(t *testing.T) {
-	web, err := testweb.Start(testweb.Config{Hosts: 1, PagesPerHost: 20, Base: 61})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer web.Close()
+	web := startWeb(t, testweb.Config{Hosts: 1, PagesPerHost: 20, Base: 61})
 	s := startStack(t)
 	notes := make(chan map[string]string, 16)
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -95,17 +85,24 @@ func TestMissingKafkaTopicFailsCampaign(t *testing.T) {
 
 	c := s.temporal.Client()
 	var st workflows.Status
-	shown := ctWaitFor(t, 30*time.Second, 200*time.Millisecond, "the status query names the failure", func() bool {
+	shown := await.For(t, 30*time.Second, 200*time.Millisecond, "the status query names the failure", func() error {
+		var err error
 		st, err = ctQueryStatus(t, c, id)
-		return err == nil && st.Failure != nil && strings.Contains(st.Failure.Message, topic)
+		if err == nil && (st.Failure == nil || !strings.Contains(st.Failure.Message, topic)) {
+			err = fmt.Errorf("failure %+v", st.Failure)
+		}
+		return err
 	})
 	t.Logf("the status query named the failure %s after the start: %s", shown.Sub(began).Round(time.Millisecond), st.Failure.Text())
 	if st.Failure.Reason != "SinkUnavailable" {
 		t.Errorf("reason %q, want SinkUnavailable", st.Failure.Reason)
 	}
 
-	ctWaitFor(t, 30*time.Second, 200*time.Millisecond, "--wait's progress names the topic", func() bool {
-		return strings.Contains(waitErr.String(), topic)
+	await.For(t, 30*time.Second, 200*time.Millisecond, "--wait's progress names the topic", func() error {
+		if last := devstack.LastLines(waitErr.String(), 1); !strings.Contains(last, topic) {
+			return fmt.Errorf("its last line %q", last)
+		}
+		return nil
 	})
 	var out, errb strings.Builder
 	if code := app(&out, &errb).Run(ctx, []string{"status", id}); code != 0 {
@@ -128,63 +125,16 @@ func TestMissingKafkaTopicFailsCampaign(t *testing.T) {
 
 	select {
 	case code := <-waited:
-		t.Logf("start --wait exited %d after %s; stderr ends:\n%s", code, time.Since(began).Round(time.Second), lastLines(waitErr.String(), 3))
+		t.Logf("start --wait exited %d after %s; stderr ends:\n%s", code, time.Since(began).Round(time.Second), devstack.LastLines(waitErr.String(), 3))
 		if code != cli.ExitFailure {
 			t.Errorf("start --wait exited %d, want %d", code, cli.ExitFailure)
 		}
-		last := lastLines(waitErr.String(), 1)
+		last := devstack.LastLines(waitErr.String(), 1)
 		if !strings.Contains(last, "campaign "+id+" failed") || !strings.Contains(last, topic) {
 			t.Errorf("start --wait's last line does not name the failure: %q", last)
 		}
 	case <-time.After(2 * time.Minute):
 		t.Fatal("start --wait still waiting 2 minutes after a 20 s fail_after")
 	}
-	replayFailedHistory(t, c, id)
-}
-
-// replayFailedHistory replays the failed campaign's history (fail timer,
-// notifications, version marker) and, with DROVER_RECORD_HISTORY=1, writes
-// it to workflows/testdata/failed_campaign_history.json, which
-// TestReplayRecordedHistory replays from then on.
-func replayFailedHistory(t *testing.T, c client.Client, id string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	h := &historypb.History{}
-	it := c.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	for it.HasNext() {
-		ev, err := it.Next()
-		if err != nil {
-			t.Fatalf("history of %s: %v", id, err)
-		}
-		h.Events = append(h.Events, ev)
-	}
-	r := worker.NewWorkflowReplayer()
-	r.RegisterWorkflowWithOptions(workflows.Campaign, workflow.RegisterOptions{Name: workflows.WorkflowName})
-	if err := r.ReplayWorkflowHistory(nil, h); err != nil {
-		t.Fatalf("replaying the history of %s (%d events): %v", id, len(h.Events), err)
-	}
-	t.Logf("history of %s: %d events, replays", id, len(h.Events))
-	if os.Getenv("DROVER_RECORD_HISTORY") != "1" {
-		return
-	}
-	b, err := protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err := devstack.RepoRoot(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(root, "workflows", "testdata", "failed_campaign_history.json")
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("recorded %s", path)
-}
-
-// lastLines returns the last n lines of s.
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+	ctCheckHistory(t, c, id, "", "failed_campaign_history.json")
 }

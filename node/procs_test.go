@@ -1,17 +1,14 @@
 package node_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +17,8 @@ import (
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/devstack"
 	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/internal/await"
+	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/workflows"
 )
 
@@ -44,12 +43,7 @@ func TestMain(m *testing.M) {
 func binaries(t *testing.T) string {
 	t.Helper()
 	binOnce.Do(func() {
-		wd, err := os.Getwd()
-		if err != nil {
-			binErr = err
-			return
-		}
-		root, err := devstack.RepoRoot(wd)
+		root, err := devstack.RepoRoot(".")
 		if err != nil {
 			binErr = err
 			return
@@ -58,14 +52,7 @@ func binaries(t *testing.T) string {
 			binErr = err
 			return
 		}
-		for _, name := range []string{"scheduler", "worker", "starter"} {
-			cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, name), "./"+name)
-			cmd.Dir = root
-			if out, err := cmd.CombinedOutput(); err != nil {
-				binErr = fmt.Errorf("go build ./%s: %v\n%s", name, err, out)
-				return
-			}
-		}
+		binErr = devstack.Build(context.Background(), root, binDir, "scheduler", "worker", "starter")
 	})
 	if binErr != nil {
 		t.Fatal(binErr)
@@ -87,88 +74,44 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// proc is a drover process a test started; its output goes to a log file
-// whose tail is printed when the test fails.
-type proc struct {
-	name   string
-	cmd    *exec.Cmd
-	log    string
-	exited chan struct{}
-	err    error // valid after exited is closed
-}
-
-// startProc starts bin with args and the current environment plus env; it is
+// startProc starts bin with args and the current environment plus env, its
+// output in a log file whose tail is printed when the test fails; it is
 // SIGKILLed at the end of the test.
-func startProc(t *testing.T, name, bin string, args, env []string) *proc {
+func startProc(t *testing.T, name, bin string, args, env []string) *devstack.Proc {
 	t.Helper()
-	dir := t.TempDir()
-	logPath := filepath.Join(dir, name+".log")
-	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	p, err := devstack.StartProc(devstack.ProcSpec{Name: name, Path: bin, Args: args, Env: env}, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = f, f
-	fmt.Fprintf(f, "=== %s %s (%s)\n", bin, strings.Join(args, " "), time.Now().Format(time.RFC3339Nano))
-	if err := cmd.Start(); err != nil {
-		f.Close()
-		t.Fatalf("start %s: %v", name, err)
-	}
-	p := &proc{name: name, cmd: cmd, log: logPath, exited: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		f.Close()
-		close(p.exited)
-	}()
 	t.Cleanup(func() {
-		p.kill()
+		p.Kill()
 		if t.Failed() {
-			t.Logf("--- tail of %s (%s):\n%s", name, logPath, tail(logPath, 40))
+			t.Logf("--- tail of %s (%s):\n%s", name, p.LogPath(), p.Tail(40))
 		}
 	})
 	return p
 }
 
-// kill SIGKILLs the process (if it still runs) and waits for it.
-func (p *proc) kill() {
-	select {
-	case <-p.exited:
-		return
-	default:
+// checkRunning fails the test if p has exited: a process that was to keep
+// running, checked while waiting for it to be ready.
+func checkRunning(t *testing.T, p *devstack.Proc) {
+	t.Helper()
+	if !p.Alive() {
+		t.Fatalf("%s exited (%v):\n%s", p.Name(), p.Err(), p.Tail(20))
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	<-p.exited
-}
-
-func tail(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	lines := bytes.Split(bytes.TrimRight(b, "\n"), []byte("\n"))
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return string(bytes.Join(lines, []byte("\n")))
 }
 
 // startSchedulerProc runs the scheduler binary as replica index of replicas
 // on addr with the seen-set file seen, and waits until it answers a control
 // session.
-func startSchedulerProc(t *testing.T, addr string, index, replicas int, seen string) *proc {
+func startSchedulerProc(t *testing.T, addr string, index, replicas int, seen string) *devstack.Proc {
 	t.Helper()
 	name := fmt.Sprintf("scheduler-%d", index)
 	p := startProc(t, name, filepath.Join(binaries(t), "scheduler"),
 		[]string{"-listen", addr, "-index", fmt.Sprint(index), "-replicas", fmt.Sprint(replicas), "-seen", seen, "-name", name, "-metrics-addr", "127.0.0.1:0"},
 		[]string{"DROVER_TOKEN=" + testToken, "AMQP_URL=" + amqpURL()})
-	checkFor(t, 20*time.Second, 50*time.Millisecond, func() error {
-		select {
-		case <-p.exited:
-			t.Fatalf("%s exited at start (%v):\n%s", name, p.err, tail(p.log, 20))
-		default:
-		}
+	await.For(t, 20*time.Second, 50*time.Millisecond, name+" answering a control session", func() error {
+		checkRunning(t, p)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		c, err := session.DialControl(ctx, addr, testToken)
@@ -182,7 +125,7 @@ func startSchedulerProc(t *testing.T, addr string, index, replicas int, seen str
 
 // startWorkerProc runs the worker binary against the given schedulers,
 // Temporal and Kafka.
-func startWorkerProc(t *testing.T, identity string, schedulers []string, temporal, kafka string) *proc {
+func startWorkerProc(t *testing.T, identity string, schedulers []string, temporal, kafka string) *devstack.Proc {
 	t.Helper()
 	return startProc(t, identity, filepath.Join(binaries(t), "worker"),
 		[]string{"-identity", identity, "-metrics-addr", "127.0.0.1:0"},
@@ -192,23 +135,6 @@ func startWorkerProc(t *testing.T, identity string, schedulers []string, tempora
 			"TEMPORAL_ADDRESS=" + temporal,
 			"KAFKA_BROKERS=" + kafka,
 		})
-}
-
-// checkFor calls f every sleep until it returns nil, and fails the test
-// with f's last error after wait.
-func checkFor(t *testing.T, wait, sleep time.Duration, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(wait)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %v", wait, err)
-		}
-		time.Sleep(sleep)
-	}
 }
 
 // services are what process tests share: a Temporal dev server and an
@@ -221,11 +147,12 @@ type services struct {
 
 func startServices(t *testing.T) *services {
 	t.Helper()
-	tmp, err := devstack.StartTemporal(context.Background(), devstack.TemporalOptions{UIPort: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tmp.Stop() })
+	return startServicesWith(t, devstack.TemporalOptions{UIPort: -1})
+}
+
+func startServicesWith(t *testing.T, topts devstack.TemporalOptions) *services {
+	t.Helper()
+	tmp := startTemporal(t, topts)
 	topic := fmt.Sprintf("pages-%d", rand.IntN(1e9))
 	k, err := devstack.StartKafka("127.0.0.1:0", topic)
 	if err != nil {
@@ -235,24 +162,49 @@ func startServices(t *testing.T) *services {
 	return &services{temporal: tmp, kafka: k, topic: topic}
 }
 
+// newCampaign is a campaign named prefix-N of web's seeds with fetchers
+// fetchers, loopback allowed, storing its pages in the services' topic.
+func (s *services) newCampaign(prefix string, web *testweb.Web, fetchers int) campaign.Config {
+	return campaign.Config{
+		ID:           fmt.Sprintf("%s-%d", prefix, rand.IntN(1e9)),
+		Seeds:        web.Seeds(),
+		Fetchers:     fetchers,
+		AllowPrivate: true,
+		Sinks:        []string{"kafka://" + s.kafka.Addr() + "/" + s.topic},
+	}
+}
+
+// startWeb serves a test web, closed at the end of the test.
+func startWeb(t *testing.T, cfg testweb.Config) *testweb.Web {
+	t.Helper()
+	web, err := testweb.Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { web.Close() })
+	return web
+}
+
+// startTemporal starts a Temporal dev server, stopped at the end of the
+// test.
+func startTemporal(t *testing.T, opts devstack.TemporalOptions) *devstack.Temporal {
+	t.Helper()
+	tmp, err := devstack.StartTemporal(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tmp.Stop() })
+	return tmp
+}
+
 // runCampaign starts cfg's campaign and returns a func that waits (at most
 // wait) for it to end and returns its final status.
 func runCampaign(t *testing.T, c client.Client, cfg campaign.Config, wait time.Duration) func() workflows.Status {
 	t.Helper()
-	run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
-		ID: cfg.ID, TaskQueue: workflows.TaskQueue,
-	}, workflows.WorkflowName, workflows.CampaignInput{Config: cfg})
-	if err != nil {
-		t.Fatal(err)
-	}
+	run := ctStartCampaign(t, c, cfg)
 	return func() workflows.Status {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), wait)
-		defer cancel()
-		var st workflows.Status
-		if err := run.Get(ctx, &st); err != nil {
-			t.Fatalf("campaign %s: %v", cfg.ID, err)
-		}
+		st := ctResult(t, run, wait)
 		if st.State != campaign.StateCompleted {
 			t.Fatalf("campaign %s: state %s (%s), want completed", cfg.ID, st.State, st.Reason)
 		}

@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -35,6 +36,7 @@ import (
 	"github.com/drover-crawl/drover/devstack"
 	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/metrics"
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/testweb"
@@ -60,7 +62,6 @@ func prometheusBins(t *testing.T) (prom, promtool string) {
 // promServer is a Prometheus process scraping the test's endpoints.
 type promServer struct {
 	url string
-	log *syncBuffer
 }
 
 // startPrometheus runs prometheus with a config scraping each job's
@@ -78,37 +79,14 @@ func startPrometheus(t *testing.T, bin string, jobs map[string]string) *promServ
 		t.Fatal(err)
 	}
 	addr := freeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, "--config.file="+cfgPath, "--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+addr, "--log.level=warn")
-	log := &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("prometheus log:\n%s", lastLines(log.String(), 30))
-		}
+	proc := startProc(t, "prometheus", bin, []string{"--config.file=" + cfgPath, "--storage.tsdb.path=" + filepath.Join(dir, "data"),
+		"--web.listen-address=" + addr, "--log.level=warn"}, nil)
+	p := &promServer{url: "http://" + addr}
+	await.For(t, 30*time.Second, 100*time.Millisecond, "prometheus ready on "+addr, func() error {
+		checkRunning(t, proc)
+		return devstack.CheckHTTP(context.Background(), p.url+"/-/ready")
 	})
-	p := &promServer{url: "http://" + addr, log: log}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get(p.url + "/-/ready")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return p
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("prometheus not ready on %s after 30s: %v\n%s", addr, err, lastLines(log.String(), 20))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return p
 }
 
 func mapsKeys(m map[string]string) func(func(string) bool) {
@@ -226,37 +204,24 @@ func metricNames(body []byte) map[string]bool {
 	return names
 }
 
+// crawlWithin bounds TestPrometheusScrapesACrawl's campaign (about 10 s on
+// an idle machine), and with it the waits for what Prometheus shows
+// during the crawl.
+const crawlWithin = 4 * time.Minute
+
 func TestPrometheusScrapesACrawl(t *testing.T) {
 	promBin, promtool := prometheusBins(t)
-	web, err := testweb.Start(testweb.Config{Hosts: 4, PagesPerHost: 200, CrossHost: true, Base: 57})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer web.Close()
+	web := startWeb(t, testweb.Config{Hosts: 4, PagesPerHost: 200, CrossHost: true, Base: 57})
 
 	ctx := context.Background()
-	tmp, err := devstack.StartTemporal(ctx, devstack.TemporalOptions{UIPort: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tmp.Stop() })
-	topic := fmt.Sprintf("pages-%d", rand.IntN(1e9))
-	k, err := devstack.StartKafka("127.0.0.1:0", topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(k.Close)
+	sv := startServices(t)
+	tmp, k, topic := sv.temporal, sv.kafka, sv.topic
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 
 	// The scheduler and the worker, each with a registry and an endpoint
 	// of its own, as the two processes have.
 	sreg, wreg := metrics.NewRegistry(), metrics.NewRegistry()
-	sched, err := node.StartScheduler(ctx, node.SchedulerConfig{Server: frontier.DefaultServerConfig(), Listen: "127.0.0.1:0",
-		AMQPURL: amqpURL(), SeenPath: t.TempDir() + "/seen", Log: log, Metrics: sreg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sched.Close() })
+	sched := startScheduler(t, node.SchedulerConfig{SeenPath: filepath.Join(t.TempDir(), "seen"), Log: log, Metrics: sreg})
 	wm, err := activities.NewWorkerMetrics(wreg, log)
 	if err != nil {
 		t.Fatal(err)
@@ -305,7 +270,7 @@ func TestPrometheusScrapesACrawl(t *testing.T) {
 	var runErr error
 	go func() {
 		defer close(done)
-		rctx, cancel := context.WithTimeout(ctx, 4*time.Minute)
+		rctx, cancel := context.WithTimeout(ctx, crawlWithin)
 		defer cancel()
 		runErr = run.Get(rctx, &st)
 	}()
@@ -323,17 +288,20 @@ func TestPrometheusScrapesACrawl(t *testing.T) {
 	// the campaign's queues, sessions and leases.
 	rateQ := `rate(drover_pages_fetched_total{campaign=` + id + `}[15s]) > 0`
 	var rate []promSample
-	for running() {
+	err = await.Until(ctx, crawlWithin, 200*time.Millisecond, func() error {
+		if !running() {
+			return fmt.Errorf("%w: the crawl ended (%d requests)", await.ErrFinal, web.Total())
+		}
 		if rate, err = prom.query(rateQ); err != nil {
 			t.Fatal(err)
 		}
-		if len(rate) > 0 {
-			break
+		if len(rate) == 0 {
+			return errors.New("no positive rate yet")
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	if len(rate) == 0 || !running() {
-		t.Fatalf("the crawl ended (%d requests) before Prometheus saw a positive rate of pages", web.Total())
+		return nil
+	})
+	if err != nil || !running() {
+		t.Fatalf("the crawl ended (%d requests) before Prometheus saw a positive rate of pages (%v)", web.Total(), err)
 	}
 	var shown []string
 	for _, s := range rate {
@@ -361,18 +329,21 @@ func TestPrometheusScrapesACrawl(t *testing.T) {
 	for q := range duringChecks {
 		pending = append(pending, q)
 	}
-	for running() && len(pending) > 0 {
+	_ = await.Until(ctx, crawlWithin, 200*time.Millisecond, func() error {
+		if !running() {
+			return await.ErrFinal
+		}
 		var still []string
 		for _, q := range pending {
 			if v, ok := prom.scalar(t, q); !ok || !duringChecks[q](v) {
 				still = append(still, q)
 			}
 		}
-		pending = still
-		if len(pending) > 0 {
-			time.Sleep(200 * time.Millisecond)
+		if pending = still; len(pending) > 0 {
+			return fmt.Errorf("pending %v", pending)
 		}
-	}
+		return nil
+	})
 	if len(pending) > 0 {
 		t.Errorf("the crawl ended before these held in Prometheus: %v", pending)
 	}
@@ -436,14 +407,12 @@ func TestPrometheusScrapesACrawl(t *testing.T) {
 	for _, tc := range totals {
 		var got float64
 		var ok bool
-		deadline := time.Now().Add(15 * time.Second)
-		for {
-			got, ok = prom.scalar(t, tc.q)
-			if (ok && got == float64(tc.want)) || time.Now().After(deadline) {
-				break
+		_ = await.Until(ctx, 15*time.Second, 200*time.Millisecond, func() error {
+			if got, ok = prom.scalar(t, tc.q); !ok || got != float64(tc.want) {
+				return errors.New("not yet")
 			}
-			time.Sleep(200 * time.Millisecond)
-		}
+			return nil
+		})
 		if !ok || got != float64(tc.want) {
 			t.Errorf("%s = %v (present %v); the test web counted %d", tc.q, got, ok, tc.want)
 		} else {

@@ -2,20 +2,38 @@ package node_test
 
 import (
 	"context"
-	"fmt"
-	"log/slog"
-	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/drover-crawl/drover/activities"
 	"github.com/drover-crawl/drover/campaign"
-	"github.com/drover-crawl/drover/frontier"
-	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/chaos"
+	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/testweb"
 )
+
+// rabbitDownFor is the fault's length, paced on purpose: RabbitMQ stays
+// stopped this long so that the scheduler's dials fail about ten times
+// (it dials again once a second) and the fleet runs out of leases, not a
+// blip that a single retry hides.
+const rabbitDownFor = 10 * time.Second
+
+// startRabbitNode starts a RabbitMQ node of the test's own (its own name,
+// port and data directory, beside the machine's), so that the test may
+// stop and start it without touching anyone else's queues.
+func startRabbitNode(t *testing.T) *chaos.RabbitNode {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	n, err := chaos.StartRabbitNode(ctx, "", os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Stop)
+	return n
+}
 
 // Issue 13: RabbitMQ stops for 10 s in the middle of a crawl (stop_app,
 // then start_app, on a node of the test's own). The scheduler does not
@@ -23,44 +41,27 @@ import (
 // completes with every page fetched and stored.
 func TestRabbitMQRestartMidCrawl(t *testing.T) {
 	rmq := startRabbitNode(t)
-	web, err := testweb.Start(testweb.Config{Hosts: 3, PagesPerHost: 200, CrossHost: true, Base: 68})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer web.Close()
+	web := startWeb(t, testweb.Config{Hosts: 3, PagesPerHost: 200, CrossHost: true, Base: 68})
 	s := startBareStack(t)
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	sched, err := node.StartScheduler(context.Background(), node.SchedulerConfig{Server: frontier.DefaultServerConfig(), Listen: "127.0.0.1:0", AMQPURL: rmq.url, SeenPath: t.TempDir() + "/seen", Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sched.Close() })
-	w, err := node.StartWorkers(s.temporal.Client(), node.WorkerConfig{Identity: "test-worker", Activities: &activities.Activities{
-		Schedulers: []string{sched.Addr()}, Token: session.DevToken, KafkaBrokers: s.kafka.Addr(), Identity: "test-worker",
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.Stop)
-	cfg := campaign.Config{
-		ID:           fmt.Sprintf("rmq-restart-%d", rand.IntN(1e9)),
-		Seeds:        web.Seeds(),
-		Fetchers:     4,
-		PerHostDelay: new(10 * time.Millisecond),
-		AllowPrivate: true,
-		Sinks:        []string{"kafka://" + s.kafka.Addr() + "/" + s.topic},
-	}
+	sched := startScheduler(t, node.SchedulerConfig{AMQPURL: rmq.URL, SeenPath: filepath.Join(t.TempDir(), "seen")})
+	startWorkers(t, s.temporal.Client(), "test-worker", []string{sched.Addr()}, s.kafka.Addr())
+	cfg := s.newCampaign("rmq-restart", web, 4)
+	cfg.PerHostDelay = new(10 * time.Millisecond)
 	run := ctStartCampaign(t, s.temporal.Client(), cfg)
 	total := len(web.Pages())
-	ctWaitFor(t, 2*time.Minute, 50*time.Millisecond, "a third of the crawl", func() bool { return ctPagesRequested(web) >= total/3 })
-	rmq.ctl(t, "stop_app")
+	await.For(t, 2*time.Minute, 50*time.Millisecond, "a third of the crawl", func() error { return ctAtLeastRequested(web, total/3) })
+	if err := rmq.Ctl(context.Background(), "stop_app"); err != nil {
+		t.Log(err)
+	}
 	down := time.Now()
 	atStop := ctPagesRequested(web)
-	time.Sleep(10 * time.Second) // the fault's length, on purpose
-	rmq.ctl(t, "start_app")
+	time.Sleep(rabbitDownFor)
+	if err := rmq.Ctl(context.Background(), "start_app"); err != nil {
+		t.Log(err)
+	}
 	up := time.Now()
 	t.Logf("RabbitMQ down %s, at %d of %d pages", up.Sub(down).Round(100*time.Millisecond), atStop, total)
-	resumed := ctWaitFor(t, 2*time.Minute, 100*time.Millisecond, "fetching to resume", func() bool { return ctPagesRequested(web) > atStop+10 })
+	resumed := await.For(t, 2*time.Minute, 100*time.Millisecond, "fetching to resume", func() error { return ctAtLeastRequested(web, atStop+11) })
 	st := ctResult(t, run, 4*time.Minute)
 	select {
 	case err := <-sched.Done():

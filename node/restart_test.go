@@ -3,7 +3,6 @@ package node_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -12,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drover-crawl/drover/activities"
 	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/testweb"
 )
@@ -23,31 +22,16 @@ import (
 // by `starter stop` and started again under the same ID crawls the web
 // again, whole: no seen mark of the first run survives on either scheduler.
 func TestStopAndStartAgainWithTwoSchedulers(t *testing.T) {
-	web, err := testweb.Start(testweb.Config{Hosts: 4, PagesPerHost: 250, CrossHost: true, Base: 66})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer web.Close()
+	web := startWeb(t, testweb.Config{Hosts: 4, PagesPerHost: 250, CrossHost: true, Base: 66})
 	s := startBareStack(t)
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	addrs := []string{s.sched.Addr()}
 	// s.sched is replica 0 of 1; a second scheduler, replica 1 of 2, shares
 	// the campaign's shards as a standby (single-active-consumer).
 	c2 := frontier.DefaultServerConfig()
 	c2.Name, c2.Index, c2.Replicas = "second", 1, 2
-	sched2, err := node.StartScheduler(context.Background(), node.SchedulerConfig{Server: c2, Listen: "127.0.0.1:0", AMQPURL: amqpURL(), SeenPath: t.TempDir() + "/seen2", Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sched2.Close() })
+	sched2 := startScheduler(t, node.SchedulerConfig{Server: c2, SeenPath: filepath.Join(t.TempDir(), "seen2")})
 	addrs = append(addrs, sched2.Addr())
-	w, err := node.StartWorkers(s.temporal.Client(), node.WorkerConfig{Identity: "test-worker", Activities: &activities.Activities{
-		Schedulers: addrs, Token: session.DevToken, KafkaBrokers: s.kafka.Addr(), Identity: "test-worker",
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.Stop)
+	startWorkers(t, s.temporal.Client(), "test-worker", addrs, s.kafka.Addr())
 
 	starter := filepath.Join(binaries(t), "starter")
 	env := append(os.Environ(), "TEMPORAL_ADDRESS="+s.temporal.Address(), "TEMPORAL_NAMESPACE="+s.temporal.Namespace(),
@@ -72,7 +56,7 @@ func TestStopAndStartAgainWithTwoSchedulers(t *testing.T) {
 	if out, err := run(time.Minute, args...); err != nil {
 		t.Fatalf("start: %v\n%s", err, out)
 	}
-	ctWaitFor(t, time.Minute, 50*time.Millisecond, "the first run under way", func() bool { return ctPagesRequested(web) >= 40 })
+	await.For(t, time.Minute, 50*time.Millisecond, "the first run under way", func() error { return ctAtLeastRequested(web, 40) })
 	if out, err := run(2*time.Minute, "stop", id); err != nil {
 		t.Fatalf("stop: %v\n%s", err, out)
 	}

@@ -2,14 +2,13 @@ package node_test
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/testweb"
 )
 
@@ -39,6 +38,12 @@ func kafkaCounts(t *testing.T, s *services, want int) (map[string]int, int) {
 	return got, len(recs)
 }
 
+// schedulerDownFor is how long TestSchedulerKilledMidCrawl leaves its
+// scheduler dead, paced on purpose: the workers' sessions fail and retry
+// meanwhile (their redial backoff starts at 100 ms), and the leases the
+// dead scheduler granted are outcomes it will never hear of.
+const schedulerDownFor = time.Second
+
 // TestSchedulerKilledMidCrawl: the only scheduler is SIGKILLed once the web
 // has served about 30% of its pages and started again on the same port with
 // the same seen-set; the campaign completes, the server saw every page, and
@@ -52,36 +57,26 @@ func TestSchedulerKilledMidCrawl(t *testing.T) {
 	startWorkerProc(t, "worker-0", []string{addr}, s.temporal.Address(), s.kafka.Addr())
 
 	pages := web.Pages()
-	cfg := campaign.Config{
-		ID:                 fmt.Sprintf("kill-%d", rand.IntN(1e9)),
-		Seeds:              web.Seeds(),
-		Fetchers:           4,
-		PerHostDelay:       new(2 * time.Millisecond),
-		PerHostConcurrency: 2,
-		AllowPrivate:       true,
-		Sinks:              []string{"kafka://" + s.kafka.Addr() + "/" + s.topic},
-	}
+	cfg := s.newCampaign("kill", web, 4)
+	cfg.PerHostDelay = new(2 * time.Millisecond)
+	cfg.PerHostConcurrency = 2
 	start := time.Now()
 	wait := runCampaign(t, s.temporal.Client(), cfg, 4*time.Minute)
 
 	killAt := len(pages) * 3 / 10
-	checkFor(t, 2*time.Minute, 2*time.Millisecond, func() error {
+	await.For(t, 2*time.Minute, 2*time.Millisecond, "30% of the pages served", func() error {
 		if n := web.Total(); n < killAt {
 			return fmt.Errorf("the web served %d requests, waiting for %d", n, killAt)
 		}
 		return nil
 	})
-	sched.kill()
+	sched.Kill()
 	atKill := web.Total()
 	t.Logf("scheduler SIGKILLed after %s, the web had served %d of %d pages (+robots)", time.Since(start).Round(time.Millisecond), atKill, len(pages))
 	if atKill >= len(pages) {
 		t.Fatalf("the crawl was over (%d requests) before the kill: nothing tested", atKill)
 	}
-	// Down for about a second: the workers' sessions fail and retry meanwhile.
-	down := time.Now()
-	for time.Since(down) < time.Second {
-		time.Sleep(50 * time.Millisecond)
-	}
+	time.Sleep(schedulerDownFor)
 	startSchedulerProc(t, addr, 0, 1, seen)
 	restarted := web.Total()
 
@@ -129,30 +124,16 @@ func TestTwoSchedulersThreeWorkers(t *testing.T) {
 	}
 
 	pages := web.Pages()
-	cfg := campaign.Config{
-		ID:                 fmt.Sprintf("scale-%d", rand.IntN(1e9)),
-		Seeds:              web.Seeds(),
-		Fetchers:           6,
-		PerHostDelay:       new(2 * time.Millisecond),
-		PerHostConcurrency: 2,
-		AllowPrivate:       true,
-		Sinks:              []string{"kafka://" + s.kafka.Addr() + "/" + s.topic},
-	}
+	cfg := s.newCampaign("scale", web, 6)
+	cfg.PerHostDelay = new(2 * time.Millisecond)
+	cfg.PerHostConcurrency = 2
 	start := time.Now()
 	st := runCampaign(t, s.temporal.Client(), cfg, 4*time.Minute)()
 	took := time.Since(start)
 	t.Logf("campaign %s: %s, %d pages in %s (%.0f pages/s, start to completion, 2 schedulers, 3 workers, 6 fetchers)",
 		cfg.ID, st.State, len(pages), took.Round(time.Millisecond), float64(len(pages))/took.Seconds())
 
-	if m := web.Missing(); len(m) > 0 {
-		t.Errorf("%d pages never requested, e.g. %v", len(m), m[:min(5, len(m))])
-	}
-	if d := web.Duplicates(); len(d) > 0 {
-		t.Errorf("%d URLs requested more than once: %v", len(d), d)
-	}
-	if d := web.DisallowedHits(); len(d) > 0 {
-		t.Errorf("disallowed URLs requested: %v", d)
-	}
+	checkFetchedOnce(t, web)
 	got, n := kafkaCounts(t, s, len(pages))
 	for _, u := range pages {
 		if got[u] != 1 {
@@ -169,22 +150,12 @@ func TestTwoSchedulersThreeWorkers(t *testing.T) {
 // server saw them, are at least d apart. A behaviour spec of politeness,
 // not a speed assertion.
 func TestPolitenessSpacing(t *testing.T) {
-	web, err := testweb.Start(testweb.Config{Hosts: 3, PagesPerHost: 20, CrossHost: true, Base: 42})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer web.Close()
+	web := startWeb(t, testweb.Config{Hosts: 3, PagesPerHost: 20, CrossHost: true, Base: 42})
 	s := startStack(t)
 	const d = 150 * time.Millisecond
-	cfg := campaign.Config{
-		ID:                 fmt.Sprintf("polite-%d", rand.IntN(1e9)),
-		Seeds:              web.Seeds(),
-		Fetchers:           3,
-		PerHostDelay:       new(d),
-		PerHostConcurrency: 1,
-		AllowPrivate:       true,
-		Sinks:              []string{"kafka://" + s.kafka.Addr() + "/" + s.topic},
-	}
+	cfg := s.newCampaign("polite", web, 3)
+	cfg.PerHostDelay = new(d)
+	cfg.PerHostConcurrency = 1
 	runCampaign(t, s.temporal.Client(), cfg, 4*time.Minute)()
 	if m := web.Missing(); len(m) > 0 {
 		t.Errorf("%d pages never requested, e.g. %v", len(m), m[:min(5, len(m))])

@@ -22,6 +22,7 @@ import (
 
 	"github.com/drover-crawl/drover/devstack"
 	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/tlsconf"
 	"github.com/drover-crawl/drover/tlsconf/tlstest"
@@ -123,19 +124,15 @@ func TestNoSecretLeaks(t *testing.T) {
 	// The scheduler over TLS, with the token and the AMQP password.
 	bin := binaries(t)
 	schedAddr := freeAddr(t)
-	sched := startProc(t, "scheduler", filepath.Join(bin, "scheduler"), []string{"-listen", schedAddr, "-seen", "mem"},
+	sched := startProc(t, "scheduler", filepath.Join(bin, "scheduler"), []string{"-listen", schedAddr, "-seen", "mem", "-metrics-addr", "127.0.0.1:0"},
 		[]string{"DROVER_TOKEN=" + secrets["session token"], "AMQP_URL=" + amqpURL, "DROVER_TLS_CERT=" + pki.ServerCert, "DROVER_TLS_KEY=" + pki.ServerKey})
 	clientTLS, err := tlsconf.Options{CA: pki.CA}.Client()
 	if err != nil {
 		t.Fatal(err)
 	}
 	sessions := session.Client{Token: secrets["session token"], TLS: clientTLS}
-	checkFor(t, 30*time.Second, 100*time.Millisecond, func() error {
-		select {
-		case <-sched.exited:
-			t.Fatalf("scheduler exited: %v\n%s", sched.err, tail(sched.log, 20))
-		default:
-		}
+	await.For(t, 30*time.Second, 100*time.Millisecond, "the scheduler answering a control session over TLS", func() error {
+		checkRunning(t, sched)
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
 		c, err := sessions.DialControl(cctx, schedAddr)
@@ -152,13 +149,9 @@ func TestNoSecretLeaks(t *testing.T) {
 		"KAFKA_BROKERS=" + kafkaAddr, "KAFKA_SASL_USERNAME=" + kafkaUser, "KAFKA_SASL_PASSWORD=" + secrets["Kafka SASL password"],
 		"PGPASSWORD=" + secrets["PostgreSQL password"],
 	}
-	worker := startProc(t, "worker", filepath.Join(bin, "worker"), []string{"-identity", "leak-worker"}, env)
+	worker := startProc(t, "worker", filepath.Join(bin, "worker"), []string{"-identity", "leak-worker", "-metrics-addr", "127.0.0.1:0"}, env)
 
-	web, err := testweb.Start(testweb.Config{Hosts: 2, PagesPerHost: 15, CrossHost: true, Base: 133})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer web.Close()
+	web := startWeb(t, testweb.Config{Hosts: 2, PagesPerHost: 15, CrossHost: true, Base: 133})
 	id := fmt.Sprintf("leak-%d", n)
 	kafkaSink := fmt.Sprintf("kafka://%s/%s?sasl=scram-sha-256", kafkaAddr, topic)
 	pgSink := fmt.Sprintf("postgres://%s@127.0.0.1:5432/test?sslmode=disable&table=%s", pgRole, table)
@@ -178,7 +171,7 @@ func TestNoSecretLeaks(t *testing.T) {
 			t.Fatalf("starter %s: %v", name, err)
 		}
 		if code != wantCode {
-			t.Fatalf("starter %s: exit %d, want %d:\n%s\n--- worker:\n%s", name, code, wantCode, out, tail(worker.log, 30))
+			t.Fatalf("starter %s: exit %d, want %d:\n%s\n--- worker:\n%s", name, code, wantCode, out, worker.Tail(30))
 		}
 		return string(out)
 	}
@@ -239,10 +232,10 @@ func TestNoSecretLeaks(t *testing.T) {
 		t.Errorf("describe: %v", err)
 	}
 
-	worker.kill()
-	sched.kill()
-	for name, p := range map[string]*proc{"worker log": worker, "scheduler log": sched} {
-		b, err := os.ReadFile(p.log)
+	worker.Kill()
+	sched.Kill()
+	for name, p := range map[string]*devstack.Proc{"worker log": worker, "scheduler log": sched} {
+		b, err := os.ReadFile(p.LogPath())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,7 +1,6 @@
 package node_test
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,12 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drover-crawl/drover/activities"
 	"github.com/drover-crawl/drover/campaign"
-	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/devstack"
 	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/frontier/seen/seentest"
-	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/testweb"
 )
@@ -32,13 +30,7 @@ import (
 func TestCrawlSurvivesDamagedSeenStore(t *testing.T) {
 	s := startServices(t)
 	addr := freeAddr(t)
-	w, err := node.StartWorkers(s.temporal.Client(), node.WorkerConfig{Activities: &activities.Activities{
-		Schedulers: []string{addr}, Token: session.DevToken, KafkaBrokers: s.kafka.Addr(), Identity: "seen-damage-worker",
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.Stop)
+	startWorkers(t, s.temporal.Client(), "seen-damage-worker", []string{addr}, s.kafka.Addr())
 
 	variants := []struct {
 		name string
@@ -109,17 +101,13 @@ func TestCrawlSurvivesDamagedSeenStore(t *testing.T) {
 	}
 	for i, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
-			web, err := testweb.Start(testweb.Config{Hosts: 3, PagesPerHost: 100, CrossHost: true, Base: byte(80 + i)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer web.Close()
+			web := startWeb(t, testweb.Config{Hosts: 3, PagesPerHost: 100, CrossHost: true, Base: byte(80 + i)})
 			pages := web.Pages()
 			seenDir := filepath.Join(t.TempDir(), "seen")
 			var slogs syncBuffer // the schedulers' log, shown if the test fails
 			t.Cleanup(func() {
 				if t.Failed() {
-					t.Logf("scheduler log (last lines):\n%s", lastLines(slogs.String(), 30))
+					t.Logf("scheduler log (last lines):\n%s", devstack.LastLines(slogs.String(), 30))
 				}
 			})
 			sched := sdStartScheduler(t, addr, seenDir, &slogs)
@@ -135,7 +123,7 @@ func TestCrawlSurvivesDamagedSeenStore(t *testing.T) {
 			}
 			wait := runCampaign(t, s.temporal.Client(), cfg, 2*time.Minute)
 			stopAt := len(pages) * 4 / 10
-			checkFor(t, time.Minute, 5*time.Millisecond, func() error {
+			await.For(t, time.Minute, 5*time.Millisecond, "the stop point of the crawl", func() error {
 				if n := web.Total(); n < stopAt {
 					return fmt.Errorf("the web served %d requests, waiting for %d", n, stopAt)
 				}
@@ -187,7 +175,7 @@ func TestCrawlSurvivesDamagedSeenStore(t *testing.T) {
 			// -race run can take to return the partition's first one (a
 			// whole partition, a quarter of the pages, was seen missing
 			// once that way, and present on the next read).
-			checkFor(t, 45*time.Second, 100*time.Millisecond, func() error {
+			await.For(t, 45*time.Second, 100*time.Millisecond, "every page in Kafka", func() error {
 				got, _ := kafkaCounts(t, s, len(pages))
 				var lost []string
 				for _, u := range pages {
@@ -212,11 +200,9 @@ func sdStartScheduler(t *testing.T, addr, dir string, w io.Writer) *node.Schedul
 	log := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	var sched *node.Scheduler
 	// The port of a scheduler just closed may take a moment to be free.
-	checkFor(t, 10*time.Second, 50*time.Millisecond, func() error {
+	await.For(t, 10*time.Second, 50*time.Millisecond, "a scheduler started on "+addr, func() error {
 		var err error
-		sched, err = node.StartScheduler(context.Background(), node.SchedulerConfig{
-			Server: frontier.DefaultServerConfig(), Listen: addr, AMQPURL: amqpURL(), SeenPath: dir, Log: log,
-		})
+		sched, err = newScheduler(node.SchedulerConfig{Listen: addr, SeenPath: dir, Log: log})
 		return err
 	})
 	t.Cleanup(func() { sched.Close() })

@@ -16,20 +16,22 @@ import (
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/devstack"
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/testweb"
 )
+
+// temporalLateBy is how long after the worker the Temporal server starts,
+// paced on purpose: several of the worker's dial attempts must fail first,
+// so that the test sees it wait rather than win a race.
+const temporalLateBy = 3 * time.Second
 
 // Issue 13, start order: a worker process started before the Temporal
 // server answers waits for it, saying so, and runs a campaign once the
 // server is up; a worker with a malformed address or a namespace the
 // server does not have exits and says why.
 func TestWorkerStartedBeforeTemporal(t *testing.T) {
-	web, err := testweb.Start(testweb.Config{Hosts: 2, PagesPerHost: 60, Base: 71})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer web.Close()
+	web := startWeb(t, testweb.Config{Hosts: 2, PagesPerHost: 60, Base: 71})
 	topic := fmt.Sprintf("pages-%d", rand.IntN(1e9))
 	k, err := devstack.StartKafka("127.0.0.1:0", topic)
 	if err != nil {
@@ -47,18 +49,16 @@ func TestWorkerStartedBeforeTemporal(t *testing.T) {
 
 	temporalAddr := freeAddr(t)
 	w := startWorkerProc(t, "early-worker", []string{sched.Addr()}, temporalAddr, k.Addr())
-	checkFor(t, 30*time.Second, 100*time.Millisecond, func() error {
-		select {
-		case <-w.exited:
-			t.Fatalf("the worker exited before Temporal was up (%v):\n%s", w.err, tail(w.log, 20))
-		default:
+	await.For(t, 30*time.Second, 100*time.Millisecond, "the worker saying it waits for Temporal", func() error {
+		if !w.Alive() {
+			t.Fatalf("the worker exited before Temporal was up (%v):\n%s", w.Err(), w.Tail(20))
 		}
-		if !strings.Contains(tail(w.log, 50), "waiting for Temporal") {
+		if !strings.Contains(w.Tail(50), "waiting for Temporal") {
 			return fmt.Errorf("the worker has not said it waits for Temporal")
 		}
 		return nil
 	})
-	time.Sleep(3 * time.Second) // the gap between the two starts, on purpose
+	time.Sleep(temporalLateBy)
 	host, port, _ := net.SplitHostPort(temporalAddr)
 	p, _ := strconv.Atoi(port)
 	tmp, err := devstack.StartTemporal(context.Background(), devstack.TemporalOptions{IP: host, Port: p, UIPort: -1})
@@ -85,15 +85,16 @@ func TestWorkerStartedBeforeTemporal(t *testing.T) {
 			"DROVER_SCHEDULER=" + sched.Addr(), "DROVER_TOKEN=" + testToken,
 			"TEMPORAL_ADDRESS=" + tc.addr, "TEMPORAL_NAMESPACE=" + tc.namespace, "KAFKA_BROKERS=" + k.Addr(),
 		})
-		select {
-		case <-p.exited:
-		case <-time.After(60 * time.Second):
-			t.Fatalf("%s: the worker did not exit on a configuration error:\n%s", tc.name, tail(p.log, 20))
-		}
-		if p.err == nil {
+		await.For(t, 60*time.Second, 100*time.Millisecond, tc.name+": the worker exiting on a configuration error", func() error {
+			if p.Alive() {
+				return fmt.Errorf("still running; its log ends:\n%s", p.Tail(20))
+			}
+			return nil
+		})
+		if p.Err() == nil {
 			t.Errorf("%s: the worker exited 0", tc.name)
 		}
-		if out := tail(p.log, 20); !strings.Contains(out, tc.want) {
+		if out := p.Tail(20); !strings.Contains(out, tc.want) {
 			t.Errorf("%s: the worker's last words lack %q:\n%s", tc.name, tc.want, out)
 		}
 	}

@@ -19,12 +19,17 @@ import (
 	"github.com/drover-crawl/drover/fetch"
 	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/tlsconf"
 	"github.com/drover-crawl/drover/tlsconf/tlstest"
 )
+
+// sessionRedialEvery paces the test's fetchers' dials while the scheduler
+// is not listening yet, as FetchSession's backoff (from 100 ms) does.
+const sessionRedialEvery = 100 * time.Millisecond
 
 // TestTLSSessions runs a scheduler that requires TLS with client
 // certificates (mTLS) and crawls a small test web through TLS sessions;
@@ -55,11 +60,7 @@ func TestTLSSessions(t *testing.T) {
 	}
 	cl := session.Client{Token: token, TLS: clientTLS}
 
-	web, err := testweb.Start(testweb.Config{Hosts: 2, PagesPerHost: 25, CrossHost: true, Base: 131})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer web.Close()
+	web := startWeb(t, testweb.Config{Hosts: 2, PagesPerHost: 25, CrossHost: true, Base: 131})
 	cfg := campaign.Config{
 		ID: fmt.Sprintf("tls-%d", rand.IntN(1e9)), Seeds: web.Seeds(), PerHostDelay: new(time.Duration),
 		AllowPrivate: true, Sinks: []string{"warc:/unused"},
@@ -94,7 +95,7 @@ func TestTLSSessions(t *testing.T) {
 			for fctx.Err() == nil {
 				sess, err := cl.DialSession(fctx, addr, fmt.Sprintf("fetcher-%d", i), cfg, cfg.FetcherConcurrency)
 				if err != nil {
-					time.Sleep(100 * time.Millisecond)
+					time.Sleep(sessionRedialEvery)
 					continue
 				}
 				select {
@@ -106,20 +107,19 @@ func TestTLSSessions(t *testing.T) {
 		}()
 	}
 	defer func() { stop(); wg.Wait() }()
-	deadline := time.Now().Add(90 * time.Second)
-	for len(web.Missing()) > 0 && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-	}
-	if m := web.Missing(); len(m) > 0 {
-		t.Fatalf("%d of %d pages never fetched through TLS sessions, e.g. %v", len(m), len(web.Pages()), m[:min(3, len(m))])
-	}
+	await.For(t, 90*time.Second, 100*time.Millisecond, "every page fetched through TLS sessions", func() error {
+		if m := web.Missing(); len(m) > 0 {
+			return fmt.Errorf("%d of %d pages never fetched, e.g. %v", len(m), len(web.Pages()), m[:min(3, len(m))])
+		}
+		return nil
+	})
 	if len(sessions) == 0 {
 		t.Fatal("no fetcher session was opened")
 	}
 	stored := map[string]bool{}
 	// The last outcomes may still be on their way: the scheduler's count
 	// is read over mTLS too.
-	checkFor(t, 30*time.Second, 100*time.Millisecond, func() error {
+	await.For(t, 30*time.Second, 100*time.Millisecond, "the scheduler's count over mTLS", func() error {
 		st, err := cl.CampaignStats(ctx, []string{addr}, cfg.ID)
 		if err != nil {
 			return err

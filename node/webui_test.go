@@ -20,11 +20,9 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/drover-crawl/drover/activities"
 	"github.com/drover-crawl/drover/devstack"
-	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/frontier/session"
-	"github.com/drover-crawl/drover/node"
+	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/starter/cli"
 	"github.com/drover-crawl/drover/testweb"
 )
@@ -44,12 +42,8 @@ const uiWait = 30 * time.Second
 // each step are kept under out/webui/ (printed).
 func TestWebUIInBrowser(t *testing.T) {
 	browser := chromium(t)
-	web, err := testweb.Start(testweb.Config{Hosts: 2, PagesPerHost: 200, CrossHost: true, Base: 77})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer web.Close()
-	s := startStackWithUI(t)
+	web := startWeb(t, testweb.Config{Hosts: 2, PagesPerHost: 200, CrossHost: true, Base: 77})
+	s := withWorkers(t, withScheduler(t, startServicesWith(t, devstack.TemporalOptions{}))) // the Web UI on a free port
 	ui := s.temporal.UIURL()
 
 	id := fmt.Sprintf("webui-%d", rand.IntN(1e9))
@@ -232,8 +226,7 @@ func (b *browser) eval(expr string) string {
 // until it holds every one of wants, for at most uiWait.
 func (b *browser) waitText(what, expr string, wants ...string) {
 	b.t.Helper()
-	deadline := time.Now().Add(uiWait)
-	for {
+	await.For(b.t, uiWait, 250*time.Millisecond, "the Web UI to show "+what, func() error {
 		text := b.eval(expr)
 		var missing []string
 		for _, w := range wants {
@@ -241,14 +234,11 @@ func (b *browser) waitText(what, expr string, wants ...string) {
 				missing = append(missing, w)
 			}
 		}
-		if len(missing) == 0 {
-			return
+		if len(missing) > 0 {
+			return fmt.Errorf("missing %q; it shows:\n%s", missing, text)
 		}
-		if time.Now().After(deadline) {
-			b.t.Fatalf("the Web UI did not show %s within %s: missing %q; it shows:\n%s", what, uiWait, missing, text)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func (b *browser) click(sel string) {
@@ -271,36 +261,4 @@ func (b *browser) screenshot(name string) {
 	if err != nil {
 		b.t.Errorf("screenshot %s: %v", name, err)
 	}
-}
-
-// startStackWithUI is startStack with the dev server's Web UI on (a free
-// port): Temporal, kfake, a scheduler and a worker.
-func startStackWithUI(t *testing.T) *stack {
-	t.Helper()
-	ctx := context.Background()
-	tmp, err := devstack.StartTemporal(ctx, devstack.TemporalOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tmp.Stop() })
-	topic := fmt.Sprintf("pages-%d", rand.IntN(1e9))
-	k, err := devstack.StartKafka("127.0.0.1:0", topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(k.Close)
-	sched, err := node.StartScheduler(ctx, node.SchedulerConfig{Server: frontier.DefaultServerConfig(), Listen: "127.0.0.1:0",
-		AMQPURL: amqpURL(), SeenPath: filepath.Join(t.TempDir(), "seen")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sched.Close() })
-	w, err := node.StartWorkers(tmp.Client(), node.WorkerConfig{Identity: "webui-worker", Activities: &activities.Activities{
-		Schedulers: []string{sched.Addr()}, Token: session.DevToken, KafkaBrokers: k.Addr(), Identity: "webui-worker",
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.Stop)
-	return &stack{temporal: tmp, kafka: k, sched: sched, workers: w, topic: topic}
 }

@@ -1,12 +1,14 @@
 package cli
 
 import (
-	"strings"
 	"testing"
 
 	commonpb "go.temporal.io/api/common/v1"
 	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/sdk/converter"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/drover-crawl/drover/workflows"
 )
@@ -17,9 +19,7 @@ func TestExecutionSearchAttributes(t *testing.T) {
 	dc := converter.GetDefaultDataConverter()
 	payload := func(v any) *commonpb.Payload {
 		p, err := dc.ToPayload(v)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		return p
 	}
 	info := func(state, pages any) *workflowpb.WorkflowExecutionInfo {
@@ -28,13 +28,11 @@ func TestExecutionSearchAttributes(t *testing.T) {
 		}}}
 	}
 	ex := execution(info("running", 42))
-	if ex.State != "running" || ex.PagesFetched != 42 || ex.DecodeError != "" {
-		t.Errorf("decoded %q, %d, error %q", ex.State, ex.PagesFetched, ex.DecodeError)
-	}
+	assert.Equal(t, "running", ex.State)
+	assert.Equal(t, int64(42), ex.PagesFetched)
+	assert.Empty(t, ex.DecodeError)
 	ex = execution(info(7, "many"))
 	for _, name := range []string{workflows.SearchAttributeState, workflows.SearchAttributePages} {
-		if !strings.Contains(ex.DecodeError, name+": ") {
-			t.Errorf("decode error %q does not name %s", ex.DecodeError, name)
-		}
+		assert.Contains(t, ex.DecodeError, name+": ", "the decode error names the attribute")
 	}
 }

@@ -17,14 +17,15 @@ import (
 	"time"
 	"unicode/utf8"
 
-	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/envconf"
 	"github.com/drover-crawl/drover/frontier"
-	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/internal/await"
+	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/workflows"
 )
 
@@ -80,30 +81,16 @@ var wantReasons = map[string]string{
 	noSuchHost:  "dns",
 }
 
-func amqpURL() string {
-	if u := os.Getenv("AMQP_URL"); u != "" {
-		return u
-	}
-	return "amqp://guest:guest@127.0.0.1:5672/"
-}
-
-// startScheduler serves a scheduler over the machine's RabbitMQ with an
+// startScheduler serves a scheduler over AMQP_URL's RabbitMQ with an
 // in-memory seen store (which keeps failure records) on a free port.
 func startScheduler(t *testing.T) string {
 	t.Helper()
-	conn, err := amqp.Dial(amqpURL())
-	require.NoError(t, err, "RabbitMQ at %s", amqpURL())
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	srv, err := frontier.NewServer(frontier.DefaultServerConfig(), conn, seen.NewMemory(), log)
+	sched, err := node.StartScheduler(context.Background(), node.SchedulerConfig{Server: frontier.DefaultServerConfig(),
+		Listen: "127.0.0.1:0", AMQPURL: envconf.Load(os.Getenv).AMQPURL, Log: log})
 	require.NoError(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	go srv.Serve(ln)
-	t.Cleanup(func() {
-		srv.Close()
-		conn.Close()
-	})
-	return ln.Addr().String()
+	t.Cleanup(func() { sched.Close() })
+	return sched.Addr()
 }
 
 // failingCampaign seeds a campaign on the scheduler at addr and plays its
@@ -160,10 +147,13 @@ func failingCampaign(t *testing.T, addr string) string {
 	}()
 
 	var st session.Stats
-	require.Eventually(t, func() bool {
+	await.For(t, 30*time.Second, 50*time.Millisecond, "campaign "+id+" settled", func() error {
 		st, err = ctl.Stats(ctx, id)
-		return err == nil && st.Idle() && st.Fetched == 2 && sum(st.FailedBy) == int64(len(wantReasons))
-	}, 30*time.Second, 50*time.Millisecond, "campaign %s not settled: %+v, %v", id, st, err)
+		if err == nil && !(st.Idle() && st.Fetched == 2 && sum(st.FailedBy) == int64(len(wantReasons))) {
+			err = fmt.Errorf("stats %+v", st)
+		}
+		return err
+	})
 	mu.Lock()
 	defer mu.Unlock()
 	require.Empty(t, unexpected, "leased URLs that should have failed without a fetch")

@@ -20,6 +20,7 @@ import (
 	"github.com/drover-crawl/drover/devstack"
 	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/testweb"
@@ -192,11 +193,14 @@ func (s *realStack) stopAtCleanup(t *testing.T, id string) {
 // waitFetched waits until campaign id has fetched a page.
 func (s *realStack) waitFetched(t *testing.T, id string) {
 	t.Helper()
-	require.Eventually(t, func() bool {
-		code, out, _ := s.starter(t, 10*time.Second, "status", id, "--json")
+	await.For(t, time.Minute, 200*time.Millisecond, "a page fetched", func() error {
+		code, out, errs := s.starter(t, 10*time.Second, "status", id, "--json")
 		var v View
-		return code == ExitOK && json.Unmarshal([]byte(out), &v) == nil && v.PagesFetched > 0
-	}, time.Minute, 200*time.Millisecond, "a page fetched")
+		if code != ExitOK || json.Unmarshal([]byte(out), &v) != nil || v.PagesFetched == 0 {
+			return fmt.Errorf("status exited %d: %s%s", code, out, errs)
+		}
+		return nil
+	})
 }
 
 func seedArgs(web *testweb.Web) []string {
