@@ -353,26 +353,12 @@ func (r *queueRun) inspect(s *Server, ids []string) {
 // queueDepths returns the ready messages of each of t's queues, by its
 // short name (s00.., park.1s.., dead); a queue not declared is left out.
 func queueDepths(conn *amqp.Connection, t Topology) (map[string]int64, error) {
-	ch, err := conn.Channel()
+	out := map[string]int64{}
+	err := t.inspect(conn, func(name string, q amqp.Queue) {
+		out[name[len(t.prefix()):]] = int64(q.Messages)
+	})
 	if err != nil {
 		return nil, err
-	}
-	defer func() { ch.Close() }()
-	out := map[string]int64{}
-	for _, name := range append(t.queueNames(), t.Dead()) {
-		q, err := ch.QueueDeclarePassive(name, true, false, false, false, nil)
-		if err != nil {
-			var aerr *amqp.Error
-			if errors.As(err, &aerr) && aerr.Code == amqp.NotFound {
-				// A missing queue closes the channel: reopen and go on.
-				if ch, err = conn.Channel(); err != nil {
-					return nil, err
-				}
-				continue
-			}
-			return nil, err
-		}
-		out[name[len(t.prefix()):]] = int64(q.Messages)
 	}
 	return out, nil
 }

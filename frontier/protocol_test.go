@@ -571,23 +571,7 @@ func (f *rawFetcher) hold(t *testing.T, fe *fetch.Fetcher, sk sink.Sink, robotsH
 			t.Fatalf("within %s: holding %d robots and %d page leases; still waiting for robots of %q (%v) and pages of %v",
 				holdWithin, len(h.robots), len(h.pages), robotsHost, !haveRobots, want)
 		}
-		ft, payload, err := readFrame(f.c, min(time.Second, time.Until(deadline)))
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
-			writeRaw(t, f.c, frame(session.FramePing, nil))
-			continue
-		}
-		if err != nil {
-			t.Fatalf("reading leases: %v", err)
-		}
-		if ft != session.FrameLeases {
-			continue
-		}
-		var ls session.Leases
-		if err := json.Unmarshal(payload, &ls); err != nil {
-			t.Fatal(err)
-		}
-		for _, l := range ls.Items {
+		for _, l := range readLeases(t, f, time.Until(deadline)) {
 			host := hostOf(t, l.URL)
 			switch {
 			case l.Kind == session.KindRobots && host == robotsHost:

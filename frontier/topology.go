@@ -187,25 +187,7 @@ type queueCounts struct {
 
 func (t Topology) counts(conn *amqp.Connection) (queueCounts, error) {
 	var c queueCounts
-	ch, err := conn.Channel()
-	if err != nil {
-		return c, fmt.Errorf("open channel: %w", err)
-	}
-	defer ch.Close()
-	for _, name := range append(t.queueNames(), t.Dead()) {
-		q, err := ch.QueueDeclarePassive(name, true, false, false, false, nil)
-		if err != nil {
-			var aerr *amqp.Error
-			if errors.As(err, &aerr) && aerr.Code == amqp.NotFound {
-				// A missing queue closes the channel: reopen and go on.
-				if ch, err = conn.Channel(); err != nil {
-					return c, fmt.Errorf("open channel: %w", err)
-				}
-				defer ch.Close()
-				continue
-			}
-			return c, fmt.Errorf("inspect %s: %w", name, err)
-		}
+	err := t.inspect(conn, func(name string, q amqp.Queue) {
 		switch {
 		case name == t.Dead():
 			c.dead = int64(q.Messages)
@@ -215,8 +197,35 @@ func (t Topology) counts(conn *amqp.Connection) (queueCounts, error) {
 		if strings.HasPrefix(name, t.prefix()+"s") {
 			c.consumers = max(c.consumers, int64(q.Consumers))
 		}
+	})
+	return c, err
+}
+
+// inspect calls f with the state of each of t's queues (the shards, the
+// parking and retry queues, the dead-letter queue) that is declared; a
+// queue not declared is left out.
+func (t Topology) inspect(conn *amqp.Connection, f func(name string, q amqp.Queue)) error {
+	ch, err := conn.Channel()
+	if err != nil {
+		return fmt.Errorf("open channel: %w", err)
 	}
-	return c, nil
+	defer func() { ch.Close() }()
+	for _, name := range append(t.queueNames(), t.Dead()) {
+		q, err := ch.QueueDeclarePassive(name, true, false, false, false, nil)
+		if err != nil {
+			var aerr *amqp.Error
+			if errors.As(err, &aerr) && aerr.Code == amqp.NotFound {
+				// A missing queue closes the channel: reopen and go on.
+				if ch, err = conn.Channel(); err != nil {
+					return fmt.Errorf("open channel: %w", err)
+				}
+				continue
+			}
+			return fmt.Errorf("inspect %s: %w", name, err)
+		}
+		f(name, q)
+	}
+	return nil
 }
 
 // Delete removes the campaign's queues and exchanges (its dead-letter queue
