@@ -146,6 +146,15 @@ func (k *Kafka) Addr() string { return k.addr }
 // with a DataDir writes its state there first.
 func (k *Kafka) Close() { k.cluster.Close() }
 
+// readTopicMaxWait is how long ReadTopic's fetches may wait on the broker.
+// kafka-go derives its read deadline from it, and the first fetch of a
+// broker restarted on its data directory reads megabytes of segments from
+// disk: with 100 ms, under -race, that fetch timed out again and again and
+// a partition was never read (TestKafkaDataDirSurvivesRestart, 1 run in 5).
+// A long wait costs nothing here: a fetch answers as soon as it has a
+// record, and ReadTopic stops at the end offset.
+const readTopicMaxWait = 5 * time.Second
+
 // ReadTopic reads every record of topic on brokers, each partition up to
 // the end offset the broker reports when its reading starts, so that a
 // slow fetch on a loaded machine is waited for instead of taken for the
@@ -163,7 +172,7 @@ func ReadTopic(ctx context.Context, brokers, topic string) ([]kafka.Message, err
 		if err != nil {
 			return out, fmt.Errorf("reading %s[%d]'s end offset: %w", topic, p, err)
 		}
-		r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{brokers}, Topic: topic, Partition: p, MaxBytes: KafkaMaxMessageBytes, MaxWait: 100 * time.Millisecond})
+		r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{brokers}, Topic: topic, Partition: p, MaxBytes: KafkaMaxMessageBytes, MaxWait: readTopicMaxWait})
 		for next := int64(0); next < end; {
 			m, err := r.ReadMessage(ctx)
 			if err != nil {
