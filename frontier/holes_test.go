@@ -168,14 +168,7 @@ func TestHoleFailedRecordRedeliveryIsNotADuplicate(t *testing.T) {
 	cfg := handCampaign(t, p1, p2)
 	child := "http://127.66.1.1:9/child"
 	fault := &faultOnShard{queue: shardQueue(cfg, child)}
-	frontier.SetPublishFault(sched.srv, fault.fault)
-	ctl := control(t, sched.addr)
-	seedCampaign(t, ctl, cfg)
-
-	f := dialRawFetcher(t, sched.addr, cfg)
-	got := map[string]uint64{}
-	f.pages(t, 4, 20*time.Second, nil, func(l session.Lease) bool { got[l.URL] = l.ID; return len(got) == 2 })
-	fault.armed.Store(1)
+	ctl, f, got := leaseTwoThenArm(t, sched, cfg, fault)
 	links := []urlrule.Link{{URL: child}}
 	f.report(t,
 		session.Outcome{LeaseID: got[p1], Stored: true, Status: 200, Links: links},
@@ -309,6 +302,22 @@ func addrsConn(t *testing.T) *amqp.Connection {
 	return conn
 }
 
+// leaseTwoThenArm puts fault on sched's publisher, seeds cfg (two seed
+// pages), leases both pages to a raw fetcher and arms the fault: the
+// outcomes the test reports next meet it. got maps each page's URL to its
+// lease ID.
+func leaseTwoThenArm(t *testing.T, sched *scheduler, cfg campaign.Config, fault *faultOnShard) (*session.Control, *rawFetcher, map[string]uint64) {
+	t.Helper()
+	frontier.SetPublishFault(sched.srv, fault.fault)
+	ctl := control(t, sched.addr)
+	seedCampaign(t, ctl, cfg)
+	f := dialRawFetcher(t, sched.addr, cfg)
+	got := map[string]uint64{}
+	f.pages(t, 4, 20*time.Second, nil, func(l session.Lease) bool { got[l.URL] = l.ID; return len(got) == 2 })
+	fault.armed.Store(1)
+	return ctl, f, got
+}
+
 // Hole 4: a parent is acked only once every link it found is confirmed,
 // even when another outcome is publishing the same link: here that other
 // publish fails, and the page that found it comes back as a 404.
@@ -318,13 +327,7 @@ func TestHoleParentAckWaitsForItsLinks(t *testing.T) {
 	cfg := handCampaign(t, p1, p2)
 	link := "http://127.66.5.3:9/shared"
 	fault := &faultOnShard{queue: shardQueue(cfg, link), hold: make(chan struct{}), held: make(chan struct{})}
-	frontier.SetPublishFault(sched.srv, fault.fault)
-	ctl := control(t, sched.addr)
-	seedCampaign(t, ctl, cfg)
-	f := dialRawFetcher(t, sched.addr, cfg)
-	got := map[string]uint64{}
-	f.pages(t, 4, 20*time.Second, nil, func(l session.Lease) bool { got[l.URL] = l.ID; return len(got) == 2 })
-	fault.armed.Store(1)
+	_, f, got := leaseTwoThenArm(t, sched, cfg, fault)
 	links := []urlrule.Link{{URL: link}}
 	f.report(t, session.Outcome{LeaseID: got[p1], Stored: true, Status: 200, Links: links})
 	select {
