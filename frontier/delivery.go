@@ -78,8 +78,10 @@ func (a *campaignActor) onDelivery(ch *amqp.Channel, shard int, d amqp.Delivery)
 	dl.left.Store(int32(len(ms)))
 	a.unacked.Add(int64(len(ms) - 1))
 	now := time.Now()
+	// The headers are the message's: one reading serves each of its URLs.
+	attempt, lost, sinkFails := headerInt(d.Headers, hdrAttempt), headerInt(d.Headers, hdrLost), headerInt(d.Headers, hdrSinkFails)
 	for _, m := range ms {
-		a.onURL(&entry{dl: dl, msg: m, shard: shard, attempt: headerInt(d.Headers, hdrAttempt), lost: headerInt(d.Headers, hdrLost), sinkFails: headerInt(d.Headers, hdrSinkFails)}, now)
+		a.onURL(&entry{dl: dl, msg: m, shard: shard, attempt: attempt, lost: lost, sinkFails: sinkFails}, now)
 	}
 }
 

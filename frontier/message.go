@@ -40,6 +40,11 @@ type batchMsg struct {
 
 func encodeMsg(m urlMsg, priority uint8, headers amqp.Table) amqp.Publishing {
 	body, _ := json.Marshal(m) // a struct of strings and numbers always encodes
+	return publishing(body, priority, headers)
+}
+
+// publishing is a JSON message of the frontier's queues.
+func publishing(body []byte, priority uint8, headers amqp.Table) amqp.Publishing {
 	return amqp.Publishing{
 		ContentType: "application/json",
 		Body:        body,
@@ -55,13 +60,7 @@ func encodeBatch(ms []urlMsg, priority uint8) amqp.Publishing {
 		return encodeMsg(ms[0], priority, nil)
 	}
 	body, _ := json.Marshal(batchMsg{URLs: ms})
-	return amqp.Publishing{
-		ContentType: "application/json",
-		Body:        body,
-		Priority:    priority,
-		Headers:     amqp.Table{hdrBatch: int32(len(ms))},
-		Timestamp:   time.Now(),
-	}
+	return publishing(body, priority, amqp.Table{hdrBatch: int32(len(ms))})
 }
 
 // decodeDelivery returns the URLs of a message: one, or a batch's. A batch
