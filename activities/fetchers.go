@@ -1,11 +1,13 @@
 package activities
 
 import (
+	"context"
 	"reflect"
 	"sync"
 
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/fetch"
+	"github.com/drover-crawl/drover/sink"
 )
 
 // fetchers shares one fetch.Fetcher, and so one connection pool, among the
@@ -17,51 +19,123 @@ import (
 // workers' RSS grew with them through the crawl (`make load`). The
 // scheduler leases a host's URLs to any fetcher, so one pool per process
 // serves them all and holds a host's connections once.
-var fetchers = fetcherPool{m: map[string]*pooledFetcher{}}
+var fetchers = newPool[*fetch.Fetcher]()
 
-type fetcherPool struct {
+// sinks shares the sinks of a campaign among its FetchSessions in this
+// process, as fetchers does the Fetcher: one Kafka writer (whose batches
+// then gather the pages of every session instead of a few of one: fewer
+// produce requests, and fewer fsyncs on a broker that syncs each batch),
+// one WARC file and its group commit, one PostgreSQL pool.
+var sinks = newPool[sink.Sink]()
+
+// acquireFetcher returns the campaign's shared Fetcher and the function
+// that gives it back.
+func acquireFetcher(ctx context.Context, cfg campaign.Config) (*fetch.Fetcher, func(), error) {
+	return fetchers.acquire(ctx, cfg.ID, cfg, func() (*fetch.Fetcher, func(), error) {
+		f, err := fetch.New(cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		return f, f.Close, nil
+	})
+}
+
+// acquireSinks returns the campaign's shared sinks (sink.OpenAll of
+// cfg.Sinks with opts) and the function that gives them back; the last
+// session to give them back closes them.
+func acquireSinks(ctx context.Context, cfg campaign.Config, opts sink.Options) (sink.Sink, func(), error) {
+	made := struct {
+		Sinks   []string
+		BodyCap int64
+		Opts    sink.Options
+	}{cfg.Sinks, cfg.BodyCap, opts}
+	return sinks.acquire(ctx, cfg.ID, made, func() (sink.Sink, func(), error) {
+		sk, err := sink.OpenAll(ctx, cfg.Sinks, opts)
+		if err != nil {
+			return nil, nil, err
+		}
+		return sk, func() { _ = sk.Close() }, nil
+	})
+}
+
+// pool hands out one value per campaign to the FetchSessions of this
+// process: made on first use, closed when the last session gives it back.
+type pool[V any] struct {
 	mu sync.Mutex
-	m  map[string]*pooledFetcher // by campaign ID
+	m  map[string]*pooled[V] // by campaign ID
 }
 
-type pooledFetcher struct {
-	cfg  campaign.Config
-	f    *fetch.Fetcher
-	refs int
+type pooled[V any] struct {
+	made  any           // what v was made with
+	ready chan struct{} // closed once v (or err) is set
+	v     V
+	err   error
+	close func()
+	refs  int
 }
 
-// acquire returns the campaign's Fetcher, made with cfg on first use, and
-// the function that gives it back. A session whose cfg differs from the one
-// the shared Fetcher was made with (a campaign started again under the same
-// ID with other settings) gets a Fetcher of its own.
-func (p *fetcherPool) acquire(cfg campaign.Config) (*fetch.Fetcher, func(), error) {
+func newPool[V any]() *pool[V] { return &pool[V]{m: map[string]*pooled[V]{}} }
+
+// acquire returns the value shared under key, made by open on first use,
+// and the function that gives it back. A session whose made differs
+// (reflect.DeepEqual) from what the shared value was made with (a campaign
+// started again under the same ID with other settings) gets a value of its
+// own. open runs outside the pool's lock (a sink may take seconds to
+// connect): the sessions that ask meanwhile wait for it, or for ctx, and
+// share its error when it fails; a failed value is not kept.
+func (p *pool[V]) acquire(ctx context.Context, key string, made any, open func() (V, func(), error)) (V, func(), error) {
+	var zero V
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	e, shared := p.m[cfg.ID]
-	if shared && reflect.DeepEqual(e.cfg, cfg) {
-		e.refs++
-		return e.f, func() { p.release(cfg.ID, e) }, nil
-	}
-	f, err := fetch.New(cfg)
-	if err != nil {
-		return nil, nil, err
+	e, shared := p.m[key]
+	if shared && !reflect.DeepEqual(e.made, made) {
+		p.mu.Unlock()
+		return open()
 	}
 	if shared {
-		return f, f.Close, nil
+		e.refs++
+		p.mu.Unlock()
+		select {
+		case <-e.ready:
+		case <-ctx.Done():
+			p.release(key, e)
+			return zero, nil, ctx.Err()
+		}
+		if e.err != nil {
+			p.release(key, e)
+			return zero, nil, e.err
+		}
+		return e.v, func() { p.release(key, e) }, nil
 	}
-	e = &pooledFetcher{cfg: cfg, f: f, refs: 1}
-	p.m[cfg.ID] = e
-	return f, func() { p.release(cfg.ID, e) }, nil
+	e = &pooled[V]{made: made, ready: make(chan struct{}), refs: 1}
+	p.m[key] = e
+	p.mu.Unlock()
+
+	e.v, e.close, e.err = open()
+	if e.err != nil {
+		p.mu.Lock()
+		if p.m[key] == e {
+			delete(p.m, key)
+		}
+		p.mu.Unlock()
+	}
+	close(e.ready)
+	if e.err != nil {
+		p.release(key, e)
+		return zero, nil, e.err
+	}
+	return e.v, func() { p.release(key, e) }, nil
 }
 
-func (p *fetcherPool) release(id string, e *pooledFetcher) {
+// release gives e back; the last one closes its value.
+func (p *pool[V]) release(key string, e *pooled[V]) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if e.refs--; e.refs > 0 {
-		return
+	e.refs--
+	last := e.refs == 0
+	if last && p.m[key] == e {
+		delete(p.m, key)
 	}
-	if p.m[id] == e {
-		delete(p.m, id)
+	p.mu.Unlock()
+	if last && e.close != nil {
+		e.close()
 	}
-	e.f.Close()
 }

@@ -52,16 +52,16 @@ func (a *Activities) FetchSession(ctx context.Context, in workflows.FetchSession
 	if len(a.Schedulers) == 0 {
 		return workflows.SessionCounters{}, temporal.NewNonRetryableApplicationError("no scheduler configured (DROVER_SCHEDULER)", "Config", nil)
 	}
-	f, release, err := fetchers.acquire(cfg)
+	f, release, err := acquireFetcher(ctx, cfg)
 	if err != nil {
 		return workflows.SessionCounters{}, temporal.NewNonRetryableApplicationError(err.Error(), "Config", err)
 	}
 	defer release()
-	sk, err := sink.OpenAll(ctx, cfg.Sinks, sink.Options{Campaign: cfg.ID, BodyCap: cfg.BodyCap, KafkaBrokers: a.KafkaBrokers, Metrics: a.SinkMetrics, Secrets: a.SinkSecrets})
+	sk, releaseSinks, err := acquireSinks(ctx, cfg, sink.Options{Campaign: cfg.ID, BodyCap: cfg.BodyCap, KafkaBrokers: a.KafkaBrokers, Metrics: a.SinkMetrics, Secrets: a.SinkSecrets})
 	if err != nil {
 		return workflows.SessionCounters{}, temporal.NewApplicationErrorWithCause(err.Error(), "SinkUnavailable", err)
 	}
-	defer sk.Close()
+	defer releaseSinks()
 
 	r := NewRunner(cfg, f, sk, in.Index, a.Identity)
 	r.m = a.Metrics
