@@ -127,11 +127,13 @@ func (p *Proxy) wait() error {
 	}
 }
 
-// track registers c, unless the proxy is cut or closed.
+// track registers c, unless the proxy is cut or closed: then it closes c,
+// as Cut and Close do with the connections they hold, and returns false.
 func (p *Proxy) track(c net.Conn) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed || p.state == proxyCut {
+		c.Close()
 		return false
 	}
 	p.conns[c] = struct{}{}
@@ -150,11 +152,9 @@ func (p *Proxy) accept() {
 		if err != nil {
 			return
 		}
-		if !p.track(c) {
-			c.Close()
-			continue
+		if p.track(c) {
+			go p.serve(c)
 		}
-		go p.serve(c)
 	}
 }
 
@@ -169,7 +169,6 @@ func (p *Proxy) serve(client net.Conn) {
 		return
 	}
 	if !p.track(upstream) {
-		upstream.Close()
 		return
 	}
 	defer p.untrack(upstream)

@@ -85,6 +85,8 @@ func TestProxyCutAndPartition(t *testing.T) {
 		c2.SetDeadline(time.Now().Add(5 * time.Second))
 		if _, err := bufio.NewReader(c2).ReadString('\n'); err == nil {
 			t.Fatal("cut, yet a new connection answers")
+		} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			t.Fatal("cut, yet a new connection is held open instead of closed")
 		}
 		c2.Close()
 	}

@@ -185,7 +185,7 @@ func (t tag) attrOr(key string) string {
 
 // linkTags returns the base, meta, a, area, frame, iframe and link tags of
 // a document, in document order, with the attributes link extraction reads
-// (linkAttrNames).
+// (linkAttrName).
 //
 // It reads start tags with golang.org/x/net/html's tokenizer rather than
 // building goquery's tree (issue 15): the tokenizer skips comments and the

@@ -91,7 +91,7 @@ func (c *QueuedCache) Queued(campaign string, keys []Key) ([]bool, error) {
 	for n, i := range at {
 		if got[n] {
 			out[i] = true
-			g.remember(keys[i]) // g, not c.gens: see rememberAll
+			g.remember(keys[i]) // g, not c.gens: see mark
 		}
 	}
 	c.mu.Unlock()
@@ -101,22 +101,12 @@ func (c *QueuedCache) Queued(campaign string, keys []Key) ([]bool, error) {
 // MarkQueued implements Store; the keys are remembered once the store
 // has them.
 func (c *QueuedCache) MarkQueued(campaign string, keys []Key) error {
-	g := c.current(campaign)
-	if err := c.Store.MarkQueued(campaign, keys); err != nil {
-		return err
-	}
-	c.rememberAll(g, keys)
-	return nil
+	return c.mark(campaign, keys, c.Store.MarkQueued)
 }
 
 // MarkDone implements Store: a done key is queued too.
 func (c *QueuedCache) MarkDone(campaign string, keys []Key) error {
-	g := c.current(campaign)
-	if err := c.Store.MarkDone(campaign, keys); err != nil {
-		return err
-	}
-	c.rememberAll(g, keys)
-	return nil
+	return c.mark(campaign, keys, c.Store.MarkDone)
 }
 
 func (c *QueuedCache) current(campaign string) *queuedGens {
@@ -125,15 +115,21 @@ func (c *QueuedCache) current(campaign string) *queuedGens {
 	return c.gens(campaign)
 }
 
-// rememberAll remembers keys in g, the campaign's generations taken before
-// the store was called: if Drop ran meanwhile, g is no longer the
-// campaign's and the keys go nowhere, so the cache never outlives a Drop.
-func (c *QueuedCache) rememberAll(g *queuedGens, keys []Key) {
+// mark calls store (the store's MarkQueued or MarkDone) and, once it has
+// succeeded, remembers keys in g, the campaign's generations taken before
+// the call: if Drop ran meanwhile, g is no longer the campaign's and the
+// keys go nowhere, so the cache never outlives a Drop.
+func (c *QueuedCache) mark(campaign string, keys []Key, store func(string, []Key) error) error {
+	g := c.current(campaign)
+	if err := store(campaign, keys); err != nil {
+		return err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, k := range keys {
 		g.remember(k)
 	}
+	return nil
 }
 
 // Drop implements Store and forgets the campaign here first, so that

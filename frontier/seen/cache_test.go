@@ -109,11 +109,15 @@ func TestQueuedCacheDropForgets(t *testing.T) {
 func TestQueuedCacheMarkRacingDrop(t *testing.T) {
 	c := NewQueuedCache(NewMemory())
 	ks := keysN("r", 1)
-	g := c.current("c1")
-	if err := c.Drop("c1"); err != nil {
+	err := c.mark("c1", ks, func(campaign string, keys []Key) error {
+		if err := c.Drop(campaign); err != nil { // arrives while the store is marking
+			return err
+		}
+		return c.Store.MarkQueued(campaign, keys)
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
-	c.rememberAll(g, ks)
 	if c.current("c1").has(ks[0]) {
 		t.Fatal("a mark taken before Drop was remembered after it")
 	}
