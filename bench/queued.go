@@ -175,14 +175,8 @@ func publishEach(ctx context.Context, ch *amqp.Channel, topo frontier.Topology, 
 			}
 			confirms = append(confirms, dc)
 		}
-		for _, dc := range confirms {
-			ok, err := dc.WaitContext(ctx)
-			if err != nil {
-				return fmt.Errorf("confirm: %w", err)
-			}
-			if !ok {
-				return errors.New("publish nacked by RabbitMQ")
-			}
+		if err := frontier.AwaitConfirms(ctx, confirms); err != nil {
+			return err
 		}
 		if time.Now().After(next) {
 			fmt.Fprintf(log, "bench: %d/%d published\n", i, n)

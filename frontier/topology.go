@@ -402,14 +402,8 @@ func (p *publisher) publish(ctx context.Context, msgs []outMsg) error {
 		}
 		confirms = append(confirms, dc)
 	}
-	for _, dc := range confirms {
-		ok, err := dc.WaitContext(ctx)
-		if err != nil {
-			return fmt.Errorf("wait for confirm: %w", err)
-		}
-		if !ok {
-			return errors.New("publish nacked by RabbitMQ")
-		}
+	if err := AwaitConfirms(ctx, confirms); err != nil {
+		return err
 	}
 	pc.sync()
 	for i, id := range ids {
@@ -430,4 +424,19 @@ func (p *publisher) close() error {
 		return nil
 	}
 	return p.cur.ch.Close()
+}
+
+// AwaitConfirms waits for RabbitMQ's confirmation of every publish, in
+// order; it fails at the first nack, or when ctx ends first.
+func AwaitConfirms(ctx context.Context, confirms []*amqp.DeferredConfirmation) error {
+	for _, dc := range confirms {
+		ok, err := dc.WaitContext(ctx)
+		if err != nil {
+			return fmt.Errorf("wait for confirm: %w", err)
+		}
+		if !ok {
+			return errors.New("publish nacked by RabbitMQ")
+		}
+	}
+	return nil
 }
