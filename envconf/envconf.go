@@ -6,6 +6,7 @@
 package envconf
 
 import (
+	"runtime/debug"
 	"strings"
 
 	"github.com/drover-crawl/drover/frontier/session"
@@ -65,4 +66,24 @@ func Load(getenv func(string) string) Env {
 		e.Schedulers = []string{DefaultScheduler}
 	}
 	return e
+}
+
+// WorkerGCPercent is the worker's GOGC when its environment sets none.
+// A worker's heap is mostly pages in flight, made and dropped by the
+// thousand a second: at Go's default (100) the collector took about a
+// quarter of the worker's CPU (dev stack, fleet 8, plain test web: worker
+// and scheduler 0.40-0.61 CPU-s per 1,000 pages at 100, 0.29-0.38 at
+// 400), for a heap of tens of MB. 400 lets the heap grow to five times
+// what is live between collections (the worker's RSS went 75 -> 124 MB
+// there); GOGC, or GOMEMLIMIT, in the environment still decides.
+const WorkerGCPercent = 400
+
+// DefaultGC sets the collector's GOGC to percent unless the environment
+// (getenv) sets GOGC itself, and reports whether it did.
+func DefaultGC(getenv func(string) string, percent int) bool {
+	if strings.TrimSpace(getenv("GOGC")) != "" {
+		return false
+	}
+	debug.SetGCPercent(percent)
+	return true
 }

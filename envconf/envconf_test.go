@@ -2,6 +2,7 @@ package envconf
 
 import (
 	"reflect"
+	"runtime/debug"
 	"testing"
 
 	"github.com/drover-crawl/drover/frontier/session"
@@ -37,5 +38,23 @@ func TestLoadEnv(t *testing.T) {
 		if !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%s:\n got %+v\nwant %+v", c.name, got, c.want)
 		}
+	}
+}
+
+func TestDefaultGCLeavesAGOGCTheEnvironmentSets(t *testing.T) {
+	before := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(before)
+
+	if DefaultGC(func(k string) string { return map[string]string{"GOGC": "50"}[k] }, 400) {
+		t.Fatal("DefaultGC overrode the environment's GOGC")
+	}
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Fatalf("GOGC %d after DefaultGC with GOGC set, want it untouched (100)", got)
+	}
+	if !DefaultGC(func(string) string { return "" }, 400) {
+		t.Fatal("DefaultGC did not set GOGC with none in the environment")
+	}
+	if got := debug.SetGCPercent(100); got != 400 {
+		t.Fatalf("GOGC %d after DefaultGC(400) with none in the environment, want 400", got)
 	}
 }

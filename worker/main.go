@@ -42,6 +42,7 @@ func main() {
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	env := envconf.Load(os.Getenv)
+	envconf.DefaultGC(os.Getenv, envconf.WorkerGCPercent)
 	if *identity == "" {
 		h, _ := os.Hostname()
 		*identity = fmt.Sprintf("worker@%s:%d", h, os.Getpid())
