@@ -108,6 +108,9 @@ type Result struct {
 	Disallowed int           `json:"disallowed"` // requests robots.txt disallows
 	Requests   int           `json:"requests"`
 	Span       time.Duration `json:"span"` // first to last request start
+	// WebCPU: the parent's CPU while the child ran: the test web serving
+	// it (and the parent waiting), outside every contender's figures.
+	WebCPU time.Duration `json:"web_cpu,omitempty"`
 	MinGap     time.Duration `json:"min_gap,omitempty"`
 	Bound      float64       `json:"bound,omitempty"` // pages/s politeness allows: hosts / delay
 	// Achievable: the bound this web allows at all: its largest host needs

@@ -110,6 +110,9 @@ func procsNote(res Result) string {
 		}
 		parts = append(parts, fmt.Sprintf("%s%s: %s CPU s/1k, %s MB", p.Identity, extra, perK(p.CPU, res.Pages), mb(p.HWM)))
 	}
+	if res.WebCPU > 0 {
+		parts = append(parts, fmt.Sprintf("test web (not counted): %s CPU s/1k", perK(res.WebCPU, res.Pages)))
+	}
 	return strings.Join(parts, "; ")
 }
 

@@ -289,12 +289,15 @@ func (o Options) runOne(ctx context.Context, cfg testweb.Config, name string, j 
 		j.URLs = interleave(web.Pages())
 	}
 	fmt.Fprintf(o.Log, "bench: %s on %d hosts x %d pages ...\n", name, web.Config().Hosts, web.Config().PagesPerHost)
+	webCPU0, _ := selfUsage()
 	child, err := o.child(ctx, j)
 	if child.Kind == "" && err != nil {
 		return res, err
 	}
+	webCPU1, _ := selfUsage()
 	child.Name = name
 	res = child
+	res.WebCPU = webCPU1 - webCPU0
 	pages := web.Pages()
 	res.Missing = len(web.Missing())
 	res.Disallowed = len(web.DisallowedHits())
@@ -316,8 +319,8 @@ func (o Options) runOne(ctx context.Context, cfg testweb.Config, name string, j 
 	if err == nil && res.Err != "" {
 		err = errors.New(res.Err)
 	}
-	fmt.Fprintf(o.Log, "bench: %s: %d pages, %.0f pages/s over the server's span (%.0f over wall), %d duplicates, %d missing\n",
-		name, res.Pages, res.PagesPerSec(), res.WallPagesPerSec(), res.Duplicates, res.Missing)
+	fmt.Fprintf(o.Log, "bench: %s: %d pages, %.0f pages/s over the server's span (%.0f over wall), %d duplicates, %d missing; the test web's process: %s CPU s per 1,000 pages\n",
+		name, res.Pages, res.PagesPerSec(), res.WallPagesPerSec(), res.Duplicates, res.Missing, perK(res.WebCPU, res.Pages))
 	return res, err
 }
 
