@@ -111,8 +111,8 @@ type Result struct {
 	// WebCPU: the parent's CPU while the child ran: the test web serving
 	// it (and the parent waiting), outside every contender's figures.
 	WebCPU time.Duration `json:"web_cpu,omitempty"`
-	MinGap     time.Duration `json:"min_gap,omitempty"`
-	Bound      float64       `json:"bound,omitempty"` // pages/s politeness allows: hosts / delay
+	MinGap time.Duration `json:"min_gap,omitempty"`
+	Bound  float64       `json:"bound,omitempty"` // pages/s politeness allows: hosts / delay
 	// Achievable: the bound this web allows at all: its largest host needs
 	// robots.txt plus its pages, each a delay apart, so no crawl's span is
 	// shorter than (those requests - 1) x delay.
