@@ -45,16 +45,46 @@ func startScheduler(t *testing.T, cfg frontier.ServerConfig, store seen.Store) *
 	return startSchedulerWith(t, cfg, store, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 }
 
+// startReplicas starts n schedulers of one group (Name s0, s1, ...), each
+// with its seen store in memory.
+func startReplicas(t *testing.T, n int) []*scheduler {
+	t.Helper()
+	var scheds []*scheduler
+	for i := range n {
+		c := frontier.DefaultServerConfig()
+		c.Name, c.Index, c.Replicas = fmt.Sprintf("s%d", i), i, n
+		scheds = append(scheds, startScheduler(t, c, seen.NewMemory()))
+	}
+	return scheds
+}
+
+// addrsOf lists the schedulers' addresses, in order.
+func addrsOf(scheds []*scheduler) []string {
+	var addrs []string
+	for _, s := range scheds {
+		addrs = append(addrs, s.addr)
+	}
+	return addrs
+}
+
 func (s *scheduler) stop() {
 	s.srv.Close()
 	s.conn.Close()
 }
 
+// testCampaign is a campaign over the test web's seeds.
 func testCampaign(t *testing.T, web *testweb.Web) campaign.Config {
+	return newCampaign(t, fmt.Sprintf("t-%s-%d", t.Name(), rand.IntN(1e9)), web.Seeds(), 5*time.Millisecond)
+}
+
+// newCampaign is a valid campaign of private hosts with the given seeds and
+// per-host delay, its sink never written.
+func newCampaign(t *testing.T, id string, seeds []string, delay time.Duration) campaign.Config {
+	t.Helper()
 	cfg := campaign.Config{
-		ID:           fmt.Sprintf("t-%s-%d", t.Name(), rand.IntN(1e9)),
-		Seeds:        web.Seeds(),
-		PerHostDelay: new(5 * time.Millisecond),
+		ID:           id,
+		Seeds:        seeds,
+		PerHostDelay: new(delay),
 		AllowPrivate: true,
 		Sinks:        []string{"warc:/unused"},
 	}.WithDefaults()
@@ -169,11 +199,7 @@ func checkCrawl(t *testing.T, web *testweb.Web, sk *sink.Memory, wantNoDup bool)
 }
 
 func TestCrawlCompletes(t *testing.T) {
-	web, err := testweb.Start(testweb.Config{Hosts: 4, PagesPerHost: 60, CrossHost: true, Base: 21})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer web.Close()
+	web := startWeb(t, testweb.Config{Hosts: 4, PagesPerHost: 60, CrossHost: true, Base: 21})
 	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory())
 	cfg := testCampaign(t, web)
 	ctl, err := session.DialControl(context.Background(), sched.addr, session.DevToken)
@@ -218,11 +244,7 @@ func TestCrawlCompletes(t *testing.T) {
 // the previous) on the test web; with default settings the crawl completes
 // and fetches at most a few hundred of its pages.
 func TestCalendarTrap(t *testing.T) {
-	web, err := testweb.Start(testweb.Config{Hosts: 2, PagesPerHost: 30, Calendar: true, Base: 22})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer web.Close()
+	web := startWeb(t, testweb.Config{Hosts: 2, PagesPerHost: 30, Calendar: true, Base: 22})
 	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory())
 	cfg := testCampaign(t, web)
 	cfg.PerHostDelay = new(time.Millisecond)
