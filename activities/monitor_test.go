@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"math/rand/v2"
 	"net"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,14 +15,14 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/drover-crawl/drover/campaign"
-	"github.com/drover-crawl/drover/envconf"
 	"github.com/drover-crawl/drover/fetch"
-	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/node"
+	"github.com/drover-crawl/drover/node/nodetest"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/testweb"
+	"github.com/drover-crawl/drover/testweb/webtest"
 	"github.com/drover-crawl/drover/workflows"
 )
 
@@ -38,12 +36,7 @@ import (
 // AMQP_URL's RabbitMQ on a free loopback port.
 func startTestScheduler(t *testing.T) string {
 	t.Helper()
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	sched, err := node.StartScheduler(context.Background(), node.SchedulerConfig{Server: frontier.DefaultServerConfig(),
-		Listen: "127.0.0.1:0", AMQPURL: envconf.Load(os.Getenv).AMQPURL, Log: log})
-	require.NoError(t, err)
-	t.Cleanup(func() { sched.Close() })
-	return sched.Addr()
+	return nodetest.StartScheduler(t, node.SchedulerConfig{}).Addr()
 }
 
 // statsGate is a TCP proxy to a scheduler that holds each connection (one
@@ -250,9 +243,7 @@ func holdLease(t *testing.T, addr string, cfg campaign.Config) (*session.Session
 }
 
 func TestMonitorDrainRule(t *testing.T) {
-	web, err := testweb.Start(testweb.Config{Hosts: 1, PagesPerHost: 8, Base: 60})
-	require.NoError(t, err)
-	defer web.Close()
+	web := webtest.Start(t, testweb.Config{Hosts: 1, PagesPerHost: 8, Base: 60})
 	sched := startTestScheduler(t)
 	gate := startGate(t, sched)
 	cfg := campaign.Config{

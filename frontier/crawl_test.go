@@ -24,6 +24,7 @@ import (
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/testweb"
+	"github.com/drover-crawl/drover/testweb/webtest"
 )
 
 func amqpURL() string {
@@ -199,7 +200,7 @@ func checkCrawl(t *testing.T, web *testweb.Web, sk *sink.Memory, wantNoDup bool)
 }
 
 func TestCrawlCompletes(t *testing.T) {
-	web := startWeb(t, testweb.Config{Hosts: 4, PagesPerHost: 60, CrossHost: true, Base: 21})
+	web := webtest.Start(t, testweb.Config{Hosts: 4, PagesPerHost: 60, CrossHost: true, Base: 21})
 	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory())
 	cfg := testCampaign(t, web)
 	ctl, err := session.DialControl(context.Background(), sched.addr, session.DevToken)
@@ -244,7 +245,7 @@ func TestCrawlCompletes(t *testing.T) {
 // the previous) on the test web; with default settings the crawl completes
 // and fetches at most a few hundred of its pages.
 func TestCalendarTrap(t *testing.T) {
-	web := startWeb(t, testweb.Config{Hosts: 2, PagesPerHost: 30, Calendar: true, Base: 22})
+	web := webtest.Start(t, testweb.Config{Hosts: 2, PagesPerHost: 30, Calendar: true, Base: 22})
 	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory())
 	cfg := testCampaign(t, web)
 	cfg.PerHostDelay = new(time.Millisecond)

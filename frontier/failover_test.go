@@ -10,6 +10,7 @@ import (
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/testweb"
+	"github.com/drover-crawl/drover/testweb/webtest"
 )
 
 // One of two schedulers dies mid-crawl (its RabbitMQ connection and its
@@ -17,7 +18,7 @@ import (
 // its shards, the campaign drains by the drain rule with the dead one
 // named as missing, and every page was fetched and stored.
 func TestSchedulerGoneForGoodDoesNotHoldTheCampaign(t *testing.T) {
-	web := startWeb(t, testweb.Config{Hosts: 6, PagesPerHost: 60, CrossHost: true, Base: 64})
+	web := webtest.Start(t, testweb.Config{Hosts: 6, PagesPerHost: 60, CrossHost: true, Base: 64})
 	scheds := startReplicas(t, 2)
 	addrs := addrsOf(scheds)
 	cfg := testCampaign(t, web)

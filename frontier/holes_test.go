@@ -28,6 +28,7 @@ import (
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/testweb"
+	"github.com/drover-crawl/drover/testweb/webtest"
 	"github.com/drover-crawl/drover/urlrule"
 	"github.com/drover-crawl/drover/workflows"
 )
@@ -187,7 +188,7 @@ func TestHoleFailedRecordRedeliveryIsNotADuplicate(t *testing.T) {
 // a second run of the same ID, after ReleaseCampaign, crawls the web again,
 // whole, with two schedulers.
 func TestHoleSeenMarksGoWithTheQueues(t *testing.T) {
-	web := startWeb(t, testweb.Config{Hosts: 4, PagesPerHost: 15, CrossHost: true, Base: 61})
+	web := webtest.Start(t, testweb.Config{Hosts: 4, PagesPerHost: 15, CrossHost: true, Base: 61})
 	addrs := addrsOf(startReplicas(t, 2))
 	cfg := testCampaign(t, web)
 	t.Cleanup(func() { session.ReleaseCampaign(context.Background(), addrs, session.DevToken, cfg.ID) })
@@ -236,7 +237,7 @@ func TestHolePublisherSurvivesADeletedTopology(t *testing.T) {
 // Hole 3, end to end: two schedulers share a campaign, and it is closed
 // while both consume it; afterwards both still serve another campaign.
 func TestHoleCloseWithTwoSchedulers(t *testing.T) {
-	web := startWeb(t, testweb.Config{Hosts: 6, PagesPerHost: 20, CrossHost: true, Base: 62})
+	web := webtest.Start(t, testweb.Config{Hosts: 6, PagesPerHost: 20, CrossHost: true, Base: 62})
 	addrs := addrsOf(startReplicas(t, 2))
 	cfg := testCampaign(t, web)
 	ctl := control(t, addrs[0])
@@ -562,7 +563,7 @@ func TestCrawlUnderPublishAndStoreFaults(t *testing.T) {
 	if testing.Short() {
 		pages = 2_000
 	}
-	web := startWeb(t, testweb.Config{Hosts: 20, PagesPerHost: pages / 20, CrossHost: true, Base: 63, NoExtras: true})
+	web := webtest.Start(t, testweb.Config{Hosts: 20, PagesPerHost: pages / 20, CrossHost: true, Base: 63, NoExtras: true})
 	store := &flakyStore{Store: seen.NewMemory(), n: 50}
 	sched := startScheduler(t, frontier.DefaultServerConfig(), store)
 	var publishes, pubFailed atomic.Int64

@@ -23,6 +23,7 @@ import (
 	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/testweb"
+	"github.com/drover-crawl/drover/testweb/webtest"
 	"github.com/drover-crawl/drover/urlrule"
 )
 
@@ -158,16 +159,6 @@ func seedCampaign(t *testing.T, ctl *session.Control, cfg campaign.Config) {
 			t.Logf("close campaign: %v", err)
 		}
 	})
-}
-
-func startWeb(t *testing.T, cfg testweb.Config) *testweb.Web {
-	t.Helper()
-	web, err := testweb.Start(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { web.Close() })
-	return web
 }
 
 // 1. Hostile handshakes: each is refused with a reason that names the
@@ -346,7 +337,7 @@ func (f *rawFetcher) leases(t *testing.T, credit int) []session.Lease {
 // both kinds of lease: the robots.txt lease of one host and a page lease of
 // each other host.
 func TestHostileFrameMidSession(t *testing.T) {
-	web := startWeb(t, testweb.Config{Hosts: 3, PagesPerHost: 30, CrossHost: true, Base: 32})
+	web := webtest.Start(t, testweb.Config{Hosts: 3, PagesPerHost: 30, CrossHost: true, Base: 32})
 	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory()) // lease timeout 1 min
 	cfg := testCampaign(t, web)
 	ctl := control(t, sched.addr)
@@ -419,7 +410,7 @@ func TestHostileFrameMidSession(t *testing.T) {
 // after 3 keepalives of silence), not at the lease timeout, and the crawl
 // completes with every page fetched once.
 func TestSessionLostMidLease(t *testing.T) {
-	web := startWeb(t, testweb.Config{Hosts: 2, PagesPerHost: 10, CrossHost: true, Base: 37})
+	web := webtest.Start(t, testweb.Config{Hosts: 2, PagesPerHost: 10, CrossHost: true, Base: 37})
 	scfg := frontier.DefaultServerConfig()
 	// Silence is detected after 3 keepalives (3 s), the lease timeout is a
 	// minute: leaseBackWithin tells them apart.
@@ -704,7 +695,7 @@ const transitSlack = 200 * time.Millisecond
 func TestHungFetcherLeasesExpire(t *testing.T) {
 	const hosts = 3
 	const fleet = 2
-	web := startWeb(t, testweb.Config{Hosts: hosts, PagesPerHost: 30, CrossHost: true, Base: 33})
+	web := webtest.Start(t, testweb.Config{Hosts: hosts, PagesPerHost: 30, CrossHost: true, Base: 33})
 	scfg := shortLeases()
 	sched := startScheduler(t, scfg, seen.NewMemory())
 	cfg := testCampaign(t, web)
@@ -781,7 +772,7 @@ func checkFor(t *testing.T, wait, sleep time.Duration, f func() error) {
 // 3b. The poison path: one URL whose lease is lost three times ends in the
 // dead-letter queue, with the reason in its x-drover-error header.
 func TestPoisonURLDeadLettered(t *testing.T) {
-	web := startWeb(t, testweb.Config{Hosts: 1, PagesPerHost: 5, Base: 34})
+	web := webtest.Start(t, testweb.Config{Hosts: 1, PagesPerHost: 5, Base: 34})
 	sched := startScheduler(t, shortLeases(), seen.NewMemory())
 	cfg := testCampaign(t, web)
 	ctl := control(t, sched.addr)
@@ -856,7 +847,7 @@ func getDead(t *testing.T, conn *amqp.Connection, id string, n int) []amqp.Deliv
 // 4. Unreadable frontier messages (an unparseable URL, a body that is not
 // JSON) are dead-lettered with the reason; the rest of the crawl completes.
 func TestUnreadableMessagesDeadLettered(t *testing.T) {
-	web := startWeb(t, testweb.Config{Hosts: 3, PagesPerHost: 30, CrossHost: true, Base: 35})
+	web := webtest.Start(t, testweb.Config{Hosts: 3, PagesPerHost: 30, CrossHost: true, Base: 35})
 	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory())
 	cfg := testCampaign(t, web)
 	ctl := control(t, sched.addr)
@@ -941,7 +932,7 @@ func TestUnreadableMessagesDeadLettered(t *testing.T) {
 // the fetchers' sessions close; what they do next must not bring the
 // campaign back (re-declare its queues, open a new actor).
 func TestCloseCampaignWithFetchersConnected(t *testing.T) {
-	web := startWeb(t, testweb.Config{Hosts: 2, PagesPerHost: 10, Base: 36})
+	web := webtest.Start(t, testweb.Config{Hosts: 2, PagesPerHost: 10, Base: 36})
 	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory())
 	cfg := testCampaign(t, web)
 	ctl := control(t, sched.addr)

@@ -20,6 +20,7 @@ import (
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/starter/cli"
 	"github.com/drover-crawl/drover/testweb"
+	"github.com/drover-crawl/drover/testweb/webtest"
 	"github.com/drover-crawl/drover/workflows"
 )
 
@@ -46,7 +47,7 @@ func (s *syncBuffer) String() string {
 // query, `starter status` and a notification name the topic; after
 // fail_after the campaign fails and `start --wait` exits 1 with the reason.
 func TestMissingKafkaTopicFailsCampaign(t *testing.T) {
-	web := startWeb(t, testweb.Config{Hosts: 1, PagesPerHost: 20, Base: 61})
+	web := webtest.Start(t, testweb.Config{Hosts: 1, PagesPerHost: 20, Base: 61})
 	s := startStack(t)
 	notes := make(chan map[string]string, 16)
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -39,7 +39,9 @@ import (
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/metrics"
 	"github.com/drover-crawl/drover/node"
+	"github.com/drover-crawl/drover/node/nodetest"
 	"github.com/drover-crawl/drover/testweb"
+	"github.com/drover-crawl/drover/testweb/webtest"
 	"github.com/drover-crawl/drover/workflows"
 )
 
@@ -211,7 +213,7 @@ const crawlWithin = 4 * time.Minute
 
 func TestPrometheusScrapesACrawl(t *testing.T) {
 	promBin, promtool := prometheusBins(t)
-	web := startWeb(t, testweb.Config{Hosts: 4, PagesPerHost: 200, CrossHost: true, Base: 57})
+	web := webtest.Start(t, testweb.Config{Hosts: 4, PagesPerHost: 200, CrossHost: true, Base: 57})
 
 	ctx := context.Background()
 	sv := startServices(t)
@@ -221,7 +223,7 @@ func TestPrometheusScrapesACrawl(t *testing.T) {
 	// The scheduler and the worker, each with a registry and an endpoint
 	// of its own, as the two processes have.
 	sreg, wreg := metrics.NewRegistry(), metrics.NewRegistry()
-	sched := startScheduler(t, node.SchedulerConfig{SeenPath: filepath.Join(t.TempDir(), "seen"), Log: log, Metrics: sreg})
+	sched := nodetest.StartScheduler(t, node.SchedulerConfig{SeenPath: filepath.Join(t.TempDir(), "seen"), Log: log, Metrics: sreg})
 	wm, err := activities.NewWorkerMetrics(wreg, log)
 	if err != nil {
 		t.Fatal(err)

@@ -25,6 +25,7 @@ import (
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/starter/cli"
 	"github.com/drover-crawl/drover/testweb"
+	"github.com/drover-crawl/drover/testweb/webtest"
 )
 
 // uiWait bounds every wait on the Web UI: a page that does not show what
@@ -42,7 +43,7 @@ const uiWait = 30 * time.Second
 // each step are kept under out/webui/ (printed).
 func TestWebUIInBrowser(t *testing.T) {
 	browser := chromium(t)
-	web := startWeb(t, testweb.Config{Hosts: 2, PagesPerHost: 200, CrossHost: true, Base: 77})
+	web := webtest.Start(t, testweb.Config{Hosts: 2, PagesPerHost: 200, CrossHost: true, Base: 77})
 	s := withWorkers(t, withScheduler(t, startServicesWith(t, devstack.TemporalOptions{}))) // the Web UI on a free port
 	ui := s.temporal.UIURL()
 

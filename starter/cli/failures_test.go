@@ -21,11 +21,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/drover-crawl/drover/campaign"
-	"github.com/drover-crawl/drover/envconf"
-	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/node"
+	"github.com/drover-crawl/drover/node/nodetest"
 	"github.com/drover-crawl/drover/workflows"
 )
 
@@ -86,11 +85,7 @@ var wantReasons = map[string]string{
 func startScheduler(t *testing.T) string {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	sched, err := node.StartScheduler(context.Background(), node.SchedulerConfig{Server: frontier.DefaultServerConfig(),
-		Listen: "127.0.0.1:0", AMQPURL: envconf.Load(os.Getenv).AMQPURL, Log: log})
-	require.NoError(t, err)
-	t.Cleanup(func() { sched.Close() })
-	return sched.Addr()
+	return nodetest.StartScheduler(t, node.SchedulerConfig{Log: log}).Addr()
 }
 
 // failingCampaign seeds a campaign on the scheduler at addr and plays its
