@@ -436,17 +436,25 @@ func TestPrometheusScrapesACrawl(t *testing.T) {
 	checkDashboard(t, prom, names)
 }
 
-// saveArtifacts writes the endpoints' text under out/metrics/.
-func saveArtifacts(t *testing.T, files map[string][]byte) {
+// outDir makes and returns the folder out/name of the repository, where
+// a test leaves what a person may want to look at afterwards.
+func outDir(t *testing.T, name string) string {
 	t.Helper()
 	root, err := devstack.RepoRoot(".")
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(root, "out", "metrics")
+	dir := filepath.Join(root, "out", name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	return dir
+}
+
+// saveArtifacts writes the endpoints' text under out/metrics/.
+func saveArtifacts(t *testing.T, files map[string][]byte) {
+	t.Helper()
+	dir := outDir(t, "metrics")
 	for name, b := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 			t.Fatal(err)

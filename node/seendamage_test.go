@@ -106,7 +106,7 @@ func TestCrawlSurvivesDamagedSeenStore(t *testing.T) {
 			web := webtest.Start(t, testweb.Config{Hosts: 3, PagesPerHost: 100, CrossHost: true, Base: byte(80 + i)})
 			pages := web.Pages()
 			seenDir := filepath.Join(t.TempDir(), "seen")
-			var slogs syncBuffer // the schedulers' log, shown if the test fails
+			var slogs devstack.SyncBuffer // the schedulers' log, shown if the test fails
 			t.Cleanup(func() {
 				if t.Failed() {
 					t.Logf("scheduler log (last lines):\n%s", devstack.LastLines(slogs.String(), 30))

@@ -181,19 +181,11 @@ func newBrowser(t *testing.T, path string) *browser {
 		cancel()
 		t.Fatalf("starting %s: no answer within %s", path, uiWait)
 	}
-	root, err := devstack.RepoRoot(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(root, "out", "webui")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	b := &browser{t: t, ctx: ctx, dir: dir}
+	b := &browser{t: t, ctx: ctx, dir: outDir(t, "webui")}
 	t.Cleanup(func() {
 		if t.Failed() {
 			b.screenshot("failed.png")
-			t.Logf("the Web UI when the test failed: %s", filepath.Join(dir, "failed.png"))
+			t.Logf("the Web UI when the test failed: %s", filepath.Join(b.dir, "failed.png"))
 		}
 	})
 	return b
