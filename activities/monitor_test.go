@@ -17,6 +17,7 @@ import (
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/fetch"
 	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/frontier/session/sessiontest"
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/node/nodetest"
@@ -190,29 +191,11 @@ func seedURLs(t *testing.T, addr string, cfg campaign.Config, urls ...string) {
 // runFleet runs n Runners against addr until the test ends.
 func runFleet(t *testing.T, cfg campaign.Config, addr string, sk sink.Sink, n int) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	t.Cleanup(func() { cancel(); wg.Wait() })
+	fl := sessiontest.NewFleet(t)
 	for i := range n {
 		f, err := fetch.New(cfg)
 		require.NoError(t, err)
-		r := NewRunner(cfg, f, sk, i, "test")
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer f.Close()
-			for ctx.Err() == nil {
-				sess, err := session.DialSession(ctx, addr, session.DevToken, fmt.Sprintf("fetcher-%d", i), cfg, cfg.FetcherConcurrency)
-				if err != nil {
-					select {
-					case <-ctx.Done():
-					case <-time.After(100 * time.Millisecond):
-					}
-					continue
-				}
-				r.Run(ctx, sess)
-			}
-		}()
+		fl.Go(i, []string{addr}, cfg, NewRunner(cfg, f, sk, i, "test").Run, func() { f.Close() })
 	}
 }
 

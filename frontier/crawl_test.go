@@ -21,6 +21,7 @@ import (
 	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/frontier/session/sessiontest"
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/testweb"
@@ -115,42 +116,17 @@ func seed(t *testing.T, sched *scheduler, cfg campaign.Config) *session.Control 
 }
 
 // fleet runs n fetchers against the schedulers until stopped.
-type fleet struct {
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-}
-
-func startFleet(t *testing.T, cfg campaign.Config, addrs []string, sk sink.Sink, n int) *fleet {
-	ctx, cancel := context.WithCancel(context.Background())
-	fl := &fleet{cancel: cancel}
+func startFleet(t *testing.T, cfg campaign.Config, addrs []string, sk sink.Sink, n int) *sessiontest.Fleet {
+	fl := sessiontest.NewFleet(t)
 	for i := range n {
 		f, err := fetch.New(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := activities.NewRunner(cfg, f, sk, i, "test")
-		fl.wg.Add(1)
-		go func() {
-			defer fl.wg.Done()
-			defer f.Close()
-			for attempt := 0; ctx.Err() == nil; attempt++ {
-				sess, err := session.DialSession(ctx, addrs[(i+attempt)%len(addrs)], session.DevToken, fmt.Sprintf("fetcher-%d", i), cfg, cfg.FetcherConcurrency)
-				if err != nil {
-					select {
-					case <-ctx.Done():
-					case <-time.After(100 * time.Millisecond):
-					}
-					continue
-				}
-				r.Run(ctx, sess)
-			}
-		}()
+		fl.Go(i, addrs, cfg, activities.NewRunner(cfg, f, sk, i, "test").Run, func() { f.Close() })
 	}
-	t.Cleanup(fl.stop)
 	return fl
 }
-
-func (fl *fleet) stop() { fl.cancel(); fl.wg.Wait() }
 
 // waitDrained polls the schedulers' stats until the frontier is drained as
 // the Monitor activity defines it.

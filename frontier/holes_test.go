@@ -202,7 +202,7 @@ func TestHoleSeenMarksGoWithTheQueues(t *testing.T) {
 		sk := sink.NewMemory()
 		fl := startFleet(t, cfg, addrs, sk, 2)
 		waitDrained(t, addrs, cfg.ID, 2*time.Minute)
-		fl.stop()
+		fl.Stop()
 		checkCrawl(t, web, sk, false)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		if err := session.ReleaseCampaign(ctx, addrs, session.DevToken, cfg.ID); err != nil {
@@ -255,7 +255,7 @@ func TestHoleCloseWithTwoSchedulers(t *testing.T) {
 	if _, err := acts.Close(ctx, workflows.CloseInput{Config: cfg, Delete: true}); err != nil {
 		t.Fatal(err)
 	}
-	fl.stop()
+	fl.Stop()
 	ch, err := addrsConn(t).Channel()
 	if err != nil {
 		t.Fatal(err)

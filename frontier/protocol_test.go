@@ -950,7 +950,7 @@ func TestCloseCampaignWithFetchersConnected(t *testing.T) {
 	}
 	time.Sleep(time.Second) // the fleet re-dials within 100 ms
 	st := stats(t, ctl, cfg.ID)
-	fl.stop()
+	fl.Stop()
 	ch, err := sched.conn.Channel()
 	if err != nil {
 		t.Fatal(err)
