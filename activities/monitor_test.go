@@ -3,10 +3,8 @@ package activities
 import (
 	"context"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,6 +17,7 @@ import (
 	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/frontier/session/sessiontest"
 	"github.com/drover-crawl/drover/internal/await"
+	"github.com/drover-crawl/drover/internal/relay"
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/node/nodetest"
 	"github.com/drover-crawl/drover/sink"
@@ -55,48 +54,18 @@ func startGate(t *testing.T, target string) *statsGate {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	g := &statsGate{ln: ln, target: target, arrived: make(chan int, 64), pass: make(chan struct{})}
-	var wg sync.WaitGroup
-	quit := make(chan struct{})
-	t.Cleanup(func() {
-		close(quit)
-		ln.Close()
-		wg.Wait()
-	})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for n := 1; ; n++ {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				if !g.open.Load() {
-					g.arrived <- n
-					select {
-					case <-g.pass:
-					case <-quit:
-						return
-					}
-				}
-				s, err := net.Dial("tcp", target)
-				if err != nil {
-					return
-				}
-				defer s.Close()
-				done := make(chan struct{}, 2)
-				go func() { io.Copy(s, c); done <- struct{}{} }()
-				go func() { io.Copy(c, s); done <- struct{}{} }()
-				select {
-				case <-done:
-				case <-quit:
-				}
-			}()
+	relay.Serve(t, ln, target, func(n int, quit <-chan struct{}) bool {
+		if g.open.Load() {
+			return true
 		}
-	}()
+		g.arrived <- n
+		select {
+		case <-g.pass:
+			return true
+		case <-quit:
+			return false
+		}
+	})
 	return g
 }
 
