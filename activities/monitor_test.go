@@ -3,12 +3,8 @@ package activities
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"math/rand/v2"
 	"net"
-	"os"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,14 +13,16 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/drover-crawl/drover/campaign"
-	"github.com/drover-crawl/drover/envconf"
 	"github.com/drover-crawl/drover/fetch"
-	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/frontier/session/sessiontest"
 	"github.com/drover-crawl/drover/internal/await"
+	"github.com/drover-crawl/drover/internal/relay"
 	"github.com/drover-crawl/drover/node"
+	"github.com/drover-crawl/drover/node/nodetest"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/testweb"
+	"github.com/drover-crawl/drover/testweb/webtest"
 	"github.com/drover-crawl/drover/workflows"
 )
 
@@ -38,12 +36,7 @@ import (
 // AMQP_URL's RabbitMQ on a free loopback port.
 func startTestScheduler(t *testing.T) string {
 	t.Helper()
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	sched, err := node.StartScheduler(context.Background(), node.SchedulerConfig{Server: frontier.DefaultServerConfig(),
-		Listen: "127.0.0.1:0", AMQPURL: envconf.Load(os.Getenv).AMQPURL, Log: log})
-	require.NoError(t, err)
-	t.Cleanup(func() { sched.Close() })
-	return sched.Addr()
+	return nodetest.StartScheduler(t, node.SchedulerConfig{}).Addr()
 }
 
 // statsGate is a TCP proxy to a scheduler that holds each connection (one
@@ -61,48 +54,18 @@ func startGate(t *testing.T, target string) *statsGate {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	g := &statsGate{ln: ln, target: target, arrived: make(chan int, 64), pass: make(chan struct{})}
-	var wg sync.WaitGroup
-	quit := make(chan struct{})
-	t.Cleanup(func() {
-		close(quit)
-		ln.Close()
-		wg.Wait()
-	})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for n := 1; ; n++ {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				if !g.open.Load() {
-					g.arrived <- n
-					select {
-					case <-g.pass:
-					case <-quit:
-						return
-					}
-				}
-				s, err := net.Dial("tcp", target)
-				if err != nil {
-					return
-				}
-				defer s.Close()
-				done := make(chan struct{}, 2)
-				go func() { io.Copy(s, c); done <- struct{}{} }()
-				go func() { io.Copy(c, s); done <- struct{}{} }()
-				select {
-				case <-done:
-				case <-quit:
-				}
-			}()
+	relay.Serve(t, ln, target, func(n int, quit <-chan struct{}) bool {
+		if g.open.Load() {
+			return true
 		}
-	}()
+		g.arrived <- n
+		select {
+		case <-g.pass:
+			return true
+		case <-quit:
+			return false
+		}
+	})
 	return g
 }
 
@@ -197,29 +160,11 @@ func seedURLs(t *testing.T, addr string, cfg campaign.Config, urls ...string) {
 // runFleet runs n Runners against addr until the test ends.
 func runFleet(t *testing.T, cfg campaign.Config, addr string, sk sink.Sink, n int) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	t.Cleanup(func() { cancel(); wg.Wait() })
+	fl := sessiontest.NewFleet(t)
 	for i := range n {
 		f, err := fetch.New(cfg)
 		require.NoError(t, err)
-		r := NewRunner(cfg, f, sk, i, "test")
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer f.Close()
-			for ctx.Err() == nil {
-				sess, err := session.DialSession(ctx, addr, session.DevToken, fmt.Sprintf("fetcher-%d", i), cfg, cfg.FetcherConcurrency)
-				if err != nil {
-					select {
-					case <-ctx.Done():
-					case <-time.After(100 * time.Millisecond):
-					}
-					continue
-				}
-				r.Run(ctx, sess)
-			}
-		}()
+		fl.Go(i, []string{addr}, cfg, NewRunner(cfg, f, sk, i, "test").Run, func() { f.Close() })
 	}
 }
 
@@ -250,9 +195,7 @@ func holdLease(t *testing.T, addr string, cfg campaign.Config) (*session.Session
 }
 
 func TestMonitorDrainRule(t *testing.T) {
-	web, err := testweb.Start(testweb.Config{Hosts: 1, PagesPerHost: 8, Base: 60})
-	require.NoError(t, err)
-	defer web.Close()
+	web := webtest.Start(t, testweb.Config{Hosts: 1, PagesPerHost: 8, Base: 60})
 	sched := startTestScheduler(t)
 	gate := startGate(t, sched)
 	cfg := campaign.Config{

@@ -10,7 +10,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,27 +20,9 @@ import (
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/testweb"
+	"github.com/drover-crawl/drover/testweb/webtest"
 	"github.com/drover-crawl/drover/workflows"
 )
-
-// lockedBuffer collects the supervisor's messages, written from its
-// goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 func alive(pid int) bool {
 	if pid <= 0 {
@@ -61,9 +42,7 @@ func alive(pid int) bool {
 // stored. Kafka SIGKILLed after the crawl comes back with every page.
 // Stop leaves no process behind.
 func TestDevStackRestartsAKilledScheduler(t *testing.T) {
-	web, err := testweb.Start(testweb.Config{Hosts: 3, PagesPerHost: 400, CrossHost: true, Base: 72})
-	require.NoError(t, err)
-	defer web.Close()
+	web := webtest.Start(t, testweb.Config{Hosts: 3, PagesPerHost: 400, CrossHost: true, Base: 72})
 
 	port := func() int {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -71,7 +50,7 @@ func TestDevStackRestartsAKilledScheduler(t *testing.T) {
 		defer ln.Close()
 		return ln.Addr().(*net.TCPAddr).Port
 	}
-	out := &lockedBuffer{}
+	out := &SyncBuffer{}
 	s, err := StartStack(context.Background(), StackOptions{
 		DataDir: t.TempDir(), BinDir: t.TempDir(), Out: out, UIPort: -1, TemporalPort: port(),
 		KafkaAddr: freeAddr(t), SchedulerAddr: freeAddr(t), Token: "dev-stack-test-token",

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/drover-crawl/drover/testweb"
+	"github.com/drover-crawl/drover/testweb/webtest"
 )
 
 // benchPage is an 8 KB HTML page with 40 links of the usual kinds:
@@ -66,11 +67,7 @@ func BenchmarkExtractLinks(b *testing.B) {
 // test web's own pages (8 KB, 40 links, 10 of them navigation), one page
 // per iteration, all pages in turn.
 func BenchmarkExtractLinksTestWeb(b *testing.B) {
-	web, err := testweb.Start(testweb.Config{Hosts: 2, PagesPerHost: 200, CrossHost: true, Base: 99})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer web.Close()
+	web := webtest.Start(b, testweb.Config{Hosts: 2, PagesPerHost: 200, CrossHost: true, Base: 99})
 	type page struct {
 		body []byte
 		base *url.URL

@@ -255,6 +255,13 @@ func TestFetchReusesConnections(t *testing.T) {
 	equal(t, conns.Load(), int32(1))
 }
 
+// rawRedirect answers a 302 to loc as it is, where http.Redirect would
+// clean it up first.
+func rawRedirect(w http.ResponseWriter, loc string) {
+	w.Header().Set("Location", loc)
+	w.WriteHeader(http.StatusFound)
+}
+
 func TestFetchRedirect(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
@@ -263,8 +270,7 @@ func TestFetchRedirect(t *testing.T) {
 		case "/away":
 			http.Redirect(w, r, "http://elsewhere.example/", http.StatusFound)
 		case "/bad":
-			w.Header().Set("Location", "javascript:alert(1)")
-			w.WriteHeader(http.StatusFound)
+			rawRedirect(w, "javascript:alert(1)")
 		default:
 			io.WriteString(w, "target")
 		}

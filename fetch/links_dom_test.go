@@ -10,6 +10,7 @@ import (
 	"github.com/andybalholm/cascadia"
 
 	"github.com/drover-crawl/drover/testweb"
+	"github.com/drover-crawl/drover/testweb/webtest"
 )
 
 // goquery is the reference for link extraction: it builds the tree a
@@ -79,11 +80,7 @@ var linkDocs = []string{
 
 func TestLinkTagsAgreeWithGoquery(t *testing.T) {
 	docs := append([]string(nil), linkDocs...)
-	web, err := testweb.Start(testweb.Config{Hosts: 2, PagesPerHost: 50, CrossHost: true, Calendar: true, Base: 98})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer web.Close()
+	web := webtest.Start(t, testweb.Config{Hosts: 2, PagesPerHost: 50, CrossHost: true, Calendar: true, Base: 98})
 	for _, u := range append(web.Pages(), web.Seeds()...) {
 		if body, ok := web.Body(u); ok {
 			docs = append(docs, string(body))
@@ -123,11 +120,7 @@ func firstN(s string, n int) string {
 // BenchmarkLinkTags compares the two readings of the tags of the test
 // web's pages (8 KB, 40 links): goquery's tree against the tokenizer.
 func BenchmarkLinkTags(b *testing.B) {
-	web, err := testweb.Start(testweb.Config{Hosts: 2, PagesPerHost: 200, CrossHost: true, Base: 97})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer web.Close()
+	web := webtest.Start(b, testweb.Config{Hosts: 2, PagesPerHost: 200, CrossHost: true, Base: 97})
 	var pages [][]byte
 	var size int64
 	for _, u := range web.Pages() {

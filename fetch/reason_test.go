@@ -226,6 +226,18 @@ func silentUDP(t *testing.T) string {
 	return pc.LocalAddr().String()
 }
 
+// resetAfter is the URL of a raw server that answers with head, then
+// resets the connection (a close with RST) 50 ms later.
+func resetAfter(head string) func(*testing.T) string {
+	return func(t *testing.T) string {
+		return rawServer(t, func(c *net.TCPConn) {
+			io.WriteString(c, head)
+			time.Sleep(50 * time.Millisecond)
+			c.SetLinger(0)
+		}) + "/"
+	}
+}
+
 // TestFetchFailureReasons fetches from a loopback peer of each kind and
 // checks the reason, HostDown and that a connection-level failure is
 // retried, then recorded on the last attempt with the same reason.
@@ -274,20 +286,8 @@ func TestFetchFailureReasons(t *testing.T) {
 		{name: "tls bad certificate", url: func(*testing.T) string { return tlsSrv.URL + "/" }, reason: page.ReasonTLS, down: true, errText: "certificate"},
 		{name: "reset before response", url: func(t *testing.T) string { return rawServer(t, func(c *net.TCPConn) { c.SetLinger(0) }) + "/" }, reason: page.ReasonReset, down: true},
 		{name: "closed before response", url: func(t *testing.T) string { return rawServer(t, func(c *net.TCPConn) {}) + "/" }, reason: page.ReasonReset, down: true},
-		{name: "reset mid head", url: func(t *testing.T) string {
-			return rawServer(t, func(c *net.TCPConn) {
-				io.WriteString(c, "HTTP/1.1 200 OK\r\n")
-				time.Sleep(50 * time.Millisecond)
-				c.SetLinger(0)
-			}) + "/"
-		}, reason: page.ReasonReset, down: false},
-		{name: "reset mid body", url: func(t *testing.T) string {
-			return rawServer(t, func(c *net.TCPConn) {
-				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n<html>")
-				time.Sleep(50 * time.Millisecond)
-				c.SetLinger(0)
-			}) + "/"
-		}, reason: page.ReasonReset, down: false},
+		{name: "reset mid head", url: resetAfter("HTTP/1.1 200 OK\r\n"), reason: page.ReasonReset, down: false},
+		{name: "reset mid body", url: resetAfter("HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n<html>"), reason: page.ReasonReset, down: false},
 		{name: "not http", url: func(t *testing.T) string {
 			return rawServer(t, func(c *net.TCPConn) { io.WriteString(c, "SSH-2.0-OpenSSH_9.0\r\n\r\n") }) + "/"
 		}, reason: page.ReasonProtocol, down: false},
@@ -347,8 +347,7 @@ func TestFetchPermanentReasons(t *testing.T) {
 		case "/moved":
 			http.Redirect(w, r, "/next", http.StatusFound)
 		case "/bad-target":
-			w.Header().Set("Location", "mailto:x@example.com")
-			w.WriteHeader(http.StatusFound)
+			rawRedirect(w, "mailto:x@example.com")
 		default:
 			io.WriteString(w, "<a href=/x>x</a>")
 		}

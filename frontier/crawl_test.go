@@ -21,9 +21,11 @@ import (
 	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/frontier/session/sessiontest"
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/testweb"
+	"github.com/drover-crawl/drover/testweb/webtest"
 )
 
 func amqpURL() string {
@@ -45,16 +47,46 @@ func startScheduler(t *testing.T, cfg frontier.ServerConfig, store seen.Store) *
 	return startSchedulerWith(t, cfg, store, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 }
 
+// startReplicas starts n schedulers of one group (Name s0, s1, ...), each
+// with its seen store in memory.
+func startReplicas(t *testing.T, n int) []*scheduler {
+	t.Helper()
+	var scheds []*scheduler
+	for i := range n {
+		c := frontier.DefaultServerConfig()
+		c.Name, c.Index, c.Replicas = fmt.Sprintf("s%d", i), i, n
+		scheds = append(scheds, startScheduler(t, c, seen.NewMemory()))
+	}
+	return scheds
+}
+
+// addrsOf lists the schedulers' addresses, in order.
+func addrsOf(scheds []*scheduler) []string {
+	var addrs []string
+	for _, s := range scheds {
+		addrs = append(addrs, s.addr)
+	}
+	return addrs
+}
+
 func (s *scheduler) stop() {
 	s.srv.Close()
 	s.conn.Close()
 }
 
+// testCampaign is a campaign over the test web's seeds.
 func testCampaign(t *testing.T, web *testweb.Web) campaign.Config {
+	return newCampaign(t, fmt.Sprintf("t-%s-%d", t.Name(), rand.IntN(1e9)), web.Seeds(), 5*time.Millisecond)
+}
+
+// newCampaign is a valid campaign of private hosts with the given seeds and
+// per-host delay, its sink never written.
+func newCampaign(t *testing.T, id string, seeds []string, delay time.Duration) campaign.Config {
+	t.Helper()
 	cfg := campaign.Config{
-		ID:           fmt.Sprintf("t-%s-%d", t.Name(), rand.IntN(1e9)),
-		Seeds:        web.Seeds(),
-		PerHostDelay: new(5 * time.Millisecond),
+		ID:           id,
+		Seeds:        seeds,
+		PerHostDelay: new(delay),
 		AllowPrivate: true,
 		Sinks:        []string{"warc:/unused"},
 	}.WithDefaults()
@@ -84,42 +116,17 @@ func seed(t *testing.T, sched *scheduler, cfg campaign.Config) *session.Control 
 }
 
 // fleet runs n fetchers against the schedulers until stopped.
-type fleet struct {
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-}
-
-func startFleet(t *testing.T, cfg campaign.Config, addrs []string, sk sink.Sink, n int) *fleet {
-	ctx, cancel := context.WithCancel(context.Background())
-	fl := &fleet{cancel: cancel}
+func startFleet(t *testing.T, cfg campaign.Config, addrs []string, sk sink.Sink, n int) *sessiontest.Fleet {
+	fl := sessiontest.NewFleet(t)
 	for i := range n {
 		f, err := fetch.New(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := activities.NewRunner(cfg, f, sk, i, "test")
-		fl.wg.Add(1)
-		go func() {
-			defer fl.wg.Done()
-			defer f.Close()
-			for attempt := 0; ctx.Err() == nil; attempt++ {
-				sess, err := session.DialSession(ctx, addrs[(i+attempt)%len(addrs)], session.DevToken, fmt.Sprintf("fetcher-%d", i), cfg, cfg.FetcherConcurrency)
-				if err != nil {
-					select {
-					case <-ctx.Done():
-					case <-time.After(100 * time.Millisecond):
-					}
-					continue
-				}
-				r.Run(ctx, sess)
-			}
-		}()
+		fl.Go(i, addrs, cfg, activities.NewRunner(cfg, f, sk, i, "test").Run, func() { f.Close() })
 	}
-	t.Cleanup(fl.stop)
 	return fl
 }
-
-func (fl *fleet) stop() { fl.cancel(); fl.wg.Wait() }
 
 // waitDrained polls the schedulers' stats until the frontier is drained as
 // the Monitor activity defines it.
@@ -169,11 +176,7 @@ func checkCrawl(t *testing.T, web *testweb.Web, sk *sink.Memory, wantNoDup bool)
 }
 
 func TestCrawlCompletes(t *testing.T) {
-	web, err := testweb.Start(testweb.Config{Hosts: 4, PagesPerHost: 60, CrossHost: true, Base: 21})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer web.Close()
+	web := webtest.Start(t, testweb.Config{Hosts: 4, PagesPerHost: 60, CrossHost: true, Base: 21})
 	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory())
 	cfg := testCampaign(t, web)
 	ctl, err := session.DialControl(context.Background(), sched.addr, session.DevToken)
@@ -220,11 +223,7 @@ func TestCrawlCompletes(t *testing.T) {
 // the previous) on the test web; with default settings the crawl completes
 // and fetches at most a few hundred of its pages.
 func TestCalendarTrap(t *testing.T) {
-	web, err := testweb.Start(testweb.Config{Hosts: 2, PagesPerHost: 30, Calendar: true, Base: 22})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer web.Close()
+	web := webtest.Start(t, testweb.Config{Hosts: 2, PagesPerHost: 30, Calendar: true, Base: 22})
 	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory())
 	cfg := testCampaign(t, web)
 	cfg.PerHostDelay = new(time.Millisecond)

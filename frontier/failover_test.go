@@ -6,12 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drover-crawl/drover/frontier"
-	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/testweb"
+	"github.com/drover-crawl/drover/testweb/webtest"
 )
 
 // One of two schedulers dies mid-crawl (its RabbitMQ connection and its
@@ -19,15 +18,9 @@ import (
 // its shards, the campaign drains by the drain rule with the dead one
 // named as missing, and every page was fetched and stored.
 func TestSchedulerGoneForGoodDoesNotHoldTheCampaign(t *testing.T) {
-	web := startWeb(t, testweb.Config{Hosts: 6, PagesPerHost: 60, CrossHost: true, Base: 64})
-	var scheds []*scheduler
-	var addrs []string
-	for i := range 2 {
-		c := frontier.DefaultServerConfig()
-		c.Name, c.Index, c.Replicas = fmt.Sprintf("s%d", i), i, 2
-		s := startScheduler(t, c, seen.NewMemory())
-		scheds, addrs = append(scheds, s), append(addrs, s.addr)
-	}
+	web := webtest.Start(t, testweb.Config{Hosts: 6, PagesPerHost: 60, CrossHost: true, Base: 64})
+	scheds := startReplicas(t, 2)
+	addrs := addrsOf(scheds)
 	cfg := testCampaign(t, web)
 	t.Cleanup(func() { session.ReleaseCampaign(context.Background(), addrs[1:], session.DevToken, cfg.ID) })
 	ctl := control(t, addrs[1])
@@ -54,16 +47,9 @@ func TestSchedulerGoneForGoodDoesNotHoldTheCampaign(t *testing.T) {
 // keeps the campaign from looking drained: RabbitMQ still counts its
 // consumer.
 func TestSchedulerCutOffButAliveKeepsTheCampaignOpen(t *testing.T) {
-	var scheds []*scheduler
-	for i := range 2 {
-		c := frontier.DefaultServerConfig()
-		c.Name, c.Index, c.Replicas = fmt.Sprintf("s%d", i), i, 2
-		scheds = append(scheds, startScheduler(t, c, seen.NewMemory()))
-	}
+	scheds := startReplicas(t, 2)
 	cfg := handCampaign(t, "http://127.66.30.1:9/")
-	ctl := control(t, scheds[0].addr)
-	seedCampaign(t, ctl, cfg)
-	f := dialRawFetcher(t, scheds[0].addr, cfg)
+	_, f := seedHand(t, scheds[0].addr, cfg)
 	f.pages(t, 2, 20*time.Second, nil, func(l session.Lease) bool { return true }) // held, not reported
 	g := dialRawFetcher(t, scheds[1].addr, cfg)                                    // s1 consumes too, as a standby
 	_ = g

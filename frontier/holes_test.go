@@ -28,6 +28,7 @@ import (
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/testweb"
+	"github.com/drover-crawl/drover/testweb/webtest"
 	"github.com/drover-crawl/drover/urlrule"
 	"github.com/drover-crawl/drover/workflows"
 )
@@ -81,17 +82,16 @@ func startSchedulerWith(t *testing.T, cfg frontier.ServerConfig, store seen.Stor
 // handCampaign is a campaign over made-up hosts that no one fetches: a raw
 // fetcher answers its leases by hand.
 func handCampaign(t *testing.T, seeds ...string) campaign.Config {
-	cfg := campaign.Config{
-		ID:           fmt.Sprintf("h-%s-%d", strings.ReplaceAll(t.Name(), "/", "-"), rand.IntN(1e9)),
-		Seeds:        seeds,
-		PerHostDelay: new(time.Millisecond),
-		AllowPrivate: true,
-		Sinks:        []string{"warc:/unused"},
-	}.WithDefaults()
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	return cfg
+	return newCampaign(t, fmt.Sprintf("h-%s-%d", strings.ReplaceAll(t.Name(), "/", "-"), rand.IntN(1e9)), seeds, time.Millisecond)
+}
+
+// seedHand seeds cfg through a control session to addr and dials a raw
+// fetcher of cfg there.
+func seedHand(t *testing.T, addr string, cfg campaign.Config) (*session.Control, *rawFetcher) {
+	t.Helper()
+	ctl := control(t, addr)
+	seedCampaign(t, ctl, cfg)
+	return ctl, dialRawFetcher(t, addr, cfg)
 }
 
 func (f *rawFetcher) report(t *testing.T, items ...session.Outcome) {
@@ -188,13 +188,8 @@ func TestHoleFailedRecordRedeliveryIsNotADuplicate(t *testing.T) {
 // a second run of the same ID, after ReleaseCampaign, crawls the web again,
 // whole, with two schedulers.
 func TestHoleSeenMarksGoWithTheQueues(t *testing.T) {
-	web := startWeb(t, testweb.Config{Hosts: 4, PagesPerHost: 15, CrossHost: true, Base: 61})
-	var addrs []string
-	for i := range 2 {
-		c := frontier.DefaultServerConfig()
-		c.Name, c.Index, c.Replicas = fmt.Sprintf("s%d", i), i, 2
-		addrs = append(addrs, startScheduler(t, c, seen.NewMemory()).addr)
-	}
+	web := webtest.Start(t, testweb.Config{Hosts: 4, PagesPerHost: 15, CrossHost: true, Base: 61})
+	addrs := addrsOf(startReplicas(t, 2))
 	cfg := testCampaign(t, web)
 	t.Cleanup(func() { session.ReleaseCampaign(context.Background(), addrs, session.DevToken, cfg.ID) })
 	for run := 1; run <= 2; run++ {
@@ -207,7 +202,7 @@ func TestHoleSeenMarksGoWithTheQueues(t *testing.T) {
 		sk := sink.NewMemory()
 		fl := startFleet(t, cfg, addrs, sk, 2)
 		waitDrained(t, addrs, cfg.ID, 2*time.Minute)
-		fl.stop()
+		fl.Stop()
 		checkCrawl(t, web, sk, false)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		if err := session.ReleaseCampaign(ctx, addrs, session.DevToken, cfg.ID); err != nil {
@@ -231,9 +226,7 @@ func TestHolePublisherSurvivesADeletedTopology(t *testing.T) {
 	}
 	// The scheduler still publishes: a new campaign seeds and crawls.
 	cfg := handCampaign(t, "http://127.66.3.1:9/a")
-	ctl := control(t, sched.addr)
-	seedCampaign(t, ctl, cfg)
-	f := dialRawFetcher(t, sched.addr, cfg)
+	_, f := seedHand(t, sched.addr, cfg)
 	child := "http://127.66.3.1:9/b"
 	f.pages(t, 2, 20*time.Second, nil, func(l session.Lease) bool {
 		f.report(t, session.Outcome{LeaseID: l.ID, Stored: true, Status: 200, Links: []urlrule.Link{{URL: child}}})
@@ -244,13 +237,8 @@ func TestHolePublisherSurvivesADeletedTopology(t *testing.T) {
 // Hole 3, end to end: two schedulers share a campaign, and it is closed
 // while both consume it; afterwards both still serve another campaign.
 func TestHoleCloseWithTwoSchedulers(t *testing.T) {
-	web := startWeb(t, testweb.Config{Hosts: 6, PagesPerHost: 20, CrossHost: true, Base: 62})
-	var addrs []string
-	for i := range 2 {
-		c := frontier.DefaultServerConfig()
-		c.Name, c.Index, c.Replicas = fmt.Sprintf("s%d", i), i, 2
-		addrs = append(addrs, startScheduler(t, c, seen.NewMemory()).addr)
-	}
+	web := webtest.Start(t, testweb.Config{Hosts: 6, PagesPerHost: 20, CrossHost: true, Base: 62})
+	addrs := addrsOf(startReplicas(t, 2))
 	cfg := testCampaign(t, web)
 	ctl := control(t, addrs[0])
 	if _, err := ctl.Seed(context.Background(), cfg, cfg.Seeds); err != nil {
@@ -267,7 +255,7 @@ func TestHoleCloseWithTwoSchedulers(t *testing.T) {
 	if _, err := acts.Close(ctx, workflows.CloseInput{Config: cfg, Delete: true}); err != nil {
 		t.Fatal(err)
 	}
-	fl.stop()
+	fl.Stop()
 	ch, err := addrsConn(t).Channel()
 	if err != nil {
 		t.Fatal(err)
@@ -282,9 +270,7 @@ func TestHoleCloseWithTwoSchedulers(t *testing.T) {
 	// Each scheduler still publishes for another campaign.
 	for i, addr := range addrs {
 		c2 := handCampaign(t, fmt.Sprintf("http://127.66.4.%d:9/a", i+1))
-		ctl := control(t, addr)
-		seedCampaign(t, ctl, c2)
-		f := dialRawFetcher(t, addr, c2)
+		_, f := seedHand(t, addr, c2)
 		child := fmt.Sprintf("http://127.66.4.%d:9/b", i+1)
 		f.pages(t, 2, 20*time.Second, nil, func(l session.Lease) bool {
 			f.report(t, session.Outcome{LeaseID: l.ID, Stored: true, Status: 200, Links: []urlrule.Link{{URL: child}}})
@@ -309,9 +295,7 @@ func addrsConn(t *testing.T) *amqp.Connection {
 func leaseTwoThenArm(t *testing.T, sched *scheduler, cfg campaign.Config, fault *faultOnShard) (*session.Control, *rawFetcher, map[string]uint64) {
 	t.Helper()
 	frontier.SetPublishFault(sched.srv, fault.fault)
-	ctl := control(t, sched.addr)
-	seedCampaign(t, ctl, cfg)
-	f := dialRawFetcher(t, sched.addr, cfg)
+	ctl, f := seedHand(t, sched.addr, cfg)
 	got := map[string]uint64{}
 	f.pages(t, 4, 20*time.Second, nil, func(l session.Lease) bool { got[l.URL] = l.ID; return len(got) == 2 })
 	fault.armed.Store(1)
@@ -378,9 +362,7 @@ func TestHoleStaleLeaseAfterChannelLost(t *testing.T) {
 	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory())
 	u := "http://127.66.7.1:9/u"
 	cfg := handCampaign(t, u)
-	ctl := control(t, sched.addr)
-	seedCampaign(t, ctl, cfg)
-	f := dialRawFetcher(t, sched.addr, cfg)
+	ctl, f := seedHand(t, sched.addr, cfg)
 	var old uint64
 	f.pages(t, 1, 20*time.Second, nil, func(l session.Lease) bool { old = l.ID; return true })
 	frontier.BreakConsume(sched.srv, cfg.ID)
@@ -404,9 +386,7 @@ func TestHoleConsumerCancelledByTheBroker(t *testing.T) {
 	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory())
 	first := "http://127.66.8.1:9/first"
 	cfg := handCampaign(t, first)
-	ctl := control(t, sched.addr)
-	seedCampaign(t, ctl, cfg)
-	f := dialRawFetcher(t, sched.addr, cfg)
+	ctl, f := seedHand(t, sched.addr, cfg)
 	f.pages(t, 1, 20*time.Second, nil, func(l session.Lease) bool {
 		f.report(t, session.Outcome{LeaseID: l.ID, Stored: true, Status: 200})
 		return true
@@ -495,9 +475,7 @@ func TestHolePerHostCapCountsPagesNotLeases(t *testing.T) {
 	u1, u2, u3 := "http://127.66.10.1:9/1", "http://127.66.10.1:9/2", "http://127.66.10.1:9/3"
 	cfg := handCampaign(t, u1, u2, u3)
 	cfg.MaxPagesPerHost, cfg.PerHostConcurrency, cfg.MaxAttempts = 2, 3, 1
-	ctl := control(t, sched.addr)
-	seedCampaign(t, ctl, cfg)
-	f := dialRawFetcher(t, sched.addr, cfg)
+	ctl, f := seedHand(t, sched.addr, cfg)
 	var first []session.Lease
 	f.pages(t, 3, 20*time.Second, nil, func(l session.Lease) bool { first = append(first, l); return len(first) == 2 })
 	time.Sleep(thirdLeaseWindow) // let the third lease go out, if it would
@@ -527,9 +505,7 @@ func TestHoleMaxPagesCountsPagesNotLeases(t *testing.T) {
 	u1, u2, u3 := "http://127.66.11.1:9/", "http://127.66.11.2:9/", "http://127.66.11.3:9/"
 	cfg := handCampaign(t, u1, u2, u3)
 	cfg.MaxPages, cfg.MaxAttempts = 2, 1
-	ctl := control(t, sched.addr)
-	seedCampaign(t, ctl, cfg)
-	f := dialRawFetcher(t, sched.addr, cfg)
+	ctl, f := seedHand(t, sched.addr, cfg)
 	var first []session.Lease
 	f.pages(t, 6, 20*time.Second, nil, func(l session.Lease) bool { first = append(first, l); return len(first) == 2 })
 	if st := stats(t, ctl, cfg.ID); st.CapReached {
@@ -587,7 +563,7 @@ func TestCrawlUnderPublishAndStoreFaults(t *testing.T) {
 	if testing.Short() {
 		pages = 2_000
 	}
-	web := startWeb(t, testweb.Config{Hosts: 20, PagesPerHost: pages / 20, CrossHost: true, Base: 63, NoExtras: true})
+	web := webtest.Start(t, testweb.Config{Hosts: 20, PagesPerHost: pages / 20, CrossHost: true, Base: 63, NoExtras: true})
 	store := &flakyStore{Store: seen.NewMemory(), n: 50}
 	sched := startScheduler(t, frontier.DefaultServerConfig(), store)
 	var publishes, pubFailed atomic.Int64

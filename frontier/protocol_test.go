@@ -23,6 +23,7 @@ import (
 	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/testweb"
+	"github.com/drover-crawl/drover/testweb/webtest"
 	"github.com/drover-crawl/drover/urlrule"
 )
 
@@ -158,16 +159,6 @@ func seedCampaign(t *testing.T, ctl *session.Control, cfg campaign.Config) {
 			t.Logf("close campaign: %v", err)
 		}
 	})
-}
-
-func startWeb(t *testing.T, cfg testweb.Config) *testweb.Web {
-	t.Helper()
-	web, err := testweb.Start(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { web.Close() })
-	return web
 }
 
 // 1. Hostile handshakes: each is refused with a reason that names the
@@ -332,19 +323,8 @@ func (f *rawFetcher) leases(t *testing.T, credit int) []session.Lease {
 	writeRaw(t, f.c, jsonFrame(t, session.FrameCredit, session.Credit{N: credit}))
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		ft, payload, err := readFrame(f.c, time.Until(deadline))
-		if err != nil {
-			t.Fatalf("waiting for leases: %v", err)
-		}
-		if ft != session.FrameLeases {
-			continue
-		}
-		var ls session.Leases
-		if err := json.Unmarshal(payload, &ls); err != nil {
-			t.Fatal(err)
-		}
-		if len(ls.Items) > 0 {
-			return ls.Items
+		if ls := readLeases(t, f, time.Until(deadline)); len(ls) > 0 {
+			return ls
 		}
 	}
 	t.Fatal("no leases within 20s")
@@ -357,23 +337,16 @@ func (f *rawFetcher) leases(t *testing.T, credit int) []session.Lease {
 // both kinds of lease: the robots.txt lease of one host and a page lease of
 // each other host.
 func TestHostileFrameMidSession(t *testing.T) {
-	web := startWeb(t, testweb.Config{Hosts: 3, PagesPerHost: 30, CrossHost: true, Base: 32})
+	web := webtest.Start(t, testweb.Config{Hosts: 3, PagesPerHost: 30, CrossHost: true, Base: 32})
 	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory()) // lease timeout 1 min
 	cfg := testCampaign(t, web)
 	ctl := control(t, sched.addr)
 	seedCampaign(t, ctl, cfg)
-	fe, err := fetch.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fe.Close()
-	sk := sink.NewMemory()
 	var hosts []string
 	for _, s := range web.Seeds() {
 		hosts = append(hosts, hostOf(t, s))
 	}
-	robotsHost, pageHosts := hosts[len(hosts)-1], hosts[:len(hosts)-1]
-	lost := map[string]bool{} // page URLs whose lease a hostile session lost
+	lr := newLoseRig(t, sched, ctl, cfg, hosts[len(hosts)-1], hosts[:len(hosts)-1])
 
 	cases := []struct {
 		name  string
@@ -400,42 +373,26 @@ func TestHostileFrameMidSession(t *testing.T) {
 			break
 		}
 		t.Run(tc.name, func(t *testing.T) {
-			f := dialRawFetcher(t, sched.addr, cfg)
-			held := f.hold(t, fe, sk, robotsHost, pageHosts, lost)
-			waitStats(t, ctl, cfg.ID, 5*time.Second, "the held leases in flight", func(st session.Stats) bool {
-				return st.InFlight == int64(held.n()) && st.Sessions == 1
+			lr.lose(t, func(c net.Conn) {
+				writeRaw(t, c, tc.bytes(t))
+				frames := expectClosed(t, c, 10*time.Second)
+				refused := false
+				for _, ft := range frames {
+					refused = refused || ft == session.FrameRefused
+				}
+				if !refused {
+					noRefused = append(noRefused, tc.name)
+				}
 			})
-			writeRaw(t, f.c, tc.bytes(t))
-			frames := expectClosed(t, f.c, 10*time.Second)
-			refused := false
-			for _, ft := range frames {
-				refused = refused || ft == session.FrameRefused
-			}
-			if !refused {
-				noRefused = append(noRefused, tc.name)
-			}
-			// Leases back well before the 1-minute lease timeout.
-			waitStats(t, ctl, cfg.ID, leaseBackWithin, "session gone and its robots and page leases back", func(st session.Stats) bool {
-				return st.InFlight == 0 && st.Sessions == 0
-			})
-			for _, l := range held.pages {
-				lost[l.URL] = true
-			}
 		})
 	}
 	if t.Failed() {
 		return
 	}
-	if len(lost) < len(cases) {
-		t.Errorf("only %d distinct page leases were lost over %d hostile sessions", len(lost), len(cases))
+	if len(lr.lost) < len(cases) {
+		t.Errorf("only %d distinct page leases were lost over %d hostile sessions", len(lr.lost), len(cases))
 	}
-
-	startFleet(t, cfg, []string{sched.addr}, sk, 2)
-	st := waitDrained(t, []string{sched.addr}, cfg.ID, 2*time.Minute)
-	checkCrawl(t, web, sk, true)
-	if st.Fetched != int64(len(web.Pages())) || st.DeadLettered != 0 {
-		t.Errorf("fetched %d of %d pages, %d dead-lettered", st.Fetched, len(web.Pages()), st.DeadLettered)
-	}
+	lr.crawlRest(t, web)
 
 	// protocol.go: "The server refuses ... a malformed or oversized frame
 	// with a Refused frame saying why, then closes."
@@ -453,7 +410,7 @@ func TestHostileFrameMidSession(t *testing.T) {
 // after 3 keepalives of silence), not at the lease timeout, and the crawl
 // completes with every page fetched once.
 func TestSessionLostMidLease(t *testing.T) {
-	web := startWeb(t, testweb.Config{Hosts: 2, PagesPerHost: 10, CrossHost: true, Base: 37})
+	web := webtest.Start(t, testweb.Config{Hosts: 2, PagesPerHost: 10, CrossHost: true, Base: 37})
 	scfg := frontier.DefaultServerConfig()
 	// Silence is detected after 3 keepalives (3 s), the lease timeout is a
 	// minute: leaseBackWithin tells them apart.
@@ -462,14 +419,7 @@ func TestSessionLostMidLease(t *testing.T) {
 	cfg := testCampaign(t, web)
 	ctl := control(t, sched.addr)
 	seedCampaign(t, ctl, cfg)
-	fe, err := fetch.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fe.Close()
-	sk := sink.NewMemory()
-	robotsHost, pageHost := hostOf(t, web.Seeds()[1]), hostOf(t, web.Seeds()[0])
-	lost := map[string]bool{}
+	lr := newLoseRig(t, sched, ctl, cfg, hostOf(t, web.Seeds()[1]), []string{hostOf(t, web.Seeds()[0])})
 
 	for _, tc := range []struct {
 		name string
@@ -485,30 +435,14 @@ func TestSessionLostMidLease(t *testing.T) {
 			break
 		}
 		t.Run(tc.name, func(t *testing.T) {
-			f := dialRawFetcher(t, sched.addr, cfg)
-			held := f.hold(t, fe, sk, robotsHost, []string{pageHost}, lost)
-			waitStats(t, ctl, cfg.ID, 5*time.Second, "the held leases in flight", func(st session.Stats) bool {
-				return st.InFlight == int64(held.n()) && st.Sessions == 1
-			})
-			tc.lose(t, f.c)
-			waitStats(t, ctl, cfg.ID, leaseBackWithin, "session gone and its robots and page leases back", func(st session.Stats) bool {
-				return st.InFlight == 0 && st.Sessions == 0
-			})
-			for _, l := range held.pages {
-				lost[l.URL] = true
-			}
+			lr.lose(t, func(c net.Conn) { tc.lose(t, c) })
 		})
 	}
 	if t.Failed() {
 		return
 	}
-	startFleet(t, cfg, []string{sched.addr}, sk, 2)
-	st := waitDrained(t, []string{sched.addr}, cfg.ID, 2*time.Minute)
-	checkCrawl(t, web, sk, true)
-	if st.Fetched != int64(len(web.Pages())) || st.DeadLettered != 0 {
-		t.Errorf("fetched %d of %d pages, %d dead-lettered", st.Fetched, len(web.Pages()), st.DeadLettered)
-	}
-	for u := range lost {
+	lr.crawlRest(t, web)
+	for u := range lr.lost {
 		if n := web.Count(u); n != 1 {
 			t.Errorf("%s, whose lease a lost session held, was requested %d times, want once", u, n)
 		}
@@ -526,6 +460,62 @@ const leaseBackWithin = 15 * time.Second
 // wants to hold (robots.txt answered, a page fetched and its links
 // published and delivered, per host).
 const holdWithin = 30 * time.Second
+
+// loseRig loses, one session at a time, fetcher sessions that hold leases
+// of one campaign, then crawls what is left with real fetchers.
+type loseRig struct {
+	sched      *scheduler
+	ctl        *session.Control
+	cfg        campaign.Config
+	fe         *fetch.Fetcher
+	sk         *sink.Memory
+	robotsHost string          // the host whose robots.txt lease is held
+	pageHosts  []string        // the hosts of which one page lease each is held
+	lost       map[string]bool // page URLs whose lease a lost session held
+}
+
+func newLoseRig(t *testing.T, sched *scheduler, ctl *session.Control, cfg campaign.Config, robotsHost string, pageHosts []string) *loseRig {
+	t.Helper()
+	fe, err := fetch.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fe.Close() })
+	return &loseRig{sched: sched, ctl: ctl, cfg: cfg, fe: fe, sk: sink.NewMemory(),
+		robotsHost: robotsHost, pageHosts: pageHosts, lost: map[string]bool{}}
+}
+
+// lose dials a session that holds leases (see hold), hands its connection
+// to how, and waits until the scheduler sees the session gone and has
+// every lease back, well before the 1-minute lease timeout.
+func (r *loseRig) lose(t *testing.T, how func(c net.Conn)) {
+	t.Helper()
+	f := dialRawFetcher(t, r.sched.addr, r.cfg)
+	held := f.hold(t, r.fe, r.sk, r.robotsHost, r.pageHosts, r.lost)
+	waitStats(t, r.ctl, r.cfg.ID, 5*time.Second, "the held leases in flight", func(st session.Stats) bool {
+		return st.InFlight == int64(held.n()) && st.Sessions == 1
+	})
+	how(f.c)
+	waitStats(t, r.ctl, r.cfg.ID, leaseBackWithin, "session gone and its robots and page leases back", func(st session.Stats) bool {
+		return st.InFlight == 0 && st.Sessions == 0
+	})
+	for _, l := range held.pages {
+		r.lost[l.URL] = true
+	}
+}
+
+// crawlRest crawls the campaign to its end with real fetchers: every page
+// of web fetched and stored once, none dead-lettered.
+func (r *loseRig) crawlRest(t *testing.T, web *testweb.Web) {
+	t.Helper()
+	addrs := []string{r.sched.addr}
+	startFleet(t, r.cfg, addrs, r.sk, 2)
+	st := waitDrained(t, addrs, r.cfg.ID, 2*time.Minute)
+	checkCrawl(t, web, r.sk, true)
+	if st.Fetched != int64(len(web.Pages())) || st.DeadLettered != 0 {
+		t.Errorf("fetched %d of %d pages, %d dead-lettered", st.Fetched, len(web.Pages()), st.DeadLettered)
+	}
+}
 
 // heldLeases are leases a rawFetcher holds without reporting them.
 type heldLeases struct {
@@ -705,7 +695,7 @@ const transitSlack = 200 * time.Millisecond
 func TestHungFetcherLeasesExpire(t *testing.T) {
 	const hosts = 3
 	const fleet = 2
-	web := startWeb(t, testweb.Config{Hosts: hosts, PagesPerHost: 30, CrossHost: true, Base: 33})
+	web := webtest.Start(t, testweb.Config{Hosts: hosts, PagesPerHost: 30, CrossHost: true, Base: 33})
 	scfg := shortLeases()
 	sched := startScheduler(t, scfg, seen.NewMemory())
 	cfg := testCampaign(t, web)
@@ -782,7 +772,7 @@ func checkFor(t *testing.T, wait, sleep time.Duration, f func() error) {
 // 3b. The poison path: one URL whose lease is lost three times ends in the
 // dead-letter queue, with the reason in its x-drover-error header.
 func TestPoisonURLDeadLettered(t *testing.T) {
-	web := startWeb(t, testweb.Config{Hosts: 1, PagesPerHost: 5, Base: 34})
+	web := webtest.Start(t, testweb.Config{Hosts: 1, PagesPerHost: 5, Base: 34})
 	sched := startScheduler(t, shortLeases(), seen.NewMemory())
 	cfg := testCampaign(t, web)
 	ctl := control(t, sched.addr)
@@ -857,7 +847,7 @@ func getDead(t *testing.T, conn *amqp.Connection, id string, n int) []amqp.Deliv
 // 4. Unreadable frontier messages (an unparseable URL, a body that is not
 // JSON) are dead-lettered with the reason; the rest of the crawl completes.
 func TestUnreadableMessagesDeadLettered(t *testing.T) {
-	web := startWeb(t, testweb.Config{Hosts: 3, PagesPerHost: 30, CrossHost: true, Base: 35})
+	web := webtest.Start(t, testweb.Config{Hosts: 3, PagesPerHost: 30, CrossHost: true, Base: 35})
 	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory())
 	cfg := testCampaign(t, web)
 	ctl := control(t, sched.addr)
@@ -942,7 +932,7 @@ func TestUnreadableMessagesDeadLettered(t *testing.T) {
 // the fetchers' sessions close; what they do next must not bring the
 // campaign back (re-declare its queues, open a new actor).
 func TestCloseCampaignWithFetchersConnected(t *testing.T) {
-	web := startWeb(t, testweb.Config{Hosts: 2, PagesPerHost: 10, Base: 36})
+	web := webtest.Start(t, testweb.Config{Hosts: 2, PagesPerHost: 10, Base: 36})
 	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory())
 	cfg := testCampaign(t, web)
 	ctl := control(t, sched.addr)
@@ -960,7 +950,7 @@ func TestCloseCampaignWithFetchersConnected(t *testing.T) {
 	}
 	time.Sleep(time.Second) // the fleet re-dials within 100 ms
 	st := stats(t, ctl, cfg.ID)
-	fl.stop()
+	fl.Stop()
 	ch, err := sched.conn.Channel()
 	if err != nil {
 		t.Fatal(err)

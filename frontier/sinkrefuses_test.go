@@ -12,6 +12,7 @@ import (
 	"github.com/drover-crawl/drover/page"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/testweb"
+	"github.com/drover-crawl/drover/testweb/webtest"
 )
 
 // refusingSink stores every page but one, which it refuses for good, as a
@@ -32,7 +33,7 @@ func (s refusingSink) Store(ctx context.Context, p *page.Page) error {
 // MaxAttempts refusals it is dead-lettered with reason sink and listed
 // among the failures, and the crawl completes around it.
 func TestPageRefusedBySinkIsDeadLettered(t *testing.T) {
-	web := startWeb(t, testweb.Config{Hosts: 2, PagesPerHost: 20, CrossHost: true, Base: 67})
+	web := webtest.Start(t, testweb.Config{Hosts: 2, PagesPerHost: 20, CrossHost: true, Base: 67})
 	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory())
 	cfg := testCampaign(t, web)
 	seed(t, sched, cfg)

@@ -29,6 +29,7 @@ import (
 	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/testweb"
+	"github.com/drover-crawl/drover/testweb/webtest"
 	"github.com/drover-crawl/drover/workflows"
 )
 
@@ -252,7 +253,7 @@ func TestPauseWithTemporalCLI(t *testing.T) {
 	// Pages are held half-sent while the pause is sent (HoldBodies), so
 	// that it catches fetches under way: each must be fetched again, not
 	// lost.
-	web := startWeb(t, testweb.Config{Hosts: 3, PagesPerHost: 150, PageBytes: 64 << 10, CrossHost: true, Base: 50})
+	web := webtest.Start(t, testweb.Config{Hosts: 3, PagesPerHost: 150, PageBytes: 64 << 10, CrossHost: true, Base: 50})
 	s := startStack(t)
 	c := s.temporal.Client()
 	cfg := s.newCampaign("pause", web, 2)
@@ -355,7 +356,7 @@ const restartWithin = 90 * time.Second
 // campaign completes with every page requested and landed in Kafka.
 func TestWorkerKilledMidCrawl(t *testing.T) {
 	bin := filepath.Join(binaries(t), "worker")
-	web := startWeb(t, testweb.Config{Hosts: 4, PagesPerHost: 400, CrossHost: true, Base: 51})
+	web := webtest.Start(t, testweb.Config{Hosts: 4, PagesPerHost: 400, CrossHost: true, Base: 51})
 	s := startBareStack(t)
 	c := s.temporal.Client()
 	env := []string{
@@ -446,7 +447,7 @@ func TestWorkerKilledMidCrawl(t *testing.T) {
 // scheduler fetches nothing), checks that the validator refuses nonsense,
 // then stops the campaign and sees its sessions close.
 func TestScaleUp(t *testing.T) {
-	web := startWeb(t, testweb.Config{Hosts: 4, PagesPerHost: 300, CrossHost: true, Base: 52})
+	web := webtest.Start(t, testweb.Config{Hosts: 4, PagesPerHost: 300, CrossHost: true, Base: 52})
 	s := startStack(t)
 	c := s.temporal.Client()
 	cfg := s.newCampaign("scale", web, 1)

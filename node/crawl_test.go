@@ -2,12 +2,9 @@ package node_test
 
 import (
 	"bytes"
-	"cmp"
 	"context"
-	"log/slog"
 	"os"
 	"path/filepath"
-	"reflect"
 	"testing"
 	"time"
 
@@ -18,10 +15,11 @@ import (
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/devstack"
 	"github.com/drover-crawl/drover/envconf"
-	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/node"
+	"github.com/drover-crawl/drover/node/nodetest"
 	"github.com/drover-crawl/drover/testweb"
+	"github.com/drover-crawl/drover/testweb/webtest"
 )
 
 // amqpURL is the RabbitMQ of the tests: AMQP_URL, or the machine's.
@@ -44,7 +42,7 @@ func startBareStack(t *testing.T) *stack { return withScheduler(t, startServices
 // withScheduler adds an in-process scheduler to sv.
 func withScheduler(t *testing.T, sv *services) *stack {
 	t.Helper()
-	return &stack{services: sv, sched: startScheduler(t, node.SchedulerConfig{SeenPath: filepath.Join(t.TempDir(), "seen")})}
+	return &stack{services: sv, sched: nodetest.StartScheduler(t, node.SchedulerConfig{SeenPath: filepath.Join(t.TempDir(), "seen")})}
 }
 
 // withWorkers adds in-process workers to s.
@@ -52,33 +50,6 @@ func withWorkers(t *testing.T, s *stack) *stack {
 	t.Helper()
 	s.workers = startWorkers(t, s.temporal.Client(), "test-worker", []string{s.sched.Addr()}, s.kafka.Addr())
 	return s
-}
-
-// newScheduler starts an in-process scheduler with what cfg leaves out
-// filled in: the default server config, a free loopback port, the
-// machine's RabbitMQ, and warnings and errors logged to stderr.
-func newScheduler(cfg node.SchedulerConfig) (*node.Scheduler, error) {
-	if reflect.ValueOf(cfg.Server).IsZero() {
-		cfg.Server = frontier.DefaultServerConfig()
-	}
-	cfg.Listen = cmp.Or(cfg.Listen, "127.0.0.1:0")
-	cfg.AMQPURL = cmp.Or(cfg.AMQPURL, amqpURL())
-	if cfg.Log == nil {
-		cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	}
-	return node.StartScheduler(context.Background(), cfg)
-}
-
-// startScheduler is newScheduler for a scheduler closed at the end of the
-// test (again, if the test closed it already).
-func startScheduler(t *testing.T, cfg node.SchedulerConfig) *node.Scheduler {
-	t.Helper()
-	sched, err := newScheduler(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sched.Close() })
-	return sched
 }
 
 // startWorkers starts in-process Temporal workers on c, as identity, whose
@@ -117,7 +88,7 @@ const readTopicFor = 2 * time.Minute
 // itself; the server saw every page exactly once and nothing disallowed; a
 // Kafka consumer reads every page exactly once, byte-identical.
 func TestAcceptanceCrawl(t *testing.T) {
-	web := startWeb(t, testweb.Config{Hosts: 5, PagesPerHost: 400, CrossHost: true, Base: 31})
+	web := webtest.Start(t, testweb.Config{Hosts: 5, PagesPerHost: 400, CrossHost: true, Base: 31})
 	s := startStack(t)
 	cfg := s.newCampaign("accept", web, 4)
 	cfg.PerHostDelay = new(time.Millisecond)

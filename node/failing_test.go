@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,33 +19,16 @@ import (
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/starter/cli"
 	"github.com/drover-crawl/drover/testweb"
+	"github.com/drover-crawl/drover/testweb/webtest"
 	"github.com/drover-crawl/drover/workflows"
 )
-
-// syncBuffer is a strings.Builder safe for a writer and a reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // Issue 11, on the whole stack: a campaign whose sink is a Kafka topic that
 // does not exist. Every FetchSession fails on it; within 30 s the status
 // query, `starter status` and a notification name the topic; after
 // fail_after the campaign fails and `start --wait` exits 1 with the reason.
 func TestMissingKafkaTopicFailsCampaign(t *testing.T) {
-	web := startWeb(t, testweb.Config{Hosts: 1, PagesPerHost: 20, Base: 61})
+	web := webtest.Start(t, testweb.Config{Hosts: 1, PagesPerHost: 20, Base: 61})
 	s := startStack(t)
 	notes := make(chan map[string]string, 16)
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -74,7 +56,7 @@ func TestMissingKafkaTopicFailsCampaign(t *testing.T) {
 		}
 	}
 
-	var waitOut, waitErr syncBuffer
+	var waitOut, waitErr devstack.SyncBuffer
 	waited := make(chan int, 1)
 	began := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

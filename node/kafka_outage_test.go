@@ -13,7 +13,9 @@ import (
 	"github.com/drover-crawl/drover/devstack"
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/node"
+	"github.com/drover-crawl/drover/node/nodetest"
 	"github.com/drover-crawl/drover/testweb"
+	"github.com/drover-crawl/drover/testweb/webtest"
 )
 
 // kafkaDownFor is the outage's length, paced on purpose: within the
@@ -27,7 +29,7 @@ const kafkaDownFor = 30 * time.Second
 // crawl holds back, continues when Kafka returns and completes with every
 // page in the topic.
 func TestKafkaOutage(t *testing.T) {
-	web := startWeb(t, testweb.Config{Hosts: 3, PagesPerHost: 150, CrossHost: true, Base: 33})
+	web := webtest.Start(t, testweb.Config{Hosts: 3, PagesPerHost: 150, CrossHost: true, Base: 33})
 	tmp := startTemporal(t, devstack.TemporalOptions{UIPort: -1})
 	topic := fmt.Sprintf("pages-%d", rand.IntN(1e9))
 	k, err := chaos.StartGatedKafka(topic)
@@ -37,7 +39,7 @@ func TestKafkaOutage(t *testing.T) {
 	t.Cleanup(k.Close)
 	brokers := k.Addr
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	sched := startScheduler(t, node.SchedulerConfig{Log: log})
+	sched := nodetest.StartScheduler(t, node.SchedulerConfig{Log: log})
 	startWorkers(t, tmp.Client(), "outage-worker", []string{sched.Addr()}, brokers)
 
 	cfg := campaign.Config{

@@ -174,17 +174,6 @@ func (s *services) newCampaign(prefix string, web *testweb.Web, fetchers int) ca
 	}
 }
 
-// startWeb serves a test web, closed at the end of the test.
-func startWeb(t *testing.T, cfg testweb.Config) *testweb.Web {
-	t.Helper()
-	web, err := testweb.Start(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { web.Close() })
-	return web
-}
-
 // startTemporal starts a Temporal dev server, stopped at the end of the
 // test.
 func startTemporal(t *testing.T, opts devstack.TemporalOptions) *devstack.Temporal {

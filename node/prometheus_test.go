@@ -39,7 +39,9 @@ import (
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/metrics"
 	"github.com/drover-crawl/drover/node"
+	"github.com/drover-crawl/drover/node/nodetest"
 	"github.com/drover-crawl/drover/testweb"
+	"github.com/drover-crawl/drover/testweb/webtest"
 	"github.com/drover-crawl/drover/workflows"
 )
 
@@ -211,7 +213,7 @@ const crawlWithin = 4 * time.Minute
 
 func TestPrometheusScrapesACrawl(t *testing.T) {
 	promBin, promtool := prometheusBins(t)
-	web := startWeb(t, testweb.Config{Hosts: 4, PagesPerHost: 200, CrossHost: true, Base: 57})
+	web := webtest.Start(t, testweb.Config{Hosts: 4, PagesPerHost: 200, CrossHost: true, Base: 57})
 
 	ctx := context.Background()
 	sv := startServices(t)
@@ -221,7 +223,7 @@ func TestPrometheusScrapesACrawl(t *testing.T) {
 	// The scheduler and the worker, each with a registry and an endpoint
 	// of its own, as the two processes have.
 	sreg, wreg := metrics.NewRegistry(), metrics.NewRegistry()
-	sched := startScheduler(t, node.SchedulerConfig{SeenPath: filepath.Join(t.TempDir(), "seen"), Log: log, Metrics: sreg})
+	sched := nodetest.StartScheduler(t, node.SchedulerConfig{SeenPath: filepath.Join(t.TempDir(), "seen"), Log: log, Metrics: sreg})
 	wm, err := activities.NewWorkerMetrics(wreg, log)
 	if err != nil {
 		t.Fatal(err)
@@ -434,17 +436,25 @@ func TestPrometheusScrapesACrawl(t *testing.T) {
 	checkDashboard(t, prom, names)
 }
 
-// saveArtifacts writes the endpoints' text under out/metrics/.
-func saveArtifacts(t *testing.T, files map[string][]byte) {
+// outDir makes and returns the folder out/name of the repository, where
+// a test leaves what a person may want to look at afterwards.
+func outDir(t *testing.T, name string) string {
 	t.Helper()
 	root, err := devstack.RepoRoot(".")
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(root, "out", "metrics")
+	dir := filepath.Join(root, "out", name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	return dir
+}
+
+// saveArtifacts writes the endpoints' text under out/metrics/.
+func saveArtifacts(t *testing.T, files map[string][]byte) {
+	t.Helper()
+	dir := outDir(t, "metrics")
 	for name, b := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 			t.Fatal(err)

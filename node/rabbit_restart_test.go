@@ -11,7 +11,9 @@ import (
 	"github.com/drover-crawl/drover/chaos"
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/node"
+	"github.com/drover-crawl/drover/node/nodetest"
 	"github.com/drover-crawl/drover/testweb"
+	"github.com/drover-crawl/drover/testweb/webtest"
 )
 
 // rabbitDownFor is the fault's length, paced on purpose: RabbitMQ stays
@@ -41,9 +43,9 @@ func startRabbitNode(t *testing.T) *chaos.RabbitNode {
 // completes with every page fetched and stored.
 func TestRabbitMQRestartMidCrawl(t *testing.T) {
 	rmq := startRabbitNode(t)
-	web := startWeb(t, testweb.Config{Hosts: 3, PagesPerHost: 200, CrossHost: true, Base: 68})
+	web := webtest.Start(t, testweb.Config{Hosts: 3, PagesPerHost: 200, CrossHost: true, Base: 68})
 	s := startBareStack(t)
-	sched := startScheduler(t, node.SchedulerConfig{AMQPURL: rmq.URL, SeenPath: filepath.Join(t.TempDir(), "seen")})
+	sched := nodetest.StartScheduler(t, node.SchedulerConfig{AMQPURL: rmq.URL, SeenPath: filepath.Join(t.TempDir(), "seen")})
 	startWorkers(t, s.temporal.Client(), "test-worker", []string{sched.Addr()}, s.kafka.Addr())
 	cfg := s.newCampaign("rmq-restart", web, 4)
 	cfg.PerHostDelay = new(10 * time.Millisecond)

@@ -15,21 +15,23 @@ import (
 	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/node"
+	"github.com/drover-crawl/drover/node/nodetest"
 	"github.com/drover-crawl/drover/testweb"
+	"github.com/drover-crawl/drover/testweb/webtest"
 )
 
 // Issue 10's last proof: with two schedulers, a campaign stopped mid-crawl
 // by `starter stop` and started again under the same ID crawls the web
 // again, whole: no seen mark of the first run survives on either scheduler.
 func TestStopAndStartAgainWithTwoSchedulers(t *testing.T) {
-	web := startWeb(t, testweb.Config{Hosts: 4, PagesPerHost: 250, CrossHost: true, Base: 66})
+	web := webtest.Start(t, testweb.Config{Hosts: 4, PagesPerHost: 250, CrossHost: true, Base: 66})
 	s := startBareStack(t)
 	addrs := []string{s.sched.Addr()}
 	// s.sched is replica 0 of 1; a second scheduler, replica 1 of 2, shares
 	// the campaign's shards as a standby (single-active-consumer).
 	c2 := frontier.DefaultServerConfig()
 	c2.Name, c2.Index, c2.Replicas = "second", 1, 2
-	sched2 := startScheduler(t, node.SchedulerConfig{Server: c2, SeenPath: filepath.Join(t.TempDir(), "seen2")})
+	sched2 := nodetest.StartScheduler(t, node.SchedulerConfig{Server: c2, SeenPath: filepath.Join(t.TempDir(), "seen2")})
 	addrs = append(addrs, sched2.Addr())
 	startWorkers(t, s.temporal.Client(), "test-worker", addrs, s.kafka.Addr())
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/testweb"
+	"github.com/drover-crawl/drover/testweb/webtest"
 )
 
 // Issue 3's "done when" tests: the scheduler and worker binaries as separate
@@ -19,12 +20,7 @@ import (
 // scaleWeb is the test web of the process tests: 4 hosts of 150 pages.
 func scaleWeb(t *testing.T, base byte) *testweb.Web {
 	t.Helper()
-	web, err := testweb.Start(testweb.Config{Hosts: 4, PagesPerHost: 150, CrossHost: true, Base: base})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { web.Close() })
-	return web
+	return webtest.Start(t, testweb.Config{Hosts: 4, PagesPerHost: 150, CrossHost: true, Base: base})
 }
 
 // kafkaCounts reads the topic back and counts the records of each URL.
@@ -150,7 +146,7 @@ func TestTwoSchedulersThreeWorkers(t *testing.T) {
 // server saw them, are at least d apart. A behaviour spec of politeness,
 // not a speed assertion.
 func TestPolitenessSpacing(t *testing.T) {
-	web := startWeb(t, testweb.Config{Hosts: 3, PagesPerHost: 20, CrossHost: true, Base: 42})
+	web := webtest.Start(t, testweb.Config{Hosts: 3, PagesPerHost: 20, CrossHost: true, Base: 42})
 	s := startStack(t)
 	const d = 150 * time.Millisecond
 	cfg := s.newCampaign("polite", web, 3)

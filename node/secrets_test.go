@@ -24,6 +24,7 @@ import (
 	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/testweb"
+	"github.com/drover-crawl/drover/testweb/webtest"
 	"github.com/drover-crawl/drover/tlsconf"
 	"github.com/drover-crawl/drover/tlsconf/tlstest"
 )
@@ -151,7 +152,7 @@ func TestNoSecretLeaks(t *testing.T) {
 	}
 	worker := startProc(t, "worker", filepath.Join(bin, "worker"), []string{"-identity", "leak-worker", "-metrics-addr", "127.0.0.1:0"}, env)
 
-	web := startWeb(t, testweb.Config{Hosts: 2, PagesPerHost: 15, CrossHost: true, Base: 133})
+	web := webtest.Start(t, testweb.Config{Hosts: 2, PagesPerHost: 15, CrossHost: true, Base: 133})
 	id := fmt.Sprintf("leak-%d", n)
 	kafkaSink := fmt.Sprintf("kafka://%s/%s?sasl=scram-sha-256", kafkaAddr, topic)
 	pgSink := fmt.Sprintf("postgres://%s@127.0.0.1:5432/test?sslmode=disable&table=%s", pgRole, table)

@@ -17,7 +17,9 @@ import (
 	"github.com/drover-crawl/drover/frontier/seen/seentest"
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/node"
+	"github.com/drover-crawl/drover/node/nodetest"
 	"github.com/drover-crawl/drover/testweb"
+	"github.com/drover-crawl/drover/testweb/webtest"
 )
 
 // TestCrawlSurvivesDamagedSeenStore is issue 12's corrupt-store proof: a
@@ -101,10 +103,10 @@ func TestCrawlSurvivesDamagedSeenStore(t *testing.T) {
 	}
 	for i, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
-			web := startWeb(t, testweb.Config{Hosts: 3, PagesPerHost: 100, CrossHost: true, Base: byte(80 + i)})
+			web := webtest.Start(t, testweb.Config{Hosts: 3, PagesPerHost: 100, CrossHost: true, Base: byte(80 + i)})
 			pages := web.Pages()
 			seenDir := filepath.Join(t.TempDir(), "seen")
-			var slogs syncBuffer // the schedulers' log, shown if the test fails
+			var slogs devstack.SyncBuffer // the schedulers' log, shown if the test fails
 			t.Cleanup(func() {
 				if t.Failed() {
 					t.Logf("scheduler log (last lines):\n%s", devstack.LastLines(slogs.String(), 30))
@@ -202,7 +204,7 @@ func sdStartScheduler(t *testing.T, addr, dir string, w io.Writer) *node.Schedul
 	// The port of a scheduler just closed may take a moment to be free.
 	await.For(t, 10*time.Second, 50*time.Millisecond, "a scheduler started on "+addr, func() error {
 		var err error
-		sched, err = newScheduler(node.SchedulerConfig{Listen: addr, SeenPath: dir, Log: log})
+		sched, err = nodetest.NewScheduler(node.SchedulerConfig{Listen: addr, SeenPath: dir, Log: log})
 		return err
 	})
 	t.Cleanup(func() { sched.Close() })

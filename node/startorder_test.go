@@ -3,10 +3,8 @@ package node_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"net"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -18,7 +16,9 @@ import (
 	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/node"
+	"github.com/drover-crawl/drover/node/nodetest"
 	"github.com/drover-crawl/drover/testweb"
+	"github.com/drover-crawl/drover/testweb/webtest"
 )
 
 // temporalLateBy is how long after the worker the Temporal server starts,
@@ -31,21 +31,16 @@ const temporalLateBy = 3 * time.Second
 // server is up; a worker with a malformed address or a namespace the
 // server does not have exits and says why.
 func TestWorkerStartedBeforeTemporal(t *testing.T) {
-	web := startWeb(t, testweb.Config{Hosts: 2, PagesPerHost: 60, Base: 71})
+	web := webtest.Start(t, testweb.Config{Hosts: 2, PagesPerHost: 60, Base: 71})
 	topic := fmt.Sprintf("pages-%d", rand.IntN(1e9))
 	k, err := devstack.StartKafka("127.0.0.1:0", topic)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer k.Close()
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	sc := frontier.DefaultServerConfig()
 	sc.Token = testToken
-	sched, err := node.StartScheduler(context.Background(), node.SchedulerConfig{Server: sc, Listen: "127.0.0.1:0", AMQPURL: amqpURL(), Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sched.Close()
+	sched := nodetest.StartScheduler(t, node.SchedulerConfig{Server: sc})
 
 	temporalAddr := freeAddr(t)
 	w := startWorkerProc(t, "early-worker", []string{sched.Addr()}, temporalAddr, k.Addr())

@@ -4,10 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"io"
-	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +12,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/drover-crawl/drover/devstack"
+	"github.com/drover-crawl/drover/internal/relay"
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/starter/cli"
 	"github.com/drover-crawl/drover/tlsconf"
@@ -32,28 +30,7 @@ func tlsProxy(t *testing.T, cfg *tls.Config, backend string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var wg sync.WaitGroup
-	t.Cleanup(func() { ln.Close(); wg.Wait() })
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Go(func() {
-				defer c.Close()
-				b, err := net.DialTimeout("tcp", backend, 5*time.Second)
-				if err != nil {
-					return
-				}
-				defer b.Close()
-				done := make(chan struct{}, 2)
-				go func() { io.Copy(b, c); done <- struct{}{} }()
-				go func() { io.Copy(c, b); done <- struct{}{} }()
-				<-done
-			})
-		}
-	})
+	relay.Serve(t, ln, backend, nil)
 	return ln.Addr().String()
 }
 

@@ -21,8 +21,10 @@ import (
 	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/node"
+	"github.com/drover-crawl/drover/node/nodetest"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/testweb"
+	"github.com/drover-crawl/drover/testweb/webtest"
 	"github.com/drover-crawl/drover/tlsconf"
 	"github.com/drover-crawl/drover/tlsconf/tlstest"
 )
@@ -47,11 +49,7 @@ func TestTLSSessions(t *testing.T) {
 	scfg.Token = token
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	ctx := context.Background()
-	sched, err := node.StartScheduler(ctx, node.SchedulerConfig{Server: scfg, Listen: "127.0.0.1:0", AMQPURL: amqpURL(), Log: log, TLS: serverTLS})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sched.Close() })
+	sched := nodetest.StartScheduler(t, node.SchedulerConfig{Server: scfg, Log: log, TLS: serverTLS})
 	addr := sched.Addr()
 
 	clientTLS, err := tlsconf.Options{CA: pki.CA, Cert: pki.ClientCert, Key: pki.ClientKey}.Client()
@@ -60,7 +58,7 @@ func TestTLSSessions(t *testing.T) {
 	}
 	cl := session.Client{Token: token, TLS: clientTLS}
 
-	web := startWeb(t, testweb.Config{Hosts: 2, PagesPerHost: 25, CrossHost: true, Base: 131})
+	web := webtest.Start(t, testweb.Config{Hosts: 2, PagesPerHost: 25, CrossHost: true, Base: 131})
 	cfg := campaign.Config{
 		ID: fmt.Sprintf("tls-%d", rand.IntN(1e9)), Seeds: web.Seeds(), PerHostDelay: new(time.Duration),
 		AllowPrivate: true, Sinks: []string{"warc:/unused"},

@@ -25,6 +25,7 @@ import (
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/starter/cli"
 	"github.com/drover-crawl/drover/testweb"
+	"github.com/drover-crawl/drover/testweb/webtest"
 )
 
 // uiWait bounds every wait on the Web UI: a page that does not show what
@@ -42,7 +43,7 @@ const uiWait = 30 * time.Second
 // each step are kept under out/webui/ (printed).
 func TestWebUIInBrowser(t *testing.T) {
 	browser := chromium(t)
-	web := startWeb(t, testweb.Config{Hosts: 2, PagesPerHost: 200, CrossHost: true, Base: 77})
+	web := webtest.Start(t, testweb.Config{Hosts: 2, PagesPerHost: 200, CrossHost: true, Base: 77})
 	s := withWorkers(t, withScheduler(t, startServicesWith(t, devstack.TemporalOptions{}))) // the Web UI on a free port
 	ui := s.temporal.UIURL()
 
@@ -180,19 +181,11 @@ func newBrowser(t *testing.T, path string) *browser {
 		cancel()
 		t.Fatalf("starting %s: no answer within %s", path, uiWait)
 	}
-	root, err := devstack.RepoRoot(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(root, "out", "webui")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	b := &browser{t: t, ctx: ctx, dir: dir}
+	b := &browser{t: t, ctx: ctx, dir: outDir(t, "webui")}
 	t.Cleanup(func() {
 		if t.Failed() {
 			b.screenshot("failed.png")
-			t.Logf("the Web UI when the test failed: %s", filepath.Join(dir, "failed.png"))
+			t.Logf("the Web UI when the test failed: %s", filepath.Join(b.dir, "failed.png"))
 		}
 	})
 	return b

@@ -154,16 +154,22 @@ func (h *harness) startsOf(i int) int {
 	return h.starts[i]
 }
 
+// runToEnd runs a campaign of cfg in which Monitor counts 42 pages
+// fetched at 2 minutes and reports end at 5; mid is its status at 4
+// minutes, st the final one.
+func (h *harness) runToEnd(cfg campaign.Config, end *atomic.Bool) (mid, st Status) {
+	h.at(2*time.Minute, func() { h.fetched.Store(42) })
+	h.snapshot(4*time.Minute, &mid)
+	h.at(5*time.Minute, func() { end.Store(true) })
+	st = h.run(CampaignInput{Config: cfg})
+	return mid, st
+}
+
 func TestCompletesWhenDrained(t *testing.T) {
 	h := newHarness(t, nil)
 	cfg := testConfig()
 	cfg.NotifyURL = "http://127.0.0.1:9/hook"
-	var mid Status
-	h.at(2*time.Minute, func() { h.fetched.Store(42) })
-	h.snapshot(4*time.Minute, &mid)
-	h.at(5*time.Minute, func() { h.drained.Store(true) })
-
-	st := h.run(CampaignInput{Config: cfg})
+	mid, st := h.runToEnd(cfg, &h.drained)
 
 	require.Equal(t, campaign.StateRunning, mid.State)
 	require.Equal(t, 2, mid.FetchersDesired)
@@ -525,12 +531,7 @@ func TestMaxPagesCompletes(t *testing.T) {
 	cfg := testConfig()
 	cfg.MaxPages = 43
 	cfg.NotifyURL = "http://127.0.0.1:9/hook"
-	var mid Status
-	h.at(2*time.Minute, func() { h.fetched.Store(42) })
-	h.snapshot(4*time.Minute, &mid)
-	h.at(5*time.Minute, func() { h.capped.Store(true) })
-
-	st := h.run(CampaignInput{Config: cfg})
+	mid, st := h.runToEnd(cfg, &h.capped)
 
 	require.Equal(t, campaign.StateRunning, mid.State, "capped before Monitor said so")
 	require.Equal(t, campaign.StateCompleted, st.State)

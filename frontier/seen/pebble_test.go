@@ -155,20 +155,7 @@ func TestPebbleSeenSurvivesKill(t *testing.T) {
 	s := openPebble(t, dir)
 	defer s.Close()
 	for b := range batches {
-		ks := keys(fmt.Sprintf("kill%d", b), per)
-		q, err := s.Queued("c", ks)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, k := range ks {
-			d, err := s.Done("c", k)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !q[i] || d != (i < per/2) {
-				t.Fatalf("batch %d key %d after SIGKILL: queued %v done %v", b, i, q[i], d)
-			}
-		}
+		wantMarks(t, s, "c", keys(fmt.Sprintf("kill%d", b), per), func(i int) bool { return i < per/2 }, fmt.Sprintf("after SIGKILL, batch %d", b))
 	}
 }
 

@@ -107,6 +107,25 @@ func wantDone(t *testing.T, s seen.Store, c string, k seen.Key, want bool) {
 	}
 }
 
+// wantMarks stops the test unless every key of ks is queued in campaign
+// c of s, and done exactly where done(i) says; what names the keys.
+func wantMarks(t *testing.T, s seen.Store, c string, ks []seen.Key, done func(i int) bool, what string) {
+	t.Helper()
+	q, err := s.Queued(c, ks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, k := range ks {
+		d, err := s.Done(c, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !q[i] || d != done(i) {
+			t.Fatalf("%s key %d: queued %v done %v, want queued true done %v", what, i, q[i], d, done(i))
+		}
+	}
+}
+
 func TestSeenStoreSemantics(t *testing.T) {
 	for _, impl := range seenImpls() {
 		t.Run(impl.name, func(t *testing.T) {
@@ -217,20 +236,7 @@ func TestSeenStoreConcurrent(t *testing.T) {
 				t.Fatal(err)
 			}
 			for w := range workers {
-				ks := keys(fmt.Sprintf("w%d", w), per)
-				got, err := s.Queued("c", ks)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for i, k := range ks {
-					if !got[i] {
-						t.Fatalf("worker %d key %d not queued", w, i)
-					}
-					done, _ := s.Done("c", k)
-					if want := i%20 < 10; done != want {
-						t.Fatalf("worker %d key %d: done %v, want %v", w, i, done, want)
-					}
-				}
+				wantMarks(t, s, "c", keys(fmt.Sprintf("w%d", w), per), func(i int) bool { return i%20 < 10 }, fmt.Sprintf("worker %d", w))
 			}
 		})
 	}

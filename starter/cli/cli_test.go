@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -237,15 +236,8 @@ func runWait(t *testing.T, fake *fakeTemporal, closed Execution, resultState str
 			closed)
 		r.result = workflows.Status{State: resultState, PagesFetched: 42}
 	}}
-	var out, errb strings.Builder
-	app := &App{Out: &out, Err: &errb, Interval: time.Millisecond,
-		Dial: func(context.Context, Env) (Campaigns, error) { return starting, nil },
-		Stats: func(context.Context, []string, string, string) (session.Stats, error) {
-			return session.Stats{}, errors.New("down")
-		}}
 	args := append([]string{"start", "--id", "c1", "--seed", "https://a.example/", "--wait"}, extra...)
-	code := app.Run(context.Background(), args)
-	return code, out.String(), errb.String()
+	return runApp(t, &App{Dial: dialTo(starting), Stats: refusedStats}, args...)
 }
 
 // startHook creates the fake run when the campaign is started.

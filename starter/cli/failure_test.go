@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -14,7 +13,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/drover-crawl/drover/campaign"
-	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/workflows"
 )
 
@@ -49,23 +47,6 @@ func (f *failedRun) Result(ctx context.Context, id string, result any) error {
 func campaignError(st workflows.Status) error {
 	app := temporal.NewApplicationError("campaign c1 failed: "+st.Reason, "CampaignFailed", st)
 	return fmt.Errorf("workflow execution error (type: Campaign, workflowID: c1): %w", app)
-}
-
-// runWith runs the starter against c, with the tests' clock.
-func runWith(t *testing.T, c Campaigns, now func() time.Time, args ...string) (int, string, string) {
-	t.Helper()
-	var out, errb strings.Builder
-	app := &App{
-		Out: &out, Err: &errb, Interval: time.Millisecond, Now: now,
-		Dial: func(context.Context, Env) (Campaigns, error) { return c, nil },
-		Stats: func(context.Context, []string, string, string) (session.Stats, error) {
-			return session.Stats{}, errors.New("dial tcp 127.0.0.1:7420: connect: connection refused")
-		},
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	code := app.Run(ctx, args)
-	return code, out.String(), errb.String()
 }
 
 func TestStatusShowsFetchersFailing(t *testing.T) {
@@ -103,13 +84,13 @@ func TestStatusOfFailedCampaign(t *testing.T) {
 	fake := &failedRun{fakeTemporal: newFake(), err: campaignError(failedFinal(start))}
 	fake.add("c1", workflows.Status{}, Execution{Status: StatusFailed, StartTime: start, CloseTime: start.Add(5 * time.Minute)})
 
-	code, out, errOut := runWith(t, fake, func() time.Time { return clock }, "status", "c1")
+	code, out, errOut := run(t, fake, nil, "status", "c1")
 	require.Equal(t, ExitOK, code, errOut)
 	assert.Contains(t, out, "campaign c1: failed (every fetcher failing with no page fetched for 5m0s (fail_after): SinkUnavailable: "+missingTopic+") [workflow Failed]")
 	assert.Contains(t, out, "3 fetched")
 	assert.NotContains(t, out, "FAILING", "an ended campaign's reason says it")
 
-	code, out, errOut = runWith(t, fake, func() time.Time { return clock }, "status", "c1", "--json")
+	code, out, errOut = run(t, fake, nil, "status", "c1", "--json")
 	require.Equal(t, ExitOK, code, errOut)
 	var v View
 	require.NoError(t, json.Unmarshal([]byte(out), &v), out)
@@ -142,7 +123,7 @@ func TestWaitShowsFailureAndExitsWithReason(t *testing.T) {
 			Execution{Status: StatusRunning, StartTime: start},
 			Execution{Status: StatusFailed, StartTime: start, CloseTime: time.Now()})
 	}}
-	code, out, errOut := runWith(t, &failedRunStarter{failedRun: fake, hook: hook}, nil,
+	code, out, errOut := runApp(t, &App{Dial: dialTo(&failedRunStarter{failedRun: fake, hook: hook}), Stats: refusedStats},
 		"start", "--id", "c1", "--seed", "https://a.example/", "--wait")
 
 	assert.Equal(t, ExitFailure, code)
@@ -159,7 +140,7 @@ func TestWaitShowsFailureAndExitsWithReason(t *testing.T) {
 
 	fake.add("c1", running, Execution{Status: StatusRunning, StartTime: start},
 		Execution{Status: StatusFailed, StartTime: start, CloseTime: time.Now()})
-	code, out, errOut = runWith(t, fake, nil, "status", "c1", "--watch")
+	code, out, errOut = runApp(t, &App{Dial: dialTo(fake), Stats: refusedStats}, "status", "c1", "--watch")
 	require.Equal(t, ExitOK, code, errOut)
 	assert.Contains(t, out, "FAILING   4 of 4 fetchers")
 	assert.Contains(t, out, "campaign c1: failed (every fetcher failing")

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,11 +20,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/drover-crawl/drover/campaign"
-	"github.com/drover-crawl/drover/envconf"
-	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/node"
+	"github.com/drover-crawl/drover/node/nodetest"
 	"github.com/drover-crawl/drover/workflows"
 )
 
@@ -42,10 +40,8 @@ type deps struct {
 // stdout and stderr.
 func runCLI(t *testing.T, d deps, args ...string) (int, string, string) {
 	t.Helper()
-	var out, errb bytes.Buffer
-	app := &App{
+	return runApp(t, &App{
 		Env: Env{Schedulers: d.schedulers},
-		Out: &out, Err: &errb, Interval: time.Millisecond,
 		Dial: func(context.Context, Env) (Campaigns, error) {
 			if d.temporal == nil {
 				return nil, errors.New("no Temporal in this test")
@@ -53,11 +49,7 @@ func runCLI(t *testing.T, d deps, args ...string) (int, string, string) {
 			return d.temporal, nil
 		},
 		Stats: d.stats, Failures: d.failures, DropFailures: d.drop,
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	code := app.Run(ctx, args)
-	return code, out.String(), errb.String()
+	}, args...)
 }
 
 // The URLs of the failing campaign: a live host whose robots.txt disallows
@@ -86,11 +78,7 @@ var wantReasons = map[string]string{
 func startScheduler(t *testing.T) string {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	sched, err := node.StartScheduler(context.Background(), node.SchedulerConfig{Server: frontier.DefaultServerConfig(),
-		Listen: "127.0.0.1:0", AMQPURL: envconf.Load(os.Getenv).AMQPURL, Log: log})
-	require.NoError(t, err)
-	t.Cleanup(func() { sched.Close() })
-	return sched.Addr()
+	return nodetest.StartScheduler(t, node.SchedulerConfig{Log: log}).Addr()
 }
 
 // failingCampaign seeds a campaign on the scheduler at addr and plays its
@@ -418,9 +406,7 @@ func TestStatusConsumeErrorAndUnknownCounts(t *testing.T) {
 	assert.Equal(t, map[string]any{}, js["failed_by"])
 	assert.Equal(t, 0.0, js["hosts_down"])
 
-	d.stats = func(context.Context, []string, string, string) (session.Stats, error) {
-		return session.Stats{}, errors.New("dial tcp 127.0.0.1:7420: connect: connection refused")
-	}
+	d.stats = refusedStats
 	code, out, errOut = runCLI(t, d, "status", "c1", "--json")
 	require.Equal(t, ExitOK, code, errOut)
 	js = nil

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -126,24 +127,37 @@ func (f *fakeTemporal) List(_ context.Context, query string) ([]Execution, error
 // clock is the tests' fixed time.
 var clock = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
-// run runs the starter on args against fake and the given scheduler
-// stats, and returns its exit code, stdout and stderr.
-func run(t *testing.T, fake *fakeTemporal, stats StatsFunc, args ...string) (int, string, string) {
+// refusedStats is the scheduler stats of a test without a scheduler.
+func refusedStats(context.Context, []string, string, string) (session.Stats, error) {
+	return session.Stats{}, errors.New("dial tcp 127.0.0.1:7420: connect: connection refused")
+}
+
+// dialTo is an App's Dial that gives c.
+func dialTo(c Campaigns) func(context.Context, Env) (Campaigns, error) {
+	return func(context.Context, Env) (Campaigns, error) { return c, nil }
+}
+
+// run runs the starter on args against c and the given scheduler stats
+// (nil: no scheduler answers), at the tests' clock, and returns its exit
+// code, stdout and stderr.
+func run(t *testing.T, c Campaigns, stats StatsFunc, args ...string) (int, string, string) {
+	t.Helper()
+	if stats == nil {
+		stats = refusedStats
+	}
+	return runApp(t, &App{Dial: dialTo(c), Stats: stats, Now: func() time.Time { return clock }}, args...)
+}
+
+// appWait bounds one run of the starter in these tests.
+const appWait = 30 * time.Second
+
+// runApp runs app on args, polling every millisecond, with its output
+// collected, and returns its exit code, stdout and stderr.
+func runApp(t *testing.T, app *App, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	if stats == nil {
-		stats = func(context.Context, []string, string, string) (session.Stats, error) {
-			return session.Stats{}, fmt.Errorf("dial tcp 127.0.0.1:7420: connect: connection refused")
-		}
-	}
-	app := &App{
-		Out: &out, Err: &errb,
-		Dial:     func(context.Context, Env) (Campaigns, error) { return fake, nil },
-		Stats:    stats,
-		Interval: time.Millisecond,
-		Now:      func() time.Time { return clock },
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	app.Out, app.Err, app.Interval = &out, &errb, time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), appWait)
 	defer cancel()
 	code := app.Run(ctx, args)
 	return code, out.String(), errb.String()

@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -18,12 +16,13 @@ import (
 
 	"github.com/drover-crawl/drover/activities"
 	"github.com/drover-crawl/drover/devstack"
-	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/node"
+	"github.com/drover-crawl/drover/node/nodetest"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/testweb"
+	"github.com/drover-crawl/drover/testweb/webtest"
 )
 
 // realStack is a whole drover on loopback for the starter to drive: a
@@ -48,15 +47,7 @@ func startRealStack(t *testing.T) *realStack {
 	k, err := devstack.StartKafka("127.0.0.1:0", topic)
 	require.NoError(t, err)
 	t.Cleanup(k.Close)
-	amqp := os.Getenv("AMQP_URL")
-	if amqp == "" {
-		amqp = "amqp://guest:guest@127.0.0.1:5672/"
-	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	sched, err := node.StartScheduler(ctx, node.SchedulerConfig{Server: frontier.DefaultServerConfig(),
-		Listen: "127.0.0.1:0", AMQPURL: amqp, Log: log})
-	require.NoError(t, err)
-	t.Cleanup(func() { sched.Close() })
+	sched := nodetest.StartScheduler(t, node.SchedulerConfig{})
 	w, err := node.StartWorkers(tmp.Client(), node.WorkerConfig{Identity: "starter-test-worker", Activities: &activities.Activities{
 		Schedulers: []string{sched.Addr()}, Token: session.DevToken, KafkaBrokers: k.Addr(), Identity: "starter-test-worker",
 	}})
@@ -85,9 +76,7 @@ func (s *realStack) starter(t *testing.T, timeout time.Duration, args ...string)
 // TestStarterAgainstRealStack drives the starter binary's code against a
 // real Temporal dev server, worker, scheduler and Kafka.
 func TestStarterAgainstRealStack(t *testing.T) {
-	web, err := testweb.Start(testweb.Config{Hosts: 1, PagesPerHost: 200, Base: 61})
-	require.NoError(t, err)
-	defer web.Close()
+	web := webtest.Start(t, testweb.Config{Hosts: 1, PagesPerHost: 200, Base: 61})
 	s := startRealStack(t)
 
 	// stop returns once the campaign has stopped, so that a start with the
@@ -155,9 +144,7 @@ func TestStarterAgainstRealStack(t *testing.T) {
 // CLI), it fails visibly with the same reason instead of crawling in
 // another order.
 func TestStarterUnknownPolicy(t *testing.T) {
-	web, err := testweb.Start(testweb.Config{Hosts: 1, PagesPerHost: 5, Base: 62})
-	require.NoError(t, err)
-	defer web.Close()
+	web := webtest.Start(t, testweb.Config{Hosts: 1, PagesPerHost: 5, Base: 62})
 	s := startRealStack(t)
 	id := fmt.Sprintf("unknown-policy-%d", rand.IntN(1e9))
 	s.stopAtCleanup(t, id)

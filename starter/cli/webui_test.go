@@ -1,10 +1,7 @@
 package cli
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"testing"
 	"time"
 
@@ -12,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/drover-crawl/drover/campaign"
-	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/workflows"
 )
 
@@ -56,16 +52,7 @@ func runEnv(t *testing.T, env Env, args ...string) (int, string, string) {
 	fake := newFake()
 	fake.add("c1", workflows.Status{State: campaign.StateRunning, FetchersDesired: 1},
 		Execution{Status: StatusRunning, StartTime: time.Now()})
-	var out, errb bytes.Buffer
-	app := &App{Env: env, Out: &out, Err: &errb, Interval: time.Millisecond,
-		Dial: func(context.Context, Env) (Campaigns, error) { return fake, nil },
-		Stats: func(context.Context, []string, string, string) (session.Stats, error) {
-			return session.Stats{}, errors.New("no scheduler here")
-		}}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	code := app.Run(ctx, args)
-	return code, out.String(), errb.String()
+	return runApp(t, &App{Env: env, Dial: dialTo(fake), Stats: refusedStats}, args...)
 }
 
 // TestStartPrintsWebUILink: what `start` prints and returns as web_ui
