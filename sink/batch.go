@@ -7,8 +7,8 @@ import (
 
 // batcher is a group commit: concurrent Store calls hand their page to one of
 // a few worker goroutines, which takes every page that is waiting at that
-// moment (up to max) and makes them durable with one flush (one fsync, one
-// COPY). While a flush runs, the next callers queue up and form the next
+// moment (up to max pages, and up to maxBatchBytes unless one page alone is
+// larger) and makes them durable with one flush (one fsync, one COPY). While a flush runs, the next callers queue up and form the next
 // batch, so the batch size follows the load with no timer and no added
 // latency for a lone caller.
 type batcher[T any] struct {
@@ -17,18 +17,27 @@ type batcher[T any] struct {
 	once  sync.Once
 	wg    sync.WaitGroup
 	max   int
+	size  func(T) int // bytes of one item, against maxBatchBytes
 	flush func(worker int, items []T) []error
 }
+
+// maxBatchBytes bounds one flush. The sessions of a campaign in a worker
+// process share its sinks: up to max pages from all of them can be
+// waiting, and at a 1 MiB body cap 256 pages would be a 256 MiB COPY or
+// write+fsync, each of its Stores waiting for all of it (about what one
+// session's 32 fetch slots could hand over before sinks were shared).
+const maxBatchBytes = 32 << 20
 
 type batchItem[T any] struct {
 	v    T
 	done chan error // buffered (1): the worker never blocks on a caller that gave up
 }
 
-// newBatcher starts workers goroutines. flush returns one error per page (or
-// a nil slice when all succeeded); it must not keep the slice.
-func newBatcher[T any](workers, max int, flush func(worker int, items []T) []error) *batcher[T] {
-	b := &batcher[T]{reqs: make(chan *batchItem[T]), quit: make(chan struct{}), max: max, flush: flush}
+// newBatcher starts workers goroutines; size gives an item's bytes. flush
+// returns one error per page (or a nil slice when all succeeded); it must
+// not keep the slice.
+func newBatcher[T any](workers, max int, size func(T) int, flush func(worker int, items []T) []error) *batcher[T] {
+	b := &batcher[T]{reqs: make(chan *batchItem[T]), quit: make(chan struct{}), max: max, size: size, flush: flush}
 	for i := range workers {
 		b.wg.Add(1)
 		go b.run(i)
@@ -61,17 +70,20 @@ func (b *batcher[T]) run(worker int) {
 	items := make([]*batchItem[T], 0, b.max)
 	vals := make([]T, 0, b.max)
 	for {
+		var bytes int
 		select {
 		case it := <-b.reqs:
 			items = append(items[:0], it)
+			bytes = b.size(it.v)
 		case <-b.quit:
 			return
 		}
 	drain:
-		for len(items) < b.max {
+		for len(items) < b.max && bytes < maxBatchBytes {
 			select {
 			case it := <-b.reqs:
 				items = append(items, it)
+				bytes += b.size(it.v)
 			default:
 				break drain
 			}

@@ -76,7 +76,7 @@ func NewPostgres(ctx context.Context, cfg PostgresConfig) (*Postgres, error) {
 		return nil, err
 	}
 	s.conns[0] = conn
-	s.b = newBatcher(s.cfg.Conns, s.cfg.MaxBatch, s.flush)
+	s.b = newBatcher(s.cfg.Conns, s.cfg.MaxBatch, func(p *page.Page) int { return len(p.Body) + len(p.Header) }, s.flush)
 	return s, nil
 }
 

@@ -119,7 +119,7 @@ func NewWARC(cfg WARCConfig) (*WARC, error) {
 		return nil, fmt.Errorf("warc sink: %w", err)
 	}
 	w := &WARC{cfg: cfg, create: createWARCFile}
-	w.b = newBatcher(1, cfg.MaxBatch, w.flush)
+	w.b = newBatcher(1, cfg.MaxBatch, func(rec []byte) int { return len(rec) }, w.flush)
 	return w, nil
 }
 
