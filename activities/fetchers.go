@@ -2,8 +2,10 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"sync"
+	"time"
 
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/fetch"
@@ -28,33 +30,45 @@ var fetchers = newPool[*fetch.Fetcher]()
 // one WARC file and its group commit, one PostgreSQL pool.
 var sinks = newPool[sink.Sink]()
 
+// sinkOpenTimeout bounds opening a campaign's sinks for the sessions that
+// share them: the open runs on its own context (no session's cancel ends
+// it for the others), and a service that accepts a connection and never
+// answers cannot hold them all for longer.
+const sinkOpenTimeout = 30 * time.Second
+
 // acquireFetcher returns the campaign's shared Fetcher and the function
 // that gives it back.
-func acquireFetcher(ctx context.Context, cfg campaign.Config) (*fetch.Fetcher, func(), error) {
-	return fetchers.acquire(ctx, cfg.ID, cfg, func() (*fetch.Fetcher, func(), error) {
+func acquireFetcher(ctx context.Context, cfg campaign.Config) (*fetch.Fetcher, func() error, error) {
+	return fetchers.acquire(ctx, cfg.ID, cfg, func() (*fetch.Fetcher, func() error, error) {
 		f, err := fetch.New(cfg)
 		if err != nil {
 			return nil, nil, err
 		}
-		return f, f.Close, nil
+		return f, func() error { f.Close(); return nil }, nil
 	})
+}
+
+// sinksMade is what a campaign's shared sinks are opened with; a session
+// whose differs gets sinks of its own.
+type sinksMade struct {
+	Sinks   []string
+	BodyCap int64
+	Opts    sink.Options
 }
 
 // acquireSinks returns the campaign's shared sinks (sink.OpenAll of
 // cfg.Sinks with opts) and the function that gives them back; the last
-// session to give them back closes them.
-func acquireSinks(ctx context.Context, cfg campaign.Config, opts sink.Options) (sink.Sink, func(), error) {
-	made := struct {
-		Sinks   []string
-		BodyCap int64
-		Opts    sink.Options
-	}{cfg.Sinks, cfg.BodyCap, opts}
-	return sinks.acquire(ctx, cfg.ID, made, func() (sink.Sink, func(), error) {
-		sk, err := sink.OpenAll(ctx, cfg.Sinks, opts)
+// session to give them back closes them, and that function returns the
+// close's error.
+func acquireSinks(ctx context.Context, cfg campaign.Config, opts sink.Options) (sink.Sink, func() error, error) {
+	return sinks.acquire(ctx, cfg.ID, sinksMade{cfg.Sinks, cfg.BodyCap, opts}, func() (sink.Sink, func() error, error) {
+		octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sinkOpenTimeout)
+		defer cancel()
+		sk, err := sink.OpenAll(octx, cfg.Sinks, opts)
 		if err != nil {
 			return nil, nil, err
 		}
-		return sk, func() { _ = sk.Close() }, nil
+		return sk, sk.Close, nil
 	})
 }
 
@@ -70,20 +84,25 @@ type pooled[V any] struct {
 	ready chan struct{} // closed once v (or err) is set
 	v     V
 	err   error
-	close func()
+	close func() error
 	refs  int
 }
 
 func newPool[V any]() *pool[V] { return &pool[V]{m: map[string]*pooled[V]{}} }
 
+// errOpenPanicked is what the sessions waiting on an open get when it
+// panicked (the panic itself goes on, to the session that opened).
+var errOpenPanicked = errors.New("opening a shared value panicked")
+
 // acquire returns the value shared under key, made by open on first use,
-// and the function that gives it back. A session whose made differs
-// (reflect.DeepEqual) from what the shared value was made with (a campaign
-// started again under the same ID with other settings) gets a value of its
-// own. open runs outside the pool's lock (a sink may take seconds to
-// connect): the sessions that ask meanwhile wait for it, or for ctx, and
-// share its error when it fails; a failed value is not kept.
-func (p *pool[V]) acquire(ctx context.Context, key string, made any, open func() (V, func(), error)) (V, func(), error) {
+// and the function that gives it back (it returns the close's error when
+// it was the last). A session whose made differs (reflect.DeepEqual) from
+// what the shared value was made with (a campaign started again under the
+// same ID with other settings) gets a value of its own. open runs outside
+// the pool's lock (a sink may take seconds to connect): the sessions that
+// ask meanwhile wait for it, or for their ctx, and share its error when it
+// fails; a failed value is not kept.
+func (p *pool[V]) acquire(ctx context.Context, key string, made any, open func() (V, func() error, error)) (V, func() error, error) {
 	var zero V
 	p.mu.Lock()
 	e, shared := p.m[key]
@@ -95,39 +114,58 @@ func (p *pool[V]) acquire(ctx context.Context, key string, made any, open func()
 		e.refs++
 		p.mu.Unlock()
 		select {
-		case <-e.ready:
-		case <-ctx.Done():
-			p.release(key, e)
-			return zero, nil, ctx.Err()
+		case <-e.ready: // made already: no wait to give up
+		default:
+			select {
+			case <-e.ready:
+			case <-ctx.Done():
+				p.release(key, e)
+				return zero, nil, ctx.Err()
+			}
 		}
 		if e.err != nil {
 			p.release(key, e)
 			return zero, nil, e.err
 		}
-		return e.v, func() { p.release(key, e) }, nil
+		return e.v, func() error { return p.release(key, e) }, nil
 	}
 	e = &pooled[V]{made: made, ready: make(chan struct{}), refs: 1}
 	p.m[key] = e
 	p.mu.Unlock()
 
-	e.v, e.close, e.err = open()
-	if e.err != nil {
-		p.mu.Lock()
-		if p.m[key] == e {
-			delete(p.m, key)
-		}
-		p.mu.Unlock()
-	}
-	close(e.ready)
+	p.open(key, e, open)
 	if e.err != nil {
 		p.release(key, e)
 		return zero, nil, e.err
 	}
-	return e.v, func() { p.release(key, e) }, nil
+	return e.v, func() error { return p.release(key, e) }, nil
 }
 
-// release gives e back; the last one closes its value.
-func (p *pool[V]) release(key string, e *pooled[V]) {
+// open makes e's value and closes e.ready, also when open panics (the
+// waiters then get errOpenPanicked, and the panic goes on); a failed
+// value leaves the pool.
+func (p *pool[V]) open(key string, e *pooled[V], open func() (V, func() error, error)) {
+	done := false
+	defer func() {
+		if !done {
+			e.err = errOpenPanicked
+		}
+		if e.err != nil {
+			p.mu.Lock()
+			if p.m[key] == e {
+				delete(p.m, key)
+			}
+			p.mu.Unlock()
+		}
+		close(e.ready)
+	}()
+	e.v, e.close, e.err = open()
+	done = true
+}
+
+// release gives e back; the last one closes its value and returns the
+// close's error.
+func (p *pool[V]) release(key string, e *pooled[V]) error {
 	p.mu.Lock()
 	e.refs--
 	last := e.refs == 0
@@ -136,6 +174,7 @@ func (p *pool[V]) release(key string, e *pooled[V]) {
 	}
 	p.mu.Unlock()
 	if last && e.close != nil {
-		e.close()
+		return e.close()
 	}
+	return nil
 }

@@ -3,27 +3,30 @@ package activities
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/fetch"
 	"github.com/drover-crawl/drover/internal/await"
+	"github.com/drover-crawl/drover/page"
 	"github.com/drover-crawl/drover/sink"
 )
 
 func TestFetcherPoolSharesPerCampaign(t *testing.T) {
 	fetchers := newPool[*fetch.Fetcher]()
-	acquire := func(cfg campaign.Config) (*fetch.Fetcher, func(), error) {
-		return fetchers.acquire(context.Background(), cfg.ID, cfg, func() (*fetch.Fetcher, func(), error) {
+	acquire := func(cfg campaign.Config) (*fetch.Fetcher, func() error, error) {
+		return fetchers.acquire(context.Background(), cfg.ID, cfg, func() (*fetch.Fetcher, func() error, error) {
 			f, err := fetch.New(cfg)
 			if err != nil {
 				return nil, nil, err
 			}
-			return f, f.Close, nil
+			return f, func() error { f.Close(); return nil }, nil
 		})
 	}
 	cfg := campaign.Config{ID: "c1", Seeds: []string{"http://127.0.0.1/"}, Fetchers: 2}.WithDefaults()
@@ -59,9 +62,9 @@ func TestFetcherPoolSharesPerCampaign(t *testing.T) {
 func TestSinksSharedAndClosedByTheLastSession(t *testing.T) {
 	sinks := newPool[sink.Sink]()
 	var opened, closed atomic.Int32
-	open := func() (sink.Sink, func(), error) {
+	open := func() (sink.Sink, func() error, error) {
 		opened.Add(1)
-		return sink.NewMemory(), func() { closed.Add(1) }, nil
+		return sink.NewMemory(), func() error { closed.Add(1); return nil }, nil
 	}
 	ctx := context.Background()
 	s1, rel1, err := sinks.acquire(ctx, "c1", []string{"kafka:///pages"}, open)
@@ -90,7 +93,7 @@ func TestSinkOpenFailureIsSharedNotKept(t *testing.T) {
 	down := errors.New("kafka 127.0.0.1:1: unreachable")
 	gate, entered := make(chan struct{}), make(chan struct{})
 	var opened atomic.Int32
-	failing := func() (sink.Sink, func(), error) {
+	failing := func() (sink.Sink, func() error, error) {
 		if opened.Add(1) == 1 {
 			close(entered)
 		}
@@ -127,11 +130,93 @@ func TestSinkOpenFailureIsSharedNotKept(t *testing.T) {
 	require.Empty(t, sinks.m, "a sink that failed to open is still pooled")
 
 	var closed atomic.Int32
-	s, rel, err := sinks.acquire(ctx, "c1", "kafka", func() (sink.Sink, func(), error) {
-		return sink.NewMemory(), func() { closed.Add(1) }, nil
+	s, rel, err := sinks.acquire(ctx, "c1", "kafka", func() (sink.Sink, func() error, error) {
+		return sink.NewMemory(), func() error { closed.Add(1); return nil }, nil
 	})
 	require.NoError(t, err, "the next session got the earlier failure instead of opening again")
 	require.NotNil(t, s)
 	rel()
 	require.EqualValues(t, 1, closed.Load())
+}
+
+// TestCampaignSinksSharedThroughAcquireSinks: two sessions of a campaign,
+// as FetchSession opens them (the machine's PostgreSQL and a WARC
+// directory, the worker's options), get one sink; the opener's cancelled
+// context does not fail the open (another session may be waiting on it:
+// pgx's connect would fail on it), and the sink stays open until the last
+// session gives it back.
+func TestCampaignSinksSharedThroughAcquireSinks(t *testing.T) {
+	table := fmt.Sprintf("drover_test_shared_sinks_%d", time.Now().UnixNano())
+	pg := "postgres://postgres@127.0.0.1:5432/test?sslmode=disable&table=" + table
+	t.Cleanup(func() { dropTable(t, table) })
+	cfg := campaign.Config{ID: "shared-sinks", Seeds: []string{"http://127.0.0.1/"}, Sinks: []string{pg, "warc:" + t.TempDir()}}.WithDefaults()
+	opts := sink.Options{Campaign: cfg.ID, BodyCap: cfg.BodyCap, KafkaBrokers: "127.0.0.1:1"}
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	s1, rel1, err := acquireSinks(cancelled, cfg, opts)
+	require.NoError(t, err, "the opening session's cancel failed the shared open")
+	s2, rel2, err := acquireSinks(context.Background(), cfg, opts)
+	require.NoError(t, err)
+	// Two sinks make a sink.Multi, a slice: the same one has the same array.
+	require.Equal(t, fmt.Sprintf("%p", s1), fmt.Sprintf("%p", s2), "two sessions of one campaign opened two sinks through acquireSinks")
+	// A session that comes with its ctx done gets the sink made already.
+	s3, rel3, err := acquireSinks(cancelled, cfg, opts)
+	require.NoError(t, err)
+	require.Equal(t, fmt.Sprintf("%p", s1), fmt.Sprintf("%p", s3))
+	require.NoError(t, rel3())
+	require.NoError(t, rel1())
+	p := &page.Page{URL: "http://127.0.0.1/a", Status: 200, Body: []byte("<html></html>"), FetchedAt: time.Now()}
+	require.NoError(t, s2.Store(context.Background(), p), "the sink was closed while a session still stores through it")
+	require.NoError(t, rel2())
+	require.ErrorIs(t, s2.Store(context.Background(), p), sink.ErrClosed, "the last session's release left the sink open")
+}
+
+func dropTable(t *testing.T, table string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, "postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
+	if err != nil {
+		t.Logf("dropping %s: %v", table, err)
+		return
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "DROP TABLE IF EXISTS "+pgx.Identifier{table}.Sanitize()); err != nil {
+		t.Logf("dropping %s: %v", table, err)
+	}
+}
+
+// TestSinkOpenPanicFreesItsWaiters: an open that panics still lets the
+// sessions waiting on it go (with an error), and leaves nothing pooled.
+func TestSinkOpenPanicFreesItsWaiters(t *testing.T) {
+	sinks := newPool[sink.Sink]()
+	entered, gate := make(chan struct{}), make(chan struct{})
+	waited := make(chan error, 1)
+	go func() {
+		<-entered
+		_, _, err := sinks.acquire(context.Background(), "c1", "kafka", nil)
+		waited <- err
+	}()
+	go func() { // the gate opens once a second session waits on the open
+		err := await.Until(context.Background(), 5*time.Second, time.Millisecond, func() error {
+			sinks.mu.Lock()
+			defer sinks.mu.Unlock()
+			if e := sinks.m["c1"]; e == nil || e.refs < 2 {
+				return errors.New("no second session waiting on the open")
+			}
+			return nil
+		})
+		if err != nil {
+			t.Error(err)
+		}
+		close(gate)
+	}()
+	require.Panics(t, func() {
+		_, _, _ = sinks.acquire(context.Background(), "c1", "kafka", func() (sink.Sink, func() error, error) {
+			close(entered)
+			<-gate
+			panic("driver bug")
+		})
+	})
+	require.ErrorIs(t, <-waited, errOpenPanicked)
+	require.Empty(t, sinks.m, "a sink whose open panicked is still pooled: every later session would wait on it")
 }

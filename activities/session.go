@@ -57,19 +57,31 @@ func (a *Activities) FetchSession(ctx context.Context, in workflows.FetchSession
 		return workflows.SessionCounters{}, temporal.NewNonRetryableApplicationError(err.Error(), "Config", err)
 	}
 	defer release()
-	sk, releaseSinks, err := acquireSinks(ctx, cfg, sink.Options{Campaign: cfg.ID, BodyCap: cfg.BodyCap, KafkaBrokers: a.KafkaBrokers, Metrics: a.SinkMetrics, Secrets: a.SinkSecrets})
-	if err != nil {
-		return workflows.SessionCounters{}, temporal.NewApplicationErrorWithCause(err.Error(), "SinkUnavailable", err)
-	}
-	defer releaseSinks()
-
-	r := NewRunner(cfg, f, sk, in.Index, a.Identity)
+	r := NewRunner(cfg, f, nil, in.Index, a.Identity)
 	r.m = a.Metrics
 	r.scoreLink = a.LinkScorer
-	r.m.session(cfg.ID, 1)
-	defer r.m.session(cfg.ID, -1)
+	// Heartbeats start before the sinks are opened: a session waiting on
+	// the campaign's shared sinks still hears a pause or a cancel.
 	stopBeat := r.heartbeat(ctx)
 	defer stopBeat()
+	sk, releaseSinks, err := acquireSinks(ctx, cfg, sink.Options{Campaign: cfg.ID, BodyCap: cfg.BodyCap, KafkaBrokers: a.KafkaBrokers, Metrics: a.SinkMetrics, Secrets: a.SinkSecrets})
+	if err != nil {
+		if ctx.Err() != nil {
+			return r.Counters(), temporal.NewCanceledError(r.Counters())
+		}
+		return workflows.SessionCounters{}, temporal.NewApplicationErrorWithCause(err.Error(), "SinkUnavailable", err)
+	}
+	defer func() {
+		// The last session of the campaign here closes the sinks: a
+		// failed final flush or fsync is said, though every page whose
+		// Store returned nil was already durable.
+		if err := releaseSinks(); err != nil {
+			activity.GetLogger(ctx).Error("closing the campaign's sinks", "error", err)
+		}
+	}()
+	r.sk = sk
+	r.m.session(cfg.ID, 1)
+	defer r.m.session(cfg.ID, -1)
 
 	client := fmt.Sprintf("%s/fetcher-%d", a.Identity, in.Index)
 	var lastOK = time.Now()

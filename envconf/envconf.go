@@ -75,7 +75,11 @@ func Load(getenv func(string) string) Env {
 // and scheduler 0.40-0.61 CPU-s per 1,000 pages at 100, 0.29-0.38 at
 // 400), for a heap of tens of MB. 400 lets the heap grow to five times
 // what is live between collections (the worker's RSS went 75 -> 124 MB
-// there); GOGC, or GOMEMLIMIT, in the environment still decides.
+// there). What is live is bounded by the pages in flight: sessions x
+// fetcher concurrency x body cap (8 x 32 x 1 MiB, plus a decoded copy,
+// about 512 MiB at worst), so a worker under a memory limit should say
+// so: GOMEMLIMIT makes the collector run more often as the heap nears it
+// (400 still applies below it), and GOGC set in the environment wins.
 const WorkerGCPercent = 400
 
 // DefaultGC sets the collector's GOGC to percent unless the environment
