@@ -21,6 +21,7 @@ import (
 	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"
@@ -716,7 +717,7 @@ func TestHungFetcherLeasesExpire(t *testing.T) {
 	for i, l := range held {
 		var first time.Time
 		within := time.Until(at[i].Add(scfg.MaxLease + expirySlack))
-		checkFor(t, within, 50*time.Millisecond, func() error {
+		await.For(t, within, 50*time.Millisecond, "the held URL fetched again after its lease", func() error {
 			for _, r := range web.Requests() {
 				if r.URL == l.URL {
 					first = r.Start
@@ -749,23 +750,6 @@ func TestHungFetcherLeasesExpire(t *testing.T) {
 	}
 	if ls, _ := hung.pageLeases(); len(ls) != hosts {
 		t.Errorf("the hung fetcher got %d page leases with credit for %d", len(ls), hosts)
-	}
-}
-
-// checkFor calls f every sleep until it returns nil, and fails the test
-// with f's last error after wait.
-func checkFor(t *testing.T, wait, sleep time.Duration, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(wait)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %v", wait, err)
-		}
-		time.Sleep(sleep)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"net"
@@ -15,23 +16,13 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/drover-crawl/drover/internal/await"
 )
 
 func startDead(t *testing.T, cfg DeadConfig) *DeadWeb {
 	t.Helper()
 	return started(t, "StartDead", func() (*DeadWeb, error) { return StartDead(cfg) })
-}
-
-// waitFor polls f every 10 ms for up to wait.
-func waitFor(t *testing.T, wait time.Duration, f func() bool, msg string) {
-	t.Helper()
-	deadline := time.Now().Add(wait)
-	for !f() {
-		if time.Now().After(deadline) {
-			t.Fatal(msg)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // TestDeadWebShape crawls the live hosts over their links and checks that
@@ -180,7 +171,12 @@ func TestDeadHostsAtTheSocket(t *testing.T) {
 		if n != 0 || !errors.As(err, &ne) || !ne.Timeout() {
 			t.Fatalf("read %d bytes, %v; want nothing until the deadline", n, err)
 		}
-		waitFor(t, 5*time.Second, func() bool { return d.Conns(DeadSilent) == before+1 }, "the connection was not counted")
+		await.For(t, 5*time.Second, 10*time.Millisecond, "the connection counted", func() error {
+			if n := d.Conns(DeadSilent); n != before+1 {
+				return fmt.Errorf("%d connections counted", n)
+			}
+			return nil
+		})
 	})
 
 	t.Run("tls", func(t *testing.T) {
@@ -195,7 +191,12 @@ func TestDeadHostsAtTheSocket(t *testing.T) {
 		if !errors.As(err, &rh) {
 			t.Fatalf("handshake: %v, want a record that is not TLS", err)
 		}
-		waitFor(t, 5*time.Second, func() bool { return d.Conns(DeadTLS) == before+1 }, "the connection was not counted")
+		await.For(t, 5*time.Second, 10*time.Millisecond, "the connection counted", func() error {
+			if n := d.Conns(DeadTLS); n != before+1 {
+				return fmt.Errorf("%d connections counted", n)
+			}
+			return nil
+		})
 	})
 
 	t.Run("robots503", func(t *testing.T) {
@@ -229,7 +230,12 @@ func TestDeadWebClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	waitFor(t, 5*time.Second, func() bool { return d.Conns(DeadSilent) == 1 }, "the connection was not counted")
+	await.For(t, 5*time.Second, 10*time.Millisecond, "the connection counted", func() error {
+		if n := d.Conns(DeadSilent); n != 1 {
+			return fmt.Errorf("%d connections counted", n)
+		}
+		return nil
+	})
 
 	closed := make(chan error, 1)
 	go func() { closed <- d.Close() }()
