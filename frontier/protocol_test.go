@@ -49,11 +49,21 @@ func jsonFrame(t *testing.T, ft session.FrameType, v any) []byte {
 	return frame(ft, p)
 }
 
-// readFrame reads one frame by hand, within d.
+// frameRestWithin bounds reading the rest of a frame whose first byte came.
+const frameRestWithin = 30 * time.Second
+
+// readFrame reads one frame by hand; d bounds the wait for its first byte.
 func readFrame(c net.Conn, d time.Duration) (session.FrameType, []byte, error) {
 	_ = c.SetReadDeadline(time.Now().Add(d))
 	var hdr [4]byte
-	if _, err := io.ReadFull(c, hdr[:]); err != nil {
+	if _, err := io.ReadFull(c, hdr[:1]); err != nil {
+		return 0, nil, err // nothing of a frame read: the caller may read again
+	}
+	// A frame has begun: the rest gets its own time, so that d running out
+	// mid-frame cannot leave the stream cut in the middle of one (the next
+	// read would take a body's bytes for a length).
+	_ = c.SetReadDeadline(time.Now().Add(frameRestWithin))
+	if _, err := io.ReadFull(c, hdr[1:]); err != nil {
 		return 0, nil, err
 	}
 	n := binary.BigEndian.Uint32(hdr[:])
