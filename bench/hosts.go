@@ -109,7 +109,10 @@ func (o Options) runHostsOne(ctx context.Context, bin, dir string, n int) (res H
 	if err != nil {
 		return res, err
 	}
-	sp, err := startSchedProc(bin, dir, o.AMQPURL, "-prefetch", strconv.Itoa(res.Prefetch), "-pprof-addr", pprofAddr)
+	// -batch 1: the URLs go one to a message, and a scheduler's prefetch
+	// counts messages: at its default batch (32) a shard would take
+	// prefetch/32 messages (at least 64) and never hold every URL.
+	sp, err := startSchedProc(bin, dir, o.AMQPURL, "-prefetch", strconv.Itoa(res.Prefetch), "-batch", "1", "-pprof-addr", pprofAddr)
 	if err != nil {
 		return res, err
 	}

@@ -141,7 +141,10 @@ func (a *campaignActor) onURL(e *entry, now time.Time) {
 	a.place(h, now)
 }
 
-// expectedWait estimates when a URL added now to h's queue would start.
+// expectedWait estimates when a URL added now to h's queue would start:
+// after the URLs queued before it, one delay apart (the delay spaces a
+// host's request starts whatever its concurrency, so a Crawl-delay of 1 s
+// starts one URL a second even at 4 at a time).
 func (a *campaignActor) expectedWait(h *host, now time.Time) time.Duration {
 	wait := h.next.Sub(now)
 	if wait < 0 {
@@ -150,6 +153,5 @@ func (a *campaignActor) expectedWait(h *host, now time.Time) time.Duration {
 	if h.robotsState == robotsReady && h.robots != nil && h.robots.Unreachable {
 		wait = max(wait, h.robotsAt.Sub(now))
 	}
-	conc := max(h.conc, 1)
-	return wait + time.Duration(len(h.queue)/conc)*h.delay
+	return wait + time.Duration(len(h.queue))*h.delay
 }

@@ -291,7 +291,8 @@ func (a *campaignActor) trimHost(h *host, now time.Time) {
 	conc := max(h.conc, 1)
 	keep := conc
 	if h.delay > 0 {
-		keep = max(conc, int(holdWindow/h.delay)*conc)
+		// Starts are a delay apart whatever the concurrency.
+		keep = max(conc, int(holdWindow/h.delay))
 	}
 	if len(h.queue) <= keep {
 		return
@@ -304,7 +305,7 @@ func (a *campaignActor) trimHost(h *host, now time.Time) {
 			continue
 		}
 		delete(a.held, e.key)
-		a.park(e, time.Duration(i/conc)*h.delay, e.attempt, e.lost, "", "")
+		a.park(e, time.Duration(i)*h.delay, e.attempt, e.lost, "", "")
 	}
 	heap.Init(&kept)
 	h.queue = kept
