@@ -1,0 +1,59 @@
+package frontier_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/seen"
+	"github.com/drover-crawl/drover/frontier/session"
+)
+
+// fastHostWithin is how long the fast host's URL may take to be leased:
+// the slow host's URLs ahead of it start one a second, so a window that
+// held 64 of them would keep it out for over a minute.
+const fastHostWithin = 20 * time.Second
+
+// TestSlowHostLeavesItsShardToTheOthers: a host at Crawl-delay 1 s (4 at a
+// time allowed), with 200 URLs queued ahead of a fast host's one in the
+// same shard, must not fill the shard's prefetch window (64 messages)
+// with URLs it will take minutes to start: the scheduler holds 30 s of
+// them (the delay spaces every start, whatever the concurrency) and parks
+// the rest, and the fast host's URL comes through within seconds.
+func TestSlowHostLeavesItsShardToTheOthers(t *testing.T) {
+	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory())
+	slow, fast := "127.66.21.1", ""
+	for i := 2; i < 255 && fast == ""; i++ {
+		if h := fmt.Sprintf("127.66.21.%d", i); frontier.ShardOf(h) == frontier.ShardOf(slow) {
+			fast = h
+		}
+	}
+	var seeds []string
+	for i := range 200 {
+		seeds = append(seeds, fmt.Sprintf("http://%s:9/p%d", slow, i))
+	}
+	fastURL := "http://" + fast + ":9/"
+	cfg := handCampaign(t, append(seeds, fastURL)...)
+	cfg.PerHostConcurrency = 4
+	_, f := seedHand(t, sched.addr, cfg)
+	robots := &session.RobotsBody{Status: 200, Body: []byte("User-agent: *\nCrawl-delay: 1\n")}
+	writeRaw(t, f.c, jsonFrame(t, session.FrameCredit, session.Credit{N: 8}))
+	slowLeased := 0
+	deadline := time.Now().Add(fastHostWithin)
+	for time.Now().Before(deadline) {
+		for _, l := range readLeases(t, f, time.Until(deadline)) {
+			o := session.Outcome{LeaseID: l.ID, Robots: robots}
+			if l.Kind != session.KindRobots {
+				if l.URL == fastURL {
+					return
+				}
+				slowLeased++
+				o = session.Outcome{LeaseID: l.ID, Stored: true, Status: 200}
+			}
+			f.report(t, o)
+			writeRaw(t, f.c, jsonFrame(t, session.FrameCredit, session.Credit{N: 1}))
+		}
+	}
+	t.Fatalf("the fast host's URL, queued behind 200 of a host at Crawl-delay 1 s in its shard, was not leased within %s (%d of the slow host's were)", fastHostWithin, slowLeased)
+}
