@@ -2,10 +2,13 @@ package sink
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/drover-crawl/drover/internal/await"
 )
 
 // queueWindow is how long the test gives ten goroutines, all started, to
@@ -51,9 +54,12 @@ func TestBatchStopsAtItsByteBound(t *testing.T) {
 		wg.Add(1)
 		go store(page)
 	}
-	for started.Load() < waiting+1 {
-		time.Sleep(time.Millisecond)
-	}
+	await.For(t, 5*time.Second, time.Millisecond, "every store goroutine started", func() error {
+		if n := started.Load(); n < waiting+1 {
+			return fmt.Errorf("%d of %d started", n, waiting+1)
+		}
+		return nil
+	})
 	time.Sleep(queueWindow)
 	close(gate)
 	wg.Wait()
