@@ -8,7 +8,7 @@ package frontier
 import (
 	"container/heap"
 	"fmt"
-	"net/url"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -89,14 +89,7 @@ func (a *campaignActor) onDelivery(ch *amqp.Channel, shard int, d amqp.Delivery)
 // at once (a duplicate, a URL of a host that is down, an unreadable URL).
 func (a *campaignActor) onURL(e *entry, now time.Time) {
 	m := e.msg
-	u, err := url.Parse(m.URL)
-	hostName := ""
-	if err == nil {
-		hostName, err = urlrule.HostKey(m.URL)
-	}
-	if err == nil && u.Scheme != "http" && u.Scheme != "https" {
-		err = fmt.Errorf("scheme %q is not http or https", u.Scheme)
-	}
+	hostName, err := urlrule.HTTPHostKey(m.URL)
 	if err != nil {
 		a.deadLetter(e, ReasonUnreadable, fmt.Sprintf("unparseable URL %q: %v", m.URL, err))
 		return
@@ -120,14 +113,14 @@ func (a *campaignActor) onURL(e *entry, now time.Time) {
 	h := a.hosts[hostName]
 	if h == nil {
 		delay, conc := a.cfg.PolitenessFor(hostName)
-		h = &host{name: hostName, root: u.Scheme + "://" + u.Host, delay: delay, conc: conc, index: -1}
+		h = &host{name: strings.Clone(hostName), root: strings.Clone(urlrule.Origin(m.URL)), delay: delay, conc: conc, index: -1}
 		a.hosts[hostName] = h
 		a.nhosts.Store(int64(len(a.hosts)))
 	}
 	a.seq++
 	e.seq = a.seq
-	if d := h.downFor(originOf(m.URL)); d != nil {
-		a.deadLetter(e, d.why, d.message(h, originOf(m.URL)))
+	if d := h.downFor(urlrule.Origin(m.URL)); d != nil {
+		a.deadLetter(e, d.why, d.message(h, urlrule.Origin(m.URL)))
 		return
 	}
 	e.prio = a.policy.Priority(Item{URL: m.URL, Host: hostName, Depth: m.Depth, Score: m.Score, HostFetched: h.fetched})

@@ -4,11 +4,11 @@ import (
 	"container/heap"
 	"fmt"
 	"math/rand/v2"
-	"net/url"
 	"time"
 
 	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/page"
+	"github.com/drover-crawl/drover/urlrule"
 )
 
 // Reasons of failures that the scheduler itself decides. The words a
@@ -66,16 +66,6 @@ func (h *host) answered(origin string) {
 	}
 }
 
-// originOf returns scheme://host[:port] of a URL ("" when it does not
-// parse: such a URL never gets this far).
-func originOf(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return ""
-	}
-	return u.Scheme + "://" + u.Host
-}
-
 // hostDown counts a connection-level failure of origin ("": the host's
 // robots.txt) against h. It reports whether the origin, or the whole host,
 // has now failed for the campaign (its URLs held were failed). Until then
@@ -121,7 +111,7 @@ func (a *campaignActor) failOrigin(h *host, origin string, d *downState, now tim
 	a.log.Warn("host unreachable; its URLs fail without a fetch", "host", h.name, "origin", origin, "reason", d.why, "tries", d.count, "err", d.err)
 	var kept entryHeap
 	for _, e := range h.queue {
-		if origin != "" && originOf(e.msg.URL) != origin {
+		if origin != "" && urlrule.Origin(e.msg.URL) != origin {
 			kept = append(kept, e)
 			continue
 		}

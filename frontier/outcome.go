@@ -49,7 +49,7 @@ func (a *campaignActor) onOutcomes(s *fetcherSession, items []session.Outcome) {
 			a.place(h, now)
 			continue // the delivery is void (channel lost); it came again or will
 		}
-		origin := originOf(e.msg.URL)
+		origin := urlrule.Origin(e.msg.URL)
 		if o.Status > 0 {
 			h.answered(origin)
 		}

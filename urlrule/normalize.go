@@ -136,9 +136,12 @@ func normalizeURL(u *url.URL, dropParams []string) (string, error) {
 // HostKey returns the lower-case host name of rawURL without its port (the
 // key of scope and politeness), in its IDNA ASCII form.
 func HostKey(rawURL string) (string, error) {
-	u, err := url.Parse(TrimURL(rawURL))
+	if h, ok := hostKeyFast(rawURL); ok {
+		return h, nil
+	}
+	u, err := parseTrimmed(rawURL)
 	if err != nil {
-		return "", fmt.Errorf("%w: %v", ErrInvalidURL, UnwrapURLError(err))
+		return "", err
 	}
 	return normalHost(u.Hostname())
 }

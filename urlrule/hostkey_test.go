@@ -1,0 +1,80 @@
+package urlrule
+
+import (
+	"errors"
+	"net/url"
+	"testing"
+)
+
+// hostKeySlow is HostKey without its fast path: the parse every input
+// took before it.
+func hostKeySlow(raw string) (string, error) {
+	u, err := parseTrimmed(raw)
+	if err != nil {
+		return "", err
+	}
+	return normalHost(u.Hostname())
+}
+
+var hostKeySeeds = []string{
+	"http://example.com/", "https://a.example.com:8443/x?y=1#z", "http://e.com",
+	"http://E.com/", "http://e.com./", "http://.e.com/", "http://e..com/",
+	"http://xn--bcher-kva.example/", "http://xn--zz.example/", "http://bücher.example/",
+	"http://[::1]:80/", "http://u:p@e.com/", "http://e.com:80:80/", "http://e.com:8a/",
+	"http://e.com:/", "http://e.com/%zz", "http://e.com/%4", "http://e.com/a%41",
+	"http://e.com/#%zz", "http://e.com/?%zz", "http://e.com/a b", "http://e.com/\x7f",
+	"http://e.com/\x00", " http://e.com/", "http://e.com/\t", "http://e_x-1.com/",
+	"http://127.0.0.1:8080/", "http://e%41.com/", "http://", "https://:80/",
+	"http:///x", "http://e.com?x", "http://e.com#f", "HTTP://e.com/", "ftp://e.com/",
+}
+
+func TestHostKeyFastAgreesWithTheParse(t *testing.T) {
+	for _, s := range hostKeySeeds {
+		checkHostKeyFast(t, s)
+	}
+	// The fast path must take what Normalize writes, or it is no fast path.
+	for _, s := range []string{"http://example.com/", "https://a.example.com:8443/x?y=1#z", "http://e.com/a%41", "http://e.com", "http://127.0.0.1:8080/p?q"} {
+		_, ok := hostKeyFast(s)
+		check(t, ok, "fast path refused ", s)
+	}
+}
+
+func FuzzHostKeyFast(f *testing.F) {
+	for _, s := range hostKeySeeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) { checkHostKeyFast(t, s) })
+}
+
+// checkHostKeyFast fails t when hostKeyFast answers s differently from
+// the parse, and reports whether it answered.
+func checkHostKeyFast(t *testing.T, s string) bool {
+	t.Helper()
+	got, ok := hostKeyFast(s)
+	if !ok {
+		return false
+	}
+	want, err := hostKeySlow(s)
+	if err != nil || got != want {
+		t.Errorf("hostKeyFast(%q) = %q; the parse gives %q, %v", s, got, want, err)
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		t.Errorf("hostKeyFast(%q) answered for a URL that is not http(s): %v", s, err)
+		return true
+	}
+	if o := Origin(s); o != u.Scheme+"://"+u.Host {
+		t.Errorf("Origin(%q) = %q; the parse gives %q", s, o, u.Scheme+"://"+u.Host)
+	}
+	return true
+}
+
+func TestHTTPHostKeyRefusesOtherSchemes(t *testing.T) {
+	for _, s := range []string{"ftp://e.com/", "mailto:x@e.com", "javascript:alert(1)"} {
+		_, err := HTTPHostKey(s)
+		check(t, errors.Is(err, ErrScheme), s, ": ", err)
+	}
+	h, err := HTTPHostKey("HTTP://Example.com:81/")
+	check(t, err == nil, err)
+	equal(t, h, "example.com")
+}
