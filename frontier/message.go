@@ -6,6 +6,7 @@ import (
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+	fastjson "github.com/segmentio/encoding/json"
 )
 
 // urlMsg is the body of a frontier message: one URL and what the scheduler
@@ -65,7 +66,8 @@ func encodeBatch(ms []urlMsg, priority uint8) amqp.Publishing {
 
 // decodeDelivery returns the URLs of a message: one, or a batch's. A batch
 // with an unreadable URL keeps it (with its URL as given, maybe empty), to
-// be dead-lettered alone.
+// be dead-lettered alone. Messages are read with segmentio's decoder and
+// written with encoding/json, as frames are (session.Decode says why).
 func decodeDelivery(body []byte, hdr amqp.Table) ([]urlMsg, error) {
 	if headerInt(hdr, hdrBatch) == 0 {
 		m, err := decodeMsg(body)
@@ -75,7 +77,7 @@ func decodeDelivery(body []byte, hdr amqp.Table) ([]urlMsg, error) {
 		return []urlMsg{m}, nil
 	}
 	var b batchMsg
-	if err := json.Unmarshal(body, &b); err != nil {
+	if err := fastjson.Unmarshal(body, &b); err != nil {
 		return nil, fmt.Errorf("frontier batch: %w", err)
 	}
 	if len(b.URLs) == 0 {
@@ -86,7 +88,7 @@ func decodeDelivery(body []byte, hdr amqp.Table) ([]urlMsg, error) {
 
 func decodeMsg(body []byte) (urlMsg, error) {
 	var m urlMsg
-	if err := json.Unmarshal(body, &m); err != nil {
+	if err := fastjson.Unmarshal(body, &m); err != nil {
 		return m, fmt.Errorf("frontier message: %w", err)
 	}
 	if m.URL == "" {
