@@ -620,3 +620,57 @@ const (
 	// go out as soon as the fetcher's credit allows it, well within 200 ms.
 	thirdLeaseWindow = 200 * time.Millisecond
 )
+
+// holdQueued holds the first Queued lookup that asks about key, after
+// the lookup, until hold is closed.
+type holdQueued struct {
+	seen.Store
+	key   seen.Key
+	armed atomic.Bool
+	held  chan struct{}
+	hold  chan struct{}
+}
+
+func (s *holdQueued) Queued(c string, keys []seen.Key) ([]bool, error) {
+	res, err := s.Store.Queued(c, keys)
+	for _, k := range keys {
+		if k == s.key && s.armed.CompareAndSwap(true, false) {
+			close(s.held)
+			<-s.hold
+		}
+	}
+	return res, err
+}
+
+// Hole 6: a link that two records find is published once, even when the
+// second record's publish of it starts and ends between the first one's
+// seen-store lookup and its claim of the link.
+func TestHoleLinkFoundTwicePublishedOnce(t *testing.T) {
+	link := "http://127.66.12.3:9/shared"
+	store := &holdQueued{Store: seen.NewMemory(), key: seen.KeyOf(link), held: make(chan struct{}), hold: make(chan struct{})}
+	sched := startScheduler(t, frontier.DefaultServerConfig(), store)
+	p1, p2 := "http://127.66.12.1:9/p1", "http://127.66.12.2:9/p2"
+	cfg := handCampaign(t, p1, p2)
+	ctl, f := seedHand(t, sched.addr, cfg)
+	got := map[string]uint64{}
+	f.pages(t, 4, 20*time.Second, nil, func(l session.Lease) bool { got[l.URL] = l.ID; return len(got) == 2 })
+	store.armed.Store(true)
+	links := []urlrule.Link{{URL: link}}
+	f.report(t, session.Outcome{LeaseID: got[p1], Stored: true, Status: 200, Links: links})
+	select {
+	case <-store.held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first record's lookup of the link never came")
+	}
+	f.report(t, session.Outcome{LeaseID: got[p2], Stored: true, Status: 200, Links: links})
+	waitStats(t, ctl, cfg.ID, 10*time.Second, "the second record published the link", func(st session.Stats) bool {
+		return st.Discovered == 1 && st.Acked >= 1
+	})
+	close(store.hold)
+	st := waitStats(t, ctl, cfg.ID, 10*time.Second, "both pages recorded", func(st session.Stats) bool {
+		return st.Acked >= 2
+	})
+	if st.Discovered != 1 {
+		t.Errorf("the link was published %d times, want once", st.Discovered)
+	}
+}

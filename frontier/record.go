@@ -131,7 +131,10 @@ func (a *campaignActor) publishLinks(ctx context.Context, jobs []recordJob) erro
 		mineW = append(mineW, w)
 	}
 	a.publishingMu.Unlock()
-	err = a.publishSome(ctx, keys, msgs, mine)
+	fresh, err := a.stillNew(keys, mine)
+	if err == nil {
+		err = a.publishSome(ctx, keys, msgs, fresh)
+	}
 	a.publishingMu.Lock()
 	for n, i := range mine {
 		delete(a.publishing, keys[i])
@@ -154,6 +157,35 @@ func (a *campaignActor) publishLinks(ctx context.Context, jobs []recordJob) erro
 		}
 	}
 	return a.publishSome(ctx, keys, msgs, again)
+}
+
+// stillNew returns the links of mine (indexes into keys) that are still
+// not queued, once this record has claimed them. Another record may have
+// published one of them, marked it queued and dropped its claim between
+// this record's lookup and its claim: the lookup again, after the claim,
+// sees that mark (a record marks before it drops a claim), so a link
+// found by two pages is published once (TestHoleLinkFoundTwicePublishedOnce).
+// A link published meanwhile is still claimed by this record until it
+// returns; its waiters see its publish succeed.
+func (a *campaignActor) stillNew(keys []seen.Key, mine []int) ([]int, error) {
+	if len(mine) == 0 {
+		return nil, nil
+	}
+	ks := make([]seen.Key, len(mine))
+	for n, i := range mine {
+		ks[n] = keys[i]
+	}
+	queued, err := a.srv.store.Queued(a.cfg.ID, ks)
+	if err != nil {
+		return nil, fmt.Errorf("seen store: %w", err)
+	}
+	var out []int
+	for n, i := range mine {
+		if !queued[n] {
+			out = append(out, i)
+		}
+	}
+	return out, nil
 }
 
 // linkCand is a link of a recorded page, found new or not by the seen
