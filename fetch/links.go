@@ -56,11 +56,12 @@ func (f *Fetcher) extract(res *Result, req Request, pageURL *url.URL, h http.Hea
 		if s == self {
 			continue
 		}
-		u, err := url.Parse(s)
-		if err != nil {
-			continue
-		}
-		if l := (urlrule.Link{URL: s}); f.inScope(u, l.Depth(req.Depth), pageURL) {
+		// s is in Normalize's form: the scope reads it without a second
+		// parse (issue 15).
+		if l := (urlrule.Link{URL: s}); f.inScopeNormal(s, l.Depth(req.Depth), pageURL) {
+			if res.Links == nil {
+				res.Links = make([]urlrule.Link, 0, len(urls))
+			}
 			res.Links = append(res.Links, l)
 		}
 	}

@@ -211,11 +211,11 @@ func fixBackslashes(s string) string {
 // fixPercents encodes a '%' that starts no valid escape as "%25", so that
 // url.Parse accepts what browsers accept.
 func fixPercents(s string) string {
-	i := strings.IndexByte(s, '%')
-	if i < 0 {
+	if !hasBadPercent(s) {
 		return s
 	}
 	var b strings.Builder
+	b.Grow(len(s) + 8)
 	for i := 0; i < len(s); i++ {
 		if s[i] == '%' && !(i+2 < len(s) && ishex(s[i+1]) && ishex(s[i+2])) {
 			b.WriteString("%25")
@@ -224,6 +224,20 @@ func fixPercents(s string) string {
 		b.WriteByte(s[i])
 	}
 	return b.String()
+}
+
+// hasBadPercent reports whether s has a '%' that starts no valid escape.
+func hasBadPercent(s string) bool {
+	for {
+		i := strings.IndexByte(s, '%')
+		if i < 0 {
+			return false
+		}
+		if !(i+2 < len(s) && ishex(s[i+1]) && ishex(s[i+2])) {
+			return true
+		}
+		s = s[i+3:]
+	}
 }
 
 // normalEscapes normalizes the percent-encoding of an escaped path (or, when
@@ -338,7 +352,7 @@ func normalQuery(q string, drop []string) string {
 
 // removeDotSegments is RFC 3986 section 5.2.4 on an absolute path.
 func removeDotSegments(p string) string {
-	if !strings.Contains(p, ".") {
+	if !hasDotSegment(p) {
 		return p
 	}
 	in := strings.Split(p, "/")
@@ -366,6 +380,20 @@ func removeDotSegments(p string) string {
 		r = "/" + r
 	}
 	return r
+}
+
+// hasDotSegment reports whether one of p's '/'-separated segments is "."
+// or "..": without one, removeDotSegments has nothing to remove (most
+// paths have a dot only in a file name, as "/p/1.html").
+func hasDotSegment(p string) bool {
+	for p != "" {
+		seg, rest, _ := strings.Cut(p, "/")
+		if seg == "." || seg == ".." {
+			return true
+		}
+		p = rest
+	}
+	return false
 }
 
 // UnwrapURLError strips url.Error's "<op> <url>:" prefix (url.Parse's
