@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 
 	"golang.org/x/net/html"
 
@@ -108,7 +109,7 @@ func extractLinks(body []byte, pageURL *url.URL, dropParams []string) (urls []st
 		}
 	}
 
-	seen := make(map[string]bool)
+	seen := make(map[string]bool, len(tags))
 	add := func(raw string) {
 		if len(urls) >= maxLinksPerPage || raw == "" {
 			return
@@ -167,6 +168,8 @@ func extractLinks(body []byte, pageURL *url.URL, dropParams []string) (urls []st
 type tag struct {
 	name  string
 	attrs []html.Attribute
+	// first and last are the tag's span indices while linkTags reads.
+	first, last int
 }
 
 // attr returns the value of the tag's first attribute named key.
@@ -198,36 +201,107 @@ func (t tag) attrOr(key string) string {
 // time and a tenth of the allocations per 8 KB page than the tree
 // (bench/README.md). A page's tree is never needed for links: the links
 // are the tags, whatever their parents.
+//
+// The tokenizer's TagName copies the name of every tag; linkTags reads it
+// from Raw instead (linkTagName) and calls TagAttr only on the tags it
+// keeps. The values of all kept attributes are gathered in one pooled
+// buffer and become one string, so a page costs a few allocations of ours
+// rather than one per attribute (issue 15).
 func linkTags(body []byte) []tag {
+	sc := scratchPool.Get().(*tagScratch)
+	defer sc.release()
 	var tags []tag
 	z := html.NewTokenizer(bytes.NewReader(body))
 	for {
 		switch z.Next() {
 		case html.ErrorToken:
-			return tags // io.EOF: the tokenizer never fails otherwise on a reader of bytes
+			// io.EOF: the tokenizer never fails otherwise on a reader of bytes.
+			return sc.finish(tags)
 		case html.StartTagToken, html.SelfClosingTagToken:
-			name, hasAttr := z.TagName()
-			tn := linkTagName(name)
+			tn := linkTagName(z.Raw())
 			if tn == "" {
 				continue
 			}
 			t := tag{name: tn}
-			for hasAttr {
+			first := len(sc.spans)
+			for more := true; more; {
 				var k, v []byte
-				k, v, hasAttr = z.TagAttr()
+				k, v, more = z.TagAttr()
 				if an := linkAttrName(k); an != "" {
-					t.attrs = append(t.attrs, html.Attribute{Key: an, Val: string(v)})
+					sc.spans = append(sc.spans, attrSpan{key: an, start: len(sc.vals), end: len(sc.vals) + len(v)})
+					sc.vals = append(sc.vals, v...)
 				}
 			}
+			t.first, t.last = first, len(sc.spans)
 			tags = append(tags, t)
 		}
 	}
 }
 
+// tagScratch gathers the kept attributes of a page's tags: their values
+// in vals, their keys and places in spans.
+type tagScratch struct {
+	vals  []byte
+	spans []attrSpan
+}
+
+type attrSpan struct {
+	key        string
+	start, end int
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(tagScratch) }}
+
+// finish gives each tag its attributes, whose values share one string.
+func (sc *tagScratch) finish(tags []tag) []tag {
+	if len(sc.spans) == 0 {
+		return tags
+	}
+	vals := string(sc.vals)
+	attrs := make([]html.Attribute, len(sc.spans))
+	for i, sp := range sc.spans {
+		attrs[i] = html.Attribute{Key: sp.key, Val: vals[sp.start:sp.end]}
+	}
+	for i := range tags {
+		t := &tags[i]
+		if t.first < t.last {
+			t.attrs = attrs[t.first:t.last:t.last]
+		}
+	}
+	return tags
+}
+
+// release returns sc to the pool, unless a huge page made it huge.
+func (sc *tagScratch) release() {
+	if cap(sc.vals) > 64<<10 || cap(sc.spans) > 4096 {
+		return
+	}
+	sc.vals, sc.spans = sc.vals[:0], sc.spans[:0]
+	scratchPool.Put(sc)
+}
+
 // linkTagName returns the interned name of a tag link extraction reads, or
-// "" (no allocation either way).
-func linkTagName(b []byte) string {
-	switch string(b) {
+// "" (no allocation either way), from the raw bytes of a start tag token.
+// The name is what the tokenizer's TagName returns: the bytes after '<' up
+// to white space, '/' or '>', ASCII lower-cased (a NUL in it, which
+// TagName replaces, makes it none of these names).
+func linkTagName(raw []byte) string {
+	var buf [len("iframe")]byte
+	n := 0
+	for _, c := range raw[min(1, len(raw)):] {
+		if c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == '\f' || c == '/' || c == '>' {
+			break
+		}
+		if n == len(buf) {
+			return ""
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf[n] = c
+		n++
+	}
+	switch string(buf[:n]) {
 	case "a":
 		return "a"
 	case "area":

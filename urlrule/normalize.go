@@ -103,7 +103,9 @@ func normalizeURL(u *url.URL, dropParams []string) (string, error) {
 		if err != nil || n <= 0 || n > 65535 {
 			return "", fmt.Errorf("%w: port %q", ErrHost, port)
 		}
-		port = strconv.Itoa(n) // drops leading zeros
+		if port[0] == '0' { // url.Parse let only digits through
+			port = strconv.Itoa(n) // drops leading zeros
+		}
 		if (scheme == "http" && n == 80) || (scheme == "https" && n == 443) {
 			port = ""
 		}
