@@ -5,6 +5,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 
@@ -119,6 +120,9 @@ func extractLinks(body []byte, pageURL *url.URL, dropParams []string) (urls []st
 			return
 		}
 		seen[n] = true
+		if urls == nil {
+			urls = make([]string, 0, min(len(tags), maxLinksPerPage))
+		}
 		urls = append(urls, n)
 	}
 
@@ -210,13 +214,12 @@ func (t tag) attrOr(key string) string {
 func linkTags(body []byte) []tag {
 	sc := scratchPool.Get().(*tagScratch)
 	defer sc.release()
-	var tags []tag
 	z := html.NewTokenizer(bytes.NewReader(body))
 	for {
 		switch z.Next() {
 		case html.ErrorToken:
 			// io.EOF: the tokenizer never fails otherwise on a reader of bytes.
-			return sc.finish(tags)
+			return sc.finish()
 		case html.StartTagToken, html.SelfClosingTagToken:
 			tn := linkTagName(z.Raw())
 			if tn == "" {
@@ -233,14 +236,15 @@ func linkTags(body []byte) []tag {
 				}
 			}
 			t.first, t.last = first, len(sc.spans)
-			tags = append(tags, t)
+			sc.tags = append(sc.tags, t)
 		}
 	}
 }
 
-// tagScratch gathers the kept attributes of a page's tags: their values
+// tagScratch gathers a page's tags and their kept attributes: the values
 // in vals, their keys and places in spans.
 type tagScratch struct {
+	tags  []tag
 	vals  []byte
 	spans []attrSpan
 }
@@ -252,8 +256,13 @@ type attrSpan struct {
 
 var scratchPool = sync.Pool{New: func() any { return new(tagScratch) }}
 
-// finish gives each tag its attributes, whose values share one string.
-func (sc *tagScratch) finish(tags []tag) []tag {
+// finish returns a copy of the tags, each with its attributes, whose
+// values share one string.
+func (sc *tagScratch) finish() []tag {
+	if len(sc.tags) == 0 {
+		return nil
+	}
+	tags := slices.Clone(sc.tags)
 	if len(sc.spans) == 0 {
 		return tags
 	}
@@ -273,10 +282,11 @@ func (sc *tagScratch) finish(tags []tag) []tag {
 
 // release returns sc to the pool, unless a huge page made it huge.
 func (sc *tagScratch) release() {
-	if cap(sc.vals) > 64<<10 || cap(sc.spans) > 4096 {
+	if cap(sc.vals) > 64<<10 || cap(sc.spans) > 4096 || cap(sc.tags) > 4096 {
 		return
 	}
-	sc.vals, sc.spans = sc.vals[:0], sc.spans[:0]
+	clear(sc.tags) // drops the attributes' references
+	sc.tags, sc.vals, sc.spans = sc.tags[:0], sc.vals[:0], sc.spans[:0]
 	scratchPool.Put(sc)
 }
 
