@@ -79,25 +79,34 @@ func Normalize(raw string, base *url.URL, dropParams []string) (string, error) {
 		return "", fmt.Errorf("%w: %v", ErrInvalidURL, UnwrapURLError(err))
 	}
 	if base != nil {
-		u = base.ResolveReference(u)
+		return normalizeParts(resolve(base, u), dropParams)
 	}
 	return normalizeURL(u, dropParams)
 }
 
 // normalizeURL is Normalize on a parsed, absolute URL.
 func normalizeURL(u *url.URL, dropParams []string) (string, error) {
-	scheme := strings.ToLower(u.Scheme)
+	return normalizeParts(urlParts{
+		scheme: u.Scheme, opaque: u.Opaque, host: u.Host,
+		path: u.EscapedPath(), query: u.RawQuery,
+	}, dropParams)
+}
+
+// normalizeParts is Normalize on the parts of a parsed, absolute URL.
+func normalizeParts(u urlParts, dropParams []string) (string, error) {
+	scheme := strings.ToLower(u.scheme)
 	if scheme != "http" && scheme != "https" {
 		return "", ErrScheme
 	}
-	if u.Opaque != "" {
+	if u.opaque != "" {
 		return "", ErrNoHost
 	}
-	host, err := normalHost(u.Hostname())
+	hp := url.URL{Host: u.host}
+	host, err := normalHost(hp.Hostname())
 	if err != nil {
 		return "", err
 	}
-	port := u.Port()
+	port := hp.Port()
 	if port != "" {
 		n, err := strconv.Atoi(port)
 		if err != nil || n <= 0 || n > 65535 {
@@ -112,7 +121,7 @@ func normalizeURL(u *url.URL, dropParams []string) (string, error) {
 	}
 
 	var b strings.Builder
-	b.Grow(len(scheme) + len(host) + len(u.RawPath) + len(u.Path) + len(u.RawQuery) + 16)
+	b.Grow(len(scheme) + len(host) + len(u.path) + len(u.query) + 16)
 	b.WriteString(scheme)
 	b.WriteString("://")
 	b.WriteString(host)
@@ -120,12 +129,12 @@ func normalizeURL(u *url.URL, dropParams []string) (string, error) {
 		b.WriteByte(':')
 		b.WriteString(port)
 	}
-	path := removeDotSegments(normalEscapes(u.EscapedPath(), false))
+	path := removeDotSegments(normalEscapes(u.path, false))
 	if path == "" || path[0] != '/' {
-		path = "/" + path
+		b.WriteByte('/')
 	}
 	b.WriteString(path)
-	if q := normalQuery(u.RawQuery, dropParams); q != "" {
+	if q := normalQuery(u.query, dropParams); q != "" {
 		b.WriteByte('?')
 		b.WriteString(q)
 	}
