@@ -353,7 +353,7 @@ func linkAttrName(b []byte) string {
 // hasToken reports whether the space-separated list has tok (ASCII
 // case-insensitive), as for rel values.
 func hasToken(list, tok string) bool {
-	for _, t := range strings.Fields(list) {
+	for t := range strings.FieldsSeq(list) {
 		if strings.EqualFold(t, tok) {
 			return true
 		}

@@ -198,17 +198,35 @@ func normalHost(h string) (string, error) {
 // TrimURL removes what HTML attribute values carry around URLs: leading
 // and trailing spaces and controls, and tabs and newlines anywhere (as the
 // WHATWG URL parser does).
+//
+// It works on bytes: a rune <= ' ' is one byte, and no byte of a
+// multi-byte (or invalid) UTF-8 sequence is <= ' '.
 func TrimURL(s string) string {
-	s = strings.TrimFunc(s, func(r rune) bool { return r <= ' ' })
-	if strings.ContainsAny(s, "\t\n\r") {
-		s = strings.NewReplacer("\t", "", "\n", "", "\r", "").Replace(s)
+	i, j := 0, len(s)
+	for i < j && s[i] <= ' ' {
+		i++
+	}
+	for j > i && s[j-1] <= ' ' {
+		j--
+	}
+	s = s[i:j]
+	for k := 0; k < len(s); k++ {
+		if c := s[k]; c == '\t' || c == '\n' || c == '\r' {
+			return urlSpaces.Replace(s)
+		}
 	}
 	return s
 }
 
+// urlSpaces removes what TrimURL removes inside a URL.
+var urlSpaces = strings.NewReplacer("\t", "", "\n", "", "\r", "")
+
 // fixBackslashes reads '\' as '/' before the query, as browsers do for
 // http and https URLs.
 func fixBackslashes(s string) string {
+	if strings.IndexByte(s, '\\') < 0 {
+		return s
+	}
 	end := strings.IndexAny(s, "?#")
 	if end < 0 {
 		end = len(s)
@@ -397,6 +415,9 @@ func removeDotSegments(p string) string {
 // or "..": without one, removeDotSegments has nothing to remove (most
 // paths have a dot only in a file name, as "/p/1.html").
 func hasDotSegment(p string) bool {
+	if p == "" || p[0] != '.' && !strings.Contains(p, "/.") {
+		return false // a dot segment starts p or follows a '/'
+	}
 	for p != "" {
 		seg, rest, _ := strings.Cut(p, "/")
 		if seg == "." || seg == ".." {
