@@ -3,14 +3,14 @@ package urlrule
 import (
 	"fmt"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 )
 
-// The reference normalizer: Normalize and the helpers it rewrites for
-// speed, as they were before issue 15's fast paths, renamed with a ref
-// prefix. FuzzNormalizeMatchesReference holds Normalize to it.
+// The reference normalizer: Normalize and the helpers issue 15 rewrote
+// for speed, as they were before, renamed with a ref prefix; it calls
+// ResolveReference where Normalize now calls resolve.
+// FuzzNormalizeMatchesReference holds Normalize to it.
 
 func refNormalize(raw string, base *url.URL, dropParams []string) (string, error) {
 	raw = refTrimURL(raw)
@@ -65,12 +65,12 @@ func refNormalizeURL(u *url.URL, dropParams []string) (string, error) {
 		b.WriteByte(':')
 		b.WriteString(port)
 	}
-	path := refRemoveDotSegments(refNormalEscapes(u.EscapedPath(), false))
+	path := refRemoveDotSegments(normalEscapes(u.EscapedPath(), false))
 	if path == "" || path[0] != '/' {
 		path = "/" + path
 	}
 	b.WriteString(path)
-	if q := refNormalQuery(u.RawQuery, dropParams); q != "" {
+	if q := normalQuery(u.RawQuery, dropParams); q != "" {
 		b.WriteByte('?')
 		b.WriteString(q)
 	}
@@ -115,96 +115,14 @@ func refFixPercents(s string) string {
 	return b.String()
 }
 
-func refNormalEscapes(s string, query bool) string {
-	return refReescape(s, func(c byte) bool { return c == '%' || mustEscape(c, query) }, unreserved)
-}
-
-func refReescape(s string, escape, decode func(byte) bool) string {
-	need := false
-	for i := 0; i < len(s); i++ {
-		if s[i] == '%' || escape(s[i]) {
-			need = true
-			break
-		}
-	}
-	if !need {
-		return s
-	}
-	const hex = "0123456789ABCDEF"
-	b := make([]byte, 0, len(s)+8)
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '%' && i+2 < len(s) && ishex(s[i+1]) && ishex(s[i+2]):
-			d := unhex(s[i+1])<<4 | unhex(s[i+2])
-			if decode(d) {
-				b = append(b, d)
-			} else {
-				b = append(b, '%', hex[d>>4], hex[d&15])
-			}
-			i += 2
-		case escape(c):
-			b = append(b, '%', hex[c>>4], hex[c&15])
-		default:
-			b = append(b, c)
-		}
-	}
-	return string(b)
-}
-
-func refNormalQuery(q string, drop []string) string {
-	if q == "" {
-		return ""
-	}
-	if len(drop) == 0 {
-		return refNormalEscapes(q, true)
-	}
-	parts := strings.Split(q, "&")
-	kept := parts[:0]
-	for _, p := range parts {
-		name, _, _ := strings.Cut(p, "=")
-		if n, err := url.QueryUnescape(name); err == nil {
-			name = n
-		}
-		if name != "" && slices.Contains(drop, name) {
-			continue
-		}
-		kept = append(kept, refNormalEscapes(p, true))
-	}
-	q = strings.Join(kept, "&")
-	if strings.Trim(q, "&") == "" {
-		return ""
-	}
-	return q
-}
-
+// refRemoveDotSegments is the old guard (any '.') around the loop that
+// removeDotSegments still runs.
 func refRemoveDotSegments(p string) string {
 	if !strings.Contains(p, ".") {
 		return p
 	}
-	in := strings.Split(p, "/")
-	out := make([]string, 0, len(in))
-	for i, seg := range in {
-		last := i == len(in)-1
-		switch seg {
-		case ".":
-			if last {
-				out = append(out, "")
-			}
-		case "..":
-			if len(out) > 1 {
-				out = out[:len(out)-1]
-			}
-			if last {
-				out = append(out, "")
-			}
-		default:
-			out = append(out, seg)
-		}
+	if r := removeDotSegments(p); strings.HasPrefix(r, "/") {
+		return r
 	}
-	r := strings.Join(out, "/")
-	if !strings.HasPrefix(r, "/") {
-		r = "/" + r
-	}
-	return r
+	return "/" + removeDotSegments(p)
 }
