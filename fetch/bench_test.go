@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/internal/cpubench"
 	"github.com/drover-crawl/drover/page"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"
@@ -60,9 +61,11 @@ func BenchmarkExtractLinks(b *testing.B) {
 	b.SetBytes(int64(len(page)))
 	b.ReportAllocs()
 	b.ResetTimer()
+	stop := cpubench.Start(b)
 	for b.Loop() {
 		extractLinks(page, base, drop)
 	}
+	stop()
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/page")
 }
 
@@ -90,11 +93,13 @@ func BenchmarkExtractLinksTestWeb(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	i := 0
+	stop := cpubench.Start(b)
 	for b.Loop() {
 		p := pages[i%len(pages)]
 		extractLinks(p.body, p.base, nil)
 		i++
 	}
+	stop()
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/page")
 }
 
@@ -122,6 +127,7 @@ func BenchmarkExtract(b *testing.B) {
 	}
 	b.ReportAllocs()
 	i, links := 0, 0
+	stop := cpubench.Start(b)
 	for b.Loop() {
 		p := pages[i%len(pages)]
 		res := Result{Page: &page.Page{Body: p.body, ContentType: "text/html; charset=utf-8"}}
@@ -129,6 +135,7 @@ func BenchmarkExtract(b *testing.B) {
 		links += len(res.Links)
 		i++
 	}
+	stop()
 	if links == 0 {
 		b.Fatal("no links in scope")
 	}

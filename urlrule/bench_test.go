@@ -3,6 +3,8 @@ package urlrule
 import (
 	"net/url"
 	"testing"
+
+	"github.com/drover-crawl/drover/internal/cpubench"
 )
 
 // benchLinks are hrefs of the kinds pages carry, resolved against
@@ -30,10 +32,12 @@ func BenchmarkNormalize(b *testing.B) {
 	drop := []string{"utm_source"}
 	b.ReportAllocs()
 	i := 0
+	stop := cpubench.Start(b)
 	for b.Loop() {
 		if _, err := Normalize(benchLinks[i%len(benchLinks)], base, drop); err != nil {
 			b.Fatal(err)
 		}
 		i++
 	}
+	stop()
 }
