@@ -74,6 +74,11 @@ func Normalize(raw string, base *url.URL, dropParams []string) (string, error) {
 	}
 	raw = fixBackslashes(raw)
 	raw = fixPercents(raw)
+	if base != nil {
+		if p, ok := resolvePathRef(base, raw); ok {
+			return normalizeParts(p, dropParams)
+		}
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "", fmt.Errorf("%w: %v", ErrInvalidURL, UnwrapURLError(err))
@@ -102,7 +107,7 @@ func normalizeParts(u urlParts, dropParams []string) (string, error) {
 		return "", ErrNoHost
 	}
 	hp := url.URL{Host: u.host}
-	host, err := normalHost(hp.Hostname())
+	host, err := fastHost(hp.Hostname())
 	if err != nil {
 		return "", err
 	}

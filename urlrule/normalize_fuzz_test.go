@@ -51,3 +51,17 @@ func FuzzNormalizeMatchesReference(f *testing.F) {
 		}
 	})
 }
+
+// FuzzFastHost holds fastHost, normalHost's fast path, to normalHost.
+func FuzzFastHost(f *testing.F) {
+	for _, h := range []string{"example.com", "a..b", ".a", "a.", "Example.com", "xn--bcher-kva.example", "my_host", "::1", "bücher.example", "a-.b", ""} {
+		f.Add(h)
+	}
+	f.Fuzz(func(t *testing.T, h string) {
+		got, err := fastHost(h)
+		want, wantErr := normalHost(h)
+		if got != want || (err == nil) != (wantErr == nil) {
+			t.Fatalf("fastHost(%q) = %q, %v; normalHost %q, %v", h, got, err, want, wantErr)
+		}
+	})
+}

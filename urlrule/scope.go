@@ -172,7 +172,7 @@ func (s *Scope) allow(t target, depth int, parent *url.URL) (ok bool, reason str
 			return false, ReasonOutOfScope
 		}
 	} else {
-		h, err := normalHost(t.hostname)
+		h, err := fastHost(t.hostname)
 		if err != nil {
 			return false, ReasonInvalidHost
 		}
