@@ -49,7 +49,7 @@ func benchPage() []byte {
 }
 
 // BenchmarkExtractLinks measures link extraction and normalization of one
-// page (goquery parse, selection, Normalize of every link, dedup).
+// page (tokenizer, Normalize of every link, dedup).
 func BenchmarkExtractLinks(b *testing.B) {
 	page := benchPage()
 	base, _ := url.Parse("https://www.example.com/section/article-123.html")
