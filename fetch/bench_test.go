@@ -3,10 +3,14 @@ package fetch
 import (
 	"bytes"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 
+	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/internal/cpubench"
+	"github.com/drover-crawl/drover/page"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"
 )
@@ -45,7 +49,7 @@ func benchPage() []byte {
 }
 
 // BenchmarkExtractLinks measures link extraction and normalization of one
-// page (goquery parse, selection, Normalize of every link, dedup).
+// page (tokenizer, Normalize of every link, dedup).
 func BenchmarkExtractLinks(b *testing.B) {
 	page := benchPage()
 	base, _ := url.Parse("https://www.example.com/section/article-123.html")
@@ -57,9 +61,11 @@ func BenchmarkExtractLinks(b *testing.B) {
 	b.SetBytes(int64(len(page)))
 	b.ReportAllocs()
 	b.ResetTimer()
+	stop := cpubench.Start(b)
 	for b.Loop() {
 		extractLinks(page, base, drop)
 	}
+	stop()
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/page")
 }
 
@@ -87,10 +93,51 @@ func BenchmarkExtractLinksTestWeb(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	i := 0
+	stop := cpubench.Start(b)
 	for b.Loop() {
 		p := pages[i%len(pages)]
 		extractLinks(p.body, p.base, nil)
 		i++
+	}
+	stop()
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/page")
+}
+
+// BenchmarkExtract is the worker's whole link path for one test web page
+// per iteration: decode, extraction, normalization and the scope check of
+// every link, with the campaign the dev stack runs (scope: the seeds'
+// hosts).
+func BenchmarkExtract(b *testing.B) {
+	web := webtest.Start(b, testweb.Config{Hosts: 2, PagesPerHost: 200, CrossHost: true, Base: 98})
+	f, err := New(campaign.Config{ID: "bench", Seeds: web.Seeds(), AllowPrivate: true}.WithDefaults())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	type pg struct {
+		body []byte
+		base *url.URL
+	}
+	var pages []pg
+	for _, u := range web.Pages() {
+		if body, ok := web.Body(u); ok && bytes.Contains(body, []byte("<html")) {
+			base, _ := url.Parse(u)
+			pages = append(pages, pg{body, base})
+		}
+	}
+	b.ReportAllocs()
+	i, links := 0, 0
+	stop := cpubench.Start(b)
+	for b.Loop() {
+		p := pages[i%len(pages)]
+		res := Result{Page: &page.Page{Body: p.body, ContentType: "text/html; charset=utf-8"}}
+		f.extract(&res, Request{URL: p.base.String(), Depth: 1}, p.base, http.Header{})
+		links += len(res.Links)
+		i++
+	}
+	stop()
+	if links == 0 {
+		b.Fatal("no links in scope")
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/page")
 }

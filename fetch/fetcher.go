@@ -441,6 +441,12 @@ func (f *Fetcher) inScope(u *url.URL, depth int, parent *url.URL) bool {
 	return ok
 }
 
+// inScopeNormal is inScope for a URL as urlrule.Normalize returns it.
+func (f *Fetcher) inScopeNormal(normal string, depth int, parent *url.URL) bool {
+	ok, _ := f.scope.AllowNormal(normal, depth, parent)
+	return ok
+}
+
 // retryAfter reads a Retry-After header: delay-seconds or an HTTP date,
 // capped at MaxRetryAfter; 0 when absent or invalid.
 func retryAfter(v string, now time.Time) time.Duration {

@@ -5,7 +5,9 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
+	"sync"
 
 	"golang.org/x/net/html"
 
@@ -56,11 +58,12 @@ func (f *Fetcher) extract(res *Result, req Request, pageURL *url.URL, h http.Hea
 		if s == self {
 			continue
 		}
-		u, err := url.Parse(s)
-		if err != nil {
-			continue
-		}
-		if l := (urlrule.Link{URL: s}); f.inScope(u, l.Depth(req.Depth), pageURL) {
+		// s is in Normalize's form: the scope reads it without a second
+		// parse (issue 15).
+		if l := (urlrule.Link{URL: s}); f.inScopeNormal(s, l.Depth(req.Depth), pageURL) {
+			if res.Links == nil {
+				res.Links = make([]urlrule.Link, 0, len(urls))
+			}
 			res.Links = append(res.Links, l)
 		}
 	}
@@ -107,7 +110,7 @@ func extractLinks(body []byte, pageURL *url.URL, dropParams []string) (urls []st
 		}
 	}
 
-	seen := make(map[string]bool)
+	seen := make(map[string]bool, len(tags))
 	add := func(raw string) {
 		if len(urls) >= maxLinksPerPage || raw == "" {
 			return
@@ -117,6 +120,9 @@ func extractLinks(body []byte, pageURL *url.URL, dropParams []string) (urls []st
 			return
 		}
 		seen[n] = true
+		if urls == nil {
+			urls = make([]string, 0, min(len(tags), maxLinksPerPage))
+		}
 		urls = append(urls, n)
 	}
 
@@ -166,6 +172,8 @@ func extractLinks(body []byte, pageURL *url.URL, dropParams []string) (urls []st
 type tag struct {
 	name  string
 	attrs []html.Attribute
+	// first and last are the tag's span indices while linkTags reads.
+	first, last int
 }
 
 // attr returns the value of the tag's first attribute named key.
@@ -197,36 +205,113 @@ func (t tag) attrOr(key string) string {
 // time and a tenth of the allocations per 8 KB page than the tree
 // (bench/README.md). A page's tree is never needed for links: the links
 // are the tags, whatever their parents.
+//
+// The tokenizer's TagName copies the name of every tag; linkTags reads it
+// from Raw instead (linkTagName) and calls TagAttr only on the tags it
+// keeps. The values of all kept attributes are gathered in one pooled
+// buffer and become one string, so a page costs a few allocations of ours
+// rather than one per attribute (issue 15).
 func linkTags(body []byte) []tag {
-	var tags []tag
+	sc := scratchPool.Get().(*tagScratch)
+	defer sc.release()
 	z := html.NewTokenizer(bytes.NewReader(body))
 	for {
 		switch z.Next() {
 		case html.ErrorToken:
-			return tags // io.EOF: the tokenizer never fails otherwise on a reader of bytes
+			// io.EOF: the tokenizer never fails otherwise on a reader of bytes.
+			return sc.finish()
 		case html.StartTagToken, html.SelfClosingTagToken:
-			name, hasAttr := z.TagName()
-			tn := linkTagName(name)
+			tn := linkTagName(z.Raw())
 			if tn == "" {
 				continue
 			}
 			t := tag{name: tn}
-			for hasAttr {
+			first := len(sc.spans)
+			for more := true; more; {
 				var k, v []byte
-				k, v, hasAttr = z.TagAttr()
+				k, v, more = z.TagAttr()
 				if an := linkAttrName(k); an != "" {
-					t.attrs = append(t.attrs, html.Attribute{Key: an, Val: string(v)})
+					sc.spans = append(sc.spans, attrSpan{key: an, start: len(sc.vals), end: len(sc.vals) + len(v)})
+					sc.vals = append(sc.vals, v...)
 				}
 			}
-			tags = append(tags, t)
+			t.first, t.last = first, len(sc.spans)
+			sc.tags = append(sc.tags, t)
 		}
 	}
 }
 
+// tagScratch gathers a page's tags and their kept attributes: the values
+// in vals, their keys and places in spans.
+type tagScratch struct {
+	tags  []tag
+	vals  []byte
+	spans []attrSpan
+}
+
+type attrSpan struct {
+	key        string
+	start, end int
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(tagScratch) }}
+
+// finish returns a copy of the tags, each with its attributes, whose
+// values share one string.
+func (sc *tagScratch) finish() []tag {
+	if len(sc.tags) == 0 {
+		return nil
+	}
+	tags := slices.Clone(sc.tags)
+	if len(sc.spans) == 0 {
+		return tags
+	}
+	vals := string(sc.vals)
+	attrs := make([]html.Attribute, len(sc.spans))
+	for i, sp := range sc.spans {
+		attrs[i] = html.Attribute{Key: sp.key, Val: vals[sp.start:sp.end]}
+	}
+	for i := range tags {
+		t := &tags[i]
+		if t.first < t.last {
+			t.attrs = attrs[t.first:t.last:t.last]
+		}
+	}
+	return tags
+}
+
+// release returns sc to the pool, unless a huge page made it huge.
+func (sc *tagScratch) release() {
+	if cap(sc.vals) > 64<<10 || cap(sc.spans) > 4096 || cap(sc.tags) > 4096 {
+		return
+	}
+	clear(sc.tags) // drops the attributes' references
+	sc.tags, sc.vals, sc.spans = sc.tags[:0], sc.vals[:0], sc.spans[:0]
+	scratchPool.Put(sc)
+}
+
 // linkTagName returns the interned name of a tag link extraction reads, or
-// "" (no allocation either way).
-func linkTagName(b []byte) string {
-	switch string(b) {
+// "" (no allocation either way), from the raw bytes of a start tag token.
+// The name is what the tokenizer's TagName returns: the bytes after '<' up
+// to white space, '/' or '>', ASCII lower-cased (a NUL in it, which
+// TagName replaces, makes it none of these names).
+func linkTagName(raw []byte) string {
+	var buf [len("iframe")]byte
+	n := 0
+	for _, c := range raw[min(1, len(raw)):] {
+		if c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == '\f' || c == '/' || c == '>' {
+			break
+		}
+		if n == len(buf) {
+			return ""
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf[n] = c
+		n++
+	}
+	switch string(buf[:n]) {
 	case "a":
 		return "a"
 	case "area":
@@ -268,7 +353,7 @@ func linkAttrName(b []byte) string {
 // hasToken reports whether the space-separated list has tok (ASCII
 // case-insensitive), as for rel values.
 func hasToken(list, tok string) bool {
-	for _, t := range strings.Fields(list) {
+	for t := range strings.FieldsSeq(list) {
 		if strings.EqualFold(t, tok) {
 			return true
 		}

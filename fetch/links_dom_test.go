@@ -9,6 +9,7 @@ import (
 	"github.com/PuerkitoBio/goquery"
 	"github.com/andybalholm/cascadia"
 
+	"github.com/drover-crawl/drover/internal/cpubench"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"
 )
@@ -140,12 +141,14 @@ func BenchmarkLinkTags(b *testing.B) {
 			b.SetBytes(size / int64(len(pages)))
 			b.ReportAllocs()
 			i := 0
+			stop := cpubench.Start(b)
 			for b.Loop() {
 				if c.read(pages[i%len(pages)]) == 0 {
 					b.Fatal("no tags")
 				}
 				i++
 			}
+			stop()
 			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/page")
 		})
 	}

@@ -74,43 +74,59 @@ func Normalize(raw string, base *url.URL, dropParams []string) (string, error) {
 	}
 	raw = fixBackslashes(raw)
 	raw = fixPercents(raw)
+	if base != nil {
+		if p, ok := resolvePathRef(base, raw); ok {
+			return normalizeParts(p, dropParams)
+		}
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "", fmt.Errorf("%w: %v", ErrInvalidURL, UnwrapURLError(err))
 	}
 	if base != nil {
-		u = base.ResolveReference(u)
+		return normalizeParts(resolve(base, u), dropParams)
 	}
 	return normalizeURL(u, dropParams)
 }
 
 // normalizeURL is Normalize on a parsed, absolute URL.
 func normalizeURL(u *url.URL, dropParams []string) (string, error) {
-	scheme := strings.ToLower(u.Scheme)
+	return normalizeParts(urlParts{
+		scheme: u.Scheme, opaque: u.Opaque, host: u.Host,
+		path: u.EscapedPath(), query: u.RawQuery,
+	}, dropParams)
+}
+
+// normalizeParts is Normalize on the parts of a parsed, absolute URL.
+func normalizeParts(u urlParts, dropParams []string) (string, error) {
+	scheme := strings.ToLower(u.scheme)
 	if scheme != "http" && scheme != "https" {
 		return "", ErrScheme
 	}
-	if u.Opaque != "" {
+	if u.opaque != "" {
 		return "", ErrNoHost
 	}
-	host, err := normalHost(u.Hostname())
+	hp := url.URL{Host: u.host}
+	host, err := fastHost(hp.Hostname())
 	if err != nil {
 		return "", err
 	}
-	port := u.Port()
+	port := hp.Port()
 	if port != "" {
 		n, err := strconv.Atoi(port)
 		if err != nil || n <= 0 || n > 65535 {
 			return "", fmt.Errorf("%w: port %q", ErrHost, port)
 		}
-		port = strconv.Itoa(n) // drops leading zeros
+		if port[0] == '0' { // url.Parse let only digits through
+			port = strconv.Itoa(n) // drops leading zeros
+		}
 		if (scheme == "http" && n == 80) || (scheme == "https" && n == 443) {
 			port = ""
 		}
 	}
 
 	var b strings.Builder
-	b.Grow(len(scheme) + len(host) + len(u.RawPath) + len(u.Path) + len(u.RawQuery) + 16)
+	b.Grow(len(scheme) + len(host) + len(u.path) + len(u.query) + 16)
 	b.WriteString(scheme)
 	b.WriteString("://")
 	b.WriteString(host)
@@ -118,12 +134,12 @@ func normalizeURL(u *url.URL, dropParams []string) (string, error) {
 		b.WriteByte(':')
 		b.WriteString(port)
 	}
-	path := removeDotSegments(normalEscapes(u.EscapedPath(), false))
+	path := removeDotSegments(normalEscapes(u.path, false))
 	if path == "" || path[0] != '/' {
-		path = "/" + path
+		b.WriteByte('/')
 	}
 	b.WriteString(path)
-	if q := normalQuery(u.RawQuery, dropParams); q != "" {
+	if q := normalQuery(u.query, dropParams); q != "" {
 		b.WriteByte('?')
 		b.WriteString(q)
 	}
@@ -190,17 +206,35 @@ func normalHost(h string) (string, error) {
 // TrimURL removes what HTML attribute values carry around URLs: leading
 // and trailing spaces and controls, and tabs and newlines anywhere (as the
 // WHATWG URL parser does).
+//
+// It works on bytes: a rune <= ' ' is one byte, and no byte of a
+// multi-byte (or invalid) UTF-8 sequence is <= ' '.
 func TrimURL(s string) string {
-	s = strings.TrimFunc(s, func(r rune) bool { return r <= ' ' })
-	if strings.ContainsAny(s, "\t\n\r") {
-		s = strings.NewReplacer("\t", "", "\n", "", "\r", "").Replace(s)
+	i, j := 0, len(s)
+	for i < j && s[i] <= ' ' {
+		i++
+	}
+	for j > i && s[j-1] <= ' ' {
+		j--
+	}
+	s = s[i:j]
+	for k := 0; k < len(s); k++ {
+		if c := s[k]; c == '\t' || c == '\n' || c == '\r' {
+			return urlSpaces.Replace(s)
+		}
 	}
 	return s
 }
 
+// urlSpaces removes what TrimURL removes inside a URL.
+var urlSpaces = strings.NewReplacer("\t", "", "\n", "", "\r", "")
+
 // fixBackslashes reads '\' as '/' before the query, as browsers do for
 // http and https URLs.
 func fixBackslashes(s string) string {
+	if strings.IndexByte(s, '\\') < 0 {
+		return s
+	}
 	end := strings.IndexAny(s, "?#")
 	if end < 0 {
 		end = len(s)
@@ -214,11 +248,11 @@ func fixBackslashes(s string) string {
 // fixPercents encodes a '%' that starts no valid escape as "%25", so that
 // url.Parse accepts what browsers accept.
 func fixPercents(s string) string {
-	i := strings.IndexByte(s, '%')
-	if i < 0 {
+	if !hasBadPercent(s) {
 		return s
 	}
 	var b strings.Builder
+	b.Grow(len(s) + 8)
 	for i := 0; i < len(s); i++ {
 		if s[i] == '%' && !(i+2 < len(s) && ishex(s[i+1]) && ishex(s[i+2])) {
 			b.WriteString("%25")
@@ -227,6 +261,20 @@ func fixPercents(s string) string {
 		b.WriteByte(s[i])
 	}
 	return b.String()
+}
+
+// hasBadPercent reports whether s has a '%' that starts no valid escape.
+func hasBadPercent(s string) bool {
+	for {
+		i := strings.IndexByte(s, '%')
+		if i < 0 {
+			return false
+		}
+		if !(i+2 < len(s) && ishex(s[i+1]) && ishex(s[i+2])) {
+			return true
+		}
+		s = s[i+3:]
+	}
 }
 
 // normalEscapes normalizes the percent-encoding of an escaped path (or, when
@@ -341,7 +389,7 @@ func normalQuery(q string, drop []string) string {
 
 // removeDotSegments is RFC 3986 section 5.2.4 on an absolute path.
 func removeDotSegments(p string) string {
-	if !strings.Contains(p, ".") {
+	if !hasDotSegment(p) {
 		return p
 	}
 	in := strings.Split(p, "/")
@@ -369,6 +417,23 @@ func removeDotSegments(p string) string {
 		r = "/" + r
 	}
 	return r
+}
+
+// hasDotSegment reports whether one of p's '/'-separated segments is "."
+// or "..": without one, removeDotSegments has nothing to remove (most
+// paths have a dot only in a file name, as "/p/1.html").
+func hasDotSegment(p string) bool {
+	if p == "" || p[0] != '.' && !strings.Contains(p, "/.") {
+		return false // a dot segment starts p or follows a '/'
+	}
+	for p != "" {
+		seg, rest, _ := strings.Cut(p, "/")
+		if seg == "." || seg == ".." {
+			return true
+		}
+		p = rest
+	}
+	return false
 }
 
 // UnwrapURLError strips url.Error's "<op> <url>:" prefix (url.Parse's

@@ -103,22 +103,67 @@ func (s *Scope) Allow(u *url.URL, depth int, parent *url.URL) (ok bool, reason s
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return false, ReasonScheme
 	}
-	str := u.String()
-	if len(str) > MaxURLLength {
+	return s.allow(target{
+		str: u.String(), host: u.Host, hostname: u.Hostname(),
+		path: u.EscapedPath(), query: u.RawQuery,
+	}, depth, parent)
+}
+
+// AllowNormal is Allow for a URL as Normalize returns it, read as it is
+// rather than parsed again: the worker checks every link of every page,
+// and a second url.Parse of each was a fifth of link extraction's cost
+// (issue 15). FuzzAllowNormalMatchesAllow holds it to Allow of the parsed
+// URL. A string that is not in Normalize's form is refused.
+func (s *Scope) AllowNormal(normal string, depth int, parent *url.URL) (ok bool, reason string) {
+	t, ok := splitNormal(normal)
+	if !ok {
+		return false, ReasonScheme
+	}
+	return s.allow(t, depth, parent)
+}
+
+// target is what Allow reads of a URL: its string form, host (with the
+// port), host name, escaped path and raw query.
+type target struct {
+	str, host, hostname, path, query string
+}
+
+// splitNormal cuts a normalized URL, "scheme://host[:port]/path[?query]",
+// into a target; ok is false when the scheme is not http(s).
+func splitNormal(n string) (t target, ok bool) {
+	scheme, rest, found := strings.Cut(n, "://")
+	if !found || (scheme != "http" && scheme != "https") {
+		return target{}, false
+	}
+	t.str = n
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		t.host, rest = rest[:i], rest[i:]
+	} else {
+		t.host, rest = rest, ""
+	}
+	t.path, t.query, _ = strings.Cut(rest, "?")
+	hp := url.URL{Host: t.host}
+	t.hostname = hp.Hostname()
+	return t, true
+}
+
+// allow is Allow past the scheme check.
+func (s *Scope) allow(t target, depth int, parent *url.URL) (ok bool, reason string) {
+	if len(t.str) > MaxURLLength {
 		return false, ReasonTooLong
 	}
 	if s.depth >= 0 && depth > s.depth {
 		return false, ReasonDepth
 	}
 	for _, re := range s.exclude {
-		if re.MatchString(str) {
+		if re.MatchString(t.str) {
 			return false, ReasonExcluded
 		}
 	}
 	if len(s.scope) > 0 {
 		in := false
 		for _, re := range s.scope {
-			if re.MatchString(str) {
+			if re.MatchString(t.str) {
 				in = true
 				break
 			}
@@ -127,7 +172,7 @@ func (s *Scope) Allow(u *url.URL, depth int, parent *url.URL) (ok bool, reason s
 			return false, ReasonOutOfScope
 		}
 	} else {
-		h, err := normalHost(u.Hostname())
+		h, err := fastHost(t.hostname)
 		if err != nil {
 			return false, ReasonInvalidHost
 		}
@@ -135,34 +180,40 @@ func (s *Scope) Allow(u *url.URL, depth int, parent *url.URL) (ok bool, reason s
 			return false, ReasonOutOfScope
 		}
 	}
-	if r := pathTrap(u.EscapedPath()); r != "" {
+	if r := pathTrap(t.path); r != "" {
 		return false, r
 	}
 	if depth > MaxPatternDepth && parent != nil {
-		if p := urlPattern(u); p != "" && p == urlPattern(parent) {
+		if p := pattern(t.host, t.path, t.query); p != "" && p == urlPattern(parent) {
 			return false, ReasonGenerated
 		}
 	}
 	return true, ""
 }
 
-// pathTrap applies the path segment guards.
+// pathTrap applies the path segment guards. It keeps the segments in an
+// array rather than a strings.Split slice: it runs on every link.
 func pathTrap(path string) string {
-	segs := strings.Split(strings.TrimPrefix(path, "/"), "/")
-	if len(segs) > MaxPathSegments {
-		return ReasonSegments
+	var segs [MaxPathSegments]string
+	n := 0
+	for rest, more := strings.TrimPrefix(path, "/"), true; more; {
+		if n == len(segs) {
+			return ReasonSegments
+		}
+		segs[n], rest, more = strings.Cut(rest, "/")
+		n++
 	}
-	for i, a := range segs {
+	for i, a := range segs[:n] {
 		if a == "" {
 			continue
 		}
-		n := 1
-		for _, b := range segs[i+1:] {
+		c := 1
+		for _, b := range segs[i+1 : n] {
 			if a == b {
-				n++
+				c++
 			}
 		}
-		if n >= MaxSegmentRepeats {
+		if c >= MaxSegmentRepeats {
 			return ReasonRepeats
 		}
 	}
@@ -172,18 +223,23 @@ func pathTrap(path string) string {
 // urlPattern replaces every run of digits by "N", or returns "" when there
 // is none (a URL with no digits is no generated space).
 func urlPattern(u *url.URL) string {
-	s := u.Host + u.EscapedPath()
-	if u.RawQuery != "" {
-		s += "?" + u.RawQuery
+	return pattern(u.Host, u.EscapedPath(), u.RawQuery)
+}
+
+// pattern is urlPattern of a URL's host, escaped path and raw query.
+func pattern(host, path, query string) string {
+	s := host + path
+	if query != "" {
+		s += "?" + query
 	}
-	if !strings.ContainsAny(s[len(u.Host):], "0123456789") {
+	if !strings.ContainsAny(s[len(host):], "0123456789") {
 		return ""
 	}
 	var b strings.Builder
 	b.Grow(len(s))
-	b.WriteString(u.Host)
+	b.WriteString(host)
 	digits := false
-	for i := len(u.Host); i < len(s); i++ {
+	for i := len(host); i < len(s); i++ {
 		c := s[i]
 		if c >= '0' && c <= '9' {
 			if !digits {

@@ -9,7 +9,7 @@ import (
 	"github.com/drover-crawl/drover/campaign"
 )
 
-func mustScope(t *testing.T, cfg campaign.Config) *Scope {
+func mustScope(t testing.TB, cfg campaign.Config) *Scope {
 	t.Helper()
 	s, err := NewScope(cfg.WithDefaults())
 	must(t, err == nil, err)
