@@ -8,10 +8,10 @@ package frontier
 import (
 	"container/heap"
 	"fmt"
-	"net/url"
 	"time"
 
 	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/urlrule"
 )
 
 // place puts h in the heap its state calls for.
@@ -149,7 +149,7 @@ func (a *campaignActor) leaseFrom(h *host, s *fetcherSession, now time.Time) (se
 				return session.Lease{}, false
 			}
 			e := heap.Pop(&h.queue).(*entry)
-			if h.robots != nil && !h.robots.Allowed(pathOf(e.msg.URL)) {
+			if h.robots != nil && !h.robots.Allowed(urlrule.RobotsPath(e.msg.URL)) {
 				a.disallowed.Add(1)
 				delete(a.held, e.key)
 				a.dropRecorded(e, ReasonRobots, "disallowed by robots.txt")
@@ -183,21 +183,6 @@ func (a *campaignActor) leaseFrom(h *host, s *fetcherSession, now time.Time) (se
 	s.leases[l.id] = struct{}{}
 	a.inflight.Add(1)
 	return out, true
-}
-
-func pathOf(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "/"
-	}
-	p := u.EscapedPath()
-	if p == "" {
-		p = "/"
-	}
-	if u.RawQuery != "" {
-		p += "?" + u.RawQuery
-	}
-	return p
 }
 
 // endLease removes a lease; the caller decides what becomes of its URL.

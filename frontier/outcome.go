@@ -338,7 +338,7 @@ func (a *campaignActor) disallowedLinks(links []urlrule.Link) map[string]bool {
 		if h == nil || h.robotsState != robotsReady || h.robots == nil || h.robots.Unreachable {
 			continue
 		}
-		if !h.robots.Allowed(pathOf(l.URL)) {
+		if !h.robots.Allowed(urlrule.RobotsPath(l.URL)) {
 			if out == nil {
 				out = map[string]bool{}
 			}

@@ -108,3 +108,53 @@ func parseTrimmed(rawURL string) (*url.URL, error) {
 	}
 	return u, nil
 }
+
+// RobotsPath returns the path and query of rawURL as robots.txt rules
+// match them: the escaped path ("/" when empty), then "?" and the query
+// when there is one; "/" when rawURL does not parse. A URL in Normalize's
+// form is not parsed.
+func RobotsPath(rawURL string) string {
+	if _, origin, ok := splitFast(rawURL); ok {
+		rest := rawURL[len(origin):]
+		if i := strings.IndexByte(rest, '#'); i >= 0 {
+			rest = rest[:i]
+		}
+		path, query, _ := strings.Cut(rest, "?")
+		if plainPath(path) {
+			switch {
+			case path == "" && query == "":
+				return "/"
+			case path == "":
+				return "/?" + query
+			case query == "":
+				return path
+			}
+			return rest
+		}
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "/"
+	}
+	p := u.EscapedPath()
+	if p == "" {
+		p = "/"
+	}
+	if u.RawQuery != "" {
+		p += "?" + u.RawQuery
+	}
+	return p
+}
+
+// plainPath reports whether url.URL.EscapedPath gives path back as it is:
+// every byte is one a path may hold unescaped, or a '%' (splitFast has
+// checked that each starts a valid escape).
+func plainPath(path string) bool {
+	for i := 0; i < len(path); i++ {
+		c := path[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-._~/!$&'()*+,;=:@%", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}

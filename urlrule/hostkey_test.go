@@ -26,6 +26,8 @@ var hostKeySeeds = []string{
 	"http://e.com/\x00", " http://e.com/", "http://e.com/\t", "http://e_x-1.com/",
 	"http://127.0.0.1:8080/", "http://e%41.com/", "http://", "https://:80/",
 	"http:///x", "http://e.com?x", "http://e.com#f", "HTTP://e.com/", "ftp://e.com/",
+	"http://e.com/a%2Fb?x=%zz", "http://e.com/%41", "http://e.com/a\"b", "http://e.com/é", "http://e.com/a;b,c=d:e@f!$&'()*+?q#f?g",
+	"http://e.com?", "http://e.com/?", "http://e.com/p?#", "http://e.com/[x]", "http://e.com/a|b^c{d}",
 }
 
 func TestHostKeyFastAgreesWithTheParse(t *testing.T) {
@@ -62,6 +64,16 @@ func checkHostKeyFast(t *testing.T, s string) bool {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
 		t.Errorf("hostKeyFast(%q) answered for a URL that is not http(s): %v", s, err)
 		return true
+	}
+	path := u.EscapedPath()
+	if path == "" {
+		path = "/"
+	}
+	if u.RawQuery != "" {
+		path += "?" + u.RawQuery
+	}
+	if p := RobotsPath(s); p != path {
+		t.Errorf("RobotsPath(%q) = %q; the parse gives %q", s, p, path)
 	}
 	if o := Origin(s); o != u.Scheme+"://"+u.Host {
 		t.Errorf("Origin(%q) = %q; the parse gives %q", s, o, u.Scheme+"://"+u.Host)
