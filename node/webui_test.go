@@ -32,6 +32,11 @@ import (
 // is waited for within it fails the test.
 const uiWait = 30 * time.Second
 
+// bodyText is the page's text; "" while a navigation has no body yet (as
+// the frames' expression reads a frame still loading), so that a poll
+// waits instead of failing on the page's half-loaded state.
+const bodyText = `document.body?.innerText ?? ''`
+
 // TestWebUIInBrowser starts a campaign with the starter (TEMPORAL_UI_URL
 // set to the dev server's Web UI), slow enough to be running throughout,
 // and opens the Web UI in headless Chromium: the workflow list filtered
@@ -85,19 +90,19 @@ func TestWebUIInBrowser(t *testing.T) {
 	// The list, filtered by the search attribute (the dev server is the
 	// test's own: nothing else is listed).
 	b.open(list(`CampaignState="running"`))
-	b.waitText(`the campaign listed under the filter CampaignState="running"`, "document.body.innerText",
+	b.waitText(`the campaign listed under the filter CampaignState="running"`, bodyText,
 		`CampaignState =`, `"running"`, "Select Workflow "+id, "Running", "Campaign")
 	b.screenshot("list.png")
 	// A filter on another state does not list it: the filter is applied.
 	b.open(list(`CampaignState="paused"`))
-	b.waitText(`an empty list under the filter CampaignState="paused"`, "document.body.innerText", `"paused"`, "No Results")
-	if text := b.eval("document.body.innerText"); strings.Contains(text, id) {
+	b.waitText(`an empty list under the filter CampaignState="paused"`, bodyText, `"paused"`, "No Results")
+	if text := b.eval(bodyText); strings.Contains(text, id) {
 		t.Errorf("the campaign is listed under CampaignState=\"paused\":\n%s", text)
 	}
 
 	// Its page, from the link the starter printed: the input.
 	b.open(link)
-	b.waitText("the workflow's page with its input", "document.body.innerText", id, "Campaign", "drover-campaign",
+	b.waitText("the workflow's page with its input", bodyText, id, "Campaign", "drover-campaign",
 		`"per_host_delay": "300ms"`, `"fail_after": "5m0s"`)
 	b.screenshot("input.png")
 
@@ -105,17 +110,17 @@ func TestWebUIInBrowser(t *testing.T) {
 	// start, and the current details that the workflow keeps up to date;
 	// each is markdown rendered in a same-origin iframe.
 	b.click("#user-metadata-tab")
-	frames := `[...document.querySelectorAll('iframe')].map(f => f.contentDocument ? f.contentDocument.body.innerText : '').join('\n')`
+	frames := `[...document.querySelectorAll('iframe')].map(f => f.contentDocument?.body?.innerText ?? '').join('\n')`
 	b.waitText("the summary, details and current details", frames,
 		"crawl of "+web.Seeds()[0]+", "+web.Seeds()[1]+" with 2 fetchers", // summary (cli.Summary)
 		"Crawl campaign "+id, "1 at a time, 300ms between starts", // details (cli.Details)
 		"Campaign "+id+": running", "fetchers: 2 active of 2 desired", "seeds: "+web.Seeds()[0]) // current details (workflows/details.go)
-	b.waitText("the headings", "document.body.innerText", "Summary", "Details", "Current Details")
+	b.waitText("the headings", bodyText, "Summary", "Details", "Current Details")
 	b.screenshot("user-metadata.png")
 
 	// Search Attributes.
 	b.click("#search-attributes-tab")
-	b.waitText("CampaignState running in the search attributes", "document.body.innerText", `"CampaignState": "running"`, `"PagesFetched":`)
+	b.waitText("CampaignState running in the search attributes", bodyText, `"CampaignState": "running"`, `"PagesFetched":`)
 	b.screenshot("search-attributes.png")
 	t.Logf("screenshots of the Web UI: %s", b.dir)
 }
