@@ -45,6 +45,9 @@ type campaignActor struct {
 	scope  *urlrule.Scope // for the sitemaps a robots.txt names
 	log    *slog.Logger
 
+	// parked: this turn's plain parks, published by flushParks.
+	parked []parkReq
+
 	events chan func()
 	done   chan struct{}
 	// stopped is set by the closure that closes done: the loop runs nothing
@@ -213,11 +216,12 @@ func (a *campaignActor) loop() {
 			return
 		}
 		if a.stopped {
-			return
+			return // the parks not flushed go back with the channel
 		}
 		if a.consuming {
 			a.dispatch()
 		}
+		a.flushParks()
 	}
 }
 

@@ -33,8 +33,9 @@ const (
 )
 
 // batchMsg is the body of a message of several URLs of one shard (header
-// hdrBatch). Only new links are batched; a URL re-published
-// (parked, retried, dead-lettered) always goes alone, with its headers.
+// hdrBatch). New links are batched, and URLs parked with the same counts
+// (flushParks); a URL retried or dead-lettered goes alone, with its
+// headers.
 type batchMsg struct {
 	URLs []urlMsg `json:"b"`
 }
@@ -62,6 +63,17 @@ func encodeBatch(ms []urlMsg, priority uint8) amqp.Publishing {
 	}
 	body, _ := json.Marshal(batchMsg{URLs: ms})
 	return publishing(body, priority, amqp.Table{hdrBatch: int32(len(ms))})
+}
+
+// encodeParked encodes parked URLs with their counts as one message at
+// the lowest priority: a plain urlMsg when it is one.
+func encodeParked(ms []urlMsg, hdr amqp.Table) amqp.Publishing {
+	if len(ms) == 1 {
+		return encodeMsg(ms[0], 0, hdr)
+	}
+	body, _ := json.Marshal(batchMsg{URLs: ms})
+	hdr[hdrBatch] = int32(len(ms))
+	return publishing(body, 0, hdr)
 }
 
 // decodeDelivery returns the URLs of a message: one, or a batch's. A batch

@@ -57,3 +57,39 @@ func TestSlowHostLeavesItsShardToTheOthers(t *testing.T) {
 	}
 	t.Fatalf("the fast host's URL, queued behind 200 of a host at Crawl-delay 1 s in its shard, was not leased within %s (%d of the slow host's were)", fastHostWithin, slowLeased)
 }
+
+// TestParkedTogetherComeBackTogether: the URLs parked in one turn of the
+// scheduler's loop, for one park queue and shard with the same counts,
+// share a message; it comes back with their counts, which apply to each.
+// Here two pages a sink refused are parked (a sink failure is not a fetch
+// attempt) in one message, leased again, refused again, and both
+// dead-lettered: MaxAttempts 2 is reached only if the first refusal came
+// back counted.
+func TestParkedTogetherComeBackTogether(t *testing.T) {
+	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory())
+	p1, p2 := "http://127.66.22.1:9/a", "http://127.66.22.1:9/b"
+	cfg := handCampaign(t, p1, p2)
+	cfg.MaxAttempts = 2
+	cfg.PerHostConcurrency = 2
+	ctl, f := seedHand(t, sched.addr, cfg)
+	refuse := func() session.Stats {
+		got := map[string]uint64{}
+		f.pages(t, 4, 20*time.Second, nil, func(l session.Lease) bool { got[l.URL] = l.ID; return len(got) == 2 })
+		before := stats(t, ctl, cfg.ID)
+		f.report(t,
+			session.Outcome{LeaseID: got[p1], SinkFailed: true, RetryAfter: time.Second, Error: "sink down"},
+			session.Outcome{LeaseID: got[p2], SinkFailed: true, RetryAfter: time.Second, Error: "sink down"})
+		return before
+	}
+	before := refuse()
+	st := waitStats(t, ctl, cfg.ID, 10*time.Second, "both pages parked", func(st session.Stats) bool {
+		return st.Published-before.Published == 2
+	})
+	if n := st.Messages - before.Messages; n != 1 {
+		t.Errorf("two URLs parked together took %d messages, want 1", n)
+	}
+	refuse()
+	waitStats(t, ctl, cfg.ID, 10*time.Second, "both pages dead-lettered on their second refusal", func(st session.Stats) bool {
+		return st.DeadLettered == 2
+	})
+}
