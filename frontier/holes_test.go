@@ -302,6 +302,21 @@ func leaseTwoThenArm(t *testing.T, sched *scheduler, cfg campaign.Config, fault 
 	return ctl, f, got
 }
 
+// reportBothAroundHold reports two pages that both link to link: the
+// first, then, once held says the first one's record is held at its cue
+// (what), the second.
+func (f *rawFetcher) reportBothAroundHold(t *testing.T, first, second uint64, link string, held <-chan struct{}, what string) {
+	t.Helper()
+	links := []urlrule.Link{{URL: link}}
+	f.report(t, session.Outcome{LeaseID: first, Stored: true, Status: 200, Links: links})
+	select {
+	case <-held:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s never came", what)
+	}
+	f.report(t, session.Outcome{LeaseID: second, Stored: true, Status: 200, Links: links})
+}
+
 // Hole 4: a parent is acked only once every link it found is confirmed,
 // even when another outcome is publishing the same link: here that other
 // publish fails, and the page that found it comes back as a 404.
@@ -312,14 +327,7 @@ func TestHoleParentAckWaitsForItsLinks(t *testing.T) {
 	link := "http://127.66.5.3:9/shared"
 	fault := &faultOnShard{queue: shardQueue(cfg, link), hold: make(chan struct{}), held: make(chan struct{})}
 	_, f, got := leaseTwoThenArm(t, sched, cfg, fault)
-	links := []urlrule.Link{{URL: link}}
-	f.report(t, session.Outcome{LeaseID: got[p1], Stored: true, Status: 200, Links: links})
-	select {
-	case <-fault.held:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the first publish of the link never started")
-	}
-	f.report(t, session.Outcome{LeaseID: got[p2], Stored: true, Status: 200, Links: links})
+	f.reportBothAroundHold(t, got[p1], got[p2], link, fault.held, "the first publish of the link")
 	// The second record runs while the first publish waits: nothing
 	// signals its end, so it gets a window many times its length.
 	time.Sleep(secondRecordWindow)
@@ -655,14 +663,7 @@ func TestHoleLinkFoundTwicePublishedOnce(t *testing.T) {
 	got := map[string]uint64{}
 	f.pages(t, 4, 20*time.Second, nil, func(l session.Lease) bool { got[l.URL] = l.ID; return len(got) == 2 })
 	store.armed.Store(true)
-	links := []urlrule.Link{{URL: link}}
-	f.report(t, session.Outcome{LeaseID: got[p1], Stored: true, Status: 200, Links: links})
-	select {
-	case <-store.held:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the first record's lookup of the link never came")
-	}
-	f.report(t, session.Outcome{LeaseID: got[p2], Stored: true, Status: 200, Links: links})
+	f.reportBothAroundHold(t, got[p1], got[p2], link, store.held, "the first record's lookup of the link")
 	waitStats(t, ctl, cfg.ID, 10*time.Second, "the second record published the link", func(st session.Stats) bool {
 		return st.Discovered == 1 && st.Acked >= 1
 	})
