@@ -34,8 +34,8 @@ type ServerConfig struct {
 	Prefetch int
 	// Batch: the new links a record publishes to one shard queue go up to
 	// this many to a message (1: one URL per message, as before batches).
-	// A scheduler reads both forms whatever its Batch. Seeds go one to a
-	// message: each keeps its own priority level (seedBurst).
+	// A scheduler reads both forms whatever its Batch. Seeds are batched
+	// the same way, by priority level (seedBurst).
 	Batch int
 	// LeaseTimeout: a lease not reported (or renewed by the session's
 	// keepalive) within it goes back to the pool.
@@ -622,7 +622,7 @@ func (s *Server) seed(ctx context.Context, cfg campaign.Config, urls []string) (
 		return 0, err
 	}
 	var keys []seen.Key
-	var msgs []outMsg
+	var us []shardURL
 	topo := Topology{Campaign: cfg.ID}
 	perHost := map[string]int{}
 	for _, raw := range urls {
@@ -643,24 +643,28 @@ func (s *Server) seed(ctx context.Context, cfg campaign.Config, urls []string) (
 		if perHost[h]++; perHost[h] > seedBurst {
 			level = 0
 		}
-		msgs = append(msgs, outMsg{key: topo.Shard(ShardOf(h)), msg: encodeMsg(urlMsg{URL: u, Score: score}, level, nil)})
+		us = append(us, shardURL{queue: topo.Shard(ShardOf(h)), host: h, m: urlMsg{URL: u, Score: score}, level: level})
 	}
 	queued, err := s.store.Queued(cfg.ID, keys)
 	if err != nil {
 		return 0, err
 	}
 	var newKeys []seen.Key
-	var newMsgs []outMsg
-	for i := range msgs {
+	var newUs []shardURL
+	for i := range us {
 		if !queued[i] {
 			newKeys = append(newKeys, keys[i])
-			newMsgs = append(newMsgs, msgs[i])
+			newUs = append(newUs, us[i])
 		}
 	}
-	if err := s.pub.publish(ctx, newMsgs); err != nil {
+	// Batched as links are, each level apart: a host seeded with
+	// thousands of URLs ahead of another in its shard is taken a batch a
+	// message, not one URL per prefetch slot (the other host waited for
+	// thousands of park confirms one prefetch window at a time).
+	if err := s.pub.publish(ctx, batchMessages(newUs, s.cfg.Batch)); err != nil {
 		return 0, err
 	}
-	return len(newMsgs), s.store.MarkQueued(cfg.ID, newKeys)
+	return len(newUs), s.store.MarkQueued(cfg.ID, newKeys)
 }
 
 // Stats returns what this scheduler knows of a campaign, with RabbitMQ's
