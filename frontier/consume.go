@@ -68,8 +68,9 @@ func (a *campaignActor) subscribe() error {
 // messages, and a batch holds up to Batch URLs: Prefetch/Batch keeps the
 // URLs held per shard near Prefetch when batches are full. They seldom
 // are once a crawl's links are mostly known (a few new links a record),
-// and parked URLs come back in batches of those parked together, so the window never goes
-// below min(Prefetch, minPrefetch) messages: a slow host holding
+// and parked URLs come back in batches of those parked together, often
+// few: the window never goes below min(Prefetch, minPrefetch) messages,
+// so that a slow host holding
 // holdWindow of its URLs (30 at a 1 s delay) leaves room in its shard for
 // the others. At worst a shard holds minPrefetch x Batch URLs.
 func (c ServerConfig) prefetchMessages() int {
