@@ -329,11 +329,9 @@ type parkReq struct {
 
 // flushParks publishes the plain parks of the loop's last turn: those
 // that go to one park queue, for one shard, with the same counts, share a
-// message of up to the scheduler's Batch URLs (issue 15: a slow host's
-// backlog parked one URL per message kept the other hosts of its shard
-// waiting for thousands of confirms; on a machine a third as fast as
-// session 5's the slow-host scenario's shared host finished 2-3 s late).
-// Each URL's delivery is acked once its message is confirmed, or nacked
+// message of up to the scheduler's Batch URLs: a slow host's backlog is
+// parked in a few messages rather than one per URL (each a publish, a
+// confirm, and later a delivery and an ack). Each URL's delivery is acked once its message is confirmed, or nacked
 // back when the publish fails; a parked message comes back with its
 // counts, which apply to each of its URLs (onDelivery).
 func (a *campaignActor) flushParks() {
