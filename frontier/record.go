@@ -365,7 +365,7 @@ func (a *campaignActor) flushParks() {
 			// host's backlog must not come back ahead of the other hosts
 			// of its shard.
 			msg := outMsg{exchange: a.topo.Park(g.queue), key: a.topo.Shard(g.shard), msg: encodeParked(ms, hdr())}
-			a.repostAll(es[:n], msg)
+			a.repostAll(es[:n], msg, nil)
 			es = es[n:]
 		}
 	}
@@ -399,6 +399,13 @@ func (a *campaignActor) deadLetter(e *entry, reason, why string) {
 // repost publishes msg (confirmed) and then acks e's delivery, in a
 // goroutine; if the publish fails, the delivery goes back to its queue.
 func (a *campaignActor) repost(e *entry, msg outMsg, fail *session.FailureRecord) {
+	a.repostAll([]*entry{e}, msg, fail)
+}
+
+// repostAll is repost for the URLs of one message (fail, when set, is
+// recorded after the publish): each is acked once the message is
+// confirmed, or all go back to their queues.
+func (a *campaignActor) repostAll(es []*entry, msg outMsg, fail *session.FailureRecord) {
 	a.pending.Add(1)
 	ok := a.spawn(func(ctx context.Context) {
 		defer a.pending.Add(-1)
@@ -409,31 +416,8 @@ func (a *campaignActor) repost(e *entry, msg outMsg, fail *session.FailureRecord
 			err = a.recordFailures([]session.FailureRecord{*fail})
 		}
 		if err != nil {
-			a.recordFailed.Add(1)
-			a.log.Error("re-publish failed; the URL goes back to its queue", "url", e.msg.URL, "err", err)
-			a.nackEntry(e)
-			return
-		}
-		a.published.Add(1)
-		a.messages.Add(1)
-		a.ackEntry(e)
-	})
-	if !ok {
-		a.pending.Add(-1) // stopping: the delivery goes back with the channel
-	}
-}
-
-// repostAll is repost for the URLs of one message: each is acked once it
-// is confirmed, or all go back to their queues.
-func (a *campaignActor) repostAll(es []*entry, msg outMsg) {
-	a.pending.Add(1)
-	ok := a.spawn(func(ctx context.Context) {
-		defer a.pending.Add(-1)
-		ctx, cancel := context.WithTimeout(ctx, time.Minute)
-		defer cancel()
-		if err := a.srv.pub.publish(ctx, []outMsg{msg}); err != nil {
 			a.recordFailed.Add(int64(len(es)))
-			a.log.Error("parking failed; the URLs go back to their queue", "urls", len(es), "url", es[0].msg.URL, "err", err)
+			a.log.Error("re-publish failed; the URLs go back to their queue", "urls", len(es), "url", es[0].msg.URL, "err", err)
 			for _, e := range es {
 				a.nackEntry(e)
 			}

@@ -6,10 +6,19 @@ import (
 	"strings"
 )
 
+// HostKey returns the lower-case host name of rawURL without its port (the
+// key of scope and politeness), in its IDNA ASCII form.
+func HostKey(rawURL string) (string, error) { return hostKey(rawURL, false) }
+
 // HTTPHostKey is HostKey for an http or https URL: ErrScheme for any other
 // scheme. The scheduler reads the host of every link and every delivered
 // URL with it.
-func HTTPHostKey(rawURL string) (string, error) {
+func HTTPHostKey(rawURL string) (string, error) { return hostKey(rawURL, true) }
+
+// hostKey is HostKey, refusing schemes other than http and https when
+// httpOnly: by hostKeyFast for a URL in Normalize's form, by the parse
+// otherwise.
+func hostKey(rawURL string, httpOnly bool) (string, error) {
 	if h, ok := hostKeyFast(rawURL); ok {
 		return h, nil
 	}
@@ -17,7 +26,7 @@ func HTTPHostKey(rawURL string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if s := strings.ToLower(u.Scheme); s != "http" && s != "https" {
+	if s := strings.ToLower(u.Scheme); httpOnly && s != "http" && s != "https" {
 		return "", ErrScheme
 	}
 	return normalHost(u.Hostname())

@@ -149,19 +149,6 @@ func normalizeParts(u urlParts, dropParams []string) (string, error) {
 	return b.String(), nil
 }
 
-// HostKey returns the lower-case host name of rawURL without its port (the
-// key of scope and politeness), in its IDNA ASCII form.
-func HostKey(rawURL string) (string, error) {
-	if h, ok := hostKeyFast(rawURL); ok {
-		return h, nil
-	}
-	u, err := parseTrimmed(rawURL)
-	if err != nil {
-		return "", err
-	}
-	return normalHost(u.Hostname())
-}
-
 // normalHost lower-cases h, converts it to IDNA ASCII, canonicalizes IP
 // literals and checks its characters.
 func normalHost(h string) (string, error) {
