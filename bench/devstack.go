@@ -26,8 +26,9 @@ import (
 // directory, and one campaign started as `starter start --fetchers N
 // --per-host-concurrency C --per-host-delay D` starts it (the dev stack's
 // Kafka topic as sink). Every process's CPU comes from /proc/PID/stat over
-// the crawl window. With j.PerfOut set, `perf record` samples the worker
-// and the scheduler over that window into j.PerfOut.
+// the crawl window. With j.PerfOut set, `perf record` samples every
+// process of the stack (worker, scheduler, Kafka, Temporal, and RabbitMQ
+// when found) over that window into j.PerfOut.
 func runDroverDev(ctx context.Context, j Job) (res Result, err error) {
 	res.DevStack = true
 	root, err := RepoRoot()
@@ -82,7 +83,14 @@ func runDroverDev(ctx context.Context, j Job) (res Result, err error) {
 	rabbit := sampleProc(rabbitPID())
 	var perf *exec.Cmd
 	if j.PerfOut != "" {
-		if perf, err = startPerf(j.PerfOut, samples[0].pid, samples[1].pid); err != nil {
+		pids := []int{temporal.pid}
+		for _, s := range samples {
+			pids = append(pids, s.pid)
+		}
+		if rabbit.pid != 0 {
+			pids = append(pids, rabbit.pid)
+		}
+		if perf, err = startPerf(j.PerfOut, j.PerfEvents, pids...); err != nil {
 			return res, err
 		}
 	}
@@ -137,8 +145,9 @@ func freePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
-// startPerf samples the given processes' stacks (perf record -g) into out.
-func startPerf(out string, pids ...int) (*exec.Cmd, error) {
+// startPerf samples the given processes' stacks (perf record -g) into out,
+// or records the given events (perf record -e) when events is set.
+func startPerf(out, events string, pids ...int) (*exec.Cmd, error) {
 	list := ""
 	for i, p := range pids {
 		if i > 0 {
@@ -146,7 +155,11 @@ func startPerf(out string, pids ...int) (*exec.Cmd, error) {
 		}
 		list += strconv.Itoa(p)
 	}
-	cmd := exec.Command("perf", "record", "-F", "499", "-g", "-o", out, "-p", list)
+	args := []string{"record", "-F", "499", "-g", "-o", out, "-p", list}
+	if events != "" {
+		args = []string{"record", "-e", events, "-o", out, "-p", list}
+	}
+	cmd := exec.Command("perf", args...)
 	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("perf record: %w", err)

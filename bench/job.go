@@ -49,10 +49,12 @@ type Job struct {
 	WorkerBin  string `json:"worker_bin,omitempty"`
 	CPUProfile string `json:"cpu_profile,omitempty"`
 	// DevStack (drover): run the stack as `make dev` does, every part a
-	// process of its own (runDroverDev); PerfOut: perf record its worker
-	// and scheduler into this file.
-	DevStack bool   `json:"dev_stack,omitempty"`
-	PerfOut  string `json:"perf_out,omitempty"`
+	// process of its own (runDroverDev); PerfOut: perf record its
+	// processes into this file, sampling CPU (stacks) or, with PerfEvents,
+	// recording those events (perf record -e).
+	DevStack   bool   `json:"dev_stack,omitempty"`
+	PerfOut    string `json:"perf_out,omitempty"`
+	PerfEvents string `json:"perf_events,omitempty"`
 	// Timeout bounds the crawl itself; the parent kills the child a little
 	// after it.
 	Timeout time.Duration `json:"timeout"`

@@ -29,10 +29,12 @@ type Options struct {
 	PerHostDelay        time.Duration
 	// DevFleet > 0 adds drover as `make dev` runs it (separate processes)
 	// with DevFleet fetchers at DevPerHost per host and DevDelay; DevPerf:
-	// perf record its worker and scheduler into this file.
+	// perf record its processes into this file (DevPerfEvents: these
+	// events instead of CPU samples).
 	DevFleet, DevPerHost int
 	DevDelay             time.Duration
 	DevPerf              string
+	DevPerfEvents        string
 	// Peers on the plain web (colly, scrapy), each at every one of
 	// PeerParallelism (Colly's global LimitRule Parallelism, Scrapy's
 	// CONCURRENT_REQUESTS); the best row of each is its figure.
@@ -178,7 +180,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.DevFleet > 0 {
 		runs = append(runs, run{fmt.Sprintf("drover as make dev runs it, fleet %d", o.DevFleet), Job{
 			Kind: KindDrover, DevStack: true, Fleet: o.DevFleet, PerHostConcurrency: o.DevPerHost, PerHostDelay: o.DevDelay,
-			AMQPURL: o.AMQPURL, PerfOut: o.DevPerf,
+			AMQPURL: o.AMQPURL, PerfOut: o.DevPerf, PerfEvents: o.DevPerfEvents,
 		}})
 	}
 	if o.Workers > 0 && o.runs("plain") {
