@@ -35,6 +35,15 @@ const (
 	ResponseTimeout = 60 * time.Second
 	// MaxRetryAfter caps the wait a Retry-After header can ask for.
 	MaxRetryAfter = time.Hour
+	// readBufferSize is the transport's read buffer per connection. At
+	// net/http's default (4 KB) a page of a few tens of KB takes one read
+	// syscall per 4 KB plus the one that finds nothing and parks; with
+	// 32 KB the head and body of a typical page come in one read. On the
+	// dev stack (10,000 pages of about 8 KB) the worker's syscalls went
+	// from 9.9 to 5.0 per page, its reads from 4.9 to 2.4 (bench
+	// -dev-perf-events). It costs 32 KB per open connection (1,024 idle
+	// at most: 32 MB).
+	readBufferSize = 32 << 10
 	// maxRobotsRedirects is how many redirects FetchRobots follows (RFC
 	// 9309 section 2.3.1.2 asks for at least five).
 	maxRobotsRedirects = 5
@@ -135,6 +144,7 @@ func New(cfg campaign.Config, opts ...Option) (*Fetcher, error) {
 			return &recConn{Conn: tc}, nil
 		},
 		DisableCompression:     true,
+		ReadBufferSize:         readBufferSize,
 		MaxIdleConns:           1024,
 		MaxIdleConnsPerHost:    8,
 		IdleConnTimeout:        90 * time.Second,

@@ -62,8 +62,9 @@ func (c *recConn) start() {
 
 // headBufs recycles the buffers that record what a connection read while
 // a request was under way (the response head and the start of its body,
-// a few KB): once the head is split out of it (copied), the buffer is
-// garbage, so every fetch would otherwise allocate and grow a new one.
+// up to one read buffer, readBufferSize): once the head is split out of
+// it (copied), the buffer is garbage, so every fetch would otherwise
+// allocate and grow a new one.
 var headBufs = sync.Pool{New: func() any { b := make([]byte, 0, 8<<10); return &b }}
 
 func getHeadBuf() []byte { return (*headBufs.Get().(*[]byte))[:0] }
