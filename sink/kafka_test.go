@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -199,4 +200,47 @@ func TestKafkaBlackholedProduceNeverAcks(t *testing.T) {
 func freeAddr(t testing.TB) string {
 	t.Helper()
 	return fmt.Sprintf("127.0.0.1:%d", freePort(t))
+}
+
+// TestKafkaLingerSharesProduces stores pages 5 ms apart and counts the
+// produce requests the broker saw: within one linger they share a request;
+// with linger=0 each goes alone. The default (20 ms) would give about one
+// request per four pages, so each case fails when linger= is not applied.
+func TestKafkaLingerSharesProduces(t *testing.T) {
+	const pages = 40
+	for _, tc := range []struct {
+		linger          string
+		atLeast, atMost int // produce requests for the pages
+	}{
+		{"500ms", 1, 2},
+		{"0", pages / 2, 2 * pages},
+	} {
+		t.Run("linger="+tc.linger, func(t *testing.T) {
+			c := startKafka(t, kfake.SeedTopics(1, "pages"))
+			var produces atomic.Int64
+			c.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+				c.KeepControl()
+				produces.Add(1)
+				return nil, nil, false // counted, then handled as usual
+			})
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			s, err := Open(ctx, "kafka://"+c.ListenAddrs()[0]+"/pages?linger="+tc.linger, Options{BodyCap: testBodyCap})
+			require.NoError(t, err)
+			defer s.Close()
+			var wg sync.WaitGroup
+			for _, p := range testPages(t, pages) {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					require.NoError(t, s.Store(ctx, p))
+				}()
+				time.Sleep(5 * time.Millisecond)
+			}
+			wg.Wait()
+			n := int(produces.Load())
+			require.True(t, n >= tc.atLeast && n <= tc.atMost, "%d pages in %d produce requests, want %d to %d", pages, n, tc.atLeast, tc.atMost)
+			require.Equal(t, pages, len(readKafka(t, c.ListenAddrs(), "pages", pages)))
+		})
+	}
 }

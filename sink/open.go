@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/segmentio/kafka-go/sasl"
 	"github.com/segmentio/kafka-go/sasl/plain"
@@ -111,7 +112,7 @@ func SecretsFrom(o tlsconf.Options) (Secrets, error) {
 }
 
 // KafkaOptions are the query options a kafka:// sink URI takes.
-var KafkaOptions = []string{"compression", "create", "partitions", "replication", "tls", "sasl"}
+var KafkaOptions = []string{"compression", "create", "partitions", "replication", "linger", "tls", "sasl"}
 
 // KafkaSASLMechanisms are the values of a kafka:// sink's sasl= option.
 var KafkaSASLMechanisms = []string{"plain", "scram-sha-256", "scram-sha-512"}
@@ -145,6 +146,16 @@ func kafkaConfig(u *url.URL, opts Options) (KafkaConfig, error) {
 			return cfg, fmt.Errorf("sink %s: create=%q: must be true or false", u.Redacted(), v)
 		}
 		cfg.CreateTopic = b
+	}
+	if v := q.Get("linger"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 || d > maxLinger {
+			return cfg, fmt.Errorf("sink %s: linger=%q: must be a duration from 0 to %s (20ms, 0)", u.Redacted(), v, maxLinger)
+		}
+		cfg.BatchTimeout = d
+		if d == 0 {
+			cfg.BatchTimeout = noLinger
+		}
 	}
 	if v := q.Get("tls"); v != "" {
 		on, err := strconv.ParseBool(v)

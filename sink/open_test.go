@@ -25,6 +25,10 @@ func TestOpenRefuses(t *testing.T) {
 		{"warc:", "needs a directory"},
 		{"kafka://127.0.0.1:9092/pages?compression=brotli", "compression"},
 		{"kafka://127.0.0.1:9092/pages?create=maybe", "create="},
+		{"kafka://127.0.0.1:9092/pages?linger=soon", "linger=\"soon\": must be a duration from 0 to 10s"},
+		{"kafka://127.0.0.1:9092/pages?linger=-1ms", "linger="},
+		{"kafka://127.0.0.1:9092/pages?linger=11s", "linger="},
+		{"kafka://127.0.0.1:9092/pages?linger=20", "linger="},
 	} {
 		s, err := Open(ctx, tc.uri, Options{})
 		require.ErrorContains(t, err, tc.want, tc.uri)
