@@ -105,10 +105,11 @@ func runDroverDev(ctx context.Context, j Job) (res Result, err error) {
 	res.CPU = cpu1 - cpu0
 	for i, p := range procs {
 		cpu, hwm := samples[i].delta()
-		res.WorkerProcs = append(res.WorkerProcs, WorkerProc{Identity: p.name, CPU: cpu, HWM: hwm})
+		res.WorkerProcs = append(res.WorkerProcs, WorkerProc{Identity: p.name, CPU: cpu, HWM: hwm, Kernel: samples[i].kernel()})
 	}
 	res.TemporalCPU, res.TemporalHWM = temporal.delta()
 	res.RabbitCPU, res.RabbitHWM = rabbit.delta()
+	res.TemporalKernel, res.RabbitKernel = temporal.kernel(), rabbit.kernel()
 	res.Fetched, res.State = status.PagesFetched, status.State
 	for _, p := range procs {
 		if n := p.c.Starts(); n > 1 {
@@ -157,7 +158,7 @@ func startPerf(out, events string, pids ...int) (*exec.Cmd, error) {
 	}
 	args := []string{"record", "-F", "499", "-g", "-o", out, "-p", list}
 	if events != "" {
-		args = []string{"record", "-e", events, "-o", out, "-p", list}
+		args = []string{"record", "-g", "-e", events, "-o", out, "-p", list}
 	}
 	cmd := exec.Command("perf", args...)
 	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr

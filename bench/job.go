@@ -94,6 +94,10 @@ type Result struct {
 	TemporalHWM int64         `json:"temporal_hwm,omitempty"`
 	RabbitCPU   time.Duration `json:"rabbit_cpu,omitempty"`
 	RabbitHWM   int64         `json:"rabbit_hwm,omitempty"`
+	// TemporalKernel and RabbitKernel: their kernel entries (the dev
+	// stack's run only).
+	TemporalKernel Kernel `json:"temporal_kernel"`
+	RabbitKernel   Kernel `json:"rabbit_kernel"`
 	// WorkerProcs: the worker processes of a Job with Workers > 0, apart
 	// from CPU and MaxRSS (which are the child's: Temporal client,
 	// scheduler, in-memory Kafka).

@@ -111,6 +111,7 @@ func temporalPID(port string) int {
 type otherProc struct {
 	pid   int
 	start time.Duration
+	kern  Kernel
 }
 
 func sampleProc(pid int) otherProc {
@@ -118,7 +119,62 @@ func sampleProc(pid int) otherProc {
 		return otherProc{}
 	}
 	c, _ := procCPU(pid)
-	return otherProc{pid: pid, start: c}
+	return otherProc{pid: pid, start: c, kern: procKernel(pid)}
+}
+
+// Kernel counts a process's entries into the kernel: its read and write
+// syscalls (/proc/PID/io syscr and syscw: read, write and their vector
+// and positional forms, not futex, epoll or nanosleep) and its context
+// switches (every thread's voluntary and involuntary ones, from
+// /proc/PID/task/*/status; a thread that ended is not counted). On a
+// virtual machine where a syscall or a switch costs much (PVM here), they
+// say where the kernel's share of the CPU comes from.
+type Kernel struct {
+	RW       int64 `json:"rw_syscalls"`
+	Switches int64 `json:"switches"`
+}
+
+func procKernel(pid int) Kernel {
+	var k Kernel
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid)); err == nil {
+		for line := range strings.Lines(string(b)) {
+			name, v, ok := strings.Cut(strings.TrimSpace(line), ": ")
+			if n, err := strconv.ParseInt(v, 10, 64); ok && err == nil && (name == "syscr" || name == "syscw") {
+				k.RW += n
+			}
+		}
+	}
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/[0-9]*/status", pid))
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		if err != nil {
+			continue
+		}
+		for line := range strings.Lines(string(b)) {
+			name, v, ok := strings.Cut(line, ":")
+			if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); ok && err == nil && strings.HasSuffix(name, "ctxt_switches") {
+				k.Switches += n
+			}
+		}
+	}
+	return k
+}
+
+// kernel returns the kernel entries since sampleProc.
+func (p otherProc) kernel() Kernel {
+	if p.pid == 0 {
+		return Kernel{}
+	}
+	k := procKernel(p.pid)
+	return Kernel{RW: k.RW - p.kern.RW, Switches: k.Switches - p.kern.Switches}
+}
+
+// perPage is "R r/w syscalls + S switches per page".
+func (k Kernel) perPage(pages int) string {
+	if pages <= 0 || k == (Kernel{}) {
+		return ""
+	}
+	return fmt.Sprintf("%.1f r/w syscalls + %.1f switches per page", float64(k.RW)/float64(pages), float64(k.Switches)/float64(pages))
 }
 
 // delta returns the CPU time used since sampleProc and the peak RSS so far.

@@ -108,7 +108,19 @@ func procsNote(res Result) string {
 		if p.Workflow {
 			extra += ", workflow"
 		}
-		parts = append(parts, fmt.Sprintf("%s%s: %s CPU s/1k, %s MB", p.Identity, extra, perK(p.CPU, res.Pages), mb(p.HWM)))
+		kern := ""
+		if k := p.Kernel.perPage(res.Pages); k != "" {
+			kern = ", " + k
+		}
+		parts = append(parts, fmt.Sprintf("%s%s: %s CPU s/1k, %s MB%s", p.Identity, extra, perK(p.CPU, res.Pages), mb(p.HWM), kern))
+	}
+	for _, o := range []struct {
+		name string
+		k    Kernel
+	}{{"temporal", res.TemporalKernel}, {"rabbitmq", res.RabbitKernel}} {
+		if k := o.k.perPage(res.Pages); k != "" {
+			parts = append(parts, o.name+": "+k)
+		}
 	}
 	if res.WebCPU > 0 {
 		parts = append(parts, fmt.Sprintf("test web (not counted): %s CPU s/1k", perK(res.WebCPU, res.Pages)))

@@ -26,6 +26,7 @@ type WorkerProc struct {
 	Identity string        `json:"identity"`
 	CPU      time.Duration `json:"cpu"`
 	HWM      int64         `json:"hwm"`
+	Kernel   Kernel        `json:"kernel"`
 	Sessions int           `json:"sessions"`
 	// Workflow: this process ran the Campaign workflow's tasks.
 	Workflow bool `json:"workflow,omitempty"`
