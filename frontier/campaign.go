@@ -88,6 +88,12 @@ type campaignActor struct {
 	publishing   map[seen.Key]*linkPublish
 	idleSince    time.Time
 
+	// recQueue holds the record jobs waiting for a record goroutine while
+	// maxRecording are running (queueRecord); recording counts those
+	// running. Actor goroutine only.
+	recQueue  []recordJob
+	recording int
+
 	// counters (atomic: Stats reads them from the request goroutine too).
 	// unacked counts URLs received and not yet settled (acked, nacked, or
 	// void because their channel closed), and messages not yet read.

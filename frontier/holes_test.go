@@ -675,3 +675,82 @@ func TestHoleLinkFoundTwicePublishedOnce(t *testing.T) {
 		t.Errorf("the link was published %d times, want once", st.Discovered)
 	}
 }
+
+// holdLookups holds every Queued lookup that asks about one of keys until
+// hold is closed; held is closed once n such lookups are waiting.
+type holdLookups struct {
+	seen.Store
+	keys    map[seen.Key]bool
+	n       int32
+	waiting atomic.Int32
+	held    chan struct{}
+	hold    chan struct{}
+}
+
+func (s *holdLookups) Queued(c string, keys []seen.Key) ([]bool, error) {
+	res, err := s.Store.Queued(c, keys)
+	for _, k := range keys {
+		if s.keys[k] {
+			if s.waiting.Add(1) == s.n {
+				close(s.held)
+			}
+			<-s.hold
+			break
+		}
+	}
+	return res, err
+}
+
+// TestOutcomesWaitingForARecordShareIt: while two records run (held at
+// their lookups), the outcomes of two more pages, in two frames, wait and
+// go together in the next record: their links, on one host, share one
+// message. Recorded one frame at a time, they took two.
+func TestOutcomesWaitingForARecordShareIt(t *testing.T) {
+	cfg := handCampaign(t, "http://127.66.13.1:9/p1", "http://127.66.13.2:9/p2", "http://127.66.13.3:9/p3", "http://127.66.13.4:9/p4")
+	l3, l4 := "http://127.66.13.9:9/a", "http://127.66.13.9:9/b"
+	q := shardQueue(cfg, l3)
+	// The held records' links live on other shards, so that every publish
+	// to q after the hold is the waiting pages'.
+	var l1, l2 string
+	for i := 10; l2 == ""; i++ {
+		u := fmt.Sprintf("http://127.66.13.%d:9/x", i)
+		switch {
+		case shardQueue(cfg, u) == q:
+		case l1 == "":
+			l1 = u
+		default:
+			l2 = u
+		}
+	}
+	store := &holdLookups{Store: seen.NewMemory(), keys: map[seen.Key]bool{seen.KeyOf(l1): true, seen.KeyOf(l2): true},
+		n: 2, held: make(chan struct{}), hold: make(chan struct{})}
+	sched := startScheduler(t, frontier.DefaultServerConfig(), store)
+	ctl, f := seedHand(t, sched.addr, cfg)
+	got := map[string]uint64{}
+	f.pages(t, 8, 20*time.Second, nil, func(l session.Lease) bool { got[l.URL] = l.ID; return len(got) == 4 })
+	var published atomic.Int32
+	frontier.SetPublishFault(sched.srv, func(exchange, key string) error {
+		if exchange == "" && key == q {
+			published.Add(1)
+		}
+		return nil
+	})
+
+	f.report(t, session.Outcome{LeaseID: got[cfg.Seeds[0]], Stored: true, Status: 200, Links: []urlrule.Link{{URL: l1}}})
+	f.report(t, session.Outcome{LeaseID: got[cfg.Seeds[1]], Stored: true, Status: 200, Links: []urlrule.Link{{URL: l2}}})
+	select {
+	case <-store.held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the two records never reached their lookups")
+	}
+	f.report(t, session.Outcome{LeaseID: got[cfg.Seeds[2]], Stored: true, Status: 200, Links: []urlrule.Link{{URL: l3}}})
+	f.report(t, session.Outcome{LeaseID: got[cfg.Seeds[3]], Stored: true, Status: 200, Links: []urlrule.Link{{URL: l4}}})
+	waitStats(t, ctl, cfg.ID, 10*time.Second, "every outcome taken", func(st session.Stats) bool { return st.InFlight == 0 })
+	close(store.hold)
+	st := waitStats(t, ctl, cfg.ID, 10*time.Second, "all four pages recorded", func(st session.Stats) bool {
+		return st.Acked >= 4 && st.Discovered == 4
+	})
+	if n := published.Load(); n != 1 {
+		t.Errorf("the two waiting pages' links went in %d messages, want 1 (stats %+v)", n, st)
+	}
+}

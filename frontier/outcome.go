@@ -67,12 +67,7 @@ func (a *campaignActor) onOutcomes(s *fetcherSession, items []session.Outcome) {
 			a.parkHost(h, wait)
 		}
 	}
-	if len(rec) > 0 {
-		a.pending.Add(1)
-		if !a.spawn(func(ctx context.Context) { a.record(ctx, rec) }) {
-			a.pending.Add(-1)
-		}
-	}
+	a.queueRecord(rec)
 }
 
 // settleOutcome applies the outcome o of e's lease on host h: back to the

@@ -77,6 +77,52 @@ func (a *campaignActor) record(ctx context.Context, jobs []recordJob) {
 	}
 }
 
+// maxRecording bounds the record goroutines of a campaign. While they run,
+// the outcomes that arrive wait in recQueue and go together in the next
+// record: one lookup, one publish of all their links (fuller messages:
+// each costs RabbitMQ a persistent write, a delivery and an ack whatever
+// its size), one MarkDone. The batch grows with the load, with no timer;
+// two running let one record's confirm wait overlap the next one's work.
+const maxRecording = 2
+
+// queueRecord queues jobs for recording and starts a record when fewer
+// than maxRecording run. The queue, while not empty, holds one count of
+// pending (the campaign is not drained meanwhile), which the record
+// taking it inherits.
+func (a *campaignActor) queueRecord(jobs []recordJob) {
+	if len(jobs) == 0 {
+		return
+	}
+	if len(a.recQueue) == 0 {
+		a.pending.Add(1)
+	}
+	a.recQueue = append(a.recQueue, jobs...)
+	a.startRecord()
+}
+
+// startRecord hands the queued jobs to a new record goroutine, when fewer
+// than maxRecording run; when it ends, the jobs queued meanwhile go next.
+// Once the actor is stopping none starts: the deliveries go back to their
+// queues with the channel.
+func (a *campaignActor) startRecord() {
+	if len(a.recQueue) == 0 || a.recording >= maxRecording {
+		return
+	}
+	jobs := a.recQueue
+	a.recQueue = nil
+	a.recording++
+	if !a.spawn(func(ctx context.Context) {
+		a.record(ctx, jobs)
+		a.post(func() {
+			a.recording--
+			a.startRecord()
+		})
+	}) {
+		a.recording--
+		a.pending.Add(-1)
+	}
+}
+
 // linkPublish is one record's publish of a link, which other records that
 // found the same link wait for.
 type linkPublish struct {
