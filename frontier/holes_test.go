@@ -701,13 +701,16 @@ func (s *holdLookups) Queued(c string, keys []seen.Key) ([]bool, error) {
 	return res, err
 }
 
-// TestOutcomesWaitingForARecordShareIt: while two records run (held at
-// their lookups), the outcomes of two more pages, in two frames, wait and
-// go together in the next record: their links, on one host, share one
-// message. Recorded one frame at a time, they took two.
-func TestOutcomesWaitingForARecordShareIt(t *testing.T) {
+// twoRecordsHeldTwoQueued leases four pages, reports the first two with
+// one link each and holds their records at their lookups (store), then
+// reports the other two, in two frames, with links l3 and l4 on one host,
+// and waits until the scheduler has taken every outcome: the last two
+// wait for a record. It returns the scheduler, the campaign, its control,
+// the store, the shard queue of l3 and l4 and a count of the publishes to
+// it from then on.
+func twoRecordsHeldTwoQueued(t *testing.T, l3, l4 string) (*scheduler, campaign.Config, *session.Control, *holdLookups, *atomic.Int32) {
+	t.Helper()
 	cfg := handCampaign(t, "http://127.66.13.1:9/p1", "http://127.66.13.2:9/p2", "http://127.66.13.3:9/p3", "http://127.66.13.4:9/p4")
-	l3, l4 := "http://127.66.13.9:9/a", "http://127.66.13.9:9/b"
 	q := shardQueue(cfg, l3)
 	// The held records' links live on other shards, so that every publish
 	// to q after the hold is the waiting pages'.
@@ -728,14 +731,13 @@ func TestOutcomesWaitingForARecordShareIt(t *testing.T) {
 	ctl, f := seedHand(t, sched.addr, cfg)
 	got := map[string]uint64{}
 	f.pages(t, 8, 20*time.Second, nil, func(l session.Lease) bool { got[l.URL] = l.ID; return len(got) == 4 })
-	var published atomic.Int32
+	published := &atomic.Int32{}
 	frontier.SetPublishFault(sched.srv, func(exchange, key string) error {
 		if exchange == "" && key == q {
 			published.Add(1)
 		}
 		return nil
 	})
-
 	f.report(t, session.Outcome{LeaseID: got[cfg.Seeds[0]], Stored: true, Status: 200, Links: []urlrule.Link{{URL: l1}}})
 	f.report(t, session.Outcome{LeaseID: got[cfg.Seeds[1]], Stored: true, Status: 200, Links: []urlrule.Link{{URL: l2}}})
 	select {
@@ -746,11 +748,50 @@ func TestOutcomesWaitingForARecordShareIt(t *testing.T) {
 	f.report(t, session.Outcome{LeaseID: got[cfg.Seeds[2]], Stored: true, Status: 200, Links: []urlrule.Link{{URL: l3}}})
 	f.report(t, session.Outcome{LeaseID: got[cfg.Seeds[3]], Stored: true, Status: 200, Links: []urlrule.Link{{URL: l4}}})
 	waitStats(t, ctl, cfg.ID, 10*time.Second, "every outcome taken", func(st session.Stats) bool { return st.InFlight == 0 })
+	return sched, cfg, ctl, store, published
+}
+
+// TestOutcomesWaitingForARecordShareIt: while two records run (held at
+// their lookups), the outcomes of two more pages, in two frames, wait and
+// go together in the next record: their links, on one host, share one
+// message. Recorded one frame at a time, they took two.
+func TestOutcomesWaitingForARecordShareIt(t *testing.T) {
+	_, cfg, ctl, store, published := twoRecordsHeldTwoQueued(t, "http://127.66.13.9:9/a", "http://127.66.13.9:9/b")
 	close(store.hold)
 	st := waitStats(t, ctl, cfg.ID, 10*time.Second, "all four pages recorded", func(st session.Stats) bool {
 		return st.Acked >= 4 && st.Discovered == 4
 	})
 	if n := published.Load(); n != 1 {
 		t.Errorf("the two waiting pages' links went in %d messages, want 1 (stats %+v)", n, st)
+	}
+}
+
+// TestOutcomesWaitingForARecordAtClose: outcomes queued behind running
+// records when the scheduler closes are recorded within the close's
+// grace, as records already running are: their links are queued, not
+// sent back to be fetched again.
+func TestOutcomesWaitingForARecordAtClose(t *testing.T) {
+	l3, l4 := "http://127.66.13.9:9/c", "http://127.66.13.9:9/d"
+	sched, cfg, _, store, _ := twoRecordsHeldTwoQueued(t, l3, l4)
+	closed := make(chan error, 1)
+	go func() { closed <- sched.srv.Close() }()
+	// Let the close reach the actor (stopping: no new goroutine) before
+	// the held records end.
+	time.Sleep(time.Second)
+	close(store.hold)
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatalf("close: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the scheduler did not close")
+	}
+	queued, err := store.Store.Queued(cfg.ID, []seen.Key{seen.KeyOf(l3), seen.KeyOf(l4)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !queued[0] || !queued[1] {
+		t.Errorf("links of the pages waiting at close queued: %v, want both", queued)
 	}
 }

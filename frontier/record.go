@@ -101,9 +101,12 @@ func (a *campaignActor) queueRecord(jobs []recordJob) {
 }
 
 // startRecord hands the queued jobs to a new record goroutine, when fewer
-// than maxRecording run; when it ends, the jobs queued meanwhile go next.
-// Once the actor is stopping none starts: the deliveries go back to their
-// queues with the channel.
+// than maxRecording run. The goroutine, its record done, takes the jobs
+// queued meanwhile itself, until none are left: a stopping actor starts no
+// goroutine, and stop waits for this one, so what was queued before the
+// stop is recorded within its grace as it was before queueing. Once the
+// actor is stopping none starts: the deliveries go back to their queues
+// with the channel.
 func (a *campaignActor) startRecord() {
 	if len(a.recQueue) == 0 || a.recording >= maxRecording {
 		return
@@ -112,11 +115,18 @@ func (a *campaignActor) startRecord() {
 	a.recQueue = nil
 	a.recording++
 	if !a.spawn(func(ctx context.Context) {
-		a.record(ctx, jobs)
-		a.post(func() {
-			a.recording--
-			a.startRecord()
-		})
+		for len(jobs) > 0 {
+			a.record(ctx, jobs)
+			jobs = nil
+			if !a.call(func() {
+				jobs, a.recQueue = a.recQueue, nil
+				if len(jobs) == 0 {
+					a.recording--
+				}
+			}) {
+				return
+			}
+		}
 	}) {
 		a.recording--
 		a.pending.Add(-1)
