@@ -135,29 +135,29 @@ type Kernel struct {
 }
 
 func procKernel(pid int) Kernel {
-	var k Kernel
-	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid)); err == nil {
-		for line := range strings.Lines(string(b)) {
-			name, v, ok := strings.Cut(strings.TrimSpace(line), ": ")
-			if n, err := strconv.ParseInt(v, 10, 64); ok && err == nil && (name == "syscr" || name == "syscw") {
-				k.RW += n
-			}
-		}
-	}
+	k := Kernel{RW: sumFields(fmt.Sprintf("/proc/%d/io", pid), func(name string) bool { return name == "syscr" || name == "syscw" })}
 	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/[0-9]*/status", pid))
 	for _, t := range tasks {
-		b, err := os.ReadFile(t)
-		if err != nil {
-			continue
-		}
-		for line := range strings.Lines(string(b)) {
-			name, v, ok := strings.Cut(line, ":")
-			if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); ok && err == nil && strings.HasSuffix(name, "ctxt_switches") {
-				k.Switches += n
-			}
-		}
+		k.Switches += sumFields(t, func(name string) bool { return strings.HasSuffix(name, "ctxt_switches") })
 	}
 	return k
+}
+
+// sumFields adds up the numeric "name: value" lines of a /proc file whose
+// name match says to count; a file that cannot be read counts 0.
+func sumFields(path string, match func(name string) bool) int64 {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	var sum int64
+	for line := range strings.Lines(string(b)) {
+		name, v, ok := strings.Cut(line, ":")
+		if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); ok && err == nil && match(name) {
+			sum += n
+		}
+	}
+	return sum
 }
 
 // kernel returns the kernel entries since sampleProc.

@@ -102,10 +102,9 @@ func (a *campaignActor) queueRecord(jobs []recordJob) {
 
 // startRecord hands the queued jobs to a new record goroutine, when fewer
 // than maxRecording run. The goroutine, its record done, takes the jobs
-// queued meanwhile itself, until none are left: a stopping actor starts no
-// goroutine, and stop waits for this one, so what was queued before the
-// stop is recorded within its grace as it was before queueing. Once the
-// actor is stopping none starts: the deliveries go back to their queues
+// queued meanwhile itself, until none are left: stop waits for it, so what
+// was queued before a stop is recorded within its grace. A stopping actor
+// starts no goroutine: jobs it could not hand over go back to their queues
 // with the channel.
 func (a *campaignActor) startRecord() {
 	if len(a.recQueue) == 0 || a.recording >= maxRecording {
