@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/drover-crawl/drover/campaign"
@@ -51,8 +53,9 @@ func TestDevStackRestartsAKilledScheduler(t *testing.T) {
 		return ln.Addr().(*net.TCPAddr).Port
 	}
 	out := &SyncBuffer{}
+	dataDir := t.TempDir()
 	s, err := StartStack(context.Background(), StackOptions{
-		DataDir: t.TempDir(), BinDir: t.TempDir(), Out: out, UIPort: -1, TemporalPort: port(),
+		DataDir: dataDir, BinDir: t.TempDir(), Out: out, UIPort: -1, TemporalPort: port(),
 		KafkaAddr: freeAddr(t), SchedulerAddr: freeAddr(t), Token: "dev-stack-test-token",
 		WorkerMetricsAddr: freeAddr(t), SchedulerMetricsAddr: freeAddr(t),
 	})
@@ -128,6 +131,27 @@ func TestDevStackRestartsAKilledScheduler(t *testing.T) {
 		}
 	}
 	require.Zero(t, len(missing), "pages not in Kafka after its SIGKILL and restart, e.g. %v", missing[:min(3, len(missing))])
+
+	// Temporal SIGKILLed: restarted on its SQLite file (write-ahead log, no
+	// fsync per commit), it still has the campaign, completed.
+	require.FileExists(t, filepath.Join(dataDir, "temporal.db-wal"), "Temporal's SQLite file is not in WAL mode")
+	require.NoError(t, syscall.Kill(s.Temporal.PID(), syscall.SIGKILL))
+	await.For(t, time.Minute, 100*time.Millisecond, "Temporal restarted", func() error {
+		if n := s.Temporal.Starts(); n != 2 {
+			return fmt.Errorf("%d starts", n)
+		}
+		return CheckTemporal(context.Background(), s.TemporalAddr())
+	})
+	await.For(t, 30*time.Second, 100*time.Millisecond, "the campaign after Temporal's restart", func() error {
+		d, err := s.Client().DescribeWorkflowExecution(context.Background(), cfg.ID, "")
+		if err != nil {
+			return err
+		}
+		if got := d.WorkflowExecutionInfo.GetStatus(); got != enums.WORKFLOW_EXECUTION_STATUS_COMPLETED {
+			return fmt.Errorf("status %s", got)
+		}
+		return nil
+	})
 
 	// Both serve their metrics where the stack says: the worker counts the
 	// pages the test web served, the scheduler (restarted) its own.
