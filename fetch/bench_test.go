@@ -141,3 +141,120 @@ func BenchmarkExtract(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/page")
 }
+
+// largePage is a ~100 KB page shaped like a real one: most of its bytes
+// are script, style and text, with about 300 links of the usual kinds,
+// and scripts whose strings hold markup ("<a href", "</div>") that is no
+// tag.
+func largePage() []byte {
+	var b strings.Builder
+	b.WriteString("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>Large &amp; realistic</title>\n")
+	b.WriteString(`<link rel="canonical" href="https://www.example.com/news/story-42.html"><link rel="alternate" hreflang="de" href="/de/news/story-42.html">` + "\n")
+	b.WriteString(`<meta name="viewport" content="width=device-width, initial-scale=1"><meta name="robots" content="index, follow">` + "\n")
+	for s := range 6 {
+		fmt.Fprintf(&b, "<script type=\"text/javascript\">\n// bundle %d\n(function(w, d) {\n", s)
+		for i := range 40 {
+			fmt.Fprintf(&b, "  var el%d = d.createElement('div'); el%d.innerHTML = '<a href=\"/js/%d/%d\">more</a></div>';\n", i, i, s, i)
+			fmt.Fprintf(&b, "  if (w.innerWidth < %d && el%d.children.length > 0) { w.dataLayer.push({event: 'view', id: %d}); }\n", 300+i, i, i)
+		}
+		b.WriteString("})(window, document);\n</script>\n")
+		fmt.Fprintf(&b, "<style>\n/* theme %d */\n", s)
+		for i := range 25 {
+			fmt.Fprintf(&b, ".c%d-%d > a[href^=\"http\"]:hover { color: #%06x; margin: %dpx 0 0 %dpx; }\n", s, i, s*4099+i*97, i, s)
+		}
+		b.WriteString("</style>\n<!-- analytics: <a href=\"/commented-out\"> -->\n")
+	}
+	b.WriteString("</head>\n<body class=\"article\">\n<div id=\"page\"><div class=\"wrap\"><header><nav><ul>\n")
+	for i := range 300 {
+		var href string
+		switch i % 6 {
+		case 0:
+			href = fmt.Sprintf("/news/story-%d.html", i)
+		case 1:
+			href = fmt.Sprintf("../section/page%d?ref=nav&amp;utm_source=bench#top", i)
+		case 2:
+			href = fmt.Sprintf("https://www.example.com/tag/topic-%d/", i)
+		case 3:
+			href = fmt.Sprintf("https://cdn.partner.example/item/%d/view", i)
+		case 4:
+			href = fmt.Sprintf("//static.example.net/img/%d.jpg", i)
+		default:
+			href = fmt.Sprintf("story-%d.html", i)
+		}
+		if i%10 == 9 {
+			fmt.Fprintf(&b, "<div class=\"teaser\"><p>Paragraph %d: Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor incididunt ut labore et dolore magna aliqua &mdash; ut enim ad minim veniam, quis nostrud exercitation.</p>\n", i)
+			fmt.Fprintf(&b, "<p>Duis aute irure dolor in <b>reprehenderit</b> in voluptate velit esse cillum dolore eu fugiat nulla pariatur. <a href='%s' rel=\"nofollow\">Excepteur</a> sint occaecat.</p></div>\n", href)
+			continue
+		}
+		fmt.Fprintf(&b, "<li class=\"item\"><a class=\"link\" href=\"%s\" title=\"Item %d\" data-track=\"nav-%d\">Item number %d</a></li>\n", href, i, i, i)
+		if i%50 == 49 {
+			b.WriteString("</ul></nav><div class=\"body\"><div class=\"col\"><p>Text, text and more text: the body of an article runs on for a while before the next list of links begins.</p></div></div><nav><ul>\n")
+		}
+	}
+	b.WriteString("</ul></nav></header><main>\n")
+	for b.Len() < 100<<10 {
+		b.WriteString("<div class=\"para\"><p>Sed ut perspiciatis unde omnis iste natus error sit voluptatem accusantium doloremque laudantium, totam rem aperiam, eaque ipsa quae ab illo inventore veritatis et quasi architecto beatae vitae dicta sunt explicabo.</p></div>\n")
+	}
+	b.WriteString("<iframe src=\"/embed/video\" width=\"560\" height=\"315\"></iframe>\n</main></div></div></body></html>\n")
+	return []byte(b.String())
+}
+
+// BenchmarkLinkTagsScan compares linkTags (scanLinkTags, then the
+// tokenizer on the kept tags only) with the whole page through the
+// tokenizer, on the test web's pages (8 KB) and on largePage (100 KB),
+// one page per iteration.
+func BenchmarkLinkTagsScan(b *testing.B) {
+	web := webtest.Start(b, testweb.Config{Hosts: 2, PagesPerHost: 200, CrossHost: true, Base: 96})
+	var testWeb [][]byte
+	for _, u := range web.Pages() {
+		if body, ok := web.Body(u); ok && bytes.Contains(body, []byte("<html")) {
+			testWeb = append(testWeb, body)
+		}
+	}
+	for _, set := range []struct {
+		name  string
+		pages [][]byte
+	}{{"testweb", testWeb}, {"large", [][]byte{largePage()}}} {
+		var size int64
+		for _, p := range set.pages {
+			size += int64(len(p))
+		}
+		for _, c := range []struct {
+			name string
+			read func([]byte) []tag
+		}{{"tokenizer", tokenizerLinkTags}, {"scanner", linkTags}} {
+			b.Run(set.name+"/"+c.name, func(b *testing.B) {
+				b.SetBytes(size / int64(len(set.pages)))
+				b.ReportAllocs()
+				i := 0
+				stop := cpubench.Start(b)
+				for b.Loop() {
+					if len(c.read(set.pages[i%len(set.pages)])) == 0 {
+						b.Fatal("no tags")
+					}
+					i++
+				}
+				stop()
+				b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/page")
+			})
+		}
+	}
+}
+
+// BenchmarkExtractLinksLargePage measures link extraction and
+// normalization of largePage (100 KB, about 300 links).
+func BenchmarkExtractLinksLargePage(b *testing.B) {
+	page := largePage()
+	base, _ := url.Parse("https://www.example.com/news/story-42.html")
+	if urls, _, _ := extractLinks(page, base, nil); len(urls) < 250 {
+		b.Fatalf("%d links, want about 300", len(urls))
+	}
+	b.SetBytes(int64(len(page)))
+	b.ReportAllocs()
+	stop := cpubench.Start(b)
+	for b.Loop() {
+		extractLinks(page, base, nil)
+	}
+	stop()
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/page")
+}

@@ -195,7 +195,7 @@ func (t tag) attrOr(key string) string {
 // a document, in document order, with the attributes link extraction reads
 // (linkAttrName).
 //
-// It reads start tags with golang.org/x/net/html's tokenizer rather than
+// It finds the tags golang.org/x/net/html's tokenizer finds rather than
 // building goquery's tree (issue 15): the tokenizer skips comments and the
 // text of script, style, textarea, title, noscript and the other raw-text
 // elements as the parser does, so it finds the same tags (the differential
@@ -206,55 +206,84 @@ func (t tag) attrOr(key string) string {
 // (bench/README.md). A page's tree is never needed for links: the links
 // are the tags, whatever their parents.
 //
-// The tokenizer's TagName copies the name of every tag; linkTags reads it
-// from Raw instead (linkTagName) and calls TagAttr only on the tags it
-// keeps. The values of all kept attributes are gathered in one pooled
-// buffer and become one string, so a page costs a few allocations of ours
-// rather than one per attribute (issue 15).
+// The tokenizer itself reads every byte of the page through a function
+// call, and most of a real page is text, script and style; so
+// scanLinkTags finds the kept tags' bytes first, with the tokenizer's
+// rules, and only those go through a tokenizer, which parses their
+// attributes as it would have in the page. The values of all kept
+// attributes are gathered in one pooled buffer and become one string, so
+// a page costs a few allocations of ours rather than one per attribute
+// (issue 15).
 func linkTags(body []byte) []tag {
 	sc := scratchPool.Get().(*tagScratch)
 	defer sc.release()
-	z := html.NewTokenizer(bytes.NewReader(body))
+	sc.at = scanLinkTags(body, sc.at)
+	if len(sc.at) == 0 {
+		return nil
+	}
+	for k := 0; k < len(sc.at); k += 2 {
+		sc.raw = append(sc.raw, body[sc.at[k]:sc.at[k+1]]...)
+	}
+	sc.rd.Reset(sc.raw)
+	z := html.NewTokenizer(&sc.rd)
 	for {
 		switch z.Next() {
 		case html.ErrorToken:
 			// io.EOF: the tokenizer never fails otherwise on a reader of bytes.
 			return sc.finish()
 		case html.StartTagToken, html.SelfClosingTagToken:
-			tn := linkTagName(z.Raw())
-			if tn == "" {
-				continue
-			}
-			t := tag{name: tn}
-			first := len(sc.spans)
-			for more := true; more; {
-				var k, v []byte
-				k, v, more = z.TagAttr()
-				if an := linkAttrName(k); an != "" {
-					sc.spans = append(sc.spans, attrSpan{key: an, start: len(sc.vals), end: len(sc.vals) + len(v)})
-					sc.vals = append(sc.vals, v...)
-				}
-			}
-			t.first, t.last = first, len(sc.spans)
-			sc.tags = append(sc.tags, t)
+			// After an iframe's start tag the tokenizer would read what
+			// follows as the iframe's raw text; here that is the next
+			// kept tag, whose place in the page scanLinkTags already
+			// judged.
+			z.NextIsNotRawText()
+			sc.add(z)
 		}
 	}
 }
 
 // tagScratch gathers a page's tags and their kept attributes: the values
-// in vals, their keys and places in spans.
+// in vals, their keys and places in spans. While linkTags reads, at holds
+// the kept tags' offsets in the page, raw their bytes, and rd reads raw.
 type tagScratch struct {
 	tags  []tag
 	vals  []byte
 	spans []attrSpan
+	at    []int
+	raw   []byte
+	rd    bytes.Reader
 }
 
+// attrSpan is a kept attribute: its key, and where its value is in vals.
 type attrSpan struct {
 	key        string
 	start, end int
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(tagScratch) }}
+
+// add appends the tokenizer's current start tag, with its kept
+// attributes, if linkTagName keeps it. The tokenizer's TagName copies the
+// name of every tag; add reads it from Raw instead and calls TagAttr only
+// on the tags it keeps.
+func (sc *tagScratch) add(z *html.Tokenizer) {
+	tn := linkTagName(z.Raw())
+	if tn == "" {
+		return
+	}
+	t := tag{name: tn}
+	first := len(sc.spans)
+	for more := true; more; {
+		var k, v []byte
+		k, v, more = z.TagAttr()
+		if an := linkAttrName(k); an != "" {
+			sc.spans = append(sc.spans, attrSpan{key: an, start: len(sc.vals), end: len(sc.vals) + len(v)})
+			sc.vals = append(sc.vals, v...)
+		}
+	}
+	t.first, t.last = first, len(sc.spans)
+	sc.tags = append(sc.tags, t)
+}
 
 // finish returns a copy of the tags, each with its attributes, whose
 // values share one string.
@@ -282,11 +311,12 @@ func (sc *tagScratch) finish() []tag {
 
 // release returns sc to the pool, unless a huge page made it huge.
 func (sc *tagScratch) release() {
-	if cap(sc.vals) > 64<<10 || cap(sc.spans) > 4096 || cap(sc.tags) > 4096 {
+	if cap(sc.vals) > 64<<10 || cap(sc.spans) > 4096 || cap(sc.tags) > 4096 || cap(sc.at) > 8192 || cap(sc.raw) > 256<<10 {
 		return
 	}
 	clear(sc.tags) // drops the attributes' references
 	sc.tags, sc.vals, sc.spans = sc.tags[:0], sc.vals[:0], sc.spans[:0]
+	sc.at, sc.raw = sc.at[:0], sc.raw[:0]
 	scratchPool.Put(sc)
 }
 
