@@ -60,49 +60,8 @@ func scanLinkTags(body []byte, spans []int) []int {
 					return spans
 				}
 			}
-		case c == '/':
-			// Tokenizer.Next's end tag case.
-			if i+2 >= n {
-				return spans
-			}
-			switch c2 := body[i+2]; {
-			case c2 == '>':
-				// "</>" is no token at all.
-				i += 3
-			case isASCIILetter(c2):
-				// An end tag's attributes are parsed like a start tag's,
-				// so a quoted '>' does not end it either.
-				_, end := scanTag(body, i+3)
-				if end < 0 {
-					return spans
-				}
-				i = end
-			default:
-				if i = closeAngleEnd(body, i+2); i < 0 {
-					return spans
-				}
-			}
-		case c == '?':
-			// A processing instruction is a bogus comment up to '>'.
-			if i = closeAngleEnd(body, i+1); i < 0 {
-				return spans
-			}
-		case c == '!':
-			// Tokenizer.readMarkupDeclaration: it reads two bytes first,
-			// and EOF in them ends the document.
-			if i+3 >= n {
-				return spans
-			}
-			if body[i+2] == '-' && body[i+3] == '-' {
-				if i = commentEnd(body, i+4); i < 0 {
-					return spans
-				}
-				continue
-			}
-			// A doctype and a bogus comment (CDATA too, which the
-			// tokenizer does not allow by default) both end at the first
-			// '>' after "<!": "DOCTYPE" and white space hold none.
-			if i = closeAngleEnd(body, i+2); i < 0 {
+		case c == '/' || c == '?' || c == '!':
+			if i = markupEnd(body, i); i < 0 {
 				return spans
 			}
 		default:
@@ -110,6 +69,47 @@ func scanLinkTags(body []byte, spans []int) []int {
 			i++
 		}
 	}
+}
+
+// markupEnd returns the offset just past the end tag, comment, doctype,
+// processing instruction or bogus comment whose '<' is at i and whose
+// next byte is '/', '?' or '!', or -1 when EOF cuts it off
+// (Tokenizer.Next's cases for them).
+func markupEnd(b []byte, i int) int {
+	n := len(b)
+	switch b[i+1] {
+	case '/':
+		// Tokenizer.Next's end tag case.
+		if i+2 >= n {
+			return -1
+		}
+		switch c2 := b[i+2]; {
+		case c2 == '>':
+			// "</>" is no token at all.
+			return i + 3
+		case isASCIILetter(c2):
+			// An end tag's attributes are parsed like a start tag's, so a
+			// quoted '>' does not end it either.
+			_, end := scanTag(b, i+3)
+			return end
+		}
+		return closeAngleEnd(b, i+2)
+	case '?':
+		// A processing instruction is a bogus comment up to '>'.
+		return closeAngleEnd(b, i+1)
+	}
+	// '!': Tokenizer.readMarkupDeclaration reads two bytes first, and EOF
+	// in them ends the document.
+	if i+3 >= n {
+		return -1
+	}
+	if b[i+2] == '-' && b[i+3] == '-' {
+		return commentEnd(b, i+4)
+	}
+	// A doctype and a bogus comment (CDATA too, which the tokenizer does
+	// not allow by default) both end at the first '>' after "<!":
+	// "DOCTYPE" and white space hold none.
+	return closeAngleEnd(b, i+2)
 }
 
 // isASCIILetter reports whether c is in [A-Za-z], the bytes after '<'
@@ -186,42 +186,52 @@ func scanTag(b []byte, p int) (nameEnd, end int) {
 				break key
 			}
 		}
-		// readTagAttrVal.
-		if p = skipTagSpace(b, p); p >= n {
+		if p = scanAttrVal(b, p); p < 0 {
 			return nameEnd, -1
 		}
-		switch b[p] {
-		case '/':
-			// Consumed: the self-closing solidus.
-			p++
-		case '=':
-			if p = skipTagSpace(b, p+1); p >= n {
-				return nameEnd, -1
-			}
-			switch q := b[p]; q {
-			case '>':
-				// An empty value; the '>' ends the tag.
-			case '\'', '"':
-				k := bytes.IndexByte(b[p+1:], q)
-				if k < 0 {
-					return nameEnd, -1
-				}
-				p += 1 + k + 1
-			default:
-				for p++; ; p++ {
-					if p >= n {
-						return nameEnd, -1
-					}
-					if c := b[p]; isTagSpace(c) {
-						p++
-						break
-					} else if c == '>' {
-						break
-					}
-				}
-			}
-		}
 		p = skipTagSpace(b, p)
+	}
+}
+
+// scanAttrVal reads what follows an attribute's key at p: nothing, a '/',
+// or '=' and a value, quoted or not (Tokenizer.readTagAttrVal). It
+// returns the offset to read next, or -1 when EOF cuts the tag off.
+func scanAttrVal(b []byte, p int) int {
+	n := len(b)
+	if p = skipTagSpace(b, p); p >= n {
+		return -1
+	}
+	switch b[p] {
+	case '/':
+		// Consumed: the self-closing solidus.
+		return p + 1
+	case '=':
+	default:
+		return p
+	}
+	if p = skipTagSpace(b, p+1); p >= n {
+		return -1
+	}
+	switch q := b[p]; q {
+	case '>':
+		// An empty value; the '>' ends the tag.
+		return p
+	case '\'', '"':
+		k := bytes.IndexByte(b[p+1:], q)
+		if k < 0 {
+			return -1
+		}
+		return p + 1 + k + 1
+	}
+	for p++; ; p++ {
+		if p >= n {
+			return -1
+		}
+		if c := b[p]; isTagSpace(c) {
+			return p + 1
+		} else if c == '>' {
+			return p
+		}
 	}
 }
 
@@ -329,218 +339,170 @@ func rawTextEnd(b []byte, p int, tag string) int {
 
 // scriptEnd returns the offset of the '<' of the "</script" that closes
 // the script text starting at p, or -1 when the text runs to EOF. It is
-// Tokenizer.readScript's state machine, state for state, with "reconsume"
-// as p--; only the plain script data state jumps with IndexByte.
+// Tokenizer.readScript's state machine, state for state, one step
+// function per group of states, with "reconsume" as p--; only the plain
+// script data state jumps with IndexByte.
 func scriptEnd(b []byte, p int) int {
-	n := len(b)
-	var (
-		c    byte
-		k    int
-		ok   bool
-		next int
-	)
+	st := scriptData
+	for {
+		switch st {
+		case scriptEOF:
+			return -1
+		case scriptClosed:
+			return p
+		case scriptData:
+			st, p = scriptDataStep(b, p)
+		case scriptEscapedLessThan:
+			st, p = scriptEscapedLessThanStep(b, p)
+		case scriptDoubleEscapedLessThan:
+			st, p = scriptDoubleEscapedLessThanStep(b, p)
+		default:
+			st, p = scriptEscapedStep(b, p, st)
+		}
+	}
+}
 
-scriptData:
-	k = bytes.IndexByte(b[p:], '<')
+// scriptState is a state of Tokenizer.readScript, named as its labels
+// are, plus the two ends of the machine. The escaped and double-escaped
+// states are laid out alike (escaped, dash, dash dash, less-than sign),
+// so that one step function serves both.
+type scriptState uint8
+
+const (
+	scriptData scriptState = iota
+	scriptEscaped
+	scriptEscapedDash
+	scriptEscapedDashDash
+	scriptEscapedLessThan
+	scriptDoubleEscaped
+	scriptDoubleEscapedDash
+	scriptDoubleEscapedDashDash
+	scriptDoubleEscapedLessThan
+	// scriptClosed: p is the '<' of the closing "</script".
+	scriptClosed
+	// scriptEOF: the script text runs to EOF.
+	scriptEOF
+)
+
+// scriptDataStep runs the states scriptData, scriptDataLessThanSign,
+// scriptDataEndTagOpen, scriptDataEscapeStart and
+// scriptDataEscapeStartDash from p.
+func scriptDataStep(b []byte, p int) (scriptState, int) {
+	k := bytes.IndexByte(b[p:], '<')
 	if k < 0 {
-		return -1
+		return scriptEOF, p
 	}
 	p += k + 1
-	// scriptDataLessThanSign
-	if p >= n {
-		return -1
+	if p >= len(b) {
+		return scriptEOF, p
 	}
-	c = b[p]
-	p++
-	switch c {
+	switch b[p] {
 	case '/':
-		goto scriptDataEndTagOpen
+		ok, next := rawEndTag(b, p+1, "script")
+		switch {
+		case ok:
+			return scriptClosed, p - 1
+		case next < 0:
+			return scriptEOF, p
+		}
+		return scriptData, next
 	case '!':
-		goto scriptDataEscapeStart
+		// scriptDataEscapeStart and its dash: "<!--" escapes the script;
+		// anything else is read again as script data.
+		if p+1 >= len(b) || p+2 >= len(b) && b[p+1] == '-' {
+			return scriptEOF, p
+		}
+		if b[p+1] == '-' && b[p+2] == '-' {
+			return scriptEscapedDashDash, p + 3
+		}
+		if b[p+1] == '-' {
+			return scriptData, p + 2
+		}
+		return scriptData, p + 1
 	}
-	p--
-	goto scriptData
+	return scriptData, p
+}
 
-scriptDataEndTagOpen:
-	if ok, next = rawEndTag(b, p, "script"); ok {
-		return p - 2
-	} else if next < 0 {
-		return -1
+// scriptEscapedStep reads one byte in an escaped state, or in a double
+// escaped one: the two are laid out alike from base.
+func scriptEscapedStep(b []byte, p int, st scriptState) (scriptState, int) {
+	base := scriptEscaped
+	if st >= scriptDoubleEscaped {
+		base = scriptDoubleEscaped
 	}
-	p = next
-	goto scriptData
-
-scriptDataEscapeStart:
-	if p >= n {
-		return -1
+	if p >= len(b) {
+		return scriptEOF, p
 	}
-	c = b[p]
+	c := b[p]
 	p++
-	if c == '-' {
-		goto scriptDataEscapeStartDash
+	switch {
+	case c == '-' && st == base:
+		return base + 1, p // dash
+	case c == '-':
+		return base + 2, p // dash dash
+	case c == '<':
+		return base + 3, p // less-than sign
+	case c == '>' && st == base+2:
+		return scriptData, p
 	}
-	p--
-	goto scriptData
+	return base, p
+}
 
-scriptDataEscapeStartDash:
-	if p >= n {
-		return -1
+// scriptEscapedLessThanStep runs scriptDataEscapedLessThanSign and the
+// states it leads to: the escaped end tag, or "script" starting the
+// double escape.
+func scriptEscapedLessThanStep(b []byte, p int) (scriptState, int) {
+	if p >= len(b) {
+		return scriptEOF, p
 	}
-	c = b[p]
-	p++
-	if c == '-' {
-		goto scriptDataEscapedDashDash
+	c := b[p]
+	switch {
+	case c == '/':
+		ok, next := rawEndTag(b, p+1, "script")
+		switch {
+		case ok:
+			return scriptClosed, p - 1
+		case next < 0:
+			return scriptEOF, p
+		}
+		return scriptEscaped, next
+	case isASCIILetter(c):
+		// scriptDataDoubleEscapeStart: the letter is read again as the
+		// first of "script".
+		ok, next := doubleEscapeScript(b, p)
+		switch {
+		case next < 0:
+			return scriptEOF, p
+		case ok:
+			return scriptDoubleEscaped, next
+		}
+		return scriptEscaped, next
 	}
-	p--
-	goto scriptData
+	// The tokenizer goes back to plain script data here, not to the
+	// escaped state.
+	return scriptData, p
+}
 
-scriptDataEscaped:
-	if p >= n {
-		return -1
+// scriptDoubleEscapedLessThanStep runs
+// scriptDataDoubleEscapedLessThanSign and scriptDataDoubleEscapeEnd:
+// "</script" and the byte after it end the double escape.
+func scriptDoubleEscapedLessThanStep(b []byte, p int) (scriptState, int) {
+	if p >= len(b) {
+		return scriptEOF, p
 	}
-	c = b[p]
-	p++
-	switch c {
-	case '-':
-		goto scriptDataEscapedDash
-	case '<':
-		goto scriptDataEscapedLessThanSign
+	if b[p] != '/' {
+		return scriptDoubleEscaped, p
 	}
-	goto scriptDataEscaped
-
-scriptDataEscapedDash:
-	if p >= n {
-		return -1
+	ok, next := rawEndTag(b, p+1, "script")
+	switch {
+	case ok:
+		// "</script" and the byte after it are consumed, and the script
+		// is escaped again rather than over.
+		return scriptEscaped, next + 1
+	case next < 0:
+		return scriptEOF, p
 	}
-	c = b[p]
-	p++
-	switch c {
-	case '-':
-		goto scriptDataEscapedDashDash
-	case '<':
-		goto scriptDataEscapedLessThanSign
-	}
-	goto scriptDataEscaped
-
-scriptDataEscapedDashDash:
-	if p >= n {
-		return -1
-	}
-	c = b[p]
-	p++
-	switch c {
-	case '-':
-		goto scriptDataEscapedDashDash
-	case '<':
-		goto scriptDataEscapedLessThanSign
-	case '>':
-		goto scriptData
-	}
-	goto scriptDataEscaped
-
-scriptDataEscapedLessThanSign:
-	if p >= n {
-		return -1
-	}
-	c = b[p]
-	p++
-	if c == '/' {
-		goto scriptDataEscapedEndTagOpen
-	}
-	if isASCIILetter(c) {
-		goto scriptDataDoubleEscapeStart
-	}
-	p--
-	goto scriptData
-
-scriptDataEscapedEndTagOpen:
-	if ok, next = rawEndTag(b, p, "script"); ok {
-		return p - 2
-	} else if next < 0 {
-		return -1
-	}
-	p = next
-	goto scriptDataEscaped
-
-scriptDataDoubleEscapeStart:
-	// The letter is read again as the first of "script".
-	p--
-	if ok, next = doubleEscapeScript(b, p); next < 0 {
-		return -1
-	}
-	p = next
-	if ok {
-		goto scriptDataDoubleEscaped
-	}
-	goto scriptDataEscaped
-
-scriptDataDoubleEscaped:
-	if p >= n {
-		return -1
-	}
-	c = b[p]
-	p++
-	switch c {
-	case '-':
-		goto scriptDataDoubleEscapedDash
-	case '<':
-		goto scriptDataDoubleEscapedLessThanSign
-	}
-	goto scriptDataDoubleEscaped
-
-scriptDataDoubleEscapedDash:
-	if p >= n {
-		return -1
-	}
-	c = b[p]
-	p++
-	switch c {
-	case '-':
-		goto scriptDataDoubleEscapedDashDash
-	case '<':
-		goto scriptDataDoubleEscapedLessThanSign
-	}
-	goto scriptDataDoubleEscaped
-
-scriptDataDoubleEscapedDashDash:
-	if p >= n {
-		return -1
-	}
-	c = b[p]
-	p++
-	switch c {
-	case '-':
-		goto scriptDataDoubleEscapedDashDash
-	case '<':
-		goto scriptDataDoubleEscapedLessThanSign
-	case '>':
-		goto scriptData
-	}
-	goto scriptDataDoubleEscaped
-
-scriptDataDoubleEscapedLessThanSign:
-	if p >= n {
-		return -1
-	}
-	c = b[p]
-	p++
-	if c == '/' {
-		goto scriptDataDoubleEscapeEnd
-	}
-	p--
-	goto scriptDataDoubleEscaped
-
-scriptDataDoubleEscapeEnd:
-	if ok, next = rawEndTag(b, p, "script"); ok {
-		// "</script" and the byte after it are consumed, and the
-		// script is escaped again rather than over.
-		p = next + 1
-		goto scriptDataEscaped
-	} else if next < 0 {
-		return -1
-	}
-	p = next
-	goto scriptDataDoubleEscaped
+	return scriptDoubleEscaped, next
 }
 
 // doubleEscapeScript reads "script" in any case followed by white space,
