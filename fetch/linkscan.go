@@ -511,24 +511,12 @@ func scriptDoubleEscapedLessThanStep(b []byte, p int) (scriptState, int) {
 // and the offset to read next: past the byte after the name if so, the
 // first byte that did not match if not; -1 at EOF.
 func doubleEscapeScript(b []byte, p int) (ok bool, next int) {
-	const lower, upper = "script", "SCRIPT"
-	for i := 0; i < len(lower); i++ {
-		if p >= len(b) {
-			return false, -1
-		}
-		if c := b[p]; c != lower[i] && c != upper[i] {
-			return false, p
-		}
-		p++
+	// The same bytes as a raw end tag's after its "</", with the byte
+	// after the name consumed.
+	if ok, next = rawEndTag(b, p, "script"); ok {
+		return true, next + 1
 	}
-	if p >= len(b) {
-		return false, -1
-	}
-	switch b[p] {
-	case ' ', '\n', '\r', '\t', '\f', '/', '>':
-		return true, p + 1
-	}
-	return false, p
+	return false, next
 }
 
 // commentEnd returns the offset just past the end of a comment whose
