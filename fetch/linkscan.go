@@ -398,14 +398,7 @@ func scriptDataStep(b []byte, p int) (scriptState, int) {
 	}
 	switch b[p] {
 	case '/':
-		ok, next := rawEndTag(b, p+1, "script")
-		switch {
-		case ok:
-			return scriptClosed, p - 1
-		case next < 0:
-			return scriptEOF, p
-		}
-		return scriptData, next
+		return scriptEndTagStep(b, p, scriptData)
 	case '!':
 		// scriptDataEscapeStart and its dash: "<!--" escapes the script;
 		// anything else is read again as script data.
@@ -421,6 +414,21 @@ func scriptDataStep(b []byte, p int) (scriptState, int) {
 		return scriptData, p + 1
 	}
 	return scriptData, p
+}
+
+// scriptEndTagStep reads what follows a "</" in script text, p at its
+// '/' (scriptDataEndTagOpen, scriptDataEscapedEndTagOpen): the closing
+// "</script", or else the state otherwise from the first byte that did
+// not match.
+func scriptEndTagStep(b []byte, p int, otherwise scriptState) (scriptState, int) {
+	ok, next := rawEndTag(b, p+1, "script")
+	switch {
+	case ok:
+		return scriptClosed, p - 1
+	case next < 0:
+		return scriptEOF, p
+	}
+	return otherwise, next
 }
 
 // scriptEscapedStep reads one byte in an escaped state, or in a double
@@ -458,14 +466,7 @@ func scriptEscapedLessThanStep(b []byte, p int) (scriptState, int) {
 	c := b[p]
 	switch {
 	case c == '/':
-		ok, next := rawEndTag(b, p+1, "script")
-		switch {
-		case ok:
-			return scriptClosed, p - 1
-		case next < 0:
-			return scriptEOF, p
-		}
-		return scriptEscaped, next
+		return scriptEndTagStep(b, p, scriptEscaped)
 	case isASCIILetter(c):
 		// scriptDataDoubleEscapeStart: the letter is read again as the
 		// first of "script".
