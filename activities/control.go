@@ -107,6 +107,18 @@ func (a *Activities) Monitor(ctx context.Context, in workflows.MonitorInput) (wo
 	}
 }
 
+// EndSessions ends the named fetcher sessions on every scheduler (OpEnd):
+// each stops taking leases, reports what it has in flight, gives the rest
+// back and returns, and a reconnect with its key is refused. The workflow
+// also cancels them; this makes the end immediate instead of waiting for
+// the cancellation to ride a heartbeat response. A scheduler it cannot
+// reach is an error (the activity retries, and the cancellation still
+// ends the sessions there).
+func (a *Activities) EndSessions(ctx context.Context, in workflows.EndSessionsInput) (workflows.EndSessionsResult, error) {
+	n, err := a.sessions().EndSessions(ctx, a.Schedulers, in.Campaign, in.Keys)
+	return workflows.EndSessionsResult{Ended: n}, err
+}
+
 // Close releases the campaign on every scheduler and, with in.Delete,
 // removes its queues. The workflow calls it after the fleet has stopped, so
 // the last outcomes are recorded before the queues go. A scheduler may take

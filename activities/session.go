@@ -19,11 +19,12 @@ import (
 	"github.com/drover-crawl/drover/workflows"
 )
 
-// heartbeatEvery is how often a FetchSession records a heartbeat. The SDK
-// throttles what it sends; a cancellation (pause) reaches the activity only
-// on a heartbeat response, so this and the worker's
-// MaxHeartbeatThrottleInterval bound how fast a pause takes effect.
-const heartbeatEvery = 200 * time.Millisecond
+// heartbeatEvery is how often a FetchSession records a heartbeat (its
+// counters). The SDK sends at most one per the worker's
+// MaxHeartbeatThrottleInterval (node.HeartbeatThrottle); a pause reaches
+// the session through its scheduler (EndSessions), and the cancellation on
+// a heartbeat response only when the scheduler could not end it.
+const heartbeatEvery = time.Second
 
 // reconnectFor is how long a FetchSession tries to reach a scheduler before
 // it fails (and the workflow restarts it).
@@ -82,17 +83,30 @@ func (a *Activities) FetchSession(ctx context.Context, in workflows.FetchSession
 	r.sk = sk
 	r.m.session(cfg.ID, 1)
 	defer r.m.session(cfg.ID, -1)
+	return a.serveSessions(ctx, r, cfg, in.Index)
+}
 
-	client := fmt.Sprintf("%s/fetcher-%d", a.Identity, in.Index)
+// serveSessions runs r's sessions, on the schedulers from index on,
+// reconnecting, until the campaign ends the session (through a scheduler,
+// or by cancelling ctx) or no scheduler answers for reconnectFor.
+func (a *Activities) serveSessions(ctx context.Context, r *Runner, cfg campaign.Config, index int) (workflows.SessionCounters, error) {
+	client := fmt.Sprintf("%s/fetcher-%d", a.Identity, index)
+	info := activity.GetInfo(ctx)
+	key := workflows.SessionKey(info.WorkflowExecution.RunID, info.ActivityID)
 	var lastOK = time.Now()
 	backoff := 100 * time.Millisecond
 	for attempt := 0; ; attempt++ {
 		if ctx.Err() != nil {
 			return r.Counters(), temporal.NewCanceledError(r.Counters())
 		}
-		addr := a.Schedulers[(in.Index+attempt)%len(a.Schedulers)]
-		sess, err := a.sessions().DialSession(ctx, addr, client, cfg, cfg.FetcherConcurrency)
+		addr := a.Schedulers[(index+attempt)%len(a.Schedulers)]
+		sess, err := a.sessions().DialSessionKey(ctx, addr, client, key, cfg, cfg.FetcherConcurrency)
 		if err != nil {
+			if errors.Is(err, session.ErrEnded) {
+				// Ended through a scheduler while this session was away:
+				// done, as asked (the workflow is cancelling it).
+				return r.Counters(), nil
+			}
 			if errors.Is(err, session.ErrRefused) || errors.Is(err, tlsconf.ErrPlaintext) {
 				return r.Counters(), temporal.NewNonRetryableApplicationError(err.Error(), "SessionRefused", err)
 			}
@@ -110,10 +124,27 @@ func (a *Activities) FetchSession(ctx context.Context, in workflows.FetchSession
 		backoff = 100 * time.Millisecond
 		r.setScheduler(sess.Scheduler())
 		r.Run(ctx, sess)
+		if sessionEnded(sess) {
+			// The campaign ended it (pause, stop, scale-down, restart):
+			// its outcomes are reported and its leases back, as after a
+			// cancel; the workflow takes the counters as the session's.
+			return r.Counters(), nil
+		}
 		lastOK = time.Now()
 		if ctx.Err() == nil {
 			activity.GetLogger(ctx).Warn("session ended; reconnecting", "addr", addr, "error", sess.Err())
 		}
+	}
+}
+
+// sessionEnded reports whether the campaign ended sess through its
+// scheduler: FrameEnd, or a refusal of its key that raced its hello.
+func sessionEnded(sess *session.Session) bool {
+	select {
+	case <-sess.Ended():
+		return true
+	default:
+		return errors.Is(sess.Err(), session.ErrEnded)
 	}
 }
 
@@ -182,7 +213,8 @@ func (r *Runner) heartbeat(ctx context.Context) func() {
 	return func() { close(done); wg.Wait() }
 }
 
-// Run serves one session until it ends or ctx is cancelled. On cancel, the
+// Run serves one session until it ends, ctx is cancelled or the campaign
+// ends it through the scheduler (Session.Ended). On cancel or end, the
 // requests under way are cancelled at once (no request leaves after a
 // pause), pages already fetched are stored and reported, leases not done
 // are released, and the session closes.
@@ -198,6 +230,14 @@ loop:
 			if !ok {
 				break loop
 			}
+			select {
+			case <-sess.Ended():
+				// Leases and the end can be ready together: none starts
+				// after the end.
+				sess.Report(session.Outcome{LeaseID: l.ID, Released: true})
+				continue
+			default:
+			}
 			wg.Add(1)
 			r.count(func(c *workflows.SessionCounters) { c.InFlight++ })
 			r.m.inflight(r.cfg.ID, 1)
@@ -212,6 +252,8 @@ loop:
 				}
 			}()
 		case <-ctx.Done():
+			break loop
+		case <-sess.Ended():
 			break loop
 		}
 	}

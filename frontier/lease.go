@@ -241,6 +241,11 @@ func (a *campaignActor) addSession(s *fetcherSession) error {
 	if a.stopping {
 		return fmt.Errorf("campaign %s is closing on this scheduler", a.cfg.ID)
 	}
+	// Checked here, on the actor, so that an OpEnd racing this session's
+	// hello either finds it in a.sessions or has its key recorded first.
+	if a.srv.isEnded(s.key) {
+		return errSessionEnded
+	}
 	if err := a.subscribe(); err != nil {
 		// RabbitMQ is away: the session is taken all the same and gets
 		// leases once consuming works again (resubscribeIfDue).

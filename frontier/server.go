@@ -114,7 +114,11 @@ type Server struct {
 	campaigns map[string]*campaignActor
 	// tombs remembers campaigns closed with their queues deleted, so that
 	// a straggling fetcher session cannot declare them again.
-	tombs  map[string]time.Time
+	tombs map[string]time.Time
+	// ended holds the fetcher session keys ended by OpEnd and when, so
+	// that a session reconnecting after its end is refused; kept for
+	// endedFor.
+	ended  map[string]time.Time
 	ln     net.Listener
 	conns  map[net.Conn]struct{}
 	closed bool
@@ -156,6 +160,7 @@ func newServer(cfg ServerConfig, mq *rabbit, store seen.Store, log *slog.Logger)
 		log:       log,
 		campaigns: map[string]*campaignActor{},
 		tombs:     map[string]time.Time{},
+		ended:     map[string]time.Time{},
 		conns:     map[net.Conn]struct{}{},
 	}, nil
 }
@@ -328,6 +333,12 @@ func (s *Server) handle(c net.Conn) {
 			refuse("a fetcher session needs its campaign")
 			return
 		}
+		if s.isEnded(hello.Key) {
+			s.log.Info("fetcher session refused: ended by its campaign", "client", hello.Client)
+			_ = fw.WriteFrame(session.FrameRefused, session.Refused{Reason: errSessionEnded.Error(), Ended: true})
+			_ = fw.Flush()
+			return
+		}
 		cfg := hello.Campaign.WithDefaults()
 		if err := cfg.Validate(); err != nil {
 			refuse(fmt.Sprintf("campaign config: %v", err))
@@ -344,7 +355,7 @@ func (s *Server) handle(c net.Conn) {
 		if err := fw.Flush(); err != nil {
 			return
 		}
-		s.serveFetcher(c, fr, fw, a, hello.Client)
+		s.serveFetcher(c, fr, fw, a, hello.Client, hello.Key)
 	case session.RoleControl:
 		if err := fw.WriteFrame(session.FrameWelcome, welcome); err != nil {
 			return
@@ -362,6 +373,10 @@ func (s *Server) handle(c net.Conn) {
 // credit and leases belong to the actor's goroutine.
 type fetcherSession struct {
 	client string
+	// key is the Hello's (OpEnd names it); ending: FrameEnd was sent, so
+	// the session gets no more leases and its credit is ignored.
+	key    string
+	ending bool
 	credit int
 	leases map[uint64]struct{}
 	out    chan outFrame
@@ -390,8 +405,8 @@ func (s *fetcherSession) close() { s.once.Do(func() { close(s.quit) }) }
 // serveFetcher runs a fetcher session on c, whose hello was welcomed, for
 // campaign a: joined to a's actor, its frames written by one goroutine
 // and read, and dispatched to the actor, by this one, until either ends.
-func (s *Server) serveFetcher(c net.Conn, fr *session.FrameReader, fw *session.FrameWriter, a *campaignActor, client string) {
-	sess, ok := s.joinFetcher(c, fw, a, client)
+func (s *Server) serveFetcher(c net.Conn, fr *session.FrameReader, fw *session.FrameWriter, a *campaignActor, client, key string) {
+	sess, ok := s.joinFetcher(c, fw, a, client, key)
 	if !ok {
 		return
 	}
@@ -421,14 +436,14 @@ func (s *Server) serveFetcher(c net.Conn, fr *session.FrameReader, fw *session.F
 // joinFetcher adds a new session of client to the campaign's actor. When
 // the actor refuses it (the campaign is closing here), the fetcher is told
 // why, and ok is false.
-func (s *Server) joinFetcher(c net.Conn, fw *session.FrameWriter, a *campaignActor, client string) (sess *fetcherSession, ok bool) {
-	sess = &fetcherSession{client: client, leases: map[uint64]struct{}{}, out: make(chan outFrame, 1024), quit: make(chan struct{})}
+func (s *Server) joinFetcher(c net.Conn, fw *session.FrameWriter, a *campaignActor, client, key string) (sess *fetcherSession, ok bool) {
+	sess = &fetcherSession{client: client, key: key, leases: map[uint64]struct{}{}, out: make(chan outFrame, 1024), quit: make(chan struct{})}
 	var err error
 	if !a.call(func() { err = a.addSession(sess) }) {
 		err = fmt.Errorf("campaign %s is closing on this scheduler", a.cfg.ID)
 	}
 	if err != nil {
-		_ = fw.WriteFrame(session.FrameRefused, session.Refused{Reason: err.Error()})
+		_ = fw.WriteFrame(session.FrameRefused, session.Refused{Reason: err.Error(), Ended: errors.Is(err, errSessionEnded)})
 		_ = fw.Flush()
 		return nil, false
 	}
@@ -499,7 +514,11 @@ func dispatchFetcher(a *campaignActor, sess *fetcherSession, t session.FrameType
 		if cr.N < 0 || cr.N > 1<<16 {
 			return fmt.Sprintf("credit %d out of range 0..65536", cr.N)
 		}
-		a.post(func() { sess.credit += cr.N })
+		a.post(func() {
+			if !sess.ending {
+				sess.credit += cr.N
+			}
+		})
 	case session.FrameOutcomes:
 		var os session.Outcomes
 		if err := session.Decode(t, payload, &os); err != nil {
@@ -584,6 +603,8 @@ func (s *Server) control(req session.Request) session.Reply {
 		rep := session.Reply{FailuresTotal: len(fs)}
 		rep.Failures = fs[:min(len(fs), session.MaxFailuresReply)]
 		return rep
+	case session.OpEnd:
+		return session.Reply{Ended: s.endSessions(req.Campaign.ID, req.Keys)}
 	case session.OpClose:
 		st, err := s.closeCampaign(req.Campaign.ID, req.Final || req.Delete, req.Delete)
 		if err != nil {

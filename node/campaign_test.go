@@ -167,7 +167,7 @@ func ctTemporalCLI(t *testing.T, s *stack, args ...string) {
 // the Campaign workflow as built now (a non-determinism fails the test),
 // and with DROVER_RECORD_HISTORY=1 writes it to workflows/testdata/record,
 // which TestReplayRecordedHistory replays from then on.
-func ctCheckHistory(t *testing.T, c client.Client, id, runID, record string) {
+func ctCheckHistory(t *testing.T, c client.Client, id, runID, record string) *historypb.History {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -184,11 +184,11 @@ func ctCheckHistory(t *testing.T, c client.Client, id, runID, record string) {
 	r.RegisterWorkflowWithOptions(workflows.Campaign, workflow.RegisterOptions{Name: workflows.WorkflowName})
 	if err := r.ReplayWorkflowHistory(nil, h); err != nil {
 		t.Errorf("replaying the history of %s (%d events): %v", id, len(h.Events), err)
-		return
+		return h
 	}
 	t.Logf("history of %s: %d events, replays", id, len(h.Events))
 	if os.Getenv("DROVER_RECORD_HISTORY") != "1" {
-		return
+		return h
 	}
 	b, err := protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(h)
 	if err != nil {
@@ -206,6 +206,26 @@ func ctCheckHistory(t *testing.T, c client.Client, id, runID, record string) {
 		t.Fatal(err)
 	}
 	t.Logf("recorded %s", path)
+	return h
+}
+
+// ctSessionEnds counts how the history's FetchSessions ended: completed
+// (ended through their scheduler, EndSessions) or cancelled (the
+// cancellation reached them on a heartbeat response first).
+func ctSessionEnds(h *historypb.History) (completed, canceled int) {
+	fetch := map[int64]bool{}
+	for _, ev := range h.Events {
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == workflows.FetchSessionActivity {
+			fetch[ev.GetEventId()] = true
+		}
+		if a := ev.GetActivityTaskCompletedEventAttributes(); a != nil && fetch[a.GetScheduledEventId()] {
+			completed++
+		}
+		if a := ev.GetActivityTaskCanceledEventAttributes(); a != nil && fetch[a.GetScheduledEventId()] {
+			canceled++
+		}
+	}
+	return completed, canceled
 }
 
 func ctStartCampaign(t *testing.T, c client.Client, cfg campaign.Config) client.WorkflowRun {
@@ -340,7 +360,17 @@ func TestPauseWithTemporalCLI(t *testing.T) {
 	}
 	ctCheckLanded(t, s, web)
 	t.Logf("completed: %d pages, %d duplicates", ctPagesRequested(web), len(web.Duplicates()))
-	ctCheckHistory(t, c, cfg.ID, run.GetRunID(), "campaign_history.json")
+	h := ctCheckHistory(t, c, cfg.ID, run.GetRunID(), "campaign_history.json")
+	// The pause and the end reached the sessions through the scheduler
+	// (EndSessions): they completed, instead of waiting up to the
+	// heartbeat throttle (node.HeartbeatThrottle) for their cancellation.
+	// A heartbeat response may win the race now and then, so one such
+	// end is the proof.
+	completed, canceled := ctSessionEnds(h)
+	t.Logf("FetchSessions: %d ended through the scheduler, %d by their cancellation", completed, canceled)
+	if completed == 0 {
+		t.Errorf("no FetchSession ended through its scheduler (%d cancelled): pause and stop waited for heartbeats", canceled)
+	}
 }
 
 // restartWithin bounds the time from the SIGKILL to the fleet whole again

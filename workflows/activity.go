@@ -61,6 +61,23 @@ type MonitorResult struct {
 	Stats      session.Stats
 }
 
+// EndSessionsInput is the input of EndSessions: the campaign and the keys
+// of the sessions to end (SessionKey).
+type EndSessionsInput struct {
+	Campaign string
+	Keys     []string
+}
+
+// EndSessionsResult counts the sessions that were open on the schedulers.
+type EndSessionsResult struct {
+	Ended int
+}
+
+// SessionKey names one FetchSession for the schedulers (session.Hello.Key):
+// its workflow run and its activity ID, which the workflow knows when it
+// starts it and the activity reads from its info.
+func SessionKey(runID, activityID string) string { return runID + "/" + activityID }
+
 // CloseInput is the input of Close.
 type CloseInput struct {
 	Config campaign.Config

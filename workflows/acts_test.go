@@ -28,6 +28,10 @@ func (*stubActivities) Close(context.Context, CloseInput) (CloseResult, error) {
 
 func (*stubActivities) Notify(context.Context, NotifyInput) error { return errNotMocked }
 
+func (*stubActivities) EndSessions(context.Context, EndSessionsInput) (EndSessionsResult, error) {
+	return EndSessionsResult{}, errNotMocked
+}
+
 func (*stubActivities) FetchSession(context.Context, FetchSessionInput) (SessionCounters, error) {
 	return SessionCounters{}, errNotMocked
 }

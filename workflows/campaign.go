@@ -52,7 +52,10 @@ type run struct {
 	limit     int
 	id        string
 
-	slots    []*slot
+	slots []*slot
+	// toEnd are the keys of the sessions cancelled since the last
+	// endStopped, which ends them through the schedulers.
+	toEnd    []string
 	events   workflow.Channel
 	controls controls
 
@@ -312,6 +315,7 @@ func (r *run) stopAll() {
 	for _, s := range r.slots {
 		r.stopSlot(s)
 	}
+	r.endStopped()
 }
 
 // waitFleet waits until every session returned (they record their

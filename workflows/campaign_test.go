@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -40,6 +41,10 @@ type harness struct {
 	closes   []CloseInput
 	closedAt time.Time // virtual time of the last Close
 	notified []string  // events
+	// keys are the started sessions' keys as the activity computes them
+	// (from its info); ends are EndSessions' inputs.
+	keys []string
+	ends []EndSessionsInput
 }
 
 // newHarness builds the harness; before, when set, registers FetchSession
@@ -59,6 +64,7 @@ func newHarness(t *testing.T, before func(env *testsuite.TestWorkflowEnvironment
 			var in FetchSessionInput
 			require.NoError(t, args.Get(&in))
 			h.starts[in.Index]++
+			h.keys = append(h.keys, SessionKey(info.WorkflowExecution.RunID, info.ActivityID))
 		case "Seed":
 			h.seeds++
 		}
@@ -85,6 +91,13 @@ func newHarness(t *testing.T, before func(env *testsuite.TestWorkflowEnvironment
 			h.closes = append(h.closes, in)
 			h.closedAt = h.env.Now()
 			return CloseResult{Stats: session.Stats{Fetched: h.fetched.Load(), Failed: 1}}, nil
+		}).Maybe()
+	env.OnActivity(acts.EndSessions, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in EndSessionsInput) (EndSessionsResult, error) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.ends = append(h.ends, in)
+			return EndSessionsResult{Ended: len(in.Keys)}, nil
 		}).Maybe()
 	env.OnActivity(acts.Notify, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in NotifyInput) error {
@@ -219,6 +232,15 @@ func TestPauseResumeStop(t *testing.T) {
 	require.Equal(t, 2, h.startsOf(0))
 	require.Equal(t, 2, h.startsOf(1))
 	require.Equal(t, 0, st.Restarts, "pause and resume are not restarts")
+	// The pause ended the running sessions through the schedulers, under
+	// the keys the activities computed from their info. (The stop's
+	// EndSessions is scheduled too, but the testsuite resolves cancelled
+	// sessions at once, so the workflow completes before it runs.)
+	require.Len(t, h.keys, 4)
+	sort.Strings(h.keys)
+	require.NotEmpty(t, h.ends)
+	sort.Strings(h.ends[0].Keys)
+	require.Equal(t, EndSessionsInput{Campaign: "c1", Keys: []string{h.keys[0], h.keys[2]}}, h.ends[0]) // fetcher-0-1, fetcher-1-1
 }
 
 // Several control signals in one workflow task reach the workflow with
@@ -491,10 +513,13 @@ func TestContinueAsNewCarriesState(t *testing.T) {
 // server (DROVER_RECORD_HISTORY=1 go test ./node/ -run 'TestPauseWithTemporalCLI|TestMissingKafkaTopicFailsCampaign'):
 // campaign_history.json is a campaign paused, resumed and completed;
 // failed_campaign_history.json one whose fetchers all failed until
-// fail_after. Replaying them catches a change to Campaign that would break
-// running campaigns (non-determinism).
+// fail_after; campaign_history_before_end_sessions.json the first one as
+// recorded before the workflow ended sessions through the schedulers
+// (versionEndSessions: it replays without EndSessions). Replaying them
+// catches a change to Campaign that would break running campaigns
+// (non-determinism).
 func TestReplayRecordedHistory(t *testing.T) {
-	for _, name := range []string{"campaign_history.json", "failed_campaign_history.json"} {
+	for _, name := range []string{"campaign_history.json", "failed_campaign_history.json", "campaign_history_before_end_sessions.json"} {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join("testdata", name)
 			if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {

@@ -34,14 +34,18 @@ type slot struct {
 	waiting     bool // a backoff timer is pending
 	backoff     time.Duration
 	startedAt   time.Time
+	key         string // the running session's SessionKey
 	cancel      workflow.CancelFunc
 	cancelTimer workflow.CancelFunc
 }
 
+// fetchActivityID names fetcher index's n-th session of a run.
+func fetchActivityID(index, n int) string { return fmt.Sprintf("fetcher-%d-%d", index, n) }
+
 func fetchOptions(index, n int) workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		TaskQueue:           FetchTaskQueue,
-		ActivityID:          fmt.Sprintf("fetcher-%d-%d", index, n),
+		ActivityID:          fetchActivityID(index, n),
 		StartToCloseTimeout: 24 * time.Hour,
 		HeartbeatTimeout:    20 * time.Second,
 		// The session returns its leases before it acknowledges a cancel;
@@ -87,6 +91,7 @@ func (r *run) reconcile() {
 			r.stopSlot(s)
 		}
 	}
+	r.endStopped()
 }
 
 // stopSlot cancels slot s's session and backoff timer, if any.
@@ -95,6 +100,7 @@ func (r *run) stopSlot(s *slot) {
 		s.stopping = true
 		s.restartNow = false
 		s.cancel()
+		r.toEnd = append(r.toEnd, s.key)
 	}
 	if s.waiting {
 		s.waiting = false
@@ -133,6 +139,7 @@ func (r *run) startSession(i int) {
 	s.running, s.stopping, s.restartNow = true, false, false
 	s.cancel = cancel
 	s.startedAt = workflow.Now(r.ctx)
+	s.key = SessionKey(workflow.GetInfo(r.ctx).WorkflowExecution.RunID, fetchActivityID(i, s.starts))
 	f := workflow.ExecuteActivity(actx, FetchSessionActivity, FetchSessionInput{Config: r.cfg, Index: i})
 	workflow.Go(r.ctx, func(ctx workflow.Context) {
 		var c SessionCounters
@@ -225,6 +232,7 @@ func (r *run) restartFetcher(i int) {
 	case s.running && !s.stopping:
 		s.stopping, s.restartNow = true, true
 		s.cancel()
+		r.toEnd = append(r.toEnd, s.key)
 	case s.waiting:
 		s.waiting = false
 		s.token++
@@ -309,4 +317,34 @@ func errorText(err error) string {
 		msg = msg[:300] + "..."
 	}
 	return msg
+}
+
+// versionEndSessions is the workflow.GetVersion change ID of ending the
+// cancelled sessions through the schedulers (endStopped).
+const versionEndSessions = "end-sessions"
+
+// endStopped ends the sessions cancelled since its last call through the
+// schedulers (EndSessions), without waiting for it: a cancellation alone
+// reaches a session only on a heartbeat response, up to the worker's
+// heartbeat throttle later; the scheduler's FrameEnd reaches it at once.
+// Should EndSessions fail (a scheduler away), the cancellation still ends
+// them; the failure is in the history and the log.
+func (r *run) endStopped() {
+	if len(r.toEnd) == 0 {
+		return
+	}
+	keys := r.toEnd
+	r.toEnd = nil
+	// Runs from before this change replay without it.
+	if workflow.GetVersion(r.ctx, versionEndSessions, workflow.DefaultVersion, 1) < 1 {
+		return
+	}
+	actx := workflow.WithActivityOptions(r.ctx, smallOptions(30*time.Second, 3))
+	f := workflow.ExecuteActivity(actx, EndSessionsActivity, EndSessionsInput{Campaign: r.id, Keys: keys})
+	workflow.Go(r.ctx, func(ctx workflow.Context) {
+		var res EndSessionsResult
+		if err := f.Get(ctx, &res); err != nil {
+			workflow.GetLogger(ctx).Warn("ending sessions through the schedulers failed; their cancellation ends them", "sessions", len(keys), "error", err)
+		}
+	})
 }

@@ -21,6 +21,10 @@ const (
 	MonitorActivity = "Monitor"
 	CloseActivity   = "Close"
 	NotifyActivity  = "Notify"
+	// EndSessionsActivity ends fetcher sessions through the schedulers
+	// (EndSessionsInput), so that a pause, a stop or a scale-down reaches
+	// them at once rather than on their next heartbeat response.
+	EndSessionsActivity = "EndSessions"
 
 	// TaskQueue hosts the Campaign workflow and its small activities (Seed,
 	// Monitor, Close, Notify).

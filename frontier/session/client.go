@@ -98,6 +98,9 @@ func (cl Client) handshake(ctx context.Context, addr string, hello Hello) (net.C
 	case FrameRefused:
 		var r Refused
 		_ = Decode(t, payload, &r)
+		if r.Ended {
+			return fail(fmt.Errorf("scheduler %s: %w: %s", addr, ErrEnded, r.Reason))
+		}
 		return fail(fmt.Errorf("scheduler %s: %w: %s", addr, ErrRefused, r.Reason))
 	}
 	return fail(fmt.Errorf("scheduler %s: unexpected %s frame: %w", addr, t, ErrBadFrame))
@@ -118,8 +121,10 @@ type Session struct {
 
 	done    chan struct{}
 	closing chan struct{}
-	once    sync.Once
-	wg      sync.WaitGroup
+	// ended is closed when the scheduler sent FrameEnd.
+	ended chan struct{}
+	once  sync.Once
+	wg    sync.WaitGroup
 
 	closeOnce sync.Once // closes closing
 }
@@ -130,10 +135,18 @@ func DialSession(ctx context.Context, addr, token, client string, cfg campaign.C
 	return Client{Token: token}.DialSession(ctx, addr, client, cfg, buffer)
 }
 
-// DialSession opens a fetcher session for a campaign. buffer sizes the
-// lease channel (the fetcher's concurrency).
+// DialSession opens a fetcher session for a campaign, without a key (see
+// DialSessionKey).
 func (cl Client) DialSession(ctx context.Context, addr, client string, cfg campaign.Config, buffer int) (*Session, error) {
-	c, fr, fw, w, err := cl.handshake(ctx, addr, Hello{Role: RoleFetcher, Client: client, Campaign: &cfg})
+	return cl.DialSessionKey(ctx, addr, client, "", cfg, buffer)
+}
+
+// DialSessionKey opens a fetcher session for a campaign under key
+// (Hello.Key: OpEnd can end it; "" for none). buffer sizes the lease
+// channel (the fetcher's concurrency). A key the campaign already ended
+// is refused with ErrEnded.
+func (cl Client) DialSessionKey(ctx context.Context, addr, client, key string, cfg campaign.Config, buffer int) (*Session, error) {
+	c, fr, fw, w, err := cl.handshake(ctx, addr, Hello{Role: RoleFetcher, Client: client, Campaign: &cfg, Key: key})
 	if err != nil {
 		return nil, err
 	}
@@ -144,6 +157,7 @@ func (cl Client) DialSession(ctx context.Context, addr, client string, cfg campa
 		wake:    make(chan struct{}, 1),
 		done:    make(chan struct{}),
 		closing: make(chan struct{}),
+		ended:   make(chan struct{}),
 	}
 	s.wg.Add(2)
 	go s.readLoop(fr)
@@ -159,6 +173,12 @@ func (s *Session) Leases() <-chan Lease { return s.leases }
 
 // Done is closed when the session has ended.
 func (s *Session) Done() <-chan struct{} { return s.done }
+
+// Ended is closed when the campaign ended the session through the
+// scheduler (FrameEnd): take no more leases, report the ones in flight,
+// release the rest and Close. Leases is closed after the last lease the
+// scheduler sent before it.
+func (s *Session) Ended() <-chan struct{} { return s.ended }
 
 // Err says why the session ended.
 func (s *Session) Err() error {
@@ -241,9 +261,19 @@ func (s *Session) readLoop(fr *FrameReader) {
 				}
 			}
 		case FramePong:
+		case FrameEnd:
+			// Nothing follows but pongs: the reader's work is done, and
+			// the writer goes on until Close sends the last outcomes.
+			close(s.ended)
+			return
 		case FrameRefused:
 			var r Refused
 			_ = Decode(t, payload, &r)
+			if r.Ended {
+				// Ended while its hello was on the way (OpEnd raced it).
+				s.fail(fmt.Errorf("%w: %s", ErrEnded, r.Reason))
+				return
+			}
 			s.fail(fmt.Errorf("%w: %s", ErrRefused, r.Reason))
 			return
 		default:
@@ -440,6 +470,14 @@ func (c *Control) closeCampaign(ctx context.Context, id string, final, del bool)
 	return *rep.Stats, nil
 }
 
+// EndSessions ends the campaign's fetcher sessions named by keys on this
+// scheduler (FrameEnd) and refuses those keys from now on; it returns how
+// many of them had a session open here.
+func (c *Control) EndSessions(ctx context.Context, id string, keys []string) (int, error) {
+	rep, err := c.do(ctx, Request{Op: OpEnd, Campaign: &campaign.Config{ID: id}, Keys: keys})
+	return rep.Ended, err
+}
+
 // Failures lists the campaign's failure records on this scheduler (reason
 // "" for all) and how many there are.
 func (c *Control) Failures(ctx context.Context, id, reason string) ([]FailureRecord, int, error) {
@@ -560,6 +598,30 @@ func (cl Client) DropFailures(ctx context.Context, addrs []string, id string) er
 		}
 	}
 	return nil
+}
+
+// EndSessions ends the campaign's fetcher sessions named by keys on every
+// scheduler, so that one reconnecting elsewhere is refused too. It tries
+// every scheduler whatever the others answer, and returns how many
+// sessions were open and every error: a scheduler it cannot reach keeps
+// its sessions until their cancellation arrives on a heartbeat response.
+func (cl Client) EndSessions(ctx context.Context, addrs []string, id string, keys []string) (int, error) {
+	n := 0
+	var errs []error
+	for _, addr := range addrs {
+		c, err := cl.DialControl(ctx, addr)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		k, err := c.EndSessions(ctx, id, keys)
+		c.Close()
+		n += k
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return n, errors.Join(errs...)
 }
 
 // CloseEverywhere closes a campaign on every scheduler, in two rounds.

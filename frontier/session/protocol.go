@@ -37,6 +37,7 @@ import (
 //	Outcomes{[...]}             ──▶
 //	Ping                        ──▶ (keepalive; renews the session's leases)
 //	                            ◀── Pong
+//	                            ◀── End  (the campaign ended this session)
 //
 // A control session (role "control") sends requests (Seed, StatsRequest,
 // CloseCampaign) and receives one Reply per request, in order.
@@ -72,10 +73,14 @@ const (
 	FramePong
 	FrameRequest
 	FrameReply
+	// FrameEnd tells a fetcher session that its campaign ended it (pause,
+	// stop, scale-down, restart: OpEnd named its Key): take no more
+	// leases, report what is in flight, give the rest back and close.
+	FrameEnd
 )
 
 func (t FrameType) String() string {
-	names := [...]string{"?", "hello", "welcome", "refused", "credit", "leases", "outcomes", "reserved", "ping", "pong", "request", "reply"}
+	names := [...]string{"?", "hello", "welcome", "refused", "credit", "leases", "outcomes", "reserved", "ping", "pong", "request", "reply", "end"}
 	if int(t) < len(names) {
 		return names[t]
 	}
@@ -98,6 +103,12 @@ type Hello struct {
 	// Campaign is the campaign a fetcher session works for; the first
 	// session of a campaign opens it on this scheduler.
 	Campaign *campaign.Config `json:"campaign,omitempty"`
+	// Key names a fetcher session for OpEnd, unique within the campaign
+	// (the workflow run and the FetchSession's activity ID): the campaign
+	// ends its sessions by key through the scheduler, at once, instead of
+	// waiting for the cancellation to reach them on a heartbeat response.
+	// A key once ended is refused (Refused.Ended).
+	Key string `json:"key,omitempty"`
 }
 
 // Welcome accepts a session.
@@ -112,6 +123,9 @@ type Welcome struct {
 // Refused ends a session with the reason.
 type Refused struct {
 	Reason string `json:"reason"`
+	// Ended: the session's key was ended (OpEnd); the client must not
+	// try again (ErrEnded).
+	Ended bool `json:"ended,omitempty"`
 }
 
 // Credit tells the scheduler how many more URLs the fetcher can take now.
@@ -211,6 +225,8 @@ type Request struct {
 	Final bool `json:"final,omitempty"`
 	// Reason (failures): only the records with this reason.
 	Reason string `json:"reason,omitempty"`
+	// Keys (end): the fetcher sessions to end (Hello.Key).
+	Keys []string `json:"keys,omitempty"`
 }
 
 // Control operations.
@@ -225,6 +241,10 @@ const (
 	// OpCheck asks whether the scheduler can run a campaign (a valid config,
 	// a policy it has) without creating anything: the starter's preflight.
 	OpCheck = "check"
+	// OpEnd ends the campaign's fetcher sessions named by Keys (FrameEnd)
+	// and refuses them from now on, on this scheduler: how a pause, a stop
+	// or a scale-down reaches the fleet without waiting for a heartbeat.
+	OpEnd = "end"
 )
 
 // Reply answers a Request.
@@ -237,6 +257,8 @@ type Reply struct {
 	// FailuresTotal is how many there are.
 	Failures      []FailureRecord `json:"failures,omitempty"`
 	FailuresTotal int             `json:"failures_total,omitempty"`
+	// Ended answers OpEnd: how many of the named sessions were open here.
+	Ended int `json:"ended,omitempty"`
 }
 
 // MaxFailuresReply bounds the failure records in one reply (well within
@@ -251,6 +273,9 @@ var (
 	ErrBadFrame = errors.New("malformed frame")
 	// ErrRefused: the scheduler refused the session (see the message).
 	ErrRefused = errors.New("session refused")
+	// ErrEnded: the campaign ended this session through the scheduler
+	// (OpEnd): it is done, not failed, and must not reconnect.
+	ErrEnded = errors.New("session ended by its campaign")
 )
 
 // FrameWriter writes frames; not safe for concurrent use.

@@ -1,0 +1,126 @@
+package frontier_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/seen"
+	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/testweb"
+	"github.com/drover-crawl/drover/testweb/webtest"
+)
+
+// nextLease waits for one lease on sess.
+func nextLease(t *testing.T, sess *session.Session, within time.Duration) session.Lease {
+	t.Helper()
+	select {
+	case l, ok := <-sess.Leases():
+		if !ok {
+			t.Fatalf("session ended waiting for a lease: %v", sess.Err())
+		}
+		return l
+	case <-time.After(within):
+		t.Fatalf("no lease within %s", within)
+	}
+	return session.Lease{}
+}
+
+// TestEndSessionsByKey ends one of a campaign's two sessions through the
+// control session (OpEnd), as the workflow does on a pause: the ended
+// session hears FrameEnd, gets no lease for the credit it still sends,
+// and the outcome it reports after the end is recorded (the page is not
+// fetched again); a reconnect under its key is refused with ErrEnded, as
+// is a key ended before its session ever dialed; the other session goes
+// on.
+func TestEndSessionsByKey(t *testing.T) {
+	web := webtest.Start(t, testweb.Config{Hosts: 1, PagesPerHost: 50, Base: 36})
+	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory())
+	cfg := testCampaign(t, web)
+	cfg.Seeds = web.Pages()[:10] // reported without links: the rest stays queued
+	cfg.PerHostConcurrency = 10  // so that the host could take the credit given after the end
+	cfg.PerHostDelay = new(time.Duration(0))
+	ctl := control(t, sched.addr)
+	seedCampaign(t, ctl, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl := session.Client{Token: session.DevToken}
+	dial := func(key string) (*session.Session, error) {
+		return cl.DialSessionKey(ctx, sched.addr, "fetcher-"+key, key, cfg, 4)
+	}
+	a, err := dial("run/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := dial("run/b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+
+	// The host's robots.txt first, then one page held by a.
+	a.Credit(1)
+	rl := nextLease(t, a, 10*time.Second)
+	if rl.Kind != session.KindRobots {
+		t.Fatalf("first lease %+v: want the host's robots.txt", rl)
+	}
+	a.Report(session.Outcome{LeaseID: rl.ID, Robots: &session.RobotsBody{Status: 404}})
+	a.Credit(1)
+	page := nextLease(t, a, 10*time.Second)
+	if page.Kind != session.KindPage {
+		t.Fatalf("second lease %+v: want a page", page)
+	}
+
+	n, err := ctl.EndSessions(ctx, cfg.ID, []string{"run/a"})
+	if err != nil || n != 1 {
+		t.Fatalf("EndSessions: %d open, %v; want 1, nil", n, err)
+	}
+	select {
+	case <-a.Ended():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the ended session heard no FrameEnd within 5 s")
+	}
+	select {
+	case <-b.Ended():
+		t.Fatal("the session not named was ended too")
+	default:
+	}
+	// Credit after the end is ignored: the scheduler holds 1 lease (the
+	// page), not 1 + 8, half a second later.
+	a.Credit(8)
+	time.Sleep(500 * time.Millisecond)
+	if st := stats(t, ctl, cfg.ID); st.InFlight != 1 {
+		t.Fatalf("after the end and 8 more credit: %d leases out, want 1 (the held page)", st.InFlight)
+	}
+	if l, ok := <-a.Leases(); ok {
+		t.Fatalf("lease %+v delivered after FrameEnd", l)
+	}
+	// The page held at the end is reported afterwards, and counts.
+	a.Report(session.Outcome{LeaseID: page.ID, Stored: true, Status: 200})
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitStats(t, ctl, cfg.ID, 10*time.Second, "the page reported after the end recorded", func(st session.Stats) bool {
+		return st.Fetched == 1 && st.InFlight == 0 && st.Pending == 0
+	})
+
+	if _, err := dial("run/a"); !errors.Is(err, session.ErrEnded) {
+		t.Fatalf("reconnect of an ended key: %v; want ErrEnded", err)
+	}
+	// A key ended before its session dialed (it was away, reconnecting):
+	// refused too, on a scheduler the campaign's end reached first.
+	if n, err := ctl.EndSessions(ctx, cfg.ID, []string{"run/c"}); err != nil || n != 0 {
+		t.Fatalf("EndSessions of a key with no session: %d open, %v; want 0, nil", n, err)
+	}
+	if _, err := dial("run/c"); !errors.Is(err, session.ErrEnded) {
+		t.Fatalf("dial of a key ended beforehand: %v; want ErrEnded", err)
+	}
+
+	b.Credit(1)
+	if l := nextLease(t, b, 10*time.Second); l.Kind != session.KindPage {
+		t.Fatalf("the other session's lease %+v: want a page", l)
+	}
+}
