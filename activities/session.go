@@ -62,7 +62,9 @@ func (a *Activities) FetchSession(ctx context.Context, in workflows.FetchSession
 	r.m = a.Metrics
 	r.scoreLink = a.LinkScorer
 	// Heartbeats start before the sinks are opened: a session waiting on
-	// the campaign's shared sinks still hears a pause or a cancel.
+	// the campaign's shared sinks still hears a cancel (within the
+	// heartbeat throttle; a pause through the scheduler reaches it only
+	// when it dials, as ErrEnded).
 	stopBeat := r.heartbeat(ctx)
 	defer stopBeat()
 	sk, releaseSinks, err := acquireSinks(ctx, cfg, sink.Options{Campaign: cfg.ID, BodyCap: cfg.BodyCap, KafkaBrokers: a.KafkaBrokers, Metrics: a.SinkMetrics, Secrets: a.SinkSecrets})

@@ -217,7 +217,8 @@ func TemporalServerArgs(ip string, port, uiPort int, dbFile string) []string {
 // without an fsync per commit. SQLite's default (a rollback journal,
 // synchronous=FULL) syncs the journal and the file on every transaction,
 // and the dev server commits one for every activity heartbeat: eight
-// fetchers heartbeat 16 times a second. In WAL mode with NORMAL a commit
+// fetchers heartbeated 16 times a second until session 9 (now one each
+// per 5 s, node.HeartbeatThrottle), and every workflow task commits too. In WAL mode with NORMAL a commit
 // is an append to the -wal file, synced at checkpoints: a crash of any
 // process, Temporal's included, loses nothing committed (the OS holds the
 // writes; TestDevStackRestartsAKilledScheduler SIGKILLs it); a crash of

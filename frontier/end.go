@@ -48,8 +48,8 @@ func (s *Server) isEnded(key string) bool {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, ok := s.ended[key]
-	return ok
+	at, ok := s.ended[key]
+	return ok && time.Since(at) <= endedFor
 }
 
 // endSessions sends FrameEnd to the open sessions named by keys, once

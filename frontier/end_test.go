@@ -3,6 +3,8 @@ package frontier_test
 import (
 	"context"
 	"errors"
+	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -122,5 +124,67 @@ func TestEndSessionsByKey(t *testing.T) {
 	b.Credit(1)
 	if l := nextLease(t, b, 10*time.Second); l.Kind != session.KindPage {
 		t.Fatalf("the other session's lease %+v: want a page", l)
+	}
+}
+
+// TestEndSessionsPastAHungScheduler ends a session on a scheduler listed
+// after one that accepts connections and never answers: the end reaches
+// the live one at once (the schedulers are called together, each within
+// its own bound), and the hung one is reported as an error.
+func TestEndSessionsPastAHungScheduler(t *testing.T) {
+	web := webtest.Start(t, testweb.Config{Hosts: 1, PagesPerHost: 5, Base: 36})
+	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory())
+	cfg := testCampaign(t, web)
+	ctl := control(t, sched.addr)
+	seedCampaign(t, ctl, cfg)
+	hung, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hung.Close()
+	go func() {
+		for {
+			c, err := hung.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // held open, never answered
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl := session.Client{Token: session.DevToken}
+	sess, err := cl.DialSessionKey(ctx, sched.addr, "fetcher-a", "run/a", cfg, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+
+	type result struct {
+		n   int
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, err := cl.EndSessions(ctx, []string{hung.Addr().String(), sched.addr}, cfg.ID, []string{"run/a"})
+		done <- result{n, err}
+	}()
+	select {
+	case <-sess.Ended():
+	case r := <-done:
+		t.Fatalf("EndSessions returned (%d, %v) before the live scheduler ended the session", r.n, r.err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the live scheduler's session was not ended while the hung one held EndSessions")
+	}
+	endedAt := time.Now()
+	r := <-done
+	// Called one after the other, the live scheduler would have been
+	// reached only once the hung one's bound (5 s) ran out, just before
+	// EndSessions returned.
+	if waited := time.Since(endedAt); waited < 2*time.Second {
+		t.Errorf("EndSessions returned %s after the session ended: the live scheduler waited for the hung one", waited.Round(time.Millisecond))
+	}
+	if r.n != 1 || r.err == nil || !strings.Contains(r.err.Error(), hung.Addr().String()) {
+		t.Fatalf("EndSessions: (%d, %v); want 1 ended and an error naming the hung scheduler %s", r.n, r.err, hung.Addr())
 	}
 }

@@ -253,10 +253,11 @@ func ctResult(t *testing.T, run client.WorkflowRun, timeout time.Duration) workf
 
 // pauseTakesEffectWithin bounds the time from the pause signal to a fleet
 // stopped (no FetchSession pending, no session at the scheduler): a
-// workflow task, the cancellation reaching each session on a heartbeat
-// response (500 ms throttle), its fetches cancelled, its leases released
-// and its session closed. It takes well under 2 s; the bound leaves room
-// for -race on 2 busy cores.
+// workflow task, EndSessions reaching each session through the scheduler
+// (or the cancellation, on a heartbeat response within the 5 s throttle),
+// its fetches cancelled, its leases released and its session closed. It
+// takes well under a second; the bound leaves room for -race on 2 busy
+// cores.
 const pauseTakesEffectWithin = 30 * time.Second
 
 // pausedQuietFor is how long a paused campaign is watched for a request:

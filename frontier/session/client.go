@@ -77,7 +77,11 @@ func (cl Client) handshake(ctx context.Context, addr string, hello Hello) (net.C
 	if err := fw.Flush(); err != nil {
 		return fail(fmt.Errorf("scheduler %s: %w", addr, err))
 	}
-	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	welcomeBy := time.Now().Add(30 * time.Second)
+	if d, ok := ctx.Deadline(); ok && d.Before(welcomeBy) {
+		welcomeBy = d
+	}
+	_ = c.SetReadDeadline(welcomeBy)
 	t, payload, err := fr.ReadFrame()
 	if err != nil {
 		if cl.TLS != nil {
@@ -600,26 +604,37 @@ func (cl Client) DropFailures(ctx context.Context, addrs []string, id string) er
 	return nil
 }
 
+// endSessionsWithin bounds EndSessions' call to one scheduler, so that a
+// scheduler that hangs does not hold back the others' ends.
+const endSessionsWithin = 5 * time.Second
+
 // EndSessions ends the campaign's fetcher sessions named by keys on every
-// scheduler, so that one reconnecting elsewhere is refused too. It tries
-// every scheduler whatever the others answer, and returns how many
-// sessions were open and every error: a scheduler it cannot reach keeps
-// its sessions until their cancellation arrives on a heartbeat response.
+// scheduler at once, so that one reconnecting elsewhere is refused too.
+// Each scheduler gets endSessionsWithin, whatever the others answer; it
+// returns how many sessions were open and every error: a scheduler it
+// cannot reach keeps its sessions until their cancellation arrives on a
+// heartbeat response.
 func (cl Client) EndSessions(ctx context.Context, addrs []string, id string, keys []string) (int, error) {
+	ns := make([]int, len(addrs))
+	errs := make([]error, len(addrs))
+	var wg sync.WaitGroup
+	for i, addr := range addrs {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(ctx, endSessionsWithin)
+			defer cancel()
+			c, err := cl.DialControl(ctx, addr)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer c.Close()
+			ns[i], errs[i] = c.EndSessions(ctx, id, keys)
+		})
+	}
+	wg.Wait()
 	n := 0
-	var errs []error
-	for _, addr := range addrs {
-		c, err := cl.DialControl(ctx, addr)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		k, err := c.EndSessions(ctx, id, keys)
-		c.Close()
+	for _, k := range ns {
 		n += k
-		if err != nil {
-			errs = append(errs, err)
-		}
 	}
 	return n, errors.Join(errs...)
 }

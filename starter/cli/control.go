@@ -44,9 +44,10 @@ func (a *App) signalCommand(name, short string) *cobra.Command {
 }
 
 // DefaultStopTimeout bounds how long `stop` waits for a campaign to close:
-// its fetchers stop at their next heartbeat (a second or so, tens of
-// seconds for one whose worker died), then the campaign's queues are
-// removed.
+// its fetchers stop through their schedulers (a fraction of a second; at
+// their next heartbeat, within 5 s, where a scheduler cannot be reached;
+// tens of seconds for one whose worker died), then the campaign's queues
+// are removed.
 const DefaultStopTimeout = 2 * time.Minute
 
 func (a *App) stopCommand() *cobra.Command {
