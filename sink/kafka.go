@@ -66,13 +66,10 @@ const maxBatchMargin = 16 << 10
 // costs the broker a request and a log append (the dev stack's broker an
 // fsync of segment and index) whatever its size: at 5 ms the dev stack
 // wrote about 5 pages per produce and its broker made 4.9 syscalls per
-// page, at 20 ms 2.7. At 50 ms (session 9, six interleaved rounds of the
-// dev stack) the broker's CPU per page fell by a third and the stack's by
-// 12%, and the bench's pages/s by 7%: a fetch slot is held up to 50 ms
-// longer per page, which costs throughput only where a fetch takes about
-// as long (the test web answers in a millisecond; the web in hundreds). A
-// host's next request is spaced from this one's start, not from its store.
-const DefaultLinger = 50 * time.Millisecond
+// page, at 20 ms 2.7. A crawler's throughput does not wait on it: a fetch
+// slot is held 15 ms longer per page, and a host's next request is
+// spaced from this one's start, not from its store.
+const DefaultLinger = 20 * time.Millisecond
 
 // noLinger is linger=0: kafka-go reads a BatchTimeout of 0 as its own
 // default (1 s), so no wait is asked for as the shortest one.
