@@ -100,14 +100,20 @@ func (cl Client) handshake(ctx context.Context, addr string, hello Hello) (net.C
 		}
 		return c, fr, fw, w, nil
 	case FrameRefused:
-		var r Refused
-		_ = Decode(t, payload, &r)
-		if r.Ended {
-			return fail(fmt.Errorf("scheduler %s: %w: %s", addr, ErrEnded, r.Reason))
-		}
-		return fail(fmt.Errorf("scheduler %s: %w: %s", addr, ErrRefused, r.Reason))
+		return fail(fmt.Errorf("scheduler %s: %w", addr, refusal(payload)))
 	}
 	return fail(fmt.Errorf("scheduler %s: unexpected %s frame: %w", addr, t, ErrBadFrame))
+}
+
+// refusal is the error a Refused frame's payload says: ErrEnded for a
+// session its campaign ended, ErrRefused otherwise, with the reason.
+func refusal(payload []byte) error {
+	var r Refused
+	_ = Decode(FrameRefused, payload, &r)
+	if r.Ended {
+		return fmt.Errorf("%w: %s", ErrEnded, r.Reason)
+	}
+	return fmt.Errorf("%w: %s", ErrRefused, r.Reason)
 }
 
 // Session is a fetcher's session with a scheduler: leases come in on
@@ -271,14 +277,9 @@ func (s *Session) readLoop(fr *FrameReader) {
 			close(s.ended)
 			return
 		case FrameRefused:
-			var r Refused
-			_ = Decode(t, payload, &r)
-			if r.Ended {
-				// Ended while its hello was on the way (OpEnd raced it).
-				s.fail(fmt.Errorf("%w: %s", ErrEnded, r.Reason))
-				return
-			}
-			s.fail(fmt.Errorf("%w: %s", ErrRefused, r.Reason))
+			// ErrEnded when it was ended while its hello was on the way
+			// (OpEnd raced it).
+			s.fail(refusal(payload))
 			return
 		default:
 			s.fail(fmt.Errorf("unexpected %s frame: %w", t, ErrBadFrame))
