@@ -9,6 +9,7 @@ import (
 
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/fetch"
+	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/sink"
 )
 
@@ -29,6 +30,22 @@ var fetchers = newPool[*fetch.Fetcher]()
 // produce requests, and fewer fsyncs on a broker that syncs each batch),
 // one WARC file and its group commit, one PostgreSQL pool.
 var sinks = newPool[sink.Sink]()
+
+// knownLinks shares a campaign's session.KnownLinks among its
+// FetchSessions in this process: the links one session's scheduler
+// recorded are left out of every session's outcomes. It is keyed by the
+// campaign and its workflow run, so that a campaign deleted and started
+// again under its ID (its frontier and seen marks gone) never inherits
+// the links its earlier run had queued.
+var knownLinks = newPool[*session.KnownLinks]()
+
+// acquireKnownLinks returns the KnownLinks of the campaign's run and the
+// function that gives it back.
+func acquireKnownLinks(ctx context.Context, id, runID string) (*session.KnownLinks, func() error, error) {
+	return knownLinks.acquire(ctx, id+"\x00"+runID, nil, func() (*session.KnownLinks, func() error, error) {
+		return session.NewKnownLinks(0), func() error { return nil }, nil
+	})
+}
 
 // sinkOpenTimeout bounds opening a campaign's sinks for the sessions that
 // share them: the open runs on its own context (no session's cancel ends

@@ -83,6 +83,12 @@ func (a *Activities) FetchSession(ctx context.Context, in workflows.FetchSession
 		}
 	}()
 	r.sk = sk
+	known, releaseKnown, err := acquireKnownLinks(ctx, cfg.ID, activity.GetInfo(ctx).WorkflowExecution.RunID)
+	if err != nil {
+		return r.Counters(), temporal.NewCanceledError(r.Counters()) // only ctx ends it
+	}
+	defer releaseKnown()
+	r.known = known
 	r.m.session(cfg.ID, 1)
 	defer r.m.session(cfg.ID, -1)
 	return a.serveSessions(ctx, r, cfg, in.Index)
@@ -102,7 +108,9 @@ func (a *Activities) serveSessions(ctx context.Context, r *Runner, cfg campaign.
 			return r.Counters(), temporal.NewCanceledError(r.Counters())
 		}
 		addr := a.Schedulers[(index+attempt)%len(a.Schedulers)]
-		sess, err := a.sessions().DialSessionKey(ctx, addr, client, key, cfg, cfg.FetcherConcurrency)
+		cl := a.sessions()
+		cl.Known = r.known
+		sess, err := cl.DialSessionKey(ctx, addr, client, key, cfg, cfg.FetcherConcurrency)
 		if err != nil {
 			if errors.Is(err, session.ErrEnded) {
 				// Ended through a scheduler while this session was away:
@@ -169,6 +177,9 @@ type Runner struct {
 	m *Metrics
 	// scoreLink scores the links found (Activities.LinkScorer).
 	scoreLink fetch.LinkScorer
+	// known is the campaign's links already recorded (acquireKnownLinks),
+	// left out of the outcomes of the sessions FetchSession dials.
+	known *session.KnownLinks
 
 	mu sync.Mutex
 	c  workflows.SessionCounters

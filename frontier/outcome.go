@@ -60,6 +60,9 @@ func (a *campaignActor) onOutcomes(s *fetcherSession, items []session.Outcome) {
 			a.hostDown(h, origin, o.Reason, o.Error, now)
 		}
 		if j, ok := a.settleOutcome(h, e, o, origin, now); ok {
+			if s.recorded {
+				j.from, j.lease = s, o.LeaseID
+			}
 			rec = append(rec, j)
 		}
 		a.place(h, now)
@@ -126,7 +129,7 @@ func (a *campaignActor) settleOutcome(h *host, e *entry, o session.Outcome, orig
 // returns the job that records it.
 func (a *campaignActor) fetchedJob(h *host, e *entry, o session.Outcome, now time.Time) recordJob {
 	h.fetched++
-	a.srv.m().linksDiscovered(a.cfg.ID, len(o.Links))
+	a.srv.m().linksDiscovered(a.cfg.ID, len(o.Links)+o.Known)
 	j := recordJob{e: e, links: o.Links}
 	if o.Error != "" && o.Status == 0 {
 		a.failed.Add(1)

@@ -24,6 +24,10 @@ type recordJob struct {
 	// disallowed: links robots.txt forbids (disallowedLinks), recorded as
 	// failures and marked queued instead of being published.
 	disallowed map[string]bool
+	// from is the session that reported the outcome, when it asked to hear
+	// that it was recorded (FrameRecorded), with the outcome's lease.
+	from  *fetcherSession
+	lease uint64
 }
 
 // record publishes the discovered links not yet queued (confirmed), marks
@@ -67,6 +71,8 @@ func (a *campaignActor) record(ctx context.Context, jobs []recordJob) {
 	if err != nil {
 		a.recordFailed.Add(int64(len(jobs)))
 		a.log.Error("recording outcome failed; the URL goes back to its queue", "urls", len(jobs), "url", jobs[0].e.msg.URL, "err", err)
+	} else {
+		tellRecorded(jobs)
 	}
 	for _, j := range jobs {
 		if err != nil {
@@ -74,6 +80,25 @@ func (a *campaignActor) record(ctx context.Context, jobs []recordJob) {
 		} else {
 			a.ackEntry(j.e)
 		}
+	}
+}
+
+// tellRecorded tells the sessions that asked which of their outcomes were
+// recorded: every link they carried is queued (or settled as disallowed),
+// and their fetchers leave those links out of what they report next.
+func tellRecorded(jobs []recordJob) {
+	var by map[*fetcherSession][]uint64
+	for _, j := range jobs {
+		if j.from == nil {
+			continue
+		}
+		if by == nil {
+			by = map[*fetcherSession][]uint64{}
+		}
+		by[j.from] = append(by[j.from], j.lease)
+	}
+	for s, ids := range by {
+		s.trySend(session.FrameRecorded, session.Recorded{Leases: ids})
 	}
 }
 

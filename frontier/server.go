@@ -349,13 +349,14 @@ func (s *Server) handle(c net.Conn) {
 			refuse(fmt.Sprintf("opening campaign %s: %v", cfg.ID, err))
 			return
 		}
+		welcome.Recorded = hello.Recorded
 		if err := fw.WriteFrame(session.FrameWelcome, welcome); err != nil {
 			return
 		}
 		if err := fw.Flush(); err != nil {
 			return
 		}
-		s.serveFetcher(c, fr, fw, a, hello.Client, hello.Key)
+		s.serveFetcher(c, fr, fw, a, hello)
 	case session.RoleControl:
 		if err := fw.WriteFrame(session.FrameWelcome, welcome); err != nil {
 			return
@@ -377,7 +378,9 @@ type fetcherSession struct {
 	// the session gets no more leases and its credit is ignored.
 	key    string
 	ending bool
-	credit int
+	// recorded: the fetcher asked for FrameRecorded (Hello.Recorded).
+	recorded bool
+	credit   int
 	leases map[uint64]struct{}
 	out    chan outFrame
 	quit   chan struct{}
@@ -400,13 +403,23 @@ func (s *fetcherSession) send(t session.FrameType, v any) {
 	}
 }
 
+// trySend queues a frame the fetcher can do without (FrameRecorded): when
+// the writer is behind, it is dropped rather than the session closed.
+func (s *fetcherSession) trySend(t session.FrameType, v any) {
+	select {
+	case s.out <- outFrame{t, v}:
+	default:
+	}
+}
+
 func (s *fetcherSession) close() { s.once.Do(func() { close(s.quit) }) }
 
 // serveFetcher runs a fetcher session on c, whose hello was welcomed, for
 // campaign a: joined to a's actor, its frames written by one goroutine
 // and read, and dispatched to the actor, by this one, until either ends.
-func (s *Server) serveFetcher(c net.Conn, fr *session.FrameReader, fw *session.FrameWriter, a *campaignActor, client, key string) {
-	sess, ok := s.joinFetcher(c, fw, a, client, key)
+func (s *Server) serveFetcher(c net.Conn, fr *session.FrameReader, fw *session.FrameWriter, a *campaignActor, hello session.Hello) {
+	client := hello.Client
+	sess, ok := s.joinFetcher(c, fw, a, hello)
 	if !ok {
 		return
 	}
@@ -436,8 +449,9 @@ func (s *Server) serveFetcher(c net.Conn, fr *session.FrameReader, fw *session.F
 // joinFetcher adds a new session of client to the campaign's actor. When
 // the actor refuses it (the campaign is closing here), the fetcher is told
 // why, and ok is false.
-func (s *Server) joinFetcher(c net.Conn, fw *session.FrameWriter, a *campaignActor, client, key string) (sess *fetcherSession, ok bool) {
-	sess = &fetcherSession{client: client, key: key, leases: map[uint64]struct{}{}, out: make(chan outFrame, 1024), quit: make(chan struct{})}
+func (s *Server) joinFetcher(c net.Conn, fw *session.FrameWriter, a *campaignActor, hello session.Hello) (sess *fetcherSession, ok bool) {
+	client := hello.Client
+	sess = &fetcherSession{client: client, key: hello.Key, recorded: hello.Recorded, leases: map[uint64]struct{}{}, out: make(chan outFrame, 1024), quit: make(chan struct{})}
 	var err error
 	if !a.call(func() { err = a.addSession(sess) }) {
 		err = fmt.Errorf("campaign %s is closing on this scheduler", a.cfg.ID)

@@ -38,6 +38,10 @@ type Client struct {
 	TLS *tls.Config
 	// InsecurePlaintext allows a plaintext session beyond loopback.
 	InsecurePlaintext bool
+	// Known, when set, is the campaign's KnownLinks for the fetcher
+	// sessions dialled: they ask for FrameRecorded, leave the links it
+	// knows out of their outcomes, and teach it those recorded.
+	Known *KnownLinks
 }
 
 // handshake opens a connection and exchanges Hello / Welcome.
@@ -128,6 +132,10 @@ type Session struct {
 	credit   int
 	wake     chan struct{}
 	err      error
+	// known filters the links reported (nil: none); pending holds, by
+	// lease, the keys of the links reported and not yet recorded.
+	known   *KnownLinks
+	pending map[uint64][]linkKey
 
 	done    chan struct{}
 	closing chan struct{}
@@ -156,7 +164,7 @@ func (cl Client) DialSession(ctx context.Context, addr, client string, cfg campa
 // channel (the fetcher's concurrency). A key the campaign already ended
 // is refused with ErrEnded.
 func (cl Client) DialSessionKey(ctx context.Context, addr, client, key string, cfg campaign.Config, buffer int) (*Session, error) {
-	c, fr, fw, w, err := cl.handshake(ctx, addr, Hello{Role: RoleFetcher, Client: client, Campaign: &cfg, Key: key})
+	c, fr, fw, w, err := cl.handshake(ctx, addr, Hello{Role: RoleFetcher, Client: client, Campaign: &cfg, Key: key, Recorded: cl.Known != nil})
 	if err != nil {
 		return nil, err
 	}
@@ -168,6 +176,9 @@ func (cl Client) DialSessionKey(ctx context.Context, addr, client, key string, c
 		done:    make(chan struct{}),
 		closing: make(chan struct{}),
 		ended:   make(chan struct{}),
+	}
+	if w.Recorded && cl.Known != nil {
+		s.known, s.pending = cl.Known, map[uint64][]linkKey{}
 	}
 	s.wg.Add(2)
 	go s.readLoop(fr)
@@ -205,12 +216,46 @@ func (s *Session) Credit(n int) {
 	s.poke()
 }
 
-// Report queues an outcome; it goes out with the next batch.
+// Report queues an outcome; it goes out with the next batch, without the
+// links the session's KnownLinks knows (counted in Known).
 func (s *Session) Report(o Outcome) {
+	var keys []linkKey
+	if s.known != nil && len(o.Links) > 0 {
+		var dropped int
+		o.Links, keys, dropped = s.known.filter(o.Links)
+		o.Known += dropped
+	}
 	s.mu.Lock()
+	if len(keys) > 0 {
+		if len(s.pending) >= maxPending {
+			// Outcomes whose record failed are never confirmed: forget
+			// them all rather than grow (their links are only sent again).
+			clear(s.pending)
+		}
+		s.pending[o.LeaseID] = keys
+	}
 	s.outcomes = append(s.outcomes, o)
 	s.mu.Unlock()
 	s.poke()
+}
+
+// maxPending bounds the outcomes a session remembers the links of until
+// their record is confirmed.
+const maxPending = 1 << 14
+
+// recorded teaches the session's KnownLinks the links of the outcomes a
+// scheduler recorded.
+func (s *Session) recorded(leases []uint64) {
+	var keys []linkKey
+	s.mu.Lock()
+	for _, id := range leases {
+		keys = append(keys, s.pending[id]...)
+		delete(s.pending, id)
+	}
+	s.mu.Unlock()
+	if len(keys) > 0 {
+		s.known.add(keys)
+	}
 }
 
 func (s *Session) poke() {
@@ -271,6 +316,17 @@ func (s *Session) readLoop(fr *FrameReader) {
 				}
 			}
 		case FramePong:
+		case FrameRecorded:
+			if s.known == nil {
+				s.fail(fmt.Errorf("recorded frame not asked for: %w", ErrBadFrame))
+				return
+			}
+			var r Recorded
+			if err := Decode(t, payload, &r); err != nil {
+				s.fail(err)
+				return
+			}
+			s.recorded(r.Leases)
 		case FrameEnd:
 			// Nothing follows but pongs: the reader's work is done, and
 			// the writer goes on until Close sends the last outcomes.

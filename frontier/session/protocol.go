@@ -77,10 +77,15 @@ const (
 	// stop, scale-down, restart: OpEnd named its Key): take no more
 	// leases, report what is in flight, give the rest back and close.
 	FrameEnd
+	// FrameRecorded tells a fetcher session which of its outcomes were
+	// recorded (their links published and marked queued), when its hello
+	// asked (Hello.Recorded): the links they carried are known from then on
+	// (KnownLinks).
+	FrameRecorded
 )
 
 func (t FrameType) String() string {
-	names := [...]string{"?", "hello", "welcome", "refused", "credit", "leases", "outcomes", "reserved", "ping", "pong", "request", "reply", "end"}
+	names := [...]string{"?", "hello", "welcome", "refused", "credit", "leases", "outcomes", "reserved", "ping", "pong", "request", "reply", "end", "recorded"}
 	if int(t) < len(names) {
 		return names[t]
 	}
@@ -109,6 +114,11 @@ type Hello struct {
 	// waiting for the cancellation to reach them on a heartbeat response.
 	// A key once ended is refused (Refused.Ended).
 	Key string `json:"key,omitempty"`
+	// Recorded asks for FrameRecorded: the fetcher keeps the links of
+	// recorded outcomes out of its next ones (KnownLinks). A scheduler that
+	// does not know the field ignores it, and says so by leaving
+	// Welcome.Recorded unset.
+	Recorded bool `json:"recorded,omitempty"`
 }
 
 // Welcome accepts a session.
@@ -118,6 +128,8 @@ type Welcome struct {
 	KeepAlive time.Duration `json:"keepalive"`
 	// LeaseTimeout: a lease not reported within it goes back to the pool.
 	LeaseTimeout time.Duration `json:"lease_timeout"`
+	// Recorded: this session gets FrameRecorded (Hello.Recorded asked).
+	Recorded bool `json:"recorded,omitempty"`
 }
 
 // Refused ends a session with the reason.
@@ -199,6 +211,10 @@ type Outcome struct {
 	// the host, which the scheduler fails for the campaign after
 	// HostRetries such failures.
 	HostDown bool `json:"host_down,omitempty"`
+	// Known counts the links the fetcher found but left out of Links
+	// because a scheduler had recorded them already (KnownLinks): they
+	// count as discovered.
+	Known int `json:"known,omitempty"`
 }
 
 // RobotsBody is a fetched robots.txt.
@@ -206,6 +222,11 @@ type RobotsBody struct {
 	Status int    `json:"status"`
 	Body   []byte `json:"body,omitempty"`
 	Error  string `json:"error,omitempty"`
+}
+
+// Recorded names outcomes that were recorded (FrameRecorded), by lease.
+type Recorded struct {
+	Leases []uint64 `json:"leases"`
 }
 
 // Outcomes is a batch of outcomes.

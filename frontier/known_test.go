@@ -1,0 +1,86 @@
+package frontier_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/seen"
+	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/urlrule"
+)
+
+// A fetcher learns a link (KnownLinks) only once its scheduler recorded the
+// outcome that carried it. Here p's first record fails (the link's publish
+// is refused): p comes back, and the session must still report the link,
+// or it would never be queued. A session that learnt the link when it
+// reported it would leave it out the second time, and this test would
+// wait in vain for the link's lease. Once p's record succeeds the link is
+// known, and is left out of the next outcome that finds it.
+func TestKnownLinksLearnOnlyRecordedOutcomes(t *testing.T) {
+	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory())
+	p := "http://127.66.12.1:9/p"
+	cfg := handCampaign(t, p)
+	child := "http://127.66.12.2:9/child"
+	fault := &faultOnShard{queue: shardQueue(cfg, child)}
+	frontier.SetPublishFault(sched.srv, fault.fault)
+	ctl := control(t, sched.addr)
+	seedCampaign(t, ctl, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	known := session.NewKnownLinks(0)
+	sess, err := session.Client{Token: session.DevToken, Known: known}.DialSession(ctx, sched.addr, "fetcher-0", cfg, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+
+	// lease answers robots.txt leases (404) until a page comes.
+	lease := func() session.Lease {
+		t.Helper()
+		for {
+			sess.Credit(1)
+			l := nextLease(t, sess, 20*time.Second)
+			if l.Kind == session.KindPage {
+				return l
+			}
+			sess.Report(session.Outcome{LeaseID: l.ID, Robots: &session.RobotsBody{Status: 404}})
+		}
+	}
+	links := []urlrule.Link{{URL: child}}
+	first := lease()
+	if first.URL != p {
+		t.Fatalf("leased %s, want %s", first.URL, p)
+	}
+	fault.armed.Store(1)
+	sess.Report(session.Outcome{LeaseID: first.ID, Stored: true, Status: 200, Links: links})
+
+	// The record failed: p is leased again. A FrameRecorded would have
+	// come before this lease on the session (the scheduler tells before
+	// it nacks): nothing may have been learnt.
+	again := lease()
+	if again.URL != p {
+		t.Fatalf("leased %s, want %s again after its failed record", again.URL, p)
+	}
+	if n := known.Len(); n != 0 {
+		t.Fatalf("the session knows %d links after a record that failed", n)
+	}
+	sess.Report(session.Outcome{LeaseID: again.ID, Stored: true, Status: 200, Links: links})
+	l := lease()
+	if l.URL != child {
+		t.Fatalf("leased %s, want the link %s", l.URL, child)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for known.Len() != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the session knows %d links after p's record, want 1", known.Len())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// The link's own page links to it: left out, and the campaign is done.
+	sess.Report(session.Outcome{LeaseID: l.ID, Stored: true, Status: 200, Links: links})
+	waitStats(t, ctl, cfg.ID, 10*time.Second, "the link published once, every outcome settled", func(st session.Stats) bool {
+		return st.Published == 1 && st.RecordFailed == 1 && st.Queued == 0 && st.InFlight == 0 && st.Pending == 0 && st.Held == 0
+	})
+}

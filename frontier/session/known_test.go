@@ -1,0 +1,210 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/urlrule"
+)
+
+// fakeScheduler accepts one fetcher session on a loopback listener,
+// welcomes it (FrameRecorded when recorded and the hello asks), and hands
+// the test every outcome it reads.
+type fakeScheduler struct {
+	addr     string
+	outcomes chan Outcome
+	fw       chan *FrameWriter
+}
+
+func startFakeScheduler(t *testing.T, recorded bool) *fakeScheduler {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	fs := &fakeScheduler{addr: ln.Addr().String(), outcomes: make(chan Outcome, 64), fw: make(chan *FrameWriter, 1)}
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		t.Cleanup(func() { c.Close() })
+		fr, fw := NewFrameReader(c), NewFrameWriter(c)
+		var hello Hello
+		if tp, p, err := fr.ReadFrame(); err != nil || Decode(tp, p, &hello) != nil {
+			return
+		}
+		w := Welcome{Version: ProtocolVersion, Scheduler: "fake", KeepAlive: time.Minute, LeaseTimeout: time.Minute, Recorded: recorded && hello.Recorded}
+		if fw.WriteFrame(FrameWelcome, w) != nil || fw.Flush() != nil {
+			return
+		}
+		fs.fw <- fw
+		for {
+			tp, p, err := fr.ReadFrame()
+			if err != nil {
+				return
+			}
+			if tp != FrameOutcomes {
+				continue
+			}
+			var os Outcomes
+			if Decode(tp, p, &os) != nil {
+				return
+			}
+			for _, o := range os.Items {
+				fs.outcomes <- o
+			}
+		}
+	}()
+	return fs
+}
+
+// next is the next outcome the scheduler read.
+func (fs *fakeScheduler) next(t *testing.T) Outcome {
+	t.Helper()
+	select {
+	case o := <-fs.outcomes:
+		return o
+	case <-time.After(10 * time.Second):
+		t.Fatal("no outcome within 10s")
+	}
+	return Outcome{}
+}
+
+// recorded sends FrameRecorded for leases (only the test goroutine writes
+// once the session is welcomed).
+func (fs *fakeScheduler) recorded(t *testing.T, leases ...uint64) {
+	t.Helper()
+	fw := <-fs.fw
+	defer func() { fs.fw <- fw }()
+	if err := fw.WriteFrame(FrameRecorded, Recorded{Leases: leases}); err != nil {
+		t.Fatal(err)
+	}
+	if err := fw.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func links(urls ...string) []urlrule.Link {
+	var ls []urlrule.Link
+	for _, u := range urls {
+		ls = append(ls, urlrule.Link{URL: "http://127.0.0.1:9/" + u})
+	}
+	return ls
+}
+
+func linkNames(ls []urlrule.Link) []string {
+	var out []string
+	for _, l := range ls {
+		out = append(out, l.URL[len("http://127.0.0.1:9/"):])
+	}
+	return out
+}
+
+func dialKnown(t *testing.T, fs *fakeScheduler, known *KnownLinks) *Session {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cfg := campaign.Config{ID: "known"}
+	sess, err := Client{Token: DevToken, Known: known}.DialSession(ctx, fs.addr, "fetcher-0", cfg, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sess.Close() })
+	return sess
+}
+
+// waitKnown waits until known holds n links.
+func waitKnown(t *testing.T, known *KnownLinks, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for known.Len() != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("known links: %d, want %d", known.Len(), n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func checkOutcome(t *testing.T, o Outcome, lease uint64, want []string, wantKnown int) {
+	t.Helper()
+	if got := linkNames(o.Links); o.LeaseID != lease || !slices.Equal(got, want) || o.Known != wantKnown {
+		t.Fatalf("outcome of lease %d carried links %v, known %d; want lease %d, links %v, known %d", o.LeaseID, got, o.Known, lease, want, wantKnown)
+	}
+}
+
+// A session leaves out of its outcomes the links of outcomes the scheduler
+// said were recorded, and only those: not the links of an outcome merely
+// reported, nor of one the scheduler never confirmed.
+func TestKnownLinksLeftOutOnceRecorded(t *testing.T) {
+	fs := startFakeScheduler(t, true)
+	known := NewKnownLinks(0)
+	sess := dialKnown(t, fs, known)
+
+	sess.Report(Outcome{LeaseID: 1, Links: links("a", "b")})
+	checkOutcome(t, fs.next(t), 1, []string{"a", "b"}, 0)
+	// Reported, not recorded: sent again.
+	sess.Report(Outcome{LeaseID: 2, Links: links("a", "b", "c")})
+	checkOutcome(t, fs.next(t), 2, []string{"a", "b", "c"}, 0)
+
+	fs.recorded(t, 1)
+	waitKnown(t, known, 2)
+	mine := links("a", "b", "c", "d")
+	sess.Report(Outcome{LeaseID: 3, Links: mine})
+	checkOutcome(t, fs.next(t), 3, []string{"c", "d"}, 2)
+	if got := linkNames(mine); !slices.Equal(got, []string{"a", "b", "c", "d"}) {
+		t.Fatalf("Report changed the caller's links to %v", got)
+	}
+
+	// Lease 2 recorded: c is known now; d (lease 3) is not.
+	fs.recorded(t, 2)
+	waitKnown(t, known, 3)
+	sess.Report(Outcome{LeaseID: 4, Links: links("c", "d")})
+	checkOutcome(t, fs.next(t), 4, []string{"d"}, 1)
+}
+
+// A scheduler that does not offer FrameRecorded gets every link: the
+// session cannot learn what it recorded.
+func TestKnownLinksNeedTheSchedulersWord(t *testing.T) {
+	fs := startFakeScheduler(t, false)
+	known := NewKnownLinks(0)
+	known.add([]linkKey{known.key("http://127.0.0.1:9/a")})
+	sess := dialKnown(t, fs, known)
+	sess.Report(Outcome{LeaseID: 1, Links: links("a", "b")})
+	checkOutcome(t, fs.next(t), 1, []string{"a", "b"}, 0)
+}
+
+// The cache holds at most two generations; a link used again survives
+// the roll that drops its generation.
+func TestKnownLinksBounded(t *testing.T) {
+	k := NewKnownLinks(4)
+	key := func(i int) linkKey { return k.key(fmt.Sprintf("http://h/%d", i)) }
+	for i := range 4 {
+		k.add([]linkKey{key(i)})
+	}
+	// 0-3 are the old generation now; using 0 keeps it.
+	if _, _, n := k.filter(links("x")); n != 0 {
+		t.Fatal("an unknown link was left out")
+	}
+	if _, _, n := k.filter([]urlrule.Link{{URL: "http://h/0"}}); n != 1 {
+		t.Fatal("a known link was kept")
+	}
+	for i := 4; i < 100; i++ {
+		k.add([]linkKey{key(i)})
+		if k.Len() > 8 {
+			t.Fatalf("%d links held, bound 8", k.Len())
+		}
+	}
+	if _, _, n := k.filter([]urlrule.Link{{URL: "http://h/1"}}); n != 0 {
+		t.Fatal("a link two generations old is still known")
+	}
+	if _, _, n := k.filter([]urlrule.Link{{URL: "http://h/99"}}); n != 1 {
+		t.Fatal("the latest link is not known")
+	}
+}
