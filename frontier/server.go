@@ -381,10 +381,10 @@ type fetcherSession struct {
 	// recorded: the fetcher asked for FrameRecorded (Hello.Recorded).
 	recorded bool
 	credit   int
-	leases map[uint64]struct{}
-	out    chan outFrame
-	quit   chan struct{}
-	once   sync.Once
+	leases   map[uint64]struct{}
+	out      chan outFrame
+	quit     chan struct{}
+	once     sync.Once
 }
 
 type outFrame struct {
