@@ -3,6 +3,7 @@ package frontier
 import (
 	"context"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,6 +45,9 @@ type campaignActor struct {
 	policy Policy
 	scope  *urlrule.Scope // for the sitemaps a robots.txt names
 	log    *slog.Logger
+	// incarnation names this actor's life (Welcome.Incarnation): what a
+	// fetcher learnt of its records (session.KnownLinks) holds for it only.
+	incarnation uint64
 
 	// parked: this turn's plain parks, published by flushParks.
 	parked []parkReq
@@ -119,22 +123,23 @@ func newCampaignActor(srv *Server, cfg campaign.Config) (*campaignActor, error) 
 		return nil, err
 	}
 	a := &campaignActor{
-		scope:      scope,
-		srv:        srv,
-		cfg:        cfg,
-		topo:       Topology{Campaign: cfg.ID},
-		policy:     p,
-		log:        srv.log.With("campaign", cfg.ID),
-		events:     make(chan func(), 1024),
-		done:       make(chan struct{}),
-		hosts:      map[string]*host{},
-		ready:      hostHeap{ready: true},
-		sessions:   map[*fetcherSession]struct{}{},
-		leases:     map[uint64]*lease{},
-		held:       map[seen.Key]*entry{},
-		publishing: map[seen.Key]*linkPublish{},
-		reasons:    map[string]int64{},
-		timer:      time.NewTimer(time.Hour),
+		incarnation: rand.Uint64() | 1, // never 0, which a fetcher reads as none
+		scope:       scope,
+		srv:         srv,
+		cfg:         cfg,
+		topo:        Topology{Campaign: cfg.ID},
+		policy:      p,
+		log:         srv.log.With("campaign", cfg.ID),
+		events:      make(chan func(), 1024),
+		done:        make(chan struct{}),
+		hosts:       map[string]*host{},
+		ready:       hostHeap{ready: true},
+		sessions:    map[*fetcherSession]struct{}{},
+		leases:      map[uint64]*lease{},
+		held:        map[seen.Key]*entry{},
+		publishing:  map[seen.Key]*linkPublish{},
+		reasons:     map[string]int64{},
+		timer:       time.NewTimer(time.Hour),
 	}
 	a.ctx, a.cancel = context.WithCancel(context.Background())
 	srv.m().open(cfg.ID)

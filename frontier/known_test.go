@@ -5,11 +5,51 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/urlrule"
 )
+
+// pageLease gives sess credit and answers robots.txt leases (404) until a
+// page comes.
+func pageLease(t *testing.T, sess *session.Session) session.Lease {
+	t.Helper()
+	for {
+		sess.Credit(1)
+		l := nextLease(t, sess, 20*time.Second)
+		if l.Kind == session.KindPage {
+			return l
+		}
+		sess.Report(session.Outcome{LeaseID: l.ID, Robots: &session.RobotsBody{Status: 404}})
+	}
+}
+
+// dialKnown opens a fetcher session of cfg to addr that shares known.
+func dialKnown(t *testing.T, addr string, cfg campaign.Config, known *session.KnownLinks) *session.Session {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	sess, err := session.Client{Token: session.DevToken, Known: known}.DialSession(ctx, addr, "fetcher-0", cfg, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sess.Close() })
+	return sess
+}
+
+// waitKnown waits until known holds n links.
+func waitKnown(t *testing.T, known *session.KnownLinks, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for known.Len() != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("the session knows %d links, want %d", known.Len(), n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
 
 // A fetcher learns a link (KnownLinks) only once its scheduler recorded the
 // outcome that carried it. Here p's first record fails (the link's publish
@@ -27,27 +67,10 @@ func TestKnownLinksLearnOnlyRecordedOutcomes(t *testing.T) {
 	frontier.SetPublishFault(sched.srv, fault.fault)
 	ctl := control(t, sched.addr)
 	seedCampaign(t, ctl, cfg)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	known := session.NewKnownLinks(0)
-	sess, err := session.Client{Token: session.DevToken, Known: known}.DialSession(ctx, sched.addr, "fetcher-0", cfg, 4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close()
+	sess := dialKnown(t, sched.addr, cfg, known)
 
-	// lease answers robots.txt leases (404) until a page comes.
-	lease := func() session.Lease {
-		t.Helper()
-		for {
-			sess.Credit(1)
-			l := nextLease(t, sess, 20*time.Second)
-			if l.Kind == session.KindPage {
-				return l
-			}
-			sess.Report(session.Outcome{LeaseID: l.ID, Robots: &session.RobotsBody{Status: 404}})
-		}
-	}
+	lease := func() session.Lease { return pageLease(t, sess) }
 	links := []urlrule.Link{{URL: child}}
 	first := lease()
 	if first.URL != p {
@@ -71,16 +94,50 @@ func TestKnownLinksLearnOnlyRecordedOutcomes(t *testing.T) {
 	if l.URL != child {
 		t.Fatalf("leased %s, want the link %s", l.URL, child)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for known.Len() != 1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the session knows %d links after p's record, want 1", known.Len())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitKnown(t, known, 1)
 	// The link's own page links to it: left out, and the campaign is done.
 	sess.Report(session.Outcome{LeaseID: l.ID, Stored: true, Status: 200, Links: links})
 	waitStats(t, ctl, cfg.ID, 10*time.Second, "the link published once, every outcome settled", func(st session.Stats) bool {
 		return st.Published == 1 && st.RecordFailed == 1 && st.Queued == 0 && st.InFlight == 0 && st.Pending == 0 && st.Held == 0
 	})
+}
+
+// What a fetcher learnt of a campaign's records holds for that campaign's
+// life on the scheduler only: the campaign deleted and started again under
+// its ID (its queues and seen marks gone), a session sharing the old
+// knowledge, as one of the earlier run that outlived it would, still
+// reports the link, and the link is crawled again. Known by scheduler name
+// alone, the link would be left out and never come.
+func TestKnownLinksDoNotOutliveTheCampaign(t *testing.T) {
+	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory())
+	p := "http://127.66.13.1:9/p"
+	cfg := handCampaign(t, p)
+	child := "http://127.66.13.2:9/child"
+	links := []urlrule.Link{{URL: child}}
+	ctl := control(t, sched.addr)
+	known := session.NewKnownLinks(0)
+	for run := 1; run <= 2; run++ {
+		seedCampaign(t, ctl, cfg)
+		sess := dialKnown(t, sched.addr, cfg, known)
+		if l := pageLease(t, sess); l.URL != p {
+			t.Fatalf("run %d: leased %s, want %s", run, l.URL, p)
+		} else {
+			sess.Report(session.Outcome{LeaseID: l.ID, Stored: true, Status: 200, Links: links})
+		}
+		l := pageLease(t, sess)
+		if l.URL != child {
+			t.Fatalf("run %d: leased %s, want the link %s", run, l.URL, child)
+		}
+		sess.Report(session.Outcome{LeaseID: l.ID, Stored: true, Status: 200})
+		waitStats(t, ctl, cfg.ID, 10*time.Second, "the campaign drained", func(st session.Stats) bool {
+			return st.Published == 1 && st.Queued == 0 && st.InFlight == 0 && st.Pending == 0 && st.Held == 0
+		})
+		waitKnown(t, known, 1)
+		sess.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if _, err := ctl.CloseCampaign(ctx, cfg.ID, true); err != nil {
+			t.Fatalf("run %d: close: %v", run, err)
+		}
+		cancel()
+	}
 }

@@ -129,7 +129,7 @@ func (a *campaignActor) settleOutcome(h *host, e *entry, o session.Outcome, orig
 // returns the job that records it.
 func (a *campaignActor) fetchedJob(h *host, e *entry, o session.Outcome, now time.Time) recordJob {
 	h.fetched++
-	a.srv.m().linksDiscovered(a.cfg.ID, len(o.Links)+o.Known)
+	a.srv.m().linksDiscovered(a.cfg.ID, len(o.Links)+max(o.Known, 0))
 	j := recordJob{e: e, links: o.Links}
 	if o.Error != "" && o.Status == 0 {
 		a.failed.Add(1)

@@ -349,7 +349,7 @@ func (s *Server) handle(c net.Conn) {
 			refuse(fmt.Sprintf("opening campaign %s: %v", cfg.ID, err))
 			return
 		}
-		welcome.Recorded = hello.Recorded
+		welcome.Recorded, welcome.Incarnation = hello.Recorded, a.incarnation
 		if err := fw.WriteFrame(session.FrameWelcome, welcome); err != nil {
 			return
 		}
@@ -404,8 +404,12 @@ func (s *fetcherSession) send(t session.FrameType, v any) {
 }
 
 // trySend queues a frame the fetcher can do without (FrameRecorded): when
-// the writer is behind, it is dropped rather than the session closed.
+// the writer is behind (its queue half full), it is dropped, and never
+// fills the queue that send closes the session on.
 func (s *fetcherSession) trySend(t session.FrameType, v any) {
+	if len(s.out) >= cap(s.out)/2 {
+		return
+	}
 	select {
 	case s.out <- outFrame{t, v}:
 	default:

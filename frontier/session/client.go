@@ -132,10 +132,13 @@ type Session struct {
 	credit   int
 	wake     chan struct{}
 	err      error
-	// known filters the links reported (nil: none); pending holds, by
-	// lease, the keys of the links reported and not yet recorded.
-	known   *KnownLinks
-	pending map[uint64][]linkKey
+	// known filters the links reported (nil: none), as known to scope;
+	// pending holds, by lease, the keys of the links reported and not yet
+	// recorded, pendingKeys how many keys that is.
+	known       *KnownLinks
+	scope       knownScope
+	pending     map[uint64][]linkKey
+	pendingKeys int
 
 	done    chan struct{}
 	closing chan struct{}
@@ -177,8 +180,9 @@ func (cl Client) DialSessionKey(ctx context.Context, addr, client, key string, c
 		closing: make(chan struct{}),
 		ended:   make(chan struct{}),
 	}
-	if w.Recorded && cl.Known != nil {
+	if w.Recorded && w.Incarnation != 0 && cl.Known != nil {
 		s.known, s.pending = cl.Known, map[uint64][]linkKey{}
+		s.scope = knownScope{scheduler: w.Scheduler, incarnation: w.Incarnation}
 	}
 	s.wg.Add(2)
 	go s.readLoop(fr)
@@ -222,26 +226,28 @@ func (s *Session) Report(o Outcome) {
 	var keys []linkKey
 	if s.known != nil && len(o.Links) > 0 {
 		var dropped int
-		o.Links, keys, dropped = s.known.filter(o.Links)
+		o.Links, keys, dropped = s.known.filter(s.scope, o.Links)
 		o.Known += dropped
 	}
 	s.mu.Lock()
 	if len(keys) > 0 {
-		if len(s.pending) >= maxPending {
+		if s.pendingKeys+len(keys) > maxPendingKeys {
 			// Outcomes whose record failed are never confirmed: forget
 			// them all rather than grow (their links are only sent again).
 			clear(s.pending)
+			s.pendingKeys = 0
 		}
 		s.pending[o.LeaseID] = keys
+		s.pendingKeys += len(keys)
 	}
 	s.outcomes = append(s.outcomes, o)
 	s.mu.Unlock()
 	s.poke()
 }
 
-// maxPending bounds the outcomes a session remembers the links of until
-// their record is confirmed.
-const maxPending = 1 << 14
+// maxPendingKeys bounds the links (16 bytes each) a session remembers
+// until the record of their outcome is confirmed: 1 MiB.
+const maxPendingKeys = 1 << 16
 
 // recorded teaches the session's KnownLinks the links of the outcomes a
 // scheduler recorded.
@@ -250,11 +256,12 @@ func (s *Session) recorded(leases []uint64) {
 	s.mu.Lock()
 	for _, id := range leases {
 		keys = append(keys, s.pending[id]...)
+		s.pendingKeys -= len(s.pending[id])
 		delete(s.pending, id)
 	}
 	s.mu.Unlock()
 	if len(keys) > 0 {
-		s.known.add(keys)
+		s.known.add(s.scope, keys)
 	}
 }
 

@@ -13,15 +13,16 @@ import (
 )
 
 // fakeScheduler accepts one fetcher session on a loopback listener,
-// welcomes it (FrameRecorded when recorded and the hello asks), and hands
-// the test every outcome it reads.
+// welcomes it as scheduler "fake" of the campaign's incarnation
+// (FrameRecorded when the incarnation is not 0 and the hello asks), and
+// hands the test every outcome it reads.
 type fakeScheduler struct {
 	addr     string
 	outcomes chan Outcome
 	fw       chan *FrameWriter
 }
 
-func startFakeScheduler(t *testing.T, recorded bool) *fakeScheduler {
+func startFakeScheduler(t *testing.T, incarnation uint64) *fakeScheduler {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -40,7 +41,10 @@ func startFakeScheduler(t *testing.T, recorded bool) *fakeScheduler {
 		if tp, p, err := fr.ReadFrame(); err != nil || Decode(tp, p, &hello) != nil {
 			return
 		}
-		w := Welcome{Version: ProtocolVersion, Scheduler: "fake", KeepAlive: time.Minute, LeaseTimeout: time.Minute, Recorded: recorded && hello.Recorded}
+		w := Welcome{Version: ProtocolVersion, Scheduler: "fake", KeepAlive: time.Minute, LeaseTimeout: time.Minute}
+		if incarnation != 0 && hello.Recorded {
+			w.Recorded, w.Incarnation = true, incarnation
+		}
 		if fw.WriteFrame(FrameWelcome, w) != nil || fw.Flush() != nil {
 			return
 		}
@@ -143,7 +147,7 @@ func checkOutcome(t *testing.T, o Outcome, lease uint64, want []string, wantKnow
 // said were recorded, and only those: not the links of an outcome merely
 // reported, nor of one the scheduler never confirmed.
 func TestKnownLinksLeftOutOnceRecorded(t *testing.T) {
-	fs := startFakeScheduler(t, true)
+	fs := startFakeScheduler(t, 1)
 	known := NewKnownLinks(0)
 	sess := dialKnown(t, fs, known)
 
@@ -169,42 +173,81 @@ func TestKnownLinksLeftOutOnceRecorded(t *testing.T) {
 	checkOutcome(t, fs.next(t), 4, []string{"d"}, 1)
 }
 
+// learn teaches known, through a session to a scheduler of incarnation,
+// the links of one outcome the scheduler recorded.
+func learn(t *testing.T, known *KnownLinks, incarnation uint64, names ...string) {
+	t.Helper()
+	fs := startFakeScheduler(t, incarnation)
+	sess := dialKnown(t, fs, known)
+	before := known.Len()
+	sess.Report(Outcome{LeaseID: 1, Links: links(names...)})
+	fs.next(t)
+	fs.recorded(t, 1)
+	waitKnown(t, known, before+len(names))
+	sess.Close()
+}
+
 // A scheduler that does not offer FrameRecorded gets every link: the
 // session cannot learn what it recorded.
 func TestKnownLinksNeedTheSchedulersWord(t *testing.T) {
-	fs := startFakeScheduler(t, false)
 	known := NewKnownLinks(0)
-	known.add([]linkKey{known.key("http://127.0.0.1:9/a")})
+	learn(t, known, 7, "a")
+	fs := startFakeScheduler(t, 0)
 	sess := dialKnown(t, fs, known)
 	sess.Report(Outcome{LeaseID: 1, Links: links("a", "b")})
 	checkOutcome(t, fs.next(t), 1, []string{"a", "b"}, 0)
 }
 
-// The cache holds at most two generations; a link used again survives
-// the roll that drops its generation.
+// What a scheduler's campaign recorded holds for that incarnation only: a
+// session to the same scheduler in the same incarnation leaves the link
+// out, one to the campaign opened again there (deleted and started anew,
+// or the scheduler restarted) reports it.
+func TestKnownLinksHoldForOneIncarnation(t *testing.T) {
+	known := NewKnownLinks(0)
+	learn(t, known, 7, "a")
+
+	fs := startFakeScheduler(t, 7)
+	sess := dialKnown(t, fs, known)
+	sess.Report(Outcome{LeaseID: 1, Links: links("a", "b")})
+	checkOutcome(t, fs.next(t), 1, []string{"b"}, 1)
+	sess.Close()
+
+	fs = startFakeScheduler(t, 8)
+	sess = dialKnown(t, fs, known)
+	sess.Report(Outcome{LeaseID: 1, Links: links("a", "b")})
+	checkOutcome(t, fs.next(t), 1, []string{"a", "b"}, 0)
+}
+
+// The cache holds at most two generations a scheduler; a link used again
+// survives the roll that drops its generation.
 func TestKnownLinksBounded(t *testing.T) {
 	k := NewKnownLinks(4)
+	sc := knownScope{scheduler: "s", incarnation: 1}
+	known := func(u string) bool {
+		_, _, n := k.filter(sc, []urlrule.Link{{URL: u}})
+		return n == 1
+	}
+	if known("http://h/x") {
+		t.Fatal("an unknown link was left out") // and the scope's set is made
+	}
 	key := func(i int) linkKey { return k.key(fmt.Sprintf("http://h/%d", i)) }
 	for i := range 4 {
-		k.add([]linkKey{key(i)})
+		k.add(sc, []linkKey{key(i)})
 	}
 	// 0-3 are the old generation now; using 0 keeps it.
-	if _, _, n := k.filter(links("x")); n != 0 {
-		t.Fatal("an unknown link was left out")
-	}
-	if _, _, n := k.filter([]urlrule.Link{{URL: "http://h/0"}}); n != 1 {
+	if !known("http://h/0") {
 		t.Fatal("a known link was kept")
 	}
 	for i := 4; i < 100; i++ {
-		k.add([]linkKey{key(i)})
+		k.add(sc, []linkKey{key(i)})
 		if k.Len() > 8 {
 			t.Fatalf("%d links held, bound 8", k.Len())
 		}
 	}
-	if _, _, n := k.filter([]urlrule.Link{{URL: "http://h/1"}}); n != 0 {
+	if known("http://h/1") {
 		t.Fatal("a link two generations old is still known")
 	}
-	if _, _, n := k.filter([]urlrule.Link{{URL: "http://h/99"}}); n != 1 {
+	if !known("http://h/99") {
 		t.Fatal("the latest link is not known")
 	}
 }

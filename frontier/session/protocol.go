@@ -130,6 +130,10 @@ type Welcome struct {
 	LeaseTimeout time.Duration `json:"lease_timeout"`
 	// Recorded: this session gets FrameRecorded (Hello.Recorded asked).
 	Recorded bool `json:"recorded,omitempty"`
+	// Incarnation names the campaign's life on this scheduler (its actor,
+	// from its opening to its close): what a fetcher learnt from one
+	// (KnownLinks) holds only for it.
+	Incarnation uint64 `json:"incarnation,omitempty"`
 }
 
 // Refused ends a session with the reason.
