@@ -169,6 +169,9 @@ func TestHoleFailedRecordRedeliveryIsNotADuplicate(t *testing.T) {
 	child := "http://127.66.1.1:9/child"
 	fault := &faultOnShard{queue: shardQueue(cfg, child)}
 	ctl, f, got := leaseTwoThenArm(t, sched, cfg, fault)
+	// The record of both fails, and so does each half it is tried in
+	// again (writeSplit): both outcomes go back.
+	fault.armed.Store(3)
 	links := []urlrule.Link{{URL: child}}
 	f.report(t,
 		session.Outcome{LeaseID: got[p1], Stored: true, Status: 200, Links: links},
@@ -181,6 +184,51 @@ func TestHoleFailedRecordRedeliveryIsNotADuplicate(t *testing.T) {
 	})
 	if st := stats(t, ctl, cfg.ID); st.Duplicates != 0 {
 		t.Errorf("%d deliveries acked as duplicates after a failed record", st.Duplicates)
+	}
+}
+
+// A record that fails sends back only the outcomes the failure hit: two
+// outcomes recorded together, one of whose links cannot be published
+// (twice: in the batch, then alone); the other is recorded when tried on
+// its own, and its page is not fetched again. Before, the whole batch went
+// back to be fetched again.
+func TestRecordFailureSendsBackOnlyItsOutcomes(t *testing.T) {
+	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory())
+	p1, p2 := "http://127.66.14.1:9/p1", "http://127.66.14.2:9/p2"
+	cfg := handCampaign(t, p1, p2)
+	bad := "http://127.66.14.1:9/bad"
+	var good string
+	for i := 3; ; i++ {
+		good = fmt.Sprintf("http://127.66.14.%d:9/good", i)
+		if shardQueue(cfg, good) != shardQueue(cfg, bad) {
+			break
+		}
+	}
+	fault := &faultOnShard{queue: shardQueue(cfg, bad)}
+	ctl, f, got := leaseTwoThenArm(t, sched, cfg, fault)
+	fault.armed.Store(2)
+	f.report(t,
+		session.Outcome{LeaseID: got[p1], Stored: true, Status: 200, Links: []urlrule.Link{{URL: bad}}},
+		session.Outcome{LeaseID: got[p2], Stored: true, Status: 200, Links: []urlrule.Link{{URL: good}}})
+	leased := map[string]int{}
+	f.pages(t, 3, 30*time.Second, nil, func(l session.Lease) bool {
+		leased[l.URL]++
+		var links []urlrule.Link
+		if l.URL == p1 {
+			links = []urlrule.Link{{URL: bad}}
+		}
+		f.report(t, session.Outcome{LeaseID: l.ID, Stored: true, Status: 200, Links: links})
+		writeRaw(t, f.c, jsonFrame(t, session.FrameCredit, session.Credit{N: 1}))
+		return leased[bad] == 1 && leased[good] == 1
+	})
+	st := waitStats(t, ctl, cfg.ID, 10*time.Second, "drained", func(st session.Stats) bool {
+		return st.Held == 0 && st.InFlight == 0 && st.Queued == 0 && st.Pending == 0
+	})
+	if leased[p2] != 0 || leased[p1] != 1 || st.RecordFailed != 1 {
+		t.Fatalf("leased again: p1 %d, p2 %d times; %d outcomes failed to record; want p1 once (its record failed), p2 never, 1 failed", leased[p1], leased[p2], st.RecordFailed)
+	}
+	if n := fault.armed.Load(); n > 0 {
+		t.Errorf("the injected failures did not all happen (%d left)", n)
 	}
 }
 
@@ -600,6 +648,12 @@ func TestCrawlUnderPublishAndStoreFaults(t *testing.T) {
 		len(web.Pages()), pubFailed.Load(), publishes.Load(), store.failed.Load(), store.writes.Load(), st.RecordFailed, dups, st.Duplicates)
 	if pubFailed.Load() == 0 || store.failed.Load() == 0 {
 		t.Error("no fault was injected")
+	}
+	// A failed record is tried again in halves, down to single outcomes:
+	// each outcome sent back took a fault of its own (before, one fault
+	// sent back its whole batch: 1,300-1,474 records failed here).
+	if faults := pubFailed.Load() + store.failed.Load(); st.RecordFailed > faults {
+		t.Errorf("%d outcomes failed to record for %d faults injected", st.RecordFailed, faults)
 	}
 }
 

