@@ -336,8 +336,10 @@ func (r *Runner) handle(ctx context.Context, l session.Lease) session.Outcome {
 	if res.Page != nil {
 		if err := r.store(ctx, res.Page); err != nil {
 			// The sink's failure, not the fetch's, is why the URL is not
-			// done.
-			o.SinkFailed = true
+			// done. The links go with it: the scheduler follows them when
+			// it dead-letters the URL (at once when the refusal is for good).
+			o.SinkFailed, o.SinkRefused = true, sink.Permanent(err)
+			o.Links = res.Links
 			o.Error = err.Error()
 			o.Reason, o.HostDown = page.ReasonSink, false
 			r.m.sinkFailed(r.cfg.ID)

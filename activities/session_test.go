@@ -46,8 +46,9 @@ const testRetryFor = 3 * time.Second
 
 // The fetched page's store is retried while the sink fails, and after the
 // store retry limit the outcome says SinkFailed (the scheduler puts the URL
-// aside), never Stored; a permanent refusal is not retried; a sink that
-// recovers within the limit stores the page.
+// aside), never Stored, with the page's links; a permanent refusal is not
+// retried and says SinkRefused; a sink that recovers within the limit
+// stores the page.
 func TestRunnerSinkFailedAfterRetryLimit(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
@@ -98,6 +99,8 @@ func TestRunnerSinkFailedAfterRetryLimit(t *testing.T) {
 				return
 			}
 			require.True(t, o.SinkFailed, "outcome %+v: want SinkFailed", o)
+			require.Equal(t, sink.Permanent(tc.sk.err), o.SinkRefused, "outcome %+v: refused for good only when the sink said so", o)
+			require.Len(t, o.Links, 1, "the page's links go with it, for when it is dead-lettered")
 			require.False(t, o.Stored, "a page no sink took is reported stored: %+v", o)
 			require.True(t, strings.Contains(o.Error, tc.sk.err.Error()), "outcome error %q does not say why", o.Error)
 			require.Equal(t, int64(0), c.Fetched)

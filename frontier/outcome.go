@@ -97,14 +97,26 @@ func (a *campaignActor) settleOutcome(h *host, e *entry, o session.Outcome, orig
 	case o.SinkFailed:
 		// A sink refused the page (the fetcher retried it for a while):
 		// put aside without counting a fetch attempt, at most
-		// MaxAttempts times, then dead-lettered with the sink's reason.
+		// MaxAttempts times, then dead-lettered with the sink's reason;
+		// at once when the refusal is for good. A dead-lettered page's
+		// links are followed (refusedJob).
 		e.sinkFails++
-		delete(a.held, e.key)
-		if e.sinkFails >= a.cfg.MaxAttempts {
-			a.deadLetter(e, ReasonSink, fmt.Sprintf("no sink stored the page after %d tries: %s", e.sinkFails, o.Error))
-			break
+		var why string
+		switch {
+		case o.SinkRefused:
+			why = "a sink refused the page for good: " + o.Error
+		case e.sinkFails >= a.cfg.MaxAttempts:
+			why = fmt.Sprintf("no sink stored the page after %d tries: %s", e.sinkFails, o.Error)
+		default:
+			delete(a.held, e.key)
+			a.park(e, max(o.RetryAfter, retryBackoff(0)), e.attempt, e.lost, "", "")
+			return recordJob{}, false
 		}
-		a.park(e, max(o.RetryAfter, retryBackoff(0)), e.attempt, e.lost, "", "")
+		if len(o.Links) > 0 {
+			return a.refusedJob(e, o, why), true
+		}
+		delete(a.held, e.key)
+		a.deadLetter(e, ReasonSink, why)
 	case o.Backoff || o.Retry:
 		if o.Backoff {
 			wait := max(o.RetryAfter, 2*h.delay, time.Second)
@@ -146,6 +158,17 @@ func (a *campaignActor) fetchedJob(h *host, e *entry, o session.Outcome, now tim
 	}
 	j.disallowed = a.disallowedLinks(o.Links)
 	return j
+}
+
+// refusedJob is the record job of a page no sink will store: its links
+// are queued as any page's are, and the URL, instead of being marked
+// done, goes to the dead-letter queue with reason sink (confirmed) before
+// its delivery is acked. Without it the pages reachable only through a
+// page the sinks refuse were never crawled.
+func (a *campaignActor) refusedJob(e *entry, o session.Outcome, why string) recordJob {
+	a.srv.m().linksDiscovered(a.cfg.ID, len(o.Links)+max(o.Known, 0))
+	msg, fail := a.deadMessage(e, ReasonSink, why)
+	return recordJob{e: e, links: o.Links, fail: fail, dead: &msg, disallowed: a.disallowedLinks(o.Links)}
 }
 
 // statusReason is the failure reason of an HTTP status (4xx, 5xx), or

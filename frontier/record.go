@@ -25,6 +25,9 @@ type recordJob struct {
 	// disallowed: links robots.txt forbids (disallowedLinks), recorded as
 	// failures and marked queued instead of being published.
 	disallowed map[string]bool
+	// dead, when set, is the dead-letter message that settles the URL
+	// instead of its done mark (refusedJob).
+	dead *outMsg
 	// from is the session that reported the outcome, when it asked to hear
 	// that it was recorded (FrameRecorded), with the outcome's lease.
 	from  *fetcherSession
@@ -95,10 +98,15 @@ func (a *campaignActor) writeRecord(ctx context.Context, jobs []recordJob) error
 	if err := a.publishLinks(ctx, jobs); err != nil {
 		return err
 	}
-	keys := make([]seen.Key, len(jobs))
+	keys := make([]seen.Key, 0, len(jobs))
 	var fails []session.FailureRecord
-	for i, j := range jobs {
-		keys[i] = j.e.key
+	var dead []outMsg
+	for _, j := range jobs {
+		if j.dead != nil {
+			dead = append(dead, *j.dead)
+		} else {
+			keys = append(keys, j.e.key)
+		}
 		if j.fail != nil {
 			fails = append(fails, *j.fail)
 		}
@@ -106,8 +114,17 @@ func (a *campaignActor) writeRecord(ctx context.Context, jobs []recordJob) error
 	if err := a.recordFailures(fails); err != nil {
 		return err
 	}
-	if err := a.srv.store.MarkDone(a.cfg.ID, keys); err != nil {
-		return fmt.Errorf("seen store: %w", err)
+	if len(keys) > 0 {
+		if err := a.srv.store.MarkDone(a.cfg.ID, keys); err != nil {
+			return fmt.Errorf("seen store: %w", err)
+		}
+	}
+	if len(dead) > 0 {
+		if err := a.srv.pub.publish(ctx, dead); err != nil {
+			return fmt.Errorf("dead-letter queue: %w", err)
+		}
+		a.published.Add(int64(len(dead)))
+		a.messages.Add(int64(len(dead)))
 	}
 	return nil
 }
@@ -484,6 +501,14 @@ func (a *campaignActor) flushParks() {
 // error, and records it as a failure (for `starter failures`) before its
 // delivery is acked.
 func (a *campaignActor) deadLetter(e *entry, reason, why string) {
+	msg, fail := a.deadMessage(e, reason, why)
+	a.repost(e, msg, fail)
+}
+
+// deadMessage is e's message for the dead-letter queue with reason and
+// why, and its failure record (nil for a URL that could not be read),
+// counted as dead-lettered.
+func (a *campaignActor) deadMessage(e *entry, reason, why string) (outMsg, *session.FailureRecord) {
 	reason = orOther(reason)
 	a.log.Warn("dead-lettering", "url", e.msg.URL, "reason", reason, "error", why)
 	a.deadLtrd.Add(1)
@@ -502,7 +527,7 @@ func (a *campaignActor) deadLetter(e *entry, reason, why string) {
 	if e.msg.URL != "" {
 		fail = &session.FailureRecord{URL: e.msg.URL, Reason: reason, Attempts: e.attempt, LastError: why, First: now, Last: now}
 	}
-	a.repost(e, outMsg{key: a.topo.Dead(), msg: pub}, fail)
+	return outMsg{key: a.topo.Dead(), msg: pub}, fail
 }
 
 // repost publishes msg (confirmed) and then acks e's delivery, in a

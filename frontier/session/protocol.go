@@ -199,8 +199,13 @@ type Outcome struct {
 	// Robots carries the raw robots.txt of a KindRobots lease.
 	Robots *RobotsBody `json:"robots,omitempty"`
 	// SinkFailed: the page could not be stored (a sink is down); the URL is
-	// put aside for a while without counting an attempt.
+	// put aside for a while without counting an attempt. Links are the
+	// page's all the same: followed when the URL is dead-lettered.
 	SinkFailed bool `json:"sink_failed,omitempty"`
+	// SinkRefused (with SinkFailed): a sink refused the page for good
+	// (sink.Permanent, a record over the broker's limit): no retry can
+	// store it, so the URL is dead-lettered at once and its links followed.
+	SinkRefused bool `json:"sink_refused,omitempty"`
 	// Released: the fetcher gives the lease back untouched (pause, stop).
 	Released bool `json:"released,omitempty"`
 	// Took is the time from the request's start to this report; the
