@@ -168,6 +168,7 @@ func (a *campaignActor) fetchedJob(h *host, e *entry, o session.Outcome, now tim
 func (a *campaignActor) refusedJob(e *entry, o session.Outcome, why string) recordJob {
 	a.srv.m().linksDiscovered(a.cfg.ID, len(o.Links)+max(o.Known, 0))
 	msg, fail := a.deadMessage(e, ReasonSink, why)
+	fail.Attempts = e.attempt + 1 // it was fetched: an attempt, as fetchedJob counts
 	return recordJob{e: e, links: o.Links, fail: fail, dead: &msg, disallowed: a.disallowedLinks(o.Links)}
 }
 

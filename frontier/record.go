@@ -8,7 +8,9 @@ package frontier
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -82,18 +84,26 @@ func (a *campaignActor) writeSplit(ctx context.Context, jobs []recordJob) (done,
 	if err = a.writeRecord(ctx, jobs); err == nil {
 		return jobs, nil, nil
 	}
-	if len(jobs) == 1 || ctx.Err() != nil {
+	if len(jobs) == 1 || ctx.Err() != nil || errors.Is(err, amqp.ErrClosed) {
+		// One outcome, no time left, or no channel to RabbitMQ: halves
+		// would fail alike.
 		return nil, jobs, err
 	}
 	mid := len(jobs) / 2
 	d1, f1, err1 := a.writeSplit(ctx, jobs[:mid])
 	d2, f2, err2 := a.writeSplit(ctx, jobs[mid:])
-	return append(d1, d2...), append(f1, f2...), cmp.Or(err1, err2)
+	// New slices: d1 and f1 may be jobs' own, and appending to them would
+	// write over jobs (record settles every job of it).
+	return slices.Concat(d1, d2), slices.Concat(f1, f2), cmp.Or(err1, err2)
 }
 
 // writeRecord writes what settling jobs needs before their acks: their
 // links published and marked queued, their failure records, their URLs
-// marked done.
+// marked done, or their dead-letter messages published (refusedJob): the
+// failure record goes first, so a dead-letter publish that fails leaves a
+// failure record of a URL that may yet be stored (a record of reason sink
+// for a stored page, in that rare case), never a dead-lettered URL with
+// no record.
 func (a *campaignActor) writeRecord(ctx context.Context, jobs []recordJob) error {
 	if err := a.publishLinks(ctx, jobs); err != nil {
 		return err
@@ -125,6 +135,11 @@ func (a *campaignActor) writeRecord(ctx context.Context, jobs []recordJob) error
 		}
 		a.published.Add(int64(len(dead)))
 		a.messages.Add(int64(len(dead)))
+		for _, j := range jobs {
+			if j.dead != nil {
+				a.countDead(ReasonSink)
+			}
+		}
 	}
 	return nil
 }
@@ -491,7 +506,7 @@ func (a *campaignActor) flushParks() {
 			// host's backlog must not come back ahead of the other hosts
 			// of its shard.
 			msg := outMsg{exchange: a.topo.Park(g.queue), key: a.topo.Shard(g.shard), msg: encodeParked(ms, hdr())}
-			a.repostAll(es[:n], msg, nil)
+			a.repostAll(es[:n], msg, nil, nil)
 			es = es[n:]
 		}
 	}
@@ -502,18 +517,24 @@ func (a *campaignActor) flushParks() {
 // delivery is acked.
 func (a *campaignActor) deadLetter(e *entry, reason, why string) {
 	msg, fail := a.deadMessage(e, reason, why)
-	a.repost(e, msg, fail)
+	reason = orOther(reason)
+	a.repostThen(e, msg, fail, func() { a.countDead(reason) })
 }
 
-// deadMessage is e's message for the dead-letter queue with reason and
-// why, and its failure record (nil for a URL that could not be read),
-// counted as dead-lettered.
-func (a *campaignActor) deadMessage(e *entry, reason, why string) (outMsg, *session.FailureRecord) {
-	reason = orOther(reason)
-	a.log.Warn("dead-lettering", "url", e.msg.URL, "reason", reason, "error", why)
+// countDead counts a URL dead-lettered with reason, once its message is
+// in the dead-letter queue: a dead-lettering that fails is not counted
+// (the URL comes back, and may be dead-lettered again).
+func (a *campaignActor) countDead(reason string) {
 	a.deadLtrd.Add(1)
 	a.srv.m().deadLetter(a.cfg.ID, reason)
 	a.countReason(reason)
+}
+
+// deadMessage is e's message for the dead-letter queue with reason and
+// why, and its failure record (nil for a URL that could not be read).
+func (a *campaignActor) deadMessage(e *entry, reason, why string) (outMsg, *session.FailureRecord) {
+	reason = orOther(reason)
+	a.log.Warn("dead-lettering", "url", e.msg.URL, "reason", reason, "error", why)
 	hdr := amqp.Table{hdrError: why, hdrReason: reason, hdrAttempt: int32(e.attempt)}
 	pub := encodeMsg(e.msg, 0, hdr)
 	if e.unread {
@@ -533,13 +554,19 @@ func (a *campaignActor) deadMessage(e *entry, reason, why string) (outMsg, *sess
 // repost publishes msg (confirmed) and then acks e's delivery, in a
 // goroutine; if the publish fails, the delivery goes back to its queue.
 func (a *campaignActor) repost(e *entry, msg outMsg, fail *session.FailureRecord) {
-	a.repostAll([]*entry{e}, msg, fail)
+	a.repostThen(e, msg, fail, nil)
+}
+
+// repostThen is repost, calling done (when not nil) once the message is
+// confirmed.
+func (a *campaignActor) repostThen(e *entry, msg outMsg, fail *session.FailureRecord, done func()) {
+	a.repostAll([]*entry{e}, msg, fail, done)
 }
 
 // repostAll is repost for the URLs of one message (fail, when set, is
 // recorded after the publish): each is acked once the message is
 // confirmed, or all go back to their queues.
-func (a *campaignActor) repostAll(es []*entry, msg outMsg, fail *session.FailureRecord) {
+func (a *campaignActor) repostAll(es []*entry, msg outMsg, fail *session.FailureRecord, done func()) {
 	a.pending.Add(1)
 	ok := a.spawn(func(ctx context.Context) {
 		defer a.pending.Add(-1)
@@ -559,6 +586,9 @@ func (a *campaignActor) repostAll(es []*entry, msg outMsg, fail *session.Failure
 		}
 		a.published.Add(int64(len(es)))
 		a.messages.Add(1)
+		if done != nil {
+			done()
+		}
 		for _, e := range es {
 			a.ackEntry(e)
 		}

@@ -228,6 +228,9 @@ func (s *Session) Report(o Outcome) {
 		var dropped int
 		o.Links, keys, dropped = s.known.filter(s.scope, o.Links)
 		o.Known += dropped
+		if o.SinkFailed && !o.SinkRefused {
+			keys = nil // parked, not recorded: nothing will confirm them
+		}
 	}
 	s.mu.Lock()
 	if len(keys) > 0 {
