@@ -29,6 +29,7 @@ type schedMetrics struct {
 	returned       *prometheus.CounterVec   // campaign
 	deadLettered   *prometheus.CounterVec   // campaign, reason
 	linksFound     *prometheus.CounterVec   // campaign
+	linksKnown     *prometheus.CounterVec   // campaign
 	politeness     *prometheus.HistogramVec // campaign
 	confirmLatency prometheus.Histogram
 }
@@ -49,6 +50,8 @@ func (s *Server) RegisterMetrics(reg prometheus.Registerer) error {
 			Help: "URLs moved to the dead-letter queue, by reason."}, []string{"campaign", "reason"}),
 		linksFound: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "links_discovered_total",
 			Help: "Links fetchers reported in stored pages, before dedup (drover_scheduler_links_published_total are the new ones)."}, c),
+		linksKnown: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "links_known_total",
+			Help: "Of drover_scheduler_links_discovered_total, the links fetchers left out of their reports because this scheduler had recorded them already (their workers' known links)."}, c),
 		politeness: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "politeness_wait_seconds",
 			Help:    "Time from a URL's delivery to this scheduler to its first lease: its host's politeness delay and concurrency cap, and the fetchers' credit.",
 			Buckets: []float64{.001, .005, .01, .05, .1, .25, .5, 1, 2, 5, 10, 30, 60}}, c),
@@ -56,7 +59,7 @@ func (s *Server) RegisterMetrics(reg prometheus.Registerer) error {
 			Help:    "Time from the first publish of a batch (links, parked or dead-lettered URLs, seeds) to RabbitMQ's last confirm of it.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 5}}),
 	}
-	for _, col := range []prometheus.Collector{m.leases, m.expired, m.returned, m.deadLettered, m.linksFound, m.politeness, m.confirmLatency, newServerCollector(s)} {
+	for _, col := range []prometheus.Collector{m.leases, m.expired, m.returned, m.deadLettered, m.linksFound, m.linksKnown, m.politeness, m.confirmLatency, newServerCollector(s)} {
 		if err := reg.Register(col); err != nil {
 			return err
 		}
@@ -102,6 +105,12 @@ func (m *schedMetrics) deadLetter(c, reason string) {
 func (m *schedMetrics) linksDiscovered(c string, n int) {
 	if m != nil && n > 0 {
 		m.linksFound.WithLabelValues(c).Add(float64(n))
+	}
+}
+
+func (m *schedMetrics) linksLeftOut(c string, n int) {
+	if m != nil && n > 0 {
+		m.linksKnown.WithLabelValues(c).Add(float64(n))
 	}
 }
 

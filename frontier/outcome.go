@@ -141,7 +141,7 @@ func (a *campaignActor) settleOutcome(h *host, e *entry, o session.Outcome, orig
 // returns the job that records it.
 func (a *campaignActor) fetchedJob(h *host, e *entry, o session.Outcome, now time.Time) recordJob {
 	h.fetched++
-	a.srv.m().linksDiscovered(a.cfg.ID, len(o.Links)+max(o.Known, 0))
+	a.countLinks(o)
 	j := recordJob{e: e, links: o.Links}
 	if o.Error != "" && o.Status == 0 {
 		a.failed.Add(1)
@@ -160,13 +160,21 @@ func (a *campaignActor) fetchedJob(h *host, e *entry, o session.Outcome, now tim
 	return j
 }
 
+// countLinks counts the links o's page had: those it reports, and those
+// its fetcher left out as known (recorded here before).
+func (a *campaignActor) countLinks(o session.Outcome) {
+	known := max(o.Known, 0)
+	a.srv.m().linksDiscovered(a.cfg.ID, len(o.Links)+known)
+	a.srv.m().linksLeftOut(a.cfg.ID, known)
+}
+
 // refusedJob is the record job of a page no sink will store: its links
 // are queued as any page's are, and the URL, instead of being marked
 // done, goes to the dead-letter queue with reason sink (confirmed) before
 // its delivery is acked. Without it the pages reachable only through a
 // page the sinks refuse were never crawled.
 func (a *campaignActor) refusedJob(e *entry, o session.Outcome, why string) recordJob {
-	a.srv.m().linksDiscovered(a.cfg.ID, len(o.Links)+max(o.Known, 0))
+	a.countLinks(o)
 	msg, fail := a.deadMessage(e, ReasonSink, why)
 	fail.Attempts = e.attempt + 1 // it was fetched: an attempt, as fetchedJob counts
 	return recordJob{e: e, links: o.Links, fail: fail, dead: &msg, disallowed: a.disallowedLinks(o.Links)}

@@ -322,6 +322,8 @@ func TestPrometheusScrapesACrawl(t *testing.T) {
 		`sum(drover_scheduler_publish_confirm_seconds_count)`:                      func(v float64) bool { return v > 0 },
 		`sum(temporal_workflow_task_execution_latency_seconds_count)`:              func(v float64) bool { return v > 0 },
 		`drover_scheduler_seen_store_bytes`:                                        func(v float64) bool { return v > 0 },
+		// The worker leaves out links recorded before (a page's navigation).
+		`sum(drover_scheduler_links_known_total{campaign=` + id + `})`: func(v float64) bool { return v > 0 },
 		// The refused seed, its one URL.
 		`sum(drover_scheduler_dead_lettered_total{campaign=` + id + `, reason="refused"})`: func(v float64) bool { return v == 1 },
 		`sum(drover_scheduler_failures_total{campaign=` + id + `, reason="refused"})`:      func(v float64) bool { return v == 1 },
