@@ -107,16 +107,16 @@ func (a *campaignActor) settleOutcome(h *host, e *entry, o session.Outcome, orig
 			why = "a sink refused the page for good: " + o.Error
 		case e.sinkFails >= a.cfg.MaxAttempts:
 			why = fmt.Sprintf("no sink stored the page after %d tries: %s", e.sinkFails, o.Error)
-		default:
-			delete(a.held, e.key)
-			a.park(e, max(o.RetryAfter, retryBackoff(0)), e.attempt, e.lost, "", "")
-			return recordJob{}, false
 		}
-		if len(o.Links) > 0 {
+		if why != "" && len(o.Links) > 0 {
 			return a.refusedJob(e, o, why), true
 		}
 		delete(a.held, e.key)
-		a.deadLetter(e, ReasonSink, why)
+		if why == "" {
+			a.park(e, max(o.RetryAfter, retryBackoff(0)), e.attempt, e.lost, "", "")
+		} else {
+			a.deadLetter(e, ReasonSink, why)
+		}
 	case o.Backoff || o.Retry:
 		if o.Backoff {
 			wait := max(o.RetryAfter, 2*h.delay, time.Second)

@@ -135,10 +135,8 @@ func (a *campaignActor) writeRecord(ctx context.Context, jobs []recordJob) error
 		}
 		a.published.Add(int64(len(dead)))
 		a.messages.Add(int64(len(dead)))
-		for _, j := range jobs {
-			if j.dead != nil {
-				a.countDead(ReasonSink)
-			}
+		for range dead {
+			a.countDead(ReasonSink)
 		}
 	}
 	return nil
@@ -518,7 +516,7 @@ func (a *campaignActor) flushParks() {
 func (a *campaignActor) deadLetter(e *entry, reason, why string) {
 	msg, fail := a.deadMessage(e, reason, why)
 	reason = orOther(reason)
-	a.repostThen(e, msg, fail, func() { a.countDead(reason) })
+	a.repostAll([]*entry{e}, msg, fail, func() { a.countDead(reason) })
 }
 
 // countDead counts a URL dead-lettered with reason, once its message is
@@ -554,18 +552,13 @@ func (a *campaignActor) deadMessage(e *entry, reason, why string) (outMsg, *sess
 // repost publishes msg (confirmed) and then acks e's delivery, in a
 // goroutine; if the publish fails, the delivery goes back to its queue.
 func (a *campaignActor) repost(e *entry, msg outMsg, fail *session.FailureRecord) {
-	a.repostThen(e, msg, fail, nil)
-}
-
-// repostThen is repost, calling done (when not nil) once the message is
-// confirmed.
-func (a *campaignActor) repostThen(e *entry, msg outMsg, fail *session.FailureRecord, done func()) {
-	a.repostAll([]*entry{e}, msg, fail, done)
+	a.repostAll([]*entry{e}, msg, fail, nil)
 }
 
 // repostAll is repost for the URLs of one message (fail, when set, is
 // recorded after the publish): each is acked once the message is
-// confirmed, or all go back to their queues.
+// confirmed (after done, when set, is called), or all go back to their
+// queues.
 func (a *campaignActor) repostAll(es []*entry, msg outMsg, fail *session.FailureRecord, done func()) {
 	a.pending.Add(1)
 	ok := a.spawn(func(ctx context.Context) {

@@ -187,15 +187,24 @@ func learn(t *testing.T, known *KnownLinks, incarnation uint64, names ...string)
 	sess.Close()
 }
 
+// reportAB reports links a and b, under lease 1, through a new session
+// sharing known to a scheduler of incarnation, and returns the outcome the
+// scheduler read.
+func reportAB(t *testing.T, known *KnownLinks, incarnation uint64) Outcome {
+	t.Helper()
+	fs := startFakeScheduler(t, incarnation)
+	sess := dialKnown(t, fs, known)
+	defer sess.Close()
+	sess.Report(Outcome{LeaseID: 1, Links: links("a", "b")})
+	return fs.next(t)
+}
+
 // A scheduler that does not offer FrameRecorded gets every link: the
 // session cannot learn what it recorded.
 func TestKnownLinksNeedTheSchedulersWord(t *testing.T) {
 	known := NewKnownLinks(0)
 	learn(t, known, 7, "a")
-	fs := startFakeScheduler(t, 0)
-	sess := dialKnown(t, fs, known)
-	sess.Report(Outcome{LeaseID: 1, Links: links("a", "b")})
-	checkOutcome(t, fs.next(t), 1, []string{"a", "b"}, 0)
+	checkOutcome(t, reportAB(t, known, 0), 1, []string{"a", "b"}, 0)
 }
 
 // What a scheduler's campaign recorded holds for that incarnation only: a
@@ -205,17 +214,8 @@ func TestKnownLinksNeedTheSchedulersWord(t *testing.T) {
 func TestKnownLinksHoldForOneIncarnation(t *testing.T) {
 	known := NewKnownLinks(0)
 	learn(t, known, 7, "a")
-
-	fs := startFakeScheduler(t, 7)
-	sess := dialKnown(t, fs, known)
-	sess.Report(Outcome{LeaseID: 1, Links: links("a", "b")})
-	checkOutcome(t, fs.next(t), 1, []string{"b"}, 1)
-	sess.Close()
-
-	fs = startFakeScheduler(t, 8)
-	sess = dialKnown(t, fs, known)
-	sess.Report(Outcome{LeaseID: 1, Links: links("a", "b")})
-	checkOutcome(t, fs.next(t), 1, []string{"a", "b"}, 0)
+	checkOutcome(t, reportAB(t, known, 7), 1, []string{"b"}, 1)
+	checkOutcome(t, reportAB(t, known, 8), 1, []string{"a", "b"}, 0)
 }
 
 // The cache holds at most two generations a scheduler; a link used again
