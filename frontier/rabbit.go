@@ -53,6 +53,10 @@ func (r *rabbit) get() (*amqp.Connection, error) {
 		return nil, fmt.Errorf("RabbitMQ connection lost: %w", amqp.ErrClosed)
 	}
 	if time.Since(r.lastTry) < redialEvery {
+		if r.lastErr == nil {
+			// The connection dialled last was lost: dialling again soon.
+			return nil, fmt.Errorf("RabbitMQ connection lost, dialling again within %s: %w", redialEvery, amqp.ErrClosed)
+		}
 		return nil, fmt.Errorf("RabbitMQ unreachable: %w", r.lastErr)
 	}
 	r.lastTry = time.Now()

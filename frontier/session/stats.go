@@ -115,17 +115,28 @@ func (s *Stats) Add(o Stats) {
 	}
 }
 
-// Idle reports whether nothing is queued, held or unconfirmed: the frontier
-// is drained if this holds twice in a row with no ack or publish between.
+// Idle reports whether nothing is queued, held or unconfirmed, and every
+// consumer of the campaign's shards is a scheduler that answered: the
+// frontier is drained if this holds twice in a row with no ack or publish
+// between.
 //
-// With schedulers missing (they did not answer), it holds only when no
-// scheduler beyond those that answered still consumes the campaign: a dead
+// RabbitMQ's consumer count is what accounts for deliveries no answering
+// scheduler counts. A scheduler whose connection was cut on its own side
+// voids what it held and dials again at once, while RabbitMQ keeps the old
+// connection, its consumers and its unacked deliveries until it notices
+// the peer gone; a scheduler missing from the list asked (a rolling
+// deploy), or alive but cut off from the control sessions, holds a
+// consumer too. Each counts as busy until its consumers are gone. A dead
 // scheduler's connection is gone, and RabbitMQ put its deliveries back in
-// the queues (counted in Queued); one that is alive but cut off from the
-// control sessions still holds a consumer, and so counts as busy.
+// the queues (counted in Queued).
 func (s Stats) Idle() bool {
 	if s.Queued != 0 || s.Held != 0 || s.InFlight != 0 || s.Pending != 0 {
 		return false
 	}
-	return len(s.Missing) == 0 || s.Consumers <= s.Answering
+	answering := s.Answering
+	if s.Consuming {
+		// One scheduler's own stats (a sum counts them in Answering).
+		answering = max(answering, 1)
+	}
+	return s.Consumers <= answering
 }

@@ -69,6 +69,11 @@ type View struct {
 	// ConsumeError: a scheduler cannot consume the campaign's queues, and
 	// why (it keeps trying); empty when all is well.
 	ConsumeError string `json:"consume_error,omitempty"`
+	// ConsumersUnaccounted: consumers of the campaign's shards that RabbitMQ
+	// counts and no scheduler asked answers for (one missing from
+	// DROVER_SCHEDULER, or a connection RabbitMQ has not yet seen end).
+	// The campaign does not drain while there are any: they may hold URLs.
+	ConsumersUnaccounted int64 `json:"consumers_unaccounted,omitempty"`
 	// StatusError says why the workflow's own status is missing (no worker
 	// answered the query); the counts then come from search attributes.
 	StatusError string `json:"status_error,omitempty"`
@@ -368,6 +373,7 @@ func (v *View) addSchedulerStats(r statsResult) {
 	down := s.HostsDown
 	v.HostsDown = &down
 	v.ConsumeError = s.ConsumeError
+	v.ConsumersUnaccounted = max(s.Consumers-s.Answering, 0)
 }
 
 // addFailureCounts counts an ended campaign's failures by reason from its
@@ -411,6 +417,9 @@ func renderView(w io.Writer, v View, now time.Time) {
 	}
 	if v.ConsumeError != "" {
 		fmt.Fprintf(w, "  QUEUES    a scheduler cannot consume the campaign's queues (it keeps trying): %s\n", oneLine(v.ConsumeError))
+	}
+	if v.ConsumersUnaccounted > 0 && !v.Closed() {
+		fmt.Fprintf(w, "  QUEUES    RabbitMQ counts %d consumer(s) of the shards that no scheduler in DROVER_SCHEDULER answers for; the campaign cannot drain until they go (a scheduler missing from the list, or a connection RabbitMQ has not yet seen end)\n", v.ConsumersUnaccounted)
 	}
 	fmt.Fprintf(w, "  started   %s (%s)\n", v.StartTime.Local().Format(time.DateTime), since(now, v.StartTime))
 	if v.CloseTime != nil {

@@ -1,0 +1,36 @@
+package session
+
+import "testing"
+
+// TestIdleCountsEveryConsumer: idle needs nothing queued, held, leased or
+// unconfirmed, and every consumer RabbitMQ counts answered for by a
+// scheduler that was asked, whether or not one is missing.
+func TestIdleCountsEveryConsumer(t *testing.T) {
+	cases := []struct {
+		name string
+		st   Stats
+		idle bool
+	}{
+		{"nothing anywhere, no consumer", Stats{}, true},
+		{"one scheduler consuming, answering", Stats{Consumers: 1, Answering: 1}, true},
+		{"queued", Stats{Queued: 1, Consumers: 1, Answering: 1}, false},
+		{"held", Stats{Held: 1, Consumers: 1, Answering: 1}, false},
+		{"in flight", Stats{InFlight: 1, Consumers: 1, Answering: 1}, false},
+		{"unconfirmed", Stats{Pending: 1, Consumers: 1, Answering: 1}, false},
+		// A connection cut on the scheduler's side: RabbitMQ still counts
+		// the old consumer beside the new one, and nobody is missing.
+		{"an old connection RabbitMQ still holds", Stats{Consumers: 2, Answering: 1}, false},
+		{"a scheduler not in the list consumes", Stats{Consumers: 1}, false},
+		{"a missing scheduler still consumes", Stats{Consumers: 2, Answering: 1, Missing: []string{"b:7420"}}, false},
+		{"one scheduler's own stats, consuming", Stats{Consumers: 1, Consuming: true}, true},
+		{"one scheduler's own stats, another consumer", Stats{Consumers: 2, Consuming: true}, false},
+		{"a missing scheduler is gone", Stats{Consumers: 1, Answering: 1, Missing: []string{"b:7420"}}, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := c.st.Idle(); got != c.idle {
+				t.Errorf("Idle() = %v, want %v for %+v", got, c.idle, c.st)
+			}
+		})
+	}
+}
