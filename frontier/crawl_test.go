@@ -2,6 +2,7 @@ package frontier_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -208,14 +209,61 @@ func TestCrawlCompletes(t *testing.T) {
 	if st.Fetched != int64(len(web.Pages())) {
 		t.Errorf("scheduler counted %d pages fetched, the web served %d", st.Fetched, len(web.Pages()))
 	}
+	// The names checked below are the campaign's: they exist before the
+	// close.
+	checkTopology(t, sched.conn, cfg.ID, true)
 	if _, err := ctl.CloseCampaign(context.Background(), cfg.ID, true); err != nil {
 		t.Fatal(err)
 	}
 	// Nothing of the campaign stays in RabbitMQ.
-	ch, _ := sched.conn.Channel()
-	defer ch.Close()
-	if _, err := ch.QueueDeclarePassive(frontier.Topology{Campaign: cfg.ID}.Shard(0), true, false, false, false, nil); err == nil {
-		t.Error("shard queue still exists after close")
+	checkTopology(t, sched.conn, cfg.ID, false)
+}
+
+// checkTopology checks that every queue of campaign id's topology (its
+// shard queues, its dead-letter queue, its parking queues) and every
+// parking exchange exists (exists) or is gone (!exists). Each is declared
+// passively on a channel of its own: RabbitMQ answers a missing one with
+// 404 NOT_FOUND and closes the channel, and every later declare on that
+// channel would fail whatever it asked about. Gone means exactly that 404;
+// a success or any other error fails t.
+func checkTopology(t *testing.T, conn *amqp.Connection, id string, exists bool) {
+	t.Helper()
+	topo := frontier.Topology{Campaign: id}
+	type object struct {
+		kind, name string
+		declare    func(ch *amqp.Channel, name string) error
+	}
+	queue := func(ch *amqp.Channel, name string) error {
+		_, err := ch.QueueDeclarePassive(name, true, false, false, false, nil)
+		return err
+	}
+	exchange := func(ch *amqp.Channel, name string) error {
+		return ch.ExchangeDeclarePassive(name, amqp.ExchangeFanout, true, false, false, false, nil)
+	}
+	var objects []object
+	for i := range frontier.Shards {
+		objects = append(objects, object{"shard queue", topo.Shard(i), queue})
+	}
+	objects = append(objects, object{"dead-letter queue", topo.Dead(), queue})
+	for i := range frontier.ParkQueues() {
+		objects = append(objects, object{"parking queue", topo.Park(i), queue}, object{"parking exchange", topo.Park(i), exchange})
+	}
+	for _, o := range objects {
+		ch, err := conn.Channel()
+		if err != nil {
+			t.Fatalf("open channel: %v", err)
+		}
+		err = o.declare(ch, o.name)
+		ch.Close()
+		var aerr *amqp.Error
+		switch {
+		case exists && err != nil:
+			t.Errorf("%s %s: %v, want it declared", o.kind, o.name, err)
+		case !exists && err == nil:
+			t.Errorf("%s %s still exists", o.kind, o.name)
+		case !exists && !(errors.As(err, &aerr) && aerr.Code == amqp.NotFound):
+			t.Errorf("%s %s: %v, want %d NOT_FOUND", o.kind, o.name, err, amqp.NotFound)
+		}
 	}
 }
 

@@ -29,3 +29,7 @@ func BreakConsume(s *Server, id string) {
 		}
 	})
 }
+
+// ParkQueues is the number of parking queues (and parking exchanges) of a
+// campaign: Topology.Park takes 0 to ParkQueues()-1.
+func ParkQueues() int { return len(parkTTLs) }
