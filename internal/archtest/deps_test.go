@@ -7,12 +7,40 @@ import (
 )
 
 // heavy are the packages (import path prefixes) that only a worker needs:
-// the sinks' drivers and the HTML parser of link extraction.
+// the sinks' drivers and the HTML parsers. TestHeavyListsFetchsParser
+// keeps the list in step with what fetch parses pages with.
 var heavy = map[string]string{
 	"github.com/jackc/pgx/":           "PostgreSQL sink driver",
 	"github.com/segmentio/kafka-go":   "Kafka sink driver",
-	"github.com/PuerkitoBio/goquery":  "HTML parser (fetch's link extraction)",
+	"golang.org/x/net/html":           "HTML tokenizer (fetch's link extraction; html/atom with it)",
+	"github.com/PuerkitoBio/goquery":  "HTML parser (fetch's tests hold link extraction to it)",
 	"github.com/andybalholm/cascadia": "HTML selectors (goquery's)",
+}
+
+// TestHeavyListsFetchsParser: every package of another module that fetch
+// links and the scheduler server (package frontier) does not is in heavy.
+// Those are what fetch parses pages with; a parser missing from heavy
+// would let TestProcessesLinkOnlyWhatTheyNeed pass with it linked into the
+// scheduler. The standard library is left out (fetch's encoding/xml, for
+// sitemaps, is linked by the starter too).
+func TestHeavyListsFetchsParser(t *testing.T) {
+	server := map[string]bool{}
+	for _, dep := range deps(t, "frontier") {
+		server[dep] = true
+	}
+	for _, dep := range deps(t, "fetch") {
+		first, _, _ := strings.Cut(dep, "/")
+		if server[dep] || strings.HasPrefix(dep, mod) || !strings.Contains(first, ".") {
+			continue
+		}
+		listed := false
+		for prefix := range heavy {
+			listed = listed || strings.HasPrefix(dep, prefix)
+		}
+		if !listed {
+			t.Errorf("fetch links %s, which the scheduler does not, and heavy does not list it", dep)
+		}
+	}
 }
 
 // TestProcessesLinkOnlyWhatTheyNeed: a scheduler and the workflow never
