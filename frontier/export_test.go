@@ -33,3 +33,15 @@ func BreakConsume(s *Server, id string) {
 // ParkQueues is the number of parking queues (and parking exchanges) of a
 // campaign: Topology.Park takes 0 to ParkQueues()-1.
 func ParkQueues() int { return len(parkTTLs) }
+
+// SetBetweenNacks makes a record whose outcomes failed call f, with its
+// campaign's ID, between their nacks (before each but the first); nil
+// removes it. f runs on the record's goroutine: the nacks after it wait
+// for it.
+func SetBetweenNacks(f func(campaign string)) {
+	if f == nil {
+		betweenNacks.Store(nil)
+		return
+	}
+	betweenNacks.Store(&f)
+}

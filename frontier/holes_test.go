@@ -1,9 +1,9 @@
 package frontier_test
 
 // The failure paths of the ack chain (issue 10): each test widens one
-// window on purpose (a publisher that fails or waits on cue, a log handler
-// that sleeps, a channel broken under the scheduler) and counts what came
-// back, so that a URL lost on that path fails it.
+// window on purpose (a publisher that fails or waits on cue, a record held
+// between its nacks, a channel broken under the scheduler) and counts
+// what came back, so that a URL lost on that path fails it.
 
 import (
 	"context"
@@ -12,8 +12,8 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
-	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -32,31 +32,6 @@ import (
 	"github.com/drover-crawl/drover/urlrule"
 	"github.com/drover-crawl/drover/workflows"
 )
-
-// sleepyHandler logs at warn level and sleeps after each record whose
-// message starts with one of the given prefixes: it holds the goroutine
-// that logged it in the middle of its work.
-type sleepyHandler struct {
-	slog.Handler
-	prefix string
-	d      time.Duration
-}
-
-func (h sleepyHandler) Handle(ctx context.Context, r slog.Record) error {
-	err := h.Handler.Handle(ctx, r)
-	if strings.HasPrefix(r.Message, h.prefix) {
-		time.Sleep(h.d)
-	}
-	return err
-}
-
-func (h sleepyHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	return sleepyHandler{h.Handler.WithAttrs(as), h.prefix, h.d}
-}
-
-func (h sleepyHandler) WithGroup(g string) slog.Handler {
-	return sleepyHandler{h.Handler.WithGroup(g), h.prefix, h.d}
-}
 
 // startSchedulerWith starts a scheduler with its own logger.
 func startSchedulerWith(t *testing.T, cfg frontier.ServerConfig, store seen.Store, log *slog.Logger) *scheduler {
@@ -157,18 +132,30 @@ func shardQueue(cfg campaign.Config, rawURL string) string {
 }
 
 // Hole 1: a record that fails must not let its URL's own redelivery be
-// acked as a duplicate. Two outcomes fail in one record; the log line of
-// the second sleeps, so the first one's redelivery arrives meanwhile. Both
+// acked as a duplicate of its entry still held. Two outcomes fail in one
+// record; the record is held after its first nack until that URL, back
+// from RabbitMQ, is leased again, and only then nacks the second. Both
 // URLs must come back.
 func TestHoleFailedRecordRedeliveryIsNotADuplicate(t *testing.T) {
-	base := slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})
-	log := slog.New(sleepyHandler{base, "recording outcome failed", 700 * time.Millisecond})
-	sched := startSchedulerWith(t, frontier.DefaultServerConfig(), seen.NewMemory(), log)
+	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory())
 	p1, p2 := "http://127.66.1.1:9/p1", "http://127.66.1.2:9/p2"
 	cfg := handCampaign(t, p1, p2)
 	child := "http://127.66.1.1:9/child"
 	fault := &faultOnShard{queue: shardQueue(cfg, child)}
 	ctl, f, got := leaseTwoThenArm(t, sched, cfg, fault)
+	// Registered after the campaign's close (seedHand), so it runs
+	// before: the close waits for the held record.
+	nacked, release := make(chan struct{}), make(chan struct{})
+	var hold, letGo sync.Once
+	frontier.SetBetweenNacks(func(id string) {
+		if id == cfg.ID {
+			hold.Do(func() { close(nacked); <-release })
+		}
+	})
+	t.Cleanup(func() {
+		letGo.Do(func() { close(release) })
+		frontier.SetBetweenNacks(nil)
+	})
 	// The record of both fails, and so does each half it is tried in
 	// again (writeSplit): both outcomes go back.
 	fault.armed.Store(3)
@@ -176,7 +163,21 @@ func TestHoleFailedRecordRedeliveryIsNotADuplicate(t *testing.T) {
 	f.report(t,
 		session.Outcome{LeaseID: got[p1], Stored: true, Status: 200, Links: links},
 		session.Outcome{LeaseID: got[p2], Stored: true, Status: 200, Links: links})
+	select {
+	case <-nacked:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the failed record never reached its second nack")
+	}
+	// The record is held between its nacks: the URL nacked first (p1 or
+	// p2), redelivered, is the only one that can be leased now. Acked as
+	// a duplicate instead, it never comes.
 	again := map[string]bool{}
+	f.pages(t, 2, 20*time.Second, nil, func(l session.Lease) bool {
+		again[l.URL] = true
+		f.report(t, session.Outcome{LeaseID: l.ID, Stored: true, Status: 200, Links: links})
+		return true
+	})
+	letGo.Do(func() { close(release) })
 	f.pages(t, 2, 20*time.Second, nil, func(l session.Lease) bool {
 		again[l.URL] = true
 		f.report(t, session.Outcome{LeaseID: l.ID, Stored: true, Status: 200, Links: links})

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -66,10 +67,18 @@ func (a *campaignActor) record(ctx context.Context, jobs []recordJob) {
 	for _, j := range done {
 		a.ackEntry(j.e)
 	}
-	for _, j := range failed {
+	for i, j := range failed {
+		if f := betweenNacks.Load(); f != nil && i > 0 {
+			(*f)(a.cfg.ID)
+		}
 		a.nackEntry(j.e)
 	}
 }
+
+// betweenNacks, when set (tests only, through export_test.go), is called by
+// record between the nacks of its failed outcomes, before each but the
+// first, with the campaign's ID.
+var betweenNacks atomic.Pointer[func(campaign string)]
 
 // writeSplit writes jobs as one record (writeRecord); when that fails, it
 // writes each half on its own, down to single jobs, while ctx lasts: one
