@@ -23,12 +23,10 @@ func (a *Activities) Seed(ctx context.Context, in workflows.SeedInput) (workflow
 }
 
 func (a *Activities) seed(ctx context.Context, in workflows.SeedInput) (workflows.SeedResult, error) {
+	// A run has its own frontier key (campaign.Config.FrontierKey): the
+	// scheduler seeded removes what earlier runs of the ID left there, and
+	// every other scheduler does when this run's first fetcher reaches it.
 	cfg := in.Config.WithDefaults()
-	// A new run of the campaign ID starts without the last run's failure
-	// records (they stay readable until then).
-	if err := a.sessions().DropFailures(ctx, a.Schedulers, cfg.ID); err != nil {
-		activity.GetLogger(ctx).Warn("could not drop the failure records of an earlier run", "error", err)
-	}
 	var errs []error
 	for _, addr := range a.Schedulers {
 		c, err := a.dialControl(ctx, addr)
@@ -69,7 +67,7 @@ func (a *Activities) Monitor(ctx context.Context, in workflows.MonitorInput) (wo
 	var last session.Stats
 	var failingSince time.Time
 	for {
-		st, err := a.sessions().CampaignStats(ctx, a.Schedulers, cfg.ID)
+		st, err := a.sessions().CampaignStats(ctx, a.Schedulers, cfg.FrontierKey())
 		switch {
 		case err != nil:
 			prev = nil
@@ -131,7 +129,7 @@ func (a *Activities) Close(ctx context.Context, in workflows.CloseInput) (workfl
 func (a *Activities) close(ctx context.Context, in workflows.CloseInput) (workflows.CloseResult, error) {
 	st, err := session.CloseVia(ctx, a.Schedulers, func(ctx context.Context, addr string) (session.CampaignCloser, error) {
 		return a.dialControl(ctx, addr)
-	}, in.Config.ID, in.Delete)
+	}, in.Config.FrontierKey(), in.Delete)
 	if err != nil {
 		return workflows.CloseResult{}, err
 	}

@@ -124,7 +124,10 @@ func runDrover(ctx context.Context, j Job, stop <-chan struct{}) (res Result, er
 		}
 	}
 	wctx, stopWatch := context.WithCancel(ctx)
-	last := watchSchedulerStats(wctx, sched.Addr(), cfg.ID)
+	// Named here, so that the watcher reads the scheduler's counts under
+	// this run's frontier key (ID~Run).
+	cfg.Run = campaign.NewRun(time.Now(), rand.Uint64())
+	last := watchSchedulerStats(wctx, sched.Addr(), cfg.FrontierKey())
 	st, err := runCampaign(ctx, tmp.Client(), cfg, j.Timeout, stopper)
 	stopWatch()
 	if ls := last(); ls.Fetched > 0 {

@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -75,7 +76,13 @@ type HostRule struct {
 // The config is the workflow's JSON input: a pointer field encodes as a
 // plain number, so inputs written before the pointers decode as they were.
 type Config struct {
-	ID    string   `json:"id" yaml:"id"`
+	ID string `json:"id" yaml:"id"`
+	// Run names one run of the campaign ID in the frontier: its queues,
+	// seen marks, failure records and scheduler state live under
+	// FrontierKey (ID~Run), so the runs of one ID never see each other's.
+	// The workflow sets it on its first run (a continue-as-new carries it);
+	// empty, the key is the ID (campaigns started before runs had names).
+	Run   string   `json:"run,omitempty" yaml:"-"`
 	Seeds []string `json:"seeds" yaml:"seeds"`
 	// SeedScores gives seeds a score, which the "score" priority policy
 	// leases highest first and their links inherit by default; a seed not
@@ -296,6 +303,55 @@ func ZeroRefused(key string) (rule string, refused bool) {
 
 var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
+// runPattern is the form of Config.Run.
+var runPattern = regexp.MustCompile(`^[a-z0-9]{1,16}$`)
+
+// RunSep joins a campaign ID and its run in a frontier key; no ID holds it.
+const RunSep = "~"
+
+// FrontierKey names this run of the campaign in the frontier: the ID, and
+// the run when there is one (ID~Run). Queue names, seen marks, failure
+// records and the schedulers' campaign state all use it.
+func (c Config) FrontierKey() string {
+	if c.Run == "" {
+		return c.ID
+	}
+	return c.ID + RunSep + c.Run
+}
+
+// NewRun names a run that starts at t, with random bits told apart from
+// another run started in the same millisecond: the time in base 36 (9
+// digits, enough for 3,000 years), then 4 random ones. The runs of one ID
+// sort in the order they started (RunAfter).
+func NewRun(t time.Time, random uint64) string {
+	const digits = 9
+	ts := strconv.FormatInt(max(t.UnixMilli(), 0), 36)
+	r := strconv.FormatUint(random%(36*36*36*36), 36)
+	return strings.Repeat("0", max(digits-len(ts), 0)) + ts + strings.Repeat("0", 4-len(r)) + r
+}
+
+// RunAfter reports whether frontier key a names a later run of its
+// campaign than key b: a key without a run (a campaign started before
+// runs had names) comes before every run.
+func RunAfter(a, b string) bool {
+	_, ra, _ := strings.Cut(a, RunSep)
+	_, rb, _ := strings.Cut(b, RunSep)
+	return ra > rb
+}
+
+func (c Config) validRun() error {
+	if c.Run != "" && !runPattern.MatchString(c.Run) {
+		return fmt.Errorf("run %q: must be 1-16 lower-case letters or digits (the workflow names its run; leave it out)", c.Run)
+	}
+	return nil
+}
+
+// KeyID is the campaign ID of a frontier key (FrontierKey).
+func KeyID(key string) string {
+	id, _, _ := strings.Cut(key, RunSep)
+	return id
+}
+
 // policyPattern is the form of a priority policy's name. Which names exist
 // is the schedulers' business (frontier.ServerConfig.Policies): the config,
 // which is the workflow's input, checks only the form, so that the workflow
@@ -308,6 +364,9 @@ func (c Config) Validate() error {
 	var errs []error
 	if !idPattern.MatchString(c.ID) {
 		errs = append(errs, fmt.Errorf("id %q: must be 1-64 characters of letters, digits, '.', '_' or '-', starting with a letter or digit", c.ID))
+	}
+	if err := c.validRun(); err != nil {
+		errs = append(errs, err)
 	}
 	if len(c.Seeds) == 0 {
 		errs = append(errs, errors.New("seeds: at least one seed URL is required"))

@@ -282,7 +282,10 @@ const (
 // campaignConfig is the row's campaign.
 func (r *rig) campaignConfig() campaign.Config {
 	return campaign.Config{
-		ID:           fmt.Sprintf("chaos-%s-%d", r.name, rand.IntN(1e6)),
+		ID: fmt.Sprintf("chaos-%s-%d", r.name, rand.IntN(1e6)),
+		// Named here so that the rig knows the frontier key (ID~Run) the
+		// schedulers count this run under.
+		Run:          campaign.NewRun(time.Now(), rand.Uint64()),
 		Seeds:        r.web.Seeds(),
 		Fetchers:     r.opts.Fetchers,
 		PerHostDelay: new(r.opts.PerHostDelay),

@@ -151,7 +151,7 @@ func runRow(ctx context.Context, opts Options, rabbit *RabbitNode, f Fault) (res
 		}
 	}
 	sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	if st, err := session.CampaignStats(sctx, []string{r.schedAddr}, chaosToken, cfg.ID); err == nil {
+	if st, err := session.CampaignStats(sctx, []string{r.schedAddr}, chaosToken, cfg.FrontierKey()); err == nil {
 		res.InFlight = st.InFlight
 	} else {
 		r.logf("stats before the fault: %v", err)

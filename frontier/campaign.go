@@ -45,6 +45,9 @@ type campaignActor struct {
 	policy Policy
 	scope  *urlrule.Scope // for the sitemaps a robots.txt names
 	log    *slog.Logger
+	// key names the campaign's run in the frontier (Config.FrontierKey):
+	// its queues, seen marks and failure records.
+	key string
 	// incarnation names this actor's life (Welcome.Incarnation): what a
 	// fetcher learnt of its records (session.KnownLinks) holds for it only.
 	incarnation uint64
@@ -127,9 +130,10 @@ func newCampaignActor(srv *Server, cfg campaign.Config) (*campaignActor, error) 
 		scope:       scope,
 		srv:         srv,
 		cfg:         cfg,
-		topo:        Topology{Campaign: cfg.ID},
+		key:         cfg.FrontierKey(),
+		topo:        Topology{Campaign: cfg.FrontierKey()},
 		policy:      p,
-		log:         srv.log.With("campaign", cfg.ID),
+		log:         srv.log.With("campaign", cfg.FrontierKey()),
 		events:      make(chan func(), 1024),
 		done:        make(chan struct{}),
 		hosts:       map[string]*host{},

@@ -103,7 +103,7 @@ func (a *campaignActor) onURL(e *entry, now time.Time) {
 		a.ackEntry(e)
 		return
 	}
-	if done, err := a.srv.store.Done(a.cfg.ID, k); err != nil {
+	if done, err := a.srv.store.Done(a.key, k); err != nil {
 		a.log.Error("seen store", "err", err)
 	} else if done {
 		a.duplicates.Add(1)

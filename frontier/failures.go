@@ -149,7 +149,7 @@ func (a *campaignActor) recordFailures(fs []session.FailureRecord) error {
 	if len(fs) == 0 {
 		return nil
 	}
-	if err := a.srv.store.RecordFailures(a.cfg.ID, fs); err != nil {
+	if err := a.srv.store.RecordFailures(a.key, fs); err != nil {
 		return fmt.Errorf("failure store: %w", err)
 	}
 	return nil

@@ -134,7 +134,7 @@ func (a *campaignActor) writeRecord(ctx context.Context, jobs []recordJob) error
 		return err
 	}
 	if len(keys) > 0 {
-		if err := a.srv.store.MarkDone(a.cfg.ID, keys); err != nil {
+		if err := a.srv.store.MarkDone(a.key, keys); err != nil {
 			return fmt.Errorf("seen store: %w", err)
 		}
 	}
@@ -244,7 +244,7 @@ func (a *campaignActor) publishLinks(ctx context.Context, jobs []recordJob) erro
 	if len(keys) == 0 {
 		return nil
 	}
-	queued, err := a.srv.store.Queued(a.cfg.ID, keys)
+	queued, err := a.srv.store.Queued(a.key, keys)
 	if err != nil {
 		return fmt.Errorf("seen store: %w", err)
 	}
@@ -323,7 +323,7 @@ func (a *campaignActor) stillNew(keys []seen.Key, mine []int) ([]int, error) {
 	for n, i := range mine {
 		ks[n] = keys[i]
 	}
-	queued, err := a.srv.store.Queued(a.cfg.ID, ks)
+	queued, err := a.srv.store.Queued(a.key, ks)
 	if err != nil {
 		return nil, fmt.Errorf("seen store: %w", err)
 	}
@@ -386,7 +386,7 @@ func (a *campaignActor) recordDisallowed(keys []seen.Key, urls []string) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	queued, err := a.srv.store.Queued(a.cfg.ID, keys)
+	queued, err := a.srv.store.Queued(a.key, keys)
 	if err != nil {
 		return fmt.Errorf("seen store: %w", err)
 	}
@@ -406,7 +406,7 @@ func (a *campaignActor) recordDisallowed(keys []seen.Key, urls []string) error {
 	if err := a.recordFailures(fs); err != nil {
 		return err
 	}
-	if err := a.srv.store.MarkQueued(a.cfg.ID, ks); err != nil {
+	if err := a.srv.store.MarkQueued(a.key, ks); err != nil {
 		return fmt.Errorf("seen store: %w", err)
 	}
 	a.robotsDropped.Add(int64(len(ks)))
@@ -435,7 +435,7 @@ func (a *campaignActor) publishSome(ctx context.Context, keys []seen.Key, msgs [
 	a.published.Add(int64(len(us)))
 	a.discovered.Add(int64(len(us)))
 	a.messages.Add(int64(len(out)))
-	if err := a.srv.store.MarkQueued(a.cfg.ID, ks); err != nil {
+	if err := a.srv.store.MarkQueued(a.key, ks); err != nil {
 		return fmt.Errorf("seen store: %w", err)
 	}
 	return nil

@@ -240,15 +240,19 @@ func (s *Server) Close() error {
 // RabbitMQ) run under createMu, not mu, so that Stats and the other
 // campaigns' sessions do not wait for them.
 func (s *Server) actor(cfg campaign.Config) (*campaignActor, error) {
-	if a, err := s.existingActor(cfg.ID); a != nil || err != nil {
+	key := cfg.FrontierKey()
+	if a, err := s.existingActor(key); a != nil || err != nil {
 		return a, err
 	}
 	s.createMu.Lock()
 	defer s.createMu.Unlock()
-	if a, err := s.existingActor(cfg.ID); a != nil || err != nil {
+	if a, err := s.existingActor(key); a != nil || err != nil {
 		return a, err
 	}
-	if err := s.declare(cfg.ID); err != nil {
+	if err := s.retireEarlier(cfg); err != nil {
+		return nil, err
+	}
+	if err := s.declare(key); err != nil {
 		return nil, err
 	}
 	a, err := newCampaignActor(s, cfg)
@@ -256,7 +260,7 @@ func (s *Server) actor(cfg campaign.Config) (*campaignActor, error) {
 		return nil, err
 	}
 	s.mu.Lock()
-	if _, err := s.existingActorLocked(cfg.ID); err != nil || s.closed {
+	if _, err := s.existingActorLocked(key); err != nil || s.closed {
 		// Closed (the campaign, or the server) while it was declared.
 		s.mu.Unlock()
 		a.stop(10 * time.Second)
@@ -265,7 +269,7 @@ func (s *Server) actor(cfg campaign.Config) (*campaignActor, error) {
 		}
 		return nil, err
 	}
-	s.campaigns[cfg.ID] = a
+	s.campaigns[key] = a
 	s.mu.Unlock()
 	return a, nil
 }
@@ -653,16 +657,24 @@ func (s *Server) seed(ctx context.Context, cfg campaign.Config, urls []string) (
 	if err != nil {
 		return 0, err
 	}
-	// Seeding starts a campaign (perhaps again, under an ID used before).
+	key := cfg.FrontierKey()
+	// Seeding starts a run of the campaign, which no other run of its ID
+	// may see (retireEarlier).
+	s.createMu.Lock()
+	err = s.retireEarlier(cfg)
+	s.createMu.Unlock()
+	if err != nil {
+		return 0, err
+	}
 	s.mu.Lock()
-	delete(s.tombs, cfg.ID)
+	delete(s.tombs, key)
 	s.mu.Unlock()
-	if err := s.declare(cfg.ID); err != nil {
+	if err := s.declare(key); err != nil {
 		return 0, err
 	}
 	var keys []seen.Key
 	var us []shardURL
-	topo := Topology{Campaign: cfg.ID}
+	topo := Topology{Campaign: key}
 	perHost := map[string]int{}
 	for _, raw := range urls {
 		u, err := urlrule.Normalize(raw, nil, cfg.DropParams)
@@ -684,7 +696,7 @@ func (s *Server) seed(ctx context.Context, cfg campaign.Config, urls []string) (
 		}
 		us = append(us, shardURL{queue: topo.Shard(ShardOf(h)), host: h, m: urlMsg{URL: u, Score: score}, level: level})
 	}
-	queued, err := s.store.Queued(cfg.ID, keys)
+	queued, err := s.store.Queued(key, keys)
 	if err != nil {
 		return 0, err
 	}
@@ -703,7 +715,7 @@ func (s *Server) seed(ctx context.Context, cfg campaign.Config, urls []string) (
 	if err := s.pub.publish(ctx, batchMessages(newUs, s.cfg.Batch)); err != nil {
 		return 0, err
 	}
-	return len(newUs), s.store.MarkQueued(cfg.ID, newKeys)
+	return len(newUs), s.store.MarkQueued(key, newKeys)
 }
 
 // Stats returns what this scheduler knows of a campaign, with RabbitMQ's
@@ -744,7 +756,7 @@ func (s *Server) closeCampaign(id string, final, del bool) (session.Stats, error
 	a := s.campaigns[id]
 	delete(s.campaigns, id)
 	if final {
-		s.m().forget(id)
+		s.m().forget(campaign.KeyID(id))
 		// At once, under the lock that creates actors: a fetcher session
 		// reconnecting while the campaign closes must not open it again.
 		s.tombs[id] = time.Now()

@@ -36,7 +36,20 @@ import (
 // ctSchedulerSessions is the number of fetcher sessions the scheduler has
 // open for campaign id.
 func ctSchedulerSessions(s *stack, id string) (int64, error) {
-	st, err := s.sched.Server().Stats(id)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	v, err := s.temporal.Client().QueryWorkflow(ctx, id, "", workflows.QueryStatus)
+	if err != nil {
+		return 0, err
+	}
+	var wst workflows.Status
+	if err := v.Get(&wst); err != nil {
+		return 0, err
+	}
+	if wst.Frontier == "" {
+		return 0, fmt.Errorf("campaign %s reports no frontier key", id)
+	}
+	st, err := s.sched.Server().Stats(wst.Frontier)
 	return st.Sessions, err
 }
 

@@ -61,8 +61,9 @@ type MonitorResult struct {
 	Stats      session.Stats
 }
 
-// EndSessionsInput is the input of EndSessions: the campaign and the keys
-// of the sessions to end (SessionKey).
+// EndSessionsInput is the input of EndSessions: the campaign (its
+// frontier key, campaign.Config.FrontierKey) and the keys of the sessions
+// to end (SessionKey).
 type EndSessionsInput struct {
 	Campaign string
 	Keys     []string

@@ -97,6 +97,7 @@ func Campaign(ctx workflow.Context, in CampaignInput) (Status, error) {
 		return Status{ID: cfg.ID, State: campaign.StateFailed, Reason: err.Error()},
 			temporal.NewNonRetryableApplicationError("invalid campaign config: "+err.Error(), "InvalidConfig", err)
 	}
+	nameRun(ctx, &cfg, in.State == nil)
 	// Never cancelled: the campaign ends through finish, which cancels
 	// what it started one by one.
 	dctx, _ := workflow.NewDisconnectedContext(ctx)

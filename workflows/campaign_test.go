@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -45,6 +46,9 @@ type harness struct {
 	// (from its info); ends are EndSessions' inputs.
 	keys []string
 	ends []EndSessionsInput
+	// frontiers are the frontier keys Seed, FetchSession and Monitor were
+	// given (campaign.Config.FrontierKey), each once.
+	frontiers map[string]bool
 }
 
 // newHarness builds the harness; before, when set, registers FetchSession
@@ -52,7 +56,7 @@ type harness struct {
 // expectation that matches).
 func newHarness(t *testing.T, before func(env *testsuite.TestWorkflowEnvironment)) *harness {
 	var s testsuite.WorkflowTestSuite
-	h := &harness{t: t, env: s.NewTestWorkflowEnvironment(), starts: map[int]int{}}
+	h := &harness{t: t, env: s.NewTestWorkflowEnvironment(), starts: map[int]int{}, frontiers: map[string]bool{}}
 	env := h.env
 	env.RegisterWorkflowWithOptions(Campaign, workflow.RegisterOptions{Name: WorkflowName})
 	env.RegisterActivity(&stubActivities{})
@@ -65,8 +69,16 @@ func newHarness(t *testing.T, before func(env *testsuite.TestWorkflowEnvironment
 			require.NoError(t, args.Get(&in))
 			h.starts[in.Index]++
 			h.keys = append(h.keys, SessionKey(info.WorkflowExecution.RunID, info.ActivityID))
+			h.frontiers[in.Config.FrontierKey()] = true
 		case "Seed":
+			var in SeedInput
+			require.NoError(t, args.Get(&in))
 			h.seeds++
+			h.frontiers[in.Config.FrontierKey()] = true
+		case "Monitor":
+			var in MonitorInput
+			require.NoError(t, args.Get(&in))
+			h.frontiers[in.Config.FrontierKey()] = true
 		}
 	})
 	if before != nil {
@@ -107,6 +119,16 @@ func newHarness(t *testing.T, before func(env *testsuite.TestWorkflowEnvironment
 			return nil
 		}).Maybe()
 	return h
+}
+
+// withRun is cfg as the workflow that ended in st ran it: with the run it
+// named (its frontier key is st.Frontier, ID~RUN).
+func withRun(t *testing.T, cfg campaign.Config, st Status) campaign.Config {
+	t.Helper()
+	id, run, ok := strings.Cut(st.Frontier, campaign.RunSep)
+	require.True(t, ok && id == cfg.ID && run != "", "frontier key %q is not %s~RUN", st.Frontier, cfg.ID)
+	cfg.Run = run
+	return cfg
 }
 
 func testConfig() campaign.Config {
@@ -196,7 +218,7 @@ func TestCompletesWhenDrained(t *testing.T) {
 	require.Equal(t, "frontier drained", st.Reason)
 	require.Equal(t, 0, st.FetchersActive)
 	require.Equal(t, int64(42), st.PagesFetched)
-	require.Equal(t, []CloseInput{{Config: cfg.WithDefaults(), Delete: true}}, h.closes)
+	require.Equal(t, []CloseInput{{Config: withRun(t, cfg.WithDefaults(), st), Delete: true}}, h.closes)
 	require.Equal(t, []string{"completed"}, h.notified)
 	require.Equal(t, 1, h.seeds)
 	require.Equal(t, 1, h.startsOf(0))
@@ -240,7 +262,7 @@ func TestPauseResumeStop(t *testing.T) {
 	sort.Strings(h.keys)
 	require.NotEmpty(t, h.ends)
 	sort.Strings(h.ends[0].Keys)
-	require.Equal(t, EndSessionsInput{Campaign: "c1", Keys: []string{h.keys[0], h.keys[2]}}, h.ends[0]) // fetcher-0-1, fetcher-1-1
+	require.Equal(t, EndSessionsInput{Campaign: st.Frontier, Keys: []string{h.keys[0], h.keys[2]}}, h.ends[0]) // fetcher-0-1, fetcher-1-1
 }
 
 // Several control signals in one workflow task reach the workflow with
@@ -562,7 +584,7 @@ func TestMaxPagesCompletes(t *testing.T) {
 	require.Equal(t, campaign.StateCompleted, st.State)
 	require.Equal(t, "max pages reached", st.Reason)
 	require.Equal(t, 0, st.FetchersActive)
-	require.Equal(t, []CloseInput{{Config: cfg.WithDefaults(), Delete: true}}, h.closes)
+	require.Equal(t, []CloseInput{{Config: withRun(t, cfg.WithDefaults(), st), Delete: true}}, h.closes)
 	require.Equal(t, []string{"completed"}, h.notified)
 }
 

@@ -31,6 +31,7 @@ func (r *run) status() Status {
 		Alert:           r.st.Alert,
 		Failure:         r.failureStatus(),
 		Run:             r.st.Run,
+		Frontier:        r.cfg.FrontierKey(),
 	}
 }
 

@@ -340,7 +340,7 @@ func (r *run) endStopped() {
 		return
 	}
 	actx := workflow.WithActivityOptions(r.ctx, smallOptions(30*time.Second, 3))
-	f := workflow.ExecuteActivity(actx, EndSessionsActivity, EndSessionsInput{Campaign: r.id, Keys: keys})
+	f := workflow.ExecuteActivity(actx, EndSessionsActivity, EndSessionsInput{Campaign: r.cfg.FrontierKey(), Keys: keys})
 	workflow.Go(r.ctx, func(ctx workflow.Context) {
 		var res EndSessionsResult
 		if err := f.Get(ctx, &res); err != nil {

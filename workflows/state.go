@@ -148,6 +148,9 @@ type Status struct {
 	Failure *FleetFailure `json:"failure,omitempty"`
 	// Run is the continue-as-new generation.
 	Run int `json:"run"`
+	// Frontier is the key of this run of the campaign in the frontier
+	// (campaign.Config.FrontierKey): what the schedulers know it by.
+	Frontier string `json:"frontier,omitempty"`
 }
 
 // PauseSignal is SignalPause's payload; it may be omitted

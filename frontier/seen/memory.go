@@ -1,6 +1,8 @@
 package seen
 
 import (
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/drover-crawl/drover/frontier/session"
@@ -110,6 +112,30 @@ func (s *Memory) DropFailures(c string) error {
 	defer s.mu.Unlock()
 	delete(s.f, c)
 	return nil
+}
+
+// Campaigns implements Store.
+func (s *Memory) Campaigns(id, sep string) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for c := range s.m {
+		if isRunOf(c, id, sep) && len(s.m[c]) > 0 {
+			out = append(out, c)
+		}
+	}
+	for c := range s.f {
+		if isRunOf(c, id, sep) && len(s.f[c]) > 0 && !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// isRunOf reports whether campaign c is id, or a run of it (id+sep+run).
+func isRunOf(c, id, sep string) bool {
+	return c == id || strings.HasPrefix(c, id+sep)
 }
 
 // Close implements Store.

@@ -439,6 +439,57 @@ func (s *Pebble) Drop(c string) error {
 		func(mem *Memory) error { return mem.Drop(c) })
 }
 
+// Campaigns implements Store: for each kind of key, a seek to each
+// campaign of the ID in turn (its keys are one contiguous span), so it
+// reads one key per campaign, not its marks.
+func (s *Pebble) Campaigns(id, sep string) (out []string, err error) {
+	err = s.use(id, func(db *pebble.DB) error {
+		for _, kind := range []byte{kindMark, kindFailure} {
+			cs, err := campaignsOf(db, kind, id, sep)
+			if err != nil {
+				return err
+			}
+			for _, c := range cs {
+				if !slices.Contains(out, c) {
+					out = append(out, c)
+				}
+			}
+		}
+		slices.Sort(out)
+		return nil
+	}, func(mem *Memory) (err error) { out, err = mem.Campaigns(id, sep); return err })
+	return out, err
+}
+
+// campaignsOf lists the campaigns of one kind of key that are id or a run
+// of it. Keys are kind, campaign, 0x00, hash: the campaigns of the ID sort
+// between kind+id and kind+id+0xff.
+func campaignsOf(db *pebble.DB, kind byte, id, sep string) ([]string, error) {
+	lo := append([]byte{kind}, id...)
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: append(slices.Clone(lo), 0xff)})
+	if err != nil {
+		return nil, fmt.Errorf("seen store: %w", err)
+	}
+	var out []string
+	for ok := it.First(); ok; {
+		k := it.Key()[1:]
+		end := bytes.IndexByte(k, 0)
+		if end < 0 {
+			ok = it.Next()
+			continue
+		}
+		c := string(k[:end])
+		if isRunOf(c, id, sep) {
+			out = append(out, c)
+		}
+		ok = it.SeekGE(append(append([]byte{kind}, c...), 1))
+	}
+	if err := it.Close(); err != nil {
+		return nil, fmt.Errorf("seen store: %w", err)
+	}
+	return out, nil
+}
+
 func (s *Pebble) deleteSpan(db *pebble.DB, kind byte, c string) error {
 	lo, hi := span(kind, c)
 	if err := db.DeleteRange(lo, hi, s.wo); err != nil {

@@ -68,6 +68,10 @@ type Store interface {
 	Failures(campaign string, reason string) ([]session.FailureRecord, error)
 	// DropFailures forgets a campaign's failure records.
 	DropFailures(campaign string) error
+	// Campaigns lists, sorted, the campaigns that hold marks or failure
+	// records here and whose name is id or starts with id+sep: the runs
+	// of one campaign ID (campaign.Config.FrontierKey) a scheduler knows.
+	Campaigns(id, sep string) ([]string, error)
 
 	Close() error
 }

@@ -363,3 +363,44 @@ func countTrue(bs []bool) int {
 	}
 	return n
 }
+
+// TestSeenStoreCampaigns: the runs of one campaign ID a store knows, by
+// their marks or their failure records, and nothing of another ID that
+// shares a prefix; a run dropped of both is gone, and the list survives a
+// restart.
+func TestSeenStoreCampaigns(t *testing.T) {
+	for _, impl := range seenImpls() {
+		t.Run(impl.name, func(t *testing.T) {
+			s, reopen := impl.open(t)
+			k := keys("p", 3)
+			for _, c := range []string{"c", "c~1a", "c~2b", "c1", "c.x~3", "b~1"} {
+				if err := s.MarkDone(c, k); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.RecordFailures("c~3c", []session.FailureRecord{{URL: "http://x.example/", Reason: "r"}}); err != nil {
+				t.Fatal(err)
+			}
+			want := func(want ...string) {
+				t.Helper()
+				got, err := s.Campaigns("c", "~")
+				if err != nil || !slices.Equal(got, want) {
+					t.Errorf("Campaigns(c) = %q, %v; want %q", got, err, want)
+				}
+			}
+			want("c", "c~1a", "c~2b", "c~3c")
+			if err := s.Drop("c~1a"); err != nil {
+				t.Fatal(err)
+			}
+			want("c", "c~2b", "c~3c")
+			if err := s.DropFailures("c~3c"); err != nil {
+				t.Fatal(err)
+			}
+			want("c", "c~2b")
+			if reopen != nil {
+				s = reopen(s)
+				want("c", "c~2b")
+			}
+		})
+	}
+}

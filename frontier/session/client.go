@@ -706,14 +706,18 @@ func (cl Client) EndSessions(ctx context.Context, addrs []string, id string, key
 	return n, errors.Join(errs...)
 }
 
-// CloseEverywhere closes a campaign on every scheduler, in two rounds.
+// CloseEverywhere closes a campaign (a frontier key,
+// campaign.Config.FrontierKey) on every scheduler, in two rounds.
 // First each one stops consuming it, finishes recording its outcomes and
 // refuses its fetchers from then on; the stats returned add up what each
 // knew then. Then, with del, each removes the campaign's queues (the first
 // one does; deleting is idempotent) and its own seen marks, so that a new
 // run of the same ID starts with a fresh seen-set on every scheduler.
 // Deleting only after every scheduler let go means none is still parking
-// or publishing into queues that vanish under it.
+// or publishing into queues that vanish under it; when one could not be
+// reached, nothing is deleted, and the campaign's next run removes what
+// this one left (each run has its own frontier key, so nothing of it is
+// ever taken for the next run's).
 func CloseEverywhere(ctx context.Context, addrs []string, token, id string, del bool) (Stats, error) {
 	return Client{Token: token}.CloseEverywhere(ctx, addrs, id, del)
 }
@@ -734,19 +738,23 @@ type CampaignCloser interface {
 // CloseVia is CloseEverywhere over the given dial.
 func CloseVia(ctx context.Context, addrs []string, dial func(ctx context.Context, addr string) (CampaignCloser, error), id string, del bool) (Stats, error) {
 	total := Stats{Campaign: id}
+	// Every scheduler is asked, whatever the others answer: one that
+	// cannot be reached does not keep the rest from letting go.
 	each := func(f func(c CampaignCloser) error) error {
+		var errs []error
 		for _, addr := range addrs {
 			c, err := dial(ctx, addr)
 			if err != nil {
-				return err
+				errs = append(errs, err)
+				continue
 			}
 			err = f(c)
 			c.Close()
 			if err != nil {
-				return err
+				errs = append(errs, fmt.Errorf("scheduler %s: %w", addr, err))
 			}
 		}
-		return nil
+		return errors.Join(errs...)
 	}
 	err := each(func(c CampaignCloser) error {
 		st, err := c.CloseCampaign(ctx, id, false)

@@ -17,11 +17,12 @@ type Cutter struct {
 	ln     net.Listener
 	target string
 
-	mu    sync.Mutex
-	live  map[*cutPair]struct{}
-	cut   []*cutPair
-	cuts  int
-	ended bool
+	mu     sync.Mutex
+	live   map[*cutPair]struct{}
+	cut    []*cutPair
+	cuts   int
+	ended  bool
+	refuse bool // partitioned: new connections are reset at once
 }
 
 type cutPair struct {
@@ -57,6 +58,13 @@ func NewCutter(t testing.TB, target string) *Cutter {
 			cl, err := ln.Accept()
 			if err != nil {
 				return
+			}
+			c.mu.Lock()
+			refuse := c.refuse
+			c.mu.Unlock()
+			if refuse {
+				reset(cl)
+				continue
 			}
 			srv, err := net.DialTimeout("tcp", target, dialWithin)
 			if err != nil {
@@ -109,10 +117,7 @@ func (c *Cutter) Cut() int {
 	for p := range c.live {
 		delete(c.live, p)
 		c.cut = append(c.cut, p)
-		if tc, ok := p.client.(*net.TCPConn); ok {
-			tc.SetLinger(0) // a reset, not a FIN
-		}
-		p.client.Close()
+		reset(p.client)
 		n++
 	}
 	c.cuts += n
@@ -136,4 +141,30 @@ func (c *Cutter) Release() {
 	for _, p := range cut {
 		p.server.Close()
 	}
+}
+
+// Partition cuts every live connection (Cut) and resets every new one until
+// Heal: to the clients the target is unreachable, while it still holds
+// what it held for them. It returns how many connections it cut.
+func (c *Cutter) Partition() int {
+	c.mu.Lock()
+	c.refuse = true
+	c.mu.Unlock()
+	return c.Cut()
+}
+
+// Heal ends a Partition: new connections reach the target again. The
+// connections cut stay cut (Release ends them on the target's side).
+func (c *Cutter) Heal() {
+	c.mu.Lock()
+	c.refuse = false
+	c.mu.Unlock()
+}
+
+// reset closes conn with a reset, not a FIN.
+func reset(conn net.Conn) {
+	if tc, ok := conn.(*net.TCPConn); ok {
+		tc.SetLinger(0)
+	}
+	conn.Close()
 }

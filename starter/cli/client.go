@@ -78,6 +78,10 @@ type Execution struct {
 	State        string
 	PagesFetched int64
 	Pending      []PendingActivity
+	// Frontier is the run's key in the frontier (the memo
+	// workflows.MemoFrontier); empty for a campaign started before runs had
+	// names, whose key is its ID (FrontierKey).
+	Frontier string
 	// DecodeError says which search attributes could not be decoded (State
 	// and PagesFetched are then unknown, not empty and 0).
 	DecodeError string
@@ -104,3 +108,11 @@ type UpdateRejectedError struct {
 }
 
 func (e *UpdateRejectedError) Error() string { return e.Message }
+
+// FrontierKey is what the schedulers know this run of the campaign by.
+func (e Execution) FrontierKey() string {
+	if e.Frontier != "" {
+		return e.Frontier
+	}
+	return e.ID
+}

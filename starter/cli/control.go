@@ -192,7 +192,7 @@ func (a *App) releaseEnded(ctx context.Context, id string) (done bool, err error
 	if err != nil || (ex.Status != StatusTerminated && ex.Status != StatusFailed) {
 		return false, nil
 	}
-	if err := a.Release(ctx, a.Env.Schedulers, a.Env.Token, id); err != nil {
+	if err := a.Release(ctx, a.Env.Schedulers, a.Env.Token, ex.FrontierKey()); err != nil {
 		return true, failf("campaign %s ended (%s) without closing; removing its queues failed: %v", id, ex.Status, err)
 	}
 	fmt.Fprintf(a.Out, "campaign %s had ended (%s) without closing; its queues are removed from the frontier\n", id, ex.Status)

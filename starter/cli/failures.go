@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/spf13/cobra"
 )
@@ -67,8 +68,10 @@ with it), robots (robots.txt disallows the URL, or could not be fetched),
 cannot be used), other.
 
 The records stay after the campaign ended. They are removed only by a new
-run of the same campaign ID or by --clear. They live in the schedulers, so
-this command needs no Temporal.`,
+run of the same campaign ID or by --clear. They live in the schedulers,
+under the run's frontier key, which Temporal knows (the latest run of the
+ID); without Temporal, give the key itself (ID~RUN, in status --json as
+"frontier").`,
 		Args: exactArgs("ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := args[0]
@@ -81,10 +84,11 @@ this command needs no Temporal.`,
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), failuresTimeout)
 			defer cancel()
+			key := a.frontierKey(ctx, id)
 			if clear {
-				return a.clearFailures(ctx, id, asJSON)
+				return a.clearFailures(ctx, id, key, asJSON)
 			}
-			return a.listFailures(ctx, id, reason, asJSON)
+			return a.listFailures(ctx, id, key, reason, asJSON)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the records as JSON: {id, total, failures: [...]}")
@@ -93,11 +97,35 @@ this command needs no Temporal.`,
 	return cmd
 }
 
-func (a *App) listFailures(ctx context.Context, id, reason string, asJSON bool) error {
+// frontierKeyWithin bounds the look-up of a campaign's frontier key.
+const frontierKeyWithin = 5 * time.Second
+
+// frontierKey is what the schedulers know the latest run of campaign id
+// by (its memo, workflows.MemoFrontier); id itself when Temporal cannot
+// tell (unreachable, no such campaign, a run started before runs had
+// names, or id is already a key).
+func (a *App) frontierKey(ctx context.Context, id string) string {
+	if strings.Contains(id, campaign.RunSep) {
+		return id
+	}
+	c, err := a.temporal(ctx)
+	if err != nil {
+		return id
+	}
+	dctx, cancel := context.WithTimeout(ctx, frontierKeyWithin)
+	defer cancel()
+	ex, err := c.Describe(dctx, id)
+	if err != nil {
+		return id
+	}
+	return ex.FrontierKey()
+}
+
+func (a *App) listFailures(ctx context.Context, id, key, reason string, asJSON bool) error {
 	if a.Failures == nil {
 		return failf("no scheduler client configured")
 	}
-	fs, total, err := a.Failures(ctx, a.Env.Schedulers, a.Env.Token, id, reason)
+	fs, total, err := a.Failures(ctx, a.Env.Schedulers, a.Env.Token, key, reason)
 	if err != nil {
 		return failf("cannot read the failures of campaign %s: %v", id, err)
 	}
@@ -111,11 +139,11 @@ func (a *App) listFailures(ctx context.Context, id, reason string, asJSON bool) 
 	return nil
 }
 
-func (a *App) clearFailures(ctx context.Context, id string, asJSON bool) error {
+func (a *App) clearFailures(ctx context.Context, id, key string, asJSON bool) error {
 	if a.DropFailures == nil {
 		return failf("no scheduler client configured")
 	}
-	if err := a.DropFailures(ctx, a.Env.Schedulers, a.Env.Token, id); err != nil {
+	if err := a.DropFailures(ctx, a.Env.Schedulers, a.Env.Token, key); err != nil {
 		return failf("cannot drop the failures of campaign %s: %v", id, err)
 	}
 	if asJSON {

@@ -145,6 +145,7 @@ func (a *App) view(ctx context.Context, id string) (View, error) {
 	if err != nil {
 		return View{}, fmt.Errorf("cannot describe campaign %s: %w", id, err)
 	}
+	key := ex.FrontierKey()
 	v := View{
 		ID: id, RunID: ex.RunID, WorkflowStatus: ex.Status, StartTime: ex.StartTime,
 		State: ex.State, PagesFetched: ex.PagesFetched, WebUI: a.Env.WorkflowURL(id),
@@ -180,14 +181,17 @@ func (a *App) view(ctx context.Context, id string) (View, error) {
 		v.StatusError = oneLine(stErr.Error())
 	case ex.Status == StatusRunning || ex.Status == StatusCompleted || ex.Status == StatusFailed:
 		v.applyStatus(st)
+		if st.Frontier != "" {
+			key = st.Frontier
+		}
 	}
 	v.State = stateOf(ex.Status, v.State)
 
 	if ex.Status == StatusRunning {
 		v.addFetchers(ex.Pending, st)
-		v.addSchedulerStats(a.schedulerStats(ctx, id))
+		v.addSchedulerStats(a.schedulerStats(ctx, key))
 	} else {
-		a.addFailureCounts(ctx, &v)
+		a.addFailureCounts(ctx, &v, key)
 	}
 	return v, nil
 }
@@ -379,13 +383,13 @@ func (v *View) addSchedulerStats(r statsResult) {
 // addFailureCounts counts an ended campaign's failures by reason from its
 // failure records: the schedulers forget a campaign's counts when it ends,
 // its records stay. Without a scheduler the counts stay unknown.
-func (a *App) addFailureCounts(ctx context.Context, v *View) {
+func (a *App) addFailureCounts(ctx context.Context, v *View, key string) {
 	if a.Failures == nil {
 		return
 	}
 	fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	fs, total, err := a.Failures(fctx, a.Env.Schedulers, a.Env.Token, v.ID, "")
+	fs, total, err := a.Failures(fctx, a.Env.Schedulers, a.Env.Token, key, "")
 	if err != nil {
 		v.SchedulerError = fmt.Sprintf("no scheduler reachable at %s: %s", strings.Join(a.Env.Schedulers, ","), oneLine(err.Error()))
 		return

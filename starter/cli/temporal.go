@@ -198,6 +198,11 @@ func execution(info *workflowpb.WorkflowExecutionInfo) Execution {
 	fields := info.GetSearchAttributes().GetIndexedFields()
 	dc := converter.GetDefaultDataConverter()
 	var bad []string
+	if p, ok := info.GetMemo().GetFields()[workflows.MemoFrontier]; ok {
+		if err := dc.FromPayload(p, &ex.Frontier); err != nil {
+			bad = append(bad, fmt.Sprintf("memo %s: %v", workflows.MemoFrontier, err))
+		}
+	}
 	if p, ok := fields[workflows.SearchAttributeState]; ok {
 		if err := dc.FromPayload(p, &ex.State); err != nil {
 			bad = append(bad, fmt.Sprintf("%s: %v", workflows.SearchAttributeState, err))

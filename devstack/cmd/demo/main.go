@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"os/signal"
 	"syscall"
@@ -64,6 +65,9 @@ func run(ctx context.Context, seed string, maxPages int64) error {
 		cfg.Seeds, cfg.PerHostDelay, cfg.AllowPrivate = web.Seeds(), new(20*time.Millisecond), true
 	}
 	cfg = cfg.WithDefaults()
+	// Named here, so that the progress line can read the scheduler's
+	// counts under this run's frontier key (ID~Run).
+	cfg.Run = campaign.NewRun(time.Now(), rand.Uint64())
 	cfg.Sinks = []string{"kafka://" + s.KafkaAddr() + "/" + devstack.KafkaPagesTopic}
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -97,7 +101,7 @@ func run(ctx context.Context, seed string, maxPages int64) error {
 			return nil
 		case <-tick.C:
 			qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			fs, err := session.CampaignStats(qctx, []string{s.SchedulerAddr()}, s.Opts.Token, cfg.ID)
+			fs, err := session.CampaignStats(qctx, []string{s.SchedulerAddr()}, s.Opts.Token, cfg.FrontierKey())
 			cancel()
 			if err == nil {
 				el := time.Since(started)
