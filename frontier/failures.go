@@ -123,6 +123,22 @@ func (a *campaignActor) failOrigin(h *host, origin string, d *downState, now tim
 	a.place(h, now)
 }
 
+// requeue puts a held entry back into its host's queue, unless its origin
+// (or the whole host) has failed for the campaign since it was leased:
+// then it is dead-lettered with that reason, as every URL of a failed host
+// is. A host down for good has no work (hasWork), so an entry pushed back
+// into it would never be leased, nor settled, and its campaign would
+// never drain.
+func (a *campaignActor) requeue(h *host, e *entry) {
+	origin := urlrule.Origin(e.msg.URL)
+	if d := h.downFor(origin); d != nil {
+		delete(a.held, e.key)
+		a.deadLetter(e, d.why, d.message(h, origin))
+		return
+	}
+	heap.Push(&h.queue, e)
+}
+
 // countReason counts a failure by its reason for the stats.
 func (a *campaignActor) countReason(reason string) {
 	a.reasonsMu.Lock()

@@ -63,9 +63,6 @@ const (
 	robotsReady                       // rules known until robotsExpiry
 )
 
-// robotsTTL is how long a host's robots.txt is trusted.
-const robotsTTL = 24 * time.Hour
-
 // host is the scheduler's politeness state for one host. Only the owning
 // scheduler (the active consumer of the host's shard) has it.
 type host struct {

@@ -213,7 +213,7 @@ func (a *campaignActor) returnLease(l *lease, why string, now time.Time) {
 		a.place(l.h, now)
 		return
 	}
-	heap.Push(&l.h.queue, l.e)
+	a.requeue(l.h, l.e)
 	a.place(l.h, now)
 }
 

@@ -80,7 +80,7 @@ func (a *campaignActor) settleOutcome(h *host, e *entry, o session.Outcome, orig
 	switch {
 	case o.Released:
 		a.srv.m().leaseReturned(a.cfg.ID)
-		heap.Push(&h.queue, e)
+		a.requeue(h, e)
 	case o.HostDown && !o.Stored:
 		e.attempt++
 		switch d := h.downFor(origin); {
@@ -109,7 +109,7 @@ func (a *campaignActor) settleOutcome(h *host, e *entry, o session.Outcome, orig
 			why = fmt.Sprintf("no sink stored the page after %d tries: %s", e.sinkFails, o.Error)
 		}
 		if why != "" && len(o.Links) > 0 {
-			return a.refusedJob(e, o, why), true
+			return a.refusedJob(e, o, why, now), true
 		}
 		delete(a.held, e.key)
 		if why == "" {
@@ -156,7 +156,7 @@ func (a *campaignActor) fetchedJob(h *host, e *entry, o session.Outcome, now tim
 		j.fail.URL, j.fail.Attempts, j.fail.First, j.fail.Last = e.msg.URL, e.attempt+1, now, now
 		a.countReason(j.fail.Reason)
 	}
-	j.disallowed = a.disallowedLinks(o.Links)
+	j.disallowed = a.disallowedLinks(o.Links, now)
 	return j
 }
 
@@ -173,11 +173,11 @@ func (a *campaignActor) countLinks(o session.Outcome) {
 // done, goes to the dead-letter queue with reason sink (confirmed) before
 // its delivery is acked. Without it the pages reachable only through a
 // page the sinks refuse were never crawled.
-func (a *campaignActor) refusedJob(e *entry, o session.Outcome, why string) recordJob {
+func (a *campaignActor) refusedJob(e *entry, o session.Outcome, why string, now time.Time) recordJob {
 	a.countLinks(o)
 	msg, fail := a.deadMessage(e, ReasonSink, why)
 	fail.Attempts = e.attempt + 1 // it was fetched: an attempt, as fetchedJob counts
-	return recordJob{e: e, links: o.Links, fail: fail, dead: &msg, disallowed: a.disallowedLinks(o.Links)}
+	return recordJob{e: e, links: o.Links, fail: fail, dead: &msg, disallowed: a.disallowedLinks(o.Links, now)}
 }
 
 // statusReason is the failure reason of an HTTP status (4xx, 5xx), or
@@ -241,7 +241,7 @@ func (a *campaignActor) onRobots(h *host, o session.Outcome, now time.Time) {
 		return
 	}
 	h.answered("")
-	h.robotsAt = now.Add(robotsTTL)
+	h.robotsAt = now.Add(a.srv.cfg.RobotsTTL)
 	if cd := r.CrawlDelay(); cd > h.delay {
 		h.delay = min(cd, 10*time.Minute)
 	}
@@ -355,9 +355,10 @@ func (a *campaignActor) parkHost(h *host, wait time.Duration) {
 // robots.txt of, and which it disallows: they are recorded as robots
 // failures instead of being published, each a publish, a delivery and an
 // ack saved (most of a site's links to a disallowed section are found again
-// on every page). A link of a host this scheduler does not hold goes
-// through the frontier and is dropped when its turn comes.
-func (a *campaignActor) disallowedLinks(links []urlrule.Link) map[string]bool {
+// on every page). A link of a host this scheduler does not hold, or whose
+// rules are past their TTL (the host fetches them again before its next
+// page), goes through the frontier and is judged when its turn comes.
+func (a *campaignActor) disallowedLinks(links []urlrule.Link, now time.Time) map[string]bool {
 	var out map[string]bool
 	for _, l := range links {
 		name, err := urlrule.HostKey(l.URL)
@@ -365,7 +366,7 @@ func (a *campaignActor) disallowedLinks(links []urlrule.Link) map[string]bool {
 			continue
 		}
 		h := a.hosts[name]
-		if h == nil || h.robotsState != robotsReady || h.robots == nil || h.robots.Unreachable {
+		if h == nil || h.robotsState != robotsReady || h.robots == nil || h.robots.Unreachable || !now.Before(h.robotsAt) {
 			continue
 		}
 		if !h.robots.Allowed(urlrule.RobotsPath(l.URL)) {

@@ -47,6 +47,10 @@ type ServerConfig struct {
 	// IdleRelease: a campaign with no fetcher session for this long
 	// releases its shards to a standby scheduler.
 	IdleRelease time.Duration
+	// RobotsTTL is how long a host's robots.txt is trusted: after it, the
+	// host's next lease fetches it again, and until then its rules no
+	// longer settle links.
+	RobotsTTL time.Duration
 	// Policies are priority policies of your own, by the name a campaign's
 	// `--priority` gives, besides the built-in bfs, score and fair (a name
 	// here wins). A campaign naming a policy the scheduler has not is
@@ -67,6 +71,7 @@ func DefaultServerConfig() ServerConfig {
 		MaxLease:     5 * time.Minute,
 		KeepAlive:    5 * time.Second,
 		IdleRelease:  30 * time.Second,
+		RobotsTTL:    24 * time.Hour,
 	}
 }
 
@@ -90,6 +95,9 @@ func (c ServerConfig) Validate() error {
 	}
 	if c.KeepAlive < 100*time.Millisecond || c.KeepAlive*3 > c.LeaseTimeout {
 		errs = append(errs, fmt.Errorf("keepalive %s: must be at least 100ms and at most a third of the lease timeout", c.KeepAlive))
+	}
+	if c.RobotsTTL < time.Second {
+		errs = append(errs, fmt.Errorf("robots TTL %s: must be at least 1s", c.RobotsTTL))
 	}
 	return errors.Join(errs...)
 }
