@@ -9,6 +9,7 @@ import (
 	"container/heap"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -23,7 +24,10 @@ import (
 // is acked when its last URL is settled, or nacked back whole when one of
 // them could not be (a failed record). So a scheduler gone with a batch
 // half settled gets it back whole, and the URLs it settled are then found
-// done in the seen store, not fetched again.
+// done in the seen store, not fetched again. A URL settled by moving it to
+// another queue (parked, dead-lettered) would not be found done: once one
+// has moved, the URLs that asked to go back are published again alone
+// instead (sendBack), and the message is acked.
 //
 // It keeps only what settling needs: the whole amqp.Delivery (296 bytes,
 // with its own strings, headers and body) was about two thirds of what a
@@ -43,6 +47,11 @@ type delivery struct {
 	// void: its channel closed, so RabbitMQ has requeued it already; it is
 	// neither acked nor nacked.
 	void atomic.Bool
+	// moved: one of its URLs was published to another queue (confirmed).
+	moved atomic.Bool
+	// back holds the entries that asked to go back (requeue), for sendBack.
+	backMu sync.Mutex
+	back   []*entry
 }
 
 // Ack acks the message, as amqp.Delivery.Ack.

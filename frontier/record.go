@@ -592,6 +592,7 @@ func (a *campaignActor) repostAll(es []*entry, msg outMsg, fail *session.Failure
 			done()
 		}
 		for _, e := range es {
+			e.dl.moved.Store(true)
 			a.ackEntry(e)
 		}
 	})
@@ -637,6 +638,55 @@ func (a *campaignActor) voidEntry(e *entry) {
 	a.settleEntry(e, false)
 }
 
+// sendBack settles a message some of whose URLs moved to another queue
+// (parked, dead-lettered: confirmed there) while others asked to go back:
+// nacked whole, it would bring the moved ones back too, a parked URL twice
+// and a dead-lettered one to be fetched again with its attempts reset. The
+// URLs that asked to go back are published to their shard queue alone
+// (confirmed, with their counts), then the message is acked. If that
+// publish fails, the message is nacked back whole after all: a URL twice
+// is better than a URL lost.
+func (a *campaignActor) sendBack(dl *delivery) {
+	dl.backMu.Lock()
+	back := dl.back
+	dl.back = nil
+	dl.backMu.Unlock()
+	msgs := make([]outMsg, 0, len(back))
+	for _, e := range back {
+		hdr := amqp.Table{hdrAttempt: int32(e.attempt), hdrLost: int32(e.lost), hdrSinkFails: int32(e.sinkFails)}
+		msgs = append(msgs, outMsg{key: a.topo.Shard(e.shard), msg: encodeMsg(e.msg, priorityLevel(e.prio), hdr)})
+	}
+	settled := func() {
+		a.unacked.Add(-1)
+		a.acked.Add(1)
+	}
+	a.pending.Add(1)
+	ok := a.spawn(func(ctx context.Context) {
+		defer a.pending.Add(-1)
+		ctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		var err error
+		if perr := a.srv.pub.publish(ctx, msgs); perr != nil {
+			a.log.Error("sending back the URLs of a message failed; it goes back whole", "urls", len(back), "url", back[0].msg.URL, "err", perr)
+			err = dl.Nack(false, true)
+		} else {
+			a.published.Add(int64(len(msgs)))
+			a.messages.Add(int64(len(msgs)))
+			err = dl.Ack(false)
+		}
+		if err != nil {
+			a.ackFailed.Add(1)
+			a.log.Warn("ack failed; the message comes back", "url", back[0].msg.URL, "err", err)
+		}
+		settled()
+	})
+	if !ok {
+		// Stopping: the channel closes, and RabbitMQ requeues the message.
+		a.pending.Add(-1)
+		settled()
+	}
+}
+
 // settleEntry counts e settled, once, whoever gets there first; the last
 // URL of a message acks it, or nacks it back to its queue when one of its
 // URLs asked to (requeue). Stats' Held counts URLs: the message's last
@@ -647,10 +697,17 @@ func (a *campaignActor) settleEntry(e *entry, requeue bool) {
 	}
 	dl := e.dl
 	if requeue {
+		dl.backMu.Lock()
+		dl.back = append(dl.back, e)
+		dl.backMu.Unlock()
 		dl.requeue.Store(true)
 	}
 	if dl.left.Add(-1) > 0 {
 		a.unacked.Add(-1)
+		return
+	}
+	if !dl.void.Load() && dl.requeue.Load() && dl.moved.Load() {
+		a.sendBack(dl)
 		return
 	}
 	if !dl.void.Load() {
