@@ -86,6 +86,9 @@ type campaignActor struct {
 	resubscribeAt   time.Time
 	resubscribeWait time.Duration
 	consumeErr      atomic.Pointer[string]
+	// vanished: shard queues found gone from RabbitMQ (vanished.go).
+	vanishedMu sync.Mutex
+	vanished   []string
 
 	// publishing holds the links being published (not yet marked queued),
 	// shared by the record goroutines: another record that finds one of its
@@ -269,6 +272,7 @@ func (a *campaignActor) stats() session.Stats {
 		Consuming:     a.isConsuming.Load(),
 		FailedBy:      a.reasonCounts(),
 		ConsumeError:  a.consumeErrText(),
+		Vanished:      a.vanishedQueues(),
 	}
 }
 

@@ -131,7 +131,7 @@ func (a *campaignActor) resubscribeIfDue() {
 		a.resubscribeAt = time.Time{}
 		return
 	}
-	if err := a.subscribe(); err != nil {
+	if err := a.subscribeOrRepair(); err != nil {
 		a.resubscribeWait = min(max(2*a.resubscribeWait, time.Second), 5*time.Second)
 		a.resubscribeAt = time.Now().Add(a.resubscribeWait)
 		a.setConsumeErr(err.Error())

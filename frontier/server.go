@@ -260,12 +260,20 @@ func (s *Server) actor(cfg campaign.Config) (*campaignActor, error) {
 	if err := s.retireEarlier(cfg); err != nil {
 		return nil, err
 	}
+	// A campaign that has queues must have them all (vanished.go).
+	vanished, err := s.vanishedOf(key)
+	if err != nil {
+		return nil, err
+	}
 	if err := s.declare(key); err != nil {
 		return nil, err
 	}
 	a, err := newCampaignActor(s, cfg)
 	if err != nil {
 		return nil, err
+	}
+	if len(vanished) > 0 {
+		a.shardsVanished(vanished)
 	}
 	s.mu.Lock()
 	if _, err := s.existingActorLocked(key); err != nil || s.closed {

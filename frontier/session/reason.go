@@ -9,6 +9,10 @@ import "github.com/drover-crawl/drover/page"
 const (
 	ReasonLost       = "lost"       // its lease was lost MaxLost times (a poison URL)
 	ReasonUnreadable = "unreadable" // a frontier message that does not decode, or an unusable URL
+	// ReasonVanished: a shard queue of the campaign vanished from RabbitMQ
+	// while it ran (deleted by hand, or lost with its node), and the URLs
+	// it held with it; the record's URL is the queue's name.
+	ReasonVanished = "vanished"
 )
 
 // metricReasons are the failure reasons a metric label may take; any other
@@ -21,7 +25,7 @@ func init() {
 		page.ReasonTLS, page.ReasonReset, page.ReasonProtocol, page.ReasonTooLarge,
 		page.Reason4xx, page.Reason5xx, page.ReasonRobots, page.ReasonTrap, page.ReasonScope,
 		page.ReasonRedirect, page.ReasonGuard, page.ReasonInvalid, page.ReasonSink,
-		ReasonLost, ReasonUnreadable, page.ReasonOther,
+		ReasonLost, ReasonUnreadable, ReasonVanished, page.ReasonOther,
 	} {
 		metricReasons[r] = true
 	}

@@ -1,5 +1,7 @@
 package session
 
+import "slices"
+
 // Stats is what a scheduler knows of one campaign. `starter status` and the
 // workflow's drain check read it over a control session; several schedulers'
 // stats add up with Add.
@@ -49,6 +51,11 @@ type Stats struct {
 	// ConsumeError says why the scheduler is not consuming the campaign's
 	// queues while it should (it retries); empty when all is well.
 	ConsumeError string `json:"consume_error,omitempty"`
+	// Vanished names the campaign's shard queues that vanished from
+	// RabbitMQ while it ran (deleted by hand, or lost with their node):
+	// the URLs they held are lost. Each is declared again, empty, for the
+	// links found later, and recorded as a failure (reason vanished).
+	Vanished []string `json:"vanished,omitempty"`
 	// HostsDown: hosts failed for the campaign (unreachable after their
 	// retries); their URLs fail without a fetch.
 	HostsDown int64 `json:"hosts_down,omitempty"`
@@ -106,6 +113,11 @@ func (s *Stats) Add(o Stats) {
 			s.FailedBy = map[string]int64{}
 		}
 		s.FailedBy[k] += v
+	}
+	for _, q := range o.Vanished {
+		if !slices.Contains(s.Vanished, q) {
+			s.Vanished = append(s.Vanished, q)
+		}
 	}
 	if o.ConsumeError != "" {
 		if s.ConsumeError != "" {

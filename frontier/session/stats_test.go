@@ -34,3 +34,14 @@ func TestIdleCountsEveryConsumer(t *testing.T) {
 		})
 	}
 }
+
+// The vanished queues of several schedulers add up to each queue once.
+func TestStatsAddVanishedOnce(t *testing.T) {
+	var s Stats
+	s.Add(Stats{Vanished: []string{"q.s01"}})
+	s.Add(Stats{Vanished: []string{"q.s01", "q.s07"}})
+	s.Add(Stats{})
+	if len(s.Vanished) != 2 || s.Vanished[0] != "q.s01" || s.Vanished[1] != "q.s07" {
+		t.Errorf("vanished %v, want [q.s01 q.s07]", s.Vanished)
+	}
+}

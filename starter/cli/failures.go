@@ -65,7 +65,8 @@ after --host-retries the host is failed for the campaign and all its URLs
 with it), robots (robots.txt disallows the URL, or could not be fetched),
 4xx, 5xx (the server's status), sink (every sink refused the page), lost
 (its lease was lost too often), unreadable (a frontier message or URL that
-cannot be used), other.
+cannot be used), vanished (a shard queue RabbitMQ lost while the campaign
+ran, named in place of a URL: the URLs it held are lost), other.
 
 The records stay after the campaign ended. They are removed only by a new
 run of the same campaign ID or by --clear. They live in the schedulers,

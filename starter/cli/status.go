@@ -69,6 +69,10 @@ type View struct {
 	// ConsumeError: a scheduler cannot consume the campaign's queues, and
 	// why (it keeps trying); empty when all is well.
 	ConsumeError string `json:"consume_error,omitempty"`
+	// Vanished names the campaign's shard queues that vanished from
+	// RabbitMQ while it ran: the URLs they held are lost (each is also a
+	// failure record of reason vanished).
+	Vanished []string `json:"vanished,omitempty"`
 	// ConsumersUnaccounted: consumers of the campaign's shards that RabbitMQ
 	// counts and no scheduler asked answers for (one missing from
 	// DROVER_SCHEDULER, or a connection RabbitMQ has not yet seen end).
@@ -377,6 +381,7 @@ func (v *View) addSchedulerStats(r statsResult) {
 	down := s.HostsDown
 	v.HostsDown = &down
 	v.ConsumeError = s.ConsumeError
+	v.Vanished = s.Vanished
 	v.ConsumersUnaccounted = max(s.Consumers-s.Answering, 0)
 }
 
@@ -421,6 +426,9 @@ func renderView(w io.Writer, v View, now time.Time) {
 	}
 	if v.ConsumeError != "" {
 		fmt.Fprintf(w, "  QUEUES    a scheduler cannot consume the campaign's queues (it keeps trying): %s\n", oneLine(v.ConsumeError))
+	}
+	if len(v.Vanished) > 0 {
+		fmt.Fprintf(w, "  LOST      shard queue(s) %s vanished from RabbitMQ while the campaign ran: the URLs they held are lost (declared again, empty, for the links found later; `failures` lists them as vanished)\n", strings.Join(v.Vanished, ", "))
 	}
 	if v.ConsumersUnaccounted > 0 && !v.Closed() {
 		fmt.Fprintf(w, "  QUEUES    RabbitMQ counts %d consumer(s) of the shards that no scheduler in DROVER_SCHEDULER answers for; the campaign cannot drain until they go (a scheduler missing from the list, or a connection RabbitMQ has not yet seen end)\n", v.ConsumersUnaccounted)

@@ -1,0 +1,126 @@
+// Vanished shard queues: a shard queue of a live campaign that RabbitMQ no
+// longer has (deleted by hand, or lost with its node) took its URLs with
+// it. Declaring it again, empty, as any declare would, hides the loss. The
+// scheduler tells it instead: an error in its log, the queue in the
+// campaign's stats (Stats.Vanished, which `starter status` shows) and a
+// failure record of reason vanished (which `starter failures` lists); then
+// it declares the queue again, so that the links found later have a
+// queue to go to and the rest of the crawl goes on.
+
+package frontier
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/drover-crawl/drover/frontier/session"
+)
+
+// missingShards returns the names of the campaign's shard queues RabbitMQ
+// does not have: a passive declare each, on a new channel after each
+// NOT_FOUND (which closes the channel).
+func (t Topology) missingShards(open func() (*amqp.Channel, error)) ([]string, error) {
+	var missing []string
+	var ch *amqp.Channel
+	defer func() {
+		if ch != nil {
+			ch.Close()
+		}
+	}()
+	for i := range Shards {
+		if ch == nil {
+			c, err := open()
+			if err != nil {
+				return nil, err
+			}
+			ch = c
+		}
+		_, err := ch.QueueDeclarePassive(t.Shard(i), true, false, false, false, nil)
+		var aerr *amqp.Error
+		switch {
+		case err == nil:
+		case errors.As(err, &aerr) && aerr.Code == amqp.NotFound:
+			missing = append(missing, t.Shard(i))
+			ch = nil // closed by the broker
+		default:
+			return nil, fmt.Errorf("checking %s: %w", t.Shard(i), err)
+		}
+	}
+	return missing, nil
+}
+
+// vanishedOf returns the shard queues of a campaign that has queues and
+// lacks some: none when it has them all, and none when it has none (a
+// campaign never seeded, or deleted: its queues are declared as new).
+func (s *Server) vanishedOf(key string) ([]string, error) {
+	missing, err := Topology{Campaign: key}.missingShards(s.mq.channel)
+	if err != nil || len(missing) == Shards {
+		return nil, err
+	}
+	return missing, nil
+}
+
+// shardsVanished tells that the shard queues qs vanished: log, stats and
+// failure records. A queue is told once per actor.
+func (a *campaignActor) shardsVanished(qs []string) {
+	a.vanishedMu.Lock()
+	var fresh []string
+	for _, q := range qs {
+		if !slices.Contains(a.vanished, q) {
+			a.vanished = append(a.vanished, q)
+			fresh = append(fresh, q)
+		}
+	}
+	a.vanishedMu.Unlock()
+	if len(fresh) == 0 {
+		return
+	}
+	now := time.Now()
+	recs := make([]session.FailureRecord, 0, len(fresh))
+	for _, q := range fresh {
+		a.log.Error("a shard queue of the campaign vanished from RabbitMQ; the URLs it held are lost, and it is declared again, empty", "queue", q)
+		a.countReason(session.ReasonVanished)
+		recs = append(recs, session.FailureRecord{URL: q, Reason: session.ReasonVanished,
+			LastError: "shard queue vanished from RabbitMQ while the campaign ran (deleted, or lost with its node): the URLs it held are lost",
+			First:     now, Last: now})
+	}
+	if err := a.recordFailures(recs); err != nil {
+		a.log.Error("recording the vanished shard queues failed (they stay in the stats)", "err", err)
+	}
+}
+
+// subscribeOrRepair subscribes; when a shard queue is not there
+// (NOT_FOUND), it tells the queues that vanished, declares them again and
+// subscribes once more.
+func (a *campaignActor) subscribeOrRepair() error {
+	err := a.subscribe()
+	if !isNotFound(err) {
+		return err
+	}
+	vanished, verr := a.srv.vanishedOf(a.key)
+	if verr != nil || len(vanished) == 0 {
+		return err
+	}
+	a.shardsVanished(vanished)
+	if derr := a.srv.declare(a.key); derr != nil {
+		return fmt.Errorf("declaring the vanished shard queues again: %w", derr)
+	}
+	return a.subscribe()
+}
+
+func (a *campaignActor) vanishedQueues() []string {
+	a.vanishedMu.Lock()
+	defer a.vanishedMu.Unlock()
+	return slices.Clone(a.vanished)
+}
+
+// isNotFound reports whether err is RabbitMQ's NOT_FOUND (a queue that
+// does not exist).
+func isNotFound(err error) bool {
+	var aerr *amqp.Error
+	return errors.As(err, &aerr) && aerr.Code == amqp.NotFound
+}
