@@ -1,6 +1,9 @@
 package frontier
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // SetPublishFault makes s's publisher ask f before each message it
 // publishes; an error from f fails that publish. Tests use it to widen the
@@ -44,4 +47,15 @@ func SetBetweenNacks(f func(campaign string)) {
 		return
 	}
 	betweenNacks.Store(&f)
+}
+
+// SetSitemapRetry makes the publishes of a robots.txt's sitemaps try tries
+// times, waiting wait, then doubling, between tries; tries 0 restores the
+// defaults.
+func SetSitemapRetry(tries int, wait time.Duration) {
+	if tries == 0 {
+		sitemapRetryOverride.Store(nil)
+		return
+	}
+	sitemapRetryOverride.Store(&[2]time.Duration{time.Duration(tries), wait})
 }

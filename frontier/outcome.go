@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"sync/atomic"
 	"time"
 
 	"github.com/drover-crawl/drover/frontier/session"
@@ -276,9 +277,11 @@ func (a *campaignActor) seedSitemaps(h *host, urls []string) {
 		// robots.txt is no delivery whose ack could wait for these links:
 		// the publish is retried here, a bounded number of times, and the
 		// pending count keeps the campaign from draining meanwhile. After
-		// the last try the host's robots.txt is fetched again, and its
-		// sitemaps queued again with it.
-		wait := time.Second
+		// the last try each sitemap is settled as a failure (recorded, so
+		// that `starter failures` lists it), and the host's robots.txt is
+		// fetched again with its next page, if it has one: its sitemaps
+		// are queued again with it.
+		tries, wait := sitemapRetry()
 		for try := 1; ; try++ {
 			pctx, cancel := context.WithTimeout(ctx, time.Minute)
 			err := a.publishLinks(pctx, []recordJob{{e: robots, links: links}})
@@ -286,8 +289,9 @@ func (a *campaignActor) seedSitemaps(h *host, urls []string) {
 			if err == nil {
 				return
 			}
-			if try == sitemapTries || ctx.Err() != nil {
-				a.log.Error("queueing sitemaps failed; robots.txt will be fetched again", "host", h.name, "tries", try, "err", err)
+			if try >= tries || ctx.Err() != nil {
+				a.log.Error("queueing sitemaps failed; each is recorded as a failure, and robots.txt is fetched again with the host's next page", "host", h.name, "tries", try, "err", err)
+				a.sitemapsFailed(links, try, err)
 				a.post(func() {
 					h.sitemaps = false
 					if h.robotsState == robotsReady {
@@ -310,8 +314,39 @@ func (a *campaignActor) seedSitemaps(h *host, urls []string) {
 	}
 }
 
-// sitemapTries bounds the publishes of one robots.txt's sitemaps.
-const sitemapTries = 8
+// sitemapTries bounds the publishes of one robots.txt's sitemaps; the
+// first retry waits sitemapWait, doubling up to 30 s.
+const (
+	sitemapTries = 8
+	sitemapWait  = time.Second
+)
+
+// sitemapRetryOverride, when set (tests only, through export_test.go),
+// replaces sitemapTries and sitemapWait.
+var sitemapRetryOverride atomic.Pointer[[2]time.Duration]
+
+func sitemapRetry() (int, time.Duration) {
+	if p := sitemapRetryOverride.Load(); p != nil {
+		return int(p[0]), p[1]
+	}
+	return sitemapTries, sitemapWait
+}
+
+// sitemapsFailed records the sitemaps a robots.txt named that could not be
+// queued, as failures of reason other: settled, and listed by `starter
+// failures`, rather than known to a log line only.
+func (a *campaignActor) sitemapsFailed(links []urlrule.Link, tries int, err error) {
+	now := time.Now()
+	recs := make([]session.FailureRecord, 0, len(links))
+	for _, l := range links {
+		a.countReason(ReasonOther)
+		recs = append(recs, session.FailureRecord{URL: l.URL, Reason: ReasonOther, Attempts: tries,
+			LastError: fmt.Sprintf("sitemap not queued after %d tries: %v", tries, err), First: now, Last: now})
+	}
+	if rerr := a.recordFailures(recs); rerr != nil {
+		a.log.Error("recording the sitemaps not queued failed", "sitemaps", len(links), "err", rerr)
+	}
+}
 
 // trimHost parks the URLs h holds beyond holdWindow of its current pace
 // (a robots.txt Crawl-delay can turn a few seconds of backlog into

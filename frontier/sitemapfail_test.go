@@ -1,0 +1,60 @@
+package frontier_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/seen"
+	"github.com/drover-crawl/drover/frontier/session"
+)
+
+// The sitemaps a robots.txt names that cannot be queued (every publish to
+// their shard fails) are settled as failures once their tries are spent:
+// recorded, so that `starter failures` lists them, and the campaign
+// drains. Before, a log line was all that knew of them when the host had
+// no page left to fetch its robots.txt again.
+func TestHoleSitemapsNotQueuedAreRecorded(t *testing.T) {
+	frontier.SetSitemapRetry(3, 10*time.Millisecond)
+	t.Cleanup(func() { frontier.SetSitemapRetry(0, 0) })
+	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory())
+	const origin = "http://127.66.60.1:9"
+	sitemap := origin + "/sitemap.xml"
+	cfg := handCampaign(t, origin+"/")
+	cfg.Sitemaps = true
+	queue := shardQueue(cfg, sitemap)
+	var armed atomic.Bool
+	var failed atomic.Int32
+	frontier.SetPublishFault(sched.srv, func(exchange, key string) error {
+		if armed.Load() && exchange == "" && key == queue {
+			failed.Add(1)
+			return errors.New("injected publish failure")
+		}
+		return nil
+	})
+	ctl, f := seedHand(t, sched.addr, cfg)
+	armed.Store(true) // after the seed, which goes to the same shard
+	// The robots.txt names the sitemap; the one page has no links.
+	robots := &session.RobotsBody{Status: 200, Body: []byte("User-agent: *\nAllow: /\nSitemap: " + sitemap + "\n")}
+	f.pages(t, 2, 20*time.Second, robots, func(l session.Lease) bool {
+		f.report(t, session.Outcome{LeaseID: l.ID, Stored: true, Status: 200})
+		return true
+	})
+	waitStats(t, ctl, cfg.ID, 20*time.Second, "the campaign drained", func(st session.Stats) bool {
+		return st.Held == 0 && st.InFlight == 0 && st.Queued == 0 && st.Pending == 0 && st.Fetched == 1
+	})
+	if n := failed.Load(); n != 3 {
+		t.Fatalf("%d publishes failed, want the sitemap's 3 tries: the fault missed", n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	fs, _, err := session.Failures(ctx, []string{sched.addr}, session.DevToken, cfg.ID, "")
+	if err != nil || len(fs) != 1 || fs[0].URL != sitemap || fs[0].Reason != frontier.ReasonOther ||
+		!strings.Contains(fs[0].LastError, "sitemap") || fs[0].Attempts != 3 {
+		t.Fatalf("failure records %+v, %v; want the sitemap's, reason other, 3 attempts", fs, err)
+	}
+}
