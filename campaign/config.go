@@ -55,8 +55,8 @@ type HostRule struct {
 // Config is a campaign's configuration; WithDefaults fills in what is unset
 // and Validate checks the result.
 //
-// Zero is a value, unset is the default (DESIGN.md, "The operator's
-// commands"). The numbers come in two kinds:
+// Zero is a value, unset is the default (the flags of `starter start` in
+// the README). The numbers come in two kinds:
 //
 //   - Pointers (MaxDepth, PerHostDelay, MaxRedirects, HostRetries,
 //     RetryBackoff, FailAfter, a HostRule's Delay and Concurrency): nil is
@@ -156,7 +156,7 @@ type Config struct {
 	FailAfter *time.Duration `json:"fail_after,omitempty" yaml:"fail_after,omitempty"`
 }
 
-// Defaults of DESIGN.md, "The operator's commands".
+// Defaults of `starter start`'s flags (README, "Running it").
 const (
 	DefaultFetchers           = 4
 	DefaultFetcherConcurrency = 32

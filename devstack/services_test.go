@@ -19,8 +19,8 @@ func TestCheckRabbitMQUnreachable(t *testing.T) {
 	require.NotContains(t, msg, "\n")
 }
 
-// The machine's RabbitMQ (DESIGN.md: running on the development machines
-// and in CI); EnsureRabbitMQ starts it if it is stopped.
+// The machine's RabbitMQ (running on the development machines and in CI,
+// as .ci/run makes sure); EnsureRabbitMQ starts it if it is stopped.
 func TestEnsureRabbitMQ(t *testing.T) {
 	ctx := context.Background()
 	require.NoError(t, EnsureRabbitMQ(ctx, "amqp://guest:guest@127.0.0.1:5672/"))

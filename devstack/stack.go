@@ -32,7 +32,7 @@ const StackReadyTimeout = 2 * time.Minute
 const DevWorkerIdentity = "dev-worker"
 
 // StackOptions configures the dev stack. The zero value is `make dev`:
-// DESIGN.md's default addresses, state under data/.
+// the default addresses (envconf's), state under data/.
 type StackOptions struct {
 	// DataDir holds temporal.db, Kafka's log (kafka/), the scheduler's
 	// seen-set (seen/) and the processes' logs (log/) (default "data").
@@ -217,8 +217,8 @@ func TemporalServerArgs(ip string, port, uiPort int, dbFile string) []string {
 // without an fsync per commit. SQLite's default (a rollback journal,
 // synchronous=FULL) syncs the journal and the file on every transaction,
 // and the dev server commits one for every activity heartbeat: eight
-// fetchers heartbeated 16 times a second until session 9 (now one each
-// per 5 s, node.HeartbeatThrottle), and every workflow task commits too. In WAL mode with NORMAL a commit
+// fetchers heartbeated 16 times a second before heartbeats were
+// throttled (now one each per 5 s, node.HeartbeatThrottle), and every workflow task commits too. In WAL mode with NORMAL a commit
 // is an append to the -wal file, synced at checkpoints: a crash of any
 // process, Temporal's included, loses nothing committed (the OS holds the
 // writes; TestDevStackRestartsAKilledScheduler SIGKILLs it); a crash of

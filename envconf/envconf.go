@@ -12,7 +12,7 @@ import (
 	"github.com/drover-crawl/drover/frontier/session"
 )
 
-// Defaults of the environment (DESIGN.md, "Addresses, ports, names").
+// Defaults of the environment: the dev stack's addresses (`make dev`).
 const (
 	DefaultTemporalAddress = "127.0.0.1:7233"
 	DefaultNamespace       = "default"

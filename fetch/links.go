@@ -59,7 +59,7 @@ func (f *Fetcher) extract(res *Result, req Request, pageURL *url.URL, h http.Hea
 			continue
 		}
 		// s is in Normalize's form: the scope reads it without a second
-		// parse (issue 15).
+		// parse.
 		if l := (urlrule.Link{URL: s}); f.inScopeNormal(s, l.Depth(req.Depth), pageURL) {
 			if res.Links == nil {
 				res.Links = make([]urlrule.Link, 0, len(urls))
@@ -196,7 +196,7 @@ func (t tag) attrOr(key string) string {
 // (linkAttrName).
 //
 // It finds the tags golang.org/x/net/html's tokenizer finds rather than
-// building goquery's tree (issue 15): the tokenizer skips comments and the
+// building goquery's tree: the tokenizer skips comments and the
 // text of script, style, textarea, title, noscript and the other raw-text
 // elements as the parser does, so it finds the same tags (the differential
 // test TestLinkTagsAgreeWithGoquery holds it to goquery on the test web and
@@ -212,8 +212,7 @@ func (t tag) attrOr(key string) string {
 // rules, and only those go through a tokenizer, which parses their
 // attributes as it would have in the page. The values of all kept
 // attributes are gathered in one pooled buffer and become one string, so
-// a page costs a few allocations of ours rather than one per attribute
-// (issue 15).
+// a page costs a few allocations of ours rather than one per attribute.
 func linkTags(body []byte) []tag {
 	sc := scratchPool.Get().(*tagScratch)
 	defer sc.release()

@@ -1,5 +1,5 @@
 // Batches: the new links of a record go to their shard queues several to
-// a message (issue 15). RabbitMQ's cost is per message, not per URL.
+// a message. RabbitMQ's cost is per message, not per URL.
 
 package frontier
 

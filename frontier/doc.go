@@ -10,7 +10,7 @@
 //     politeness state without coordination. Schedulers subscribe to
 //     their own share of the shards first, then to the others as standbys:
 //     single-active-consumer gives failover, not sharing. Campaigns started
-//     before issue 15 have x-max-priority shards and keep them (a redeclare
+//     before batched shards have x-max-priority shards and keep them (a redeclare
 //     with other arguments fails); new ones have none (cheaper per
 //     message for RabbitMQ), priority living in the scheduler.
 //   - Messages: a record's new links of one shard go up to
@@ -69,7 +69,7 @@
 //
 // A Policy orders a host's URLs and the ready hosts; its level (0..9) is
 // also the RabbitMQ message priority, which only the priority shards of
-// campaigns started before issue 15 use (a batch takes its URLs' level:
+// campaigns started before batched shards use (a batch takes its URLs' level:
 // a record's links are grouped by level). A shard without priority
 // delivers in publish order, and the scheduler orders what it holds
 // (Prefetch URLs a shard, about). Built-ins: bfs, score, fair; a user's

@@ -249,8 +249,8 @@ func (a *campaignActor) publishLinks(ctx context.Context, jobs []recordJob) erro
 		return fmt.Errorf("seen store: %w", err)
 	}
 	// A link is encoded only once the lookup says it is new: most of a
-	// page's links are queued already (issue 15: the host key, the policy
-	// and the JSON of every link were a few % of the scheduler's CPU).
+	// page's links are queued already (the host key, the policy and the
+	// JSON of every link were a few % of the scheduler's CPU).
 	msgs := make([]shardURL, len(keys))
 	for i, c := range cands {
 		if !queued[i] {

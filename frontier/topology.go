@@ -21,7 +21,8 @@ import (
 const Shards = 16
 
 // MaxPriority is the highest message priority level, and the
-// x-max-priority of shard queues declared before issue 15.
+// x-max-priority of shard queues declared before batched shards
+// (topoPriority).
 const MaxPriority = 9
 
 // parkTTLs are the parking queues' message TTLs. A URL whose host must wait
@@ -72,7 +73,7 @@ func parkFor(d time.Duration) int {
 // keeps the shards it was started with; only new campaigns get the
 // current ones.
 const (
-	// topoPriority: classic shards with x-max-priority (before issue 15):
+	// topoPriority: classic shards with x-max-priority (the first topology):
 	// RabbitMQ delivered a shard's most urgent URLs first.
 	topoPriority = 1
 	// topoClassic: classic shards without x-max-priority. A priority queue

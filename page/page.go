@@ -1,6 +1,6 @@
 // Package page holds the record of one fetch, as the fetcher makes it and
-// the sinks store it: the raw response, with no parsing or cleaning
-// (DESIGN.md, "Raw output"). It imports nothing but the standard library,
+// the sinks store it: the raw response, with no parsing or cleaning, so
+// that cleaning can be redone without crawling again. It imports nothing but the standard library,
 // so that what needs the record does not link the sinks' drivers.
 package page
 

@@ -1,6 +1,6 @@
 // Package sink writes raw pages: the response as the server sent it, with no
 // parsing, rewriting or cleaning, so that cleaning can be redone at any time
-// without crawling again (DESIGN.md, "Raw output").
+// without crawling again.
 //
 // A Sink is durable on return: Store returns nil only when the page can no
 // longer be lost (Kafka acks=all, WARC file synced, PostgreSQL committed).

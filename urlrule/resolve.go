@@ -15,7 +15,7 @@ type urlParts struct {
 // resolve is base.ResolveReference(ref) reduced to the parts Normalize
 // reads. ResolveReference copies the URL to the heap and unescapes the
 // resolved path into it, which normalization then escapes again; this
-// keeps the escaped path as it is (issue 15: two of Normalize's five
+// keeps the escaped path as it is (two of Normalize's five
 // allocations per link). FuzzNormalizeMatchesReference holds Normalize
 // to the reference normalizer, which calls ResolveReference.
 func resolve(base, ref *url.URL) urlParts {

@@ -111,8 +111,8 @@ func (s *Scope) Allow(u *url.URL, depth int, parent *url.URL) (ok bool, reason s
 
 // AllowNormal is Allow for a URL as Normalize returns it, read as it is
 // rather than parsed again: the worker checks every link of every page,
-// and a second url.Parse of each was a fifth of link extraction's cost
-// (issue 15). FuzzAllowNormalMatchesAllow holds it to Allow of the parsed
+// and a second url.Parse of each was a fifth of link extraction's cost.
+// FuzzAllowNormalMatchesAllow holds it to Allow of the parsed
 // URL. A string that is not in Normalize's form is refused.
 func (s *Scope) AllowNormal(normal string, depth int, parent *url.URL) (ok bool, reason string) {
 	t, ok := splitNormal(normal)

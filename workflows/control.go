@@ -12,7 +12,7 @@ import (
 // task are put into their channels' buffers before any workflow code runs,
 // and coroutines and selector cases then run in creation order
 // (TestSDKDoesNotKeepOrderAcrossSignalChannels shows pause+resume and
-// resume+pause observed alike; DESIGN.md saw pause, resume, pause end
+// resume+pause observed alike: pause, resume, pause sent at once may end
 // "running"). Signals that arrive in different workflow tasks are seen in
 // their order.
 //

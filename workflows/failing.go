@@ -13,7 +13,7 @@ import (
 	"github.com/drover-crawl/drover/campaign"
 )
 
-// Fetchers that keep failing (issue 11).
+// Fetchers that keep failing.
 //
 // A fetcher is failing from the moment its session fails until a page is
 // fetched anywhere in the campaign, or a resume or restart signal gives it

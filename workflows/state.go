@@ -10,8 +10,7 @@ import (
 //
 // A new campaign is started with only Config set. State is nil on the first
 // run and set by the workflow itself when it continues as new: it carries
-// everything the next run needs (DESIGN.md: "its state struct is carried
-// across continue-as-new"), so that the config stays the one thing an
+// everything the next run needs across continue-as-new, so that the config stays the one thing an
 // operator writes and the Web UI shows.
 type CampaignInput struct {
 	Config campaign.Config `json:"config"`

@@ -11,14 +11,13 @@ const queuedCacheGen = 1 << 16
 // has said or been told are queued (or done), and answers Queued for them
 // without asking the store. A page's links repeat (navigation, the same
 // related pages), so most of the keys a record looks up were seen a moment
-// ago: on the test web the store's Queued was 14% of the scheduler's CPU
-// (issue 15), all of it seeks in Pebble's memtable.
+// ago: on the test web the store's Queued was 14% of the scheduler's CPU,
+// all of it seeks in Pebble's memtable.
 //
 // It only ever says "queued" for a key the store confirmed in this process
 // (a Queued answer, or a MarkQueued or MarkDone that succeeded), and a
 // mark never goes back to unqueued except by Drop, which clears the
-// campaign here too: DESIGN.md's "an exact set of recently confirmed
-// publishes". A key it does not hold is looked up in the store as before.
+// campaign here too: an exact set of recently confirmed publishes. A key it does not hold is looked up in the store as before.
 // Eviction is by generation: when the current one fills, it becomes the
 // previous one and the old previous one is dropped.
 type QueuedCache struct {

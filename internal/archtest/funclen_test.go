@@ -13,8 +13,8 @@ import (
 )
 
 // maxFuncLines is the longest a function may be, from its func keyword to
-// its closing brace, outside tests and bench/ (STYLE.md: files, and so
-// functions, small enough to read in one sitting).
+// its closing brace, outside tests and bench/: functions small enough to
+// read in one sitting.
 const maxFuncLines = 80
 
 // TestFunctionLength lists every non-test function over maxFuncLines.

@@ -1,5 +1,5 @@
-// Package cli holds the starter's commands (DESIGN.md, "The operator's
-// commands"). The main reads the environment into an Env and calls
+// Package cli holds the starter's commands (start, status, list, pause,
+// resume, scale, restart, stop, failures, ...). The main reads the environment into an Env and calls
 // App.Run; everything else, including the Temporal client, is reached
 // through App's fields so that tests can swap in fakes.
 //
@@ -38,7 +38,7 @@ const (
 	ExitInterrupted = 130
 )
 
-// Defaults of DESIGN.md, "Addresses, ports, names".
+// Default addresses and names, the dev stack's (`make dev`).
 const (
 	DefaultTemporalAddress = envconf.DefaultTemporalAddress
 	DefaultNamespace       = envconf.DefaultNamespace

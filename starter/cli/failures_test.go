@@ -268,7 +268,7 @@ func TestFailuresFromScheduler(t *testing.T) {
 	var js map[string]any
 	require.NoError(t, json.Unmarshal([]byte(out), &js), out)
 	for _, k := range []string{"id", "state", "fetchers_desired", "fetchers_active", "pages_fetched", "pages_failed", "urls_queued", "urls_in_flight"} {
-		assert.Contains(t, js, k, "status --json lost a field DESIGN.md requires")
+		assert.Contains(t, js, k, "status --json lost a field scripts read")
 	}
 	assert.Equal(t, map[string]any{"4xx": 1.0, "dns": 1.0, "refused": 2.0, "robots": 1.0}, js["failed_by"])
 	assert.Equal(t, 2.0, js["hosts_down"])
