@@ -424,15 +424,7 @@ func renderView(w io.Writer, v View, now time.Time) {
 	if line := failureLine(v.Failure, now); line != "" && !v.Closed() {
 		fmt.Fprintf(w, "  FAILING   %s\n", line)
 	}
-	if v.ConsumeError != "" {
-		fmt.Fprintf(w, "  QUEUES    a scheduler cannot consume the campaign's queues (it keeps trying): %s\n", oneLine(v.ConsumeError))
-	}
-	if len(v.Vanished) > 0 {
-		fmt.Fprintf(w, "  LOST      shard queue(s) %s vanished from RabbitMQ while the campaign ran: the URLs they held are lost (declared again, empty, for the links found later; `failures` lists them as vanished)\n", strings.Join(v.Vanished, ", "))
-	}
-	if v.ConsumersUnaccounted > 0 && !v.Closed() {
-		fmt.Fprintf(w, "  QUEUES    RabbitMQ counts %d consumer(s) of the shards that no scheduler in DROVER_SCHEDULER answers for; the campaign cannot drain until they go (a scheduler missing from the list, or a connection RabbitMQ has not yet seen end)\n", v.ConsumersUnaccounted)
-	}
+	renderQueueTrouble(w, v)
 	fmt.Fprintf(w, "  started   %s (%s)\n", v.StartTime.Local().Format(time.DateTime), since(now, v.StartTime))
 	if v.CloseTime != nil {
 		fmt.Fprintf(w, "  ended     %s (after %s)\n", v.CloseTime.Local().Format(time.DateTime), v.CloseTime.Sub(v.StartTime).Round(time.Second))
@@ -537,5 +529,20 @@ func (a *App) watch(ctx context.Context, id string, asJSON bool) error {
 		if !tty && !asJSON {
 			fmt.Fprintln(a.Out, strings.Repeat("-", 40))
 		}
+	}
+}
+
+// renderQueueTrouble prints what is wrong with the campaign's queues: a
+// scheduler that cannot consume them, shard queues that vanished, and
+// consumers no scheduler answers for.
+func renderQueueTrouble(w io.Writer, v View) {
+	if v.ConsumeError != "" {
+		fmt.Fprintf(w, "  QUEUES    a scheduler cannot consume the campaign's queues (it keeps trying): %s\n", oneLine(v.ConsumeError))
+	}
+	if len(v.Vanished) > 0 {
+		fmt.Fprintf(w, "  LOST      shard queue(s) %s vanished from RabbitMQ while the campaign ran: the URLs they held are lost (declared again, empty, for the links found later; `failures` lists them as vanished)\n", strings.Join(v.Vanished, ", "))
+	}
+	if v.ConsumersUnaccounted > 0 && !v.Closed() {
+		fmt.Fprintf(w, "  QUEUES    RabbitMQ counts %d consumer(s) of the shards that no scheduler in DROVER_SCHEDULER answers for; the campaign cannot drain until they go (a scheduler missing from the list, or a connection RabbitMQ has not yet seen end)\n", v.ConsumersUnaccounted)
 	}
 }

@@ -65,9 +65,7 @@ func run(ctx context.Context, seed string, maxPages int64) error {
 		cfg.Seeds, cfg.PerHostDelay, cfg.AllowPrivate = web.Seeds(), new(20*time.Millisecond), true
 	}
 	cfg = cfg.WithDefaults()
-	// Named here, so that the progress line can read the scheduler's
-	// counts under this run's frontier key (ID~Run).
-	cfg.Run = campaign.NewRun(time.Now(), rand.Uint64())
+	cfg.Run = campaign.NewRun(time.Now(), rand.Uint64()) // its key (ID~Run) is the progress line's
 	cfg.Sinks = []string{"kafka://" + s.KafkaAddr() + "/" + devstack.KafkaPagesTopic}
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -100,13 +98,7 @@ func run(ctx context.Context, seed string, maxPages int64) error {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
-			qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			fs, err := session.CampaignStats(qctx, []string{s.SchedulerAddr()}, s.Opts.Token, cfg.FrontierKey())
-			cancel()
-			if err == nil {
-				el := time.Since(started)
-				fmt.Printf("\r%6.1fs  pages %5d  failed %3d  queued %5d  in flight %3d  %6.0f pages/s ", el.Seconds(), fs.Fetched, fs.Failed, fs.Queued+max(fs.Held-fs.InFlight, 0), fs.InFlight, float64(fs.Fetched)/el.Seconds())
-			}
+			progress(ctx, s, cfg.FrontierKey(), started)
 		}
 	}
 	took := time.Since(started)
@@ -119,4 +111,17 @@ func run(ctx context.Context, seed string, maxPages int64) error {
 	fmt.Println("\nthe stack stays up for you to look around; Ctrl-C stops it (the pages stay in data/kafka).")
 	<-ctx.Done()
 	return nil
+}
+
+// progress prints the scheduler's counts of the campaign (its frontier
+// key) on one line, over the last.
+func progress(ctx context.Context, s *devstack.Stack, key string, started time.Time) {
+	qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	fs, err := session.CampaignStats(qctx, []string{s.SchedulerAddr()}, s.Opts.Token, key)
+	if err != nil {
+		return
+	}
+	el := time.Since(started)
+	fmt.Printf("\r%6.1fs  pages %5d  failed %3d  queued %5d  in flight %3d  %6.0f pages/s ", el.Seconds(), fs.Fetched, fs.Failed, fs.Queued+max(fs.Held-fs.InFlight, 0), fs.InFlight, float64(fs.Fetched)/el.Seconds())
 }
