@@ -22,7 +22,12 @@ import (
 	"github.com/drover-crawl/drover/tlsconf"
 )
 
-func main() {
+func main() { os.Exit(run()) }
+
+// run is the command; it returns the exit status, so that its defers
+// (closing the metrics server, the in-process scheduler, the Temporal
+// client) run on every path.
+func run() int {
 	env := envconf.Load(os.Getenv)
 	cfg := frontier.DefaultServerConfig()
 	listen := flag.String("listen", env.Schedulers[0], "address to listen on")
@@ -40,12 +45,12 @@ func main() {
 	flag.Parse()
 	if *seenMemTable < 0 {
 		fmt.Fprintln(os.Stderr, "scheduler: -seen-memtable-bytes must be 0 (the default) or more")
-		os.Exit(2)
+		return 2
 	}
 	serverTLS, err := sec.Server()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "scheduler:", err)
-		os.Exit(2)
+		return 2
 	}
 	if cfg.Name == "" {
 		cfg.Name = fmt.Sprintf("scheduler-%d", cfg.Index)
@@ -65,7 +70,7 @@ func main() {
 	ms, err := metrics.Serve(*metricsAddr, reg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "scheduler:", err, "(set --metrics-addr)")
-		os.Exit(1)
+		return 1
 	}
 	defer ms.Close()
 	if *pprofAddr != "" {
@@ -77,13 +82,13 @@ func main() {
 	amqpTLS, err := sec.AMQPTLS(env.AMQPURL)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "scheduler:", err)
-		os.Exit(2)
+		return 2
 	}
 	s, err := node.StartScheduler(ctx, node.SchedulerConfig{Server: cfg, Listen: *listen, AMQPURL: env.AMQPURL, AMQPTLS: amqpTLS, SeenPath: *seen, SeenMemTableBytes: *seenMemTable, Log: log,
 		TLS: serverTLS, InsecurePlaintext: sec.InsecurePlaintext, Metrics: reg})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "scheduler:", err)
-		os.Exit(1)
+		return 1
 	}
 	metricsURL := "off"
 	if ms != nil {
@@ -96,6 +101,7 @@ func main() {
 	case err := <-s.Done():
 		s.Close()
 		fmt.Fprintln(os.Stderr, "scheduler:", err)
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }

@@ -27,7 +27,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-func main() {
+func main() { os.Exit(run()) }
+
+// run is the command; it returns the exit status, so that its defers
+// (closing the metrics server, the in-process scheduler, the Temporal
+// client) run on every path.
+func run() int {
 	withScheduler := flag.Bool("scheduler", false, "also run a scheduler in this process")
 	identity := flag.String("identity", "", "worker identity (default: worker@HOSTNAME:PID)")
 	maxSessions := flag.Int("max-sessions", 256, "FetchSession activities this worker runs at most")
@@ -38,7 +43,7 @@ func main() {
 	sessTLS, sinkSecrets, err := clientSecurity(sec)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
-		os.Exit(2)
+		return 2
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	env := envconf.Load(os.Getenv)
@@ -56,7 +61,7 @@ func main() {
 	reg, wm, ms, err := serveMetrics(*metricsAddr, log)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
-		os.Exit(1)
+		return 1
 	}
 	defer ms.Close()
 	defer wm.Close()
@@ -66,7 +71,7 @@ func main() {
 		s, err := startScheduler(ctx, env, sec, log, reg)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "worker:", err)
-			os.Exit(1)
+			return 1
 		}
 		defer s.Close()
 		schedErr = s.Done()
@@ -78,12 +83,12 @@ func main() {
 	topts := client.Options{HostPort: addr, Namespace: env.TemporalNamespace, MetricsHandler: wm.Temporal, Logger: tlog.NewStructuredLogger(slog.New(node.QuietCancels(log.Handler())))}
 	if err := tlsconf.TemporalFromEnv(nil).Apply(&topts); err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
-		os.Exit(2)
+		return 2
 	}
 	c, err := node.DialTemporal(ctx, topts, log)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "worker: %v (start the dev stack with `make dev`, or set TEMPORAL_ADDRESS)\n", err)
-		os.Exit(1)
+		return 1
 	}
 	defer c.Close()
 	acts := &activities.Activities{
@@ -94,15 +99,18 @@ func main() {
 	w, err := node.StartWorkers(c, node.WorkerConfig{MaxSessions: *maxSessions, Identity: *identity, Activities: acts})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
-		os.Exit(1)
+		return 1
 	}
 	log.Info("worker running", "temporal", addr, "schedulers", schedulers, "identity", *identity, "metrics", metricsURL(ms))
+	code := 0
 	select {
 	case <-ctx.Done():
 	case err := <-schedErr:
 		fmt.Fprintln(os.Stderr, "worker: scheduler:", err)
+		code = 1
 	}
 	w.Stop()
+	return code
 }
 
 // serveMetrics registers the worker's metrics and serves them on addr.
