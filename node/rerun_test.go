@@ -23,16 +23,19 @@ import (
 	"github.com/drover-crawl/drover/workflows"
 )
 
-// TestSameIDAfterACloseThatMissedAScheduler: a campaign whose Close could
-// not reach one of its two schedulers, started again under the same ID,
-// crawls the whole web again. The scheduler the Close missed kept the
-// first run's seen marks (and, partitioned, its live campaign, sessions
-// and all); the second run must not take its seeds or links for done, and
-// the scheduler the Close reached must serve the second run's fetchers.
-// Both runs are started as a user would, with the starter.
+// TestSameIDAfterACloseThatMissedAScheduler: a campaign started again
+// under the same ID crawls the whole web again, whether its last run's
+// Close reached both schedulers ("closed"), or missed one that was down or
+// partitioned. The scheduler the Close missed kept the first run's seen
+// marks (and, partitioned, its live campaign, sessions and all); the
+// second run must not take its seeds or links for done; every scheduler,
+// those the Close reached included, must serve the second run's fetchers;
+// and the page that failed in the first run (host 0's 404) is fetched and
+// recorded as a failure again. Both runs are started as a user would,
+// with the starter.
 func TestSameIDAfterACloseThatMissedAScheduler(t *testing.T) {
 	sv := startServices(t)
-	for i, fault := range []string{"down", "partitioned"} {
+	for i, fault := range []string{"closed", "down", "partitioned"} {
 		t.Run(fault, func(t *testing.T) {
 			web := webtest.Start(t, testweb.Config{Hosts: 4, PagesPerHost: 100, CrossHost: true, Base: byte(71 + i)})
 			// Two replicas, each the first consumer of half the shards, so
@@ -86,8 +89,8 @@ func TestSameIDAfterACloseThatMissedAScheduler(t *testing.T) {
 				}
 			}
 			st1 := ctResult(t, sv.temporal.Client().GetWorkflow(context.Background(), id, ""), 4*time.Minute)
-			if st1.State != campaign.StateCompleted || !strings.Contains(st1.Reason, "close failed") {
-				t.Fatalf("run 1 ended %s (%s); want completed with a close that failed", st1.State, st1.Reason)
+			if closeFailed := strings.Contains(st1.Reason, "close failed"); st1.State != campaign.StateCompleted || closeFailed != (fault != "closed") {
+				t.Fatalf("run 1 ended %s (%s); want completed, with a close that failed unless %q", st1.State, st1.Reason, "closed")
 			}
 			switch fault {
 			case "down":
@@ -104,11 +107,20 @@ func TestSameIDAfterACloseThatMissedAScheduler(t *testing.T) {
 
 			// Run 2, same ID: the whole web again, every fetcher served.
 			web.Reset()
-			out, err := run(4*time.Minute, append(args, "--wait")...)
+			out, err := run(time.Minute, args...)
 			if err != nil {
-				t.Fatalf("second start --wait: %v\n%s", err, out)
+				t.Fatalf("second start: %v\n%s", err, out)
 			}
-			st2 := ctResult(t, sv.temporal.Client().GetWorkflow(context.Background(), id, ""), time.Minute)
+			key2 := rerunFrontierKey(t, sv, id)
+			await.For(t, 2*time.Minute, 50*time.Millisecond, "both schedulers serving run 2's fetchers", func() error {
+				for name, s := range map[string]*node.Scheduler{"a": a, "b": b} {
+					if st, err := s.Server().Stats(key2); err != nil || st.Sessions == 0 {
+						return fmt.Errorf("scheduler %s has no session of run 2 (%v)", name, err)
+					}
+				}
+				return nil
+			})
+			st2 := ctResult(t, sv.temporal.Client().GetWorkflow(context.Background(), id, ""), 4*time.Minute)
 			if m := web.Missing(); len(m) > 0 {
 				t.Errorf("run 2: %d of %d pages never fetched, e.g. %v\nstarter: %s", len(m), len(web.Pages()), m[:min(3, len(m))], out)
 			}
@@ -120,6 +132,11 @@ func TestSameIDAfterACloseThatMissedAScheduler(t *testing.T) {
 			}
 			if st, err := b.Server().Stats(key1); err != nil || st.Fetched != 0 || st.Sessions != 0 {
 				t.Errorf("scheduler b still has run 1 open after run 2 (%+v, %v)", st, err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if fs, _, err := session.Failures(ctx, addrs, session.DevToken, st2.Frontier, "4xx"); err != nil || len(fs) == 0 {
+				t.Errorf("run 2 recorded no 4xx failure (%v): the page that failed in run 1 was not tried again", err)
 			}
 			t.Logf("%s: run 1 %s (%s); run 2 %s, %d pages, %d fetched twice", fault, st1.State, st1.Reason, st2.State,
 				len(web.Pages())-len(web.Missing()), len(web.Duplicates()))
