@@ -2,6 +2,9 @@ package node_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"testing"
@@ -9,6 +12,7 @@ import (
 
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/chaos"
+	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/node/nodetest"
@@ -37,33 +41,95 @@ func startRabbitNode(t *testing.T) *chaos.RabbitNode {
 	return n
 }
 
-// Issue 13: RabbitMQ stops for 10 s in the middle of a crawl (stop_app,
-// then start_app, on a node of the test's own). The scheduler does not
-// exit: it dials again, its campaigns consume again, and the campaign
-// completes with every page fetched and stored.
+// TestRabbitMQRestartMidCrawl: RabbitMQ stops for rabbitDownFor in the
+// middle of a crawl (stop_app, then start_app, on a node of the test's
+// own). Pages are held half-sent while it stops, so that the stop finds
+// leases out and pages still to fetch. While RabbitMQ is down the
+// scheduler has stopped consuming and hands out no lease: the only page
+// requests the web sees are those of leases out when consuming broke
+// whose request had not started (a fetcher finishes what it was leased;
+// the outcome is void). The scheduler does not exit: it dials again, its
+// campaign consumes again, and the campaign completes with every page
+// fetched and stored.
 func TestRabbitMQRestartMidCrawl(t *testing.T) {
 	rmq := startRabbitNode(t)
 	web := webtest.Start(t, testweb.Config{Hosts: 3, PagesPerHost: 200, CrossHost: true, Base: 68})
 	s := startBareStack(t)
 	sched := nodetest.StartScheduler(t, node.SchedulerConfig{AMQPURL: rmq.URL, SeenPath: filepath.Join(t.TempDir(), "seen")})
-	startWorkers(t, s.temporal.Client(), "test-worker", []string{sched.Addr()}, s.kafka.Addr())
+	c := s.temporal.Client()
+	startWorkers(t, c, "test-worker", []string{sched.Addr()}, s.kafka.Addr())
 	cfg := s.newCampaign("rmq-restart", web, 4)
 	cfg.PerHostDelay = new(10 * time.Millisecond)
-	run := ctStartCampaign(t, s.temporal.Client(), cfg)
+	run := ctStartCampaign(t, c, cfg)
 	total := len(web.Pages())
 	await.For(t, 2*time.Minute, 50*time.Millisecond, "a third of the crawl", func() error { return ctAtLeastRequested(web, total/3) })
+
+	wst, err := ctQueryStatus(t, c, cfg.ID)
+	if err != nil || wst.Frontier == "" {
+		t.Fatalf("the campaign's frontier key: %q, %v", wst.Frontier, err)
+	}
+	stats := func() session.Stats {
+		st, _ := sched.Server().Stats(wst.Frontier) // the error is RabbitMQ's queue counts; the scheduler's own are in st
+		return st
+	}
+	if st := stats(); !st.Consuming {
+		t.Fatalf("before the stop the scheduler is not consuming the campaign's queues: %+v", st)
+	}
+	// Held from before the stop until consuming is known broken: the stop
+	// catches fetches under way however long stop_app takes.
+	web.HoldBodies()
+	t.Cleanup(web.ReleaseBodies)
+	await.For(t, 30*time.Second, 5*time.Millisecond, "a page held in the middle of its body", func() error {
+		if web.Held() == 0 {
+			return errors.New("no page held")
+		}
+		return nil
+	})
 	if err := rmq.Ctl(context.Background(), "stop_app"); err != nil {
-		t.Log(err)
+		t.Fatalf("stopping RabbitMQ: %v", err)
 	}
 	down := time.Now()
+	var atLoss session.Stats
+	await.For(t, 30*time.Second, 20*time.Millisecond, "the scheduler to notice RabbitMQ gone (not consuming, a consume error)", func() error {
+		if atLoss = stats(); atLoss.Consuming || atLoss.ConsumeError == "" {
+			return fmt.Errorf("consuming %v, consume error %q", atLoss.Consuming, atLoss.ConsumeError)
+		}
+		return nil
+	})
+	// Read in this order: the leases out, then the pages held mid-body
+	// (each a request of one of those leases), then the requests. No lease
+	// is granted while the scheduler is not consuming and a lease is
+	// fetched once, so every page request from here on is one of the
+	// leases out whose request had not started: at most leasesOut-held.
+	leasesOut := int(atLoss.InFlight)
+	held := web.Held()
+	reqsAtLoss := pageRequests(web)
 	atStop := ctPagesRequested(web)
-	time.Sleep(rabbitDownFor)
+	if leasesOut == 0 || held == 0 {
+		t.Fatalf("the outage hit no work in flight: %d leases out, %d pages held mid-body when consuming broke", leasesOut, held)
+	}
+	if atStop >= total {
+		t.Fatalf("the crawl was over (%d of %d pages requested) when RabbitMQ stopped: the test proves nothing", atStop, total)
+	}
+	web.ReleaseBodies()
+	await.Holds(t, rabbitDownFor, 100*time.Millisecond, "fetching stalled while RabbitMQ is down", func() error {
+		if n := pageRequests(web) - reqsAtLoss; n > leasesOut-held {
+			return fmt.Errorf("%d page requests since consuming broke, more than the %d leases out then less the %d already requested (held)", n, leasesOut, held)
+		}
+		return nil
+	})
+	duringOutage := pageRequests(web) - reqsAtLoss
+	beforeStart := ctPagesRequested(web)
+	if beforeStart >= total {
+		t.Fatalf("every page was requested while RabbitMQ was down (%d of %d)", beforeStart, total)
+	}
 	if err := rmq.Ctl(context.Background(), "start_app"); err != nil {
-		t.Log(err)
+		t.Fatalf("starting RabbitMQ: %v", err)
 	}
 	up := time.Now()
-	t.Logf("RabbitMQ down %s, at %d of %d pages", up.Sub(down).Round(100*time.Millisecond), atStop, total)
-	resumed := await.For(t, 2*time.Minute, 100*time.Millisecond, "fetching to resume", func() error { return ctAtLeastRequested(web, atStop+11) })
+	t.Logf("RabbitMQ down %s, at %d of %d pages; %d leases out and %d pages held mid-body when consuming broke; %d page requests while down (%d pages requested at its end)",
+		up.Sub(down).Round(100*time.Millisecond), atStop, total, leasesOut, held, duringOutage, beforeStart)
+	resumed := await.For(t, 2*time.Minute, 100*time.Millisecond, "fetching to resume", func() error { return ctAtLeastRequested(web, beforeStart+10) })
 	st := ctResult(t, run, 4*time.Minute)
 	select {
 	case err := <-sched.Done():
@@ -90,4 +156,16 @@ func TestRabbitMQRestartMidCrawl(t *testing.T) {
 		dups += n - 1
 	}
 	t.Logf("fetching resumed %s after RabbitMQ came back; %d pages, %d duplicate fetches", resumed.Sub(up).Round(100*time.Millisecond), total, dups)
+}
+
+// pageRequests counts the web's requests, robots.txt excluded, a URL
+// requested twice counted twice.
+func pageRequests(web *testweb.Web) int {
+	n := 0
+	for _, r := range web.Requests() {
+		if u, err := url.Parse(r.URL); err != nil || u.Path != "/robots.txt" {
+			n++
+		}
+	}
+	return n
 }
