@@ -3,13 +3,20 @@ package node_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,12 +24,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
+	"go.temporal.io/sdk/client"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/drover-crawl/drover/devstack"
 	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/internal/await"
+	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"
 	"github.com/drover-crawl/drover/tlsconf"
@@ -35,12 +45,16 @@ import (
 // a kfake broker that requires it), a PostgreSQL password (a role of its
 // own; the local server trusts, so the password is sent to no one, but it
 // is in the worker's and starter's environment) and a Temporal API key
-// (through a TLS front to the dev server). The scheduler, worker and
-// starter run as the binaries an operator runs. Then it scans every line
-// they wrote, the campaign's Temporal history (whose first event holds the
-// workflow's input: what the Web UI's input view shows), its description
-// (summary, details, memo, search attributes) and `starter status --json`
-// and `failures --json`, and fails naming where a secret was found.
+// (through a TLS front to the dev server that refuses calls without it).
+// The scheduler, worker and starter run as the binaries an operator runs.
+// Each secret is shown to be used: the RabbitMQ user has a connection
+// while the crawl runs, the Temporal front counts calls that carried the
+// key (and refuses one without it), and pages land in Kafka and
+// PostgreSQL. Then it scans every line the processes wrote, the
+// campaign's Temporal history (whose first event holds the workflow's
+// input: what the Web UI's input view shows), its description (summary,
+// details, memo, search attributes) and `starter status --json` and
+// `failures --json`, and fails naming where a secret was found.
 func TestNoSecretLeaks(t *testing.T) {
 	rabbitmqctl := rabbitmqctlFor(t)
 	n := rand.IntN(1e9)
@@ -56,13 +70,15 @@ func TestNoSecretLeaks(t *testing.T) {
 
 	// RabbitMQ: a user of the test's own, with the password.
 	amqpUser := fmt.Sprintf("leak-%d", n)
-	rmqctl := func(args ...string) {
+	rmqctl := func(args ...string) string {
 		t.Helper()
 		cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 		defer cancel()
-		if out, err := exec.CommandContext(cctx, rabbitmqctl, args...).CombinedOutput(); err != nil {
+		out, err := exec.CommandContext(cctx, rabbitmqctl, args...).CombinedOutput()
+		if err != nil {
 			t.Fatalf("rabbitmqctl %s: %v\n%s\n(rabbitmqctl needs root or the rabbitmq user; %s=1 skips this test outside CI)", strings.Join(args, " "), err, out, noRabbitmqctlEnv)
 		}
+		return string(out)
 	}
 	rmqctl("add_user", amqpUser, secrets["AMQP password"])
 	t.Cleanup(func() { exec.Command(rabbitmqctl, "delete_user", amqpUser).Run() })
@@ -118,7 +134,22 @@ func TestNoSecretLeaks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	temporalAddr := tlsProxy(t, front, tmp.Address())
+	keyFront := startAPIKeyFront(t, front, tmp.Address(), secrets["Temporal API key"])
+	temporalAddr := keyFront.addr
+	// The front's check works: a client without the key is refused, a
+	// configuration error the worker exits on.
+	noKey := client.Options{HostPort: temporalAddr, Namespace: tmp.Namespace()}
+	if err := (tlsconf.Temporal{CA: pki.CA}).Apply(&noKey); err != nil {
+		t.Fatal(err)
+	}
+	dctx, dcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer dcancel()
+	if c, err := node.DialTemporal(dctx, noKey, nil); !errors.Is(err, node.ErrTemporalConfig) || keyFront.refused.Load() == 0 {
+		if c != nil {
+			c.Close()
+		}
+		t.Fatalf("a Temporal client without the API key through the front: %v (%d calls refused), want a configuration error", err, keyFront.refused.Load())
+	}
 
 	// The scheduler over TLS, with the token and the AMQP password.
 	bin := binaries(t)
@@ -155,24 +186,34 @@ func TestNoSecretLeaks(t *testing.T) {
 	kafkaSink := fmt.Sprintf("kafka://%s/%s?sasl=scram-sha-256", kafkaAddr, topic)
 	pgSink := fmt.Sprintf("postgres://%s@127.0.0.1:5432/test?sslmode=disable&table=%s", pgRole, table)
 	outputs := map[string]string{}
-	starter := func(name string, wantCode int, args ...string) string {
-		t.Helper()
+	// runStarter runs the starter binary (bounded) and returns its output
+	// and exit code; it does not touch t, so a goroutine may call it.
+	runStarter := func(args ...string) (string, int, error) {
 		cctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 		defer cancel()
 		cmd := exec.CommandContext(cctx, filepath.Join(bin, "starter"), args...)
 		cmd.Env = append(os.Environ(), env...)
 		out, err := cmd.CombinedOutput()
-		outputs["starter "+name] = string(out)
-		code := 0
 		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
+			return string(out), ee.ExitCode(), nil
+		}
+		return string(out), 0, err
+	}
+	checkStarter := func(name string, wantCode int, out string, code int, err error) {
+		t.Helper()
+		outputs["starter "+name] = out
+		if err != nil {
 			t.Fatalf("starter %s: %v", name, err)
 		}
 		if code != wantCode {
 			t.Fatalf("starter %s: exit %d, want %d:\n%s\n--- worker:\n%s", name, code, wantCode, out, worker.Tail(30))
 		}
-		return string(out)
+	}
+	starter := func(name string, wantCode int, args ...string) string {
+		t.Helper()
+		out, code, err := runStarter(args...)
+		checkStarter(name, wantCode, out, code, err)
+		return out
 	}
 	// A sink URI with a password is refused before anything starts,
 	// naming the variable to use, and without echoing the password.
@@ -185,7 +226,39 @@ func TestNoSecretLeaks(t *testing.T) {
 	for _, s := range web.Seeds() {
 		args = append(args, "--seed", s)
 	}
-	starter("start --wait", 0, args...)
+	// Pages are held half-sent until the RabbitMQ user's connection is
+	// seen: the crawl is certainly under way then.
+	web.HoldBodies()
+	t.Cleanup(web.ReleaseBodies)
+	type starterResult struct {
+		out  string
+		code int
+		err  error
+	}
+	crawled := make(chan starterResult, 1)
+	go func() {
+		out, code, err := runStarter(args...)
+		crawled <- starterResult{out, code, err}
+	}()
+	await.For(t, 2*time.Minute, 10*time.Millisecond, "a page held mid-crawl", func() error {
+		select {
+		case r := <-crawled:
+			return fmt.Errorf("%w: starter start --wait ended (exit %d, %v) before the crawl was caught under way:\n%s", await.ErrFinal, r.code, r.err, r.out)
+		default:
+		}
+		if web.Held() == 0 {
+			return errors.New("no page held")
+		}
+		return nil
+	})
+	// The scheduler's RabbitMQ connection is the test's user's: the AMQP
+	// password was used.
+	if users := strings.Fields(rmqctl("-q", "list_connections", "--no-table-headers", "user")); !slices.Contains(users, amqpUser) {
+		t.Errorf("no RabbitMQ connection of %s during the crawl; connections' users: %v", amqpUser, users)
+	}
+	web.ReleaseBodies()
+	r := <-crawled // bounded by runStarter's context
+	checkStarter("start --wait", 0, r.out, r.code, r.err)
 	if m := web.Missing(); len(m) > 0 {
 		t.Errorf("%d pages never fetched, e.g. %v", len(m), m[:min(3, len(m))])
 	}
@@ -195,7 +268,12 @@ func TestNoSecretLeaks(t *testing.T) {
 
 	// Each secret was used: pages landed in Kafka (SASL) and in
 	// PostgreSQL (the role), through TLS sessions (the token) of a
-	// scheduler on RabbitMQ (the user).
+	// scheduler on RabbitMQ (the user, its connection seen above), and the
+	// worker's and starter's calls to Temporal carried the API key (the
+	// front refuses any call without it).
+	if keyFront.carried.Load() == 0 {
+		t.Errorf("no Temporal call carried the API key")
+	}
 	pages := len(web.Pages())
 	var rows int
 	if err := pg.QueryRow(ctx, "SELECT count(DISTINCT url) FROM "+table).Scan(&rows); err != nil || rows < pages {
@@ -254,8 +332,15 @@ func TestNoSecretLeaks(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("scanned for %d secrets: %d bytes of worker log, %d of scheduler log, %d of history, starter outputs of %d commands",
-		len(secrets), len(outputs["worker log"]), len(outputs["scheduler log"]), len(outputs["Temporal history"]), len(outputs)-4)
+	starters := 0
+	for where := range outputs {
+		if strings.HasPrefix(where, "starter ") {
+			starters++
+		}
+	}
+	t.Logf("scanned for %d secrets: %d bytes of worker log, %d of scheduler log, %d of history, starter outputs of %d commands; %d Temporal calls carried the API key, %d without it refused",
+		len(secrets), len(outputs["worker log"]), len(outputs["scheduler log"]), len(outputs["Temporal history"]),
+		starters, keyFront.carried.Load(), keyFront.refused.Load())
 }
 
 // countKafka counts the records of topic, read with SCRAM-SHA-256.
@@ -301,4 +386,57 @@ func rabbitmqctlFor(t *testing.T) string {
 	}
 	t.Fatalf("rabbitmqctl not found on PATH or in /usr/sbin (apt-get install rabbitmq-server, as .ci/run does): %s; %s=1 skips this test outside CI", why, noRabbitmqctlEnv)
 	return ""
+}
+
+// apiKeyFront is a TLS front for the Temporal dev server (which speaks no
+// TLS) that checks Temporal's API key: it terminates TLS (HTTP/2 by ALPN,
+// as gRPC wants), answers every call whose authorization header is not
+// "Bearer " + the key with gRPC's Unauthenticated, and forwards the others
+// to the dev server (HTTP/2 without TLS). It counts both.
+type apiKeyFront struct {
+	addr             string
+	carried, refused atomic.Int64
+}
+
+func startAPIKeyFront(t *testing.T, cfg *tls.Config, backend, key string) *apiKeyFront {
+	t.Helper()
+	f := &apiKeyFront{}
+	tr := &http.Transport{Protocols: new(http.Protocols)}
+	tr.Protocols.SetUnencryptedHTTP2(true)
+	t.Cleanup(tr.CloseIdleConnections)
+	proxy := &httputil.ReverseProxy{
+		Rewrite:   func(r *httputil.ProxyRequest) { r.SetURL(&url.URL{Scheme: "http", Host: backend}) },
+		Transport: tr,
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			grpcStatus(w, codes.Unavailable, "temporal front: "+err.Error())
+		},
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+key {
+			f.refused.Add(1)
+			grpcStatus(w, codes.Unauthenticated, "temporal front: no valid API key")
+			return
+		}
+		f.carried.Add(1)
+		proxy.ServeHTTP(w, r)
+	})}
+	cfg = cfg.Clone()
+	cfg.NextProtos = []string{"h2"}
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	f.addr = ln.Addr().String()
+	return f
+}
+
+// grpcStatus answers a gRPC call with a status and its message, and no
+// body (a trailers-only response).
+func grpcStatus(w http.ResponseWriter, code codes.Code, msg string) {
+	w.Header().Set("Content-Type", "application/grpc")
+	w.Header().Set("Grpc-Status", strconv.Itoa(int(code)))
+	w.Header().Set("Grpc-Message", url.PathEscape(msg))
+	w.WriteHeader(http.StatusOK)
 }
