@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httputil"
@@ -32,6 +33,7 @@ import (
 	"github.com/drover-crawl/drover/devstack"
 	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/internal/await"
+	"github.com/drover-crawl/drover/metrics"
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"
@@ -51,10 +53,11 @@ import (
 // while the crawl runs, the Temporal front counts calls that carried the
 // key (and refuses one without it), and pages land in Kafka and
 // PostgreSQL. Then it scans every line the processes wrote, the
-// campaign's Temporal history (whose first event holds the workflow's
-// input: what the Web UI's input view shows), its description (summary,
-// details, memo, search attributes) and `starter status --json` and
-// `failures --json`, and fails naming where a secret was found.
+// scheduler's and worker's /metrics (mid-crawl and after), the campaign's
+// Temporal history (whose first event holds the workflow's input: what the
+// Web UI's input view shows), its description (summary, details, memo,
+// search attributes) and `starter status --json` and `failures --json`,
+// and fails naming where a secret was found.
 func TestNoSecretLeaks(t *testing.T) {
 	rabbitmqctl := rabbitmqctlFor(t)
 	n := rand.IntN(1e9)
@@ -153,8 +156,8 @@ func TestNoSecretLeaks(t *testing.T) {
 
 	// The scheduler over TLS, with the token and the AMQP password.
 	bin := binaries(t)
-	schedAddr := freeAddr(t)
-	sched := startProc(t, "scheduler", filepath.Join(bin, "scheduler"), []string{"-listen", schedAddr, "-seen", "mem", "-metrics-addr", "127.0.0.1:0"},
+	schedAddr, schedMetrics := freeAddr(t), freeAddr(t)
+	sched := startProc(t, "scheduler", filepath.Join(bin, "scheduler"), []string{"-listen", schedAddr, "-seen", "mem", "-metrics-addr", schedMetrics},
 		[]string{"DROVER_TOKEN=" + secrets["session token"], "AMQP_URL=" + amqpURL, "DROVER_TLS_CERT=" + pki.ServerCert, "DROVER_TLS_KEY=" + pki.ServerKey})
 	clientTLS, err := tlsconf.Options{CA: pki.CA}.Client()
 	if err != nil {
@@ -179,7 +182,9 @@ func TestNoSecretLeaks(t *testing.T) {
 		"KAFKA_BROKERS=" + kafkaAddr, "KAFKA_SASL_USERNAME=" + kafkaUser, "KAFKA_SASL_PASSWORD=" + secrets["Kafka SASL password"],
 		"PGPASSWORD=" + secrets["PostgreSQL password"],
 	}
-	worker := startProc(t, "worker", filepath.Join(bin, "worker"), []string{"-identity", "leak-worker", "-metrics-addr", "127.0.0.1:0"}, env)
+	workerMetrics := freeAddr(t)
+	worker := startProc(t, "worker", filepath.Join(bin, "worker"), []string{"-identity", "leak-worker", "-metrics-addr", workerMetrics}, env)
+	metricsURLs := map[string]string{"scheduler": "http://" + schedMetrics + metrics.Path, "worker": "http://" + workerMetrics + metrics.Path}
 
 	web := webtest.Start(t, testweb.Config{Hosts: 2, PagesPerHost: 15, CrossHost: true, Base: 133})
 	id := fmt.Sprintf("leak-%d", n)
@@ -226,8 +231,10 @@ func TestNoSecretLeaks(t *testing.T) {
 	for _, s := range web.Seeds() {
 		args = append(args, "--seed", s)
 	}
-	// Pages are held half-sent until the RabbitMQ user's connection is
-	// seen: the crawl is certainly under way then.
+	// Pages are held half-sent until both metrics endpoints show the
+	// campaign and the RabbitMQ user's connection is seen: the crawl is
+	// certainly under way then (the scheduler forgets a closed campaign's
+	// series).
 	web.HoldBodies()
 	t.Cleanup(web.ReleaseBodies)
 	type starterResult struct {
@@ -240,7 +247,8 @@ func TestNoSecretLeaks(t *testing.T) {
 		out, code, err := runStarter(args...)
 		crawled <- starterResult{out, code, err}
 	}()
-	await.For(t, 2*time.Minute, 10*time.Millisecond, "a page held mid-crawl", func() error {
+	label := fmt.Sprintf("campaign=%q", id)
+	await.For(t, 2*time.Minute, 100*time.Millisecond, "the campaign's series on both /metrics endpoints, pages held mid-crawl", func() error {
 		select {
 		case r := <-crawled:
 			return fmt.Errorf("%w: starter start --wait ended (exit %d, %v) before the crawl was caught under way:\n%s", await.ErrFinal, r.code, r.err, r.out)
@@ -248,6 +256,16 @@ func TestNoSecretLeaks(t *testing.T) {
 		}
 		if web.Held() == 0 {
 			return errors.New("no page held")
+		}
+		for name, u := range metricsURLs {
+			body, err := getMetrics(u)
+			if err != nil {
+				return err
+			}
+			if !strings.Contains(body, label) {
+				return fmt.Errorf("the %s's /metrics has no %s series", name, label)
+			}
+			outputs[name+" /metrics mid-crawl"] = body
 		}
 		return nil
 	})
@@ -259,6 +277,13 @@ func TestNoSecretLeaks(t *testing.T) {
 	web.ReleaseBodies()
 	r := <-crawled // bounded by runStarter's context
 	checkStarter("start --wait", 0, r.out, r.code, r.err)
+	for name, u := range metricsURLs {
+		body, err := getMetrics(u)
+		if err != nil {
+			t.Fatalf("%s /metrics after the crawl: %v", name, err)
+		}
+		outputs[name+" /metrics after the crawl"] = body
+	}
 	if m := web.Missing(); len(m) > 0 {
 		t.Errorf("%d pages never fetched, e.g. %v", len(m), m[:min(3, len(m))])
 	}
@@ -338,9 +363,9 @@ func TestNoSecretLeaks(t *testing.T) {
 			starters++
 		}
 	}
-	t.Logf("scanned for %d secrets: %d bytes of worker log, %d of scheduler log, %d of history, starter outputs of %d commands; %d Temporal calls carried the API key, %d without it refused",
+	t.Logf("scanned for %d secrets: %d bytes of worker log, %d of scheduler log, %d of history, %d and %d of the scheduler's and worker's /metrics mid-crawl, starter outputs of %d commands; %d Temporal calls carried the API key, %d without it refused",
 		len(secrets), len(outputs["worker log"]), len(outputs["scheduler log"]), len(outputs["Temporal history"]),
-		starters, keyFront.carried.Load(), keyFront.refused.Load())
+		len(outputs["scheduler /metrics mid-crawl"]), len(outputs["worker /metrics mid-crawl"]), starters, keyFront.carried.Load(), keyFront.refused.Load())
 }
 
 // countKafka counts the records of topic, read with SCRAM-SHA-256.
@@ -439,4 +464,19 @@ func grpcStatus(w http.ResponseWriter, code codes.Code, msg string) {
 	w.Header().Set("Grpc-Status", strconv.Itoa(int(code)))
 	w.Header().Set("Grpc-Message", url.PathEscape(msg))
 	w.WriteHeader(http.StatusOK)
+}
+
+// getMetrics reads a Prometheus endpoint, bounded.
+func getMetrics(u string) (string, error) {
+	c := http.Client{Timeout: 10 * time.Second}
+	resp, err := c.Get(u)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("GET %s: %s", u, resp.Status)
+	}
+	return string(b), err
 }
