@@ -16,7 +16,7 @@ import (
 )
 
 // Fault is one row of the table: something broken once, alone, in the
-// middle of a crawl.
+// middle of a crawl, at a moment when it hits work in flight.
 type Fault struct {
 	Name string
 	// What the fault does, for the table.
@@ -26,13 +26,21 @@ type Fault struct {
 	spec rigSpec
 	// Trigger overrides Options.Trigger.
 	Trigger float64
-	// await, when set, waits after the trigger for the moment the fault
-	// needs (a compaction running), before the counts of the fault start.
-	await func(ctx context.Context, r *rig) error
+	// needs is what must be in flight just before the fault (verdict).
+	needs need
+	// pick, when set, names the worker the fault hits, from the identities
+	// of the workers running started FetchSessions and their counts.
+	pick func(sessions map[string]int) string
+	// ready, when set, is a further condition of the moment of the fault
+	// (a compaction running) that may hold for less time than a
+	// measurement takes. It is checked just before the fault, from one
+	// scrape of the scheduler's metrics, which also refreshes m's leases in
+	// flight; the rest of m is at most remeasureEvery old.
+	ready func(ctx context.Context, r *rig, m *Moment) error
 	// inject breaks something and returns once the fault is over: start is
 	// when it began, end when the broken piece answered again (a restart)
-	// or the outage ended.
-	inject func(ctx context.Context, r *rig, s *sinks) (start, end time.Time, note string, err error)
+	// or the outage ended. m is the moment measured just before.
+	inject func(ctx context.Context, r *rig, s *sinks, m Moment) (start, end time.Time, note string, err error)
 }
 
 // sinks holds the row's non-Kafka sink, when it has one.
@@ -41,19 +49,25 @@ type sinks struct {
 	warc *warcSink
 }
 
-// Faults are the rows of `make chaos`, most valuable first.
+// Faults are the rows of `make chaos`, most valuable first. Every row
+// needs a lease in flight at the scheduler: the crawl is politeness-bound,
+// its leases go out in waves, one per host every per-host delay, and come
+// back within tens of milliseconds, so a moment picked by the page count
+// alone mostly falls between two waves.
 func Faults() []Fault {
 	return []Fault{
-		{Name: "worker-kill", What: "SIGKILL a worker process (of 2)", inject: killWorker},
-		{Name: "scheduler-kill", What: "SIGKILL the scheduler process", inject: killScheduler},
-		{Name: "rabbitmq-kill", What: "SIGKILL the private RabbitMQ node, start it again", inject: killRabbit},
-		{Name: "temporal-kill", What: "SIGKILL the Temporal dev server, start it again on its db", inject: killTemporal},
-		{Name: "kafka-outage", What: "Kafka unreachable (gated listener)", inject: kafkaOutage},
-		{Name: "postgres-outage", What: "PostgreSQL sink unreachable (proxy cuts)", Sink: sinkPostgres, inject: postgresOutage},
-		{Name: "partition", What: "worker <-> scheduler partition (TCP proxy holds traffic)", spec: rigSpec{workers: 1, proxyWorker0: true}, inject: partition},
-		{Name: "warc-disk-full", What: "WARC directory's tmpfs full", Sink: sinkWARC, inject: warcFull},
+		{Name: "worker-kill", What: "SIGKILL the worker running the most fetcher sessions (of 2)",
+			needs: needLeases | needWorker, pick: busiestWorker, inject: killWorker},
+		{Name: "scheduler-kill", What: "SIGKILL the scheduler process", needs: needLeases, inject: killScheduler},
+		{Name: "rabbitmq-kill", What: "SIGKILL the private RabbitMQ node, start it again", needs: needLeases, inject: killRabbit},
+		{Name: "temporal-kill", What: "SIGKILL the Temporal dev server, start it again on its db", needs: needLeases | needSessions, inject: killTemporal},
+		{Name: "kafka-outage", What: "Kafka unreachable (gated listener)", needs: needLeases, inject: kafkaOutage},
+		{Name: "postgres-outage", What: "PostgreSQL sink unreachable (proxy cuts)", Sink: sinkPostgres, needs: needLeases, inject: postgresOutage},
+		{Name: "partition", What: "worker <-> scheduler partition (TCP proxy holds traffic)", spec: rigSpec{workers: 1, proxyWorker0: true},
+			needs: needLeases | needWorker, pick: func(map[string]int) string { return workerIdentity(0) }, inject: partition},
+		{Name: "warc-disk-full", What: "WARC directory's tmpfs full", Sink: sinkWARC, needs: needLeases, inject: warcFull},
 		{Name: "scheduler-kill-compacting", What: "SIGKILL the scheduler while its seen store compacts", Trigger: 0.3,
-			spec: rigSpec{seenMemTable: compactingMemTable}, await: awaitCompaction, inject: killSchedulerCompacting},
+			spec: rigSpec{seenMemTable: compactingMemTable}, needs: needLeases, ready: compacting, inject: killSchedulerCompacting},
 	}
 }
 
@@ -79,17 +93,27 @@ func kill(c *devstack.Child) (int, time.Time, error) {
 	return starts, time.Now(), syscall.Kill(pid, syscall.SIGKILL)
 }
 
-func killWorker(ctx context.Context, r *rig, _ *sinks) (time.Time, time.Time, string, error) {
-	w := r.workers[len(r.workers)-1]
+// killWorker SIGKILLs the worker the moment named (m.Worker), which ran
+// started FetchSessions.
+func killWorker(ctx context.Context, r *rig, _ *sinks, m Moment) (time.Time, time.Time, string, error) {
+	var w *devstack.Child
+	for i, c := range r.workers {
+		if workerIdentity(i) == m.Worker && m.Sessions[m.Worker] > 0 {
+			w = c
+		}
+	}
+	if w == nil {
+		return time.Now(), time.Now(), "", fmt.Errorf("no worker of the rig runs a fetcher session (started: %v)", m.Sessions)
+	}
 	starts, start, err := kill(w)
 	if err != nil {
 		return start, start, "", err
 	}
 	end, err := restartOf(ctx, w, starts, nil)
-	return start, end, "end = worker restarted; the other worker kept fetching", err
+	return start, end, fmt.Sprintf("killed %s, which ran %d of the %d sessions started; end = worker restarted", m.Worker, m.Sessions[m.Worker], m.sessions()), err
 }
 
-func killScheduler(ctx context.Context, r *rig, _ *sinks) (time.Time, time.Time, string, error) {
+func killScheduler(ctx context.Context, r *rig, _ *sinks, _ Moment) (time.Time, time.Time, string, error) {
 	starts, start, err := kill(r.sched)
 	if err != nil {
 		return start, start, "", err
@@ -104,59 +128,68 @@ func killScheduler(ctx context.Context, r *rig, _ *sinks) (time.Time, time.Time,
 // 4 MB would not flush once).
 const compactingMemTable = 64 << 10
 
-// awaitCompaction waits until the scheduler's
-// drover_scheduler_seen_store_compactions says a compaction runs.
-func awaitCompaction(ctx context.Context, r *rig) error {
-	// Scraped every 2 ms: a compaction may be brief, and the fault must
-	// land while one runs.
-	polls := 0
-	err := await.Until(ctx, 2*time.Minute, 2*time.Millisecond, func() error {
-		polls++
-		n, err := scrapeGauge(ctx, r.schedMetrics[0], "drover_scheduler_seen_store_compactions")
-		if err == nil && n == 0 {
-			err = errors.New("no compaction running")
-		}
-		return err
-	})
+// compacting says whether the scheduler's
+// drover_scheduler_seen_store_compactions shows a compaction running, and
+// sets m's leases in flight and pages missing from the same scrape's
+// drover_scheduler_leases_in_flight of the campaign and the web.
+func compacting(ctx context.Context, r *rig, m *Moment) error {
+	const running = "drover_scheduler_seen_store_compactions"
+	leases := fmt.Sprintf("drover_scheduler_leases_in_flight{campaign=%q}", m.ID)
+	v, err := scrapeGauges(ctx, r.schedMetrics[0], running, leases)
 	if err != nil {
-		return fmt.Errorf("no seen-store compaction seen (%d scrapes): %w", polls, err)
+		return err
 	}
-	r.logf("a seen-store compaction runs (scrape %d)", polls)
+	m.Stats.InFlight, m.Missing = int64(v[leases]), len(r.web.Missing())
+	if v[running] == 0 {
+		return errors.New("no seen-store compaction running")
+	}
 	return nil
 }
 
-// killSchedulerCompacting SIGKILLs the scheduler; awaitCompaction has
-// just seen its seen store compacting.
-func killSchedulerCompacting(ctx context.Context, r *rig, s *sinks) (time.Time, time.Time, string, error) {
-	start, end, _, err := killScheduler(ctx, r, s)
+// killSchedulerCompacting SIGKILLs the scheduler; its metrics have just
+// shown its seen store compacting.
+func killSchedulerCompacting(ctx context.Context, r *rig, s *sinks, m Moment) (time.Time, time.Time, string, error) {
+	start, end, _, err := killScheduler(ctx, r, s, m)
 	return start, end, fmt.Sprintf("killed a few ms after the scheduler's metrics showed a compaction running; memtable %d KiB", compactingMemTable>>10), err
 }
 
-// scrapeGauge reads one unlabelled sample from a Prometheus text endpoint.
-func scrapeGauge(ctx context.Context, url, name string) (float64, error) {
+// scrapeGauges reads unlabelled samples, or samples named with their
+// exact label set (`name{campaign="x"}`), from a Prometheus text endpoint,
+// all from one scrape; a name the scrape lacks is an error.
+func scrapeGauges(ctx context.Context, url string, names ...string) (map[string]float64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer resp.Body.Close()
+	out := make(map[string]float64, len(names))
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
-			return strconv.ParseFloat(strings.TrimSpace(v), 64)
+		for _, name := range names {
+			if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+				if out[name], err = strconv.ParseFloat(strings.TrimSpace(v), 64); err != nil {
+					return nil, fmt.Errorf("%s: %s: %w", url, name, err)
+				}
+			}
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return 0, err
+		return nil, err
 	}
-	return 0, fmt.Errorf("%s: no %s", url, name)
+	for _, name := range names {
+		if _, ok := out[name]; !ok {
+			return nil, fmt.Errorf("%s: no %s", url, name)
+		}
+	}
+	return out, nil
 }
 
-func killRabbit(ctx context.Context, r *rig, _ *sinks) (time.Time, time.Time, string, error) {
+func killRabbit(ctx context.Context, r *rig, _ *sinks, _ Moment) (time.Time, time.Time, string, error) {
 	starts := r.rabbit.Starts()
 	start := time.Now()
 	if err := r.rabbit.Kill(); err != nil {
@@ -171,7 +204,7 @@ func killRabbit(ctx context.Context, r *rig, _ *sinks) (time.Time, time.Time, st
 	return start, time.Now(), "end = restarted node accepts AMQP", err
 }
 
-func killTemporal(ctx context.Context, r *rig, _ *sinks) (time.Time, time.Time, string, error) {
+func killTemporal(ctx context.Context, r *rig, _ *sinks, _ Moment) (time.Time, time.Time, string, error) {
 	starts, start, err := kill(r.tempo)
 	if err != nil {
 		return start, start, "", err
@@ -194,22 +227,22 @@ func outage(ctx context.Context, r *rig, down, up func() error) (time.Time, time
 	return start, time.Now(), err
 }
 
-func kafkaOutage(ctx context.Context, r *rig, _ *sinks) (time.Time, time.Time, string, error) {
+func kafkaOutage(ctx context.Context, r *rig, _ *sinks, _ Moment) (time.Time, time.Time, string, error) {
 	start, end, err := outage(ctx, r, func() error { r.kafka.SetDown(true); return nil }, func() error { r.kafka.SetDown(false); return nil })
 	return start, end, "", err
 }
 
-func postgresOutage(ctx context.Context, r *rig, s *sinks) (time.Time, time.Time, string, error) {
+func postgresOutage(ctx context.Context, r *rig, s *sinks, _ Moment) (time.Time, time.Time, string, error) {
 	start, end, err := outage(ctx, r, func() error { s.pg.proxy.Cut(); return nil }, func() error { s.pg.proxy.Heal(); return nil })
 	return start, end, "", err
 }
 
-func partition(ctx context.Context, r *rig, _ *sinks) (time.Time, time.Time, string, error) {
+func partition(ctx context.Context, r *rig, _ *sinks, _ Moment) (time.Time, time.Time, string, error) {
 	start, end, err := outage(ctx, r, func() error { r.schedProxy.Partition(); return nil }, func() error { r.schedProxy.Heal(); return nil })
 	return start, end, "1 worker, its sessions through a proxy that holds all bytes (not netns: the test web is on loopback)", err
 }
 
-func warcFull(ctx context.Context, r *rig, s *sinks) (time.Time, time.Time, string, error) {
+func warcFull(ctx context.Context, r *rig, s *sinks, _ Moment) (time.Time, time.Time, string, error) {
 	start, end, err := outage(ctx, r, s.warc.fill, s.warc.free)
 	return start, end, "tmpfs of 256 MB filled to ENOSPC", err
 }

@@ -219,7 +219,7 @@ func (r *rig) startWorkers(n int) error {
 		// SIGKILL at the end of a row: the crawl is over, and a graceful
 		// stop waits out the sessions' stop timeout for nothing.
 		w, err := r.sup.Start(devstack.ProcSpec{Name: fmt.Sprintf("worker-%d", i), Path: filepath.Join(r.opts.BinDir, "worker"), StopSignal: syscall.SIGKILL,
-			Args: []string{"-identity", fmt.Sprintf("chaos-worker-%d", i), "-metrics-addr", "127.0.0.1:0"},
+			Args: []string{"-identity", workerIdentity(i), "-metrics-addr", "127.0.0.1:0"},
 			Env: []string{"DROVER_SCHEDULER=" + addr, "DROVER_TOKEN=" + chaosToken, "TEMPORAL_ADDRESS=" + r.temporalAddr,
 				"TEMPORAL_NAMESPACE=default", "KAFKA_BROKERS=" + r.kafka.Addr}})
 		if err != nil {
@@ -248,6 +248,14 @@ func (r *rig) waitScheduler(ctx context.Context) error {
 	})
 }
 
+// workerIdentityPrefix starts the Temporal identity of each worker process
+// of the rig.
+const workerIdentityPrefix = "chaos-worker-"
+
+// workerIdentity is the Temporal identity of worker process i, which
+// Temporal shows as the worker of each activity it runs.
+func workerIdentity(i int) string { return workerIdentityPrefix + strconv.Itoa(i) }
+
 func (r *rig) workersPolling(ctx context.Context, n int) error {
 	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -257,7 +265,7 @@ func (r *rig) workersPolling(ctx context.Context, n int) error {
 	}
 	seen := map[string]bool{}
 	for _, p := range resp.GetPollers() {
-		if strings.HasPrefix(p.GetIdentity(), "chaos-worker-") {
+		if strings.HasPrefix(p.GetIdentity(), workerIdentityPrefix) {
 			seen[p.GetIdentity()] = true
 		}
 	}

@@ -8,13 +8,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	"go.temporal.io/sdk/client"
 
 	"github.com/drover-crawl/drover/devstack"
-	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/workflows"
 )
@@ -31,8 +31,14 @@ type Result struct {
 	// DupFetches: requests beyond the first of a page, on the web's side;
 	// DupRecords: records beyond the first of a page, in the sink.
 	DupFetches, DupRecords int
-	// InFlight: leases the scheduler had out just before the fault.
+	// Left: pages of the web not yet requested just before the fault.
+	// InFlight: leases the scheduler had out just before the fault (-1:
+	// not read). Sessions: FetchSessions started in Temporal just before
+	// the fault, on Worker when the fault hits a worker, else on all.
+	Left     int
 	InFlight int64
+	Sessions int
+	Worker   string
 	// During: requests the web served between the fault's start and end.
 	During int
 	// Down: from the fault's start to its end; Resumed: from its end to
@@ -41,7 +47,29 @@ type Result struct {
 	State         string // the campaign's final state
 	Took          time.Duration
 	Note          string
-	Err           error // the row could not be run, or broke
+	Err           error // the row could not be run, broke, or its fault hit no work in flight
+}
+
+// Failed: the row proves nothing (Err) or lost pages.
+func (r Result) Failed() bool {
+	return r.Err != nil || r.MissingWeb > 0 || r.MissingSink > 0
+}
+
+// record keeps the moment's measurements in the row; a moment never
+// measured (no Key) changes nothing.
+func (r *Result) record(m Moment) {
+	if m.Key == "" {
+		return
+	}
+	r.Left, r.Worker = m.Missing, m.Worker
+	r.InFlight = m.Stats.InFlight
+	if m.StatsErr != nil {
+		r.InFlight = -1
+	}
+	r.Sessions = m.sessions()
+	if m.Worker != "" {
+		r.Sessions = m.Sessions[m.Worker]
+	}
 }
 
 // Run runs each fault once, alone, on a fresh drover, against one private
@@ -109,7 +137,7 @@ func prepare(ctx context.Context, opts *Options, name string) (rabbit *RabbitNod
 }
 
 func runRow(ctx context.Context, opts Options, rabbit *RabbitNode, f Fault) (res Result) {
-	res = Result{Fault: f.Name, What: f.What, Sink: f.Sink, Resumed: -1}
+	res = Result{Fault: f.Name, What: f.What, Sink: f.Sink, Resumed: -1, InFlight: -1}
 	if res.Sink == "" {
 		res.Sink = sinkKafka
 	}
@@ -144,22 +172,15 @@ func runRow(ctx context.Context, opts Options, rabbit *RabbitNode, f Fault) (res
 		res.Err = err
 		return res
 	}
-	if f.await != nil {
-		if err := f.await(ctx, r); err != nil {
-			res.Err = fmt.Errorf("waiting for the moment of the fault: %w", err)
-			return res
-		}
+	m, err := r.awaitMoment(ctx, f, cfg.ID, cfg.FrontierKey())
+	res.record(m)
+	if err != nil {
+		res.Err = err
+		return res
 	}
-	sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	if st, err := session.CampaignStats(sctx, []string{r.schedAddr}, chaosToken, cfg.FrontierKey()); err == nil {
-		res.InFlight = st.InFlight
-	} else {
-		r.logf("stats before the fault: %v", err)
-	}
-	cancel()
 	before := r.web.Total()
 	fctx, cancel := context.WithTimeout(ctx, faultWithin)
-	start, end, note, err := f.inject(fctx, r, &s)
+	start, end, note, err := f.inject(fctx, r, &s, m)
 	cancel()
 	res.Note = note
 	if err != nil {
@@ -247,23 +268,36 @@ func (r *rig) count(ctx context.Context, s *sinks, id string, pages []string, re
 	}
 }
 
-// PrintTable writes the results as one markdown table.
+// PrintTable writes the results as one markdown table; a row that failed
+// (Result.Failed) says FAIL in its first column.
 func PrintTable(w io.Writer, opts Options, results []Result) {
 	opts.defaults()
-	fmt.Fprintf(w, "| fault | sink | pages | missing (web / sink) | dup fetches (web / sink records) | leases in flight at fault | fetches during fault | fault lasted | fetching resumed after | campaign | note |\n")
-	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "| row | fault | sink | pages | pages left at fault | leases in flight at fault | sessions at fault | missing (web / sink) | dup fetches (web / sink records) | fetches during fault | fault lasted | fetching resumed after | campaign | note |\n")
+	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range results {
+		verdict := "ok"
+		if r.Failed() {
+			verdict = "FAIL"
+		}
 		resumed := "-"
 		if r.Resumed >= 0 {
 			resumed = r.Resumed.Round(10 * time.Millisecond).String()
+		}
+		inFlight := "?"
+		if r.InFlight >= 0 {
+			inFlight = strconv.FormatInt(r.InFlight, 10)
+		}
+		sessions := strconv.Itoa(r.Sessions)
+		if r.Worker != "" {
+			sessions += " on " + r.Worker
 		}
 		note := r.Note
 		if r.Err != nil {
 			note = strings.TrimSpace("ERROR: " + oneLine(r.Err.Error()) + "; " + note)
 		}
-		fmt.Fprintf(w, "| %s: %s | %s | %d | %d / %d | %d / %d | %d | %d | %s | %s | %s | %s |\n",
-			r.Fault, r.What, r.Sink, r.Pages, r.MissingWeb, r.MissingSink, r.DupFetches, r.DupRecords,
-			r.InFlight, r.During, r.Down.Round(100*time.Millisecond), resumed, r.State, note)
+		fmt.Fprintf(w, "| %s | %s: %s | %s | %d | %d | %s | %s | %d / %d | %d / %d | %d | %s | %s | %s | %s |\n",
+			verdict, r.Fault, r.What, r.Sink, r.Pages, r.Left, inFlight, sessions, r.MissingWeb, r.MissingSink, r.DupFetches, r.DupRecords,
+			r.During, r.Down.Round(100*time.Millisecond), resumed, r.State, note)
 	}
 }
 

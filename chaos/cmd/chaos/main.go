@@ -1,9 +1,13 @@
 // Command chaos is `make chaos`: during a crawl of a 10,000-page test web it
-// breaks each of drover's dependencies once, alone (see chaos.Faults), and
-// prints one markdown table: pages missing on the web's side and in the
-// sink (must be 0), duplicate fetches, and the time from the end of each
-// fault until fetching resumed. Needs root (tmpfs, the private RabbitMQ
-// node), bin/temporal, rabbitmq-server and PostgreSQL on 127.0.0.1:5432.
+// breaks each of drover's dependencies once, alone (see chaos.Faults), at a
+// moment when the fault hits work in flight, and prints one markdown table:
+// what each fault hit (pages left, leases in flight, fetcher sessions),
+// pages missing on the web's side and in the sink (must be 0), duplicate
+// fetches, and the time from the end of each fault until fetching resumed.
+// It exits 1 when a row failed: pages missing, a row that broke, or a fault
+// that found no work in flight to hit. Needs root (tmpfs, the private
+// RabbitMQ node), bin/temporal, rabbitmq-server and PostgreSQL on
+// 127.0.0.1:5432.
 package main
 
 import (
@@ -45,7 +49,7 @@ func main() {
 	}
 	chaos.PrintTable(os.Stdout, opts, results)
 	for _, r := range results {
-		if r.Err != nil || r.MissingWeb > 0 || r.MissingSink > 0 {
+		if r.Failed() {
 			os.Exit(1)
 		}
 	}
