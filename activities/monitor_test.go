@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"net/url"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -273,4 +274,105 @@ func TestMonitorDrainRule(t *testing.T) {
 	capped.MaxPages++
 	res = waitMonitor(t, runMonitor(a, workflows.MonitorInput{Config: capped, Report: 3 * time.Second}), monitorWait)
 	require.False(t, res.CapReached, "cap %d reached at %+v", capped.MaxPages, res.Stats)
+}
+
+// pagesRequested counts the distinct URLs webs served, robots.txt aside.
+func pagesRequested(webs ...*testweb.Web) int {
+	seen := map[string]bool{}
+	for _, w := range webs {
+		for _, r := range w.Requests() {
+			if u, err := url.Parse(r.URL); err == nil && u.Path != "/robots.txt" {
+				seen[r.URL] = true
+			}
+		}
+	}
+	return len(seen)
+}
+
+// TestMonitorCapCountsFailedPages: max-pages counts every outcome the
+// scheduler records for a URL, pages (any status, a 404 included: Fetched)
+// and permanent failures without a response (Failed). A campaign over two
+// sites, one of which never finishes a body, reaches its cap only by
+// counting the failures: Monitor must end it there (CapReached), and the
+// scheduler must lease nothing beyond the cap.
+//
+// Site ok serves its pages, its 404 and its other extras; every page of
+// site held sends its head and half its body, then nothing: with one
+// attempt per URL and a 1 s response timeout each is a permanent failure
+// (reason timeout, after a response began, so not held against the host,
+// whose URLs keep being leased one by one). The cap is all of site ok's
+// pages plus half of site held's: the pages alone can never reach it.
+func TestMonitorCapCountsFailedPages(t *testing.T) {
+	ok := webtest.Start(t, testweb.Config{Hosts: 1, PagesPerHost: 10, Base: 83})
+	held := webtest.Start(t, testweb.Config{Hosts: 1, PagesPerHost: 8, NoExtras: true, Base: 84})
+	held.HoldBodies()
+	t.Cleanup(held.ReleaseBodies) // before the web closes (cleanups run last first)
+	missing := "http://" + ok.Hosts()[0] + "/missing"
+	require.Contains(t, ok.Pages(), missing)
+	total := len(ok.Pages()) + len(held.Pages())
+
+	sched := startTestScheduler(t)
+	cfg := campaign.Config{
+		ID: fmt.Sprintf("t-monitor-cap-%d", rand.IntN(1e9)),
+		// The 404 is a seed (depth 0) so that it is among the first of its
+		// host's URLs leased, whatever share of that host the cap leaves.
+		Seeds:        append(append(ok.Seeds(), missing), held.Pages()...),
+		MaxPages:     int64(len(ok.Pages()) + len(held.Pages())/2),
+		MaxAttempts:  1,
+		PerHostDelay: new(20 * time.Millisecond),
+		AllowPrivate: true,
+		Sinks:        []string{"warc:/unused"},
+	}.WithDefaults()
+	require.NoError(t, cfg.Validate())
+	seedURLs(t, sched, cfg, cfg.Seeds...)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		session.CloseVia(ctx, []string{sched}, func(ctx context.Context, addr string) (session.CampaignCloser, error) {
+			return session.DialControl(ctx, addr, session.DevToken)
+		}, cfg.ID, true)
+	})
+
+	timeouts := fetch.DefaultTimeouts()
+	timeouts.ResponseHeader, timeouts.Response = time.Second, time.Second
+	fl := sessiontest.NewFleet(t)
+	sk := sink.NewMemory()
+	for i := range 2 {
+		f, err := fetch.New(cfg, fetch.WithTimeouts(timeouts))
+		require.NoError(t, err)
+		fl.Go(i, []string{sched}, cfg, NewRunner(cfg, f, sk, i, "test").Run, func() { f.Close() })
+	}
+
+	// Site held fails a URL about every second: the cap is reached within
+	// seconds. Monitor reports after Report at the latest, without
+	// CapReached if it did not see the cap.
+	a := &Activities{Schedulers: []string{sched}, Token: session.DevToken}
+	res := waitMonitor(t, runMonitor(a, workflows.MonitorInput{Config: cfg, Report: 30 * time.Second}), time.Minute)
+	st := res.Stats
+	t.Logf("Monitor: cap reached %v at %d pages fetched + %d failed (by reason %v), %d queued, %d held", res.CapReached, st.Fetched, st.Failed, st.FailedBy, st.Queued, st.Held)
+	require.True(t, res.CapReached, "Monitor did not end the campaign at its cap of %d: %d pages fetched, %d failed (%+v)", cfg.MaxPages, st.Fetched, st.Failed, st)
+	require.False(t, res.Drained)
+	require.True(t, st.CapReached, "the scheduler does not count the cap reached: %+v", st)
+	require.Equal(t, cfg.MaxPages, st.Fetched+st.Failed, "pages fetched and failed at the cap: %+v", st)
+	require.Less(t, st.Fetched, cfg.MaxPages, "the pages alone reached the cap: no failure was needed")
+	require.Positive(t, st.Failed, "no failure counted: %+v", st)
+	require.Equal(t, st.Failed, st.FailedBy["timeout"], "every failure is a held body timing out: %v", st.FailedBy)
+	require.Positive(t, st.FailedBy["4xx"], "the 404, a page, not among the outcomes: %v", st.FailedBy)
+
+	// Every lease was a request, each URL once; the URLs beyond the cap
+	// stay unleased, and stay so while the fleet keeps asking for work
+	// (3 s is 150 times the per-host delay).
+	require.Equal(t, int(cfg.MaxPages), pagesRequested(ok, held), "distinct pages requested at the cap")
+	require.Empty(t, ok.Duplicates())
+	require.Empty(t, held.Duplicates())
+	require.Equal(t, total-int(cfg.MaxPages), len(ok.Missing())+len(held.Missing()), "pages never requested")
+	await.Holds(t, 3*time.Second, 50*time.Millisecond, "nothing leased beyond the cap", func() error {
+		if n := pagesRequested(ok, held); n != int(cfg.MaxPages) {
+			return fmt.Errorf("%d distinct pages requested, cap %d", n, cfg.MaxPages)
+		}
+		if now := ctlStats(t, sched, cfg.ID); now.Fetched+now.Failed != cfg.MaxPages || now.InFlight != 0 || now.Queued+now.Held == 0 {
+			return fmt.Errorf("stats %+v", now)
+		}
+		return nil
+	})
 }
