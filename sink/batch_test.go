@@ -4,18 +4,11 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/drover-crawl/drover/internal/await"
 )
-
-// queueWindow is how long the test gives ten goroutines, all started, to
-// reach their send to the batcher's busy worker (a send blocks, so it
-// cannot be observed): generous, since a goroutine late past it makes
-// the test fail (its batches too small), not pass.
-const queueWindow = 200 * time.Millisecond
 
 // TestBatchStopsAtItsByteBound: pages waiting together are flushed in
 // batches of at most maxBatchBytes (one page past it at most), however
@@ -24,7 +17,7 @@ func TestBatchStopsAtItsByteBound(t *testing.T) {
 	gate, held := make(chan struct{}), make(chan struct{})
 	var mu sync.Mutex
 	var batches [][]int
-	b := newBatcher(1, 256, func(n int) int { return n }, func(_ int, items []int) []error {
+	b := newBatcher(0, 256, func(n int) int { return n }, func(_ int, items []int) []error {
 		mu.Lock()
 		batches = append(batches, append([]int(nil), items...))
 		n := len(batches)
@@ -35,34 +28,51 @@ func TestBatchStopsAtItsByteBound(t *testing.T) {
 		}
 		return nil
 	})
-	defer b.close()
-
 	const page, waiting = 8 << 20, 10 // four pages are one bound's worth
+	// A store blocked on the unbuffered hand-over cannot be observed; a
+	// buffer of room for every page makes a handed-over page countable
+	// (len(b.reqs)), and the worker drains it as it drains blocked senders.
+	// The worker starts after the swap.
+	b.reqs = make(chan *batchItem[int], waiting)
+	b.wg.Add(1)
+	go b.run(0)
+	defer b.close()
+	var open sync.Once
+	openGate := func() { open.Do(func() { close(gate) }) }
+	defer openGate() // before close: a failed wait leaves no worker held
+
 	var wg sync.WaitGroup
-	var started atomic.Int32
 	store := func(n int) {
 		defer wg.Done()
-		started.Add(1)
 		if err := b.store(context.Background(), n); err != nil {
 			t.Error(err)
 		}
 	}
 	wg.Add(1)
 	go store(1)
-	<-held
+	select {
+	case <-held:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the first page's batch was not flushed")
+	}
 	for range waiting {
 		wg.Add(1)
 		go store(page)
 	}
-	await.For(t, 5*time.Second, time.Millisecond, "every store goroutine started", func() error {
-		if n := started.Load(); n < waiting+1 {
-			return fmt.Errorf("%d of %d started", n, waiting+1)
+	await.For(t, 5*time.Second, time.Millisecond, "every page queued while the first batch is held", func() error {
+		if n := len(b.reqs); n < waiting {
+			return fmt.Errorf("%d of %d queued", n, waiting)
 		}
 		return nil
 	})
-	time.Sleep(queueWindow)
-	close(gate)
-	wg.Wait()
+	openGate()
+	stored := make(chan struct{})
+	go func() { wg.Wait(); close(stored) }()
+	select {
+	case <-stored:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the queued pages were not all stored after the gate opened")
+	}
 
 	mu.Lock()
 	defer mu.Unlock()
@@ -81,6 +91,6 @@ func TestBatchStopsAtItsByteBound(t *testing.T) {
 		t.Fatalf("%d pages flushed after the first, want %d", total, waiting)
 	}
 	if got := len(batches[1]); got < maxBatchBytes/page {
-		t.Fatalf("the batch after the gate held %d pages, want the %d that fill the bound: the pages were not queued when it opened (queueWindow too short for this machine?)", got, maxBatchBytes/page)
+		t.Fatalf("the batch after the gate held %d pages, want the %d that fill the bound", got, maxBatchBytes/page)
 	}
 }
