@@ -213,6 +213,9 @@ func TestClientRefusesPlaintextBeyondLoopback(t *testing.T) {
 		t.Skipf("cannot listen on %s: %v", ip, err)
 	}
 	defer ln.Close()
+	// A client that refused before it dialed leaves Accept to its deadline:
+	// nothing reached the listener (-1).
+	_ = ln.(*net.TCPListener).SetDeadline(time.Now().Add(5 * time.Second))
 	got := make(chan int, 1)
 	go func() {
 		c, err := ln.Accept()
@@ -233,8 +236,13 @@ func TestClientRefusesPlaintextBeyondLoopback(t *testing.T) {
 		t.Fatalf("plaintext session to %s: err = %v, want a refusal naming DROVER_TLS_CA", ln.Addr(), err)
 	}
 	t.Logf("refused: %v", err)
-	if n := <-got; n > 0 {
-		t.Fatalf("%d bytes reached the listener; the token must not be sent", n)
+	select {
+	case n := <-got:
+		if n > 0 {
+			t.Fatalf("%d bytes reached the listener; the token must not be sent", n)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the listener did not finish reading within 10 s (accept deadline 5 s, read deadline 3 s)")
 	}
 }
 
