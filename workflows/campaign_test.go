@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
@@ -155,19 +156,23 @@ func (h *harness) snapshot(d time.Duration, dst *Status) {
 }
 
 // scale sends the scale update at virtual time d; the result or the
-// rejection lands in res / rejected.
+// rejection lands in res / rejected. The callbacks run on the workflow's
+// update coroutine, not on the test's goroutine: they report with assert
+// (FailNow would end that coroutine, not the test).
 func (h *harness) scale(d time.Duration, n int, res *ScaleResult, rejected *error) {
 	h.at(d, func() {
 		h.env.UpdateWorkflow(UpdateScale, "", &testsuite.TestUpdateCallback{
 			OnAccept: func() {},
 			OnReject: func(err error) { *rejected = err },
 			OnComplete: func(v any, err error) {
-				require.NoError(h.t, err)
+				if !assert.NoError(h.t, err, "scale to %d completed with an error", n) {
+					return
+				}
 				switch v := v.(type) {
 				case ScaleResult:
 					*res = v
 				case converter.EncodedValue:
-					require.NoError(h.t, v.Get(res))
+					assert.NoError(h.t, v.Get(res), "scale to %d: result", n)
 				}
 			},
 		}, ScaleRequest{Fetchers: n})
