@@ -50,6 +50,11 @@ type harness struct {
 	// frontiers are the frontier keys Seed, FetchSession and Monitor were
 	// given (campaign.Config.FrontierKey), each once.
 	frontiers map[string]bool
+	// calls counts the Close, EndSessions and Notify calls whose start the
+	// listener saw and that have not returned. The workflow does not wait
+	// for every one (the EndSessions of a stop): one may still be running,
+	// and writing h, when ExecuteWorkflow returns.
+	calls sync.WaitGroup
 }
 
 // newHarness builds the harness; before, when set, registers FetchSession
@@ -80,8 +85,13 @@ func newHarness(t *testing.T, before func(env *testsuite.TestWorkflowEnvironment
 			var in MonitorInput
 			require.NoError(t, args.Get(&in))
 			h.frontiers[in.Config.FrontierKey()] = true
+		case "Close", "EndSessions", "Notify":
+			h.calls.Add(1) // their mocks below call Done
 		}
 	})
+	// Whatever ran the workflow, no call of it outlives the test (a call
+	// writing h while the next test runs is a race of that test's).
+	t.Cleanup(h.settle)
 	if before != nil {
 		before(env)
 	}
@@ -99,6 +109,7 @@ func newHarness(t *testing.T, before func(env *testsuite.TestWorkflowEnvironment
 		}).Maybe()
 	env.OnActivity(acts.Close, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in CloseInput) (CloseResult, error) {
+			defer h.calls.Done()
 			h.mu.Lock()
 			defer h.mu.Unlock()
 			h.closes = append(h.closes, in)
@@ -107,6 +118,7 @@ func newHarness(t *testing.T, before func(env *testsuite.TestWorkflowEnvironment
 		}).Maybe()
 	env.OnActivity(acts.EndSessions, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in EndSessionsInput) (EndSessionsResult, error) {
+			defer h.calls.Done()
 			h.mu.Lock()
 			defer h.mu.Unlock()
 			h.ends = append(h.ends, in)
@@ -114,6 +126,7 @@ func newHarness(t *testing.T, before func(env *testsuite.TestWorkflowEnvironment
 		}).Maybe()
 	env.OnActivity(acts.Notify, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in NotifyInput) error {
+			defer h.calls.Done()
 			h.mu.Lock()
 			defer h.mu.Unlock()
 			h.notified = append(h.notified, in.Event)
@@ -179,8 +192,24 @@ func (h *harness) scale(d time.Duration, n int, res *ScaleResult, rejected *erro
 	})
 }
 
+// settle waits until every Close, EndSessions and Notify call started has
+// returned (h.calls).
+func (h *harness) settle() {
+	h.t.Helper()
+	done := make(chan struct{})
+	go func() { h.calls.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		h.t.Fatal("a Close, EndSessions or Notify call still running 10 s after the workflow ended")
+	}
+}
+
+// run runs the workflow to its end and returns its result once every
+// activity call that started has returned: the test then reads h alone.
 func (h *harness) run(in CampaignInput) Status {
 	h.env.ExecuteWorkflow(WorkflowName, in)
+	h.settle()
 	require.True(h.t, h.env.IsWorkflowCompleted())
 	require.NoError(h.t, h.env.GetWorkflowError())
 	var st Status
@@ -261,8 +290,8 @@ func TestPauseResumeStop(t *testing.T) {
 	require.Equal(t, 0, st.Restarts, "pause and resume are not restarts")
 	// The pause ended the running sessions through the schedulers, under
 	// the keys the activities computed from their info. (The stop's
-	// EndSessions is scheduled too, but the testsuite resolves cancelled
-	// sessions at once, so the workflow completes before it runs.)
+	// EndSessions is scheduled too; the workflow does not wait for it, so
+	// h.ends may or may not hold it.)
 	require.Len(t, h.keys, 4)
 	sort.Strings(h.keys)
 	require.NotEmpty(t, h.ends)
