@@ -302,23 +302,34 @@ func TestPauseResumeStop(t *testing.T) {
 // Several control signals in one workflow task reach the workflow with
 // their relative order lost (see TestSDKDoesNotKeepOrderAcrossSignalChannels);
 // the batch rule makes pause win, so pause, resume, pause ends paused.
+//
+// A batch is the signals the testsuite delivers before its next workflow
+// task, and any activity completing in between starts one. So the batches
+// are sent half a minute off the Monitor's minute (its mock returns on the
+// minute): the testsuite moves its clock to a timer only when no activity
+// is running, and no activity is due at the half minute. On the minute,
+// the Monitor's timer fires with the test's, in an order the mock clock
+// does not fix, and its completion could split a batch (pause; resume,
+// pause), which ends paused as well and so hides a broken rule. The
+// session numbers checked at the end show that no batch was split.
 func TestSignalsInOneTaskPauseWins(t *testing.T) {
 	h := newHarness(t, nil)
+	const half = 30 * time.Second
 	var afterPRP, afterRP, afterResume Status
-	h.at(5*time.Minute, func() {
+	h.at(5*time.Minute+half, func() {
 		h.env.SignalWorkflowSkippingWorkflowTask(SignalPause, nil)
 		h.env.SignalWorkflowSkippingWorkflowTask(SignalResume, nil)
 		h.signal(SignalPause, nil)
 	})
-	h.snapshot(6*time.Minute, &afterPRP)
-	h.at(7*time.Minute, func() {
+	h.snapshot(6*time.Minute+half, &afterPRP)
+	h.at(7*time.Minute+half, func() {
 		h.env.SignalWorkflowSkippingWorkflowTask(SignalResume, nil)
 		h.signal(SignalPause, nil)
 	})
-	h.snapshot(8*time.Minute, &afterRP)
-	h.at(9*time.Minute, func() { h.signal(SignalResume, nil) })
-	h.snapshot(10*time.Minute, &afterResume)
-	h.at(11*time.Minute, func() {
+	h.snapshot(8*time.Minute+half, &afterRP)
+	h.at(9*time.Minute+half, func() { h.signal(SignalResume, nil) })
+	h.snapshot(10*time.Minute+half, &afterResume)
+	h.at(11*time.Minute+half, func() {
 		// stop wins over everything in its batch
 		h.env.SignalWorkflowSkippingWorkflowTask(SignalStop, nil)
 		h.signal(SignalResume, nil)
@@ -332,6 +343,16 @@ func TestSignalsInOneTaskPauseWins(t *testing.T) {
 	require.Equal(t, campaign.StateRunning, afterResume.State)
 	require.Equal(t, 2, afterResume.FetchersActive)
 	require.Equal(t, campaign.StateStopped, st.State)
+	// The lone resume started each fetcher's second session: no resume of
+	// a batch was applied alone (it would have started sessions, cancelled
+	// by the pause after it before they ran, and used up their numbers).
+	var ids []string
+	for _, k := range h.keys {
+		_, id, _ := strings.Cut(k, "/")
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	require.Equal(t, []string{fetchActivityID(0, 1), fetchActivityID(0, 2), fetchActivityID(1, 1), fetchActivityID(1, 2)}, ids)
 }
 
 // TestSignalsInOneTaskBySeq: pause and resume stamped by the starter keep
