@@ -47,7 +47,7 @@ func (s *slowScheduler) CloseCampaign(ctx context.Context, id string, _ bool) (s
 
 func (s *slowScheduler) Close() error { return nil }
 
-// Issue 10, hole 10: Seed, Close and Notify reported no heartbeat, so one
+// Seed, Close and Notify reported no heartbeat, so one
 // that took longer than its heartbeat timeout (Close waiting on a busy
 // scheduler) timed out and was retried while the first attempt still ran.
 // Each runs here for more than twice its heartbeat timeout (wall time: the

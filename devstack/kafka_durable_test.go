@@ -61,7 +61,7 @@ func requireSame(t *testing.T, want, got map[string][]byte) {
 	require.Zero(t, missing, "%d of %d acked records not read back (read %d)", missing, len(want), len(got))
 }
 
-// Issue 13: the dev stack's Kafka keeps what it acknowledged across a stop
+// The dev stack's Kafka keeps what it acknowledged across a stop
 // and a start on the same directory.
 func TestKafkaDataDirSurvivesRestart(t *testing.T) {
 	dir := t.TempDir()

@@ -39,7 +39,7 @@ func alive(pid int) bool {
 	return i > 0 && len(b) > i+2 && b[i+2] != 'Z' && syscall.Kill(pid, 0) == nil
 }
 
-// Issue 13: every component of the dev stack is a process of its own; one
+// Every component of the dev stack is a process of its own; one
 // SIGKILLed is restarted and the campaign completes with every page
 // stored. Kafka SIGKILLed after the crawl comes back with every page.
 // Stop leaves no process behind.

@@ -21,7 +21,7 @@ import (
 
 var selLinkTags = cascadia.MustCompile("base, meta, a, area, frame, iframe, link")
 
-// domTags is linkTags by goquery's tree (the extraction before issue 15),
+// domTags is linkTags by goquery's tree (the extraction before the tokenizer's),
 // with the attributes linkTags keeps; ok is false when the parser gives up.
 func domTags(body []byte) (tags []tag, ok bool) {
 	doc, err := goquery.NewDocumentFromReader(bytes.NewReader(body))

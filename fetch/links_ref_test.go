@@ -8,7 +8,7 @@ import (
 	"golang.org/x/net/html"
 )
 
-// refLinkTags is linkTags as it was before issue 15 cut its allocations:
+// refLinkTags is linkTags as it was before its allocations were cut:
 // the tag name from the tokenizer's TagName, one string per attribute.
 // FuzzLinkTagsMatchReference holds linkTags to it.
 func refLinkTags(body []byte) []tag {

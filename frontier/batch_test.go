@@ -1,6 +1,6 @@
 package frontier_test
 
-// Several URLs in one RabbitMQ message (issue 15): each URL of a batch
+// Several URLs in one RabbitMQ message: each URL of a batch
 // settles on its own, and the message is acked once, after the last; a
 // scheduler gone with a batch half settled gets it back whole, and the
 // URLs it settled are found done, not fetched again.

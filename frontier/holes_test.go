@@ -1,6 +1,6 @@
 package frontier_test
 
-// The failure paths of the ack chain (issue 10): each test widens one
+// The failure paths of the ack chain: each test widens one
 // window on purpose (a publisher that fails or waits on cue, a record held
 // between its nacks, a channel broken under the scheduler) and counts
 // what came back, so that a URL lost on that path fails it.

@@ -28,7 +28,7 @@ import (
 	"github.com/drover-crawl/drover/urlrule"
 )
 
-// Hostile-input tests of the scheduler (issue 3): raw bytes on its TCP
+// Hostile-input tests of the scheduler: raw bytes on its TCP
 // port, sessions that misbehave, and unreadable messages in its queues.
 
 // frame encodes one frame by hand: a 4-byte big-endian length n, then n

@@ -1,6 +1,6 @@
 package node_test
 
-// Issue 4's integration tests: the campaign workflow driven from outside
+// Integration tests of the campaign workflow driven from outside
 // (the real `temporal` CLI, worker processes killed with SIGKILL, the scale
 // update) against a real Temporal dev server, RabbitMQ and kfake.
 

@@ -83,7 +83,7 @@ func readTopic(t *testing.T, brokers, topic string, want int) []kafka.Message {
 // readTopicFor bounds readTopic.
 const readTopicFor = 2 * time.Minute
 
-// TestAcceptanceCrawl is issue 2's acceptance: a test web of 5 hosts and
+// TestAcceptanceCrawl: a test web of 5 hosts and
 // 2,000+ pages crawled by the whole stack; the campaign completes by
 // itself; the server saw every page exactly once and nothing disallowed; a
 // Kafka consumer reads every page exactly once, byte-identical.

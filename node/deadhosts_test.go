@@ -17,7 +17,7 @@ import (
 	"github.com/drover-crawl/drover/testweb"
 )
 
-// Issue 11's acceptance: a small site whose pages link to dead hosts of
+// A small site whose pages link to dead hosts of
 // every kind (a name that does not resolve, a refused port, a listener
 // that never answers, a TLS handshake that fails, a robots.txt that
 // answers 503) is crawled with default settings; the campaign completes by

@@ -23,7 +23,7 @@ import (
 	"github.com/drover-crawl/drover/workflows"
 )
 
-// Issue 11, on the whole stack: a campaign whose sink is a Kafka topic that
+// On the whole stack: a campaign whose sink is a Kafka topic that
 // does not exist. Every FetchSession fails on it; within 30 s the status
 // query, `starter status` and a notification name the topic; after
 // fail_after the campaign fails and `start --wait` exits 1 with the reason.

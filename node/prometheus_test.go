@@ -1,6 +1,6 @@
 package node_test
 
-// Issue 14: a real Prometheus (Debian's `prometheus`) scrapes a worker's
+// A real Prometheus (Debian's `prometheus`) scrapes a worker's
 // and a scheduler's /metrics during a crawl of the test web; its HTTP API
 // then shows the crawl's rate while it runs and, once it is over, totals
 // equal to what the test web's server counted. `promtool check metrics`
@@ -481,7 +481,7 @@ type grafanaDashboard struct {
 	} `json:"templating"`
 }
 
-// dashboardPanels are the panels issue 14 asks for, as titled in the JSON.
+// dashboardPanels are the dashboard's panels, as titled in the JSON.
 var dashboardPanels = []string{"Pages/s by campaign", "Errors by class", "Queue depth", "Fleet size",
 	"Politeness wait (p50, p95)", "Sink store latency p95 by sink", "Temporal worker task latency p95"}
 

@@ -20,7 +20,7 @@ import (
 	"github.com/drover-crawl/drover/testweb/webtest"
 )
 
-// Issue 10's last proof: with two schedulers, a campaign stopped mid-crawl
+// With two schedulers, a campaign stopped mid-crawl
 // by `starter stop` and started again under the same ID crawls the web
 // again, whole: no seen mark of the first run survives on either scheduler.
 func TestStopAndStartAgainWithTwoSchedulers(t *testing.T) {

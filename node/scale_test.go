@@ -13,7 +13,7 @@ import (
 	"github.com/drover-crawl/drover/testweb/webtest"
 )
 
-// Issue 3's "done when" tests: the scheduler and worker binaries as separate
+// The scheduler and worker binaries as separate
 // processes, a scheduler SIGKILLed mid-crawl, two schedulers sharing a
 // campaign with three workers, and politeness measured on the server's side.
 

@@ -22,7 +22,7 @@ import (
 	"github.com/drover-crawl/drover/testweb/webtest"
 )
 
-// TestCrawlSurvivesDamagedSeenStore is issue 12's corrupt-store proof: a
+// TestCrawlSurvivesDamagedSeenStore: a
 // crawl's only scheduler is stopped mid-crawl, the files of its seen store
 // are truncated, scrambled or removed (or the whole store directory is
 // gone) while it is down, and it is started again on the same directory.

@@ -26,7 +26,7 @@ import (
 // so that the test sees it wait rather than win a race.
 const temporalLateBy = 3 * time.Second
 
-// Issue 13, start order: a worker process started before the Temporal
+// Start order: a worker process started before the Temporal
 // server answers waits for it, saying so, and runs a campaign once the
 // server is up; a worker with a malformed address or a namespace the
 // server does not have exits and says why.

@@ -1,6 +1,6 @@
 package node_test
 
-// Issue 14: the Temporal Web UI, the campaign's admin console, checked in a
+// The Temporal Web UI, the campaign's admin console, checked in a
 // real browser (Debian's headless Chromium, driven over the DevTools
 // protocol by chromedp) on a running campaign, as an operator would look
 // at it.

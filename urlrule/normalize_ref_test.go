@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// The reference normalizer: Normalize and the helpers issue 15 rewrote
+// The reference normalizer: Normalize and the helpers as they were before their allocations were cut
 // for speed, as they were before, renamed with a ref prefix; it calls
 // ResolveReference where Normalize now calls resolve.
 // FuzzNormalizeMatchesReference holds Normalize to it.

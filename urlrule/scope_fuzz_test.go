@@ -9,7 +9,7 @@ import (
 
 // FuzzAllowNormalMatchesAllow holds Scope.AllowNormal of a normalized URL
 // to Scope.Allow of that URL parsed, the way the worker checked links
-// before issue 15, for scopes by seed host and by regex, at depths around
+// before it took normalized strings, for scopes by seed host and by regex, at depths around
 // the limits and the generated-space guard. It also holds Normalize to
 // returning only what url.Parse accepts.
 func FuzzAllowNormalMatchesAllow(f *testing.F) {

@@ -45,7 +45,7 @@ func failedStatus(t *testing.T, err error) Status {
 	return st
 }
 
-// Issue 11: fetchers that all fail for one reason (a missing Kafka topic)
+// Fetchers that all fail for one reason (a missing Kafka topic)
 // show it within 30 s in the status query, the Web UI and a notification,
 // and the campaign fails after FailAfter of no page fetched, not before.
 func TestFetchersFailingShownThenCampaignFails(t *testing.T) {
