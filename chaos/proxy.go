@@ -1,6 +1,6 @@
 // Package chaos breaks drover's dependencies, one at a time, in the middle
-// of a crawl, and counts what the crawl lost: the suite behind `make chaos`
-// (issue 13). Its pieces (a TCP proxy that cuts or partitions, a private
+// of a crawl, and counts what the crawl lost: the suite behind `make chaos`.
+// Its pieces (a TCP proxy that cuts or partitions, a private
 // RabbitMQ node, a gated Kafka listener) are usable by tests too.
 package chaos
 
