@@ -51,6 +51,8 @@ type run struct {
 	st        *CampaignState
 	limit     int
 	id        string
+	// closeErr is why the Close failed (Status.CloseError).
+	closeErr string
 
 	slots []*slot
 	// toEnd are the keys of the sessions cancelled since the last
@@ -284,6 +286,7 @@ func (r *run) finish() (Status, error) {
 	}).Get(r.ctx, &closed)
 	if err != nil {
 		workflow.GetLogger(r.ctx).Error("close failed", "error", err)
+		r.closeErr = err.Error()
 		r.st.Reason += "; close failed: " + err.Error()
 	} else {
 		r.setCounts(closed.Stats.Fetched, closed.Stats.Failed, closed.Stats.Queued, closed.Stats.InFlight)

@@ -1,12 +1,16 @@
 package workflows
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/drover-crawl/drover/campaign"
@@ -65,4 +69,26 @@ func TestContinueAsNewKeepsTheRun(t *testing.T) {
 	st := h2.run(CampaignInput{Config: testConfig(), State: next.State, HistoryLimit: 100})
 	require.Equal(t, "c1", st.Frontier)
 	require.Equal(t, map[string]bool{"c1": true}, h2.frontiers)
+}
+
+// TestCloseErrorIsReported: a Close that fails (a scheduler it cannot
+// reach) leaves the campaign completed, with the error in CloseError, so
+// that `starter stop` knows to remove what the campaign left behind.
+func TestCloseErrorIsReported(t *testing.T) {
+	var h *harness
+	h = newHarness(t, func(env *testsuite.TestWorkflowEnvironment) {
+		env.OnActivity(acts.Close, mock.Anything, mock.Anything).Return(
+			func(context.Context, CloseInput) (CloseResult, error) {
+				defer h.calls.Done() // the harness counts every Close call
+				return CloseResult{}, temporal.NewNonRetryableApplicationError("scheduler 127.0.0.1:9 unreachable", "Unreachable", nil)
+			})
+	})
+	_, st := h.runToEnd(testConfig(), &h.drained)
+	require.Equal(t, campaign.StateCompleted, st.State)
+	require.Contains(t, st.CloseError, "scheduler 127.0.0.1:9 unreachable")
+	require.Contains(t, st.Reason, "close failed")
+
+	h = newHarness(t, nil)
+	_, st = h.runToEnd(testConfig(), &h.drained)
+	require.Empty(t, st.CloseError, "a close that worked")
 }

@@ -150,6 +150,10 @@ type Status struct {
 	// Frontier is the key of this run of the campaign in the frontier
 	// (campaign.Config.FrontierKey): what the schedulers know it by.
 	Frontier string `json:"frontier,omitempty"`
+	// CloseError says why the campaign's Close failed (a scheduler it
+	// could not reach): what the campaign left there stays until the ID
+	// runs again or `starter stop` removes it. Empty when it closed.
+	CloseError string `json:"close_error,omitempty"`
 }
 
 // PauseSignal is SignalPause's payload; it may be omitted

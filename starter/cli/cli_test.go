@@ -425,7 +425,8 @@ func TestDecodeCounters(t *testing.T) {
 }
 
 // TestStopReleasesTerminated: Terminate runs no workflow code, so `stop` on
-// a terminated campaign removes its queues from the frontier instead.
+// a terminated campaign removes its queues from the frontier instead; so
+// does `stop` on a completed one whose Close failed.
 func TestStopReleasesTerminated(t *testing.T) {
 	fake := newFake()
 	fake.add("gone", workflows.Status{}, Execution{Status: StatusTerminated})
@@ -441,7 +442,13 @@ func TestStopReleasesTerminated(t *testing.T) {
 	require.Equal(t, ExitOK, app.Run(context.Background(), []string{"stop", "gone"}), errb.String())
 	assert.Contains(t, out.String(), "campaign gone had ended (Terminated) without closing; its queues are removed")
 	assert.Equal(t, ExitFailure, app.Run(context.Background(), []string{"stop", "done"}), "a completed campaign closed itself")
-	assert.Equal(t, []string{"gone"}, released)
+	// A completed campaign whose Close missed a scheduler left its queues
+	// there, under its run's frontier key.
+	fake.add("half", workflows.Status{CloseError: "scheduler 127.0.0.1:9 unreachable"},
+		Execution{Status: StatusCompleted, State: campaign.StateCompleted, Frontier: "half~0mxb"})
+	require.Equal(t, ExitOK, app.Run(context.Background(), []string{"stop", "half"}), errb.String())
+	assert.Contains(t, out.String(), "campaign half had ended (Completed) with a close that failed (scheduler 127.0.0.1:9 unreachable); its queues are removed")
+	assert.Equal(t, []string{"gone", "half~0mxb"}, released)
 }
 
 // TestStopWaitsUntilStopped: stop returns once the workflow has closed, so

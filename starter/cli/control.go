@@ -177,9 +177,11 @@ func (a *App) signal(ctx context.Context, id, name string, arg any) error {
 type ReleaseFunc func(ctx context.Context, addrs []string, token, id string) error
 
 // releaseEnded finishes what a campaign that ended without closing left in
-// the frontier: Terminate runs no workflow code, and a failed campaign
-// keeps its queues for inspection. `stop` on such a campaign removes them.
-// done reports that it did.
+// the frontier: Terminate runs no workflow code, a failed campaign keeps
+// its queues for inspection, and a completed one whose Close could not
+// reach every scheduler left its queues and marks there
+// (Status.CloseError). `stop` on such a campaign removes them. done
+// reports that it did.
 func (a *App) releaseEnded(ctx context.Context, id string) (done bool, err error) {
 	if a.Release == nil {
 		return false, nil
@@ -189,13 +191,25 @@ func (a *App) releaseEnded(ctx context.Context, id string) (done bool, err error
 		return false, nil
 	}
 	ex, err := c.Describe(ctx, id)
-	if err != nil || (ex.Status != StatusTerminated && ex.Status != StatusFailed) {
+	if err != nil {
+		return false, nil
+	}
+	how := "without closing"
+	switch ex.Status {
+	case StatusTerminated, StatusFailed:
+	case StatusCompleted:
+		var st workflows.Status
+		if err := c.Result(ctx, id, &st); err != nil || st.CloseError == "" {
+			return false, nil
+		}
+		how = "with a close that failed (" + oneLine(st.CloseError) + ")"
+	default:
 		return false, nil
 	}
 	if err := a.Release(ctx, a.Env.Schedulers, a.Env.Token, ex.FrontierKey()); err != nil {
-		return true, failf("campaign %s ended (%s) without closing; removing its queues failed: %v", id, ex.Status, err)
+		return true, failf("campaign %s ended (%s) %s; removing its queues failed: %v", id, ex.Status, how, err)
 	}
-	fmt.Fprintf(a.Out, "campaign %s had ended (%s) without closing; its queues are removed from the frontier\n", id, ex.Status)
+	fmt.Fprintf(a.Out, "campaign %s had ended (%s) %s; its queues are removed from the frontier\n", id, ex.Status, how)
 	return true, nil
 }
 
