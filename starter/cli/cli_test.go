@@ -270,7 +270,7 @@ func TestStatusJSON(t *testing.T) {
 	hb := time.Now().Add(-3 * time.Second).UTC()
 	fake.add("c1", workflows.Status{
 		State: campaign.StatePaused, FetchersDesired: 3, FetchersActive: 2, PagesFetched: 100, PagesFailed: 4,
-		URLsQueued: 7, URLsInFlight: 1, Restarts: 2,
+		URLsQueued: 7, URLsInFlight: 1, Restarts: 2, Frontier: "c1~0mxb1",
 		Fetchers: []workflows.FetcherStatus{{Index: 0}, {Index: 1, Restarts: 2}, {Index: 2}, {Index: 3}},
 	}, Execution{Status: StatusRunning, StartTime: time.Now().Add(-time.Hour), Pending: []PendingActivity{
 		{ActivityID: "fetcher-0-1", Type: "FetchSession", State: "Started", Worker: "w1@host", Attempt: 1, LastHeartbeat: hb,
@@ -286,7 +286,7 @@ func TestStatusJSON(t *testing.T) {
 	}})
 	stats := func(_ context.Context, addrs []string, token, id string) (session.Stats, error) {
 		assert.Equal(t, []string{DefaultScheduler}, addrs)
-		assert.Equal(t, "c1", id)
+		assert.Equal(t, "c1~0mxb1", id, "the schedulers know the run by its frontier key")
 		return session.Stats{Fetched: 110, Failed: 4, Queued: 30, Held: 12, InFlight: 5}, nil
 	}
 	code, out, errOut := run(t, fake, stats, "status", "c1", "--json")
@@ -295,7 +295,7 @@ func TestStatusJSON(t *testing.T) {
 	var v map[string]any
 	require.NoError(t, json.Unmarshal([]byte(out), &v), out)
 	for key, want := range map[string]any{
-		"id": "c1", "state": "paused", "fetchers_desired": 3.0, "fetchers_active": 2.0,
+		"id": "c1", "frontier": "c1~0mxb1", "state": "paused", "fetchers_desired": 3.0, "fetchers_active": 2.0,
 		// queued: 30 ready in RabbitMQ + 12 held by the scheduler - 5 leased
 		"pages_fetched": 110.0, "pages_failed": 4.0, "urls_queued": 37.0, "urls_in_flight": 5.0,
 	} {

@@ -25,6 +25,13 @@ import (
 type View struct {
 	ID    string `json:"id"`
 	RunID string `json:"run_id,omitempty"`
+	// Frontier is what the schedulers know this run of the campaign by
+	// (ID~RUN; the ID for one started before runs had names): `failures`
+	// takes it in place of the ID when Temporal cannot be reached.
+	Frontier string `json:"frontier,omitempty"`
+	// CloseError: the campaign's Close could not reach every scheduler,
+	// and why; `stop` removes what it left there.
+	CloseError string `json:"close_error,omitempty"`
 	// State: running, paused, completed, stopped, failed (or starting,
 	// stopping on the way).
 	State string `json:"state"`
@@ -190,6 +197,7 @@ func (a *App) view(ctx context.Context, id string) (View, error) {
 		}
 	}
 	v.State = stateOf(ex.Status, v.State)
+	v.Frontier, v.CloseError = key, st.CloseError
 
 	if ex.Status == StatusRunning {
 		v.addFetchers(ex.Pending, st)
