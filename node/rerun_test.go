@@ -38,22 +38,14 @@ func TestSameIDAfterACloseThatMissedAScheduler(t *testing.T) {
 	for i, fault := range []string{"closed", "down", "partitioned"} {
 		t.Run(fault, func(t *testing.T) {
 			web := webtest.Start(t, testweb.Config{Hosts: 4, PagesPerHost: 100, CrossHost: true, Base: byte(71 + i)})
-			// Two replicas, each the first consumer of half the shards, so
-			// each holds seen marks of its own.
-			ca, cb := frontier.DefaultServerConfig(), frontier.DefaultServerConfig()
-			ca.Name, ca.Index, ca.Replicas = "a", 0, 2
-			cb.Name, cb.Index, cb.Replicas = "b", 1, 2
-			a := nodetest.StartScheduler(t, node.SchedulerConfig{Server: ca, SeenPath: filepath.Join(t.TempDir(), "seen-a")})
-			bSeen := filepath.Join(t.TempDir(), "seen-b")
-			b := nodetest.StartScheduler(t, node.SchedulerConfig{Server: cb, SeenPath: bSeen})
-			bAddr := b.Addr()
-			var cut *relay.Cutter
-			if fault == "partitioned" {
-				// Everyone reaches b through a relay that can partition it.
-				cut = relay.NewCutter(t, b.Addr())
-				bAddr = cut.Addr()
+			// Two replicas. Which consumes which shards depends on which
+			// subscribed first, so the fault goes to one that fetched.
+			scheds := []*rerunScheduler{{name: "a", index: 0}, {name: "b", index: 1}}
+			var addrs []string
+			for _, rs := range scheds {
+				rs.start(t, fault == "partitioned")
+				addrs = append(addrs, rs.addr)
 			}
-			addrs := []string{bAddr, a.Addr()} // b first: a close round that stops at b reaches no one
 			startWorkers(t, sv.temporal.Client(), "rerun-"+fault, addrs, sv.kafka.Addr())
 
 			run := starterRunner(t, sv, addrs)
@@ -65,27 +57,40 @@ func TestSameIDAfterACloseThatMissedAScheduler(t *testing.T) {
 			}
 			t.Cleanup(func() { run(2*time.Minute, "stop", id) })
 
-			// Run 1: the whole web, then b goes away before the Close.
+			// Run 1: the whole web, and a scheduler that fetched goes away
+			// before the Close: down once every page is fetched;
+			// partitioned mid-crawl, so that the Close cannot have begun
+			// (its first round would close run 1 there, which the
+			// partition must leave open).
 			if out, err := run(time.Minute, args...); err != nil {
 				t.Fatalf("start: %v\n%s", err, out)
 			}
-			await.For(t, 3*time.Minute, 50*time.Millisecond, "run 1 fetches every page", func() error {
-				if m := web.Missing(); len(m) > 0 {
+			left := 0
+			if fault == "partitioned" {
+				left = len(web.Pages()) / 2
+			}
+			await.For(t, 3*time.Minute, 20*time.Millisecond, "run 1 under way", func() error {
+				if m := web.Missing(); len(m) > left {
 					return fmt.Errorf("%d of %d pages not fetched yet", len(m), len(web.Pages()))
 				}
 				return nil
 			})
 			key1 := rerunFrontierKey(t, sv, id)
-			held, err := b.Server().Stats(key1)
-			if err != nil || held.Sessions == 0 {
-				t.Fatalf("scheduler b holds no session of run 1 (%+v, %v): the fault would hit nothing", held, err)
+			var victim *rerunScheduler
+			for _, rs := range scheds {
+				if st, err := rs.s.Server().Stats(key1); err == nil && st.Fetched > 0 && st.Sessions > 0 {
+					victim = rs
+				}
+			}
+			if victim == nil {
+				t.Fatal("no scheduler holds pages and sessions of run 1: the fault would hit nothing")
 			}
 			switch fault {
 			case "down":
-				b.Close()
+				victim.s.Close()
 			case "partitioned":
-				if n := cut.Partition(); n == 0 {
-					t.Fatal("the partition cut no connection to scheduler b")
+				if n := victim.cut.Partition(); n == 0 {
+					t.Fatalf("the partition cut no connection to scheduler %s", victim.name)
 				}
 			}
 			st1 := ctResult(t, sv.temporal.Client().GetWorkflow(context.Background(), id, ""), 4*time.Minute)
@@ -94,15 +99,15 @@ func TestSameIDAfterACloseThatMissedAScheduler(t *testing.T) {
 			}
 			switch fault {
 			case "down":
-				// b comes back on its own store, which still has run 1's marks.
-				b = nodetest.StartScheduler(t, node.SchedulerConfig{Server: cb, SeenPath: bSeen, Listen: bAddr})
+				// It comes back on its own store, which still has run 1's marks.
+				victim.restart(t)
 			case "partitioned":
-				// b never went away: it still has run 1's campaign open (its
+				// It never went away: it still has run 1's campaign open (its
 				// sessions, silent since the cut, may have timed out).
-				if st, err := b.Server().Stats(key1); err != nil || st.Fetched == 0 {
-					t.Fatalf("the partitioned scheduler dropped run 1 (%+v, %v): nothing left to prove", st, err)
+				if st, err := victim.s.Server().Stats(key1); err != nil || st.Fetched == 0 {
+					t.Fatalf("the partitioned scheduler %s dropped run 1 (%+v, %v): nothing left to prove", victim.name, st, err)
 				}
-				cut.Heal()
+				victim.cut.Heal()
 			}
 
 			// Run 2, same ID: the whole web again, every fetcher served.
@@ -113,9 +118,9 @@ func TestSameIDAfterACloseThatMissedAScheduler(t *testing.T) {
 			}
 			key2 := rerunFrontierKey(t, sv, id)
 			await.For(t, 2*time.Minute, 50*time.Millisecond, "both schedulers serving run 2's fetchers", func() error {
-				for name, s := range map[string]*node.Scheduler{"a": a, "b": b} {
-					if st, err := s.Server().Stats(key2); err != nil || st.Sessions == 0 {
-						return fmt.Errorf("scheduler %s has no session of run 2 (%v)", name, err)
+				for _, rs := range scheds {
+					if st, err := rs.s.Server().Stats(key2); err != nil || st.Sessions == 0 {
+						return fmt.Errorf("scheduler %s has no session of run 2 (%v)", rs.name, err)
 					}
 				}
 				return nil
@@ -130,18 +135,52 @@ func TestSameIDAfterACloseThatMissedAScheduler(t *testing.T) {
 			if st2.Frontier == key1 {
 				t.Errorf("run 2 has run 1's frontier key %s", key1)
 			}
-			if st, err := b.Server().Stats(key1); err != nil || st.Fetched != 0 || st.Sessions != 0 {
-				t.Errorf("scheduler b still has run 1 open after run 2 (%+v, %v)", st, err)
+			if st, err := victim.s.Server().Stats(key1); err != nil || st.Fetched != 0 || st.Sessions != 0 {
+				t.Errorf("scheduler %s still has run 1 open after run 2 (%+v, %v)", victim.name, st, err)
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			if fs, _, err := session.Failures(ctx, addrs, session.DevToken, st2.Frontier, "4xx"); err != nil || len(fs) == 0 {
 				t.Errorf("run 2 recorded no 4xx failure (%v): the page that failed in run 1 was not tried again", err)
 			}
-			t.Logf("%s: run 1 %s (%s); run 2 %s, %d pages, %d fetched twice", fault, st1.State, st1.Reason, st2.State,
-				len(web.Pages())-len(web.Missing()), len(web.Duplicates()))
+			t.Logf("%s (scheduler %s): run 1 %s (%s); run 2 %s, %d pages, %d fetched twice", fault, victim.name, st1.State, st1.Reason,
+				st2.State, len(web.Pages())-len(web.Missing()), len(web.Duplicates()))
 		})
 	}
+}
+
+// rerunScheduler is one of the test's two schedulers: replica index of 2,
+// on a seen store of its own, reached through a relay that can partition
+// it when the test asks for one.
+type rerunScheduler struct {
+	name  string
+	index int
+	cfg   frontier.ServerConfig
+	seen  string
+	s     *node.Scheduler
+	addr  string // what workers and the starter dial
+	cut   *relay.Cutter
+}
+
+func (rs *rerunScheduler) start(t *testing.T, relayed bool) {
+	rs.cfg = frontier.DefaultServerConfig()
+	rs.cfg.Name, rs.cfg.Index, rs.cfg.Replicas = rs.name, rs.index, 2
+	// Partitioned, a scheduler keeps the shards it consumes until its cut
+	// sessions time out and it has none for IdleRelease; then the other,
+	// their standby, takes them and finishes run 1.
+	rs.cfg.IdleRelease = time.Second
+	rs.seen = filepath.Join(t.TempDir(), "seen-"+rs.name)
+	rs.s = nodetest.StartScheduler(t, node.SchedulerConfig{Server: rs.cfg, SeenPath: rs.seen})
+	rs.addr = rs.s.Addr()
+	if relayed {
+		rs.cut = relay.NewCutter(t, rs.s.Addr())
+		rs.addr = rs.cut.Addr()
+	}
+}
+
+// restart starts the scheduler again, on its address and its store.
+func (rs *rerunScheduler) restart(t *testing.T) {
+	rs.s = nodetest.StartScheduler(t, node.SchedulerConfig{Server: rs.cfg, SeenPath: rs.seen, Listen: rs.addr})
 }
 
 // rerunFrontierKey is the frontier key of the campaign's current run, from
