@@ -159,6 +159,9 @@ func TestEndSessionsPastAHungScheduler(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sess.Close()
+	// The welcome comes before the actor counts the session: an end sent
+	// in between refuses it instead (ErrEnded, and 0 ended).
+	waitStats(t, ctl, cfg.ID, 10*time.Second, "the session open", func(st session.Stats) bool { return st.Sessions == 1 })
 
 	type result struct {
 		n   int
