@@ -257,8 +257,10 @@ func TestWorkerKilledMidCopyPostgres(t *testing.T) {
 			n++
 		}
 	}
-	if n != copies[victim] {
-		t.Fatalf("%d of %s's COPYs were still waiting when its backends were terminated, want %d", n, victim, copies[victim])
+	// Every COPY seen waiting still waited (the kill hit them open); the
+	// worker may have opened more since, which wait behind the lock too.
+	if n < copies[victim] {
+		t.Fatalf("%d of %s's COPYs were still waiting when its backends were terminated, want at least the %d seen", n, victim, copies[victim])
 	}
 	if err := lock.Rollback(ctx); err != nil {
 		t.Fatal(err)
