@@ -21,33 +21,16 @@ import (
 )
 
 // missingShards returns the names of the campaign's shard queues RabbitMQ
-// does not have: a passive declare each, on a new channel after each
-// NOT_FOUND (which closes the channel).
-func (t Topology) missingShards(open func() (*amqp.Channel, error)) ([]string, error) {
+// does not have (inspect lists those it has).
+func (t Topology) missingShards(conn *amqp.Connection) ([]string, error) {
+	have := map[string]bool{}
+	if err := t.inspect(conn, func(name string, _ amqp.Queue) { have[name] = true }); err != nil {
+		return nil, err
+	}
 	var missing []string
-	var ch *amqp.Channel
-	defer func() {
-		if ch != nil {
-			ch.Close()
-		}
-	}()
 	for i := range Shards {
-		if ch == nil {
-			c, err := open()
-			if err != nil {
-				return nil, err
-			}
-			ch = c
-		}
-		_, err := ch.QueueDeclarePassive(t.Shard(i), true, false, false, false, nil)
-		var aerr *amqp.Error
-		switch {
-		case err == nil:
-		case errors.As(err, &aerr) && aerr.Code == amqp.NotFound:
+		if !have[t.Shard(i)] {
 			missing = append(missing, t.Shard(i))
-			ch = nil // closed by the broker
-		default:
-			return nil, fmt.Errorf("checking %s: %w", t.Shard(i), err)
 		}
 	}
 	return missing, nil
@@ -57,7 +40,11 @@ func (t Topology) missingShards(open func() (*amqp.Channel, error)) ([]string, e
 // lacks some: none when it has them all, and none when it has none (a
 // campaign never seeded, or deleted: its queues are declared as new).
 func (s *Server) vanishedOf(key string) ([]string, error) {
-	missing, err := Topology{Campaign: key}.missingShards(s.mq.channel)
+	conn, err := s.mq.get()
+	if err != nil {
+		return nil, err
+	}
+	missing, err := Topology{Campaign: key}.missingShards(conn)
 	if err != nil || len(missing) == Shards {
 		return nil, err
 	}

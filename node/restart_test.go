@@ -1,18 +1,13 @@
 package node_test
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/drover-crawl/drover/frontier"
-	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/node/nodetest"
@@ -35,17 +30,7 @@ func TestStopAndStartAgainWithTwoSchedulers(t *testing.T) {
 	addrs = append(addrs, sched2.Addr())
 	startWorkers(t, s.temporal.Client(), "test-worker", addrs, s.kafka.Addr())
 
-	starter := filepath.Join(binaries(t), "starter")
-	env := append(os.Environ(), "TEMPORAL_ADDRESS="+s.temporal.Address(), "TEMPORAL_NAMESPACE="+s.temporal.Namespace(),
-		"DROVER_SCHEDULER="+strings.Join(addrs, ","), "DROVER_TOKEN="+session.DevToken, "KAFKA_BROKERS="+s.kafka.Addr())
-	run := func(timeout time.Duration, args ...string) (string, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, starter, args...)
-		cmd.Env = env
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
+	run := starterRunner(t, s.services, addrs)
 	id := fmt.Sprintf("again-%d", rand.IntN(1e9))
 	args := []string{"start", "--id", id, "--fetchers", "4", "--per-host-delay", "20ms", "--per-host-concurrency", "1", "--allow-private",
 		"--sink", "kafka://" + s.kafka.Addr() + "/" + s.topic}
