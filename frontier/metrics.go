@@ -226,10 +226,12 @@ func (col *serverCollector) Collect(ch chan<- prometheus.Metric) {
 		actors = append(actors, a)
 	}
 	s.mu.Unlock()
-	var ids []string
+	// The label is the campaign's ID; its queues are named by its run's
+	// frontier key.
+	var runs []campaignRun
 	for _, a := range actors {
 		id := a.cfg.ID
-		ids = append(ids, id)
+		runs = append(runs, campaignRun{id: id, key: a.cfg.FrontierKey()})
 		counter := func(n string, v int64) {
 			ch <- prometheus.MustNewConstMetric(col.counters[n], prometheus.CounterValue, float64(v), id)
 		}
@@ -275,8 +277,8 @@ func (col *serverCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(col.seen, prometheus.GaugeValue, disk)
 	ch <- prometheus.MustNewConstMetric(col.compacting, prometheus.GaugeValue, compacting)
-	if len(ids) > 0 {
-		col.collectQueues(ch, ids)
+	if len(runs) > 0 {
+		col.collectQueues(ch, runs)
 	}
 }
 
@@ -285,13 +287,13 @@ func (col *serverCollector) Collect(ch chan<- prometheus.Metric) {
 // result (Prometheus and a curl at once); it is bounded by
 // queueScrapeTimeout, and a RabbitMQ away or slow leaves the depths out of
 // the scrape (an invalid metric: the endpoint logs it and serves the rest).
-func (col *serverCollector) collectQueues(ch chan<- prometheus.Metric, ids []string) {
+func (col *serverCollector) collectQueues(ch chan<- prometheus.Metric, runs []campaignRun) {
 	col.qmu.Lock()
 	run := col.qrun
 	if run == nil || (run.finished() && time.Since(run.at) > queueShareFor) {
 		run = &queueRun{at: time.Now(), done: make(chan struct{})}
 		col.qrun = run
-		go run.inspect(col.s, ids)
+		go run.inspect(col.s, runs)
 	}
 	col.qmu.Unlock()
 	t := time.NewTimer(queueScrapeTimeout)
@@ -326,6 +328,10 @@ type queueRun struct {
 	err    error
 }
 
+// campaignRun names a campaign's run: its ID, the metrics' label, and its
+// frontier key, which names its queues.
+type campaignRun struct{ id, key string }
+
 type queueDepth struct {
 	id, queue string
 	n         int64
@@ -340,21 +346,21 @@ func (r *queueRun) finished() bool {
 	}
 }
 
-func (r *queueRun) inspect(s *Server, ids []string) {
+func (r *queueRun) inspect(s *Server, runs []campaignRun) {
 	defer close(r.done)
 	conn, err := s.mq.get()
 	if err != nil {
 		r.err = err
 		return
 	}
-	for _, id := range ids {
-		ds, err := queueDepths(conn, Topology{Campaign: id})
+	for _, run := range runs {
+		ds, err := queueDepths(conn, Topology{Campaign: run.key})
 		if err != nil {
 			r.err = err
 			return
 		}
 		for q, n := range ds {
-			r.depths = append(r.depths, queueDepth{id, q, n})
+			r.depths = append(r.depths, queueDepth{run.id, q, n})
 		}
 	}
 }
