@@ -309,7 +309,7 @@ func (r *Runner) handle(ctx context.Context, l session.Lease) session.Outcome {
 		return o
 	}
 	start := time.Now()
-	req := fetch.Request{URL: l.URL, Depth: l.Depth, Hops: l.Hops, Parent: l.Parent, Score: l.Score, Attempt: l.Attempt, MaxAttempts: l.MaxAttempts}
+	req := fetch.Request{URL: l.URL, Depth: l.Depth, Hops: l.Hops, Embeds: l.Embeds, Parent: l.Parent, Score: l.Score, Attempt: l.Attempt, MaxAttempts: l.MaxAttempts}
 	res := r.f.Fetch(ctx, req)
 	fetch.ScoreLinks(req, res.Links, r.scoreLink)
 	if ctx.Err() != nil {

@@ -58,7 +58,7 @@ type HostRule struct {
 // Zero is a value, unset is the default (the flags of `starter start` in
 // the README). The numbers come in two kinds:
 //
-//   - Pointers (MaxDepth, PerHostDelay, MaxRedirects, HostRetries,
+//   - Pointers (MaxDepth, EmbedHops, PerHostDelay, MaxRedirects, HostRetries,
 //     RetryBackoff, FailAfter, a HostRule's Delay and Concurrency): nil is
 //     unset, and 0 is a value (max_depth 0: the seeds only; per_host_delay
 //     0: no delay; max_redirects 0: no redirect followed; ...) or, where it
@@ -106,6 +106,15 @@ type Config struct {
 	// MaxDepth is the most links from a seed: nil no limit (trap guards
 	// still apply), 0 the seeds only. See DepthLimit.
 	MaxDepth *int `json:"max_depth,omitempty" yaml:"max_depth,omitempty"`
+	// NoEmbeds leaves a page's assets (images, stylesheets, scripts, ...)
+	// unfetched: only the pages it links to are followed. Off by default,
+	// so that an archive of the crawl replays (EmbedHops).
+	NoEmbeds bool `json:"no_embeds,omitempty" yaml:"no_embeds,omitempty"`
+	// EmbedHops is how many embeds in a row may leave the scope: an image
+	// on a CDN host (1), the font its stylesheet loads (2). Embeds in scope
+	// are always fetched; nothing but embeds is ever followed out of scope.
+	// nil: DefaultEmbedHops; 0: embeds in scope only. See EmbedLimit.
+	EmbedHops *int `json:"embed_hops,omitempty" yaml:"embed_hops,omitempty"`
 	// MaxDuration ends the campaign (completed) after this long; 0: no
 	// limit.
 	MaxDuration time.Duration `json:"max_duration,omitempty" yaml:"max_duration,omitempty"`
@@ -168,8 +177,11 @@ const (
 	DefaultMaxAttempts        = 3
 	DefaultRestartAlert       = 5
 	DefaultHostRetries        = 2
-	DefaultRetryBackoff       = 15 * time.Second
-	DefaultFailAfter          = 5 * time.Minute
+	// DefaultEmbedHops is Heritrix's default for the same rule
+	// (TransclusionDecideRule's maxTransHops).
+	DefaultEmbedHops    = 2
+	DefaultRetryBackoff = 15 * time.Second
+	DefaultFailAfter    = 5 * time.Minute
 	// DefaultSink is the topic drover.pages on the worker's KAFKA_BROKERS.
 	DefaultSink = "kafka:///drover.pages"
 	MaxFetchers = 1024
@@ -221,6 +233,9 @@ func (c Config) WithDefaults() Config {
 	if c.FailAfter == nil {
 		c.FailAfter = ptr(DefaultFailAfter)
 	}
+	if c.EmbedHops == nil {
+		c.EmbedHops = ptr(DefaultEmbedHops)
+	}
 	return c
 }
 
@@ -251,6 +266,22 @@ func (c Config) RedirectLimit() int {
 	}
 	return *c.MaxRedirects
 }
+
+// EmbedLimit is how many embeds in a row may leave the scope: EmbedHops,
+// or its default when unset; -1 when the campaign fetches no embeds.
+func (c Config) EmbedLimit() int {
+	switch {
+	case c.NoEmbeds:
+		return -1
+	case c.EmbedHops == nil:
+		return DefaultEmbedHops
+	}
+	return *c.EmbedHops
+}
+
+// MaxEmbedHops bounds EmbedHops: a chain of assets longer than this is a
+// trap, not a page's rendering.
+const MaxEmbedHops = 5
 
 // HostRetryCount is HostRetries, or its default when unset.
 func (c Config) HostRetryCount() int {
@@ -427,6 +458,9 @@ func (c Config) checkLimits() []error {
 	}
 	if c.MaxPagesPerHost < 0 {
 		errs = append(errs, fmt.Errorf("max_pages_per_host %d: %s", c.MaxPagesPerHost, zeroRefused["max_pages_per_host"]))
+	}
+	if c.EmbedHops != nil && (*c.EmbedHops < 0 || *c.EmbedHops > MaxEmbedHops) {
+		errs = append(errs, fmt.Errorf("embed_hops %d: must be between 0 (embeds in scope only) and %d", *c.EmbedHops, MaxEmbedHops))
 	}
 	if n, ok := c.DepthLimit(); ok && n < 0 {
 		errs = append(errs, fmt.Errorf("max_depth %d: must be 0 (the seeds only) or more; leave it out for no limit", n))

@@ -45,6 +45,9 @@ func TestValidate(t *testing.T) {
 		{"unknown sink", func(c *Config) { c.Sinks = []string{"s3://bucket"} }, "unknown kind"},
 		{"notify not http", func(c *Config) { c.NotifyURL = "mailto:ops@example.org" }, "notify_url"},
 		{"tiny body cap", func(c *Config) { c.BodyCap = 10 }, "body_cap 10"},
+		{"embeds in scope only", func(c *Config) { c.EmbedHops = new(0) }, ""},
+		{"negative embed hops", func(c *Config) { c.EmbedHops = new(-1) }, "embed_hops -1: must be between 0"},
+		{"embed hops past the bound", func(c *Config) { c.EmbedHops = new(MaxEmbedHops + 1) }, "embed_hops 6"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -62,6 +65,19 @@ func TestValidate(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestEmbedLimit(t *testing.T) {
+	equal := func(got, want int, what string) {
+		t.Helper()
+		if got != want {
+			t.Errorf("%s: EmbedLimit %d, want %d", what, got, want)
+		}
+	}
+	equal(Config{}.EmbedLimit(), 2, "unset")
+	equal(Config{EmbedHops: new(0)}.EmbedLimit(), 0, "0, a value")
+	equal(Config{EmbedHops: new(4)}.WithDefaults().EmbedLimit(), 4, "set, then defaulted")
+	equal(Config{NoEmbeds: true, EmbedHops: new(3)}.EmbedLimit(), -1, "no embeds")
 }
 
 func TestPolitenessFor(t *testing.T) {

@@ -54,7 +54,7 @@ func BenchmarkExtractLinks(b *testing.B) {
 	page := benchPage()
 	base, _ := url.Parse("https://www.example.com/section/article-123.html")
 	drop := []string{"utm_source"}
-	urls, _, _ := extractLinks(page, base, drop)
+	urls, _, _, _ := extractLinks(page, base, drop, true)
 	if len(urls) != 40 {
 		b.Fatalf("%d links, want 40", len(urls))
 	}
@@ -63,7 +63,7 @@ func BenchmarkExtractLinks(b *testing.B) {
 	b.ResetTimer()
 	stop := cpubench.Start(b)
 	for b.Loop() {
-		extractLinks(page, base, drop)
+		extractLinks(page, base, drop, true)
 	}
 	stop()
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/page")
@@ -96,7 +96,7 @@ func BenchmarkExtractLinksTestWeb(b *testing.B) {
 	stop := cpubench.Start(b)
 	for b.Loop() {
 		p := pages[i%len(pages)]
-		extractLinks(p.body, p.base, nil)
+		extractLinks(p.body, p.base, nil, true)
 		i++
 	}
 	stop()
@@ -246,14 +246,14 @@ func BenchmarkLinkTagsScan(b *testing.B) {
 func BenchmarkExtractLinksLargePage(b *testing.B) {
 	page := largePage()
 	base, _ := url.Parse("https://www.example.com/news/story-42.html")
-	if urls, _, _ := extractLinks(page, base, nil); len(urls) < 250 {
+	if urls, _, _, _ := extractLinks(page, base, nil, true); len(urls) < 250 {
 		b.Fatalf("%d links, want about 300", len(urls))
 	}
 	b.SetBytes(int64(len(page)))
 	b.ReportAllocs()
 	stop := cpubench.Start(b)
 	for b.Loop() {
-		extractLinks(page, base, nil)
+		extractLinks(page, base, nil, true)
 	}
 	stop()
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/page")

@@ -19,9 +19,12 @@ import (
 
 // Request is one URL to fetch, as the scheduler leased it.
 type Request struct {
-	URL    string
-	Depth  int
-	Hops   int // redirect hops that led here
+	URL   string
+	Depth int
+	Hops  int // redirect hops that led here
+	// Embeds is the embeds in a row that led here (urlrule.Link.Embeds):
+	// 0 for a page that was linked.
+	Embeds int
 	Parent string
 	// Score is the URL's score for the "score" priority policy; the link
 	// scorer (ScoreLinks) sees it.

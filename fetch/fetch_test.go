@@ -100,7 +100,7 @@ func TestFetchPage(t *testing.T) {
 	check(t, !p.FetchedAt.IsZero())
 	check(t, !res.Retry && !res.NoIndex && !res.NoFollow)
 
-	want := []string{"/a", "/dir/b?k=1", "/area", "/iframe", "/spaced", "/canonical", "/fr/", "/refreshed"}
+	want := []string{"/a", "/dir/b?k=1", "/area", "/iframe", "/spaced", "/canonical", "/fr/", "/refreshed", "/style.css"}
 	for i := range want {
 		want[i] = srv.URL + want[i]
 	}
@@ -115,14 +115,21 @@ func TestFetchPage(t *testing.T) {
 		check(t, set[w], "missing link ", w, " in ", got)
 	}
 	for _, l := range res.Links {
-		equal(t, l.Depth(2), 3)
 		equal(t, l.Hops, 0)
+		if l.URL == srv.URL+"/style.css" {
+			// The stylesheet is the page's embed: at the page's depth.
+			equal(t, l.Embeds, 1)
+			equal(t, l.Depth(2), 2)
+			continue
+		}
+		equal(t, l.Embeds, 0, l.URL)
+		equal(t, l.Depth(2), 3)
 	}
 }
 
 func TestExtractFrames(t *testing.T) {
 	base, _ := url.Parse("http://e.com/")
-	urls, _, _ := extractLinks([]byte(`<html><frameset><frame src="/f1"><frame src="f2"></frameset></html>`), base, nil)
+	urls, _, _, _ := extractLinks([]byte(`<html><frameset><frame src="/f1"><frame src="f2"></frameset></html>`), base, nil, false)
 	equal(t, urls, []string{"http://e.com/f1", "http://e.com/f2"})
 }
 

@@ -437,8 +437,13 @@ func (f *Fetcher) redirect(res *Result, req Request, u *url.URL, location string
 		return
 	}
 	tu, _ := url.Parse(target)
-	l := urlrule.Link{URL: target, Hops: req.Hops + 1}
-	if !f.inScope(tu, l.Depth(req.Depth), u) {
+	l := urlrule.Link{URL: target, Hops: req.Hops + 1, Embeds: req.Embeds}
+	if l.Embeds > 0 {
+		// An embed's redirect is the same embed, with the same reach.
+		if !f.embedInScope(target, l.Embeds, l.Depth(req.Depth), u) {
+			return
+		}
+	} else if !f.inScope(tu, l.Depth(req.Depth), u) {
 		return
 	}
 	res.Links = []urlrule.Link{l}

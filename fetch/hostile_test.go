@@ -70,9 +70,9 @@ func TestHostileDeepNesting(t *testing.T) {
 		`<script>document.write('<a href="/in-script">')</script><!-- <a href="/in-comment"> --><a href="/real">r</a><style>a[href="/in-style"]{}</style>`,
 		`<head><meta name="robots" content="nofollow"></head><a href="/x">x</a>`,
 	} {
-		want, wantNI, wantNF := extractLinks([]byte(doc), page, []string{"utm_source"})
+		want, _, wantNI, wantNF := extractLinks([]byte(doc), page, []string{"utm_source"}, false)
 		deep := `<a href="/deep">deep</a>` + strings.Repeat("<div>", 600) + doc
-		got, ni, nf := extractLinks([]byte(deep), page, []string{"utm_source"})
+		got, _, ni, nf := extractLinks([]byte(deep), page, []string{"utm_source"}, false)
 		if !wantNF {
 			want = append([]string{"http://example.com/deep"}, want...)
 		}

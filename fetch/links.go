@@ -44,12 +44,18 @@ func (f *Fetcher) extract(res *Result, req Request, pageURL *url.URL, h http.Hea
 		}
 		return
 	}
+	if f.cfg.EmbedLimit() >= 0 && isCSS(page.ContentType, pageURL) {
+		f.addEmbeds(res, req, pageURL, cssEmbeds(decoded, pageURL, f.cfg.DropParams))
+		return
+	}
 	if !isHTML(page.ContentType, decoded) {
 		return
 	}
-	urls, noIndex, noFollow := extractLinks(decoded, pageURL, f.cfg.DropParams)
+	urls, embeds, noIndex, noFollow := extractLinks(decoded, pageURL, f.cfg.DropParams, f.cfg.EmbedLimit() >= 0)
 	res.NoIndex = res.NoIndex || noIndex
 	res.NoFollow = res.NoFollow || noFollow
+	// Embeds first: a URL a page both shows and links to is its asset.
+	f.addEmbeds(res, req, pageURL, embeds)
 	if res.NoFollow {
 		return
 	}
@@ -69,6 +75,42 @@ func (f *Fetcher) extract(res *Result, req Request, pageURL *url.URL, h http.Hea
 	}
 }
 
+// addEmbeds adds a page's embeds to res.Links: those in scope, and those
+// out of it while the embeds in a row that lead to them are within the
+// campaign's EmbedLimit.
+func (f *Fetcher) addEmbeds(res *Result, req Request, pageURL *url.URL, embeds []string) {
+	if len(embeds) == 0 {
+		return
+	}
+	self := pageURL.String()
+	hops := req.Embeds + 1
+	for _, s := range embeds {
+		if s == self {
+			continue
+		}
+		l := urlrule.Link{URL: s, Embeds: hops}
+		if f.embedInScope(s, hops, l.Depth(req.Depth), pageURL) {
+			if res.Links == nil {
+				res.Links = make([]urlrule.Link, 0, len(embeds))
+			}
+			res.Links = append(res.Links, l)
+		}
+	}
+}
+
+// embedInScope is inScopeNormal for an embed found hops embeds in a row
+// from a page in scope.
+func (f *Fetcher) embedInScope(normal string, hops, depth int, parent *url.URL) bool {
+	if f.inScopeNormal(normal, depth, parent) {
+		return true
+	}
+	if hops > f.cfg.EmbedLimit() {
+		return false
+	}
+	ok, _ := f.scope.AllowEmbedNormal(normal, depth, parent)
+	return ok
+}
+
 // isHTML reports whether a body is HTML, by its Content-Type or, when
 // there is none, by sniffing (http.DetectContentType).
 func isHTML(contentType string, body []byte) bool {
@@ -84,48 +126,30 @@ func isHTML(contentType string, body []byte) bool {
 }
 
 // extractLinks parses an HTML document (any bytes: the parser recovers from
-// malformed markup and invalid UTF-8) and returns its links, normalized,
-// http(s) only, each once, in document order, at most maxLinksPerPage:
-// a[href], area[href], frame[src], iframe[src], link[href] with rel
-// canonical or alternate, and a meta refresh target, resolved against the
-// first base[href]; a and area with rel=nofollow are skipped. A meta robots
+// malformed markup and invalid UTF-8) and returns its links and its
+// embeds, normalized, http(s) only, each once per list, in document order,
+// at most maxLinksPerPage in all, resolved against the first base[href].
+//
+// Links, the pages it leads to: a[href], area[href], frame[src],
+// iframe[src], link[href] with rel canonical or alternate, and a meta
+// refresh target; a and area with rel=nofollow are skipped. A meta robots
 // (or meta name="drover") "noindex", "nofollow" or "none" sets noIndex and
 // noFollow; with noFollow no link is returned.
+//
+// Embeds, what the page needs to render (only when withEmbeds):
+// img[src, srcset], source[src, srcset], script[src], link[href] with rel
+// stylesheet, icon or preload, video[src, poster], audio[src],
+// track[src], embed[src], object[data], and the url()s and @imports of
+// style elements and style attributes (cssURLs). noFollow leaves them:
+// it is about the pages a page leads to, not the page itself.
 //
 // The document's charset is not converted: the bytes of a non-UTF-8 URL
 // are percent-encoded as they are (browsers encode a query in the page's
 // charset, so such links may differ from a browser's).
-func extractLinks(body []byte, pageURL *url.URL, dropParams []string) (urls []string, noIndex, noFollow bool) {
+func extractLinks(body []byte, pageURL *url.URL, dropParams []string, withEmbeds bool) (urls, embeds []string, noIndex, noFollow bool) {
 	tags := linkTags(body)
-	base := pageURL
-	for _, t := range tags {
-		if t.name != "base" {
-			continue
-		}
-		if href, ok := t.attr("href"); ok {
-			if b, err := pageURL.Parse(urlrule.TrimURL(href)); err == nil && (b.Scheme == "http" || b.Scheme == "https") {
-				base = b
-			}
-			break // the first base[href] only
-		}
-	}
-
-	seen := make(map[string]bool, len(tags))
-	add := func(raw string) {
-		if len(urls) >= maxLinksPerPage || raw == "" {
-			return
-		}
-		n, err := urlrule.Normalize(raw, base, dropParams)
-		if err != nil || seen[n] {
-			return
-		}
-		seen[n] = true
-		if urls == nil {
-			urls = make([]string, 0, min(len(tags), maxLinksPerPage))
-		}
-		urls = append(urls, n)
-	}
-
+	base := baseURL(tags, pageURL)
+	links := newURLSet(base, dropParams, len(tags))
 	var refresh []string
 	for _, t := range tags {
 		if t.name != "meta" {
@@ -142,30 +166,85 @@ func extractLinks(body []byte, pageURL *url.URL, dropParams []string) (urls []st
 			}
 		}
 	}
-	if noFollow {
-		return nil, noIndex, true
+	if withEmbeds {
+		assets := newURLSet(base, dropParams, len(tags))
+		for _, t := range tags {
+			embedsOf(t, assets)
+		}
+		embeds = assets.urls
+		links.budget -= len(embeds)
 	}
-
+	if noFollow {
+		return nil, embeds, noIndex, true
+	}
 	for _, t := range tags {
 		switch t.name {
 		case "a", "area":
 			if hasToken(t.attrOr("rel"), "nofollow") {
 				continue
 			}
-			add(t.attrOr("href"))
+			links.add(t.attrOr("href"))
 		case "link":
 			rel := t.attrOr("rel")
-			if hasToken(rel, "canonical") || hasToken(rel, "alternate") {
-				add(t.attrOr("href"))
+			if !isEmbedRel(rel) && (hasToken(rel, "canonical") || hasToken(rel, "alternate")) {
+				links.add(t.attrOr("href"))
 			}
 		case "frame", "iframe":
-			add(t.attrOr("src"))
+			links.add(t.attrOr("src"))
 		}
 	}
 	for _, u := range refresh {
-		add(u)
+		links.add(u)
 	}
-	return urls, noIndex, false
+	return links.urls, embeds, noIndex, false
+}
+
+// baseURL is the first base[href] of tags that is an http(s) URL, or
+// pageURL.
+func baseURL(tags []tag, pageURL *url.URL) *url.URL {
+	for _, t := range tags {
+		if t.name != "base" {
+			continue
+		}
+		if href, ok := t.attr("href"); ok {
+			if b, err := pageURL.Parse(urlrule.TrimURL(href)); err == nil && (b.Scheme == "http" || b.Scheme == "https") {
+				return b
+			}
+			break // the first base[href] only
+		}
+	}
+	return pageURL
+}
+
+// urlSet gathers a page's URLs, normalized against base, each once, at
+// most budget of them.
+type urlSet struct {
+	base       *url.URL
+	dropParams []string
+	seen       map[string]bool
+	urls       []string
+	budget     int
+	sizeHint   int
+}
+
+func newURLSet(base *url.URL, dropParams []string, sizeHint int) *urlSet {
+	return &urlSet{base: base, dropParams: dropParams, budget: maxLinksPerPage, sizeHint: sizeHint}
+}
+
+func (s *urlSet) add(raw string) {
+	if len(s.urls) >= s.budget || raw == "" {
+		return
+	}
+	n, err := urlrule.Normalize(raw, s.base, s.dropParams)
+	if err != nil || s.seen[n] {
+		return
+	}
+	if s.seen == nil {
+		s.seen = make(map[string]bool, s.sizeHint)
+		s.urls = make([]string, 0, min(s.sizeHint, maxLinksPerPage))
+	}
+	s.seen[n] = true
+	s.urls = append(s.urls, n)
 }
 
 // tag is a start tag that link extraction reads.
@@ -234,9 +313,12 @@ func linkTags(body []byte) []tag {
 			// After an iframe's start tag the tokenizer would read what
 			// follows as the iframe's raw text; here that is the next
 			// kept tag, whose place in the page scanLinkTags already
-			// judged.
-			z.NextIsNotRawText()
-			sc.add(z)
+			// judged. A style element's span holds its text.
+			if !sc.add(z) {
+				z.NextIsNotRawText()
+			}
+		case html.TextToken:
+			sc.addText(z)
 		}
 	}
 }
@@ -262,27 +344,46 @@ type attrSpan struct {
 var scratchPool = sync.Pool{New: func() any { return new(tagScratch) }}
 
 // add appends the tokenizer's current start tag, with its kept
-// attributes, if linkTagName keeps it. The tokenizer's TagName copies the
-// name of every tag; add reads it from Raw instead and calls TagAttr only
-// on the tags it keeps.
-func (sc *tagScratch) add(z *html.Tokenizer) {
+// attributes, if linkTagName keeps it or it has a style attribute (of
+// another tag, only that one is kept); it reports whether the tag is a
+// style element, whose text comes next. The tokenizer's TagName copies
+// the name of every tag; add reads it from Raw instead and calls TagAttr
+// only on the tags it keeps.
+func (sc *tagScratch) add(z *html.Tokenizer) (style bool) {
 	tn := linkTagName(z.Raw())
-	if tn == "" {
-		return
-	}
 	t := tag{name: tn}
 	first := len(sc.spans)
 	for more := true; more; {
 		var k, v []byte
 		k, v, more = z.TagAttr()
-		if an := linkAttrName(k); an != "" {
+		if an := linkAttrName(k); an != "" && (tn != "" || an == "style") {
 			sc.spans = append(sc.spans, attrSpan{key: an, start: len(sc.vals), end: len(sc.vals) + len(v)})
 			sc.vals = append(sc.vals, v...)
 		}
 	}
+	if tn == "" && len(sc.spans) == first {
+		// "style" was in the tag, but not as an attribute.
+		return false
+	}
 	t.first, t.last = first, len(sc.spans)
 	sc.tags = append(sc.tags, t)
+	return tn == "style"
 }
+
+// addText keeps a style element's text, as its attribute cssText.
+func (sc *tagScratch) addText(z *html.Tokenizer) {
+	n := len(sc.tags)
+	if n == 0 || sc.tags[n-1].name != "style" || sc.tags[n-1].last != len(sc.spans) {
+		return
+	}
+	v := z.Text()
+	sc.spans = append(sc.spans, attrSpan{key: cssText, start: len(sc.vals), end: len(sc.vals) + len(v)})
+	sc.vals = append(sc.vals, v...)
+	sc.tags[n-1].last = len(sc.spans)
+}
+
+// cssText is the key under which a style element's tag holds its text.
+const cssText = "#text"
 
 // finish returns a copy of the tags, each with its attributes, whose
 // values share one string.
@@ -355,6 +456,24 @@ func linkTagName(raw []byte) string {
 		return "frame"
 	case "iframe":
 		return "iframe"
+	case "img":
+		return "img"
+	case "source":
+		return "source"
+	case "script":
+		return "script"
+	case "style":
+		return "style"
+	case "video":
+		return "video"
+	case "audio":
+		return "audio"
+	case "track":
+		return "track"
+	case "embed":
+		return "embed"
+	case "object":
+		return "object"
 	}
 	return ""
 }
@@ -375,6 +494,14 @@ func linkAttrName(b []byte) string {
 		return "content"
 	case "http-equiv":
 		return "http-equiv"
+	case "srcset":
+		return "srcset"
+	case "data":
+		return "data"
+	case "poster":
+		return "poster"
+	case "style":
+		return "style"
 	}
 	return ""
 }

@@ -3,11 +3,13 @@ package fetch
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/andybalholm/cascadia"
+	"golang.org/x/net/html"
 
 	"github.com/drover-crawl/drover/internal/cpubench"
 	"github.com/drover-crawl/drover/testweb"
@@ -19,7 +21,7 @@ import (
 // (linkTags: a tenth of the allocations, 3-4x less time); these tests hold
 // the two to the same tags, and the benchmark measures both.
 
-var selLinkTags = cascadia.MustCompile("base, meta, a, area, frame, iframe, link")
+var selLinkTags = cascadia.MustCompile("base, meta, a, area, frame, iframe, link, img, source, script, style, video, audio, track, embed, object, [style]")
 
 // domTags is linkTags by goquery's tree (the extraction before the tokenizer's),
 // with the attributes linkTags keeps; ok is false when the parser gives up.
@@ -30,11 +32,17 @@ func domTags(body []byte) (tags []tag, ok bool) {
 	}
 	doc.FindMatcher(selLinkTags).Each(func(_ int, s *goquery.Selection) {
 		n := s.Get(0)
-		t := tag{name: n.Data}
+		t := tag{}
+		if slices.Contains(refTagNames, n.Data) {
+			t.name = n.Data
+		}
 		for _, a := range n.Attr {
-			if an := linkAttrName([]byte(a.Key)); an != "" {
+			if an := linkAttrName([]byte(a.Key)); an != "" && (t.name != "" || an == "style") {
 				t.attrs = append(t.attrs, a)
 			}
+		}
+		if t.name == "style" && n.FirstChild != nil && n.FirstChild.Type == html.TextNode {
+			t.attrs = append(t.attrs, html.Attribute{Key: cssText, Val: n.FirstChild.Data})
 		}
 		tags = append(tags, t)
 	})
@@ -48,7 +56,7 @@ func describe(tags []tag) []string {
 	for i, t := range tags {
 		var b strings.Builder
 		b.WriteString(t.name)
-		for _, k := range []string{"href", "src", "rel", "name", "content", "http-equiv"} {
+		for _, k := range []string{"href", "src", "rel", "name", "content", "http-equiv", "srcset", "data", "poster", "style", cssText} {
 			if v, ok := t.attr(k); ok {
 				fmt.Fprintf(&b, " %s=%q", k, v)
 			}

@@ -9,36 +9,58 @@ import (
 )
 
 // refLinkTags is linkTags as it was before its allocations were cut:
-// the tag name from the tokenizer's TagName, one string per attribute.
-// FuzzLinkTagsMatchReference holds linkTags to it.
+// the tag name from the tokenizer's TagName, one string per attribute,
+// the whole page through the tokenizer. FuzzLinkTagsMatchReference holds
+// linkTags to it.
 func refLinkTags(body []byte) []tag {
 	var tags []tag
+	// styleOpen: the last token was a style element's start tag.
+	styleOpen := false
 	z := html.NewTokenizer(bytes.NewReader(body))
 	for {
-		switch z.Next() {
+		tt := z.Next()
+		switch tt {
 		case html.ErrorToken:
 			return tags
+		case html.TextToken:
+			if styleOpen {
+				t := &tags[len(tags)-1]
+				t.attrs = append(t.attrs, html.Attribute{Key: cssText, Val: string(z.Text())})
+			}
 		case html.StartTagToken, html.SelfClosingTagToken:
-			name, hasAttr := z.TagName()
-			var tn string
-			switch string(name) {
-			case "a", "area", "base", "meta", "link", "frame", "iframe":
-				tn = string(name)
-			default:
+			if t, ok := refTag(z); ok {
+				tags = append(tags, t)
+				styleOpen = t.name == "style"
 				continue
 			}
-			t := tag{name: tn}
-			for hasAttr {
-				var k, v []byte
-				k, v, hasAttr = z.TagAttr()
-				if an := linkAttrName(k); an != "" {
-					t.attrs = append(t.attrs, html.Attribute{Key: an, Val: string(v)})
-				}
-			}
-			tags = append(tags, t)
 		}
+		styleOpen = false
 	}
 }
+
+// refTag reads the tokenizer's start tag as linkTags keeps it: a tag
+// named in refTagNames with the attributes linkAttrName reads, or any
+// other tag with a style attribute, with only that attribute.
+func refTag(z *html.Tokenizer) (tag, bool) {
+	name, hasAttr := z.TagName()
+	tn := ""
+	if slices.Contains(refTagNames, string(name)) {
+		tn = string(name)
+	}
+	t := tag{name: tn}
+	for hasAttr {
+		var k, v []byte
+		k, v, hasAttr = z.TagAttr()
+		if an := linkAttrName(k); an != "" && (tn != "" || an == "style") {
+			t.attrs = append(t.attrs, html.Attribute{Key: an, Val: string(v)})
+		}
+	}
+	return t, tn != "" || len(t.attrs) > 0
+}
+
+// refTagNames are the tags link and embed extraction read.
+var refTagNames = []string{"a", "area", "base", "meta", "link", "frame", "iframe",
+	"img", "source", "script", "style", "video", "audio", "track", "embed", "object"}
 
 // FuzzLinkTagsMatchReference holds linkTags to refLinkTags on any bytes:
 // the same tags, with the same attributes in the same order. Each input is

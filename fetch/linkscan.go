@@ -3,8 +3,10 @@ package fetch
 import "bytes"
 
 // scanLinkTags appends to spans the start and end offsets of every start
-// tag of body whose name linkTagName keeps, from its '<' to just past its
-// '>', in document order, and returns spans.
+// tag of body whose name linkTagName keeps or that may have a style
+// attribute (hasStyleAttr), from its '<' to just past its '>', and of
+// every style element from its start tag's '<' to just past its end
+// tag's '>', in document order, and returns spans.
 //
 // It finds exactly the tags golang.org/x/net/html's Tokenizer (v0.59.0)
 // finds, by reproducing the tokenizer's boundaries and contexts: where
@@ -41,10 +43,24 @@ func scanLinkTags(body []byte, spans []int) []int {
 			if end < 0 {
 				return spans
 			}
-			if linkTagName(body[i:end]) != "" {
+			raw := rawTextName(body[i+1 : nameEnd])
+			if raw == "style" {
+				// A style element is kept with its text and its end tag,
+				// so that the tokenizer reads the text as it reads it in
+				// the page; a style cut off by EOF runs to EOF.
+				k := rawTextEnd(body, end, raw)
+				if k < 0 {
+					return append(spans, i, n)
+				}
+				if _, closed := scanTag(body, k+3); closed >= 0 {
+					spans, i = append(spans, i, closed), closed
+					continue
+				}
+				return append(spans, i, n)
+			}
+			if linkTagName(body[i:end]) != "" || hasStyleAttr(body[nameEnd:end]) {
 				spans = append(spans, i, end)
 			}
-			raw := rawTextName(body[i+1 : nameEnd])
 			i = end
 			switch raw {
 			case "":
@@ -110,6 +126,40 @@ func markupEnd(b []byte, i int) int {
 	// not allow by default) both end at the first '>' after "<!":
 	// "DOCTYPE" and white space hold none.
 	return closeAngleEnd(b, i+2)
+}
+
+// hasStyleAttr reports whether the bytes of a tag after its name may hold
+// a style attribute: "style" in any case. It may say yes for a tag that
+// has none ("<div class=stylish>"); the tokenizer then finds no style
+// attribute and the tag is dropped (tagScratch.add).
+func hasStyleAttr(b []byte) bool {
+	for {
+		k := bytes.IndexAny(b, "sS")
+		if k < 0 || len(b)-k < len("style") {
+			return false
+		}
+		if asciiEqualFold(b[k:k+len("style")], "style") {
+			return true
+		}
+		b = b[k+1:]
+	}
+}
+
+// asciiEqualFold reports whether b is s (lower case) in any ASCII case.
+func asciiEqualFold(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := range len(s) {
+		c := b[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != s[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // isASCIILetter reports whether c is in [A-Za-z], the bytes after '<'

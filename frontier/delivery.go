@@ -132,7 +132,7 @@ func (a *campaignActor) onURL(e *entry, now time.Time) {
 		a.deadLetter(e, d.why, d.message(h, urlrule.Origin(m.URL)))
 		return
 	}
-	e.prio = a.policy.Priority(Item{URL: m.URL, Host: hostName, Depth: m.Depth, Score: m.Score, HostFetched: h.fetched})
+	e.prio = a.policy.Priority(Item{URL: m.URL, Host: hostName, Depth: m.Depth, Embed: m.Embeds > 0, Score: m.Score, HostFetched: h.fetched})
 	e.arrived = now
 	if wait := a.expectedWait(h, now); wait > holdWindow {
 		a.park(e, wait, e.attempt, e.lost, "", "")

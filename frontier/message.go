@@ -13,9 +13,12 @@ import (
 // needs to order and politely fetch it. It is small on purpose: the
 // frontier's per-message cost is the crawler's wall.
 type urlMsg struct {
-	URL    string  `json:"u"`
-	Depth  int     `json:"d,omitempty"`
-	Hops   int     `json:"h,omitempty"`
+	URL   string `json:"u"`
+	Depth int    `json:"d,omitempty"`
+	Hops  int    `json:"h,omitempty"`
+	// Embeds: the embeds in a row that led here, 0 for a linked page
+	// (urlrule.Link.Embeds).
+	Embeds int     `json:"e,omitempty"`
 	Parent string  `json:"p,omitempty"`
 	Score  float64 `json:"s,omitempty"`
 }

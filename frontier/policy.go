@@ -12,6 +12,9 @@ type Item struct {
 	URL   string
 	Host  string
 	Depth int
+	// Embed: the URL is a page's asset (an image, a stylesheet, ...: see
+	// urlrule.Link.Embeds), at the depth of the page.
+	Embed bool
 	// Score is the score given at seeding or by the linking page.
 	Score float64
 	// HostFetched counts the pages fetched from Host so far.
@@ -40,11 +43,23 @@ type Policy interface {
 	Priority(it Item) float64
 }
 
-// BreadthFirst prefers shallow URLs: every page at depth d before depth d+1.
+// BreadthFirst prefers shallow URLs: every page at depth d before depth d+1,
+// and a host's assets of depth d (embeds) before its pages of depth d, so
+// that a page's images and stylesheets follow it soon.
 type BreadthFirst struct{}
 
 // Priority implements Policy.
-func (BreadthFirst) Priority(it Item) float64 { return -float64(it.Depth) }
+func (BreadthFirst) Priority(it Item) float64 {
+	if it.Embed {
+		return embedAhead - float64(it.Depth)
+	}
+	return -float64(it.Depth)
+}
+
+// embedAhead puts an embed ahead of the pages of its depth and behind
+// those one level up. RabbitMQ's levels are whole numbers, so a shard
+// delivers the two alike; the scheduler's per-host order tells them apart.
+const embedAhead = 0.5
 
 // ByScore prefers the highest score given at seeding or by the linking page.
 type ByScore struct{}

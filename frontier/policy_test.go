@@ -34,6 +34,13 @@ func TestServerConfigPolicy(t *testing.T) {
 			t.Errorf("%s: priority %v, want %v", c.name, got, c.want)
 		}
 	}
+	// Breadth-first: an asset of depth 2 after the pages of depth 1,
+	// ahead of the pages of depth 2.
+	bfs := BreadthFirst{}
+	asset := bfs.Priority(Item{Depth: 2, Embed: true})
+	if !(asset < bfs.Priority(Item{Depth: 1}) && asset > bfs.Priority(Item{Depth: 2})) {
+		t.Errorf("bfs: an embed of depth 2 at %v, pages of depth 1 at %v and 2 at %v", asset, bfs.Priority(Item{Depth: 1}), bfs.Priority(Item{Depth: 2}))
+	}
 	_, err := other.policy("news")
 	if !errors.Is(err, ErrUnknownPolicy) {
 		t.Fatalf("news on a scheduler without it: %v, want ErrUnknownPolicy", err)

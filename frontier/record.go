@@ -374,8 +374,8 @@ func (a *campaignActor) linkCandidates(jobs []recordJob) (keys []seen.Key, cands
 // linkMessage is a new link for its shard, at its policy's priority.
 func (a *campaignActor) linkMessage(c linkCand) shardURL {
 	l := c.link
-	m := urlMsg{URL: l.URL, Depth: c.depth, Hops: l.Hops, Parent: c.parent, Score: l.Score}
-	prio := a.policy.Priority(Item{URL: l.URL, Host: c.host, Depth: c.depth, Score: l.Score})
+	m := urlMsg{URL: l.URL, Depth: c.depth, Hops: l.Hops, Embeds: l.Embeds, Parent: c.parent, Score: l.Score}
+	prio := a.policy.Priority(Item{URL: l.URL, Host: c.host, Depth: c.depth, Embed: l.Embeds > 0, Score: l.Score})
 	return shardURL{queue: a.topo.Shard(ShardOf(c.host)), host: c.host, m: m, level: priorityLevel(prio)}
 }
 

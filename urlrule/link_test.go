@@ -14,6 +14,8 @@ func TestLinkDepth(t *testing.T) {
 		{"a sitemap named by robots.txt (parent depth -1) is a seed", Link{URL: "http://a.example/sitemap.xml"}, -1, 0},
 		{"a redirect's target keeps its page's depth", Link{URL: "http://a.example/y", Hops: 1}, 2, 2},
 		{"so does a chain of redirects", Link{URL: "http://a.example/z", Hops: 4}, 0, 0},
+		{"an embed is at its page's depth", Link{URL: "http://a.example/i.png", Embeds: 1}, 2, 2},
+		{"so is an embed of an embed", Link{URL: "http://cdn.example/f.woff", Embeds: 2}, 3, 3},
 	}
 	for _, c := range cases {
 		equal(t, c.link.Depth(c.parent), c.want, c.name)

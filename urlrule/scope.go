@@ -106,7 +106,7 @@ func (s *Scope) Allow(u *url.URL, depth int, parent *url.URL) (ok bool, reason s
 	return s.allow(target{
 		str: u.String(), host: u.Host, hostname: u.Hostname(),
 		path: u.EscapedPath(), query: u.RawQuery,
-	}, depth, parent)
+	}, depth, parent, false)
 }
 
 // AllowNormal is Allow for a URL as Normalize returns it, read as it is
@@ -119,7 +119,19 @@ func (s *Scope) AllowNormal(normal string, depth int, parent *url.URL) (ok bool,
 	if !ok {
 		return false, ReasonScheme
 	}
-	return s.allow(t, depth, parent)
+	return s.allow(t, depth, parent, false)
+}
+
+// AllowEmbedNormal is AllowNormal for an embed (Link.Embeds > 0) within
+// the campaign's embed hops: it may leave the scope (its host need not be
+// a seed's, nor match a scope regex), as an image on a CDN does, while
+// every other rule holds (excludes, the depth limit, the trap guards).
+func (s *Scope) AllowEmbedNormal(normal string, depth int, parent *url.URL) (ok bool, reason string) {
+	t, ok := splitNormal(normal)
+	if !ok {
+		return false, ReasonScheme
+	}
+	return s.allow(t, depth, parent, true)
 }
 
 // target is what Allow reads of a URL: its string form, host (with the
@@ -147,8 +159,8 @@ func splitNormal(n string) (t target, ok bool) {
 	return t, true
 }
 
-// allow is Allow past the scheme check.
-func (s *Scope) allow(t target, depth int, parent *url.URL) (ok bool, reason string) {
+// allow is Allow past the scheme check; anyHost lets t be out of scope.
+func (s *Scope) allow(t target, depth int, parent *url.URL, anyHost bool) (ok bool, reason string) {
 	if len(t.str) > MaxURLLength {
 		return false, ReasonTooLong
 	}
@@ -160,7 +172,11 @@ func (s *Scope) allow(t target, depth int, parent *url.URL) (ok bool, reason str
 			return false, ReasonExcluded
 		}
 	}
-	if len(s.scope) > 0 {
+	if anyHost {
+		if _, err := fastHost(t.hostname); err != nil {
+			return false, ReasonInvalidHost
+		}
+	} else if len(s.scope) > 0 {
 		in := false
 		for _, re := range s.scope {
 			if re.MatchString(t.str) {

@@ -110,3 +110,35 @@ func TestUrlPattern(t *testing.T) {
 	u, _ = url.Parse("http://h1.example/about")
 	equal(t, urlPattern(u), "")
 }
+
+// An embed within its hops may leave the scope, by host or by regex; every
+// other rule still holds.
+func TestScopeEmbeds(t *testing.T) {
+	seeds := mustScope(t, campaign.Config{Seeds: []string{"http://example.com/"}, Exclude: []string{`/private/`}, MaxDepth: new(2)})
+	regex := mustScope(t, campaign.Config{Seeds: []string{"http://example.com/"}, Scope: []string{`^http://example\.com/blog/`}})
+	cases := []struct {
+		s      *Scope
+		url    string
+		depth  int
+		reason string
+	}{
+		{seeds, "http://cdn.example.net/logo.png", 1, ""},
+		{regex, "http://example.com/static/site.css", 1, ""},
+		{seeds, "http://cdn.example.net/private/x.png", 1, ReasonExcluded},
+		{seeds, "http://cdn.example.net/x/x/x/a.png", 1, ReasonRepeats},
+		{seeds, "http://cdn.example.net/a.png", 3, ReasonDepth},
+		{seeds, "http://exa mple.net/a.png", 1, ReasonInvalidHost},
+		{seeds, "ftp://cdn.example.net/a.png", 1, ReasonScheme},
+	}
+	for _, c := range cases {
+		ok, reason := c.s.AllowEmbedNormal(c.url, c.depth, nil)
+		equal(t, reason, c.reason, c.url)
+		equal(t, ok, c.reason == "", c.url)
+		// The same URL as a link: out of scope (or refused for its own rule).
+		if c.reason == "" {
+			ok, reason = c.s.AllowNormal(c.url, c.depth, nil)
+			equal(t, reason, ReasonOutOfScope, c.url, " as a link")
+			check(t, !ok, c.url)
+		}
+	}
+}

@@ -160,11 +160,13 @@ const (
 
 // Lease hands one URL to a fetcher until Deadline.
 type Lease struct {
-	ID          uint64    `json:"id"`
-	Kind        LeaseKind `json:"kind,omitempty"`
-	URL         string    `json:"url"`
-	Depth       int       `json:"depth,omitempty"`
-	Hops        int       `json:"hops,omitempty"`
+	ID    uint64    `json:"id"`
+	Kind  LeaseKind `json:"kind,omitempty"`
+	URL   string    `json:"url"`
+	Depth int       `json:"depth,omitempty"`
+	Hops  int       `json:"hops,omitempty"`
+	// Embeds is the embeds in a row that led to URL (urlrule.Link.Embeds).
+	Embeds      int       `json:"embeds,omitempty"`
 	Parent      string    `json:"parent,omitempty"`
 	Attempt     int       `json:"attempt"`
 	MaxAttempts int       `json:"max_attempts"`

@@ -13,6 +13,7 @@ var heavy = map[string]string{
 	"github.com/jackc/pgx/":           "PostgreSQL sink driver",
 	"github.com/segmentio/kafka-go":   "Kafka sink driver",
 	"golang.org/x/net/html":           "HTML tokenizer (fetch's link extraction; html/atom with it)",
+	"github.com/tdewolff/parse/v2":    "CSS lexer (fetch's embeds: url() and @import)",
 	"github.com/PuerkitoBio/goquery":  "HTML parser (fetch's tests hold link extraction to it)",
 	"github.com/andybalholm/cascadia": "HTML selectors (goquery's)",
 }

@@ -60,6 +60,11 @@ func Details(cfg campaign.Config) string {
 	} else {
 		row("max depth", n)
 	}
+	if n := cfg.EmbedLimit(); n < 0 {
+		row("page assets", "not fetched")
+	} else {
+		row("page assets", fmt.Sprintf("fetched; %d in a row may leave the scope", n))
+	}
 	if cfg.MaxDuration > 0 {
 		row("max duration", cfg.MaxDuration)
 	} else {

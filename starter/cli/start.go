@@ -26,7 +26,7 @@ type startFlags struct {
 	cfg         campaign.Config
 	// The flags of the config's pointer fields (nil: unset), which set them
 	// only when given.
-	maxDepth, hostRetries                 int
+	maxDepth, hostRetries, embedHops      int
 	perHostDelay, retryBackoff, failAfter time.Duration
 }
 
@@ -62,6 +62,8 @@ failed or was stopped, 2 on a usage error.`,
 	fl.Int64Var(&c.MaxPages, "max-pages", 0, "end the campaign after this many pages (default: no limit)")
 	fl.Int64Var(&c.MaxPagesPerHost, "max-pages-per-host", 0, "at most this many pages per host (default: no limit)")
 	fl.IntVar(&f.maxDepth, "max-depth", 0, "at most this many links from a seed, 0 the seeds only (default: no limit; trap guards still apply)")
+	fl.BoolVar(&c.NoEmbeds, "no-embeds", false, "fetch no page assets (images, stylesheets, scripts, ...), only the pages linked")
+	fl.IntVar(&f.embedHops, "embed-hops", campaign.DefaultEmbedHops, fmt.Sprintf("assets in a row that may leave the scope, as an image on a CDN host (0: assets in scope only; at most %d)", campaign.MaxEmbedHops))
 	fl.DurationVar(&c.MaxDuration, "max-duration", 0, "end the campaign after this long, e.g. 30m (default: no limit)")
 	fl.IntVar(&c.PerHostConcurrency, "per-host-concurrency", campaign.DefaultPerHostConcurrency, "requests at a time per host (1-256)")
 	fl.DurationVar(&f.perHostDelay, "per-host-delay", campaign.DefaultPerHostDelay, "time between request starts per host, 0 for none (robots.txt Crawl-delay wins when larger)")
@@ -102,6 +104,8 @@ func buildConfig(fl *pflag.FlagSet, f startFlags) (cfg campaign.Config, zeros []
 		"max-pages":            func() { cfg.MaxPages = c.MaxPages },
 		"max-pages-per-host":   func() { cfg.MaxPagesPerHost = c.MaxPagesPerHost },
 		"max-depth":            func() { cfg.MaxDepth = new(f.maxDepth) },
+		"no-embeds":            func() { cfg.NoEmbeds = c.NoEmbeds },
+		"embed-hops":           func() { cfg.EmbedHops = new(f.embedHops) },
 		"max-duration":         func() { cfg.MaxDuration = c.MaxDuration },
 		"per-host-concurrency": func() { cfg.PerHostConcurrency = c.PerHostConcurrency },
 		"per-host-delay":       func() { cfg.PerHostDelay = new(f.perHostDelay) },
