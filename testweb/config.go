@@ -8,7 +8,7 @@ import (
 
 // Config describes a test web. In Start and Validate a zero numeric field
 // takes its value from DefaultConfig (Base 0 means 10, Port 0 means a free
-// port); CrossHost and Calendar are taken as given.
+// port); the booleans are taken as given.
 type Config struct {
 	// Hosts is the number of hosts, each on its own loopback IP 127.B.x.y.
 	Hosts int
@@ -33,6 +33,11 @@ type Config struct {
 	// that every host has the same pages (the politeness benchmark's
 	// bound assumes it).
 	NoExtras bool
+	// Assets gives every generated page stylesheets, images, a script and
+	// a font on its own host (under /assets/), and an image, a stylesheet
+	// and (on host 0's root) an embedded HTML widget on the CDN, one more
+	// host outside Seeds; see Assets, OffLimits and the package doc.
+	Assets bool
 	// Port is the TCP port on every host IP; 0 picks one free on all of them.
 	Port int
 	// Base is the second octet of the hosts' addresses, so that two webs
@@ -49,8 +54,8 @@ const (
 )
 
 // DefaultConfig returns 5 hosts of 400 pages of about 8 KiB with 40 links
-// each (10 of them navigation), cross-host links on, no calendar, a free
-// port and addresses 127.10.0.x.
+// each (10 of them navigation), cross-host links on, no calendar, no
+// assets, a free port and addresses 127.10.0.x.
 func DefaultConfig() Config {
 	return Config{
 		Hosts:        5,

@@ -29,6 +29,34 @@
 // trap: /calendar/2026/01, whose every month links to the next and the
 // previous month, without end.
 //
+// # Assets
+//
+// With Config.Assets, every generated page (/ and /p/N.html) also embeds
+// what a browser needs to render it, so that a crawler that fetches embeds
+// can be checked, and its archive replayed:
+//
+//   - in its head, /assets/site.css, the CDN's /cdn/cdn.css, a <style>
+//     block drawing /assets/bg-K.png and <script src="/assets/app.js">;
+//   - at the top of its body, the CDN's /cdn/logo.png, a tag whose style
+//     attribute draws /assets/tile.png, <img src="/assets/img-K.png"
+//     srcset="... 1x, /assets/img-K@2x.png 2x">, and a <picture> of
+//     /assets/pic-K.webp with /assets/pic-K.png as its <img>; host 0's root
+//     also embeds the CDN's /cdn/widget.html with <object>.
+//
+// K is one of 8 variants per asset, drawn per page. site.css @imports
+// base.css (relative) and refers to fonts/f.woff2 and /assets/hero.png,
+// base.css to /assets/base.png. Images are valid PNG and WebP files; the
+// font is a stand-in that a browser rejects in its console only.
+//
+// The CDN is one more loopback IP, after the hosts', on the same port; it
+// is not a seed, so a crawl of the seeds sees it out of scope. It serves a
+// robots.txt that allows everything, the logo, cdn.css (url(cdn-bg.png),
+// relative) and cdn-bg.png, the widget (an HTML page embedding /cdn/w.png
+// and linking to /cdn/secret.html with <a href>) and w.png, so its
+// resources are 1 or 2 embeds away from a page. /cdn/secret.html, a
+// navigational link off the scope, must never be fetched (OffLimits).
+// Assets lists what a crawler with embeds must fetch; Pages is unchanged.
+//
 // # Determinism
 //
 // Bodies depend only on the config and the port (absolute links carry
@@ -40,7 +68,9 @@
 // Every request is recorded on the server side at its start, before the
 // response is written, keyed by "http://" + Host header + request URI.
 // Pages is the set a complete, polite crawl must fetch; Missing, Duplicates
-// and DisallowedHits say how a crawl differed from it.
+// and DisallowedHits say how a crawl differed from it. In asset mode the
+// CDN's requests are counted too, Assets is the set of embeds a crawl must
+// fetch besides, and MissingAssets says which it missed.
 //
 // # Dead hosts
 //

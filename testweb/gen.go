@@ -48,6 +48,9 @@ func (w *Web) generate() {
 			w.pages = append(w.pages, "http://"+w.addrs[0]+p)
 		}
 	}
+	if c.Assets {
+		w.generateAssets()
+	}
 	r := rand.New(rand.NewPCG(0xda7a, 0xb1))
 	w.dataBin = make([]byte, dataBinSize)
 	for i := range w.dataBin {
@@ -199,7 +202,8 @@ func (w *Web) page(h, n int, nav []link) []byte {
 	title := fmt.Sprintf("Host %d, page %d: %s", h, n, phrase(r, 3))
 	var b bytes.Buffer
 	b.Grow(w.cfg.PageBytes + 1024)
-	fmt.Fprintf(&b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>%s</title>\n</head>\n<body>\n<nav>\n<ul>\n", title)
+	fmt.Fprintf(&b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>%s</title>\n%s</head>\n<body>\n%s<nav>\n<ul>\n",
+		title, w.headAssets(h, n), w.bodyAssets(h, n))
 	for _, l := range nav {
 		fmt.Fprintf(&b, "<li><a href=\"%s\">%s</a></li>\n", l.href, l.text)
 	}

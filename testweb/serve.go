@@ -32,6 +32,9 @@ type response struct {
 
 // route answers path on host h; it never writes, so it serves Body too.
 func (w *Web) route(h int, path string) response {
+	if h == w.cfg.Hosts {
+		return w.routeCDN(path)
+	}
 	switch {
 	case path == "/robots.txt":
 		return response{status: http.StatusOK, ctype: "text/plain; charset=utf-8", body: w.robots[h], known: true}
@@ -43,6 +46,10 @@ func (w *Web) route(h int, path string) response {
 		}
 	case strings.HasPrefix(path, privatePath):
 		return response{status: http.StatusOK, ctype: contentHTML, body: privateBody, known: true}
+	case w.cfg.Assets && strings.HasPrefix(path, "/assets/"):
+		if res, ok := w.routeAsset(path); ok {
+			return res
+		}
 	case h != 0:
 	case path == pathRedirect && !w.cfg.NoExtras:
 		return response{status: http.StatusMovedPermanently, ctype: contentHTML, location: redirectTo, body: redirectBody, known: true}
@@ -115,7 +122,8 @@ func (w *Web) handler(h int) http.Handler {
 // Body returns a copy of the bytes the server sends for rawURL, and false
 // when rawURL is not on this web or its path is not one the web defines (a
 // generic 404). It covers pages, robots.txt, the redirect's body, the 404
-// page, /private/ pages and, when enabled, calendar pages.
+// page, /private/ pages and, when enabled, calendar pages, assets and the
+// CDN's resources.
 func (w *Web) Body(rawURL string) ([]byte, bool) {
 	u, err := url.Parse(rawURL)
 	if err != nil || u.Scheme != "http" {

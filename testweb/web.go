@@ -16,10 +16,13 @@ const portTries = 20
 // Web is a running test web. Its methods are safe for concurrent use.
 type Web struct {
 	cfg     Config
-	ips     []string // by host index
-	addrs   []string // "IP:PORT" by host index
-	hostIdx map[string]int
+	ips     []string       // by host index
+	addrs   []string       // "IP:PORT" by host index
+	hostIdx map[string]int // by "IP:PORT", the CDN's (index Hosts) included
 	pages   []string
+
+	// cdnAddr is "IP:PORT" of the CDN in asset mode, "" otherwise.
+	cdnAddr string
 
 	// extraLinks are absolute URLs off the web that its pages link to
 	// (StartDead): every root links to all of them, every other page to
@@ -30,6 +33,7 @@ type Web struct {
 	html    [][][]byte // [host][page]
 	robots  [][]byte
 	dataBin []byte
+	assets  assetWeb // asset mode only
 
 	servers []*http.Server
 	serving sync.WaitGroup
@@ -43,8 +47,9 @@ type Web struct {
 	reqs   []Request
 }
 
-// Start binds one listener per host IP, generates every page and serves
-// until Close. It fails when cfg is invalid or a host IP cannot be bound.
+// Start binds one listener per host IP (and the CDN's, in asset mode),
+// generates every page and serves until Close. It fails when cfg is invalid
+// or a host IP cannot be bound.
 func Start(cfg Config) (*Web, error) { return start(cfg, nil) }
 
 // start is Start with links to extra (absolute URLs) in the pages.
@@ -53,7 +58,11 @@ func start(cfg Config, extra []string) (*Web, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	ips := make([]string, cfg.Hosts)
+	bound := cfg.Hosts
+	if cfg.Assets {
+		bound++ // the CDN, index Hosts
+	}
+	ips := make([]string, bound)
 	for i := range ips {
 		n := i + 1
 		ips[i] = fmt.Sprintf("127.%d.%d.%d", cfg.Base, n>>8, n&0xff)
@@ -65,16 +74,21 @@ func start(cfg Config, extra []string) (*Web, error) {
 	cfg.Port = port
 	w := &Web{
 		cfg:     cfg,
-		ips:     ips,
-		addrs:   make([]string, len(ips)),
+		ips:     ips[:cfg.Hosts],
+		addrs:   make([]string, cfg.Hosts),
 		hostIdx: make(map[string]int, len(ips)),
 		counts:  make(map[string]int),
 
 		extraLinks: extra,
 	}
 	for i, ip := range ips {
-		w.addrs[i] = net.JoinHostPort(ip, strconv.Itoa(port))
-		w.hostIdx[w.addrs[i]] = i
+		addr := net.JoinHostPort(ip, strconv.Itoa(port))
+		w.hostIdx[addr] = i
+		if i < cfg.Hosts {
+			w.addrs[i] = addr
+		} else {
+			w.cdnAddr = addr
+		}
 	}
 	// Generated after binding because absolute links carry the port; clients
 	// that connect meanwhile wait in the listen backlog.
@@ -153,7 +167,8 @@ func (w *Web) Close() error {
 // Config returns the effective config: defaults applied, Port the bound port.
 func (w *Web) Config() Config { return w.cfg }
 
-// Seeds returns the root URL of each host, by host index.
+// Seeds returns the root URL of each host, by host index. The CDN of the
+// asset mode is not among them.
 func (w *Web) Seeds() []string {
 	s := make([]string, len(w.addrs))
 	for i, a := range w.addrs {

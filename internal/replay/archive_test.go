@@ -1,0 +1,159 @@
+package replay
+
+import (
+	"bytes"
+	"compress/gzip"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/nlnwa/gowarc"
+)
+
+// gzipped is body in gzip content coding.
+func gzipped(t *testing.T, body string) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	if _, err := zw.Write([]byte(body)); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// revisitWARC writes a revisit record of uri, pointing at refersTo, whose
+// block is an HTTP head alone.
+func revisitWARC(t *testing.T, file, uri, refersTo, head string) {
+	t.Helper()
+	var out bytes.Buffer
+	err := writeRecord(&out, false, gowarc.Revisit, []byte(head),
+		gowarc.WarcTargetURI, uri, gowarc.WarcRefersToTargetURI, refersTo,
+		gowarc.WarcProfile, gowarc.ProfileIdenticalPayloadDigestV1_1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, out.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestOpenIndexes: of several responses for a URI the first 2xx or 3xx
+// wins, across files of both kinds; a revisit serves the response it
+// refers to under its own head; URLs match after normalization.
+func TestOpenIndexes(t *testing.T) {
+	dir := t.TempDir()
+	const site = "http://example.test"
+	writeWARC(t, filepath.Join(dir, "1.warc.gz"),
+		response(site+"/a", http.StatusNotFound, "text/plain", []byte("gone")),
+		response(site+"/a", http.StatusOK, "text/plain", []byte("first a")),
+		response(site+"/b", http.StatusFound, "text/plain", nil))
+	writeWARC(t, filepath.Join(dir, "2.warc"),
+		response(site+"/a", http.StatusOK, "text/plain", []byte("second a")),
+		response(site+"/b", http.StatusOK, "text/plain", []byte("later b")),
+		response(site+"/", http.StatusOK, "text/html", []byte("root")))
+	revisitWARC(t, filepath.Join(dir, "3.warc"), site+"/again", site+"/a", "HTTP/1.1 200 OK\r\nContent-Type: text/x-again\r\n\r\n")
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("not WARC"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	a, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		url, body, ctype string
+		status           int
+	}{
+		{site + "/a", "first a", "text/plain", http.StatusOK},
+		{site + "/b", "", "text/plain", http.StatusFound},
+		{"HTTP://Example.TEST:80", "root", "text/html", http.StatusOK},
+		{site + "/a#part", "first a", "text/plain", http.StatusOK},
+		{site + "/again", "first a", "text/x-again", http.StatusOK},
+	}
+	for _, tt := range tests {
+		res, ok := a.Lookup(tt.url)
+		if !ok || res.Status != tt.status || string(res.Body) != tt.body || res.Header.Get("Content-Type") != tt.ctype {
+			t.Errorf("Lookup(%s) = %+v (found %v), want %d %q %q", tt.url, res, ok, tt.status, tt.ctype, tt.body)
+		}
+	}
+	if want := []string{site + "/", site + "/a", site + "/again", site + "/b"}; !slices.Equal(a.URIs(), want) {
+		t.Errorf("URIs() = %v, want %v", a.URIs(), want)
+	}
+	if _, err := Open(t.TempDir()); err == nil || !strings.Contains(err.Error(), "no *.warc") {
+		t.Errorf("Open of an empty directory: %v, want an error saying it holds no WARC file", err)
+	}
+}
+
+// TestHandlerServesAsArchived proxies requests in absolute form: the
+// archived status, header and raw body, without the hop-by-hop fields and
+// with the body's length; a 404 that says so for a URL not archived;
+// CONNECT refused; every request recorded.
+func TestHandlerServesAsArchived(t *testing.T) {
+	dir := t.TempDir()
+	const site = "http://example.test"
+	coded := gzipped(t, "hello, archived world")
+	res := response(site+"/coded", http.StatusOK, "text/plain", coded)
+	res.Header.Set("Content-Encoding", "gzip")
+	res.Header.Set("Transfer-Encoding", "chunked") // drover keeps the raw header over a de-chunked body
+	res.Header.Set("Connection", "keep-alive, X-Private")
+	res.Header.Set("X-Private", "for the hop only")
+	res.Header.Set("X-Kept", "end to end")
+	res.Header.Set("Content-Length", "99999")
+	writeWARC(t, filepath.Join(dir, "a.warc"), res)
+	a, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(a.Handler())
+	defer srv.Close()
+
+	// A client whose proxy is the handler sends the absolute form.
+	client := &http.Client{Transport: &http.Transport{
+		Proxy:              func(*http.Request) (*url.URL, error) { return url.Parse(srv.URL) },
+		DisableCompression: true,
+	}}
+	resp, err := client.Get(site + "/coded")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !bytes.Equal(body, coded) || resp.ContentLength != int64(len(coded)) {
+		t.Errorf("GET /coded: %d, %d bytes (Content-Length %d), want 200 and the archived %d bytes", resp.StatusCode, len(body), resp.ContentLength, len(coded))
+	}
+	h := resp.Header
+	if h.Get("Content-Encoding") != "gzip" || h.Get("X-Kept") != "end to end" || h.Get("X-Private") != "" || len(resp.TransferEncoding) != 0 {
+		t.Errorf("GET /coded: header %v, transfer coding %v; want Content-Encoding and X-Kept, no X-Private, no chunking", h, resp.TransferEncoding)
+	}
+
+	resp, err = client.Get(site + "/elsewhere")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound || !strings.Contains(string(body), site+"/elsewhere") {
+		t.Errorf("GET /elsewhere: %d %q, want 404 naming the URL", resp.StatusCode, body)
+	}
+	req, _ := http.NewRequest(http.MethodConnect, srv.URL, nil)
+	req.Host = "example.test:443"
+	if resp, err = http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("CONNECT: %d, want 405", resp.StatusCode)
+	}
+	if !slices.Equal(a.Served(), []string{site + "/coded"}) || !slices.Equal(a.Misses(), []string{site + "/elsewhere", "example.test:443"}) {
+		t.Errorf("Served() %v, Misses() %v", a.Served(), a.Misses())
+	}
+}

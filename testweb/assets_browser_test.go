@@ -1,0 +1,112 @@
+package testweb
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drover-crawl/drover/internal/replay"
+)
+
+// TestAssetsInChromium loads pages of an asset web in headless Chromium,
+// first from the web itself, then replayed from an archive of Pages and
+// Assets alone, with nothing reaching the web. Both loads fail no request
+// and decode every image; everything the browser asks for is in Assets,
+// the widget's image included (the CDN's frame loads); the picture's WebP
+// is the source the browser picks.
+func TestAssetsInChromium(t *testing.T) {
+	replay.RequireChromium(t)
+	w := startWeb(t, assetConfig(46))
+	pages := []string{w.Seeds()[0], w.Seeds()[1] + "p/3.html"}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	direct, err := replay.LoadPages(ctx, "", pages)
+	if err != nil {
+		t.Fatalf("LoadPages from the web: %v", err)
+	}
+	checkLoaded(t, "from the web", w, direct)
+	root := direct.Pages[0].Requests
+	for _, want := range []string{"http://" + w.CDN() + cdnWidgetImg, ".webp", "/assets/fonts/f.woff2", "/assets/base.png"} {
+		if !slices.ContainsFunc(root, func(u string) bool { return strings.HasSuffix(u, want) }) {
+			t.Errorf("loading %s requested no %s; it requested %v", pages[0], want, root)
+		}
+	}
+
+	a, proxy := archiveWeb(t, w)
+	w.Reset()
+	replayed, err := replay.LoadPages(ctx, proxy, pages)
+	if err != nil {
+		t.Fatalf("LoadPages from the archive: %v", err)
+	}
+	checkLoaded(t, "from the archive", w, replayed)
+	if m := a.Misses(); len(m) != 0 {
+		t.Errorf("replay asked the archive for URLs it lacks: %v", m)
+	}
+	if n := w.Total(); n != 0 {
+		t.Errorf("replay sent %d requests to the web, want all of them to the archive: %v", n, w.Requests())
+	}
+	for i, p := range replayed.Pages {
+		if !slices.Equal(sorted(p.Requests), sorted(direct.Pages[i].Requests)) {
+			t.Errorf("%s requested %v replayed, %v from the web", p.URL, p.Requests, direct.Pages[i].Requests)
+		}
+	}
+}
+
+// checkLoaded checks that every page loaded with 200, no failed request
+// and no broken image, and requested only URLs of Assets.
+func checkLoaded(t *testing.T, how string, w *Web, rep replay.Report) {
+	t.Helper()
+	assets := w.Assets()
+	for _, p := range rep.Pages {
+		if p.Status != http.StatusOK || len(p.Failures) != 0 || len(p.BrokenImages) != 0 {
+			t.Errorf("%s, %s: status %d, failures %v, broken images %v; want 200 and none", how, p.URL, p.Status, p.Failures, p.BrokenImages)
+		}
+		if len(p.Requests) == 0 {
+			t.Errorf("%s, %s requested no asset", how, p.URL)
+		}
+		for _, u := range p.Requests {
+			if !slices.Contains(assets, u) {
+				t.Errorf("%s, %s requested %s, which is not in Assets()", how, p.URL, u)
+			}
+		}
+	}
+}
+
+// archiveWeb fetches every URL of Pages and Assets into a WARC and serves
+// it as a replaying proxy; it returns the archive and the proxy's address.
+func archiveWeb(t *testing.T, w *Web) (*replay.Archive, string) {
+	t.Helper()
+	c := newClient()
+	var archived []*replay.Response
+	for _, u := range append(w.Pages(), w.Assets()...) {
+		resp, err := c.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatalf("GET %s: %v", u, err)
+		}
+		archived = append(archived, &replay.Response{URI: u, Status: resp.StatusCode, Header: resp.Header, Body: body})
+	}
+	dir := t.TempDir()
+	if err := replay.WriteWARC(filepath.Join(dir, path.Base(t.Name())+".warc.gz"), archived...); err != nil {
+		t.Fatal(err)
+	}
+	a, err := replay.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(a.Handler())
+	t.Cleanup(srv.Close)
+	return a, srv.Listener.Addr().String()
+}
