@@ -68,7 +68,7 @@ type WARCConfig struct {
 // they are when they do not parse as chunks.
 type WARC struct {
 	cfg WARCConfig
-	b   *batcher[[]byte]
+	b   *batcher[encodedPage]
 
 	// Owned by the batcher's single worker.
 	cur *warcFile
@@ -102,6 +102,15 @@ type warcFile struct {
 	name   string
 	size   int64 // bytes handed to w
 	synced int64 // size at the last fsync: whole pages, all on disk
+	// index: the file's response records, for its CDXJ (cdxj.go).
+	index []*cdxEntry
+}
+
+// encodedPage is a page's records, gzip members ready to append, and the
+// index entry of its response (nil for a failure).
+type encodedPage struct {
+	data []byte
+	idx  *cdxEntry
 }
 
 // gzipWriters are reused: a gzip.Writer allocates about 800 KB.
@@ -119,7 +128,7 @@ func NewWARC(cfg WARCConfig) (*WARC, error) {
 		return nil, fmt.Errorf("warc sink: %w", err)
 	}
 	w := &WARC{cfg: cfg, create: createWARCFile}
-	w.b = newBatcher(1, cfg.MaxBatch, func(rec []byte) int { return len(rec) }, w.flush)
+	w.b = newBatcher(1, cfg.MaxBatch, func(p encodedPage) int { return len(p.data) }, w.flush)
 	return w, nil
 }
 
@@ -149,7 +158,7 @@ func (w *WARC) Close() error {
 	return w.finish()
 }
 
-func (w *WARC) flush(_ int, pages [][]byte) []error {
+func (w *WARC) flush(_ int, pages []encodedPage) []error {
 	err := w.writeBatch(pages)
 	if err != nil {
 		w.abandon()
@@ -160,8 +169,8 @@ func (w *WARC) flush(_ int, pages [][]byte) []error {
 
 // writeBatch appends each page's encoded records, rotating between pages,
 // and fsyncs once.
-func (w *WARC) writeBatch(pages [][]byte) error {
-	for _, data := range pages {
+func (w *WARC) writeBatch(pages []encodedPage) error {
+	for _, p := range pages {
 		if w.cur != nil && w.cur.size >= w.cfg.MaxFileSize {
 			if err := w.finish(); err != nil {
 				return err
@@ -172,7 +181,12 @@ func (w *WARC) writeBatch(pages [][]byte) error {
 				return err
 			}
 		}
-		if err := w.write(data); err != nil {
+		if p.idx != nil {
+			e := *p.idx
+			e.offset += w.cur.size
+			w.cur.index = append(w.cur.index, &e)
+		}
+		if err := w.write(p.data); err != nil {
 			return err
 		}
 	}
@@ -249,7 +263,7 @@ func (e *recordEncoder) done() []byte {
 // encodePage returns p's records (request, response, metadata), each a gzip
 // member. Page records carry no WARC-Warcinfo-ID (an optional field): the
 // file they land in is chosen later, by the writer.
-func encodePage(p *page.Page) []byte {
+func encodePage(p *page.Page) encodedPage {
 	e := newRecordEncoder()
 	e.out.Grow(len(p.Body)/2 + len(p.Header) + len(p.Request) + 1024)
 	date := warcDate(p.FetchedAt)
@@ -258,6 +272,7 @@ func encodePage(p *page.Page) []byte {
 		common = append(common, "WARC-IP-Address", p.IP)
 	}
 	var mainID string
+	var idx *cdxEntry
 	if len(p.Request) > 0 {
 		mainID = newRecordID()
 		h := append([]string{"WARC-Type", "request", "WARC-Record-ID", mainID}, common...)
@@ -273,12 +288,16 @@ func encodePage(p *page.Page) []byte {
 		if p.Truncated {
 			h = append(h, "WARC-Truncated", "length")
 		}
-		h = append(h, "WARC-Payload-Digest", sha1Digest(p.Body), "Content-Type", "application/http;msgtype=response")
+		digest := sha1Digest(p.Body)
+		h = append(h, "WARC-Payload-Digest", digest, "Content-Type", "application/http;msgtype=response")
 		head := make([]byte, 0, len(p.StatusLine)+len(p.Header)+4)
 		head = append(head, p.StatusLine...)
 		head = append(head, "\r\n"...)
 		head = append(head, withBlankLine(p.Header)...)
+		idx = newCDXEntry(p, date, digest)
+		idx.offset = int64(e.out.Len())
 		e.record(h, head, p.Body)
+		idx.length = int64(e.out.Len()) - idx.offset
 		mainID = id
 	}
 	var meta strings.Builder
@@ -295,7 +314,7 @@ func encodePage(p *page.Page) []byte {
 	}
 	h = append(h, "Content-Type", "application/warc-fields")
 	e.record(h, nil, []byte(meta.String()))
-	return e.done()
+	return encodedPage{data: e.done(), idx: idx}
 }
 
 // record appends one gzip member: the WARC header fields (name, value
@@ -337,7 +356,7 @@ func (w *WARC) finish() error {
 	if err != nil {
 		return fmt.Errorf("close %s: %w", c.name, err)
 	}
-	return nil
+	return writeCDXJ(c.name, c.index)
 }
 
 // abandon drops the current file after a failed write: the failed batch is
@@ -355,8 +374,15 @@ func (w *WARC) abandon() {
 		_ = os.Remove(c.name)
 		return
 	}
-	if c.f.Truncate(c.synced) == nil {
-		_ = c.f.Sync()
+	if c.f.Truncate(c.synced) == nil && c.f.Sync() == nil {
+		// The file holds its records up to the last fsync: index those.
+		kept := c.index[:0]
+		for _, e := range c.index {
+			if e.offset+e.length <= c.synced {
+				kept = append(kept, e)
+			}
+		}
+		_ = writeCDXJ(c.name, kept) // best effort, as the truncation
 	}
 	_ = c.f.Close()
 }

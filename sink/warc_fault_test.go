@@ -152,7 +152,7 @@ func storeOne(w *WARC, p *page.Page) error {
 // hang on a file cut in the middle of a record.
 func storedURLs(t *testing.T, dir string) map[string]int {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(dir, "*"))
+	files, err := filepath.Glob(filepath.Join(dir, "*.warc.gz"))
 	require.NoError(t, err)
 	for _, f := range files {
 		gzipMembers(t, f)

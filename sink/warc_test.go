@@ -48,7 +48,7 @@ func storeAll(t *testing.T, s Sink, pages []*page.Page) {
 // each file's framing: a warcinfo record first, one gzip member per record.
 func readWARCs(t *testing.T, dir string) ([]string, []warcRec) {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(dir, "*"))
+	files, err := filepath.Glob(filepath.Join(dir, "*.warc.gz"))
 	require.NoError(t, err)
 	sort.Strings(files)
 	name := regexp.MustCompile(`^drover-camp-1-\d{14}-\d{5}\.warc\.gz$`)
@@ -175,23 +175,11 @@ func TestWARCStoresEveryPageByteIdentical(t *testing.T) {
 // warcioIndex runs webrecorder's warcio (JavaScript), a reader independent
 // of gowarc, over the files and checks that it lists every record.
 func warcioIndex(t *testing.T, files []string, recs []warcRec) {
-	npm, err := exec.LookPath("npm")
-	if err != nil {
-		t.Skip("npm not on PATH")
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node not on PATH")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	dir := t.TempDir()
-	install := exec.CommandContext(ctx, npm, "install", "--no-audit", "--no-fund", "--silent", "--prefix", dir, "warcio@2")
-	if out, err := install.CombinedOutput(); err != nil {
-		t.Skipf("npm install warcio failed (no registry?): %v\n%s", err, out)
-	}
+	node, cli := warcioCLI(ctx, t)
 	// -f takes an array, so it goes after the file names.
-	args := append([]string{filepath.Join(dir, "node_modules", "warcio", "dist", "cli.js"), "index"}, files...)
+	args := append([]string{cli, "index"}, files...)
 	args = append(args, "-f", "warc-type", "warc-record-id", "warc-target-uri")
 	out, err := exec.CommandContext(ctx, node, args...).Output()
 	var exit *exec.ExitError
@@ -210,6 +198,27 @@ func warcioIndex(t *testing.T, files []string, recs []warcRec) {
 		want = append(want, r.typ+" "+r.id+" "+r.uri)
 	}
 	require.Equal(t, want, got, "warcio's index")
+}
+
+// warcioCLI installs webrecorder's warcio from npm into a temporary
+// directory and returns node and its CLI's script; it skips the test
+// without npm, node or the registry.
+func warcioCLI(ctx context.Context, t *testing.T) (node, cli string) {
+	t.Helper()
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		t.Skip("npm not on PATH")
+	}
+	node, err = exec.LookPath("node")
+	if err != nil {
+		t.Skip("node not on PATH")
+	}
+	dir := t.TempDir()
+	install := exec.CommandContext(ctx, npm, "install", "--no-audit", "--no-fund", "--silent", "--prefix", dir, "warcio@2")
+	if out, err := install.CombinedOutput(); err != nil {
+		t.Skipf("npm install warcio failed (no registry?): %v\n%s", err, out)
+	}
+	return node, filepath.Join(dir, "node_modules", "warcio", "dist", "cli.js")
 }
 
 func TestWARCReadableAfterEachStore(t *testing.T) {
