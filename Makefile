@@ -1,6 +1,6 @@
-# drover — build, test and run the dev stack. The README says what each
-# target needs (RabbitMQ and PostgreSQL on the machine; Temporal and Kafka
-# come from Go modules).
+# drover — build, test and run the dev stack. README.md and docs/testing.md
+# say what each target needs (RabbitMQ and PostgreSQL on the machine;
+# Temporal and Kafka come from Go modules).
 
 # The temporal CLI (dev server 1.29.1, UI 2.42.1). Newer tags refuse `go install`
 # (their go.mod has a replace directive). Its --version says 0.0.0-DEV, so the

@@ -56,7 +56,7 @@ type HostRule struct {
 // and Validate checks the result.
 //
 // Zero is a value, unset is the default (the flags of `starter start` in
-// the README). The numbers come in two kinds:
+// docs/operating.md). The numbers come in two kinds:
 //
 //   - Pointers (MaxDepth, EmbedHops, PerHostDelay, MaxRedirects, HostRetries,
 //     RetryBackoff, FailAfter, a HostRule's Delay and Concurrency): nil is
@@ -165,7 +165,8 @@ type Config struct {
 	FailAfter *time.Duration `json:"fail_after,omitempty" yaml:"fail_after,omitempty"`
 }
 
-// Defaults of `starter start`'s flags (README, "Running it").
+// Defaults of `starter start`'s flags (docs/operating.md, "Starting and
+// steering a campaign").
 const (
 	DefaultFetchers           = 4
 	DefaultFetcherConcurrency = 32

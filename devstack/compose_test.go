@@ -2,8 +2,8 @@ package devstack
 
 // docker-compose.yml cannot be run here (no Docker engine on the
 // development machines or in CI), so this checks what can be checked
-// without one: Debian's docker-compose parses it, the README's section on
-// it names nothing it lacks, and its Prometheus scrapes what the worker and
+// without one: Debian's docker-compose parses it, the section on it in
+// docs/operating.md names nothing it lacks, and its Prometheus scrapes what the worker and
 // the scheduler serve.
 
 import (
@@ -95,29 +95,32 @@ func TestComposeFile(t *testing.T) {
 		require.Equal(t, composeToken, services[name].Environment["DROVER_TOKEN"], "%s's DROVER_TOKEN", name)
 	}
 
-	t.Run("README", func(t *testing.T) { checkComposeReadme(t, root, raw, services) })
+	t.Run("docs", func(t *testing.T) { checkComposeDocs(t, root, raw, services) })
 	t.Run("prometheus", func(t *testing.T) { checkComposePrometheus(t, root, services) })
 }
 
-// composeSection is the README's section on the compose stack.
+// composeDoc is the page that documents the compose stack.
+const composeDoc = "docs/operating.md"
+
+// composeSection is composeDoc's section on the compose stack.
 func composeSection(t *testing.T, root string) string {
 	t.Helper()
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	doc, err := os.ReadFile(filepath.Join(root, composeDoc))
 	require.NoError(t, err)
-	const heading = "### With Docker Compose\n"
-	_, sec, ok := strings.Cut(string(readme), heading)
-	require.True(t, ok, "README.md has no %q section", strings.TrimSpace(heading))
+	const heading = "## With Docker Compose\n"
+	_, sec, ok := strings.Cut(string(doc), heading)
+	require.True(t, ok, "%s has no %q section", composeDoc, strings.TrimSpace(heading))
 	if i := regexp.MustCompile(`(?m)^#{1,3} `).FindStringIndex(sec); i != nil {
 		sec = sec[:i[0]]
 	}
 	return sec
 }
 
-// checkComposeReadme: every service of the README's table exists with the
+// checkComposeDocs: every service of the documented table exists with the
 // host ports it gives, every service of the file is in the table, and
 // every variable the section names is set for a service or substituted in
 // the file.
-func checkComposeReadme(t *testing.T, root string, raw []byte, services map[string]composeService) {
+func checkComposeDocs(t *testing.T, root string, raw []byte, services map[string]composeService) {
 	sec := composeSection(t, root)
 	row := regexp.MustCompile("(?m)^\\| `([a-z0-9-]+)` \\|([^|]*)\\|")
 	hostPort := regexp.MustCompile(`localhost:(\d+)`)
@@ -127,7 +130,7 @@ func checkComposeReadme(t *testing.T, root string, raw []byte, services map[stri
 		documented[name] = true
 		s, ok := services[name]
 		if !ok {
-			assert.Failf(t, "README names a service docker-compose.yml lacks", "README names service %s; docker-compose.yml has %v", name, slices.Sorted(maps.Keys(services)))
+			assert.Failf(t, composeDoc+" names a service docker-compose.yml lacks", "%s names service %s; docker-compose.yml has %v", composeDoc, name, slices.Sorted(maps.Keys(services)))
 			continue
 		}
 		var published []string
@@ -135,12 +138,12 @@ func checkComposeReadme(t *testing.T, root string, raw []byte, services map[stri
 			published = append(published, p.Published)
 		}
 		for _, pm := range hostPort.FindAllStringSubmatch(host, -1) {
-			assert.Contains(t, published, pm[1], "README: %s on localhost:%s; docker-compose.yml publishes %v", name, pm[1], published)
+			assert.Contains(t, published, pm[1], "%s: %s on localhost:%s; docker-compose.yml publishes %v", composeDoc, name, pm[1], published)
 		}
 	}
-	require.NotEmpty(t, documented, "README's compose section has no table of services")
+	require.NotEmpty(t, documented, "%s's compose section has no table of services", composeDoc)
 	for name := range services {
-		assert.True(t, documented[name], "service %s of docker-compose.yml is not in the README's table", name)
+		assert.True(t, documented[name], "service %s of docker-compose.yml is not in the table of %s", name, composeDoc)
 	}
 
 	set := map[string]bool{}
@@ -153,9 +156,9 @@ func checkComposeReadme(t *testing.T, root string, raw []byte, services map[stri
 		set[m[1]] = true
 	}
 	names := regexp.MustCompile("`([A-Z][A-Z0-9_]+)`").FindAllStringSubmatch(sec, -1)
-	require.NotEmpty(t, names, "README's compose section names no variable")
+	require.NotEmpty(t, names, "%s's compose section names no variable", composeDoc)
 	for _, m := range names {
-		assert.True(t, set[m[1]], "README names the variable %s; no service of docker-compose.yml gets it and the file does not substitute it", m[1])
+		assert.True(t, set[m[1]], "%s names the variable %s; no service of docker-compose.yml gets it and the file does not substitute it", composeDoc, m[1])
 	}
 }
 

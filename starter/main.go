@@ -1,5 +1,5 @@
 // Command starter is the operator's CLI for drover campaigns: start, watch,
-// control and list crawl campaigns (the README lists the commands).
+// control and list crawl campaigns (docs/operating.md lists the commands).
 // The commands live in package cli; this main only reads the environment.
 package main
 

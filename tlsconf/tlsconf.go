@@ -50,7 +50,7 @@ type Options struct {
 	KafkaSASLUsername, KafkaSASLPassword string
 }
 
-// Env names, documented in README.md ("Security").
+// Env names, documented in docs/operating.md ("Security").
 const (
 	EnvCA                = "DROVER_TLS_CA"
 	EnvTLS               = "DROVER_TLS"

@@ -11,9 +11,9 @@ import (
 )
 
 // smallOptions are the options of the campaign's short activities: on the
-// workflow's task queue, with a heartbeat timeout (house rule 5) and a
-// retry policy with backoff (1s doubling up to 1m); attempts 0 means no
-// limit (Monitor: counts are worth waiting for, never worth failing over).
+// workflow's task queue, with a heartbeat timeout and a retry policy with
+// backoff (1s doubling up to 1m); attempts 0 means no limit (Monitor:
+// counts are worth waiting for, never worth failing over).
 //
 // Every one of them heartbeats while it runs, however long its work takes
 // (Monitor in its loop; Seed, Close and Notify through keepAlive), so the

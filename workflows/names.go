@@ -2,8 +2,8 @@ package workflows
 
 import "go.temporal.io/sdk/temporal"
 
-// One source of names (house rule 2): the worker, the starter, the tests and
-// the `temporal` CLI all use these, so a task queue or signal name can never
+// One source of names: the worker, the starter, the tests and the
+// `temporal` CLI all use these, so a task queue or signal name can never
 // drift between them.
 const (
 	// WorkflowName is the Campaign workflow's type name. Register with

@@ -24,8 +24,9 @@ func refused(e string) outcome { return outcome{err: e} }
 
 // TestZeroUnsetNegative goes through every number of the campaign config,
 // as a flag (those that have one) and as a YAML key of `-f`: left out, it
-// takes its default; 0 is the value the README gives it or is refused; a
-// negative is refused. Each error names the field and its range.
+// takes its default; 0 is the value docs/operating.md gives it or is
+// refused; a negative is refused. Each error names the field and its
+// range.
 func TestZeroUnsetNegative(t *testing.T) {
 	const host = "h.example"
 	top := func(key string) func(string) string {
