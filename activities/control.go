@@ -212,3 +212,13 @@ func keepAlive[T any](ctx context.Context, work func(context.Context) (T, error)
 func keepAliveEvery(timeout time.Duration) time.Duration {
 	return min(max(timeout/3, 100*time.Millisecond), 5*time.Second)
 }
+
+// SetRules gives every scheduler the campaign's live rules and returns
+// once each applies them (session.Client.SetRules); it heartbeats while a
+// scheduler waits for the leases of excluded URLs to come back.
+func (a *Activities) SetRules(ctx context.Context, in workflows.RulesInput) error {
+	_, err := keepAlive(ctx, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, a.sessions().SetRules(ctx, a.Schedulers, in.Campaign, in.Rules)
+	})
+	return err
+}

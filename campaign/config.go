@@ -50,6 +50,8 @@ type HostRule struct {
 	Host        string         `json:"host" yaml:"host"`
 	Delay       *time.Duration `json:"delay,omitempty" yaml:"delay,omitempty"`
 	Concurrency *int           `json:"concurrency,omitempty" yaml:"concurrency,omitempty"`
+	// BlockUntil: no request to the host starts before this time.
+	BlockUntil *time.Time `json:"block_until,omitempty" yaml:"block_until,omitempty"`
 }
 
 // Config is a campaign's configuration; WithDefaults fills in what is unset
@@ -77,6 +79,9 @@ type HostRule struct {
 // plain number, so inputs written before the pointers decode as they were.
 type Config struct {
 	ID string `json:"id" yaml:"id"`
+	// Live are the rules added while the campaign runs (Rules); the
+	// workflow sets them, a start never does.
+	Live Rules `json:"live,omitempty" yaml:"-"`
 	// Run names one run of the campaign ID in the frontier: its queues,
 	// seen marks, failure records and scheduler state live under
 	// FrontierKey (ID~Run), so the runs of one ID never see each other's.
@@ -482,16 +487,9 @@ func (c Config) checkHosts() []error {
 	if d := c.HostDelay(); d < 0 || d > time.Hour {
 		errs = append(errs, fmt.Errorf("per_host_delay %s: must be between 0 (no delay) and 1h", d))
 	}
-	for _, h := range c.Hosts {
-		if h.Host == "" {
-			errs = append(errs, errors.New("hosts: every entry needs a host name"))
-		}
-		if h.Delay != nil && (*h.Delay < 0 || *h.Delay > time.Hour) {
-			errs = append(errs, fmt.Errorf("hosts %q: delay %s: must be between 0 (no delay) and 1h", h.Host, *h.Delay))
-		}
-		if h.Concurrency != nil && (*h.Concurrency < 1 || *h.Concurrency > 256) {
-			errs = append(errs, fmt.Errorf("hosts %q: concurrency %d: must be between 1 and 256", h.Host, *h.Concurrency))
-		}
+	errs = append(errs, checkHostRules(c.Hosts)...)
+	if err := c.Live.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errs
 }
@@ -604,7 +602,7 @@ func (c Config) PolitenessFor(host string) (time.Duration, int) {
 	if n == 0 {
 		n = DefaultPerHostConcurrency
 	}
-	for _, h := range c.Hosts {
+	for _, h := range append(slices.Clone(c.Hosts), c.Live.Hosts...) {
 		if strings.EqualFold(h.Host, host) {
 			if h.Delay != nil {
 				d = *h.Delay

@@ -115,6 +115,10 @@ type campaignActor struct {
 	nhosts, nsessions, hostsDown                               atomic.Int64
 	capped                                                     atomic.Bool
 	isConsuming                                                atomic.Bool // consuming, for Stats
+	// live: the campaign's live rules (rules.go), read by the record
+	// goroutines too; replaced whole, by the actor.
+	live atomic.Pointer[liveRules]
+
 	reasonsMu                                                  sync.Mutex
 	reasons                                                    map[string]int64 // failures by reason
 }
@@ -125,6 +129,10 @@ func newCampaignActor(srv *Server, cfg campaign.Config) (*campaignActor, error) 
 		return nil, err
 	}
 	scope, err := urlrule.NewScope(cfg)
+	if err != nil {
+		return nil, err
+	}
+	live, err := compileRules(cfg.Live)
 	if err != nil {
 		return nil, err
 	}
@@ -148,6 +156,7 @@ func newCampaignActor(srv *Server, cfg campaign.Config) (*campaignActor, error) 
 		reasons:     map[string]int64{},
 		timer:       time.NewTimer(time.Hour),
 	}
+	a.live.Store(&live)
 	a.ctx, a.cancel = context.WithCancel(context.Background())
 	srv.m().open(cfg.ID)
 	go a.loop()

@@ -149,6 +149,11 @@ func (a *campaignActor) leaseFrom(h *host, s *fetcherSession, now time.Time) (se
 				return session.Lease{}, false
 			}
 			e := heap.Pop(&h.queue).(*entry)
+			if re := a.live.Load().excluded(e.msg.URL); re != "" {
+				delete(a.held, e.key)
+				a.dropRecorded(e, ReasonExcluded, "excluded by "+re)
+				continue
+			}
 			if h.robots != nil && !h.robots.Allowed(urlrule.RobotsPath(e.msg.URL)) {
 				a.disallowed.Add(1)
 				delete(a.held, e.key)

@@ -346,11 +346,16 @@ type linkCand struct {
 }
 
 // linkCandidates collects the links of jobs, once each, apart from those
-// robots.txt forbids; a link with no host is never published.
+// robots.txt forbids; a link with no host, or that a live exclude
+// matches, is never published.
 func (a *campaignActor) linkCandidates(jobs []recordJob) (keys []seen.Key, cands []linkCand, robotsKeys []seen.Key, robotsURLs []string) {
 	collected := map[seen.Key]bool{}
+	live := a.live.Load()
 	for _, j := range jobs {
 		for _, l := range j.links {
+			if live.excluded(l.URL) != "" {
+				continue // out of scope since an operator's exclude
+			}
 			k := seen.KeyOf(l.URL)
 			if collected[k] {
 				continue

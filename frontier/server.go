@@ -268,6 +268,11 @@ func (s *Server) actor(cfg campaign.Config) (*campaignActor, error) {
 	if err := s.declare(key); err != nil {
 		return nil, err
 	}
+	// The live rules stored here may be newer than the config's (a fetcher
+	// session started before an operator's last change).
+	if cfg.Live, err = s.latestRules(key, cfg.Live); err != nil {
+		return nil, err
+	}
 	a, err := newCampaignActor(s, cfg)
 	if err != nil {
 		return nil, err
@@ -643,6 +648,11 @@ func (s *Server) control(req session.Request) session.Reply {
 		return rep
 	case session.OpEnd:
 		return session.Reply{Ended: s.endSessions(req.Campaign.ID, req.Keys)}
+	case session.OpRules:
+		if err := s.setRules(ctx, req.Campaign.ID, req.Campaign.Live); err != nil {
+			return session.Reply{Error: err.Error()}
+		}
+		return session.Reply{}
 	case session.OpClose:
 		st, err := s.closeCampaign(req.Campaign.ID, req.Final || req.Delete, req.Delete)
 		if err != nil {

@@ -40,6 +40,7 @@ type Activities interface {
 	Notify(context.Context, workflows.NotifyInput) error
 	FetchSession(context.Context, workflows.FetchSessionInput) (workflows.SessionCounters, error)
 	EndSessions(context.Context, workflows.EndSessionsInput) (workflows.EndSessionsResult, error)
+	SetRules(context.Context, workflows.RulesInput) error
 }
 
 // WorkerConfig configures the Temporal workers of a process.
@@ -89,7 +90,7 @@ func StartWorkers(c client.Client, cfg WorkerConfig) (*Workers, error) {
 	}
 	cw := worker.New(c, workflows.TaskQueue, opts)
 	cw.RegisterWorkflowWithOptions(workflows.Campaign, workflow.RegisterOptions{Name: workflows.WorkflowName})
-	for name, fn := range map[string]any{workflows.SeedActivity: a.Seed, workflows.MonitorActivity: a.Monitor, workflows.CloseActivity: a.Close, workflows.NotifyActivity: a.Notify, workflows.EndSessionsActivity: a.EndSessions} {
+	for name, fn := range map[string]any{workflows.SeedActivity: a.Seed, workflows.MonitorActivity: a.Monitor, workflows.CloseActivity: a.Close, workflows.NotifyActivity: a.Notify, workflows.EndSessionsActivity: a.EndSessions, workflows.RulesActivity: a.SetRules} {
 		cw.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}
 	fopts := opts

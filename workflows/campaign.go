@@ -155,6 +155,9 @@ func (r *run) registerHandlers() error {
 	}); err != nil {
 		return err
 	}
+	if err := r.registerRules(); err != nil {
+		return err
+	}
 	return workflow.SetUpdateHandlerWithOptions(r.root, UpdateScale,
 		func(ctx workflow.Context, req ScaleRequest) (ScaleResult, error) {
 			prev := r.st.FetchersDesired

@@ -14,6 +14,7 @@ type Memory struct {
 	mu sync.Mutex
 	m  map[string]map[Key]byte
 	f  map[string]map[string]session.FailureRecord
+	r  map[string][]byte
 }
 
 // NewMemory returns an empty Memory.
@@ -136,6 +137,24 @@ func (s *Memory) Campaigns(id, sep string) ([]string, error) {
 // isRunOf reports whether campaign c is id, or a run of it (id+sep+run).
 func isRunOf(c, id, sep string) bool {
 	return c == id || strings.HasPrefix(c, id+sep)
+}
+
+// SetRules implements Store.
+func (s *Memory) SetRules(c string, rules []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.r == nil {
+		s.r = map[string][]byte{}
+	}
+	s.r[c] = slices.Clone(rules)
+	return nil
+}
+
+// Rules implements Store.
+func (s *Memory) Rules(c string) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.r[c]), nil
 }
 
 // Close implements Store.

@@ -73,6 +73,13 @@ type Store interface {
 	// of one campaign ID (campaign.Config.FrontierKey) a scheduler knows.
 	Campaigns(id, sep string) ([]string, error)
 
+	// SetRules stores a campaign's live rules (campaign.Rules as JSON),
+	// replacing what it held; Rules returns them, nil when none. They
+	// outlive a restart of the scheduler, so that a rule an operator added
+	// holds from the first lease after it.
+	SetRules(campaign string, rules []byte) error
+	Rules(campaign string) ([]byte, error)
+
 	Close() error
 }
 

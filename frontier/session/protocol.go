@@ -277,6 +277,10 @@ const (
 	// and refuses them from now on, on this scheduler: how a pause, a stop
 	// or a scale-down reaches the fleet without waiting for a heartbeat.
 	OpEnd = "end"
+	// OpRules gives the scheduler a campaign's live rules
+	// (Campaign.Live, campaign.Rules; Campaign.ID is the frontier key). It
+	// answers once they apply and no lease of a URL they exclude is out.
+	OpRules = "rules"
 )
 
 // Reply answers a Request.

@@ -1,0 +1,175 @@
+package frontier
+
+import (
+	"container/heap"
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/drover-crawl/drover/campaign"
+)
+
+// Live rules (campaign.Rules): excludes and host rules an operator adds to
+// a running campaign. The workflow sends them to every scheduler
+// (session.OpRules); a scheduler stores them with the campaign's marks
+// (seen.Store.SetRules), so that they outlive its restart, and its actor
+// applies them:
+//
+//   - an exclude settles, as failures of reason "excluded", every URL it
+//     matches that the actor holds now, and every one that reaches it later
+//     from a queue (queued, parked or sent back); links it matches are
+//     not published. Its reply waits until no lease out matches it, so
+//     that once it returns no request for a matching URL starts.
+//   - a host rule sets the host's delay, concurrency and block, from its
+//     next lease on.
+//
+// A rules version lower than the one held is ignored (an older update
+// arriving late).
+
+// ReasonExcluded: an operator's exclude, added while the campaign ran,
+// matched the URL before it was fetched.
+const ReasonExcluded = "excluded"
+
+// liveRules is what an actor keeps of its campaign's live rules.
+type liveRules struct {
+	rules    campaign.Rules
+	excludes []*regexp.Regexp
+}
+
+func compileRules(r campaign.Rules) (liveRules, error) {
+	lr := liveRules{rules: r}
+	for _, s := range r.Exclude {
+		re, err := regexp.Compile(s)
+		if err != nil {
+			return liveRules{}, fmt.Errorf("exclude %q: %w", s, err)
+		}
+		lr.excludes = append(lr.excludes, re)
+	}
+	return lr, nil
+}
+
+// excluded returns the live exclude u matches, or "".
+func (lr *liveRules) excluded(u string) string {
+	for _, re := range lr.excludes {
+		if re.MatchString(u) {
+			return re.String()
+		}
+	}
+	return ""
+}
+
+// latestRules is the newer of the rules a config carries and those stored
+// here for the campaign.
+func (s *Server) latestRules(key string, given campaign.Rules) (campaign.Rules, error) {
+	raw, err := s.store.Rules(key)
+	if err != nil || raw == nil {
+		return given, err
+	}
+	var stored campaign.Rules
+	if err := json.Unmarshal(raw, &stored); err != nil {
+		return given, fmt.Errorf("stored rules of %s: %w", key, err)
+	}
+	if stored.Version > given.Version {
+		return stored, nil
+	}
+	return given, nil
+}
+
+// setRules stores a campaign's live rules and has its actor, if it has one
+// here, apply them; it returns once no lease out matches an exclude (at
+// most a lease's timeout).
+func (s *Server) setRules(ctx context.Context, key string, r campaign.Rules) error {
+	if err := r.Validate(); err != nil {
+		return err
+	}
+	a, err := s.existingActor(key)
+	if err != nil {
+		return err
+	}
+	latest, err := s.latestRules(key, r)
+	if err != nil {
+		return err
+	}
+	if latest.Version > r.Version {
+		return nil // newer rules are here already
+	}
+	raw, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	if err := s.store.SetRules(key, raw); err != nil {
+		return err
+	}
+	if a == nil {
+		return nil // the actor made later reads them (newCampaignActor)
+	}
+	lr, err := compileRules(r)
+	if err != nil {
+		return err
+	}
+	if !a.call(func() { a.applyRules(lr, time.Now()) }) {
+		return fmt.Errorf("campaign %s is closing on this scheduler", key)
+	}
+	return a.waitLeasesClear(ctx, s.cfg.LeaseTimeout+time.Second)
+}
+
+// applyRules takes newer live rules: host rules for the hosts it knows,
+// and the excludes over what it holds. Actor goroutine only.
+func (a *campaignActor) applyRules(lr liveRules, now time.Time) {
+	if lr.rules.Version <= a.live.Load().rules.Version {
+		return
+	}
+	a.live.Store(&lr)
+	a.cfg.Live = lr.rules
+	for name, h := range a.hosts {
+		h.delay, h.conc = a.cfg.PolitenessFor(name)
+		if b := a.cfg.HostBlockedUntil(name); b.After(h.next) {
+			h.next = b
+		}
+		kept := h.queue[:0]
+		for _, e := range h.queue {
+			if re := lr.excluded(e.msg.URL); re != "" {
+				delete(a.held, e.key)
+				a.dropRecorded(e, ReasonExcluded, "excluded by "+re)
+				continue
+			}
+			kept = append(kept, e)
+		}
+		clear(h.queue[len(kept):])
+		h.queue = kept
+		heap.Init(&h.queue)
+		a.place(h, now)
+	}
+	a.log.Info("live rules applied", "version", lr.rules.Version, "excludes", len(lr.rules.Exclude), "hosts", len(lr.rules.Hosts))
+}
+
+// waitLeasesClear returns once no lease out matches a live exclude, or
+// fails after within.
+func (a *campaignActor) waitLeasesClear(ctx context.Context, within time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		n := 0
+		if !a.call(func() {
+			for _, l := range a.leases {
+				if l.e != nil && a.live.Load().excluded(l.e.msg.URL) != "" {
+					n++
+				}
+			}
+		}) {
+			return nil // ended: no lease is out
+		}
+		if n == 0 {
+			return nil
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return fmt.Errorf("%d leases of excluded URLs still out after %s", n, within)
+		}
+	}
+}

@@ -1,0 +1,97 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/drover-crawl/drover/campaign"
+)
+
+// Live rules: `starter exclude` and `starter host` (or the Update from the
+// `temporal` CLI) add to a running campaign's campaign.Rules. The workflow
+// records them in its config (so continue-as-new and every fetcher session
+// started later carry them) and sends them to every scheduler
+// (RulesActivity); the Update returns once every scheduler applies them,
+// and a scheduler applies an exclude only once no lease of a URL it
+// matches is out: from then on no matching URL is fetched.
+const (
+	// UpdateRules takes RulesRequest and returns RulesResult.
+	UpdateRules = "rules"
+	// RulesActivity gives the schedulers the campaign's rules (RulesInput).
+	RulesActivity = "SetRules"
+)
+
+// RulesRequest is one change: an exclude, a host rule, or both.
+type RulesRequest struct {
+	// Exclude is a regular expression: matching URLs are no longer
+	// fetched, and those queued or held are settled as "excluded".
+	Exclude string `json:"exclude,omitempty"`
+	// Host sets one host's delay, concurrency or block, from its next
+	// lease on.
+	Host *campaign.HostRule `json:"host,omitempty"`
+}
+
+// RulesResult is the campaign's rules once the change applies everywhere.
+type RulesResult struct {
+	Rules campaign.Rules `json:"rules"`
+}
+
+// RulesInput is the input of RulesActivity: the campaign's frontier key
+// and its rules.
+type RulesInput struct {
+	Campaign string
+	Rules    campaign.Rules
+}
+
+// rulesWithin bounds RulesActivity: a scheduler answers once no lease of
+// an excluded URL is out, at most a lease's timeout (a minute by default).
+const rulesWithin = 3 * time.Minute
+
+func (r *run) registerRules() error {
+	return workflow.SetUpdateHandlerWithOptions(r.root, UpdateRules, r.onRules,
+		workflow.UpdateHandlerOptions{Validator: r.validateRules})
+}
+
+func (r *run) validateRules(_ workflow.Context, req RulesRequest) error {
+	if req.Exclude == "" && req.Host == nil {
+		return errors.New("rules: give an exclude or a host rule")
+	}
+	if req.Exclude != "" {
+		if _, err := regexp.Compile(req.Exclude); err != nil {
+			return fmt.Errorf("exclude %q: not a valid regular expression: %v", req.Exclude, err)
+		}
+	}
+	if err := r.nextRules(req).Validate(); err != nil {
+		return err
+	}
+	if r.ending != "" || r.st.State == campaign.StateStopping || isEnded(r.st.State) {
+		return fmt.Errorf("campaign %s is %s: its rules can no longer change", r.id, r.st.State)
+	}
+	return nil
+}
+
+func (r *run) nextRules(req RulesRequest) campaign.Rules {
+	next := r.cfg.Live
+	if req.Exclude != "" {
+		next = next.WithExclude(req.Exclude)
+	}
+	if req.Host != nil {
+		next = next.WithHost(*req.Host)
+	}
+	return next
+}
+
+func (r *run) onRules(ctx workflow.Context, req RulesRequest) (RulesResult, error) {
+	r.cfg.Live = r.nextRules(req)
+	rules := r.cfg.Live
+	actx := workflow.WithActivityOptions(ctx, smallOptions(rulesWithin, 5))
+	err := workflow.ExecuteActivity(actx, RulesActivity, RulesInput{Campaign: r.cfg.FrontierKey(), Rules: rules}).Get(ctx, nil)
+	if err != nil {
+		return RulesResult{Rules: rules}, fmt.Errorf("rules version %d are the campaign's, but not every scheduler took them (they get them with their next fetcher session; try again to be sure): %w", rules.Version, err)
+	}
+	return RulesResult{Rules: rules}, nil
+}
