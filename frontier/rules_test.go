@@ -1,0 +1,170 @@
+package frontier_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/seen"
+	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/urlrule"
+)
+
+// An exclude added while a campaign runs: the URLs it matches that the
+// scheduler holds are settled as "excluded" at once; the call returns only
+// after the lease of a matching URL that was out has come back; no
+// matching URL is leased afterwards, whether it was held, queued, found as
+// a link later, or seeded after the scheduler restarted on its store.
+func TestLiveExclude(t *testing.T) {
+	store := seen.NewMemory()
+	sched := startScheduler(t, frontier.DefaultServerConfig(), store)
+	const host = "http://127.66.71.1:9"
+	var seeds, cal []string
+	for i := range 10 {
+		seeds = append(seeds, fmt.Sprintf("%s/cal/%d", host, i), fmt.Sprintf("%s/keep/%d", host, i))
+		cal = append(cal, fmt.Sprintf("%s/cal/%d", host, i))
+	}
+	cfg := handCampaign(t, seeds...)
+	ctl, f := seedHand(t, sched.addr, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	// One lease out, of the first seed: /cal/0.
+	var out session.Lease
+	f.pages(t, 1, 20*time.Second, nil, func(l session.Lease) bool { out = l; return true })
+	if out.URL != cal[0] {
+		t.Fatalf("first lease %s, want %s", out.URL, cal[0])
+	}
+	waitStats(t, ctl, cfg.FrontierKey(), 20*time.Second, "every seed held, one leased", func(st session.Stats) bool { return st.Held == int64(len(seeds)) && st.InFlight == 1 })
+
+	rules := campaign.Rules{}.WithExclude("/cal/")
+	returned := make(chan error, 1)
+	ruler := control(t, sched.addr) // a control session answers one call at a time
+	go func() { returned <- ruler.SetRules(ctx, cfg.FrontierKey(), rules) }()
+	// The held ones are settled at once...
+	excluded := func() []string {
+		fs, _, err := ctl.Failures(ctx, cfg.FrontierKey(), frontier.ReasonExcluded)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var urls []string
+		for _, r := range fs {
+			urls = append(urls, r.URL)
+		}
+		slices.Sort(urls)
+		return urls
+	}
+	waitStats(t, ctl, cfg.FrontierKey(), 20*time.Second, "the held /cal/ URLs settled", func(st session.Stats) bool { return st.Held == int64(len(seeds)/2+1) })
+	if got := excluded(); !slices.Equal(got, sorted(cal[1:])) {
+		t.Fatalf("excluded %v, want %v", got, cal[1:])
+	}
+	// ...but the call waits for the lease out.
+	select {
+	case err := <-returned:
+		t.Fatalf("SetRules returned (%v) with the lease of %s still out", err, out.URL)
+	default:
+	}
+	f.report(t, session.Outcome{LeaseID: out.ID, Stored: true, Status: 200,
+		Links: []urlrule.Link{{URL: host + "/cal/new"}, {URL: host + "/keep/new"}}})
+	select {
+	case err := <-returned:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-ctx.Done():
+		t.Fatal("SetRules did not return once the lease came back")
+	}
+
+	// The rest: every /keep/ URL and the new /keep/ link, no /cal/ one.
+	var leased []string
+	f.pages(t, 4, 30*time.Second, nil, func(l session.Lease) bool {
+		leased = append(leased, l.URL)
+		f.report(t, session.Outcome{LeaseID: l.ID, Stored: true, Status: 200})
+		writeRaw(t, f.c, jsonFrame(t, session.FrameCredit, session.Credit{N: 1}))
+		return len(leased) == len(seeds)/2+1
+	})
+	for _, u := range leased {
+		if strings.Contains(u, "/cal/") {
+			t.Errorf("%s leased after the exclude returned", u)
+		}
+	}
+	if !slices.Contains(leased, host+"/keep/new") {
+		t.Errorf("the new /keep/ link was not leased: %v", leased)
+	}
+
+	waitStats(t, ctl, cfg.FrontierKey(), 20*time.Second, "every outcome recorded", func(st session.Stats) bool {
+		return st.Held == 0 && st.InFlight == 0 && st.Pending == 0
+	})
+
+	// Restarted on its store, the scheduler keeps the rule: a /cal/ URL
+	// seeded now (by a config that does not carry the rule) is settled.
+	f.c.Close()
+	sched.stop()
+	sched = startScheduler(t, frontier.DefaultServerConfig(), store)
+	ctl = control(t, sched.addr)
+	late := cfg
+	late.Seeds = []string{host + "/cal/late", host + "/keep/late"}
+	if n, err := ctl.Seed(ctx, late, late.Seeds); err != nil || n != 2 {
+		t.Fatalf("seed after restart: %d, %v", n, err)
+	}
+	f = dialRawFetcher(t, sched.addr, cfg)
+	defer f.c.Close()
+	f.pages(t, 2, 30*time.Second, nil, func(l session.Lease) bool {
+		if l.URL != host+"/keep/late" {
+			t.Errorf("leased %s after the restart, want only %s/keep/late", l.URL, host)
+		}
+		f.report(t, session.Outcome{LeaseID: l.ID, Stored: true, Status: 200})
+		return true
+	})
+	if got := excluded(); !slices.Contains(got, host+"/cal/late") {
+		t.Errorf("after the restart, excluded %v: want /cal/late among them", got)
+	}
+	waitStats(t, ctl, cfg.FrontierKey(), 20*time.Second, "/cal/late settled", func(st session.Stats) bool { return st.Held == 0 && st.Queued == 0 })
+}
+
+func sorted(s []string) []string {
+	out := slices.Clone(s)
+	slices.Sort(out)
+	return out
+}
+
+// A host rule added while a campaign runs sets the host's delay from its
+// next lease on: leases of the host come at least that far apart.
+func TestLiveHostDelay(t *testing.T) {
+	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory())
+	const host = "http://127.66.72.1:9"
+	var seeds []string
+	for i := range 6 {
+		seeds = append(seeds, fmt.Sprintf("%s/p/%d", host, i))
+	}
+	cfg := handCampaign(t, seeds...)
+	ctl, f := seedHand(t, sched.addr, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var first session.Lease
+	f.pages(t, 1, 20*time.Second, nil, func(l session.Lease) bool { first = l; return true })
+
+	const delay = 700 * time.Millisecond
+	rules := campaign.Rules{}.WithHost(campaign.HostRule{Host: "127.66.72.1", Delay: new(delay)})
+	if err := ctl.SetRules(ctx, cfg.FrontierKey(), rules); err != nil {
+		t.Fatal(err)
+	}
+	f.report(t, session.Outcome{LeaseID: first.ID, Stored: true, Status: 200})
+	var at []time.Time
+	f.pages(t, 1, 30*time.Second, nil, func(l session.Lease) bool {
+		at = append(at, time.Now())
+		f.report(t, session.Outcome{LeaseID: l.ID, Stored: true, Status: 200})
+		writeRaw(t, f.c, jsonFrame(t, session.FrameCredit, session.Credit{N: 1}))
+		return len(at) == len(seeds)-1
+	})
+	for i := 1; i < len(at); i++ {
+		if gap := at[i].Sub(at[i-1]); gap < delay-50*time.Millisecond {
+			t.Errorf("leases %d and %d %s apart, want at least the live rule's %s", i-1, i, gap, delay)
+		}
+	}
+}
