@@ -1,0 +1,117 @@
+package node_test
+
+// An operator excludes part of a site while its crawl runs, through the
+// campaign workflow's "rules" Update (what `starter exclude` sends). From
+// the moment the Update returns, the test web's server sees no request
+// for a matching URL; the matching URLs that were queued are settled as
+// failures of reason "excluded"; every other page is fetched once and the
+// campaign completes.
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/internal/await"
+	"github.com/drover-crawl/drover/testweb"
+	"github.com/drover-crawl/drover/testweb/webtest"
+	"github.com/drover-crawl/drover/workflows"
+)
+
+func TestLiveExcludeMidCrawl(t *testing.T) {
+	web := webtest.Start(t, testweb.Config{Hosts: 3, PagesPerHost: 200, CrossHost: true, Base: 142})
+	s := startStack(t)
+	cfg := s.newCampaign("exclude", web, 2)
+	cfg.PerHostDelay = new(15 * time.Millisecond)
+	// Pages whose number ends in 3 or 7: a tenth of each host, spread over
+	// every depth.
+	const exclude = `/p/[0-9]*[37]\.html$`
+	re := regexp.MustCompile(exclude)
+	wait := runCampaign(t, s.temporal.Client(), cfg, 6*time.Minute)
+
+	// The exclude lands mid-crawl, with pages ahead.
+	await.For(t, 2*time.Minute, 20*time.Millisecond, "a third of the web requested", func() error {
+		if n := web.Total(); n < len(web.Pages())/3 {
+			return fmt.Errorf("%d requests", n)
+		}
+		return nil
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	h, err := s.temporal.Client().UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID: cfg.ID, UpdateName: workflows.UpdateRules,
+		Args:         []any{workflows.RulesRequest{Exclude: exclude}},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res workflows.RulesResult
+	if err := h.Get(ctx, &res); err != nil {
+		t.Fatal(err)
+	}
+	returned := time.Now()
+	before := web.Total()
+	t.Logf("exclude returned at request %d of %d pages (rules version %d)", before, len(web.Pages()), res.Rules.Version)
+	if before >= len(web.Pages()) {
+		t.Fatalf("the crawl was over (%d requests) before the exclude: it proves nothing", before)
+	}
+
+	st := wait()
+	var late, pagesBefore []string
+	for _, r := range web.Requests() {
+		if re.MatchString(r.URL) {
+			if r.Start.After(returned) {
+				late = append(late, r.URL)
+			} else {
+				pagesBefore = append(pagesBefore, r.URL)
+			}
+		}
+	}
+	if len(late) > 0 {
+		t.Errorf("%d matching URLs requested after the exclude returned: %v", len(late), late)
+	}
+	fs, _, err := session.Failures(ctx, []string{s.sched.Addr()}, session.DevToken, st.Frontier, frontier.ReasonExcluded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	excluded := map[string]bool{}
+	for _, f := range fs {
+		excluded[f.URL] = true
+		if !re.MatchString(f.URL) {
+			t.Errorf("%s settled as excluded: it does not match %s", f.URL, exclude)
+		}
+	}
+	if len(fs) == 0 {
+		t.Error("no URL settled as excluded: the exclude met nothing queued")
+	}
+	// Every page is requested once, or is a matching one never requested.
+	for _, u := range web.Missing() {
+		if !re.MatchString(u) {
+			t.Errorf("%s (not excluded) was never requested", u)
+		}
+	}
+	if d := web.Duplicates(); len(d) > 0 {
+		t.Errorf("requested more than once: %v", d)
+	}
+	t.Logf("%d matching pages requested before the exclude, %d settled as excluded; %d pages fetched in all",
+		len(pagesBefore), len(fs), st.PagesFetched)
+	for u := range excluded {
+		if web.Count(u) > 0 {
+			t.Errorf("%s settled as excluded but requested", u)
+		}
+	}
+	// Every matching page is accounted for: fetched before the exclude,
+	// or settled as excluded (the test web links every page many times).
+	for _, u := range web.Pages() {
+		if re.MatchString(u) && web.Count(u) == 0 && !excluded[u] {
+			t.Errorf("%s matches, was never requested and is not listed as excluded", u)
+		}
+	}
+}
