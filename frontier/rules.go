@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/frontier/session"
 )
 
 // Live rules (campaign.Rules): excludes and host rules an operator adds to
@@ -30,7 +31,7 @@ import (
 
 // ReasonExcluded: an operator's exclude, added while the campaign ran,
 // matched the URL before it was fetched.
-const ReasonExcluded = "excluded"
+const ReasonExcluded = session.ReasonExcluded
 
 // liveRules is what an actor keeps of its campaign's live rules.
 type liveRules struct {

@@ -13,6 +13,9 @@ const (
 	// while it ran (deleted by hand, or lost with its node), and the URLs
 	// it held with it; the record's URL is the queue's name.
 	ReasonVanished = "vanished"
+	// ReasonExcluded: an operator's exclude, added while the campaign ran
+	// (campaign.Rules), matched the URL before it was fetched.
+	ReasonExcluded = "excluded"
 )
 
 // metricReasons are the failure reasons a metric label may take; any other
@@ -25,7 +28,7 @@ func init() {
 		page.ReasonTLS, page.ReasonReset, page.ReasonProtocol, page.ReasonTooLarge,
 		page.Reason4xx, page.Reason5xx, page.ReasonRobots, page.ReasonTrap, page.ReasonScope,
 		page.ReasonRedirect, page.ReasonGuard, page.ReasonInvalid, page.ReasonSink,
-		ReasonLost, ReasonUnreadable, ReasonVanished, page.ReasonOther,
+		ReasonLost, ReasonUnreadable, ReasonVanished, ReasonExcluded, page.ReasonOther,
 	} {
 		metricReasons[r] = true
 	}
