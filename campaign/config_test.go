@@ -199,3 +199,16 @@ func TestRedact(t *testing.T) {
 		}
 	}
 }
+
+func TestRulesWithHostMerges(t *testing.T) {
+	r := Rules{}.WithHost(HostRule{Host: "a.example", Concurrency: new(2)})
+	r = r.WithHost(HostRule{Host: "A.example", Delay: new(time.Second)})
+	r = r.WithExclude("/x/").WithExclude("/x/")
+	if r.Version != 4 || len(r.Hosts) != 1 || len(r.Exclude) != 1 {
+		t.Fatalf("rules %+v: want version 4, one host rule, one exclude", r)
+	}
+	d, n := Config{Live: r}.PolitenessFor("a.example")
+	if d != time.Second || n != 2 {
+		t.Errorf("a.example: delay %s, concurrency %d; want 1s and the earlier rule's 2", d, n)
+	}
+}

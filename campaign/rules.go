@@ -40,12 +40,27 @@ func (r Rules) WithExclude(re string) Rules {
 	return out
 }
 
-// WithHost returns r with h replacing any earlier live rule of its host
-// (compared without case), and its version advanced.
+// WithHost returns r with h merged into the live rule of its host
+// (compared without case): the fields h sets replace that rule's, the
+// others stay as they were; and its version advanced.
 func (r Rules) WithHost(h HostRule) Rules {
 	out := r.clone()
-	out.Hosts = slices.DeleteFunc(out.Hosts, func(o HostRule) bool { return strings.EqualFold(o.Host, h.Host) })
-	out.Hosts = append(out.Hosts, h)
+	i := slices.IndexFunc(out.Hosts, func(o HostRule) bool { return strings.EqualFold(o.Host, h.Host) })
+	if i < 0 {
+		out.Hosts = append(out.Hosts, h)
+	} else {
+		old := out.Hosts[i]
+		if h.Delay != nil {
+			old.Delay = h.Delay
+		}
+		if h.Concurrency != nil {
+			old.Concurrency = h.Concurrency
+		}
+		if h.BlockUntil != nil {
+			old.BlockUntil = h.BlockUntil
+		}
+		out.Hosts[i] = old
+	}
 	out.Version++
 	return out
 }

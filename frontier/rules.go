@@ -126,6 +126,12 @@ func (a *campaignActor) applyRules(lr liveRules, now time.Time) {
 	a.cfg.Live = lr.rules
 	for name, h := range a.hosts {
 		h.delay, h.conc = a.cfg.PolitenessFor(name)
+		if h.robots != nil {
+			// robots.txt's Crawl-delay wins when larger, as when it came.
+			if cd := h.robots.CrawlDelay(); cd > h.delay {
+				h.delay = min(cd, 10*time.Minute)
+			}
+		}
 		if b := a.cfg.HostBlockedUntil(name); b.After(h.next) {
 			h.next = b
 		}

@@ -1,6 +1,7 @@
 package seen
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -31,7 +32,61 @@ func (s *Pebble) moveAside(cause error) (*pebble.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("seen store %s: an empty store cannot be opened either: %w", path, err)
 	}
+	s.salvage(aside, db)
 	return db, nil
+}
+
+// salvage copies into db what it can read of the failure records and live
+// rules of the store moved aside: they are a campaign's only account of
+// the URLs that failed, where marks only save fetches. It opens the
+// damaged store read-only and reads only their key spans (a few keys a
+// campaign beside millions of marks), so a damaged table of marks is not
+// read; what fails to read stays behind, and the log says so.
+func (s *Pebble) salvage(aside string, db *pebble.DB) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("SEEN STORE: salvaging the failure records of the damaged store failed", "moved_to", aside, "err", fmt.Sprint(r))
+		}
+	}()
+	old, err := pebble.Open(aside, &pebble.Options{
+		ReadOnly: true, FS: s.fs, Merger: &pebble.Merger{Name: mergerName, Merge: mergeMarks},
+		Logger: pebbleLogger{s.log},
+		// Pebble's default stops the process on a corrupt block.
+		EventListener: &pebble.EventListener{DataCorruption: func(pebble.DataCorruptionInfo) {}},
+	})
+	if err != nil {
+		s.log.Error("SEEN STORE: the damaged store's failure records are lost: it cannot be opened to read them", "moved_to", aside, "err", err)
+		return
+	}
+	defer old.Close()
+	b := db.NewBatch()
+	defer b.Close()
+	n := 0
+	var errs []error
+	for _, kind := range []byte{kindFailure, kindRules} {
+		it, err := old.NewIter(&pebble.IterOptions{LowerBound: []byte{kind}, UpperBound: []byte{kind + 1}})
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for it.First(); it.Valid(); it.Next() {
+			if err := b.Set(it.Key(), it.Value(), nil); err != nil {
+				errs = append(errs, err)
+				break
+			}
+			n++
+		}
+		errs = append(errs, it.Error(), it.Close())
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		s.log.Error("SEEN STORE: the damaged store's failure records could not be copied", "moved_to", aside, "err", err)
+		return
+	}
+	if err := errors.Join(errs...); err != nil {
+		s.log.Error("SEEN STORE: some failure records of the damaged store could not be read; the others were kept", "kept", n, "moved_to", aside, "err", err)
+		return
+	}
+	s.log.Warn("seen store: the damaged store's failure records and live rules were kept", "kept", n, "moved_to", aside)
 }
 
 // condemn marks the store opened as generation gen damaged (a block failed
