@@ -24,6 +24,8 @@ type fakeTemporal struct {
 	updates   []any
 	updateErr error
 	rules     campaign.Rules // the live rules, which the rules Update adds to
+	// rulesAnswer, when set, is the rules Update's answer instead.
+	rulesAnswer *workflows.RulesResult
 	listQuery string
 }
 
@@ -125,6 +127,9 @@ func (f *fakeTemporal) Update(_ context.Context, id, name string, arg, result an
 			f.rules = f.rules.WithHost(*req.Host)
 		}
 		*result.(*workflows.RulesResult) = workflows.RulesResult{Rules: f.rules}
+		if f.rulesAnswer != nil {
+			*result.(*workflows.RulesResult) = *f.rulesAnswer
+		}
 	}
 	return nil
 }
