@@ -26,7 +26,7 @@ type fakeTemporal struct {
 	rules     campaign.Rules // the live rules, which the rules Update adds to
 	// rulesAnswer, when set, is the rules Update's answer instead.
 	rulesAnswer *workflows.RulesResult
-	listQuery string
+	listQuery   string
 }
 
 type fakeRun struct {
