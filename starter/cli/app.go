@@ -1,5 +1,5 @@
 // Package cli holds the starter's commands (start, status, list, pause,
-// resume, scale, restart, stop, failures, ...). The main reads the environment into an Env and calls
+// resume, scale, exclude, host, restart, stop, failures, ...). The main reads the environment into an Env and calls
 // App.Run; everything else, including the Temporal client, is reached
 // through App's fields so that tests can swap in fakes.
 //
@@ -327,6 +327,8 @@ KAFKA_BROKERS (default 127.0.0.1:9092: where start checks the default sink).`,
 		a.stopCommand(),
 		a.restartCommand(),
 		a.scaleCommand(),
+		a.excludeCommand(),
+		a.hostCommand(),
 		a.listCommand(),
 	)
 	return root

@@ -237,28 +237,47 @@ func (a *App) scaleCommand() *cobra.Command {
 			if err != nil {
 				return usagef("N %q: must be a whole number of fetchers", args[1])
 			}
-			ctx := cmd.Context()
-			c, err := a.temporal(ctx)
-			if err != nil {
-				return err
-			}
 			var res workflows.ScaleResult
-			uctx, cancel := context.WithTimeout(ctx, updateTimeout)
-			defer cancel()
-			err = c.Update(uctx, id, workflows.UpdateScale, workflows.ScaleRequest{Fetchers: n}, &res)
-			var rejected *UpdateRejectedError
-			switch {
-			case errors.Is(uctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
-				return failf("campaign %s did not answer the scale within %s; is a worker running on task queue %s?", id, updateTimeout, workflows.TaskQueue)
-			case errors.As(err, &rejected):
-				return failf("scale rejected: %s", rejected.Message)
-			case errors.Is(err, ErrNotFound):
-				return a.notRunning(ctx, c, id)
-			case err != nil:
-				return failf("cannot scale campaign %s: %v", id, err)
+			if err := a.update(cmd.Context(), id, updateSpec{what: "scale", refused: "scale rejected", within: updateTimeout},
+				workflows.UpdateScale, workflows.ScaleRequest{Fetchers: n}, &res); err != nil {
+				return err
 			}
 			fmt.Fprintf(a.Out, "campaign %s: %s\n", id, scaleText(res, n))
 			return nil
 		},
 	}
+}
+
+// updateSpec says how a command's Update is told in its errors: what it
+// is ("the scale"), the words before the workflow's refusal, and how long
+// it is waited for.
+type updateSpec struct {
+	what, refused string
+	within        time.Duration
+}
+
+// update sends Update name with arg to campaign id and decodes its result
+// into result, saying which of "no worker answered", "the workflow
+// refused" (in its own words), "no such campaign" and "it has ended"
+// applies when it does not complete.
+func (a *App) update(ctx context.Context, id string, spec updateSpec, name string, arg, result any) error {
+	c, err := a.temporal(ctx)
+	if err != nil {
+		return err
+	}
+	uctx, cancel := context.WithTimeout(ctx, spec.within)
+	defer cancel()
+	err = c.Update(uctx, id, name, arg, result)
+	var rejected *UpdateRejectedError
+	switch {
+	case errors.Is(uctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
+		return failf("campaign %s did not answer the %s within %s; is a worker running on task queue %s?", id, spec.what, spec.within, workflows.TaskQueue)
+	case errors.As(err, &rejected):
+		return failf("%s: %s", spec.refused, rejected.Message)
+	case errors.Is(err, ErrNotFound):
+		return a.notRunning(ctx, c, id)
+	case err != nil:
+		return failf("cannot send the %s to campaign %s: %v", spec.what, id, err)
+	}
+	return nil
 }

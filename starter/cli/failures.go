@@ -66,7 +66,8 @@ with it), robots (robots.txt disallows the URL, or could not be fetched),
 4xx, 5xx (the server's status), sink (every sink refused the page), lost
 (its lease was lost too often), unreadable (a frontier message or URL that
 cannot be used), vanished (a shard queue RabbitMQ lost while the campaign
-ran, named in place of a URL: the URLs it held are lost), other.
+ran, named in place of a URL: the URLs it held are lost), excluded (an
+exclude added while the campaign ran matched it: starter exclude), other.
 
 The records stay after the campaign ended. They are removed only by a new
 run of the same campaign ID or by --clear. They live in the schedulers,

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/workflows"
 )
@@ -22,7 +23,10 @@ type fakeTemporal struct {
 	signals   []sentSignal
 	updates   []any
 	updateErr error
-	listQuery string
+	rules     campaign.Rules // the live rules, which the rules Update adds to
+	// rulesAnswer, when set, is the rules Update's answer instead.
+	rulesAnswer *workflows.RulesResult
+	listQuery   string
 }
 
 type fakeRun struct {
@@ -103,13 +107,30 @@ func (f *fakeTemporal) Signal(_ context.Context, id, name string, arg any) error
 func (f *fakeTemporal) Update(_ context.Context, id, name string, arg, result any) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if _, ok := f.runs[id]; !ok {
+	r, ok := f.runs[id]
+	if !ok {
 		return fmt.Errorf("%w: workflow not found", ErrNotFound)
+	}
+	if r.describes[min(r.n, len(r.describes)-1)].Status != StatusRunning {
+		return fmt.Errorf("%w: workflow execution already completed", ErrNotFound)
 	}
 	if f.updateErr != nil {
 		return f.updateErr
 	}
 	f.updates = append(f.updates, arg)
+	if req, ok := arg.(workflows.RulesRequest); ok && name == workflows.UpdateRules {
+		// As the workflow does: add to the live rules, answer with them.
+		if req.Exclude != "" {
+			f.rules = f.rules.WithExclude(req.Exclude)
+		}
+		if req.Host != nil {
+			f.rules = f.rules.WithHost(*req.Host)
+		}
+		*result.(*workflows.RulesResult) = workflows.RulesResult{Rules: f.rules}
+		if f.rulesAnswer != nil {
+			*result.(*workflows.RulesResult) = *f.rulesAnswer
+		}
+	}
 	return nil
 }
 

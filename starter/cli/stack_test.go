@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/drover-crawl/drover/activities"
+	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/devstack"
 	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/internal/await"
@@ -23,6 +26,7 @@ import (
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"
+	"github.com/drover-crawl/drover/workflows"
 )
 
 // realStack is a whole drover on loopback for the starter to drive: a
@@ -61,12 +65,15 @@ func startRealStack(t *testing.T) *realStack {
 }
 
 // starter runs the starter as its main does (the real Temporal client,
-// preflight and release) and returns its exit code, stdout and stderr.
+// preflight, release and failure records) and returns its exit code, stdout and stderr.
 func (s *realStack) starter(t *testing.T, timeout time.Duration, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	app := &App{Env: s.env, Out: &out, Err: &errb, Dial: DialTemporal, Stats: session.CampaignStats,
-		Preflight: Preflight, Release: session.ReleaseCampaign, Interval: 200 * time.Millisecond}
+		Preflight: Preflight, Release: session.ReleaseCampaign, Interval: 200 * time.Millisecond,
+		Failures: func(ctx context.Context, addrs []string, token, id, reason string) ([]session.FailureRecord, int, error) {
+			return session.Client{Token: token}.Failures(ctx, addrs, id, reason)
+		}}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	code := app.Run(ctx, args)
@@ -136,6 +143,8 @@ func TestStarterAgainstRealStack(t *testing.T) {
 		defer cancel()
 		assert.NoError(t, sink.Check(ctx, uri, sink.Options{}), "the topic was not created")
 	})
+
+	t.Run("exclude and host", func(t *testing.T) { s.excludeAndHost(t, web) })
 }
 
 // TestStarterUnknownPolicy: a campaign naming a priority policy the
@@ -169,6 +178,55 @@ func TestStarterUnknownPolicy(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &v))
 	assert.Equal(t, "failed", v.State)
 	assert.Equal(t, int64(0), v.PagesFetched)
+}
+
+// excludeAndHost: exclude and host steer a real campaign through the
+// workflow's rules Update: the URLs the exclude matches that were queued
+// become failures "excluded", a delay of 0 comes back as 0 (not left out)
+// from the workflow, and a campaign that ended takes no rule.
+func (s *realStack) excludeAndHost(t *testing.T, web *testweb.Web) {
+	id := fmt.Sprintf("rules-%d", rand.IntN(1e9))
+	s.stopAtCleanup(t, id)
+	code, out, errOut := s.starter(t, time.Minute, append([]string{"start", "--id", id, "--allow-private", "--per-host-delay", "200ms",
+		"--sink", "kafka://" + s.kafka.Addr() + "/" + s.topic}, seedArgs(web)...)...)
+	require.Equal(t, ExitOK, code, "start: %s%s", out, errOut)
+	s.waitFetched(t, id)
+
+	odd := `/p/[0-9]*[13579]\.html$`
+	code, out, errOut = s.starter(t, 3*time.Minute, "exclude", id, odd)
+	require.Equal(t, ExitOK, code, "exclude: %s%s", out, errOut)
+	assert.Equal(t, "campaign "+id+": excluding \""+odd+"\" (rules version 1; URLs it matches that were queued are settled as \"excluded\": starter failures "+
+		id+" --reason excluded)\n", out)
+
+	host, _, err := net.SplitHostPort(web.Hosts()[0])
+	require.NoError(t, err)
+	code, out, errOut = s.starter(t, 3*time.Minute, "host", id, host, "--delay", "0", "--concurrency", "2", "--json")
+	require.Equal(t, ExitOK, code, "host: %s%s", out, errOut)
+	var res workflows.RulesResult
+	require.NoError(t, json.Unmarshal([]byte(out), &res), out)
+	assert.Equal(t, workflows.RulesResult{Rules: campaign.Rules{Version: 2, Exclude: []string{odd},
+		Hosts: []campaign.HostRule{{Host: host, Delay: new(time.Duration(0)), Concurrency: new(2)}}}}, res)
+
+	matches := regexp.MustCompile(odd)
+	await.For(t, time.Minute, 200*time.Millisecond, "URLs excluded", func() error {
+		code, out, errOut := s.starter(t, 10*time.Second, "failures", id, "--reason", "excluded", "--json")
+		var fl FailureList
+		if code != ExitOK || json.Unmarshal([]byte(out), &fl) != nil || len(fl.Failures) == 0 {
+			return fmt.Errorf("failures exited %d: %s%s", code, out, errOut)
+		}
+		t.Logf("%d URLs excluded, such as %s", len(fl.Failures), fl.Failures[0].URL)
+		for _, f := range fl.Failures {
+			assert.Regexp(t, matches, f.URL, "excluded, but the exclude does not match it")
+		}
+		return nil
+	})
+
+	code, out, errOut = s.starter(t, 3*time.Minute, "stop", id)
+	require.Equal(t, ExitOK, code, "stop: %s%s", out, errOut)
+	code, out, errOut = s.starter(t, time.Minute, "exclude", id, "/calendar/")
+	assert.Equal(t, ExitFailure, code)
+	assert.Empty(t, out)
+	assert.Equal(t, "campaign "+id+" has ended (stopped); start it again with `starter start --id "+id+" ...`\n", errOut)
 }
 
 // stopAtCleanup stops campaign id, if it still runs when the test ends, so
