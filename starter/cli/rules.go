@@ -83,10 +83,10 @@ next lease on; give at least one of:
 HOST is a host name as URLs have it (news.example, any case), without scheme,
 port or path; the rule covers every port of the host.
 
-Each host command replaces the rule an earlier one gave HOST: a flag left out
-is not kept from it, but takes the campaign's value as it was started (its
-hosts: rule for HOST, else --per-host-delay and --per-host-concurrency). A
-block in force is not shortened by a later rule.
+A flag left out keeps what an earlier host command gave HOST, else the
+campaign's value as it was started (its hosts: rule for HOST, else
+--per-host-delay and --per-host-concurrency). A block in force is not
+shortened by a later rule.
 
 It returns once every scheduler took the rule, and prints the host's rule;
 --json prints the campaign's live rules (excludes and host rules added while
@@ -114,8 +114,8 @@ it runs) as they now stand.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.DurationVar(&f.delay, "delay", 0, "time between two requests to the host (0: none); left out: the campaign's, as started")
-	fl.IntVar(&f.concurrency, "concurrency", 0, "requests to the host at once (1-256); left out: the campaign's, as started")
+	fl.DurationVar(&f.delay, "delay", 0, "time between two requests to the host (0: none); left out: the last host command's, else the campaign's")
+	fl.IntVar(&f.concurrency, "concurrency", 0, "requests to the host at once (1-256); left out: the last host command's, else the campaign's")
 	fl.StringVar(&f.blockUntil, "block-until", "", "no request to the host starts before this time: RFC 3339, or a duration from now (10m)")
 	fl.BoolVar(&f.json, "json", false, `print the campaign's live rules as JSON: {"rules": {version, exclude, hosts}}`)
 	return cmd
