@@ -648,6 +648,15 @@ func (s *Server) control(req session.Request) session.Reply {
 		return rep
 	case session.OpEnd:
 		return session.Reply{Ended: s.endSessions(req.Campaign.ID, req.Keys)}
+	case session.OpURL:
+		if len(req.URLs) != 1 {
+			return session.Reply{Error: "url: give one URL"}
+		}
+		st, err := s.urlState(req.Campaign.ID, req.URLs[0])
+		if err != nil {
+			return session.Reply{Error: err.Error()}
+		}
+		return session.Reply{URL: &st}
 	case session.OpRules:
 		if err := s.setRules(ctx, req.Campaign.ID, req.Campaign.Live); err != nil {
 			return session.Reply{Error: err.Error()}

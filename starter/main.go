@@ -66,6 +66,9 @@ func main() {
 		DropFailures: func(ctx context.Context, addrs []string, token, id string) error {
 			return sessions(token).DropFailures(ctx, addrs, id)
 		},
+		URLState: func(ctx context.Context, addrs []string, token, key, url string) (session.URLState, error) {
+			return sessions(token).URLState(ctx, addrs, key, url)
+		},
 	}
 	code := app.Run(ctx, os.Args[1:])
 	stop()

@@ -295,6 +295,8 @@ type Reply struct {
 	FailuresTotal int             `json:"failures_total,omitempty"`
 	// Ended answers OpEnd: how many of the named sessions were open here.
 	Ended int `json:"ended,omitempty"`
+	// URL answers OpURL.
+	URL *URLState `json:"url,omitempty"`
 }
 
 // MaxFailuresReply bounds the failure records in one reply (well within

@@ -206,6 +206,8 @@ type App struct {
 	// without them `failures` fails and `status` leaves the counts out.
 	Failures     FailuresFunc
 	DropFailures DropFailuresFunc
+	// URLState says where one URL stands (`url`).
+	URLState URLStateFunc
 	// Interval is the refresh period of --wait and --watch (default 2 s).
 	Interval time.Duration
 	// Now is the clock (default time.Now).
@@ -322,6 +324,7 @@ KAFKA_BROKERS (default 127.0.0.1:9092: where start checks the default sink).`,
 		a.startCommand(),
 		a.statusCommand(),
 		a.failuresCommand(),
+		a.urlCommand(),
 		a.signalCommand("pause", "Pause a campaign: fetchers stop, the frontier keeps its URLs"),
 		a.signalCommand("resume", "Resume a paused campaign"),
 		a.stopCommand(),

@@ -1,0 +1,72 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drover-crawl/drover/frontier/session"
+)
+
+func TestURLCommand(t *testing.T) {
+	at := time.Date(2026, 12, 6, 12, 0, 5, 0, time.UTC)
+	for _, c := range []struct {
+		st   session.URLState
+		err  error
+		want []string
+	}{
+		{session.URLState{URL: "http://a.example/x", State: session.URLLeased, Scheduler: "s1", LeaseDeadline: at, Host: "a.example", HostQueue: 3},
+			nil, []string{"campaign news~0abc: http://a.example/x is leased (on scheduler s1, until ", "host a.example holds 3 URLs here"}},
+		{session.URLState{URL: "http://a.example/x", State: session.URLFailed, Failure: &session.FailureRecord{Reason: "4xx", Attempts: 1, LastError: "404 Not Found", Last: at}},
+			nil, []string{"is failed: 4xx after 1 attempts", "404 Not Found"}},
+		{session.URLState{URL: "http://a.example/x", State: session.URLDone}, nil, []string{"is done: its page is stored"}},
+		{session.URLState{URL: "http://a.example/x", State: session.URLUnknown}, errors.New("scheduler s2: refused"),
+			[]string{"is unknown: never queued"}},
+	} {
+		var out, errb bytes.Buffer
+		var gotKey, gotURL string
+		app := &App{Out: &out, Err: &errb, Env: Env{Schedulers: []string{"s1", "s2"}},
+			URLState: func(_ context.Context, addrs []string, _, key, url string) (session.URLState, error) {
+				gotKey, gotURL = key, url
+				return c.st, c.err
+			}}
+		if code := app.Run(context.Background(), []string{"url", "news~0abc", "http://a.example/x"}); code != 0 {
+			t.Fatalf("exit %d: %s", code, errb.String())
+		}
+		if gotKey != "news~0abc" || gotURL != "http://a.example/x" {
+			t.Errorf("asked for %q in %q", gotURL, gotKey)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(out.String(), w) {
+				t.Errorf("output %q lacks %q", out.String(), w)
+			}
+		}
+		if (c.err != nil) != strings.Contains(errb.String(), "not every scheduler answered") {
+			t.Errorf("stderr %q, with the error %v", errb.String(), c.err)
+		}
+	}
+
+	var out bytes.Buffer
+	app := &App{Out: &out, Err: &out, URLState: func(context.Context, []string, string, string, string) (session.URLState, error) {
+		return session.URLState{URL: "http://a.example/x", State: session.URLHeld, Attempt: 2}, nil
+	}}
+	if code := app.Run(context.Background(), []string{"url", "news~0abc", "http://a.example/x", "--json"}); code != 0 {
+		t.Fatalf("exit %d: %s", code, out.String())
+	}
+	var st session.URLState
+	if err := json.Unmarshal(out.Bytes(), &st); err != nil || st.State != session.URLHeld || st.Attempt != 2 {
+		t.Errorf("--json: %q, %v", out.String(), err)
+	}
+
+	out.Reset()
+	app = &App{Out: &out, Err: &out, URLState: func(context.Context, []string, string, string, string) (session.URLState, error) {
+		return session.URLState{}, errors.New("scheduler s1: connection refused")
+	}}
+	if code := app.Run(context.Background(), []string{"url", "news~0abc", "http://a.example/x"}); code == 0 || !strings.Contains(out.String(), "connection refused") {
+		t.Errorf("no scheduler answering: exit %d, %q", code, out.String())
+	}
+}
