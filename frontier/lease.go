@@ -140,6 +140,9 @@ func (a *campaignActor) leaseFrom(h *host, s *fetcherSession, now time.Time) (se
 	l := &lease{id: a.srv.nextLease.Add(1), h: h, s: s, deadline: now.Add(a.srv.cfg.LeaseTimeout), start: now}
 	out := session.Lease{ID: l.id, Deadline: l.deadline}
 	if h.needsRobots(now) {
+		if !a.takeSlot(h, now) {
+			return session.Lease{}, false
+		}
 		h.robotsState = robotsFetching
 		out.Kind = session.KindRobots
 		out.URL = h.root
@@ -166,8 +169,10 @@ func (a *campaignActor) leaseFrom(h *host, s *fetcherSession, now time.Time) (se
 				a.ackEntry(e)
 				continue
 			}
-			if a.hostCapWaits(h) {
-				// The leases out may reach the cap, or fail: wait for them.
+			if a.hostCapWaits(h) || !a.takeSlot(h, now) {
+				// The leases out may reach the cap, or fail: wait for
+				// them; or another campaign's request to the host
+				// comes first: wait for this one's turn.
 				heap.Push(&h.queue, e)
 				return session.Lease{}, false
 			}

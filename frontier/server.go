@@ -112,6 +112,8 @@ type Server struct {
 	log   *slog.Logger
 
 	nextLease atomic.Uint64
+	// clocks: the politeness clocks its campaigns share (clocks.go).
+	clocks *hostClocks
 	// metrics: RegisterMetrics's hooks (metrics.go); nil without.
 	metrics atomic.Pointer[schedMetrics]
 
@@ -170,6 +172,7 @@ func newServer(cfg ServerConfig, mq *rabbit, store seen.Store, log *slog.Logger)
 		tombs:     map[string]time.Time{},
 		ended:     map[string]time.Time{},
 		conns:     map[net.Conn]struct{}{},
+		clocks:    newHostClocks(),
 	}, nil
 }
 

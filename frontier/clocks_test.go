@@ -1,0 +1,73 @@
+package frontier_test
+
+import (
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/seen"
+	"github.com/drover-crawl/drover/frontier/session"
+)
+
+// Two campaigns crawling one host on one scheduler share its politeness:
+// any two of their leases of the host are its delay apart, and they take
+// turns. Each campaign alone would lease at its own pace, twice as often.
+func TestCampaignsShareAHostsClock(t *testing.T) {
+	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory())
+	const host = "http://127.66.74.1:9"
+	const delay = 250 * time.Millisecond
+	const each = 8
+	type lease struct {
+		at       time.Time
+		campaign int
+	}
+	got := make(chan lease, 2*each)
+	for c := range 2 {
+		var seeds []string
+		for i := range each {
+			seeds = append(seeds, fmt.Sprintf("%s/c%d/%d", host, c, i))
+		}
+		cfg := handCampaign(t, seeds...)
+		cfg.ID = fmt.Sprintf("%s-%d", cfg.ID, c)
+		cfg.PerHostDelay = new(delay)
+		_, f := seedHand(t, sched.addr, cfg)
+		go func() {
+			defer f.c.Close()
+			n := 0
+			f.pages(t, 1, time.Minute, nil, func(l session.Lease) bool {
+				got <- lease{time.Now(), c}
+				f.report(t, session.Outcome{LeaseID: l.ID, Stored: true, Status: 200})
+				writeRaw(t, f.c, jsonFrame(t, session.FrameCredit, session.Credit{N: 1}))
+				n++
+				return n == each
+			})
+		}()
+	}
+	var ls []lease
+	for range 2 * each {
+		select {
+		case l := <-got:
+			ls = append(ls, l)
+		case <-time.After(time.Minute):
+			t.Fatalf("%d leases of %d came", len(ls), 2*each)
+		}
+	}
+	sort.Slice(ls, func(i, j int) bool { return ls[i].at.Before(ls[j].at) })
+	// The first two leases may be robots.txt's answers' neighbours; from
+	// the third on, both campaigns are waiting on the host.
+	turns := 0
+	for i := 1; i < len(ls); i++ {
+		if gap := ls[i].at.Sub(ls[i-1].at); gap < delay-50*time.Millisecond {
+			t.Errorf("leases %d (campaign %d) and %d (campaign %d) %s apart; the host's delay is %s",
+				i-1, ls[i-1].campaign, i, ls[i].campaign, gap.Round(time.Millisecond), delay)
+		}
+		if ls[i].campaign != ls[i-1].campaign {
+			turns++
+		}
+	}
+	if turns < len(ls)/2 {
+		t.Errorf("the campaigns changed turns %d times in %d leases: one went ahead of the other", turns, len(ls))
+	}
+}
