@@ -2,6 +2,7 @@ package frontier
 
 import (
 	"hash/maphash"
+	"slices"
 	"sync"
 	"time"
 )
@@ -84,6 +85,38 @@ func (c *hostClocks) slot(host, campaign string, delay time.Duration, now time.T
 	}
 	hc.res[campaign], hc.last = at, at
 	return at
+}
+
+// started moves host's clock to a request start an outcome reported, which
+// comes after its lease by the lease's transit to the fetcher: the next
+// slots, those reserved included, are each a delay after it and after
+// one another.
+func (c *hostClocks) started(host string, start time.Time, delay time.Duration) {
+	sh := &c.shards[maphash.String(c.seed, host)%clockShards]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	hc := sh.clocks[host]
+	if hc == nil {
+		return
+	}
+	type res struct {
+		campaign string
+		at       time.Time
+	}
+	var rs []res
+	for c, at := range hc.res {
+		rs = append(rs, res{c, at})
+	}
+	slices.SortFunc(rs, func(a, b res) int { return a.at.Compare(b.at) })
+	last := maxTime(hc.last, start)
+	if len(rs) > 0 {
+		last = start
+	}
+	for _, r := range rs {
+		at := maxTime(r.at, last.Add(delay))
+		hc.res[r.campaign], last = at, at
+	}
+	hc.last = maxTime(hc.last, last)
 }
 
 func (sh *clockShard) sweep(now time.Time) {

@@ -39,6 +39,9 @@ func (a *campaignActor) onOutcomes(s *fetcherSession, items []session.Outcome) {
 		// transit; an outcome without Took counts from now.
 		if start := now.Add(-o.Took); start.Add(h.delay).After(h.next) {
 			h.next = start.Add(h.delay)
+			if h.delay > 0 && a.srv.clocks != nil {
+				a.srv.clocks.started(h.name, start, h.delay)
+			}
 		}
 		if l.e == nil {
 			a.trimHost(h, now)

@@ -1,0 +1,55 @@
+package node_test
+
+// Two campaigns crawl one host through one scheduler: the test web's
+// server sees every two requests to the host at least the host's delay
+// apart, whichever campaign made them, and the campaigns take turns.
+
+import (
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/drover-crawl/drover/testweb"
+	"github.com/drover-crawl/drover/testweb/webtest"
+)
+
+func TestTwoCampaignsShareAHostsPoliteness(t *testing.T) {
+	web := webtest.Start(t, testweb.Config{Hosts: 1, PagesPerHost: 12, NoExtras: true, Base: 144})
+	s := startStack(t)
+	const delay = 500 * time.Millisecond
+	var waits []func() // each campaign's wait for its end
+	for _, ua := range []string{"drover-test-a", "drover-test-b"} {
+		cfg := s.newCampaign("shared", web, 1)
+		cfg.PerHostDelay = new(delay)
+		cfg.UserAgent = ua
+		w := runCampaign(t, s.temporal.Client(), cfg, 3*time.Minute)
+		waits = append(waits, func() { w() })
+	}
+	for _, w := range waits {
+		w()
+	}
+	reqs := web.Requests()
+	sort.Slice(reqs, func(i, j int) bool { return reqs[i].Start.Before(reqs[j].Start) })
+	if len(reqs) < 2*len(web.Pages()) {
+		t.Fatalf("%d requests; want every page from each campaign (%d)", len(reqs), 2*len(web.Pages()))
+	}
+	for i := 1; i < len(reqs); i++ {
+		if gap := reqs[i].Start.Sub(reqs[i-1].Start); gap < delay {
+			t.Errorf("%s (%s) and %s (%s) %s apart at the server; the host's delay is %s",
+				reqs[i-1].URL, reqs[i-1].UA, reqs[i].URL, reqs[i].UA, gap.Round(time.Millisecond), delay)
+		}
+	}
+	// While both crawl (the first half of the requests), each has at least
+	// 40% of them.
+	half := reqs[:len(reqs)/2]
+	n := map[string]int{}
+	for _, r := range half {
+		n[r.UA]++
+	}
+	for _, ua := range []string{"drover-test-a", "drover-test-b"} {
+		if share := float64(n[ua]) / float64(len(half)); share < 0.4 {
+			t.Errorf("campaign %s made %d of the first %d requests (%.0f%%): the other went ahead", ua, n[ua], len(half), 100*share)
+		}
+	}
+	t.Logf("%d requests; first half by campaign: %v", len(reqs), n)
+}
