@@ -317,6 +317,10 @@ func (r *Runner) handle(ctx context.Context, l session.Lease) session.Outcome {
 		return o
 	}
 	r.m.fetched(r.cfg.ID, res, time.Since(start))
+	if !res.Answered.IsZero() {
+		// The server's response time, for an adaptive delay.
+		o.Latency = res.Answered.Sub(start)
+	}
 	// Took is measured from when the response head arrived (or from now,
 	// without a response): the scheduler spaces the host's next start from
 	// (report time - Took), which must not be before this request reached

@@ -129,6 +129,11 @@ type Config struct {
 	// DefaultPerHostDelay, 0 none. See HostDelay.
 	PerHostDelay *time.Duration `json:"per_host_delay,omitempty" yaml:"per_host_delay,omitempty"`
 	Hosts        []HostRule     `json:"hosts,omitempty" yaml:"hosts,omitempty"`
+	// DelayFactor adapts a host's delay to the server: its requests start
+	// at least DelayFactor times its last response time apart (Heritrix's
+	// delayFactor, Scrapy's AutoThrottle), and never less than its
+	// delay; at most MaxAdaptiveDelay. 0: off.
+	DelayFactor float64 `json:"delay_factor,omitempty" yaml:"delay_factor,omitempty"`
 
 	Priority   string   `json:"priority" yaml:"priority"`
 	UserAgent  string   `json:"user_agent" yaml:"user_agent"`
@@ -488,6 +493,9 @@ func (c Config) checkHosts() []error {
 		errs = append(errs, fmt.Errorf("per_host_delay %s: must be between 0 (no delay) and 1h", d))
 	}
 	errs = append(errs, checkHostRules(c.Hosts)...)
+	if c.DelayFactor < 0 || c.DelayFactor > 100 || math.IsNaN(c.DelayFactor) {
+		errs = append(errs, fmt.Errorf("delay_factor %g: must be between 0 (off) and 100", c.DelayFactor))
+	}
 	if err := c.Live.Validate(); err != nil {
 		errs = append(errs, err)
 	}

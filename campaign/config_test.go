@@ -46,6 +46,8 @@ func TestValidate(t *testing.T) {
 		{"notify not http", func(c *Config) { c.NotifyURL = "mailto:ops@example.org" }, "notify_url"},
 		{"tiny body cap", func(c *Config) { c.BodyCap = 10 }, "body_cap 10"},
 		{"embeds in scope only", func(c *Config) { c.EmbedHops = new(0) }, ""},
+		{"adaptive delay", func(c *Config) { c.DelayFactor = 2.5 }, ""},
+		{"negative delay factor", func(c *Config) { c.DelayFactor = -1 }, "delay_factor -1: must be between 0 (off) and 100"},
 		{"negative embed hops", func(c *Config) { c.EmbedHops = new(-1) }, "embed_hops -1: must be between 0"},
 		{"embed hops past the bound", func(c *Config) { c.EmbedHops = new(MaxEmbedHops + 1) }, "embed_hops 6"},
 	}

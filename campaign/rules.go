@@ -121,3 +121,15 @@ func (c Config) HostBlockedUntil(host string) time.Time {
 	}
 	return t
 }
+
+// MaxAdaptiveDelay bounds the delay DelayFactor gives a slow host.
+const MaxAdaptiveDelay = time.Minute
+
+// AdaptiveDelay is the delay DelayFactor asks of a host that answered in
+// latency: 0 when off.
+func (c Config) AdaptiveDelay(latency time.Duration) time.Duration {
+	if c.DelayFactor <= 0 || latency <= 0 {
+		return 0
+	}
+	return min(time.Duration(c.DelayFactor*float64(latency)), MaxAdaptiveDelay)
+}

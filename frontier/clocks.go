@@ -131,10 +131,10 @@ func (sh *clockShard) sweep(now time.Time) {
 // campaign's request comes first, h waits for the slot reserved for this
 // campaign. A host without delay shares nothing. Actor goroutine only.
 func (a *campaignActor) takeSlot(h *host, now time.Time) bool {
-	if h.delay <= 0 || a.srv.clocks == nil {
+	if h.spacing() <= 0 || a.srv.clocks == nil {
 		return true
 	}
-	at := a.srv.clocks.slot(h.name, a.key, h.delay, now)
+	at := a.srv.clocks.slot(h.name, a.key, h.spacing(), now)
 	if at.After(now) {
 		h.next = maxTime(h.next, at)
 		return false

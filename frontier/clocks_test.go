@@ -71,3 +71,38 @@ func TestCampaignsShareAHostsClock(t *testing.T) {
 		t.Errorf("the campaigns changed turns %d times in %d leases: one went ahead of the other", turns, len(ls))
 	}
 }
+
+// A campaign with a delay_factor spaces a host's requests by its response
+// time: once the server answers slowly, the next starts are factor times
+// that apart, though the campaign's delay is a millisecond.
+func TestAdaptiveDelay(t *testing.T) {
+	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory())
+	const host = "http://127.66.75.1:9"
+	var seeds []string
+	for i := range 6 {
+		seeds = append(seeds, fmt.Sprintf("%s/p/%d", host, i))
+	}
+	cfg := handCampaign(t, seeds...)
+	cfg.DelayFactor = 2
+	_, f := seedHand(t, sched.addr, cfg)
+	defer f.c.Close()
+	latencies := []time.Duration{50 * time.Millisecond, 50 * time.Millisecond, time.Second, time.Second, time.Second}
+	var at []time.Time
+	f.pages(t, 1, time.Minute, nil, func(l session.Lease) bool {
+		at = append(at, time.Now())
+		n := len(at) - 1
+		f.report(t, session.Outcome{LeaseID: l.ID, Stored: true, Status: 200, Latency: latencies[min(n, len(latencies)-1)]})
+		writeRaw(t, f.c, jsonFrame(t, session.FrameCredit, session.Credit{N: 1}))
+		return len(at) == 5
+	})
+	for i := 1; i < len(at); i++ {
+		gap, want := at[i].Sub(at[i-1]), 2*latencies[i-1]
+		if gap < want-50*time.Millisecond {
+			t.Errorf("lease %d came %s after the one that answered in %s; want at least %s (factor 2)",
+				i, gap.Round(time.Millisecond), latencies[i-1], want)
+		}
+		if latencies[i-1] < 100*time.Millisecond && gap > time.Second {
+			t.Errorf("lease %d came %s after a fast answer: the slow pace came early", i, gap.Round(time.Millisecond))
+		}
+	}
+}

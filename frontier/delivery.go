@@ -160,5 +160,5 @@ func (a *campaignActor) expectedWait(h *host, now time.Time) time.Duration {
 	if h.robotsState == robotsReady && h.robots != nil && h.robots.Unreachable {
 		wait = max(wait, h.robotsAt.Sub(now))
 	}
-	return wait + time.Duration(len(h.queue))*h.delay
+	return wait + time.Duration(len(h.queue))*h.spacing()
 }

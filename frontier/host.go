@@ -74,8 +74,12 @@ type host struct {
 	next time.Time
 	// wake is when the host may lease again (next, or later while its
 	// robots.txt is unreachable): the waiting heap's key.
-	wake        time.Time
-	delay       time.Duration
+	wake  time.Time
+	delay time.Duration
+	// adapt: the delay the campaign's delay_factor asks after the host's
+	// last response time (campaign.Config.AdaptiveDelay); spacing is the
+	// larger of the two.
+	adapt       time.Duration
 	conc        int
 	robots      *urlrule.Robots
 	robotsState robotsState
@@ -170,3 +174,8 @@ func (h *hostHeap) Pop() any {
 func (h *hostHeap) remove(hh *host) {
 	heap.Remove(h, hh.index)
 }
+
+// spacing is the time between two request starts to h: its delay
+// (configured, or robots.txt's Crawl-delay), or the adaptive delay its
+// last response time asks, whichever is larger.
+func (h *host) spacing() time.Duration { return max(h.delay, h.adapt) }

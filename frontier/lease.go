@@ -184,7 +184,7 @@ func (a *campaignActor) leaseFrom(h *host, s *fetcherSession, now time.Time) (se
 		}
 	}
 	h.inflight++
-	h.next = now.Add(h.delay)
+	h.next = now.Add(h.spacing())
 	a.srv.m().leaseGranted(a.cfg.ID, l.e == nil)
 	if l.e != nil && !l.e.arrived.IsZero() {
 		a.srv.m().politenessWait(a.cfg.ID, now.Sub(l.e.arrived))

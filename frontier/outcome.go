@@ -37,10 +37,13 @@ func (a *campaignActor) onOutcomes(s *fetcherSession, items []session.Outcome) {
 		// Space request starts: the request started no later than now-Took
 		// (Took is measured from after the request), whatever the lease's
 		// transit; an outcome without Took counts from now.
-		if start := now.Add(-o.Took); start.Add(h.delay).After(h.next) {
-			h.next = start.Add(h.delay)
-			if h.delay > 0 && a.srv.clocks != nil {
-				a.srv.clocks.started(h.name, start, h.delay)
+		if o.Latency > 0 {
+			h.adapt = a.cfg.AdaptiveDelay(o.Latency)
+		}
+		if start := now.Add(-o.Took); start.Add(h.spacing()).After(h.next) {
+			h.next = start.Add(h.spacing())
+			if h.spacing() > 0 && a.srv.clocks != nil {
+				a.srv.clocks.started(h.name, start, h.spacing())
 			}
 		}
 		if l.e == nil {
@@ -123,7 +126,7 @@ func (a *campaignActor) settleOutcome(h *host, e *entry, o session.Outcome, orig
 		}
 	case o.Backoff || o.Retry:
 		if o.Backoff {
-			wait := max(o.RetryAfter, 2*h.delay, time.Second)
+			wait := max(o.RetryAfter, 2*h.spacing(), time.Second)
 			h.next = maxTime(h.next, now.Add(wait))
 		}
 		attempt := e.attempt + 1
@@ -358,9 +361,9 @@ func (a *campaignActor) sitemapsFailed(links []urlrule.Link, tries int, err erro
 func (a *campaignActor) trimHost(h *host, now time.Time) {
 	conc := max(h.conc, 1)
 	keep := conc
-	if h.delay > 0 {
+	if h.spacing() > 0 {
 		// Starts are a delay apart whatever the concurrency.
-		keep = max(conc, int(holdWindow/h.delay))
+		keep = max(conc, int(holdWindow/h.spacing()))
 	}
 	if len(h.queue) <= keep {
 		return
@@ -373,7 +376,7 @@ func (a *campaignActor) trimHost(h *host, now time.Time) {
 			continue
 		}
 		delete(a.held, e.key)
-		a.park(e, time.Duration(i)*h.delay, e.attempt, e.lost, "", "")
+		a.park(e, time.Duration(i)*h.spacing(), e.attempt, e.lost, "", "")
 	}
 	heap.Init(&kept)
 	h.queue = kept

@@ -213,6 +213,10 @@ type Outcome struct {
 	// Took is the time from the request's start to this report; the
 	// scheduler uses it to space a host's request starts by its delay.
 	Took time.Duration `json:"took,omitempty"`
+	// Latency is the server's response time: from the request's start to
+	// its response head (0 without a response). A campaign with a
+	// delay_factor spaces the host's requests by it.
+	Latency time.Duration `json:"latency,omitempty"`
 	// Reason classifies a failure in one word (page.Reason*: "dns",
 	// "refused", "timeout", "tls", "reset", "4xx", "5xx", "sink", ...), for
 	// the failure report and the counts by reason.

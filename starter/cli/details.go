@@ -71,6 +71,9 @@ func Details(cfg campaign.Config) string {
 		row("max duration", "none")
 	}
 	row("per host", fmt.Sprintf("%d at a time, %s between starts", cfg.PerHostConcurrency, cfg.HostDelay()))
+	if cfg.DelayFactor > 0 {
+		row("adaptive delay", fmt.Sprintf("%g x the host's last response time, at most %s", cfg.DelayFactor, campaign.MaxAdaptiveDelay))
+	}
 	row("unreachable host", fmt.Sprintf("failed after %d retries, the first after %s", cfg.HostRetryCount(), cfg.HostRetryBackoff()))
 	row("fail after", fmt.Sprintf("%s with every fetcher failing", cfg.FailAfterDuration()))
 	row("priority", cfg.Priority)
