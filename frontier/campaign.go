@@ -111,6 +111,7 @@ type campaignActor struct {
 	fetched, failed, retried, disallowed, duplicates, deadLtrd atomic.Int64
 	skipped, discovered, published, recordFailed               atomic.Int64
 	robotsDropped, ackFailed, messages                         atomic.Int64
+	clockWaits                                                 atomic.Int64
 	inflight                                                   atomic.Int64
 	nhosts, nsessions, hostsDown                               atomic.Int64
 	capped                                                     atomic.Bool

@@ -136,6 +136,7 @@ func (a *campaignActor) takeSlot(h *host, now time.Time) bool {
 	}
 	at := a.srv.clocks.slot(h.name, a.key, h.spacing(), now)
 	if at.After(now) {
+		a.clockWaits.Add(1)
 		h.next = maxTime(h.next, at)
 		return false
 	}

@@ -180,6 +180,7 @@ func newServerCollector(s *Server) *serverCollector {
 		"record_failures_total":      "Outcome batches whose recording failed (publish or seen store); their URLs went back.",
 		"urls_skipped_total":         "URLs dropped by max-pages-per-host.",
 		"robots_dropped_links_total": "Links robots.txt forbids, recorded instead of published.",
+		"shared_clock_waits_total":   "Leases put off because another campaign's request to the host came first (the hosts' clocks all campaigns share).",
 	} {
 		col.counters[n] = prometheus.NewDesc(name(n), help, c, nil)
 	}
@@ -249,6 +250,7 @@ func (col *serverCollector) Collect(ch chan<- prometheus.Metric) {
 		counter("record_failures_total", a.recordFailed.Load())
 		counter("urls_skipped_total", a.skipped.Load())
 		counter("robots_dropped_links_total", a.robotsDropped.Load())
+		counter("shared_clock_waits_total", a.clockWaits.Load())
 		gauge("deliveries_held", a.unacked.Load())
 		gauge("leases_in_flight", a.inflight.Load())
 		gauge("publishes_pending", a.pending.Load())
