@@ -10,6 +10,7 @@ package node_test
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"testing"
 	"time"
@@ -113,5 +114,71 @@ func TestLiveExcludeMidCrawl(t *testing.T) {
 		if re.MatchString(u) && web.Count(u) == 0 && !excluded[u] {
 			t.Errorf("%s matches, was never requested and is not listed as excluded", u)
 		}
+	}
+}
+
+// The exclude outlives its scheduler: SIGKILLed right after the Update
+// returned and started again on the same seen store, while the fetchers'
+// sessions still carry the config from before the exclude, the scheduler
+// settles the matching URLs RabbitMQ gives it back, and none is requested.
+func TestLiveExcludeSurvivesSchedulerKill(t *testing.T) {
+	web := webtest.Start(t, testweb.Config{Hosts: 3, PagesPerHost: 200, CrossHost: true, Base: 145})
+	s := startServices(t)
+	addr := freeAddr(t)
+	seenPath := filepath.Join(t.TempDir(), "seen-0")
+	sched := startSchedulerProc(t, addr, 0, 1, seenPath)
+	startWorkerProc(t, "worker-0", []string{addr}, s.temporal.Address(), s.kafka.Addr())
+	cfg := s.newCampaign("exclude-kill", web, 2)
+	cfg.PerHostDelay = new(15 * time.Millisecond)
+	const exclude = `/p/[0-9]*[37]\.html$`
+	re := regexp.MustCompile(exclude)
+	wait := runCampaign(t, s.temporal.Client(), cfg, 6*time.Minute)
+	await.For(t, 2*time.Minute, 20*time.Millisecond, "a fifth of the web requested", func() error {
+		if n := web.Total(); n < len(web.Pages())/5 {
+			return fmt.Errorf("%d requests", n)
+		}
+		return nil
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	h, err := s.temporal.Client().UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID: cfg.ID, UpdateName: workflows.UpdateRules,
+		Args: []any{workflows.RulesRequest{Exclude: exclude}}, WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Get(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	returned := time.Now()
+	sched.Kill()
+	atKill := web.Total()
+	if atKill >= len(web.Pages()) {
+		t.Fatalf("the crawl was over (%d requests) before the kill: nothing tested", atKill)
+	}
+	startSchedulerProc(t, addr, 0, 1, seenPath)
+	st := wait()
+	var late []string
+	for _, r := range web.Requests() {
+		if re.MatchString(r.URL) && r.Start.After(returned) {
+			late = append(late, r.URL)
+		}
+	}
+	if len(late) > 0 {
+		t.Errorf("%d matching URLs requested after the exclude returned and the scheduler restarted: %v", len(late), late)
+	}
+	for _, u := range web.Missing() {
+		if !re.MatchString(u) {
+			t.Errorf("%s (not excluded) was never requested", u)
+		}
+	}
+	fs, _, err := session.Failures(ctx, []string{addr}, testToken, st.Frontier, frontier.ReasonExcluded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("killed at request %d of %d pages; %d settled as excluded (failure records kept across the kill)", atKill, len(web.Pages()), len(fs))
+	if len(fs) == 0 {
+		t.Error("no URL settled as excluded")
 	}
 }
