@@ -1,0 +1,134 @@
+package node_test
+
+// Politeness steered while a crawl runs, by the server's own clock: a host
+// rule sent mid-crawl spaces the host's requests from the next lease on,
+// and a campaign's delay_factor follows a server that slows down.
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/internal/await"
+	"github.com/drover-crawl/drover/testweb"
+	"github.com/drover-crawl/drover/testweb/webtest"
+	"github.com/drover-crawl/drover/workflows"
+)
+
+func TestLiveHostRuleMidCrawl(t *testing.T) {
+	web := webtest.Start(t, testweb.Config{Hosts: 2, PagesPerHost: 30, CrossHost: true, Base: 146})
+	s := startStack(t)
+	cfg := s.newCampaign("hostrule", web, 2)
+	cfg.PerHostDelay = new(5 * time.Millisecond)
+	wait := runCampaign(t, s.temporal.Client(), cfg, 4*time.Minute)
+	target := web.Hosts()[0]
+	name, _, _ := cutPort(target)
+	await.For(t, time.Minute, 10*time.Millisecond, "some pages requested", func() error {
+		if n := web.Total(); n < 20 {
+			return fmt.Errorf("%d requests", n)
+		}
+		return nil
+	})
+	const delay = 250 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	h, err := s.temporal.Client().UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID: cfg.ID, UpdateName: workflows.UpdateRules, WaitForStage: client.WorkflowUpdateStageCompleted,
+		Args: []any{workflows.RulesRequest{Host: &campaign.HostRule{Host: name, Delay: new(delay)}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Get(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	returned := time.Now()
+	wait()
+	var after []time.Time
+	for _, r := range web.Requests() {
+		if r.Host == target && r.Start.After(returned) {
+			after = append(after, r.Start)
+		}
+	}
+	sort.Slice(after, func(i, j int) bool { return after[i].Before(after[j]) })
+	if len(after) < 5 {
+		t.Fatalf("%d requests to %s after the rule: the crawl of it was over, nothing tested", len(after), target)
+	}
+	// The first may come from a lease granted before the rule.
+	for i := 2; i < len(after); i++ {
+		if gap := after[i].Sub(after[i-1]); gap < delay {
+			t.Errorf("requests %d and %d to %s %s apart at the server, after a rule of %s", i-1, i, target, gap.Round(time.Millisecond), delay)
+		}
+	}
+	t.Logf("%d requests to %s after the rule, each %s or more apart", len(after), target, delay)
+}
+
+func cutPort(hostport string) (host, port string, ok bool) {
+	for i := len(hostport) - 1; i >= 0; i-- {
+		if hostport[i] == ':' {
+			return hostport[:i], hostport[i+1:], true
+		}
+	}
+	return hostport, "", false
+}
+
+// A server that answers in 50 ms, then in 1 s: at delay_factor 2 the gaps
+// between its request starts reach 2 s within 5 requests of the slowdown.
+func TestAdaptiveDelayFollowsASlowServer(t *testing.T) {
+	const fast, slow, fastFor = 50 * time.Millisecond, time.Second, 4
+	var mu sync.Mutex
+	var starts []time.Time
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		starts = append(starts, time.Now())
+		n := len(starts)
+		mu.Unlock()
+		if n <= fastFor {
+			time.Sleep(fast)
+		} else {
+			time.Sleep(slow)
+		}
+		if r.URL.Path == "/robots.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, "<html><body>")
+		for i := range 12 {
+			fmt.Fprintf(w, `<a href="/p/%d">%d</a>`, i, i)
+		}
+		fmt.Fprint(w, "</body></html>")
+	}))
+	defer srv.Close()
+	s := startStack(t)
+	cfg := campaign.Config{ID: fmt.Sprintf("adaptive-%d", time.Now().UnixNano()), Seeds: []string{srv.URL + "/"}, Fetchers: 2,
+		AllowPrivate: true, PerHostDelay: new(time.Millisecond), DelayFactor: 2, MaxPages: fastFor + 5,
+		Sinks: []string{"kafka://" + s.kafka.Addr() + "/" + s.topic}}
+	runCampaign(t, s.temporal.Client(), cfg, 4*time.Minute)()
+	mu.Lock()
+	defer mu.Unlock()
+	var gaps []time.Duration
+	for i := 1; i < len(starts); i++ {
+		gaps = append(gaps, starts[i].Sub(starts[i-1]).Round(time.Millisecond))
+	}
+	t.Logf("gaps between request starts: %v", gaps)
+	reached := -1
+	for i := fastFor; i < len(gaps); i++ {
+		if gaps[i] >= 2*slow {
+			reached = i
+			break
+		}
+	}
+	if reached < 0 || reached-fastFor >= 5 {
+		t.Errorf("the gaps did not reach %s within 5 requests of the slowdown: %v", 2*slow, gaps)
+	}
+}
+
