@@ -119,8 +119,8 @@ type campaignActor struct {
 	// goroutines too; replaced whole, by the actor.
 	live atomic.Pointer[liveRules]
 
-	reasonsMu                                                  sync.Mutex
-	reasons                                                    map[string]int64 // failures by reason
+	reasonsMu sync.Mutex
+	reasons   map[string]int64 // failures by reason
 }
 
 func newCampaignActor(srv *Server, cfg campaign.Config) (*campaignActor, error) {
