@@ -200,6 +200,7 @@ func TestHoleFailedRecordRedeliveryIsNotADuplicate(t *testing.T) {
 // slice once overwrote it: a failed URL left held, its redelivery then
 // acked as a duplicate.
 func TestRecordFailureSendsBackOnlyItsOutcomes(t *testing.T) {
+	testenv.NeedsRabbitMQ(t) // each case starts a scheduler: skip the test, not only its cases
 	for i, tc := range []struct{ n, bad, faults int }{
 		{2, 0, 2}, // the batch, then the bad outcome alone
 		{3, 1, 3}, // the batch, [bad, p3], [bad]
