@@ -34,8 +34,9 @@ bin/temporal:
 # that needs RabbitMQ, PostgreSQL, a Temporal dev server, a browser or
 # another program of the machine, or takes more than a few seconds
 # (internal/testenv says which), so it needs none of them, nor bin/temporal.
-# Under 2 minutes on 2 cores; no -race (make test has it). -timeout bounds a
-# test that starts waiting on a service it should have skipped for.
+# Under a minute on 2 cores with the build cache warm (a first run compiles
+# everything: about 5 minutes); no -race (make test has it). -timeout bounds
+# a test that starts waiting on a service it should have skipped for.
 unit:
 	$(GO) test -short -count=1 -timeout 3m ./...
 	cd bench && $(GO) test -short -count=1 -timeout 3m ./...

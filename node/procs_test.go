@@ -41,7 +41,8 @@ func TestMain(m *testing.M) {
 
 // binaries builds ./scheduler, ./worker and ./starter (without -race: they are the
 // processes under test, not the test) and returns their directory. The
-// build takes tens of seconds: it skips the test under -short.
+// build is slow (18 s here with a warm cache, under load): it skips the
+// test under -short.
 func binaries(t *testing.T) string {
 	t.Helper()
 	testenv.Slow(t)
