@@ -14,7 +14,7 @@ GO ?= go
 # in bench/ (its own module), so relative paths are bench/'s.
 BENCH_FLAGS ?=
 
-.PHONY: all test bench chaos load dev demo build lint clean distclean bin/temporal
+.PHONY: all unit test bench chaos load dev demo build lint clean distclean bin/temporal
 
 all: build
 
@@ -29,6 +29,17 @@ bin/temporal:
 		GOBIN=$(CURDIR)/bin $(GO) install github.com/temporalio/cli/cmd/temporal@$(TEMPORAL_CLI_VERSION) && \
 		echo "$(TEMPORAL_CLI_VERSION)" > $(TEMPORAL_STAMP); \
 	fi
+
+# The fast tier, for every change: go test -short, which skips each test
+# that needs RabbitMQ, PostgreSQL, a Temporal dev server, a browser or
+# another program of the machine, or takes more than a few seconds
+# (internal/testenv says which), so it needs none of them, nor bin/temporal.
+# Under a minute on 2 cores with the build cache warm (a first run compiles
+# everything: about 5 minutes); no -race (make test has it). -timeout bounds
+# a test that starts waiting on a service it should have skipped for.
+unit:
+	$(GO) test -short -count=1 -timeout 3m ./...
+	cd bench && $(GO) test -short -count=1 -timeout 3m ./...
 
 # Integration tests start their own Temporal dev server from bin/temporal and
 # their own in-memory Kafka on free ports, and use the machine's RabbitMQ and

@@ -15,6 +15,7 @@ import (
 
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/internal/testenv"
 	"github.com/drover-crawl/drover/workflows"
 )
 
@@ -54,6 +55,7 @@ func (s *slowScheduler) Close() error { return nil }
 // testsuite checks heartbeats on the real clock) and must succeed at its
 // first attempt.
 func TestSmallActivitiesOutliveTheirHeartbeatTimeout(t *testing.T) {
+	testenv.Slow(t) // 10 s of wall time: heartbeat timeouts run on the real clock
 	const heartbeat = 2 * time.Second
 	const work = 5 * time.Second // > 2 × heartbeat
 	cases := []struct {

@@ -14,6 +14,7 @@ import (
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/fetch"
 	"github.com/drover-crawl/drover/internal/await"
+	"github.com/drover-crawl/drover/internal/testenv"
 	"github.com/drover-crawl/drover/page"
 	"github.com/drover-crawl/drover/sink"
 )
@@ -146,6 +147,7 @@ func TestSinkOpenFailureIsSharedNotKept(t *testing.T) {
 // pgx's connect would fail on it), and the sink stays open until the last
 // session gives it back.
 func TestCampaignSinksSharedThroughAcquireSinks(t *testing.T) {
+	testenv.NeedsPostgres(t)
 	table := fmt.Sprintf("drover_test_shared_sinks_%d", time.Now().UnixNano())
 	pg := "postgres://postgres@127.0.0.1:5432/test?sslmode=disable&table=" + table
 	t.Cleanup(func() { dropTable(t, table) })

@@ -25,6 +25,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"gopkg.in/yaml.v3"
+
+	"github.com/drover-crawl/drover/internal/testenv"
 )
 
 // composeService is what the checks read of a service in the output of
@@ -70,6 +72,7 @@ func composeConfig(t *testing.T, root string, env ...string) (string, error) {
 }
 
 func TestComposeFile(t *testing.T) {
+	testenv.NeedsTool(t, "docker-compose")
 	root, err := RepoRoot(".")
 	require.NoError(t, err)
 	raw, err := os.ReadFile(filepath.Join(root, "docker-compose.yml"))

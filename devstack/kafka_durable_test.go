@@ -11,6 +11,8 @@ import (
 
 	"github.com/segmentio/kafka-go"
 	"github.com/stretchr/testify/require"
+
+	"github.com/drover-crawl/drover/internal/testenv"
 )
 
 // produceAll writes n records (keys k0..k{n-1}, bodies of up to 64 KiB) to
@@ -64,6 +66,7 @@ func requireSame(t *testing.T, want, got map[string][]byte) {
 // The dev stack's Kafka keeps what it acknowledged across a stop
 // and a start on the same directory.
 func TestKafkaDataDirSurvivesRestart(t *testing.T) {
+	testenv.Slow(t) // an fsync per produce
 	dir := t.TempDir()
 	k, err := StartKafkaWith(KafkaOptions{Addr: "127.0.0.1:0", DataDir: dir, Topics: []string{KafkaPagesTopic}})
 	require.NoError(t, err)
@@ -80,6 +83,7 @@ func TestKafkaDataDirSurvivesRestart(t *testing.T) {
 // it went: a copy of its directory taken while it still runs, never closed,
 // must serve every acknowledged record.
 func TestKafkaDataDirWithoutClose(t *testing.T) {
+	testenv.Slow(t) // an fsync per produce
 	dir := t.TempDir()
 	k, err := StartKafkaWith(KafkaOptions{Addr: "127.0.0.1:0", DataDir: dir, Topics: []string{KafkaPagesTopic}})
 	require.NoError(t, err)

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/drover-crawl/drover/internal/testenv"
 )
 
 func TestCheckRabbitMQUnreachable(t *testing.T) {
@@ -22,6 +24,7 @@ func TestCheckRabbitMQUnreachable(t *testing.T) {
 // The machine's RabbitMQ (running on the development machines and in CI,
 // as .ci/run makes sure); EnsureRabbitMQ starts it if it is stopped.
 func TestEnsureRabbitMQ(t *testing.T) {
+	testenv.NeedsRabbitMQ(t)
 	ctx := context.Background()
 	require.NoError(t, EnsureRabbitMQ(ctx, "amqp://guest:guest@127.0.0.1:5672/"))
 	require.NoError(t, CheckRabbitMQ(ctx, "amqp://guest:guest@127.0.0.1:5672/"))

@@ -21,6 +21,7 @@ import (
 
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/internal/await"
+	"github.com/drover-crawl/drover/internal/testenv"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"
 	"github.com/drover-crawl/drover/workflows"
@@ -44,6 +45,8 @@ func alive(pid int) bool {
 // stored. Kafka SIGKILLed after the crawl comes back with every page.
 // Stop leaves no process behind.
 func TestDevStackRestartsAKilledScheduler(t *testing.T) {
+	testenv.NeedsTemporal(t)
+	testenv.NeedsRabbitMQ(t)
 	web := webtest.Start(t, testweb.Config{Hosts: 3, PagesPerHost: 400, CrossHost: true, Base: 72})
 
 	port := func() int {

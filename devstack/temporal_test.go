@@ -14,13 +14,15 @@ import (
 	"go.temporal.io/api/operatorservice/v1"
 
 	"github.com/drover-crawl/drover/internal/await"
+	"github.com/drover-crawl/drover/internal/testenv"
 	"github.com/drover-crawl/drover/workflows"
 )
 
 // startTemporal starts a headless in-memory dev server for a test, or skips
-// the test when bin/temporal is not installed.
+// the test under -short or when bin/temporal is not installed.
 func startTemporal(t *testing.T, opts TemporalOptions) *Temporal {
 	t.Helper()
+	testenv.NeedsTemporal(t)
 	if err := EnsureTemporalBinary(); errors.Is(err, ErrTemporalBinaryMissing) {
 		t.Skipf("skipping: %v", err)
 	}
@@ -92,6 +94,7 @@ func TestCheckTemporalUnreachable(t *testing.T) {
 
 // The SDK leaks the server process when the start fails; StartTemporal must not.
 func TestStartTemporalTimeoutLeavesNoProcess(t *testing.T) {
+	testenv.NeedsTemporal(t) // starts bin/temporal, then gives up on it
 	if err := EnsureTemporalBinary(); err != nil {
 		t.Skipf("skipping: %v", err)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/frontier/session/sessiontest"
 	"github.com/drover-crawl/drover/internal/await"
+	"github.com/drover-crawl/drover/internal/testenv"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"
@@ -297,6 +298,7 @@ func TestCalendarTrap(t *testing.T) {
 // links to are found through the sitemap index robots.txt names; without
 // it, they are not.
 func TestSitemaps(t *testing.T) {
+	testenv.NeedsRabbitMQ(t) // each case starts a scheduler: skip the test, not only its cases
 	for _, on := range []bool{true, false} {
 		t.Run(fmt.Sprintf("sitemaps=%v", on), func(t *testing.T) {
 			var mu sync.Mutex

@@ -26,6 +26,7 @@ import (
 	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/internal/await"
+	"github.com/drover-crawl/drover/internal/testenv"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"
@@ -33,9 +34,11 @@ import (
 	"github.com/drover-crawl/drover/workflows"
 )
 
-// startSchedulerWith starts a scheduler with its own logger.
+// startSchedulerWith starts a scheduler with its own logger, over
+// AMQP_URL's RabbitMQ: it skips the test under -short.
 func startSchedulerWith(t *testing.T, cfg frontier.ServerConfig, store seen.Store, log *slog.Logger) *scheduler {
 	t.Helper()
+	testenv.NeedsRabbitMQ(t)
 	conn, err := amqp.Dial(amqpURL())
 	if err != nil {
 		t.Fatalf("RabbitMQ at %s: %v", amqpURL(), err)
@@ -197,6 +200,7 @@ func TestHoleFailedRecordRedeliveryIsNotADuplicate(t *testing.T) {
 // slice once overwrote it: a failed URL left held, its redelivery then
 // acked as a duplicate.
 func TestRecordFailureSendsBackOnlyItsOutcomes(t *testing.T) {
+	testenv.NeedsRabbitMQ(t) // each case starts a scheduler: skip the test, not only its cases
 	for i, tc := range []struct{ n, bad, faults int }{
 		{2, 0, 2}, // the batch, then the bad outcome alone
 		{3, 1, 3}, // the batch, [bad, p3], [bad]
@@ -371,6 +375,7 @@ func TestHoleCloseWithTwoSchedulers(t *testing.T) {
 }
 
 func addrsConn(t *testing.T) *amqp.Connection {
+	testenv.NeedsRabbitMQ(t)
 	conn, err := amqp.Dial(amqpURL())
 	if err != nil {
 		t.Fatal(err)
@@ -659,9 +664,6 @@ func (s *flakyStore) MarkDone(c string, keys []seen.Key) error {
 // reported, not refused: a failed record fetches its URL again.
 func TestCrawlUnderPublishAndStoreFaults(t *testing.T) {
 	pages := 10_000
-	if testing.Short() {
-		pages = 2_000
-	}
 	web := webtest.Start(t, testweb.Config{Hosts: 20, PagesPerHost: pages / 20, CrossHost: true, Base: 63, NoExtras: true})
 	store := &flakyStore{Store: seen.NewMemory(), n: 50}
 	sched := startScheduler(t, frontier.DefaultServerConfig(), store)

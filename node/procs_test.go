@@ -18,6 +18,7 @@ import (
 	"github.com/drover-crawl/drover/devstack"
 	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/internal/await"
+	"github.com/drover-crawl/drover/internal/testenv"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/workflows"
 )
@@ -39,9 +40,12 @@ func TestMain(m *testing.M) {
 }
 
 // binaries builds ./scheduler, ./worker and ./starter (without -race: they are the
-// processes under test, not the test) and returns their directory.
+// processes under test, not the test) and returns their directory. The
+// build is slow (18 s here with a warm cache, under load): it skips the
+// test under -short.
 func binaries(t *testing.T) string {
 	t.Helper()
+	testenv.Slow(t)
 	binOnce.Do(func() {
 		root, err := devstack.RepoRoot(".")
 		if err != nil {
@@ -175,9 +179,10 @@ func (s *services) newCampaign(prefix string, web *testweb.Web, fetchers int) ca
 }
 
 // startTemporal starts a Temporal dev server, stopped at the end of the
-// test.
+// test; it skips the test under -short.
 func startTemporal(t *testing.T, opts devstack.TemporalOptions) *devstack.Temporal {
 	t.Helper()
+	testenv.NeedsTemporal(t)
 	tmp, err := devstack.StartTemporal(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)

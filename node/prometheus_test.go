@@ -37,6 +37,7 @@ import (
 	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/internal/await"
+	"github.com/drover-crawl/drover/internal/testenv"
 	"github.com/drover-crawl/drover/metrics"
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/node/nodetest"
@@ -49,6 +50,7 @@ import (
 // test fails in CI (.ci/run installs them) and is skipped elsewhere.
 func prometheusBins(t *testing.T) (prom, promtool string) {
 	t.Helper()
+	testenv.NeedsTool(t, "prometheus")
 	prom, err1 := exec.LookPath("prometheus")
 	promtool, err2 := exec.LookPath("promtool")
 	if err1 != nil || err2 != nil {

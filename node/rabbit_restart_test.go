@@ -14,6 +14,7 @@ import (
 	"github.com/drover-crawl/drover/chaos"
 	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/internal/await"
+	"github.com/drover-crawl/drover/internal/testenv"
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/node/nodetest"
 	"github.com/drover-crawl/drover/testweb"
@@ -31,6 +32,7 @@ const rabbitDownFor = 10 * time.Second
 // stop and start it without touching anyone else's queues.
 func startRabbitNode(t *testing.T) *chaos.RabbitNode {
 	t.Helper()
+	testenv.NeedsRabbitMQ(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	n, err := chaos.StartRabbitNode(ctx, "", os.Stderr)

@@ -33,6 +33,7 @@ import (
 	"github.com/drover-crawl/drover/devstack"
 	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/internal/await"
+	"github.com/drover-crawl/drover/internal/testenv"
 	"github.com/drover-crawl/drover/metrics"
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/testweb"
@@ -59,6 +60,7 @@ import (
 // search attributes) and `starter status --json` and `failures --json`,
 // and fails naming where a secret was found.
 func TestNoSecretLeaks(t *testing.T) {
+	testenv.NeedsTemporal(t)
 	rabbitmqctl := rabbitmqctlFor(t)
 	n := rand.IntN(1e9)
 	secrets := map[string]string{
@@ -396,6 +398,7 @@ const noRabbitmqctlEnv = "DROVER_NO_RABBITMQCTL"
 // unless DROVER_NO_RABBITMQCTL opts out, which CI may not.
 func rabbitmqctlFor(t *testing.T) string {
 	t.Helper()
+	testenv.NeedsRabbitMQ(t)
 	const why = "the test makes a RabbitMQ user with a password of its own with rabbitmqctl, which needs root"
 	if os.Getenv(noRabbitmqctlEnv) != "" {
 		if os.Getenv("CI") != "" {

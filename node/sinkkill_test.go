@@ -17,6 +17,7 @@ import (
 	"github.com/drover-crawl/drover/devstack"
 	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/internal/await"
+	"github.com/drover-crawl/drover/internal/testenv"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"
 )
@@ -199,6 +200,7 @@ func checkHeld(t *testing.T, web *testweb.Web, sinkName string, got map[string][
 // acknowledged, must come back with its leases and be stored by the
 // survivor (and the sessions restarted on it).
 func TestWorkerKilledMidCopyPostgres(t *testing.T) {
+	testenv.NeedsPostgres(t)
 	table := fmt.Sprintf("drover_kill_%d", rand.IntN(1e9))
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()

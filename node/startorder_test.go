@@ -15,6 +15,7 @@ import (
 	"github.com/drover-crawl/drover/devstack"
 	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/internal/await"
+	"github.com/drover-crawl/drover/internal/testenv"
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/node/nodetest"
 	"github.com/drover-crawl/drover/testweb"
@@ -31,6 +32,7 @@ const temporalLateBy = 3 * time.Second
 // server is up; a worker with a malformed address or a namespace the
 // server does not have exits and says why.
 func TestWorkerStartedBeforeTemporal(t *testing.T) {
+	testenv.NeedsTemporal(t)
 	web := webtest.Start(t, testweb.Config{Hosts: 2, PagesPerHost: 60, Base: 71})
 	topic := fmt.Sprintf("pages-%d", rand.IntN(1e9))
 	k, err := devstack.StartKafka("127.0.0.1:0", topic)

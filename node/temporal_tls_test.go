@@ -13,6 +13,7 @@ import (
 
 	"github.com/drover-crawl/drover/devstack"
 	"github.com/drover-crawl/drover/internal/relay"
+	"github.com/drover-crawl/drover/internal/testenv"
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/starter/cli"
 	"github.com/drover-crawl/drover/tlsconf"
@@ -41,6 +42,7 @@ func tlsProxy(t *testing.T, cfg *tls.Config, backend string) string {
 // server, plaintext to the TLS front, no client certificate, an untrusted
 // server certificate.
 func TestTemporalTLS(t *testing.T) {
+	testenv.NeedsTemporal(t)
 	tmp, err := devstack.StartTemporal(context.Background(), devstack.TemporalOptions{UIPort: -1})
 	if err != nil {
 		t.Fatal(err)

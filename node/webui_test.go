@@ -23,6 +23,7 @@ import (
 	"github.com/drover-crawl/drover/devstack"
 	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/internal/await"
+	"github.com/drover-crawl/drover/internal/testenv"
 	"github.com/drover-crawl/drover/starter/cli"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"
@@ -129,6 +130,7 @@ func TestWebUIInBrowser(t *testing.T) {
 // the test skips, except in CI, where .ci/run installs it.
 func chromium(t *testing.T) string {
 	t.Helper()
+	testenv.NeedsBrowser(t)
 	if p := os.Getenv("DROVER_CHROMIUM"); p != "" {
 		return p
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-crawl/drover/internal/testenv"
 	"github.com/drover-crawl/drover/page"
 	"github.com/jackc/pgx/v5"
 )
@@ -14,8 +15,11 @@ import (
 const testPostgresURI = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 
 // testTable returns a table name unique to this run, dropped at cleanup.
+// Every test of the PostgreSQL sink starts with it: it skips them under
+// -short.
 func testTable(t testing.TB) string {
 	t.Helper()
+	testenv.NeedsPostgres(t)
 	name := fmt.Sprintf("drover_pages_test_%d", time.Now().UnixNano())
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-crawl/drover/internal/testenv"
 	"github.com/drover-crawl/drover/page"
 	"github.com/nlnwa/gowarc"
 )
@@ -205,6 +206,7 @@ func warcioIndex(t *testing.T, files []string, recs []warcRec) {
 // without npm, node or the registry.
 func warcioCLI(ctx context.Context, t *testing.T) (node, cli string) {
 	t.Helper()
+	testenv.NeedsTool(t, "npm (warcio, installed from the registry)")
 	npm, err := exec.LookPath("npm")
 	if err != nil {
 		t.Skip("npm not on PATH")

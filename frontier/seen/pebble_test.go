@@ -18,6 +18,7 @@ import (
 	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/frontier/seen/seentest"
 	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/internal/testenv"
 )
 
 func TestPebbleSeenSurvivesReopen(t *testing.T) {
@@ -164,6 +165,7 @@ func TestPebbleSeenSurvivesKill(t *testing.T) {
 // it cannot open aside), answer without an error, never call a key it was
 // not given seen, and take and keep new marks. Unknown means "not seen".
 func TestPebbleSeenDamaged(t *testing.T) {
+	testenv.Slow(t) // a 120,000-key store, damaged and reopened many times
 	// A store with sstables in several levels, a WAL, a manifest, and some
 	// failure records.
 	golden := t.TempDir()

@@ -11,6 +11,8 @@ import (
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
+
+	"github.com/drover-crawl/drover/internal/testenv"
 )
 
 // Bounds of LoadPages' waits.
@@ -79,10 +81,12 @@ func Chromium() (string, error) {
 	return "", errors.New("replay: no chromium on PATH (apt-get install chromium; .ci/run installs it)")
 }
 
-// RequireChromium skips the test when no Chromium is found (see Chromium),
-// except in CI (CI set), where it fails it.
+// RequireChromium skips the test under -short (testenv.NeedsBrowser), or
+// when no Chromium is found (see Chromium), except in CI (CI set), where
+// it fails it.
 func RequireChromium(t testing.TB) {
 	t.Helper()
+	testenv.NeedsBrowser(t)
 	if _, err := Chromium(); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatal(err)

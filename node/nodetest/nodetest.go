@@ -13,6 +13,7 @@ import (
 
 	"github.com/drover-crawl/drover/envconf"
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/internal/testenv"
 	"github.com/drover-crawl/drover/node"
 )
 
@@ -34,9 +35,10 @@ func NewScheduler(cfg node.SchedulerConfig) (*node.Scheduler, error) {
 
 // StartScheduler is NewScheduler for a scheduler closed at the end of the
 // test (again, if the test closed it already); an error to start fails
-// the test.
+// the test. It skips the test under -short (testenv.NeedsRabbitMQ).
 func StartScheduler(t testing.TB, cfg node.SchedulerConfig) *node.Scheduler {
 	t.Helper()
+	testenv.NeedsRabbitMQ(t)
 	sched, err := NewScheduler(cfg)
 	if err != nil {
 		t.Fatalf("starting a scheduler: %v", err)

@@ -21,6 +21,7 @@ import (
 	"github.com/drover-crawl/drover/devstack"
 	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/internal/await"
+	"github.com/drover-crawl/drover/internal/testenv"
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/node/nodetest"
 	"github.com/drover-crawl/drover/sink"
@@ -40,6 +41,7 @@ type realStack struct {
 
 func startRealStack(t *testing.T) *realStack {
 	t.Helper()
+	testenv.NeedsTemporal(t)
 	ctx := context.Background()
 	tmp, err := devstack.StartTemporal(ctx, devstack.TemporalOptions{UIPort: -1})
 	if errors.Is(err, devstack.ErrTemporalBinaryMissing) {

@@ -1,0 +1,67 @@
+// Package testenv marks the tests that `make unit` (go test -short) leaves
+// to `make test`: those that need a service or a program of the machine,
+// and those that take more than a few seconds. Each helper skips the test
+// under -short with a one-line reason, and does nothing otherwise: without
+// -short a test that needs RabbitMQ still fails when RabbitMQ is down, as
+// `make test` wants.
+//
+// Call one at the top of the test, or in the setup function that every
+// test needing the thing calls (a scheduler's, a stack's), so that one
+// call covers them all. What stays under -short is pure Go on loopback:
+// fakes, test webs, the in-memory Kafka (franz-go's kfake), Temporal's
+// test environment on virtual time.
+package testenv
+
+import "testing"
+
+// NeedsRabbitMQ skips t under -short: it uses the machine's RabbitMQ
+// (AMQP_URL, amqp://guest:guest@127.0.0.1:5672/ when unset), through a
+// scheduler or directly.
+func NeedsRabbitMQ(t testing.TB) {
+	t.Helper()
+	skipShort(t, "needs RabbitMQ (AMQP_URL, default 127.0.0.1:5672)")
+}
+
+// NeedsPostgres skips t under -short: it uses the machine's PostgreSQL
+// (127.0.0.1:5432, database test, trust auth).
+func NeedsPostgres(t testing.TB) {
+	t.Helper()
+	skipShort(t, "needs PostgreSQL (127.0.0.1:5432, database test)")
+}
+
+// NeedsTemporal skips t under -short: it starts a Temporal dev server from
+// bin/temporal (`make bin/temporal`), or runs that CLI.
+func NeedsTemporal(t testing.TB) {
+	t.Helper()
+	skipShort(t, "needs a Temporal dev server (bin/temporal)")
+}
+
+// NeedsBrowser skips t under -short: it drives a headless Chromium
+// (Debian's chromium, or DROVER_CHROMIUM).
+func NeedsBrowser(t testing.TB) {
+	t.Helper()
+	skipShort(t, "needs a browser (chromium)")
+}
+
+// NeedsTool skips t under -short: it runs a program of the machine other
+// than go, the browser and the services above (prometheus, npm,
+// docker-compose, rabbitmq-server...), named by tool.
+func NeedsTool(t testing.TB, tool string) {
+	t.Helper()
+	skipShort(t, "needs "+tool)
+}
+
+// Slow skips t under -short: it takes more than a few seconds (a crawl of
+// thousands of pages, a wait on real timeouts, a subprocess built and
+// killed), even with every service at hand.
+func Slow(t testing.TB) {
+	t.Helper()
+	skipShort(t, "slow (more than a few seconds)")
+}
+
+func skipShort(t testing.TB, why string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: " + why + "; `make test` runs it")
+	}
+}
