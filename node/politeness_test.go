@@ -131,4 +131,3 @@ func TestAdaptiveDelayFollowsASlowServer(t *testing.T) {
 		t.Errorf("the gaps did not reach %s within 5 requests of the slowdown: %v", 2*slow, gaps)
 	}
 }
-
