@@ -5,7 +5,6 @@ package node_test
 // and a campaign's delay_factor follows a server that slows down.
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -14,10 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/sdk/client"
-
 	"github.com/drover-crawl/drover/campaign"
-	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"
 	"github.com/drover-crawl/drover/workflows"
@@ -31,25 +27,9 @@ func TestLiveHostRuleMidCrawl(t *testing.T) {
 	wait := runCampaign(t, s.temporal.Client(), cfg, 4*time.Minute)
 	target := web.Hosts()[0]
 	name, _, _ := cutPort(target)
-	await.For(t, time.Minute, 10*time.Millisecond, "some pages requested", func() error {
-		if n := web.Total(); n < 20 {
-			return fmt.Errorf("%d requests", n)
-		}
-		return nil
-	})
+	awaitRequests(t, web, 20)
 	const delay = 250 * time.Millisecond
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	h, err := s.temporal.Client().UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID: cfg.ID, UpdateName: workflows.UpdateRules, WaitForStage: client.WorkflowUpdateStageCompleted,
-		Args: []any{workflows.RulesRequest{Host: &campaign.HostRule{Host: name, Delay: new(delay)}}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.Get(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
+	sendRules(t, s.temporal.Client(), cfg.ID, workflows.RulesRequest{Host: &campaign.HostRule{Host: name, Delay: new(delay)}})
 	returned := time.Now()
 	wait()
 	var after []time.Time

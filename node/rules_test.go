@@ -37,26 +37,8 @@ func TestLiveExcludeMidCrawl(t *testing.T) {
 	wait := runCampaign(t, s.temporal.Client(), cfg, 6*time.Minute)
 
 	// The exclude lands mid-crawl, with pages ahead.
-	await.For(t, 2*time.Minute, 20*time.Millisecond, "a third of the web requested", func() error {
-		if n := web.Total(); n < len(web.Pages())/3 {
-			return fmt.Errorf("%d requests", n)
-		}
-		return nil
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	h, err := s.temporal.Client().UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID: cfg.ID, UpdateName: workflows.UpdateRules,
-		Args:         []any{workflows.RulesRequest{Exclude: exclude}},
-		WaitForStage: client.WorkflowUpdateStageCompleted,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var res workflows.RulesResult
-	if err := h.Get(ctx, &res); err != nil {
-		t.Fatal(err)
-	}
+	awaitRequests(t, web, len(web.Pages())/3)
+	res := sendRules(t, s.temporal.Client(), cfg.ID, workflows.RulesRequest{Exclude: exclude})
 	returned := time.Now()
 	before := web.Total()
 	t.Logf("exclude returned at request %d of %d pages (rules version %d)", before, len(web.Pages()), res.Rules.Version)
@@ -78,10 +60,7 @@ func TestLiveExcludeMidCrawl(t *testing.T) {
 	if len(late) > 0 {
 		t.Errorf("%d matching URLs requested after the exclude returned: %v", len(late), late)
 	}
-	fs, _, err := session.Failures(ctx, []string{s.sched.Addr()}, session.DevToken, st.Frontier, frontier.ReasonExcluded)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fs := excludedRecords(t, []string{s.sched.Addr()}, session.DevToken, st.Frontier)
 	excluded := map[string]bool{}
 	for _, f := range fs {
 		excluded[f.URL] = true
@@ -133,24 +112,8 @@ func TestLiveExcludeSurvivesSchedulerKill(t *testing.T) {
 	const exclude = `/p/[0-9]*[37]\.html$`
 	re := regexp.MustCompile(exclude)
 	wait := runCampaign(t, s.temporal.Client(), cfg, 6*time.Minute)
-	await.For(t, 2*time.Minute, 20*time.Millisecond, "a fifth of the web requested", func() error {
-		if n := web.Total(); n < len(web.Pages())/5 {
-			return fmt.Errorf("%d requests", n)
-		}
-		return nil
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	h, err := s.temporal.Client().UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID: cfg.ID, UpdateName: workflows.UpdateRules,
-		Args: []any{workflows.RulesRequest{Exclude: exclude}}, WaitForStage: client.WorkflowUpdateStageCompleted,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.Get(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
+	awaitRequests(t, web, len(web.Pages())/5)
+	sendRules(t, s.temporal.Client(), cfg.ID, workflows.RulesRequest{Exclude: exclude})
 	returned := time.Now()
 	sched.Kill()
 	atKill := web.Total()
@@ -173,12 +136,53 @@ func TestLiveExcludeSurvivesSchedulerKill(t *testing.T) {
 			t.Errorf("%s (not excluded) was never requested", u)
 		}
 	}
-	fs, _, err := session.Failures(ctx, []string{addr}, testToken, st.Frontier, frontier.ReasonExcluded)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fs := excludedRecords(t, []string{addr}, testToken, st.Frontier)
 	t.Logf("killed at request %d of %d pages; %d settled as excluded (failure records kept across the kill)", atKill, len(web.Pages()), len(fs))
 	if len(fs) == 0 {
 		t.Error("no URL settled as excluded")
 	}
+}
+
+// awaitRequests waits until the test web has served n requests.
+func awaitRequests(t *testing.T, web *testweb.Web, n int) {
+	t.Helper()
+	await.For(t, 2*time.Minute, 10*time.Millisecond, fmt.Sprintf("%d requests served", n), func() error {
+		if got := web.Total(); got < n {
+			return fmt.Errorf("%d requests", got)
+		}
+		return nil
+	})
+}
+
+// sendRules runs the campaign's rules Update as `starter exclude` and
+// `starter host` do, and returns its result once every scheduler took it.
+func sendRules(t *testing.T, c client.Client, id string, req workflows.RulesRequest) workflows.RulesResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID: id, UpdateName: workflows.UpdateRules, Args: []any{req},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res workflows.RulesResult
+	if err := h.Get(ctx, &res); err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// excludedRecords are the failure records of reason excluded of a
+// campaign's run.
+func excludedRecords(t *testing.T, addrs []string, token, key string) []session.FailureRecord {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	fs, _, err := session.Failures(ctx, addrs, token, key, frontier.ReasonExcluded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fs
 }

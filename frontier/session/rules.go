@@ -21,13 +21,22 @@ func (c *Control) SetRules(ctx context.Context, key string, rules campaign.Rules
 // returns every error: a rule holds once each scheduler has it (each
 // stores it, so a scheduler that restarts later keeps it).
 func (cl Client) SetRules(ctx context.Context, addrs []string, key string, rules campaign.Rules) error {
+	return errors.Join(cl.eachScheduler(ctx, addrs, func(_ int, c *Control) error {
+		return c.SetRules(ctx, key, rules)
+	})...)
+}
+
+// eachScheduler runs f on a control session to each of addrs at once and
+// returns one error per address, nil where f succeeded, each naming its
+// scheduler.
+func (cl Client) eachScheduler(ctx context.Context, addrs []string, f func(i int, c *Control) error) []error {
 	errs := make([]error, len(addrs))
 	var wg sync.WaitGroup
 	for i, addr := range addrs {
 		wg.Go(func() {
 			c, err := cl.DialControl(ctx, addr)
 			if err == nil {
-				err = c.SetRules(ctx, key, rules)
+				err = f(i, c)
 				c.Close()
 			}
 			if err != nil {
@@ -36,5 +45,5 @@ func (cl Client) SetRules(ctx context.Context, addrs []string, key string, rules
 		})
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	return errs
 }

@@ -3,8 +3,6 @@ package session
 import (
 	"context"
 	"errors"
-	"fmt"
-	"sync"
 	"time"
 
 	"github.com/drover-crawl/drover/campaign"
@@ -82,21 +80,10 @@ func (c *Control) URLState(ctx context.Context, key, raw string) (URLState, erro
 // than the truth, and the error says so.
 func (cl Client) URLState(ctx context.Context, addrs []string, key, raw string) (URLState, error) {
 	states := make([]URLState, len(addrs))
-	errs := make([]error, len(addrs))
-	var wg sync.WaitGroup
-	for i, addr := range addrs {
-		wg.Go(func() {
-			c, err := cl.DialControl(ctx, addr)
-			if err == nil {
-				states[i], err = c.URLState(ctx, key, raw)
-				c.Close()
-			}
-			if err != nil {
-				errs[i] = fmt.Errorf("scheduler %s: %w", addr, err)
-			}
-		})
-	}
-	wg.Wait()
+	errs := cl.eachScheduler(ctx, addrs, func(i int, c *Control) (err error) {
+		states[i], err = c.URLState(ctx, key, raw)
+		return err
+	})
 	best := URLState{URL: raw, State: URLUnknown}
 	for i, st := range states {
 		if errs[i] == nil && st.rank() > best.rank() {
