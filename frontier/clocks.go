@@ -16,8 +16,9 @@ import (
 // last one given, to any campaign. A slot in the future is reserved for
 // the campaign, which comes back for it (its host waits until then), so
 // that campaigns waiting on one host are served in turn rather than by
-// whichever wakes first. A reservation never taken (its campaign stopped)
-// costs the host one slot.
+// whichever wakes first. A reservation never taken (its campaign stopped,
+// or its URLs of the host went away) costs the host one slot, and is
+// dropped once it is stale (staleAfter).
 //
 // A host's URLs of every campaign go to one scheduler when the campaigns'
 // shards are owned alike (a shard is a hash of the host); a campaign whose
@@ -68,6 +69,7 @@ func (c *hostClocks) slot(host, campaign string, delay time.Duration, now time.T
 		hc = &hostClock{}
 		sh.clocks[host] = hc
 	}
+	hc.dropStale(now, delay)
 	if at, ok := hc.res[campaign]; ok {
 		if at.After(now) {
 			return at
@@ -91,7 +93,7 @@ func (c *hostClocks) slot(host, campaign string, delay time.Duration, now time.T
 // comes after its lease by the lease's transit to the fetcher: the next
 // slots, those reserved included, are each a delay after it and after
 // one another.
-func (c *hostClocks) started(host string, start time.Time, delay time.Duration) {
+func (c *hostClocks) started(host string, start time.Time, delay time.Duration, now time.Time) {
 	sh := &c.shards[maphash.String(c.seed, host)%clockShards]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -99,13 +101,18 @@ func (c *hostClocks) started(host string, start time.Time, delay time.Duration) 
 	if hc == nil {
 		return
 	}
+	hc.dropStale(now, delay)
 	type res struct {
 		campaign string
 		at       time.Time
 	}
+	// Only the reservations still ahead move: one whose time has passed
+	// and whose campaign has not come for it is left to go stale.
 	var rs []res
 	for c, at := range hc.res {
-		rs = append(rs, res{c, at})
+		if at.After(now) {
+			rs = append(rs, res{c, at})
+		}
 	}
 	slices.SortFunc(rs, func(a, b res) int { return a.at.Compare(b.at) })
 	last := maxTime(hc.last, start)
@@ -117,6 +124,19 @@ func (c *hostClocks) started(host string, start time.Time, delay time.Duration) 
 		hc.res[r.campaign], last = at, at
 	}
 	hc.last = maxTime(hc.last, last)
+}
+
+// staleAfter: a reservation its campaign has not come for this long past
+// its time is dropped (the campaign stopped, or its URLs of the host went
+// away), so that it no longer holds a slot ahead of the others'.
+func staleAfter(delay time.Duration) time.Duration { return max(2*delay, time.Second) }
+
+func (hc *hostClock) dropStale(now time.Time, delay time.Duration) {
+	for c, at := range hc.res {
+		if now.Sub(at) > staleAfter(delay) {
+			delete(hc.res, c)
+		}
+	}
 }
 
 func (sh *clockShard) sweep(now time.Time) {
