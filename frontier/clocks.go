@@ -141,6 +141,7 @@ func (hc *hostClock) dropStale(now time.Time, delay time.Duration) {
 
 func (sh *clockShard) sweep(now time.Time) {
 	for h, hc := range sh.clocks {
+		hc.dropStale(now, clockIdle)
 		if len(hc.res) == 0 && now.Sub(hc.last) > clockIdle {
 			delete(sh.clocks, h)
 		}

@@ -232,7 +232,7 @@ func (col *serverCollector) Collect(ch chan<- prometheus.Metric) {
 	var runs []campaignRun
 	for _, a := range actors {
 		id := a.cfg.ID
-		runs = append(runs, campaignRun{id: id, key: a.cfg.FrontierKey()})
+		runs = append(runs, campaignRun{id: id, key: a.key})
 		counter := func(n string, v int64) {
 			ch <- prometheus.MustNewConstMetric(col.counters[n], prometheus.CounterValue, float64(v), id)
 		}

@@ -80,40 +80,54 @@ func (s *Server) latestRules(key string, given campaign.Rules) (campaign.Rules, 
 
 // setRules stores a campaign's live rules and has its actor, if it has one
 // here, apply them; it returns once no lease out matches an exclude (at
-// most a lease's timeout).
+// most the longest a lease lives).
 func (s *Server) setRules(ctx context.Context, key string, r campaign.Rules) error {
 	if err := r.Validate(); err != nil {
 		return err
 	}
+	a, err := s.takeRules(key, r)
+	if err != nil || a == nil {
+		return err
+	}
+	return a.waitLeasesClear(ctx, s.cfg.MaxLease+time.Second)
+}
+
+// takeRules stores r as the campaign's rules unless newer ones are stored,
+// and has its actor here, if any, apply them (it ignores rules no newer
+// than its own). It holds createMu, as making an actor does, so that an
+// actor made meanwhile reads them, and two calls never store an older
+// version over a newer one.
+func (s *Server) takeRules(key string, r campaign.Rules) (*campaignActor, error) {
+	s.createMu.Lock()
+	defer s.createMu.Unlock()
 	a, err := s.existingActor(key)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	latest, err := s.latestRules(key, r)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if latest.Version > r.Version {
-		return nil // newer rules are here already
-	}
-	raw, err := json.Marshal(r)
-	if err != nil {
-		return err
-	}
-	if err := s.store.SetRules(key, raw); err != nil {
-		return err
+	if latest.Version == r.Version {
+		raw, err := json.Marshal(r)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.store.SetRules(key, raw); err != nil {
+			return nil, err
+		}
 	}
 	if a == nil {
-		return nil // the actor made later reads them (newCampaignActor)
+		return nil, nil // the actor made later reads them (newCampaignActor)
 	}
-	lr, err := compileRules(r)
+	lr, err := compileRules(latest)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if !a.call(func() { a.applyRules(lr, time.Now()) }) {
-		return fmt.Errorf("campaign %s is closing on this scheduler", key)
+		return nil, fmt.Errorf("campaign %s is closing on this scheduler", key)
 	}
-	return a.waitLeasesClear(ctx, s.cfg.LeaseTimeout+time.Second)
+	return a, nil
 }
 
 // applyRules takes newer live rules: host rules for the hosts it knows,
@@ -147,6 +161,13 @@ func (a *campaignActor) applyRules(lr liveRules, now time.Time) {
 		clear(h.queue[len(kept):])
 		h.queue = kept
 		heap.Init(&h.queue)
+		// A host blocked, or slowed, past the hold window parks what it
+		// holds, as after an outcome: its deliveries must not sit unacked.
+		if wait := h.next.Sub(now); wait > holdWindow && len(h.queue) > 0 {
+			a.parkHost(h, wait)
+		} else {
+			a.trimHost(h, now)
+		}
 		a.place(h, now)
 	}
 	a.log.Info("live rules applied", "version", lr.rules.Version, "excludes", len(lr.rules.Exclude), "hosts", len(lr.rules.Hosts))

@@ -168,3 +168,39 @@ func TestLiveHostDelay(t *testing.T) {
 		}
 	}
 }
+
+// Rules that reach a scheduler only with a fetcher session (the Update
+// could not reach it) apply to the actor already there; a host blocked
+// past the hold window parks the URLs held for it rather than keep their
+// deliveries unacked.
+func TestLiveRulesFromASessionAndABlock(t *testing.T) {
+	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory())
+	const host = "http://127.66.76.1:9"
+	var seeds []string
+	for i := range 4 {
+		seeds = append(seeds, fmt.Sprintf("%s/cal/%d", host, i), fmt.Sprintf("%s/keep/%d", host, i))
+	}
+	cfg := handCampaign(t, seeds...)
+	ctl, f := seedHand(t, sched.addr, cfg)
+	defer f.c.Close()
+	waitStats(t, ctl, cfg.FrontierKey(), 20*time.Second, "every seed held", func(st session.Stats) bool { return st.Held == int64(len(seeds)) })
+
+	later := cfg
+	later.Live = campaign.Rules{}.WithExclude("/cal/")
+	f2 := dialRawFetcher(t, sched.addr, later)
+	defer f2.c.Close()
+	waitStats(t, ctl, cfg.FrontierKey(), 20*time.Second, "the /cal/ URLs settled by the session's rules", func(st session.Stats) bool {
+		return st.Held == int64(len(seeds)/2)
+	})
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	block := time.Now().Add(time.Hour)
+	rules := later.Live.WithHost(campaign.HostRule{Host: "127.66.76.1", BlockUntil: &block})
+	if err := ctl.SetRules(ctx, cfg.FrontierKey(), rules); err != nil {
+		t.Fatal(err)
+	}
+	waitStats(t, ctl, cfg.FrontierKey(), 20*time.Second, "the blocked host's URLs parked", func(st session.Stats) bool {
+		return st.Held == 0
+	})
+}

@@ -251,6 +251,20 @@ func (s *Server) Close() error {
 // RabbitMQ) run under createMu, not mu, so that Stats and the other
 // campaigns' sessions do not wait for them.
 func (s *Server) actor(cfg campaign.Config) (*campaignActor, error) {
+	a, err := s.actorOf(cfg)
+	if a != nil && cfg.Live.Version > 0 {
+		// A fetcher session carries the rules as they were when it
+		// started: newer than these here when an Update could not
+		// reach this scheduler.
+		if _, err := s.takeRules(cfg.FrontierKey(), cfg.Live); err != nil {
+			s.log.Error("live rules of a fetcher session not taken", "campaign", cfg.FrontierKey(), "version", cfg.Live.Version, "err", err)
+		}
+	}
+	return a, err
+}
+
+// actorOf returns the campaign's actor, made if it has none yet.
+func (s *Server) actorOf(cfg campaign.Config) (*campaignActor, error) {
 	key := cfg.FrontierKey()
 	if a, err := s.existingActor(key); a != nil || err != nil {
 		return a, err

@@ -22,7 +22,8 @@ import (
 const urlSample = 200
 
 func TestURLStateAgreesWithTheServer(t *testing.T) {
-	web := webtest.Start(t, testweb.Config{Hosts: 3, PagesPerHost: 200, CrossHost: true, Base: 143})
+	// NoExtras: every page is one that becomes a page (no 404, no redirect).
+	web := webtest.Start(t, testweb.Config{Hosts: 3, PagesPerHost: 200, CrossHost: true, NoExtras: true, Base: 143})
 	s := startStack(t)
 	cfg := s.newCampaign("urlstate", web, 2)
 	cfg.PerHostDelay = new(10 * time.Millisecond)

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -33,6 +34,9 @@ type WARCConfig struct {
 	MaxFileSize int64
 	// MaxBatch is the most pages written per fsync (default 256).
 	MaxBatch int
+	// Log says when a file's CDXJ index could not be written (nil:
+	// slog.Default()); the pages are stored all the same.
+	Log *slog.Logger
 }
 
 // WARC is a Sink writing WARC/1.1 files, each record its own gzip member
@@ -356,7 +360,19 @@ func (w *WARC) finish() error {
 	if err != nil {
 		return fmt.Errorf("close %s: %w", c.name, err)
 	}
-	return writeCDXJ(c.name, c.index)
+	// The index is rebuilt from the file at will: failing to write it
+	// fails no Store (its pages are on disk), it is told.
+	if err := writeCDXJ(c.name, c.index); err != nil {
+		w.log().Error("WARC index not written; the WARC file is whole (index it with `warcio cdx-index` or pywb)", "file", c.name, "err", err)
+	}
+	return nil
+}
+
+func (w *WARC) log() *slog.Logger {
+	if w.cfg.Log != nil {
+		return w.cfg.Log
+	}
+	return slog.Default()
 }
 
 // abandon drops the current file after a failed write: the failed batch is
@@ -382,7 +398,9 @@ func (w *WARC) abandon() {
 				kept = append(kept, e)
 			}
 		}
-		_ = writeCDXJ(c.name, kept) // best effort, as the truncation
+		if err := writeCDXJ(c.name, kept); err != nil {
+			w.log().Error("WARC index not written; the WARC file is whole (index it with `warcio cdx-index` or pywb)", "file", c.name, "err", err)
+		}
 	}
 	_ = c.f.Close()
 }

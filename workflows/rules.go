@@ -48,8 +48,9 @@ type RulesInput struct {
 }
 
 // rulesWithin bounds RulesActivity: a scheduler answers once no lease of
-// an excluded URL is out, at most a lease's timeout (a minute by default).
-const rulesWithin = 3 * time.Minute
+// an excluded URL is out, at most the longest a lease lives (a
+// scheduler's MaxLease, 5 minutes by default).
+const rulesWithin = 6 * time.Minute
 
 func (r *run) registerRules() error {
 	return workflow.SetUpdateHandlerWithOptions(r.root, UpdateRules, r.onRules,

@@ -14,9 +14,9 @@ import (
 
 // rulesTimeout bounds exclude and host. The workflow answers once every
 // scheduler applied the rules, and a scheduler applies an exclude once no
-// lease of a URL it matches is out: at most a lease's timeout (a minute by
-// default), more when a scheduler has to be tried again.
-const rulesTimeout = 4 * time.Minute
+// lease of a URL it matches is out: at most the longest a lease lives (5
+// minutes by default, workflows' rulesWithin covers it).
+const rulesTimeout = 7 * time.Minute
 
 func (a *App) excludeCommand() *cobra.Command {
 	var asJSON bool
