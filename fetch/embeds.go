@@ -1,7 +1,6 @@
 package fetch
 
 import (
-	"mime"
 	"net/url"
 	"strings"
 	"unicode/utf8"
@@ -112,12 +111,7 @@ func isCSS(contentType string, u *url.URL) bool {
 	if strings.TrimSpace(contentType) == "" {
 		return strings.HasSuffix(strings.ToLower(u.Path), ".css")
 	}
-	mt, _, err := mime.ParseMediaType(contentType)
-	if err != nil {
-		mt, _, _ = strings.Cut(strings.ToLower(contentType), ";")
-		mt = strings.TrimSpace(mt)
-	}
-	return mt == "text/css"
+	return mediaType(contentType) == "text/css"
 }
 
 // cssEmbeds returns the URLs a stylesheet loads (cssURLs), normalized

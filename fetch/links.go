@@ -117,12 +117,19 @@ func isHTML(contentType string, body []byte) bool {
 	if strings.TrimSpace(contentType) == "" {
 		contentType = http.DetectContentType(body)
 	}
+	mt := mediaType(contentType)
+	return mt == "text/html" || mt == "application/xhtml+xml"
+}
+
+// mediaType is a Content-Type's media type, lower case; a value
+// mime.ParseMediaType refuses is cut at its first ';'.
+func mediaType(contentType string) string {
 	mt, _, err := mime.ParseMediaType(contentType)
 	if err != nil {
 		mt, _, _ = strings.Cut(strings.ToLower(contentType), ";")
 		mt = strings.TrimSpace(mt)
 	}
-	return mt == "text/html" || mt == "application/xhtml+xml"
+	return mt
 }
 
 // extractLinks parses an HTML document (any bytes: the parser recovers from

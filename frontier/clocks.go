@@ -54,11 +54,16 @@ func newHostClocks() *hostClocks {
 	return c
 }
 
+// shard is the shard of host's clock.
+func (c *hostClocks) shard(host string) *clockShard {
+	return &c.shards[maphash.String(c.seed, host)%clockShards]
+}
+
 // slot returns when campaign may start its next request to host, delay
 // after the last start any campaign was given: now (the start is taken),
 // or a later time reserved for it.
 func (c *hostClocks) slot(host, campaign string, delay time.Duration, now time.Time) time.Time {
-	sh := &c.shards[maphash.String(c.seed, host)%clockShards]
+	sh := c.shard(host)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if sh.calls++; sh.calls%4096 == 0 {
@@ -94,7 +99,7 @@ func (c *hostClocks) slot(host, campaign string, delay time.Duration, now time.T
 // slots, those reserved included, are each a delay after it and after
 // one another.
 func (c *hostClocks) started(host string, start time.Time, delay time.Duration, now time.Time) {
-	sh := &c.shards[maphash.String(c.seed, host)%clockShards]
+	sh := c.shard(host)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	hc := sh.clocks[host]
