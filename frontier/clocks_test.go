@@ -3,6 +3,7 @@ package frontier_test
 import (
 	"fmt"
 	"sort"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,6 +25,11 @@ func TestCampaignsShareAHostsClock(t *testing.T) {
 		campaign int
 	}
 	got := make(chan lease, 2*each)
+	// The fetchers finish before the test returns: its cleanup closes
+	// their connections, and a fetcher still writing its last credit
+	// would fail on a closed connection.
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	for c := range 2 {
 		var seeds []string
 		for i := range each {
@@ -33,8 +39,9 @@ func TestCampaignsShareAHostsClock(t *testing.T) {
 		cfg.ID = fmt.Sprintf("%s-%d", cfg.ID, c)
 		cfg.PerHostDelay = new(delay)
 		_, f := seedHand(t, sched.addr, cfg)
+		wg.Add(1)
 		go func() {
-			defer f.c.Close()
+			defer wg.Done()
 			n := 0
 			f.pages(t, 1, time.Minute, nil, func(l session.Lease) bool {
 				got <- lease{time.Now(), c}
