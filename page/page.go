@@ -35,4 +35,7 @@ type Page struct {
 	IP string
 	// Err is the reason of a permanent failure (Status 0).
 	Err string
+	// Revisit, when set, makes the record a revisit of an earlier capture
+	// whose content this fetch found unchanged: Body is empty.
+	Revisit *Revisit
 }
