@@ -309,7 +309,7 @@ func (r *Runner) handle(ctx context.Context, l session.Lease) session.Outcome {
 		return o
 	}
 	start := time.Now()
-	req := fetch.Request{URL: l.URL, Depth: l.Depth, Hops: l.Hops, Embeds: l.Embeds, Parent: l.Parent, Score: l.Score, Attempt: l.Attempt, MaxAttempts: l.MaxAttempts}
+	req := fetch.Request{URL: l.URL, Depth: l.Depth, Hops: l.Hops, Embeds: l.Embeds, Parent: l.Parent, Score: l.Score, Attempt: l.Attempt, MaxAttempts: l.MaxAttempts, Prior: l.Prior}
 	res := r.f.Fetch(ctx, req)
 	fetch.ScoreLinks(req, res.Links, r.scoreLink)
 	if ctx.Err() != nil {
@@ -362,6 +362,7 @@ func (r *Runner) handle(ctx context.Context, l session.Lease) session.Outcome {
 		}
 	}
 	o.Links = res.Links
+	o.Capture, o.Unchanged = res.Capture, res.Unchanged
 	o.Took = since(res.Answered, done)
 	return o
 }

@@ -87,8 +87,19 @@ type Config struct {
 	// FrontierKey (ID~Run), so the runs of one ID never see each other's.
 	// The workflow sets it on its first run (a continue-as-new carries it);
 	// empty, the key is the ID (campaigns started before runs had names).
-	Run   string   `json:"run,omitempty" yaml:"-"`
-	Seeds []string `json:"seeds" yaml:"seeds"`
+	Run string `json:"run,omitempty" yaml:"-"`
+	// From names the lineage whose fetch history this run reads (a
+	// campaign ID, most often the first run's): a URL fetched before is
+	// asked for with its validators (If-None-Match, If-Modified-Since),
+	// and a page found unchanged (304, or the same payload digest) is
+	// stored as a revisit of the earlier capture, its links taken from
+	// the history. Empty: every URL is fetched in full. See HistoryKey.
+	From string `json:"from,omitempty" yaml:"from,omitempty"`
+	// NoHistory keeps no fetch history: a later run cannot read this
+	// one's. Otherwise every page's validators, payload digest, capture
+	// date and links are kept under HistoryKey, by the schedulers.
+	NoHistory bool     `json:"no_history,omitempty" yaml:"no_history,omitempty"`
+	Seeds     []string `json:"seeds" yaml:"seeds"`
 	// SeedScores gives seeds a score, which the "score" priority policy
 	// leases highest first and their links inherit by default; a seed not
 	// named here has 0. Every key must be one of Seeds.
@@ -361,6 +372,17 @@ func (c Config) FrontierKey() string {
 	return c.ID + RunSep + c.Run
 }
 
+// HistoryKey names the lineage whose fetch history this run reads (when
+// From is set) and writes (unless NoHistory): From, or else the ID. So
+// runs started with --from news all read and extend the history of news,
+// and a run without it starts the lineage of its own ID.
+func (c Config) HistoryKey() string {
+	if c.From != "" {
+		return c.From
+	}
+	return c.ID
+}
+
 // NewRun names a run that starts at t, with random bits told apart from
 // another run started in the same millisecond: the time in base 36 (9
 // digits, enough for 3,000 years), then 4 random ones. The runs of one ID
@@ -409,6 +431,9 @@ func (c Config) Validate() error {
 	}
 	if err := c.validRun(); err != nil {
 		errs = append(errs, err)
+	}
+	if c.From != "" && !idPattern.MatchString(c.From) {
+		errs = append(errs, fmt.Errorf("from %q: must name a campaign ID (1-64 characters of letters, digits, '.', '_' or '-')", c.From))
 	}
 	if len(c.Seeds) == 0 {
 		errs = append(errs, errors.New("seeds: at least one seed URL is required"))

@@ -33,6 +33,10 @@ type Request struct {
 	// failure is final and is returned as a Page with Err set.
 	Attempt     int
 	MaxAttempts int
+	// Prior is the URL's last capture in the campaign's fetch history
+	// (session.Lease.Prior): when it has a validator the request is
+	// conditional, and a page found unchanged is a revisit of it.
+	Prior *page.Capture
 	// Robots, when set, is the host's robots.txt: Fetch refuses a URL it
 	// disallows without sending anything (a permanent failure, ErrRobots).
 	// It is the fetching process's state, never sent over the wire.
@@ -74,6 +78,12 @@ type Result struct {
 	// of a response (DNS, refused, connect or response-head timeout, TLS,
 	// reset); it counts against the host, not the URL (Classify).
 	HostDown bool
+	// Capture is what the URL's fetch history keeps of this fetch (a 2xx
+	// stored in full or a revisit); see session.Outcome.Capture.
+	Capture *page.Capture
+	// Unchanged is the revisit profile of a page found unchanged since
+	// Request.Prior (Page.Revisit is set; Page.Body is empty).
+	Unchanged string
 }
 
 // RobotsResult is the raw outcome of fetching a host's robots.txt; the

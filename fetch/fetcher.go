@@ -204,7 +204,7 @@ type response struct {
 // so that Classify does not hold it against the host. When the response
 // head arrives, *answered (if not nil) is set to the time: the server had
 // started handling the request by then.
-func (f *Fetcher) do(ctx context.Context, u string, limit int64, answered *time.Time) (*response, error) {
+func (f *Fetcher) do(ctx context.Context, u string, prior *page.Capture, limit int64, answered *time.Time) (*response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, err
@@ -212,6 +212,14 @@ func (f *Fetcher) do(ctx context.Context, u string, limit int64, answered *time.
 	req.Header.Set("User-Agent", f.cfg.UserAgent)
 	req.Header.Set("Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8")
 	req.Header.Set("Accept-Encoding", "gzip")
+	if prior != nil {
+		if prior.ETag != "" {
+			req.Header.Set("If-None-Match", prior.ETag)
+		}
+		if prior.LastModified != "" {
+			req.Header.Set("If-Modified-Since", prior.LastModified)
+		}
+	}
 
 	var (
 		mu        sync.Mutex
@@ -352,7 +360,7 @@ func (f *Fetcher) fetch(ctx context.Context, req Request, answered *time.Time) R
 
 	fctx, cancel := context.WithTimeout(ctx, f.timeouts.Response)
 	defer cancel()
-	r, err := f.do(fctx, norm, f.cfg.BodyCap, answered)
+	r, err := f.do(fctx, norm, req.Prior, f.cfg.BodyCap, answered)
 	if err != nil {
 		if ctx.Err() != nil {
 			return Result{Retry: true, Err: ctx.Err()}
@@ -391,6 +399,8 @@ func (f *Fetcher) fetch(ctx context.Context, req Request, answered *time.Time) R
 			return res
 		}
 		return Result{Retry: true, Status: code, RetryAfter: retryAfter(resp.Header.Get("Retry-After"), f.now()), Err: err, Reason: reason}
+	case code == http.StatusNotModified:
+		f.notModified(&res, req, resp.Header)
 	case code >= 300 && code < 400:
 		f.redirect(&res, req, u, resp.Header.Get("Location"))
 		if pg.Err != "" {
@@ -399,6 +409,7 @@ func (f *Fetcher) fetch(ctx context.Context, req Request, answered *time.Time) R
 		return res
 	case code >= 200 && code < 300:
 		f.extract(&res, req, u, resp.Header)
+		f.capture(&res, req, resp.Header)
 	default:
 		res.Reason = statusReason(code)
 	}
@@ -508,7 +519,7 @@ func (f *Fetcher) fetchRobots(ctx context.Context, rootURL string, answered *tim
 	defer cancel()
 	target := base.String()
 	for hop := 0; ; hop++ {
-		r, err := f.do(fctx, target, urlrule.RobotsBodyCap, answered)
+		r, err := f.do(fctx, target, nil, urlrule.RobotsBodyCap, answered)
 		if err != nil {
 			err = fmt.Errorf("robots.txt: %w", urlrule.UnwrapURLError(err))
 			if ctx.Err() != nil {

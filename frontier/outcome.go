@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/page"
 	"github.com/drover-crawl/drover/urlrule"
 )
 
@@ -148,15 +149,21 @@ func (a *campaignActor) settleOutcome(h *host, e *entry, o session.Outcome, orig
 // returns the job that records it.
 func (a *campaignActor) fetchedJob(h *host, e *entry, o session.Outcome, now time.Time) recordJob {
 	h.fetched++
+	if o.Unchanged == page.RevisitNotModified {
+		o.Links = a.unchangedLinks(e.key)
+	}
 	a.countLinks(o)
-	j := recordJob{e: e, links: o.Links}
+	j := recordJob{e: e, links: o.Links, history: a.historyOf(o)}
 	if o.Error != "" && o.Status == 0 {
 		a.failed.Add(1)
 		j.fail = &session.FailureRecord{Reason: orOther(o.Reason), LastError: o.Error}
 	} else {
 		a.fetched.Add(1)
-		if o.Status >= 400 {
+		switch {
+		case o.Status >= 400:
 			j.fail = &session.FailureRecord{Reason: statusReason(o.Status), LastError: o.Error}
+		case o.Reason == page.ReasonNotModified:
+			j.fail = &session.FailureRecord{Reason: o.Reason, LastError: o.Error}
 		}
 	}
 	if j.fail != nil {

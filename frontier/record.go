@@ -35,6 +35,9 @@ type recordJob struct {
 	// that it was recorded (FrameRecorded), with the outcome's lease.
 	from  *fetcherSession
 	lease uint64
+	// history is the URL's new fetch history (historyOf), written with
+	// its done mark.
+	history []byte
 }
 
 // record publishes the discovered links not yet queued (confirmed), marks
@@ -132,6 +135,9 @@ func (a *campaignActor) writeRecord(ctx context.Context, jobs []recordJob) error
 	}
 	if err := a.recordFailures(fails); err != nil {
 		return err
+	}
+	if err := a.writeHistory(jobs); err != nil {
+		return fmt.Errorf("seen store (fetch history): %w", err)
 	}
 	if len(keys) > 0 {
 		if err := a.srv.store.MarkDone(a.key, keys); err != nil {

@@ -39,6 +39,9 @@ const (
 	Reason4xx = "4xx"
 	// Reason5xx: a 5xx status (retried, then stored on the last attempt).
 	Reason5xx = "5xx"
+	// ReasonNotModified: the server answered 304 Not Modified to a request
+	// that carried no validator, so there is no capture it can mean.
+	ReasonNotModified = "notmodified"
 	// ReasonRobots: robots.txt disallows the URL, or could not be fetched
 	// (the scheduler settles a host's URLs with it).
 	ReasonRobots = "robots"

@@ -33,6 +33,23 @@ type Revisit struct {
 	Digest string
 }
 
+// Capture is what a fetch history keeps of a URL's last full capture: its
+// status and validators, its payload digest (PayloadDigest) and its fetch
+// time, which with the URL name the stored record a revisit refers to.
+type Capture struct {
+	Status       int       `json:"status"`
+	ETag         string    `json:"etag,omitempty"`
+	LastModified string    `json:"last_modified,omitempty"`
+	Digest       string    `json:"digest"`
+	Date         time.Time `json:"date"`
+}
+
+// Conditional reports whether a request for the capture's URL can be
+// conditional: the capture has a validator to send.
+func (c *Capture) Conditional() bool {
+	return c != nil && (c.ETag != "" || c.LastModified != "")
+}
+
 // PayloadDigest is the digest of a body as every sink records it and as
 // WARC-Payload-Digest carries it: "sha1:" and the base32 of its SHA-1, of
 // the body as the server sent it (Content-Encoding kept).

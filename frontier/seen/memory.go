@@ -15,6 +15,7 @@ type Memory struct {
 	m  map[string]map[Key]byte
 	f  map[string]map[string]session.FailureRecord
 	r  map[string][]byte
+	h  map[string]map[Key][]byte
 }
 
 // NewMemory returns an empty Memory.
@@ -155,6 +156,37 @@ func (s *Memory) Rules(c string) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.r[c]), nil
+}
+
+// History implements Store.
+func (s *Memory) History(lineage string, k Key) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.h[lineage][k]), nil
+}
+
+// SetHistory implements Store.
+func (s *Memory) SetHistory(lineage string, keys []Key, values [][]byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.h == nil {
+		s.h = map[string]map[Key][]byte{}
+	}
+	if s.h[lineage] == nil {
+		s.h[lineage] = map[Key][]byte{}
+	}
+	for i, k := range keys {
+		s.h[lineage][k] = slices.Clone(values[i])
+	}
+	return nil
+}
+
+// DropHistory implements Store.
+func (s *Memory) DropHistory(lineage string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.h, lineage)
+	return nil
 }
 
 // Close implements Store.

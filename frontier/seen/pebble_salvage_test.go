@@ -1,6 +1,7 @@
 package seen_test
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -30,6 +31,10 @@ func TestPebbleSeenDamagedKeepsFailureRecords(t *testing.T) {
 	}
 	rules := []byte(`{"version":2,"exclude":["/cal/"]}`)
 	if err := s.SetRules("c", rules); err != nil {
+		t.Fatal(err)
+	}
+	hist := keys("hist", 3)
+	if err := s.SetHistory("c", hist, [][]byte{[]byte("h0"), []byte("h1"), []byte("h2")}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
@@ -72,6 +77,11 @@ func TestPebbleSeenDamagedKeepsFailureRecords(t *testing.T) {
 	r, err := s.Rules("c")
 	if err != nil || string(r) != string(rules) {
 		t.Errorf("rules after the damage: %q, %v; want %q", r, err, rules)
+	}
+	for i, k := range hist {
+		if h, err := s.History("c", k); err != nil || string(h) != fmt.Sprintf("h%d", i) {
+			t.Errorf("history %d after the damage: %q, %v", i, h, err)
+		}
 	}
 	if _, err := os.Stat(dir); err != nil {
 		t.Fatal(err)

@@ -80,6 +80,17 @@ type Store interface {
 	SetRules(campaign string, rules []byte) error
 	Rules(campaign string) ([]byte, error)
 
+	// History returns what a lineage (campaign.Config.HistoryKey) recorded
+	// of a URL's last fetch, nil when nothing; SetHistory replaces the
+	// records of keys (values[i] is keys[i]'s). The values are opaque here
+	// (the frontier encodes them). They outlive Drop, so that a later run
+	// of the lineage reads them, until DropHistory. A history lost (a
+	// crash before the WAL's fsync, a damaged store) costs a full fetch of
+	// the URL, never the URL.
+	History(lineage string, k Key) ([]byte, error)
+	SetHistory(lineage string, keys []Key, values [][]byte) error
+	DropHistory(lineage string) error
+
 	Close() error
 }
 

@@ -404,3 +404,47 @@ func TestSeenStoreCampaigns(t *testing.T) {
 		})
 	}
 }
+
+// A lineage's history reads back, outlives Drop of the run of the same
+// name, is its own (another lineage sees none), and goes with DropHistory.
+func TestSeenStoreHistory(t *testing.T) {
+	for _, impl := range seenImpls() {
+		t.Run(impl.name, func(t *testing.T) {
+			s, _ := impl.open(t)
+			k := keys("h", 3)
+			if err := s.SetHistory("news", k[:2], [][]byte{[]byte("a"), []byte("b")}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.MarkDone("news", k); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Drop("news"); err != nil {
+				t.Fatal(err)
+			}
+			want := map[int]string{0: "a", 1: "b", 2: ""}
+			for i, w := range want {
+				if h, err := s.History("news", k[i]); err != nil || string(h) != w {
+					t.Errorf("history %d: %q, %v; want %q", i, h, err, w)
+				}
+			}
+			if h, err := s.History("news2", k[0]); err != nil || h != nil {
+				t.Errorf("another lineage reads %q, %v", h, err)
+			}
+			if cs, err := s.Campaigns("news", "~"); err != nil || len(cs) != 0 {
+				t.Errorf("a history is listed as a campaign: %v, %v", cs, err)
+			}
+			if err := s.SetHistory("news", k[:1], [][]byte{[]byte("a2")}); err != nil {
+				t.Fatal(err)
+			}
+			if h, _ := s.History("news", k[0]); string(h) != "a2" {
+				t.Errorf("history replaced: %q, want a2", h)
+			}
+			if err := s.DropHistory("news"); err != nil {
+				t.Fatal(err)
+			}
+			if h, err := s.History("news", k[1]); err != nil || h != nil {
+				t.Errorf("history after DropHistory: %q, %v", h, err)
+			}
+		})
+	}
+}

@@ -221,10 +221,12 @@ func (s *Session) Credit(n int) {
 }
 
 // Report queues an outcome; it goes out with the next batch, without the
-// links the session's KnownLinks knows (counted in Known).
+// links the session's KnownLinks knows (counted in Known). A page with a
+// validator keeps them all: the scheduler keeps its links in its fetch
+// history, for a later run to follow when the server answers 304.
 func (s *Session) Report(o Outcome) {
 	var keys []linkKey
-	if s.known != nil && len(o.Links) > 0 {
+	if s.known != nil && len(o.Links) > 0 && !o.Capture.Conditional() {
 		var dropped int
 		o.Links, keys, dropped = s.known.filter(s.scope, o.Links)
 		o.Known += dropped

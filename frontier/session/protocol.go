@@ -19,6 +19,7 @@ import (
 	fastjson "github.com/segmentio/encoding/json"
 
 	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/page"
 	"github.com/drover-crawl/drover/urlrule"
 )
 
@@ -175,6 +176,12 @@ type Lease struct {
 	// Score is the URL's score (the "score" policy's): given to its seed,
 	// or by the page that linked it. The fetcher's link scorer sees it.
 	Score float64 `json:"score,omitempty"`
+
+	// Prior is what the campaign's lineage recorded of the URL's last
+	// fetch (campaign.Config.From); nil when it has no history. The
+	// fetcher asks with its validators and records an unchanged page as a
+	// revisit of the capture it names.
+	Prior *page.Capture `json:"prior,omitempty"`
 }
 
 // Leases is a batch of leases.
@@ -230,6 +237,17 @@ type Outcome struct {
 	// because a scheduler had recorded them already (KnownLinks): they
 	// count as discovered.
 	Known int `json:"known,omitempty"`
+
+	// Capture is what the URL's fetch history keeps of this fetch: set
+	// for a page stored in full (a 2xx) or as a revisit. A revisit's
+	// Capture names the earlier capture it refers to (its Digest and
+	// Date), with the validators the server gave this time.
+	Capture *page.Capture `json:"capture,omitempty"`
+	// Unchanged names the revisit profile (page.RevisitNotModified,
+	// page.RevisitIdenticalDigest) of a page stored as a revisit of
+	// Lease.Prior. A 304's Links are empty: the scheduler takes them from
+	// the URL's history.
+	Unchanged string `json:"unchanged,omitempty"`
 }
 
 // RobotsBody is a fetched robots.txt.

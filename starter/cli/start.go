@@ -56,6 +56,8 @@ failed or was stopped, 2 on a usage error.`,
 	c := &f.cfg
 	fl.StringVar(&c.ID, "id", "", "campaign ID, also the workflow ID (required, here or in -f)")
 	fl.StringArrayVar(&c.Seeds, "seed", nil, "seed URL (repeatable; required, here or in -f)")
+	fl.StringVar(&c.From, "from", "", "crawl again: read the fetch history of this campaign ID (its lineage), ask with validators, store unchanged pages as revisits")
+	fl.BoolVar(&c.NoHistory, "no-history", false, "keep no fetch history: a later --from run cannot read this one")
 	fl.StringArrayVar(&c.Scope, "scope", nil, "a URL is in scope when it matches any of these regexes (repeatable; default: the seeds' hosts)")
 	fl.StringArrayVar(&c.Exclude, "exclude", nil, "skip URLs matching this regex (repeatable)")
 	fl.IntVar(&c.Fetchers, "fetchers", campaign.DefaultFetchers, "number of concurrent fetchers (1-1024)")
@@ -99,6 +101,8 @@ func buildConfig(fl *pflag.FlagSet, f startFlags) (cfg campaign.Config, zeros []
 	set := map[string]func(){
 		"id":                   func() { cfg.ID = c.ID },
 		"seed":                 func() { cfg.Seeds = c.Seeds },
+		"from":                 func() { cfg.From = c.From },
+		"no-history":           func() { cfg.NoHistory = c.NoHistory },
 		"scope":                func() { cfg.Scope = c.Scope },
 		"exclude":              func() { cfg.Exclude = c.Exclude },
 		"fetchers":             func() { cfg.Fetchers = c.Fetchers },

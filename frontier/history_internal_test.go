@@ -1,0 +1,79 @@
+package frontier
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drover-crawl/drover/page"
+	"github.com/drover-crawl/drover/urlrule"
+)
+
+// A history reads back as it was written: the capture, and the links (in
+// URL order) of a page with a validator.
+func TestHistoryRoundTrip(t *testing.T) {
+	c := &page.Capture{Status: 200, ETag: `"e1"`, LastModified: "Thu, 01 Jan 2026 00:00:00 GMT",
+		Digest: "sha1:AAAA", Date: time.Date(2026, 1, 2, 3, 4, 5, 678, time.UTC)}
+	links := []urlrule.Link{
+		{URL: "http://h.example/p/2.html"},
+		{URL: "http://h.example/p/10.html", Score: 0.5},
+		{URL: "http://h.example/assets/a.png", Embeds: 1},
+		{URL: "http://other.example/", Hops: 2, Embeds: 3},
+	}
+	b := encodeHistory(c, links)
+	got, gotLinks, err := decodeHistory(b, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *got != *c {
+		t.Errorf("capture %+v, want %+v", *got, *c)
+	}
+	want := slices.Clone(links)
+	slices.SortFunc(want, func(x, y urlrule.Link) int { return strings.Compare(x.URL, y.URL) })
+	if !slices.Equal(gotLinks, want) {
+		t.Errorf("links %+v, want %+v", gotLinks, want)
+	}
+	// Without a validator no 304 can come: the links are not kept.
+	c.ETag, c.LastModified = "", ""
+	if _, l, err := decodeHistory(encodeHistory(c, links), true); err != nil || len(l) != 0 {
+		t.Errorf("links kept without a validator: %v %v", l, err)
+	}
+}
+
+// Front coding keeps a site's links small: 40 links of one host cost
+// well under their URLs' length.
+func TestHistoryLinksAreFrontCoded(t *testing.T) {
+	var links []urlrule.Link
+	total := 0
+	for i := range 40 {
+		l := urlrule.Link{URL: fmt.Sprintf("http://127.10.0.1:41234/p/%d.html", i*37)}
+		links = append(links, l)
+		total += len(l.URL)
+	}
+	b := encodeHistory(&page.Capture{Status: 200, ETag: `"x"`, Digest: "sha1:" + strings.Repeat("A", 32)}, links)
+	if len(b) > total/2 {
+		t.Errorf("history of 40 links is %d bytes; the URLs are %d", len(b), total)
+	}
+	t.Logf("40 links of %d bytes: a history of %d bytes (%.1f bytes per link)", total, len(b), float64(len(b)-50)/40)
+}
+
+// Every truncation and every flipped byte of a history decodes to an
+// error or to some history, never a panic.
+func TestHistoryHostileBytes(t *testing.T) {
+	c := &page.Capture{Status: 200, ETag: `"e"`, Digest: "sha1:D", Date: time.Unix(1, 0)}
+	b := encodeHistory(c, []urlrule.Link{{URL: "http://a/x"}, {URL: "http://a/y", Score: 2, Hops: 1, Embeds: 1}})
+	for n := range len(b) {
+		if _, _, err := decodeHistory(b[:n], true); err == nil {
+			t.Errorf("a history cut at %d of %d bytes decoded", n, len(b))
+		}
+	}
+	for i := range b {
+		for _, v := range []byte{0, 0x7f, 0x80, 0xff} {
+			bad := slices.Clone(b)
+			bad[i] = v
+			_, _, _ = decodeHistory(bad, true)
+		}
+	}
+}

@@ -1,0 +1,63 @@
+package frontier_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/seen"
+	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/page"
+	"github.com/drover-crawl/drover/urlrule"
+)
+
+// A run started with From leases a URL with what the lineage's earlier
+// run recorded of it, and a 304 for it leads the crawl on through the
+// links that run kept: the page it links to is leased though the 304
+// carried no link.
+func TestHistoryCarriesARunToTheNext(t *testing.T) {
+	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory())
+	const root, child = "http://127.66.76.1:9/", "http://127.66.76.1:9/child"
+	capture := &page.Capture{Status: 200, ETag: `"r1"`, LastModified: "Thu, 01 Jan 2026 00:00:00 GMT",
+		Digest: "sha1:ROOT", Date: time.Date(2026, 1, 1, 0, 0, 0, 5, time.UTC)}
+
+	run1 := handCampaign(t, root)
+	_, f := seedHand(t, sched.addr, run1)
+	var leased []string
+	f.pages(t, 4, time.Minute, nil, func(l session.Lease) bool {
+		leased = append(leased, l.URL)
+		if l.Prior != nil {
+			t.Errorf("run 1 leased %s with a prior capture %+v: it reads no history", l.URL, *l.Prior)
+		}
+		o := session.Outcome{LeaseID: l.ID, Stored: true, Status: 200, Capture: &page.Capture{Status: 200, Digest: "sha1:" + l.URL, Date: capture.Date}}
+		if l.URL == root {
+			o.Capture = capture
+			o.Links = []urlrule.Link{{URL: child}}
+		}
+		f.report(t, o)
+		return len(leased) == 2
+	})
+
+	run2 := handCampaign(t, root)
+	run2.From = run1.ID
+	_, f2 := seedHand(t, sched.addr, run2)
+	var priors = map[string]*page.Capture{}
+	f2.pages(t, 4, time.Minute, nil, func(l session.Lease) bool {
+		priors[l.URL] = l.Prior
+		o := session.Outcome{LeaseID: l.ID, Stored: true, Status: 200, Capture: l.Prior}
+		if l.URL == root {
+			// Unchanged: no links; the scheduler has them.
+			o.Status, o.Unchanged = 304, page.RevisitNotModified
+		}
+		f2.report(t, o)
+		return len(priors) == 2
+	})
+	if p := priors[root]; p == nil || *p != *capture {
+		t.Errorf("run 2 leased the root with prior %+v, want %+v", p, *capture)
+	}
+	if p, ok := priors[child]; !ok {
+		t.Errorf("the child, linked only in run 1's history, was not leased in run 2")
+	} else if p == nil || p.Digest != "sha1:"+child {
+		t.Errorf("run 2 leased the child with prior %+v", p)
+	}
+}
