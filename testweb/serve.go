@@ -100,11 +100,13 @@ func (w *Web) handler(h int) http.Handler {
 		// Recorded before the response is written, so that request starts
 		// can be checked against politeness delays.
 		w.record(Request{
-			URL:    "http://" + r.Host + r.URL.RequestURI(),
-			Host:   r.Host,
-			UA:     r.UserAgent(),
-			Start:  start,
-			Status: res.status,
+			URL:             "http://" + r.Host + r.URL.RequestURI(),
+			Host:            r.Host,
+			UA:              r.UserAgent(),
+			Start:           start,
+			IfNoneMatch:     strings.Join(r.Header["If-None-Match"], ", "),
+			IfModifiedSince: firstValue(r.Header["If-Modified-Since"]),
+			Status:          res.status,
 		})
 		hdr := rw.Header()
 		hdr.Set("Content-Type", res.ctype)
@@ -117,6 +119,15 @@ func (w *Web) handler(h int) http.Handler {
 			w.writeBody(rw, r, res)
 		}
 	})
+}
+
+// firstValue is the first of a header's values, "" for none; indexing the
+// header with its canonical name spares Get's canonicalization.
+func firstValue(vs []string) string {
+	if len(vs) == 0 {
+		return ""
+	}
+	return vs[0]
 }
 
 // Body returns a copy of the bytes the server sends for rawURL, and false
