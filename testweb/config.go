@@ -38,6 +38,15 @@ type Config struct {
 	// and (on host 0's root) an embedded HTML widget on the CDN, one more
 	// host outside Seeds; see Assets, OffLimits and the package doc.
 	Assets bool
+	// Validators gives every generated page (/ and /p/N.html) a
+	// validator, an ETag on even pages and a Last-Modified on odd ones,
+	// and makes the hosts answer conditional requests for them; see the
+	// package doc.
+	Validators bool
+	// Duplicates is the number of generated pages also served at a second
+	// URL, /dup/N.html on their host: the first Duplicates non-root pages
+	// in (host, page) order. See SecondURLs.
+	Duplicates int
 	// Port is the TCP port on every host IP; 0 picks one free on all of them.
 	Port int
 	// Base is the second octet of the hosts' addresses, so that two webs
@@ -55,7 +64,8 @@ const (
 
 // DefaultConfig returns 5 hosts of 400 pages of about 8 KiB with 40 links
 // each (10 of them navigation), cross-host links on, no calendar, no
-// assets, a free port and addresses 127.10.0.x.
+// assets, no validators, no duplicates, a free port and addresses
+// 127.10.0.x.
 func DefaultConfig() Config {
 	return Config{
 		Hosts:        5,
@@ -94,6 +104,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("testweb: LinksPerPage is %d, must be in NavLinks+2 (%d)..%d", c.LinksPerPage, c.NavLinks+2, maxLinksPerPage)
 	case c.PageBytes < 0 || c.PageBytes > maxPageBytes:
 		return fmt.Errorf("testweb: PageBytes is %d, must be in 1..%d", c.PageBytes, maxPageBytes)
+	case c.Duplicates < 0 || c.Duplicates > c.Hosts*(c.PagesPerHost-1):
+		return fmt.Errorf("testweb: Duplicates is %d, must be in 0..%d (the non-root pages)", c.Duplicates, c.Hosts*(c.PagesPerHost-1))
 	case c.Port < 0 || c.Port > 65535:
 		return fmt.Errorf("testweb: Port is %d, must be in 0..65535", c.Port)
 	}

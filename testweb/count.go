@@ -6,14 +6,24 @@ import (
 	"time"
 )
 
-// Request is one request as the server saw it at its start.
+// Request is one request as the server saw it at its start, with the
+// status it answered, which is decided by then.
 type Request struct {
-	URL    string // "http://" + Host + request URI
-	Host   string // the Host header
-	UA     string // the User-Agent header
-	Start  time.Time
-	Status int // the status the server answered
+	URL   string // "http://" + Host + request URI
+	Host  string // the Host header
+	UA    string // the User-Agent header
+	Start time.Time
+	// IfNoneMatch is the If-None-Match header, its lines joined by ", ";
+	// "" when absent.
+	IfNoneMatch string
+	// IfModifiedSince is the If-Modified-Since header; "" when absent.
+	IfModifiedSince string
+	Status          int // the status the server answered
 }
+
+// Conditional reports whether the request carried a validator: an
+// If-None-Match or an If-Modified-Since header.
+func (r Request) Conditional() bool { return r.IfNoneMatch != "" || r.IfModifiedSince != "" }
 
 func (w *Web) record(r Request) {
 	w.mu.Lock()
@@ -59,6 +69,34 @@ func (w *Web) Duplicates() map[string]int {
 	for u, n := range w.counts {
 		if n > 1 && !isRobots(u) {
 			out[u] = n
+		}
+	}
+	return out
+}
+
+// Answered returns the URL of every request answered with status, robots.txt
+// excluded, in arrival order (a URL fetched twice appears twice).
+func (w *Web) Answered(status int) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for _, r := range w.reqs {
+		if r.Status == status && !isRobots(r.URL) {
+			out = append(out, r.URL)
+		}
+	}
+	return out
+}
+
+// Conditional maps every URL requested, robots.txt excluded, to whether
+// one of its requests at least carried a validator (Request.Conditional).
+func (w *Web) Conditional() map[string]bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make(map[string]bool)
+	for _, r := range w.reqs {
+		if !isRobots(r.URL) {
+			out[r.URL] = out[r.URL] || r.Conditional()
 		}
 	}
 	return out

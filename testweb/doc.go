@@ -59,18 +59,55 @@
 //
 // # Determinism
 //
-// Bodies depend only on the config and the port (absolute links carry
-// "IP:PORT"): two webs started with the same Config, Port included, serve
-// the same bytes. Body returns them for byte-for-byte checks.
+// Bodies depend only on the config, the port (absolute links carry
+// "IP:PORT") and the calls that change pages: two webs started with the
+// same Config, Port included, and given the same calls serve the same
+// bytes. Wall time never enters a body. Body returns the current bytes for
+// byte-for-byte checks.
+//
+// # Validators and changes
+//
+// With Config.Validators, every generated page (/ and /p/N.html) carries a
+// validator: a page with an even number a strong ETag, a hash of its body,
+// one with an odd number a Last-Modified and no ETag. The hosts honour
+// conditional GET and HEAD requests as RFC 9110 says: an If-None-Match that
+// holds the page's ETag (or "*") answers 304 Not Modified with the ETag and
+// no body; without an If-None-Match, an If-Modified-Since at or after the
+// page's Last-Modified answers 304 with the Last-Modified; anything else
+// the page. Validator says what a page carries now. robots.txt and every
+// other resource carry no validator and answer conditional requests in
+// full, as do pages without Validators.
+//
+// Every page has a version, 0 at Start, and the web a clock of its own
+// (Now): 2026-01-01T00:00:00Z at Start, moved on only by Advance and by
+// changes. Change(frac) makes a new version of a share frac of the pages,
+// picked from a source seeded by the config, and ChangePages of given
+// pages; each call first moves the clock on by a second, to a whole
+// second. A changed page has the same links and one more paragraph,
+// "Revision N" for version N, so its ETag changes too; its Last-Modified
+// is the clock at the change, strictly later than any before it. Pages
+// that did not change keep their bytes and validators. Changes work
+// without Validators too: then only the bytes change.
+//
+// With Config.Duplicates = D, the first D pages other than roots in
+// (host, page) order are also served at a second URL on their host,
+// /dup/N.html, with the same bytes and validators (a change changes both);
+// the page links to it, and its links that would resolve differently
+// from /dup/ take the dot-segment form. SecondURLs maps each second URL to
+// its page's URL; the second URLs are part of Pages.
 //
 // # Counting
 //
 // Every request is recorded on the server side at its start, before the
-// response is written, keyed by "http://" + Host header + request URI.
-// Pages is the set a complete, polite crawl must fetch; Missing, Duplicates
-// and DisallowedHits say how a crawl differed from it. In asset mode the
-// CDN's requests are counted too, Assets is the set of embeds a crawl must
-// fetch besides, and MissingAssets says which it missed.
+// response is written, keyed by "http://" + Host header + request URI,
+// with the validators it carried (If-None-Match, If-Modified-Since) and
+// the status it is answered, decided by then. Pages is the set a complete,
+// polite crawl must fetch; Missing, Duplicates and DisallowedHits say how
+// a crawl differed from it; Answered lists the URLs answered with a status
+// (304 for the revisits of a recrawl) and Conditional which URLs were
+// asked with a validator. In asset mode the CDN's requests are counted
+// too, Assets is the set of embeds a crawl must fetch besides, and
+// MissingAssets says which it missed.
 //
 // # Dead hosts
 //

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"sync/atomic"
 	"time"
 )
 
@@ -32,13 +33,13 @@ var words = []string{
 // generate builds every body that does not depend on the request.
 func (w *Web) generate() {
 	c := w.cfg
-	w.html = make([][][]byte, c.Hosts)
+	w.html = make([][]atomic.Pointer[pageState], c.Hosts)
 	w.robots = make([][]byte, c.Hosts)
 	for h := range c.Hosts {
 		nav := w.navLinks(h)
-		w.html[h] = make([][]byte, c.PagesPerHost)
+		w.html[h] = make([]atomic.Pointer[pageState], c.PagesPerHost)
 		for n := range c.PagesPerHost {
-			w.html[h][n] = w.page(h, n, nav)
+			w.html[h][n].Store(w.render(h, n, nav, 0, clockBase))
 			w.pages = append(w.pages, w.pageURL(h, n))
 		}
 		w.robots[h] = w.robotsTxt(h)
@@ -48,6 +49,9 @@ func (w *Web) generate() {
 			w.pages = append(w.pages, "http://"+w.addrs[0]+p)
 		}
 	}
+	second, secondMap := w.secondURLs()
+	w.pages = append(w.pages, second...)
+	w.second = secondMap
 	if c.Assets {
 		w.generateAssets()
 	}
@@ -148,8 +152,9 @@ func (w *Web) href(h, n, th, k int, r *rand.Rand) string {
 			s = pagePath(k)
 		case 1:
 			s = w.pageURL(h, k)
-		case 2: // relative to the page's directory
-			s = relative(n, k, false)
+		case 2: // relative to the page's directory; at a second URL, whose
+			// directory is /dup/, only the dot segments resolve the same
+			s = relative(n, k, w.hasDup(h, n))
 		default: // dot segments
 			s = relative(n, k, true)
 		}
@@ -196,8 +201,9 @@ func phrase(r *rand.Rand, n int) string {
 	return b.String()
 }
 
-// page renders page n of host h; its randomness is seeded by (h, n) alone.
-func (w *Web) page(h, n int, nav []link) []byte {
+// page renders page n of host h at version v; its randomness is seeded by
+// (h, n) alone, so that versions differ only in their last paragraphs.
+func (w *Web) page(h, n int, nav []link, v int) []byte {
 	r := rand.New(rand.NewPCG(uint64(h)+1, uint64(n)+1))
 	title := fmt.Sprintf("Host %d, page %d: %s", h, n, phrase(r, 3))
 	var b bytes.Buffer
@@ -237,6 +243,12 @@ func (w *Web) page(h, n int, nav []link) []byte {
 			}
 		}
 		b.WriteString(".</p>\n")
+	}
+	if w.hasDup(h, n) {
+		fmt.Fprintf(&b, "<p>This page is also at <a href=\"%s\">its second address</a>.</p>\n", dupPath(n))
+	}
+	if v > 0 {
+		fmt.Fprintf(&b, "<p class=\"revision\">Revision %d.</p>\n", v)
 	}
 	b.WriteString(footer)
 	return b.Bytes()

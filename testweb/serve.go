@@ -21,12 +21,14 @@ var (
 )
 
 // response is what a host answers for a path. known is false for the
-// generic 404 of paths the web does not define.
+// generic 404 of paths the web does not define. page is the state of a
+// generated page, nil for every other resource.
 type response struct {
 	status   int
 	ctype    string
 	location string
 	body     []byte
+	page     *pageState
 	known    bool
 }
 
@@ -42,6 +44,10 @@ func (w *Web) route(h int, path string) response {
 		return w.htmlPage(h, 0)
 	case strings.HasPrefix(path, "/p/") && strings.HasSuffix(path, ".html"):
 		if n, ok := pageNumber(path[len("/p/") : len(path)-len(".html")]); ok && n < w.cfg.PagesPerHost {
+			return w.htmlPage(h, n)
+		}
+	case w.cfg.Duplicates > 0 && strings.HasPrefix(path, dupPrefix) && strings.HasSuffix(path, ".html"):
+		if n, ok := pageNumber(path[len(dupPrefix) : len(path)-len(".html")]); ok && n < w.cfg.PagesPerHost && w.hasDup(h, n) {
 			return w.htmlPage(h, n)
 		}
 	case strings.HasPrefix(path, privatePath):
@@ -65,8 +71,10 @@ func (w *Web) route(h int, path string) response {
 	return response{status: http.StatusNotFound, ctype: "text/plain; charset=utf-8", body: notFoundBody}
 }
 
+// htmlPage answers page n of host h at its current version.
 func (w *Web) htmlPage(h, n int) response {
-	return response{status: http.StatusOK, ctype: contentHTML, body: w.html[h][n], known: true}
+	p := w.html[h][n].Load()
+	return response{status: http.StatusOK, ctype: contentHTML, body: p.body, page: p, known: true}
 }
 
 // pageNumber accepts only the canonical decimal form, so that each page has
@@ -97,33 +105,65 @@ func (w *Web) handler(h int) http.Handler {
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		res := w.route(h, r.URL.Path)
-		// Recorded before the response is written, so that request starts
-		// can be checked against politeness delays.
-		w.record(Request{
-			URL:    "http://" + r.Host + r.URL.RequestURI(),
-			Host:   r.Host,
-			UA:     r.UserAgent(),
-			Start:  start,
-			Status: res.status,
-		})
-		hdr := rw.Header()
-		hdr.Set("Content-Type", res.ctype)
-		hdr.Set("Content-Length", strconv.Itoa(len(res.body)))
-		if res.location != "" {
-			hdr.Set("Location", res.location)
+		if w.cfg.Validators && res.page != nil {
+			res = notModified(r, res)
 		}
-		rw.WriteHeader(res.status)
-		if r.Method != http.MethodHead {
+		// Recorded before the response is written, so that request starts
+		// can be checked against politeness delays; the status is decided
+		// by then.
+		w.record(Request{
+			URL:             "http://" + r.Host + r.URL.RequestURI(),
+			Host:            r.Host,
+			UA:              r.UserAgent(),
+			Start:           start,
+			IfNoneMatch:     strings.Join(r.Header["If-None-Match"], ", "),
+			IfModifiedSince: firstValue(r.Header["If-Modified-Since"]),
+			Status:          res.status,
+		})
+		writeHead(rw, res)
+		if r.Method != http.MethodHead && res.status != http.StatusNotModified {
 			w.writeBody(rw, r, res)
 		}
 	})
 }
 
-// Body returns a copy of the bytes the server sends for rawURL, and false
-// when rawURL is not on this web or its path is not one the web defines (a
-// generic 404). It covers pages, robots.txt, the redirect's body, the 404
-// page, /private/ pages and, when enabled, calendar pages, assets and the
-// CDN's resources.
+// firstValue is the first of a header's values, "" for none; indexing the
+// header with its canonical name spares Get's canonicalization.
+func firstValue(vs []string) string {
+	if len(vs) == 0 {
+		return ""
+	}
+	return vs[0]
+}
+
+// writeHead writes the status and the header of res. A 304 carries the
+// page's validator and no Content-Type or Content-Length.
+func writeHead(rw http.ResponseWriter, res response) {
+	hdr := rw.Header()
+	if res.status != http.StatusNotModified {
+		hdr.Set("Content-Type", res.ctype)
+		hdr.Set("Content-Length", strconv.Itoa(len(res.body)))
+	}
+	if res.location != "" {
+		hdr.Set("Location", res.location)
+	}
+	if p := res.page; p != nil {
+		if p.etag != "" {
+			hdr.Set("ETag", p.etag)
+		}
+		if p.lastMod != "" {
+			hdr.Set("Last-Modified", p.lastMod)
+		}
+	}
+	rw.WriteHeader(res.status)
+}
+
+// Body returns a copy of the bytes the server sends for rawURL now (for a
+// changed page, its current version), and false when rawURL is not on this
+// web or its path is not one the web defines (a generic 404). It covers
+// pages, robots.txt, the redirect's body, the 404 page, /private/ pages
+// and, when enabled, second URLs, calendar pages, assets and the CDN's
+// resources.
 func (w *Web) Body(rawURL string) ([]byte, bool) {
 	u, err := url.Parse(rawURL)
 	if err != nil || u.Scheme != "http" {

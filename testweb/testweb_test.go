@@ -461,6 +461,7 @@ func TestValidate(t *testing.T) {
 	}{
 		{"zero value takes defaults", Config{}, ""},
 		{"default", DefaultConfig(), ""},
+		{"every non-root page duplicated", Config{Hosts: 2, PagesPerHost: 10, Duplicates: 18}, ""},
 		{"negative hosts", Config{Hosts: -1}, "Hosts"},
 		{"too many hosts", Config{Hosts: maxHosts + 1}, "Hosts"},
 		{"one page", Config{PagesPerHost: 1}, "PagesPerHost"},
@@ -468,6 +469,8 @@ func TestValidate(t *testing.T) {
 		{"no room for content links", Config{LinksPerPage: 11, NavLinks: 10}, "LinksPerPage"},
 		{"negative size", Config{PageBytes: -5}, "PageBytes"},
 		{"port out of range", Config{Port: 70000}, "Port"},
+		{"negative duplicates", Config{Duplicates: -1}, "Duplicates"},
+		{"more duplicates than non-root pages", Config{Hosts: 2, PagesPerHost: 10, Duplicates: 19}, "Duplicates"},
 		{"delay for unknown host", Config{Hosts: 2, CrawlDelay: map[int]time.Duration{2: time.Second}}, "CrawlDelay"},
 		{"negative delay", Config{CrawlDelay: map[int]time.Duration{0: -time.Second}}, "CrawlDelay"},
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -29,11 +30,17 @@ type Web struct {
 	// one.
 	extraLinks []string
 
+	// html is every generated page's current state, [host][page]; a
+	// change replaces a page's state (Change, ChangePages).
+	html    [][]atomic.Pointer[pageState]
+	changes changeState
+
 	// Generated at Start, read-only afterwards.
-	html    [][][]byte // [host][page]
 	robots  [][]byte
 	dataBin []byte
 	assets  assetWeb // asset mode only
+	// second maps each second URL to its page's URL (Config.Duplicates).
+	second map[string]string
 
 	servers []*http.Server
 	serving sync.WaitGroup
@@ -90,6 +97,7 @@ func start(cfg Config, extra []string) (*Web, error) {
 			w.cdnAddr = addr
 		}
 	}
+	w.changes.init(cfg)
 	// Generated after binding because absolute links carry the port; clients
 	// that connect meanwhile wait in the listen backlog.
 	w.generate()
@@ -184,6 +192,7 @@ func (w *Web) Hosts() []string { return append([]string(nil), w.addrs...) }
 func (w *Web) IPs() []string { return append([]string(nil), w.ips...) }
 
 // Pages returns every URL a complete crawl that obeys robots.txt must fetch:
-// the HTML pages of every host, and on host 0 /redirect, /missing and
-// /data.bin. It excludes robots.txt, disallowed URLs and calendar pages.
+// the HTML pages of every host, on host 0 /redirect, /missing and
+// /data.bin, then the second URLs of Config.Duplicates. It excludes
+// robots.txt, disallowed URLs and calendar pages.
 func (w *Web) Pages() []string { return append([]string(nil), w.pages...) }

@@ -1,0 +1,287 @@
+package testweb
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Validators (Config.Validators), page versions and the web's clock
+// (Change, ChangePages, Advance) and second URLs (Config.Duplicates).
+
+// clockBase is the web's clock at Start, and the Last-Modified of every
+// page that has not changed.
+var clockBase = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
+
+// dupPrefix is the directory of the second URLs.
+const dupPrefix = "/dup/"
+
+// pageState is what a page serves at one version. A change replaces it
+// whole and never modifies it, so a request reads it with one atomic load.
+type pageState struct {
+	body     []byte
+	etag     string    // quoted; "" without Validators and on odd pages
+	lastMod  string    // an HTTP date; "" without Validators and on even pages
+	modified time.Time // when the version was made, whole seconds
+	version  int
+}
+
+// changeState serializes changes and holds what they draw from. It is
+// never locked on the request path.
+type changeState struct {
+	mu  sync.Mutex
+	now time.Time  // the web's clock
+	rng *rand.Rand // picks the pages of Change
+}
+
+// init starts the clock at clockBase and seeds the picks with the config's
+// shape, so that two webs of one config change the same pages.
+func (s *changeState) init(c Config) {
+	s.now = clockBase
+	s.rng = rand.New(rand.NewPCG(uint64(c.Hosts)<<32|uint64(c.PagesPerHost), 0xc4a17e))
+}
+
+// render renders page n of host h at version v, made at modified.
+func (w *Web) render(h, n int, nav []link, v int, modified time.Time) *pageState {
+	p := &pageState{body: w.page(h, n, nav, v), modified: modified, version: v}
+	switch {
+	case !w.cfg.Validators:
+	case n%2 == 0:
+		sum := sha256.Sum256(p.body)
+		p.etag = `"` + hex.EncodeToString(sum[:8]) + `"`
+	default:
+		p.lastMod = modified.Format(http.TimeFormat)
+	}
+	return p
+}
+
+// hasDup reports whether page n of host h is also served at a second URL:
+// it is among the first Duplicates non-root pages in (host, page) order.
+func (w *Web) hasDup(h, n int) bool {
+	return n > 0 && h*(w.cfg.PagesPerHost-1)+n-1 < w.cfg.Duplicates
+}
+
+func dupPath(n int) string { return dupPrefix + strconv.Itoa(n) + ".html" }
+
+// secondURLs lists the second URLs in (host, page) order, with the map
+// from each to its page's URL.
+func (w *Web) secondURLs() ([]string, map[string]string) {
+	var list []string
+	m := make(map[string]string, w.cfg.Duplicates)
+	for i := range w.cfg.Duplicates {
+		h, n := i/(w.cfg.PagesPerHost-1), 1+i%(w.cfg.PagesPerHost-1)
+		u := "http://" + w.addrs[h] + dupPath(n)
+		list = append(list, u)
+		m[u] = w.pageURL(h, n)
+	}
+	return list, m
+}
+
+// SecondURLs maps every second URL of Config.Duplicates to the URL of its
+// page: the same body and validators at both, the page linking to it.
+// It is empty without Duplicates.
+func (w *Web) SecondURLs() map[string]string { return maps.Clone(w.second) }
+
+// pageIndex returns the host and page number rawURL serves: a page's URL
+// or its second URL, with or without a query.
+func (w *Web) pageIndex(rawURL string) (h, n int, ok bool) {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Scheme != "http" {
+		return 0, 0, false
+	}
+	h, ok = w.hostIdx[u.Host]
+	if !ok || h >= w.cfg.Hosts {
+		return 0, 0, false
+	}
+	p := u.Path
+	switch {
+	case p == "/":
+		return h, 0, true
+	case strings.HasPrefix(p, "/p/") && strings.HasSuffix(p, ".html"):
+		n, ok = pageNumber(p[len("/p/") : len(p)-len(".html")])
+		return h, n, ok && n < w.cfg.PagesPerHost
+	case strings.HasPrefix(p, dupPrefix) && strings.HasSuffix(p, ".html"):
+		n, ok = pageNumber(p[len(dupPrefix) : len(p)-len(".html")])
+		return h, n, ok && n < w.cfg.PagesPerHost && w.hasDup(h, n)
+	}
+	return 0, 0, false
+}
+
+// Now returns the web's clock: 2026-01-01T00:00:00Z at Start, moved on by
+// Advance and by every change. Wall time never moves it.
+func (w *Web) Now() time.Time {
+	w.changes.mu.Lock()
+	defer w.changes.mu.Unlock()
+	return w.changes.now
+}
+
+// Advance moves the web's clock on by d; a negative d leaves it.
+func (w *Web) Advance(d time.Duration) {
+	w.changes.mu.Lock()
+	defer w.changes.mu.Unlock()
+	if d > 0 {
+		w.changes.now = w.changes.now.Add(d)
+	}
+}
+
+// Change bumps the version of a share frac (in 0..1, rounded to a whole
+// number of pages; out of range is clamped) of the generated pages, roots
+// included, drawn from a source seeded by the config's shape: two webs of
+// one config, given the same calls, change the same pages. It returns the
+// URLs whose bytes changed in (host, page) order, each page's second URL
+// after it. See ChangePages for what a change does.
+func (w *Web) Change(frac float64) []string {
+	total := w.cfg.Hosts * w.cfg.PagesPerHost
+	k := 0
+	if frac > 0 {
+		k = int(math.Round(min(frac, 1) * float64(total)))
+	}
+	w.changes.mu.Lock()
+	defer w.changes.mu.Unlock()
+	return w.bump(sample(w.changes.rng, total, k))
+}
+
+// ChangePages bumps the version of the pages of urls (page URLs or second
+// URLs; a page named twice changes once). A changed page carries a
+// "Revision N" paragraph, N its version, and the same links; its ETag
+// changes, and its Last-Modified becomes the web's clock, which the call
+// first moves on by a second to a whole second, so that every change is
+// strictly later than the one before. It changes nothing and returns an
+// error when a URL is not a generated page of the web.
+func (w *Web) ChangePages(urls ...string) error {
+	idx := make([]int, 0, len(urls))
+	for _, u := range urls {
+		h, n, ok := w.pageIndex(u)
+		if !ok {
+			return fmt.Errorf("testweb: ChangePages: %s is not a page of the web", u)
+		}
+		idx = append(idx, h*w.cfg.PagesPerHost+n)
+	}
+	slices.Sort(idx)
+	w.changes.mu.Lock()
+	defer w.changes.mu.Unlock()
+	w.bump(slices.Compact(idx))
+	return nil
+}
+
+// bump makes a new version of the pages idx (h*PagesPerHost+n, sorted,
+// distinct) and returns the URLs whose bytes changed. changes.mu is held.
+func (w *Web) bump(idx []int) []string {
+	if len(idx) == 0 {
+		return nil
+	}
+	now := w.changes.now.Add(time.Second).Truncate(time.Second)
+	w.changes.now = now
+	urls := make([]string, 0, len(idx))
+	for _, i := range idx {
+		h, n := i/w.cfg.PagesPerHost, i%w.cfg.PagesPerHost
+		cur := w.html[h][n].Load()
+		w.html[h][n].Store(w.render(h, n, w.navLinks(h), cur.version+1, now))
+		urls = append(urls, w.pageURL(h, n))
+		if w.hasDup(h, n) {
+			urls = append(urls, "http://"+w.addrs[h]+dupPath(n))
+		}
+	}
+	return urls
+}
+
+// sample draws k distinct integers of 0..total-1 (Floyd's algorithm) and
+// returns them sorted.
+func sample(r *rand.Rand, total, k int) []int {
+	chosen := make(map[int]bool, k)
+	for j := total - k; j < total; j++ {
+		t := r.IntN(j + 1)
+		if chosen[t] {
+			t = j
+		}
+		chosen[t] = true
+	}
+	return slices.Sorted(maps.Keys(chosen))
+}
+
+// Version returns the version of the page rawURL serves (a page's URL or
+// its second URL): 0 until a change, one more at each. ok is false when
+// rawURL is not a generated page of the web.
+func (w *Web) Version(rawURL string) (v int, ok bool) {
+	h, n, ok := w.pageIndex(rawURL)
+	if !ok {
+		return 0, false
+	}
+	return w.html[h][n].Load().version, true
+}
+
+// Validator returns the validators a 200 for rawURL carries now: the
+// quoted ETag of an even page, the Last-Modified HTTP date of an odd one,
+// both "" without Config.Validators. ok is false when rawURL is not a
+// generated page of the web.
+func (w *Web) Validator(rawURL string) (etag, lastModified string, ok bool) {
+	h, n, ok := w.pageIndex(rawURL)
+	if !ok {
+		return "", "", false
+	}
+	p := w.html[h][n].Load()
+	return p.etag, p.lastMod, true
+}
+
+// notModified answers a GET or HEAD of a page whose preconditions (RFC
+// 9110, section 13.2.2) say that the client's copy is current with a 304
+// that carries the page's validator and no body; it returns res otherwise.
+// If-None-Match, when present and not empty, decides alone;
+// If-Modified-Since counts only for a page with a Last-Modified.
+func notModified(r *http.Request, res response) response {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return res
+	}
+	if inm := strings.Join(r.Header.Values("If-None-Match"), ","); strings.TrimSpace(inm) != "" {
+		if !etagMatches(inm, res.page.etag) {
+			return res
+		}
+	} else {
+		ims := r.Header.Get("If-Modified-Since")
+		if res.page.lastMod == "" || ims == "" {
+			return res
+		}
+		t, err := http.ParseTime(ims)
+		if err != nil || res.page.modified.After(t) {
+			return res
+		}
+	}
+	return response{status: http.StatusNotModified, page: res.page, known: true}
+}
+
+// etagMatches reports whether the If-None-Match list holds "*" or an
+// entity tag that matches etag in the weak comparison (W/ ignored), as
+// If-None-Match compares. An empty etag matches "*" only.
+func etagMatches(list, etag string) bool {
+	for s := list; ; {
+		s = strings.TrimLeft(s, " \t,")
+		if s == "" {
+			return false
+		}
+		if s[0] == '*' {
+			return true
+		}
+		s = strings.TrimPrefix(s, "W/")
+		if s == "" || s[0] != '"' {
+			return false // malformed: the rest is not a list
+		}
+		end := strings.IndexByte(s[1:], '"')
+		if end < 0 {
+			return false
+		}
+		if tag := s[:end+2]; etag != "" && tag == etag {
+			return true
+		}
+		s = s[end+2:]
+	}
+}

@@ -1,0 +1,481 @@
+package testweb
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"net/url"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// answer is a response with the headers the validator tests look at.
+type answer struct {
+	status               int
+	etag, lastMod, ctype string
+	body                 []byte
+}
+
+// send makes a request with headers given as name, value pairs.
+func send(t *testing.T, c *http.Client, method, rawURL string, hdr ...string) answer {
+	t.Helper()
+	req, err := http.NewRequest(method, rawURL, nil)
+	if err != nil {
+		t.Fatalf("request %s: %v", rawURL, err)
+	}
+	req.Header.Set("User-Agent", testUA)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Add(hdr[i], hdr[i+1])
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, rawURL, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: reading body: %v", method, rawURL, err)
+	}
+	h := resp.Header
+	return answer{resp.StatusCode, h.Get("ETag"), h.Get("Last-Modified"), h.Get("Content-Type"), body}
+}
+
+// etagOf is the ETag the web derives from a body.
+func etagOf(body []byte) string {
+	sum := sha256.Sum256(body)
+	return `"` + hex.EncodeToString(sum[:8]) + `"`
+}
+
+// TestValidators: even pages carry an ETag of their body, odd pages the
+// base Last-Modified, other resources neither; without Validators no page
+// carries one.
+func TestValidators(t *testing.T) {
+	w := startWeb(t, Config{Hosts: 2, PagesPerHost: 12, Validators: true, Base: 13})
+	c := newClient()
+	base := clockBase.Format(http.TimeFormat)
+	for h := range 2 {
+		for n := range 12 {
+			u := w.pageURL(h, n)
+			a := send(t, c, http.MethodGet, u)
+			etag, lastMod, ok := w.Validator(u)
+			if !ok || a.status != http.StatusOK || a.etag != etag || a.lastMod != lastMod {
+				t.Errorf("GET %s: %d ETag %q Last-Modified %q; Validator says %q %q (%v)", u, a.status, a.etag, a.lastMod, etag, lastMod, ok)
+			}
+			if even := n%2 == 0; even && (a.etag != etagOf(a.body) || a.lastMod != "") || !even && (a.etag != "" || a.lastMod != base) {
+				t.Errorf("GET %s (page %d): ETag %q Last-Modified %q, want an ETag of the body on even pages, Last-Modified %q on odd ones", u, n, a.etag, a.lastMod, base)
+			}
+		}
+	}
+	h0 := "http://" + w.Hosts()[0]
+	for _, p := range []string{"/robots.txt", "/private/secret-0.html", pathDataBin, pathMissing, pathRedirect, "/nowhere"} {
+		if a := send(t, c, http.MethodGet, h0+p, "If-None-Match", "*"); a.etag != "" || a.lastMod != "" || a.status == http.StatusNotModified {
+			t.Errorf("GET %s: %d ETag %q Last-Modified %q, want no validator and no 304", p, a.status, a.etag, a.lastMod)
+		}
+	}
+	if got := w.Now(); !got.Equal(clockBase) {
+		t.Errorf("Now() at Start = %v, want %v", got, clockBase)
+	}
+
+	off := startWeb(t, Config{Hosts: 1, PagesPerHost: 4, Base: 13})
+	for _, u := range off.Pages()[:4] {
+		a := send(t, c, http.MethodGet, u, "If-None-Match", "*", "If-Modified-Since", base)
+		if a.status != http.StatusOK || a.etag != "" || a.lastMod != "" {
+			t.Errorf("without Validators, GET %s: %d ETag %q Last-Modified %q, want 200 and no validator", u, a.status, a.etag, a.lastMod)
+		}
+	}
+}
+
+// TestConditionalRequests checks the preconditions of RFC 9110: a matching
+// If-None-Match or an If-Modified-Since at or after Last-Modified answer
+// 304 with the validator and no body; anything else the full page.
+func TestConditionalRequests(t *testing.T) {
+	w := startWeb(t, Config{Hosts: 1, PagesPerHost: 10, Validators: true, Base: 14})
+	c := newClient()
+	even, odd := w.pageURL(0, 4), w.pageURL(0, 5)
+	etag, _, _ := w.Validator(even)
+	_, lastMod, _ := w.Validator(odd)
+	at := func(d time.Duration) string { return clockBase.Add(d).Format(http.TimeFormat) }
+	tests := []struct {
+		name, method, url string
+		hdr               []string
+		want              int
+	}{
+		{"matching etag", "GET", even, []string{"If-None-Match", etag}, 304},
+		{"matching etag, HEAD", "HEAD", even, []string{"If-None-Match", etag}, 304},
+		{"etag in a list, weak", "GET", even, []string{"If-None-Match", `W/"x", W/` + etag}, 304},
+		{"etag on a second line", "GET", even, []string{"If-None-Match", `"x"`, "If-None-Match", etag}, 304},
+		{"star", "GET", even, []string{"If-None-Match", "*"}, 304},
+		{"other etag", "GET", even, []string{"If-None-Match", `"x"`}, 200},
+		{"etag without quotes", "GET", even, []string{"If-None-Match", strings.Trim(etag, `"`)}, 200},
+		{"etag, POST", "POST", even, []string{"If-None-Match", etag}, 200},
+		{"since on a page without Last-Modified", "GET", even, []string{"If-Modified-Since", at(time.Hour)}, 200},
+		{"since Last-Modified", "GET", odd, []string{"If-Modified-Since", lastMod}, 304},
+		{"since later", "GET", odd, []string{"If-Modified-Since", at(time.Hour)}, 304},
+		{"since earlier", "GET", odd, []string{"If-Modified-Since", at(-time.Second)}, 200},
+		{"since, not a date", "GET", odd, []string{"If-Modified-Since", "yesterday"}, 200},
+		{"if-none-match decides", "GET", odd, []string{"If-None-Match", `"x"`, "If-Modified-Since", lastMod}, 200},
+		{"star on a page without etag", "GET", odd, []string{"If-None-Match", "*"}, 304},
+		{"no precondition", "GET", odd, nil, 200},
+		{"empty if-none-match is absent", "GET", odd, []string{"If-None-Match", "", "If-Modified-Since", lastMod}, 304},
+	}
+	for _, tt := range tests {
+		a := send(t, c, tt.method, tt.url, tt.hdr...)
+		if a.status != tt.want {
+			t.Errorf("%s: %s %v: %d, want %d", tt.name, tt.method, tt.hdr, a.status, tt.want)
+			continue
+		}
+		wantETag, wantLM, _ := w.Validator(tt.url)
+		if a.etag != wantETag || a.lastMod != wantLM {
+			t.Errorf("%s: ETag %q Last-Modified %q, want %q %q", tt.name, a.etag, a.lastMod, wantETag, wantLM)
+		}
+		if tt.want == http.StatusNotModified && (len(a.body) != 0 || a.ctype != "") {
+			t.Errorf("%s: 304 with %d body bytes, Content-Type %q", tt.name, len(a.body), a.ctype)
+		}
+		if body, _ := w.Body(tt.url); tt.want == http.StatusOK && tt.method == "GET" && !bytes.Equal(a.body, body) {
+			t.Errorf("%s: 200 body differs from Body", tt.name)
+		}
+	}
+}
+
+// TestChange: Change(0.1) changes a tenth of the pages; a changed page
+// serves a new body with the same links and a new validator, and answers
+// its old validator with 200; the others still answer 304.
+func TestChange(t *testing.T) {
+	w := startWeb(t, Config{Hosts: 2, PagesPerHost: 50, Validators: true, Base: 15})
+	c := newClient()
+	pages := w.Pages()[:100] // the generated pages, before host 0's extras
+	type seen struct {
+		body          []byte
+		etag, lastMod string
+	}
+	before := map[string]seen{}
+	for _, u := range pages {
+		b, _ := w.Body(u)
+		e, l, _ := w.Validator(u)
+		before[u] = seen{b, e, l}
+	}
+	changed := w.Change(0.1)
+	if len(changed) != 10 || len(slices.Compact(sorted(changed))) != 10 {
+		t.Fatalf("Change(0.1) = %d URLs (%v), want 10 distinct pages", len(changed), changed)
+	}
+	stamp := w.Now()
+	if want := clockBase.Add(time.Second); !stamp.Equal(want) {
+		t.Errorf("Now() after a change = %v, want %v", stamp, want)
+	}
+	for _, u := range pages {
+		old := before[u]
+		cond := []string{"If-None-Match", old.etag}
+		if old.etag == "" {
+			cond = []string{"If-Modified-Since", old.lastMod}
+		}
+		a := send(t, c, http.MethodGet, u, cond...)
+		v, _ := w.Version(u)
+		if !slices.Contains(changed, u) {
+			if a.status != http.StatusNotModified || v != 0 {
+				t.Errorf("unchanged %s: %d at version %d, want 304 at 0", u, a.status, v)
+			}
+			continue
+		}
+		body, _ := w.Body(u)
+		switch {
+		case a.status != http.StatusOK || v != 1:
+			t.Errorf("changed %s: %d at version %d, want 200 at 1", u, a.status, v)
+		case !bytes.Equal(a.body, body) || bytes.Equal(body, old.body) || !bytes.Contains(body, []byte("Revision 1.")):
+			t.Errorf("changed %s: served body equal to Body %v, to the old body %v", u, bytes.Equal(a.body, body), bytes.Equal(body, old.body))
+		case !slices.Equal(sorted(hrefs(body)), sorted(hrefs(old.body))):
+			t.Errorf("changed %s: links differ", u)
+		case old.etag != "" && (a.etag == old.etag || a.etag != etagOf(body)):
+			t.Errorf("changed %s: ETag %q, was %q", u, a.etag, old.etag)
+		case old.lastMod != "" && a.lastMod != stamp.Format(http.TimeFormat):
+			t.Errorf("changed %s: Last-Modified %q, want the clock %v", u, a.lastMod, stamp)
+		}
+	}
+	if a := send(t, c, http.MethodGet, changed[0], "If-None-Match", "*"); a.status != http.StatusNotModified {
+		t.Errorf("changed page, If-None-Match *: %d, want 304", a.status)
+	}
+}
+
+// TestChangePagesAndClock: ChangePages changes exactly its pages, each
+// call strictly later than the one before; Advance moves the clock; an
+// unknown URL changes nothing.
+func TestChangePagesAndClock(t *testing.T) {
+	w := startWeb(t, Config{Hosts: 1, PagesPerHost: 10, Validators: true, Base: 16})
+	p3, p5 := w.pageURL(0, 3), w.pageURL(0, 5)
+	if err := w.ChangePages(p3, p3, p5); err != nil {
+		t.Fatal(err)
+	}
+	w.Advance(90*time.Minute + 500*time.Millisecond)
+	w.Advance(-time.Hour)
+	if got, want := w.Now(), clockBase.Add(90*time.Minute+1500*time.Millisecond); !got.Equal(want) {
+		t.Errorf("Now() = %v, want %v", got, want)
+	}
+	if err := w.ChangePages(p3); err != nil {
+		t.Fatal(err)
+	}
+	v3, _ := w.Version(p3)
+	v5, _ := w.Version(p5)
+	_, lm3, _ := w.Validator(p3)
+	_, lm5, _ := w.Validator(p5)
+	if v3 != 2 || v5 != 1 {
+		t.Errorf("versions %d and %d, want 2 and 1 (a page named twice in one call changes once)", v3, v5)
+	}
+	want3 := clockBase.Add(90*time.Minute + 2*time.Second)
+	if lm3 != want3.Format(http.TimeFormat) || lm5 != clockBase.Add(time.Second).Format(http.TimeFormat) || !w.Now().Equal(want3) {
+		t.Errorf("Last-Modified %q and %q, clock %v; want %v, base+1s and %v", lm3, lm5, w.Now(), want3, want3)
+	}
+	for _, bad := range []string{w.pageURL(0, 10), "http://" + w.Hosts()[0] + "/robots.txt", "http://" + w.Hosts()[0] + "/dup/1.html", "http://example.com/"} {
+		if err := w.ChangePages(p5, bad); err == nil {
+			t.Errorf("ChangePages(%s) = nil, want an error", bad)
+		}
+	}
+	if v, _ := w.Version(p5); v != 1 {
+		t.Errorf("a failed ChangePages changed %s to version %d", p5, v)
+	}
+	if got := w.Change(0); got != nil || !w.Now().Equal(want3) {
+		t.Errorf("Change(0) = %v, clock %v; want nothing changed", got, w.Now())
+	}
+	if got := w.Change(2); len(got) != 10 {
+		t.Errorf("Change(2) changed %d pages, want all 10", len(got))
+	}
+}
+
+// TestChangeIsDeterministic: two webs of one Config and Port, given the
+// same calls, change the same pages and serve the same bytes and
+// validators.
+func TestChangeIsDeterministic(t *testing.T) {
+	cfg := Config{Hosts: 3, PagesPerHost: 40, Validators: true, Duplicates: 5, Base: 17}
+	run := func(w *Web) (changed []string, bodies map[string]string) {
+		changed = append(w.Change(0.1), w.Change(0.25)...)
+		w.Advance(time.Minute)
+		if err := w.ChangePages(w.Pages()[7]); err != nil {
+			t.Fatal(err)
+		}
+		bodies = map[string]string{}
+		for _, u := range w.Pages() {
+			b, _ := w.Body(u)
+			e, l, _ := w.Validator(u)
+			bodies[u] = string(b) + "\x00" + e + "\x00" + l
+		}
+		return changed, bodies
+	}
+	first, err := Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed1, bodies1 := run(first)
+	cfg.Port = first.Config().Port
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	second := startWeb(t, cfg)
+	changed2, bodies2 := run(second)
+	if !slices.Equal(changed1, changed2) {
+		t.Errorf("the webs changed different pages:\n%v\n%v", changed1, changed2)
+	}
+	if len(changed1) < 12+30 {
+		t.Errorf("Change(0.1), Change(0.25) of 120 pages returned %d URLs, want at least 42", len(changed1))
+	}
+	if !reflect.DeepEqual(bodies1, bodies2) {
+		t.Error("the webs serve different bytes or validators after the same calls")
+	}
+	c := newClient()
+	for _, u := range second.Pages()[:10] {
+		if got := send(t, c, http.MethodGet, u); bodies2[u] != string(got.body)+"\x00"+got.etag+"\x00"+got.lastMod {
+			t.Errorf("%s: served bytes or validators differ from Body and Validator", u)
+		}
+	}
+}
+
+// TestDuplicates: the second URLs serve their pages' bytes and validators,
+// the pages link to them, they are in Pages, and a crawl over the served
+// links finds exactly Pages.
+func TestDuplicates(t *testing.T) {
+	w := startWeb(t, Config{Hosts: 2, PagesPerHost: 10, Duplicates: 12, Validators: true, Base: 18})
+	c := newClient()
+	second := w.SecondURLs()
+	if len(second) != 12 || len(w.Pages()) != 20+3+12 {
+		t.Fatalf("%d second URLs, %d pages; want 12 and 35", len(second), len(w.Pages()))
+	}
+	h0, h1 := "http://"+w.Hosts()[0], "http://"+w.Hosts()[1]
+	if second[h0+"/dup/9.html"] != h0+"/p/9.html" || second[h1+"/dup/3.html"] != h1+"/p/3.html" {
+		t.Errorf("SecondURLs() = %v, want host 0's pages 1..9 and host 1's 1..3", second)
+	}
+	for dup, orig := range second {
+		if !slices.Contains(w.Pages(), dup) {
+			t.Errorf("Pages() lacks %s", dup)
+		}
+		a, b := send(t, c, http.MethodGet, dup), send(t, c, http.MethodGet, orig)
+		if a.status != http.StatusOK || !bytes.Equal(a.body, b.body) || a.etag != b.etag || a.lastMod != b.lastMod {
+			t.Errorf("%s and %s differ: %d, same body %v, validators %q %q and %q %q",
+				dup, orig, a.status, bytes.Equal(a.body, b.body), a.etag, a.lastMod, b.etag, b.lastMod)
+		}
+		u, _ := url.Parse(dup)
+		if !slices.Contains(hrefs(b.body), u.Path) {
+			t.Errorf("%s does not link to %s", orig, u.Path)
+		}
+	}
+	for _, u := range []string{h1 + "/dup/4.html", h0 + "/dup/0.html", h0 + "/dup/10.html", h0 + "/dup/01.html"} {
+		if a := send(t, c, http.MethodGet, u); a.status != http.StatusNotFound {
+			t.Errorf("GET %s: %d, want 404", u, a.status)
+		}
+	}
+	crawled := crawlPages(t, w, c)
+	if !slices.Equal(sorted(crawled), sorted(w.Pages())) {
+		t.Errorf("a crawl found %d URLs, Pages() has %d", len(crawled), len(w.Pages()))
+	}
+	if m := w.Missing(); len(m) != 0 {
+		t.Errorf("Missing() after a full crawl = %v", m)
+	}
+	changed := w.Change(1)
+	if len(changed) != 20+12 {
+		t.Errorf("Change(1) returned %d URLs, want every page and every second URL (32)", len(changed))
+	}
+	dup := h1 + "/dup/2.html"
+	if err := w.ChangePages(dup); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := w.Version(h1 + "/p/2.html"); v != 2 {
+		t.Errorf("ChangePages of %s: page version %d, want 2", dup, v)
+	}
+}
+
+// crawlPages fetches every URL reachable from the seeds over the served
+// links and redirects that stay on the web and that robots.txt allows,
+// and returns them.
+func crawlPages(t *testing.T, w *Web, c *http.Client) []string {
+	t.Helper()
+	seen := map[string]bool{}
+	var queue []string
+	add := func(base *url.URL, ref string) {
+		u, err := base.Parse(ref)
+		if err != nil {
+			t.Fatalf("link %q on %s: %v", ref, base, err)
+		}
+		u.Fragment = ""
+		if s := u.String(); slices.Contains(w.Hosts(), u.Host) && !w.Disallowed(s) && !seen[s] {
+			seen[s] = true
+			queue = append(queue, s)
+		}
+	}
+	root, _ := url.Parse("http://" + w.Hosts()[0])
+	for _, s := range w.Seeds() {
+		add(root, s)
+	}
+	for len(queue) > 0 {
+		s := queue[0]
+		queue = queue[1:]
+		f := get(t, c, s)
+		base, _ := url.Parse(s)
+		if f.location != "" {
+			add(base, f.location)
+		}
+		if strings.HasPrefix(f.ctype, "text/html") {
+			for _, ref := range hrefs(f.body) {
+				add(base, ref)
+			}
+		}
+	}
+	var out []string
+	for s := range seen {
+		out = append(out, s)
+	}
+	return out
+}
+
+// TestCountsValidatorsAndStatus: every request records the validators it
+// carried and the status it got; Answered and Conditional sum them up.
+func TestCountsValidatorsAndStatus(t *testing.T) {
+	w := startWeb(t, Config{Hosts: 1, PagesPerHost: 10, Validators: true, Base: 19})
+	c := newClient()
+	even, odd := w.pageURL(0, 2), w.pageURL(0, 3)
+	etag, _, _ := w.Validator(even)
+	_, lastMod, _ := w.Validator(odd)
+	robots := "http://" + w.Hosts()[0] + "/robots.txt"
+	send(t, c, http.MethodGet, robots, "If-None-Match", "*")
+	send(t, c, http.MethodGet, even)
+	send(t, c, http.MethodGet, even, "If-None-Match", etag)
+	send(t, c, http.MethodGet, odd, "If-Modified-Since", lastMod)
+	send(t, c, http.MethodGet, odd, "If-None-Match", `"a"`, "If-None-Match", `"b"`)
+
+	reqs := w.Requests()
+	want := []Request{
+		{URL: robots, IfNoneMatch: "*", Status: 200},
+		{URL: even, Status: 200},
+		{URL: even, IfNoneMatch: etag, Status: 304},
+		{URL: odd, IfModifiedSince: lastMod, Status: 304},
+		{URL: odd, IfNoneMatch: `"a", "b"`, Status: 200},
+	}
+	if len(reqs) != len(want) {
+		t.Fatalf("Requests() has %d, want %d", len(reqs), len(want))
+	}
+	for i, r := range reqs {
+		wr := want[i]
+		if r.URL != wr.URL || r.IfNoneMatch != wr.IfNoneMatch || r.IfModifiedSince != wr.IfModifiedSince || r.Status != wr.Status {
+			t.Errorf("Requests()[%d] = %+v, want %+v", i, r, wr)
+		}
+		if r.Conditional() != (wr.IfNoneMatch != "" || wr.IfModifiedSince != "") {
+			t.Errorf("Requests()[%d].Conditional() = %v", i, r.Conditional())
+		}
+	}
+	if got := w.Answered(http.StatusNotModified); !slices.Equal(got, []string{even, odd}) {
+		t.Errorf("Answered(304) = %v", got)
+	}
+	if got := w.Answered(http.StatusOK); !slices.Equal(got, []string{even, odd}) {
+		t.Errorf("Answered(200) = %v, want robots.txt left out", got)
+	}
+	if got := w.Conditional(); !reflect.DeepEqual(got, map[string]bool{even: true, odd: true}) {
+		t.Errorf("Conditional() = %v", got)
+	}
+	w.Reset()
+	send(t, c, http.MethodGet, even)
+	if got := w.Conditional(); !reflect.DeepEqual(got, map[string]bool{even: false}) || len(w.Answered(http.StatusNotModified)) != 0 {
+		t.Errorf("after Reset, Conditional() = %v, Answered(304) = %v", got, w.Answered(http.StatusNotModified))
+	}
+}
+
+// TestChangeWhileServing: changes while clients fetch never serve a body
+// with another version's ETag (run it with -race).
+func TestChangeWhileServing(t *testing.T) {
+	w := startWeb(t, Config{Hosts: 1, PagesPerHost: 20, Validators: true, Base: 20})
+	c := newClient()
+	var wg sync.WaitGroup
+	var fetched atomic.Int64
+	stop := make(chan struct{})
+	for g := range 4 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				u := w.pageURL(0, 2*((g+i)%10))
+				resp, err := c.Get(u)
+				if err != nil {
+					t.Errorf("GET %s: %v", u, err)
+					return
+				}
+				body, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if etag := resp.Header.Get("ETag"); err != nil || etag != etagOf(body) {
+					t.Errorf("GET %s: ETag %q of another body (read error %v)", u, etag, err)
+					return
+				}
+				fetched.Add(1)
+			}
+		})
+	}
+	for fetched.Load() < 400 && !t.Failed() {
+		w.Change(0.3)
+		time.Sleep(100 * time.Microsecond)
+	}
+	close(stop)
+	wg.Wait()
+}
