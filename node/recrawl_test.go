@@ -1,0 +1,263 @@
+package node_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/nlnwa/gowarc"
+
+	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/internal/dirsize"
+	"github.com/drover-crawl/drover/internal/testenv"
+	"github.com/drover-crawl/drover/page"
+	"github.com/drover-crawl/drover/testweb"
+	"github.com/drover-crawl/drover/testweb/webtest"
+)
+
+const recrawlPG = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+
+// recrawlRun is one run of the two-run test, with a sink of every kind.
+type recrawlRun struct {
+	cfg   campaign.Config
+	warc  string
+	table string
+}
+
+func newRecrawlRun(t *testing.T, s *stack, web *testweb.Web, from string) recrawlRun {
+	r := recrawlRun{cfg: s.newCampaign("recrawl", web, 4), warc: t.TempDir(), table: fmt.Sprintf("recrawl_%d", rand.IntN(1e9))}
+	r.cfg.From = from
+	r.cfg.PerHostDelay = new(time.Millisecond)
+	r.cfg.PerHostConcurrency = 4
+	r.cfg.Sinks = append(r.cfg.Sinks, "warc:"+r.warc, recrawlPG+"&table="+r.table)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if c, err := pgx.Connect(ctx, recrawlPG); err == nil {
+			c.Exec(ctx, "DROP TABLE IF EXISTS "+r.table)
+			c.Close(ctx)
+		}
+	})
+	return r
+}
+
+// TestRecrawlFromHistory: a web whose pages carry validators (half an
+// ETag, half a Last-Modified; some bodies at a second URL too) is crawled,
+// a tenth of it changes, and a second run --from the first asks for every
+// page with its validators. By the server's count every page that answered
+// 200 the first time got a validator, and exactly the unchanged ones
+// answered 304; the crawl still reached every page (the 304s' links came
+// from the history); every sink took at most 15% of the first run's
+// bytes; warcio reads every revisit record with the fields replay needs,
+// and revisits resolve, through WARC-Refers-To-*, to the first run's
+// bytes.
+func TestRecrawlFromHistory(t *testing.T) {
+	testenv.NeedsPostgres(t)
+	web := webtest.Start(t, testweb.Config{Hosts: 4, PagesPerHost: 250, CrossHost: true, NoExtras: true,
+		Validators: true, Duplicates: 50, Base: 152})
+	s := startStack(t)
+	run1 := newRecrawlRun(t, s, web, "")
+	runCampaign(t, s.temporal.Client(), run1.cfg, 5*time.Minute)()
+	checkFetchedOnce(t, web)
+	answered200 := web.Answered(200)
+	if len(answered200) != len(web.Pages()) {
+		t.Fatalf("run 1: %d pages answered 200, want every one of %d", len(answered200), len(web.Pages()))
+	}
+	changed := web.Change(0.1)
+	web.Reset()
+
+	run2 := newRecrawlRun(t, s, web, run1.cfg.ID)
+	runCampaign(t, s.temporal.Client(), run2.cfg, 5*time.Minute)()
+	checkFetchedOnce(t, web)
+	checkConditional(t, web, answered200, changed)
+
+	bytes1, bytes2 := recrawlBytes(t, s, run1), recrawlBytes(t, s, run2)
+	for _, sk := range []string{"warc", "kafka", "postgres"} {
+		ratio := float64(bytes2[sk]) / float64(bytes1[sk])
+		t.Logf("%s: run 1 wrote %d bytes, run 2 %d (%.1f%%)", sk, bytes1[sk], bytes2[sk], 100*ratio)
+		if ratio > 0.15 {
+			t.Errorf("%s: run 2 wrote %.1f%% of run 1's bytes, want at most 15%%", sk, 100*ratio)
+		}
+	}
+	checkRevisitsResolve(t, web, run1.warc, run2.warc, changed)
+}
+
+// checkConditional: every page that answered 200 in run 1 was asked for
+// with a validator in run 2, and the unchanged ones, only they, got 304.
+func checkConditional(t *testing.T, web *testweb.Web, answered200, changed []string) {
+	t.Helper()
+	cond := web.Conditional()
+	for _, u := range answered200 {
+		if !cond[u] {
+			t.Errorf("%s answered 200 in run 1 but got no validator in run 2", u)
+		}
+	}
+	isChanged := map[string]bool{}
+	for _, u := range changed {
+		isChanged[u] = true
+	}
+	var want []string
+	for _, u := range web.Pages() {
+		if !isChanged[u] {
+			want = append(want, u)
+		}
+	}
+	got := web.Answered(304)
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("%d pages answered 304, want the %d unchanged of %d", len(got), len(want), len(web.Pages()))
+	}
+	t.Logf("run 2: %d of %d pages answered 304, %d changed answered 200", len(got), len(web.Pages()), len(web.Answered(200)))
+}
+
+// recrawlBytes is what each sink took from a run: the WARC files' size,
+// the Kafka records' keys, values and headers, the PostgreSQL table's rows.
+func recrawlBytes(t *testing.T, s *stack, r recrawlRun) map[string]int64 {
+	t.Helper()
+	out := map[string]int64{}
+	out["warc"] = dirsize.Of(r.warc)
+	for _, m := range readTopic(t, s.kafka.Addr(), s.topic, 0) {
+		var campaignID string
+		size := len(m.Key) + len(m.Value)
+		for _, h := range m.Headers {
+			size += len(h.Key) + len(h.Value)
+			if h.Key == "campaign" {
+				campaignID = string(h.Value)
+			}
+		}
+		if campaignID == r.cfg.ID {
+			out["kafka"] += int64(size)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := pgx.Connect(ctx, recrawlPG)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	var n int64
+	if err := c.QueryRow(ctx, "SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM "+r.table+" t").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	out["postgres"] = n
+	return out
+}
+
+// warcRecord is what the test reads of a response or revisit record.
+type warcRecord struct {
+	typ, uri, date, digest, profile, refersURI, refersDate string
+	payload                                                []byte
+}
+
+// readWARCDir reads the response and revisit records of dir's files.
+func readWARCRecords(t *testing.T, dir string) []warcRecord {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.warc.gz"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no WARC file in %s: %v", dir, err)
+	}
+	var out []warcRecord
+	for _, f := range files {
+		r, err := gowarc.NewWarcFileReader(f, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			rec, _, val, err := r.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			if !val.Valid() {
+				t.Errorf("%s: %s record of %s: %v", filepath.Base(f), rec.Type(), rec.WarcHeader().Get(gowarc.WarcTargetURI), val)
+			}
+			if rec.Type() != gowarc.Response && rec.Type() != gowarc.Revisit {
+				continue
+			}
+			out = append(out, readWARCRecord(t, rec))
+		}
+		r.Close()
+	}
+	return out
+}
+
+func readWARCRecord(t *testing.T, rec gowarc.WarcRecord) warcRecord {
+	h := rec.WarcHeader()
+	w := warcRecord{typ: rec.Type().String(), uri: strings.Trim(h.Get(gowarc.WarcTargetURI), "<>"), date: h.Get(gowarc.WarcDate),
+		digest: h.Get(gowarc.WarcPayloadDigest), profile: h.Get(gowarc.WarcProfile),
+		refersURI: strings.Trim(h.Get(gowarc.WarcRefersToTargetURI), "<>"), refersDate: h.Get(gowarc.WarcRefersToDate)}
+	if rec.Type() == gowarc.Response {
+		if pb, ok := rec.Block().(gowarc.PayloadBlock); ok {
+			r, err := pb.PayloadBytes()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w.payload, err = io.ReadAll(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return w
+}
+
+// checkRevisitsResolve: run 2's WARCs hold a revisit for every unchanged
+// page and a response for every changed one; each revisit carries its
+// profile and WARC-Refers-To-*, and 50 of them, sampled, name a response
+// record of run 1 whose payload has their digest and is the page's bytes.
+func checkRevisitsResolve(t *testing.T, web *testweb.Web, dir1, dir2 string, changed []string) {
+	t.Helper()
+	byCapture := map[string]warcRecord{}
+	for _, r := range readWARCRecords(t, dir1) {
+		if r.typ == "response" {
+			byCapture[r.uri+" "+r.date] = r
+		}
+	}
+	var revisits []warcRecord
+	responses := map[string]bool{}
+	for _, r := range readWARCRecords(t, dir2) {
+		switch r.typ {
+		case "revisit":
+			revisits = append(revisits, r)
+		case "response":
+			responses[r.uri] = true
+		}
+	}
+	for _, u := range changed {
+		if !responses[u] {
+			t.Errorf("changed page %s has no response record in run 2", u)
+		}
+	}
+	if want := len(web.Pages()) - len(changed); len(revisits) != want {
+		t.Errorf("run 2 wrote %d revisit records, want %d", len(revisits), want)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	rng.Shuffle(len(revisits), func(i, j int) { revisits[i], revisits[j] = revisits[j], revisits[i] })
+	for _, rv := range revisits[:min(50, len(revisits))] {
+		if rv.profile != "http://netpreserve.org/warc/1.1/revisit/server-not-modified" || rv.refersURI != rv.uri || rv.refersDate == "" {
+			t.Errorf("revisit of %s: profile %q, refers to %q at %q", rv.uri, rv.profile, rv.refersURI, rv.refersDate)
+			continue
+		}
+		orig, ok := byCapture[rv.refersURI+" "+rv.refersDate]
+		if !ok {
+			t.Errorf("revisit of %s refers to a capture at %s that run 1 did not write", rv.uri, rv.refersDate)
+			continue
+		}
+		body, _ := web.Body(rv.uri)
+		if orig.digest != rv.digest || page.PayloadDigest(orig.payload) != rv.digest || string(orig.payload) != string(body) {
+			t.Errorf("revisit of %s: digest %s, its capture's %s; the capture's %d bytes are the page's: %v",
+				rv.uri, rv.digest, orig.digest, len(orig.payload), string(orig.payload) == string(body))
+		}
+	}
+}
