@@ -292,7 +292,7 @@ func encodePage(p *page.Page) encodedPage {
 		if p.Truncated {
 			h = append(h, "WARC-Truncated", "length")
 		}
-		digest := sha1Digest(p.Body)
+		digest := page.PayloadDigest(p.Body)
 		h = append(h, "WARC-Payload-Digest", digest, "Content-Type", "application/http;msgtype=response")
 		head := make([]byte, 0, len(p.StatusLine)+len(p.Header)+4)
 		head = append(head, p.StatusLine...)
@@ -430,11 +430,6 @@ func withBlankLine(b []byte) []byte {
 		out = append(out, "\r\n"...)
 	}
 	return append(out, "\r\n"...)
-}
-
-func sha1Digest(b []byte) string {
-	s := sha1.Sum(b)
-	return "sha1:" + base32.StdEncoding.EncodeToString(s[:])
 }
 
 func warcDate(t time.Time) string {
