@@ -1,0 +1,178 @@
+package sink
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/url"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nlnwa/gowarc"
+
+	"github.com/drover-crawl/drover/page"
+)
+
+// revisitOf is a later fetch of capture c's URL, at at, that found c
+// unchanged, as the fetcher records it: a 304 to a conditional request
+// (page.RevisitNotModified), or a 200 whose body had c's digest
+// (page.RevisitIdenticalDigest); no body either way.
+func revisitOf(c *page.Page, profile string, at time.Time) *page.Page {
+	u, _ := url.Parse(c.URL)
+	p := &page.Page{
+		URL: c.URL, Campaign: c.Campaign, FetchedAt: at, Depth: c.Depth, Parent: c.Parent, IP: c.IP,
+		Status: 304, StatusLine: "HTTP/1.1 304 Not Modified",
+		Header:  []byte("Date: Sun, 06 Dec 2026 08:00:00 GMT\r\nETag: \"v1\"\r\n"),
+		Request: []byte("GET " + u.RequestURI() + " HTTP/1.1\r\nHost: " + u.Host + "\r\nIf-None-Match: \"v1\"\r\n\r\n"),
+		Revisit: &page.Revisit{Profile: profile, RefersToURI: c.URL, RefersToDate: c.FetchedAt, Digest: page.PayloadDigest(c.Body)},
+	}
+	if profile == page.RevisitIdenticalDigest {
+		p.Status, p.StatusLine, p.Header = 200, "HTTP/1.1 200 OK", c.Header
+		p.Request = c.Request
+	}
+	return p
+}
+
+// revisitCrawl is a capture, then a recrawl that revisits it under both
+// profiles, and an identical-digest revisit of it found at another URL.
+func revisitCrawl(t testing.TB) (capture *page.Page, revisits []*page.Page) {
+	capture = testPages(t, 1)[0]
+	capture.FetchedAt = time.Date(2026, 12, 6, 7, 0, 0, 123456789, time.UTC)
+	later := capture.FetchedAt.Add(24 * time.Hour)
+	copied := revisitOf(capture, page.RevisitIdenticalDigest, later.Add(2*time.Second))
+	copied.URL, copied.Request = "http://mirror.test/copy-of-page-0", nil
+	// The fetcher read this body to compare its digest: a sink stores it
+	// nowhere all the same.
+	copied.Body = capture.Body
+	return capture, []*page.Page{
+		revisitOf(capture, page.RevisitNotModified, later),
+		revisitOf(capture, page.RevisitIdenticalDigest, later.Add(time.Second)),
+		copied,
+	}
+}
+
+// A recrawl's revisits are revisit records (WARC 1.1, 6.7) in place of
+// responses: the profile's URI, the earlier capture named by its
+// WARC-Target-URI and WARC-Date, its payload digest, and a block of this
+// fetch's status line and header alone. Each resolves to the capture's
+// response record in the file, by gowarc and by warcio.
+func TestWARCStoresRevisits(t *testing.T) {
+	dir := t.TempDir()
+	w, err := NewWARC(WARCConfig{Dir: dir, Campaign: "camp-1"})
+	require.NoError(t, err)
+	capture, revisits := revisitCrawl(t)
+	storeAll(t, w, []*page.Page{capture})
+	storeAll(t, w, revisits)
+	require.NoError(t, w.Close())
+
+	files, recs := readWARCs(t, dir)
+	ids := map[string]warcRec{}
+	for _, r := range recs {
+		ids[r.id] = r
+	}
+	want := map[string]*page.Page{} // by URL and WARC-Date
+	for _, p := range revisits {
+		want[p.URL+" "+warcDate(p.FetchedAt)] = p
+	}
+	seen := 0
+	for _, r := range recs {
+		if r.typ != "revisit" {
+			continue
+		}
+		seen++
+		h := r.header
+		p := want[r.uri+" "+h.Get(gowarc.WarcDate)]
+		require.NotNil(t, p, "revisit of unknown URL %q", r.uri)
+		require.Equal(t, "http://netpreserve.org/warc/1.1/revisit/"+p.Revisit.Profile, h.Get(gowarc.WarcProfile), r.uri)
+		require.Equal(t, capture.URL, h.Get(gowarc.WarcRefersToTargetURI), r.uri)
+		require.Equal(t, "2026-12-06T07:00:00.123456789Z", h.Get(gowarc.WarcRefersToDate), r.uri)
+		require.Equal(t, b32sha1(capture.Body), h.Get(gowarc.WarcPayloadDigest), r.uri)
+		require.Equal(t, "application/http;msgtype=response", h.Get(gowarc.ContentType), r.uri)
+		require.Equal(t, "", h.Get(gowarc.WarcTruncated), "WARC-Truncated of %s", r.uri)
+		require.Equal(t, p.StatusLine+"\r\n"+string(p.Header)+"\r\n", string(r.block), "block of %s", r.uri)
+		require.Equal(t, b32sha1(r.block), h.Get(gowarc.WarcBlockDigest), r.uri)
+		if p.Request != nil {
+			require.Equal(t, "request", ids[r.concurrentTo].typ, "revisit of %s not linked to its request", r.uri)
+		}
+		orig := resolveRevisit(t, recs, r)
+		head := capture.StatusLine + "\r\n" + string(capture.Header) + "\r\n"
+		require.Equal(t, head+string(capture.Body), string(orig.block), "the capture %s refers to", r.uri)
+	}
+	require.Equal(t, len(revisits), seen, "revisit records")
+	for _, r := range recs {
+		if r.typ == "metadata" && want[r.uri+" "+r.header.Get(gowarc.WarcDate)] != nil {
+			require.Equal(t, "revisit", ids[r.concurrentTo].typ, "metadata of %s not linked to its revisit", r.uri)
+		}
+	}
+
+	t.Run("warcio", func(t *testing.T) {
+		warcioIndex(t, files, recs)
+		warcioResolvesRevisits(t, files, len(revisits))
+	})
+}
+
+// resolveRevisit returns the one response record that revisit refers to:
+// WARC-Target-URI, WARC-Date and WARC-Payload-Digest equal to the
+// revisit's WARC-Refers-To-Target-URI, WARC-Refers-To-Date and
+// WARC-Payload-Digest, as pywb looks it up.
+func resolveRevisit(t *testing.T, recs []warcRec, revisit warcRec) warcRec {
+	t.Helper()
+	rh := revisit.header
+	var found []warcRec
+	for _, r := range recs {
+		h := r.header
+		if r.typ == "response" && r.uri == rh.Get(gowarc.WarcRefersToTargetURI) && h.Get(gowarc.WarcDate) == rh.Get(gowarc.WarcRefersToDate) &&
+			h.Get(gowarc.WarcPayloadDigest) == rh.Get(gowarc.WarcPayloadDigest) {
+			found = append(found, r)
+		}
+	}
+	require.Len(t, found, 1, "responses the revisit of %s refers to", revisit.uri)
+	return found[0]
+}
+
+// warcioResolvesRevisits reads the files with warcio (JavaScript), a
+// reader independent of gowarc, and checks that it reads n revisit
+// records, each with its status line's code, that each names a response
+// of the files by target URI, date and payload digest.
+func warcioResolvesRevisits(t *testing.T, files []string, n int) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	node, cli := warcioCLI(ctx, t)
+	fields := []string{"warc-type", "warc-target-uri", "warc-date", "warc-payload-digest", "warc-profile",
+		"warc-refers-to-target-uri", "warc-refers-to-date", "http:status"}
+	args := append(append([]string{cli, "index"}, files...), "-f", strings.Join(fields, ","))
+	out, err := exec.CommandContext(ctx, node, args...).Output()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		t.Fatalf("warcio index: %v\n%s", err, exit.Stderr)
+	}
+	require.NoError(t, err, "warcio index")
+	var recs []map[string]any
+	for line := range bytes.Lines(bytes.TrimSpace(out)) {
+		var e map[string]any
+		require.NoError(t, json.Unmarshal(line, &e), "warcio line %q", line)
+		recs = append(recs, e)
+	}
+	revisits := 0
+	for _, rv := range recs {
+		if rv["warc-type"] != "revisit" {
+			continue
+		}
+		revisits++
+		status := map[string]float64{page.RevisitNotModified: 304, page.RevisitIdenticalDigest: 200}
+		profile, _ := rv["warc-profile"].(string)
+		require.Equal(t, status[profile[strings.LastIndex(profile, "/")+1:]], rv["http:status"], "warcio's status of %v", rv)
+		matches := 0
+		for _, r := range recs {
+			if r["warc-type"] == "response" && r["warc-target-uri"] == rv["warc-refers-to-target-uri"] &&
+				r["warc-date"] == rv["warc-refers-to-date"] && r["warc-payload-digest"] == rv["warc-payload-digest"] {
+				matches++
+			}
+		}
+		require.Equal(t, 1, matches, "responses warcio finds for %v", rv)
+	}
+	require.Equal(t, n, revisits, "revisits warcio read")
+}
