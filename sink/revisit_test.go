@@ -7,11 +7,13 @@ import (
 	"errors"
 	"net/url"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nlnwa/gowarc"
+	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/drover-crawl/drover/page"
 )
@@ -175,4 +177,48 @@ func warcioResolvesRevisits(t *testing.T, files []string, n int) {
 		require.Equal(t, 1, matches, "responses warcio finds for %v", rv)
 	}
 	require.Equal(t, n, revisits, "revisits warcio read")
+}
+
+// A revisit is a small Kafka record: the page's key and headers, the
+// revisit's four, and an empty value that is not null (a compacted topic
+// would read null as a tombstone deleting the capture), even when the
+// fetcher still held the body it compared.
+func TestKafkaStoresRevisits(t *testing.T) {
+	c := startKafka(t, kfake.SeedTopics(2, "pages"))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	k, err := NewKafka(ctx, KafkaConfig{Brokers: c.ListenAddrs(), Topic: "pages", BodyCap: testBodyCap})
+	require.NoError(t, err)
+	capture, revisits := revisitCrawl(t)
+	pages := append([]*page.Page{capture}, revisits...)
+	storeAll(t, k, pages)
+	require.NoError(t, k.Close())
+
+	recs := readKafka(t, c.ListenAddrs(), "pages", len(pages))
+	require.Len(t, recs, len(pages), "one record per page")
+	want := map[string]*page.Page{} // by key and fetched-at
+	for _, p := range pages {
+		want[p.URL+" "+p.FetchedAt.Format(time.RFC3339Nano)] = p
+	}
+	for _, r := range recs {
+		h := map[string]string{}
+		for _, kv := range r.Headers {
+			h[kv.Key] = string(kv.Value)
+		}
+		p := want[string(r.Key)+" "+h["fetched-at"]]
+		require.NotNil(t, p, "unexpected record %q at %s", r.Key, h["fetched-at"])
+		if p.Revisit == nil {
+			require.Equal(t, string(p.Body), string(r.Value), "the capture's body")
+			require.Equal(t, "", h["revisit-profile"]+h["refers-to-uri"]+h["refers-to-date"]+h["payload-digest"], "revisit headers on the capture")
+			continue
+		}
+		require.True(t, r.Value != nil && len(r.Value) == 0, "value of the revisit of %s: %d bytes, null %v", p.URL, len(r.Value), r.Value == nil)
+		require.Equal(t, map[string]string{
+			"url": p.URL, "status": strconv.Itoa(p.Status), "content-type": "", "content-encoding": "",
+			"fetched-at": p.FetchedAt.Format(time.RFC3339Nano), "campaign": p.Campaign, "depth": strconv.Itoa(p.Depth),
+			"parent": p.Parent, "ip": p.IP, "truncated": "false", "status-line": p.StatusLine, "http-headers": string(p.Header),
+			"revisit-profile": p.Revisit.Profile, "refers-to-uri": capture.URL,
+			"refers-to-date": "2026-12-06T07:00:00.123456789Z", "payload-digest": b32sha1(capture.Body),
+		}, h, "headers of the revisit of "+p.URL)
+	}
 }
