@@ -5,13 +5,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/url"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/nlnwa/gowarc"
 	"github.com/twmb/franz-go/pkg/kfake"
 
@@ -221,4 +224,123 @@ func TestKafkaStoresRevisits(t *testing.T) {
 			"refers-to-date": "2026-12-06T07:00:00.123456789Z", "payload-digest": b32sha1(capture.Body),
 		}, h, "headers of the revisit of "+p.URL)
 	}
+}
+
+// pgOldTable is the table as drover created it before revisits: no
+// revisit_profile, refers_to_url, refers_to_date nor payload_digest.
+const pgOldTable = `CREATE TABLE %s (
+	id bigserial PRIMARY KEY,
+	campaign text NOT NULL,
+	url text NOT NULL,
+	status integer NOT NULL,
+	status_line text NOT NULL,
+	headers bytea,
+	body bytea,
+	content_type text NOT NULL,
+	content_encoding text NOT NULL,
+	truncated boolean NOT NULL,
+	fetched_at timestamptz NOT NULL,
+	depth integer NOT NULL,
+	parent text NOT NULL,
+	ip text NOT NULL,
+	error text NOT NULL
+)`
+
+// A table created by an older drover passes Check, which leaves it as it
+// is, and gets the revisit columns when the sink opens it, its rows NULL
+// in them. Then a capture's row has the
+// digest of its body, a failure's none, and a revisit's row no body and
+// the profile, URL, time and digest of the capture, on which it joins
+// that capture's row.
+func TestPostgresStoresRevisitsInAnOlderTable(t *testing.T) {
+	table := testTable(t)
+	tn := pgx.Identifier{table}.Sanitize()
+	pgExec(t, fmt.Sprintf(pgOldTable, tn))
+	pgExec(t, `INSERT INTO `+tn+` (campaign, url, status, status_line, content_type, content_encoding, truncated, fetched_at, depth, parent, ip, error)
+		VALUES ('camp-0', 'http://old.test/', 200, 'HTTP/1.1 200 OK', '', '', false, '2020-01-02 03:04:05.678901+00', 0, '', '', '')`)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, Check(ctx, testPostgresURI+"&table="+table, Options{}), "checking the older table")
+	var n int
+	withConn(t, func(ctx context.Context, conn *pgx.Conn) {
+		require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM information_schema.columns WHERE table_name = $1`, table).Scan(&n))
+	})
+	require.Equal(t, 15, n, "columns after Check, which writes nothing")
+	s := newTestPostgres(t, table)
+	capture, revisits := revisitCrawl(t)
+	failed := testPages(t, 6)[5] // Status 0, Err set
+	storeAll(t, s, append([]*page.Page{capture, failed}, revisits...))
+	require.NoError(t, s.Close())
+
+	withConn(t, func(ctx context.Context, conn *pgx.Conn) {
+		rows, err := conn.Query(ctx, `SELECT column_name, data_type FROM information_schema.columns
+			WHERE table_name = $1 AND column_name IN ('revisit_profile', 'refers_to_url', 'refers_to_date', 'payload_digest') ORDER BY column_name`, table)
+		require.NoError(t, err)
+		cols, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (string, error) {
+			var name, typ string
+			err := r.Scan(&name, &typ)
+			return name + " " + typ, err
+		})
+		require.NoError(t, err)
+		require.Equal(t, []string{"payload_digest text", "refers_to_date timestamp with time zone", "refers_to_url text", "revisit_profile text"}, cols)
+
+		// Each row as url, fetched_at, revisit_profile, refers_to_url,
+		// refers_to_date, payload_digest, body ("-" for NULL).
+		rows, err = conn.Query(ctx, `SELECT concat_ws(' ', url, to_char(fetched_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'),
+			coalesce(revisit_profile, '-'), coalesce(refers_to_url, '-'),
+			coalesce(to_char(refers_to_date AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'), '-'),
+			coalesce(payload_digest, '-'), coalesce(encode(body, 'escape'), '-')) FROM `+tn)
+		require.NoError(t, err)
+		got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+		us := func(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000000") }
+		want := []string{
+			"http://old.test/ 2020-01-02T03:04:05.678901 - - - - -",
+			strings.Join([]string{capture.URL, us(capture.FetchedAt), "- - -", b32sha1(capture.Body), string(capture.Body)}, " "),
+			strings.Join([]string{failed.URL, us(failed.FetchedAt), "- - - - -"}, " "),
+		}
+		for _, r := range revisits {
+			want = append(want, strings.Join([]string{r.URL, us(r.FetchedAt), r.Revisit.Profile, capture.URL, us(capture.FetchedAt), b32sha1(capture.Body), "-"}, " "))
+		}
+		slices.Sort(got)
+		slices.Sort(want)
+		require.Equal(t, want, got, "rows")
+
+		// A consumer joins a revisit to its capture on the three columns.
+		var joined []int64
+		rows, err = conn.Query(ctx, `SELECT c.id FROM `+tn+` r JOIN `+tn+` c ON c.url = r.refers_to_url
+			AND c.fetched_at = r.refers_to_date AND c.payload_digest = r.payload_digest WHERE r.revisit_profile IS NOT NULL`)
+		require.NoError(t, err)
+		joined, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+		require.NoError(t, err)
+		var captureID int64
+		require.NoError(t, conn.QueryRow(ctx, `SELECT id FROM `+tn+` WHERE url = $1 AND revisit_profile IS NULL`, capture.URL).Scan(&captureID))
+		require.Equal(t, []int64{captureID, captureID, captureID}, joined, "captures joined to the revisits")
+	})
+}
+
+// A sink opening a table that has every column does not alter it: ALTER
+// TABLE would wait for a consumer's long read of the table, holding back
+// every worker's writes meanwhile. A transaction here holds the lock such
+// a read holds while a second sink opens the table.
+func TestPostgresOpensATableBeingRead(t *testing.T) {
+	table := testTable(t)
+	require.NoError(t, newTestPostgres(t, table).Close())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, testPostgresURI)
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	tx, err := conn.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	_, err = tx.Exec(ctx, `LOCK TABLE `+pgx.Identifier{table}.Sanitize()+` IN ACCESS SHARE MODE`)
+	require.NoError(t, err)
+
+	octx, ocancel := context.WithTimeout(ctx, 3*time.Second)
+	defer ocancel()
+	s, err := NewPostgres(octx, PostgresConfig{URI: testPostgresURI, Table: table})
+	require.NoError(t, err, "opening the table while it is read")
+	require.NoError(t, s.Store(octx, testPages(t, 1)[0]), "storing while it is read")
+	require.NoError(t, s.Close())
 }
