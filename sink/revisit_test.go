@@ -344,3 +344,15 @@ func TestPostgresOpensATableBeingRead(t *testing.T) {
 	require.NoError(t, s.Store(octx, testPages(t, 1)[0]), "storing while it is read")
 	require.NoError(t, s.Close())
 }
+
+// The memory sink keeps a copy of a revisit's reference, as of the rest
+// of the page: a caller reusing the page changes nothing stored.
+func TestMemoryCopiesRevisit(t *testing.T) {
+	m := NewMemory()
+	_, revisits := revisitCrawl(t)
+	p := revisits[0]
+	want := *p.Revisit
+	require.NoError(t, m.Store(context.Background(), p))
+	p.Revisit.Digest, p.Revisit.RefersToURI = "sha1:CHANGED", "http://changed.test/"
+	require.Equal(t, want, *m.Pages()[0].Revisit)
+}
