@@ -62,7 +62,8 @@ func revisitCrawl(t testing.TB) (capture *page.Page, revisits []*page.Page) {
 // A recrawl's revisits are revisit records (WARC 1.1, 6.7) in place of
 // responses: the profile's URI, the earlier capture named by its
 // WARC-Target-URI and WARC-Date, its payload digest, and a block of this
-// fetch's status line and header alone. Each resolves to the capture's
+// fetch's status line and header alone, said to be truncated when that
+// block is a 200's (WARC 1.1, 6.7.2). Each resolves to the capture's
 // response record in the file, by gowarc and by warcio.
 func TestWARCStoresRevisits(t *testing.T) {
 	dir := t.TempDir()
@@ -96,7 +97,8 @@ func TestWARCStoresRevisits(t *testing.T) {
 		require.Equal(t, "2026-12-06T07:00:00.123456789Z", h.Get(gowarc.WarcRefersToDate), r.uri)
 		require.Equal(t, b32sha1(capture.Body), h.Get(gowarc.WarcPayloadDigest), r.uri)
 		require.Equal(t, "application/http;msgtype=response", h.Get(gowarc.ContentType), r.uri)
-		require.Equal(t, "", h.Get(gowarc.WarcTruncated), "WARC-Truncated of %s", r.uri)
+		truncated := map[string]string{page.RevisitNotModified: "", page.RevisitIdenticalDigest: "length"}
+		require.Equal(t, truncated[p.Revisit.Profile], h.Get(gowarc.WarcTruncated), "WARC-Truncated of %s", r.uri)
 		require.Equal(t, p.StatusLine+"\r\n"+string(p.Header)+"\r\n", string(r.block), "block of %s", r.uri)
 		require.Equal(t, b32sha1(r.block), h.Get(gowarc.WarcBlockDigest), r.uri)
 		if p.Request != nil {

@@ -57,8 +57,10 @@ type WARCConfig struct {
 // WARC-Refers-To-Date naming the earlier capture's response record (its
 // WARC-Target-URI and WARC-Date), WARC-Payload-Digest the earlier
 // capture's, and a block of this fetch's StatusLine CRLF, Header, CRLF:
-// no body. Replay tools (pywb, ReplayWeb.page) find the earlier capture by
-// these fields.
+// no body. An identical-payload-digest revisit says WARC-Truncated: length
+// (its block is a 200 without its body, 6.7.2); a server-not-modified one
+// does not (a 304 has no body). Replay tools (pywb, ReplayWeb.page) find
+// the earlier capture by these fields.
 //
 // A permanent failure (Status 0) has no response: it is the metadata record
 // alone, with its fetch-error field. Metadata rather than resource, because a
@@ -339,12 +341,18 @@ func (e *recordEncoder) capture(p *page.Page, date string, common []string, requ
 const revisitProfileURI = "http://netpreserve.org/warc/1.1/revisit/"
 
 // revisitFields are the WARC fields that make a response record a revisit
-// of the earlier capture r names (WARC 1.1, 6.7): its profile, and the
-// WARC-Target-URI and WARC-Date of that capture's response record, by which
-// pywb and ReplayWeb.page find it. A date or URI r lacks is left out rather
+// of the earlier capture r names (WARC 1.1, 6.7): its profile, WARC-Truncated
+// for an identical-payload-digest one, and the WARC-Target-URI and
+// WARC-Date of that capture's response record, by which pywb and
+// ReplayWeb.page find it. A date or URI r lacks is left out rather
 // than made up (warcDate would write the time of writing).
 func revisitFields(r *page.Revisit) []string {
 	h := []string{"WARC-Profile", revisitProfileURI + r.Profile}
+	if r.Profile == page.RevisitIdenticalDigest {
+		// The block is a 200 with its body cut off, which 6.7.2 has
+		// said with WARC-Truncated. A 304's block is its whole response.
+		h = append(h, "WARC-Truncated", "length")
+	}
 	if r.RefersToURI != "" {
 		h = append(h, "WARC-Refers-To-Target-URI", r.RefersToURI)
 	}
