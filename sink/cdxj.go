@@ -18,24 +18,27 @@ import (
 )
 
 // The WARC sink writes a CDXJ index beside each WARC file it closes
-// (drover-....warc.gz -> drover-....cdxj): one line per response record,
-// sorted, in the form pywb and the Webrecorder tools read:
+// (drover-....warc.gz -> drover-....cdxj): one line per response or
+// revisit record, sorted, in the form pywb and the Webrecorder tools read:
 //
 //	com,example)/a?b=1&c=2 20261206070000 {"url":"http://example.com/a?c=2&b=1","mime":"text/html","status":"200","digest":"...","length":"412","offset":"666","filename":"drover-....warc.gz"}
 //
 // The line is what webrecorder's warcio indexer (`warcio cdx-index`) makes
 // of the same record, field for field: the SURT key (its getSurt: "www."
 // dropped, lower case, host reversed, query parameters sorted), the
-// 14-digit timestamp, the Content-Type's media type, the payload digest
-// without "sha1:", and the gzip member's length and offset. A replay tool
-// then finds a page and its subrequests without reading the WARC files.
-// Lines sort as bytes (LC_ALL=C sort), as pywb's binary search needs.
+// 14-digit timestamp, the Content-Type's media type (warc/revisit for a
+// revisit), the status line's code, the payload digest without "sha1:" (a
+// revisit's is the earlier capture's), and the gzip member's length and
+// offset. A replay tool then finds a page and its subrequests without
+// reading the WARC files. Lines sort as bytes (LC_ALL=C sort), as pywb's
+// binary search needs.
 //
 // A file a crash left open has no index (its last records may be torn);
 // `warcio cdx-index` or pywb's `wb-manager add` index it.
 
-// cdxEntry is a response record's index line before its place in the
-// file is known: its key and its JSON fields but offset and filename.
+// cdxEntry is a response or revisit record's index line before its place
+// in the file is known: its key and its JSON fields but offset and
+// filename.
 type cdxEntry struct {
 	key    string // urlkey SP timestamp
 	url    string
@@ -47,16 +50,20 @@ type cdxEntry struct {
 	offset, length int64
 }
 
-// newCDXEntry indexes p's response record (none for a failure).
+// newCDXEntry indexes p's response or revisit record, whose
+// WARC-Payload-Digest is digest. A revisit's media type is warc/revisit,
+// as warcio and pywb write it: the content is the earlier capture's, which
+// a replay tool finds by the revisit's digest.
 func newCDXEntry(p *page.Page, date, digest string) *cdxEntry {
-	if p.Status == 0 {
-		return nil
+	mime := cdxMime(p.Header)
+	if p.Revisit != nil {
+		mime = "warc/revisit"
 	}
 	return &cdxEntry{
 		key:    surt(p.URL) + " " + cdxTimestamp(date),
 		url:    p.URL,
-		mime:   cdxMime(p.Header),
-		status: strconv.Itoa(p.Status),
+		mime:   mime,
+		status: cdxStatus(p),
 		digest: strings.TrimPrefix(digest, "sha1:"),
 	}
 }
@@ -87,6 +94,18 @@ func (e *cdxEntry) line(file string) []byte {
 func cdxTimestamp(date string) string {
 	d := strings.NewReplacer("-", "", ":", "", "T", "").Replace(date)
 	return d[:min(14, len(d))]
+}
+
+// cdxStatus is the code of p's status line as the indexer reads it from
+// the record's block (a revisit's line is this fetch's: 304 for a
+// server-not-modified one), or p.Status when the line has none.
+func cdxStatus(p *page.Page) string {
+	_, rest, _ := strings.Cut(p.StatusLine, " ")
+	code, _, _ := strings.Cut(rest, " ")
+	if n, err := strconv.Atoi(code); err == nil {
+		return strconv.Itoa(n)
+	}
+	return strconv.Itoa(p.Status)
 }
 
 // cdxMime is the media type of a raw header block's Content-Type (its

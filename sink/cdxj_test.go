@@ -34,7 +34,8 @@ func TestSURT(t *testing.T) {
 }
 
 // indexPages are pages whose index lines differ in every field: odd URLs,
-// statuses, types, a page with no Content-Type and a failure (no line).
+// statuses, types, a page with no Content-Type, a failure (no line) and a
+// revisit of each profile, one without its request record.
 func indexPages(t *testing.T) []*page.Page {
 	at := time.Date(2026, 12, 6, 7, 0, 0, 123456789, time.UTC)
 	pages := testPages(t, 60)
@@ -43,8 +44,12 @@ func indexPages(t *testing.T) []*page.Page {
 			Header: []byte("Content-Type: Text/HTML ; charset=utf-8"), Body: []byte("b" + u), FetchedAt: at.Add(time.Duration(i) * time.Second),
 			Request: []byte("GET / HTTP/1.1\r\nHost: example.com\r\n\r\n")})
 	}
+	n := len(pages)
 	pages = append(pages, &page.Page{URL: "http://example.com/none", Campaign: "camp-1", Status: 204, StatusLine: "HTTP/1.1 204 No Content", FetchedAt: at},
-		&page.Page{URL: "http://dead.example/", Campaign: "camp-1", Err: "dns: no such host", FetchedAt: at})
+		&page.Page{URL: "http://dead.example/", Campaign: "camp-1", Err: "dns: no such host", FetchedAt: at},
+		revisitOf(pages[n-3], page.RevisitNotModified, at.Add(time.Hour)),
+		revisitOf(pages[n-1], page.RevisitIdenticalDigest, at.Add(time.Hour)))
+	pages[len(pages)-1].Request = nil
 	return pages
 }
 
@@ -83,6 +88,7 @@ func TestWARCIndexesEachClosedFile(t *testing.T) {
 		}
 	}
 	require.Len(t, all, responses, "index lines")
+	checkRevisitLines(t, pages, all)
 
 	t.Run("warcio", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -103,13 +109,41 @@ func TestWARCIndexesEachClosedFile(t *testing.T) {
 	})
 }
 
+// checkRevisitLines checks the index lines of the revisits among pages,
+// found by URL and timestamp: media type warc/revisit, the status of the
+// revisit's own status line, the digest of the capture it refers to.
+func checkRevisitLines(t *testing.T, pages []*page.Page, lines []string) {
+	t.Helper()
+	n := 0
+	for _, p := range pages {
+		if p.Revisit == nil {
+			continue
+		}
+		n++
+		prefix := surt(p.URL) + " " + cdxTimestamp(warcDate(p.FetchedAt)) + " "
+		var got []string
+		for _, l := range lines {
+			if strings.HasPrefix(l, prefix) {
+				got = append(got, l)
+			}
+		}
+		require.Len(t, got, 1, "index lines of the revisit %s", prefix)
+		var f struct{ Mime, Status, Digest string }
+		require.NoError(t, json.Unmarshal([]byte(strings.TrimPrefix(got[0], prefix)), &f), got[0])
+		code, _, _ := strings.Cut(strings.TrimPrefix(p.StatusLine, "HTTP/1.1 "), " ")
+		require.Equal(t, "warc/revisit "+code+" "+strings.TrimPrefix(p.Revisit.Digest, "sha1:"), f.Mime+" "+f.Status+" "+f.Digest, got[0])
+	}
+	require.True(t, n > 0, "no revisit among the pages")
+}
+
 // checkIndexLine reads the record a CDXJ line points at, with gowarc, and
-// checks it is that URL's response with that digest, at that length.
+// checks it is that URL's response (its revisit, for mime warc/revisit)
+// with that digest, at that length.
 func checkIndexLine(t *testing.T, file, line string) {
 	t.Helper()
 	parts := strings.SplitN(line, " ", 3)
 	require.Len(t, parts, 3, line)
-	var f struct{ URL, Digest, Length, Offset, Filename string }
+	var f struct{ URL, Mime, Digest, Length, Offset, Filename string }
 	require.NoError(t, json.Unmarshal([]byte(parts[2]), &f), line)
 	require.Equal(t, filepath.Base(file), f.Filename, line)
 	require.Equal(t, surt(f.URL), parts[0], line)
@@ -122,7 +156,11 @@ func checkIndexLine(t *testing.T, file, line string) {
 	require.NoError(t, err, line)
 	defer rec.Close()
 	require.Equal(t, off, gotOff)
-	require.Equal(t, gowarc.Response, rec.Type(), line)
+	want := gowarc.Response
+	if f.Mime == "warc/revisit" {
+		want = gowarc.Revisit
+	}
+	require.Equal(t, want, rec.Type(), line)
 	require.Equal(t, f.URL, rec.WarcHeader().Get(gowarc.WarcTargetURI), line)
 	require.Equal(t, "sha1:"+f.Digest, rec.WarcHeader().Get(gowarc.WarcPayloadDigest), line)
 	// The next record starts where the line says this one ends.

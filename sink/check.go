@@ -30,8 +30,9 @@ const checkDialTimeout = 3 * time.Second
 //     and not at all without them.
 //   - warc: the directory is writable, or its nearest existing parent is,
 //     so that a worker can create it.
-//   - postgres: the server answers and the table can be created (CREATE
-//     TABLE IF NOT EXISTS in a transaction that is rolled back).
+//   - postgres: the server answers and the table can be created, or an
+//     older drover's table given the columns it lacks (CREATE TABLE IF NOT
+//     EXISTS and ALTER TABLE in a transaction that is rolled back).
 //
 // The starter calls it so that a sink that cannot work is one clear line
 // rather than fetchers restarting. The error names the sink (its URI,

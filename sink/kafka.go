@@ -80,10 +80,10 @@ const maxLinger = 10 * time.Second
 
 // Kafka is a Sink writing one record per page to a Kafka topic with acks=all:
 // key = URL (so a consumer can drop duplicates and all fetches of a URL land
-// in one partition), value = the body as sent, the rest in record headers
-// (see Store). Many concurrent Stores are batched by kafka-go's Writer: each
-// synchronous WriteMessages joins the partition's open batch and waits for
-// that batch's produce response.
+// in one partition), value = the body as sent (empty for a revisit), the
+// rest in record headers (see Store). Many concurrent Stores are batched by
+// kafka-go's Writer: each synchronous WriteMessages joins the partition's
+// open batch and waits for that batch's produce response.
 //
 // Record limit: a record is at most BodyCap+HeaderRoom bytes (value, key and
 // headers). The broker must accept it: its message.max.bytes (or the topic's
@@ -325,6 +325,14 @@ func kafkaCompression(name string) (kafka.Compression, error) {
 // depth, parent, ip, truncated ("true"/"false"), status-line, http-headers
 // (the raw header block), and error when p.Err is set.
 //
+// A revisit (p.Revisit: the content was found unchanged since an earlier
+// capture) is a small record: an empty value (never a body), this fetch's
+// headers as above (status-line and http-headers are the 304's, or the
+// 200's), and revisit-profile (server-not-modified or
+// identical-payload-digest), refers-to-uri and refers-to-date (the key and
+// fetched-at of the earlier capture's record, RFC 3339, nanoseconds, UTC)
+// and payload-digest (the earlier capture's body's, "sha1:" + base32).
+//
 // When ctx ends first, Store returns its error but the record may still be
 // written: a duplicate on retry, never a loss. p must not be modified after
 // the call.
@@ -349,7 +357,7 @@ func (k *Kafka) Store(ctx context.Context, p *page.Page) error {
 }
 
 func kafkaMessage(p *page.Page) kafka.Message {
-	h := make([]kafka.Header, 0, 13)
+	h := make([]kafka.Header, 0, 17)
 	add := func(k, v string) { h = append(h, kafka.Header{Key: k, Value: []byte(v)}) }
 	add("url", p.URL)
 	add("status", strconv.Itoa(p.Status))
@@ -366,7 +374,15 @@ func kafkaMessage(p *page.Page) kafka.Message {
 	if p.Err != "" {
 		add("error", p.Err)
 	}
-	return kafka.Message{Key: []byte(p.URL), Value: p.Body, Headers: h, Time: p.FetchedAt}
+	value := p.Body
+	if r := p.Revisit; r != nil {
+		add("revisit-profile", r.Profile)
+		add("refers-to-uri", r.RefersToURI)
+		add("refers-to-date", r.RefersToDate.UTC().Format(time.RFC3339Nano))
+		add("payload-digest", r.Digest)
+		value = []byte{} // empty, not null: a compacted topic reads null as a tombstone
+	}
+	return kafka.Message{Key: []byte(p.URL), Value: value, Headers: h, Time: p.FetchedAt}
 }
 
 // Close flushes pending records and closes the writer. It waits at most

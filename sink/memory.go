@@ -38,6 +38,10 @@ func (m *Memory) Store(ctx context.Context, p *page.Page) error {
 	c.Header = clone(p.Header)
 	c.Request = clone(p.Request)
 	c.Body = clone(p.Body)
+	if p.Revisit != nil {
+		r := *p.Revisit
+		c.Revisit = &r
+	}
 	m.pages = append(m.pages, c)
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -49,7 +50,17 @@ type Postgres struct {
 var tableName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}(\.[A-Za-z_][A-Za-z0-9_]{0,62})?$`)
 
 var pgColumns = []string{"campaign", "url", "status", "status_line", "headers", "body", "content_type",
-	"content_encoding", "truncated", "fetched_at", "depth", "parent", "ip", "error"}
+	"content_encoding", "truncated", "fetched_at", "depth", "parent", "ip", "error",
+	"revisit_profile", "refers_to_url", "refers_to_date", "payload_digest"}
+
+// pgLaterColumns are the columns a table created by an older drover lacks,
+// with their types; ddl adds them. All are nullable.
+var pgLaterColumns = [][2]string{
+	{"revisit_profile", "text"},
+	{"refers_to_url", "text"},
+	{"refers_to_date", "timestamptz"},
+	{"payload_digest", "text"},
+}
 
 // NewPostgres connects, creates the table if missing, and returns the sink.
 // The table:
@@ -57,11 +68,27 @@ var pgColumns = []string{"campaign", "url", "status", "status_line", "headers", 
 //	id bigserial primary key, campaign text, url text, status int,
 //	status_line text, headers bytea (the raw header block), body bytea,
 //	content_type text, content_encoding text, truncated bool,
-//	fetched_at timestamptz, depth int, parent text, ip text, error text
+//	fetched_at timestamptz, depth int, parent text, ip text, error text,
+//	revisit_profile text, refers_to_url text, refers_to_date timestamptz,
+//	payload_digest text
 //
 // with an index on (campaign, url) for consumers that drop duplicates.
 // Text columns get invalid UTF-8 replaced and NUL bytes removed (PostgreSQL
 // text cannot hold them); headers and body are bytea, byte for byte.
+//
+// payload_digest is the body's page.PayloadDigest ("sha1:" + base32) on
+// every row with a response, NULL on a failure's. A revisit (Page.Revisit:
+// the content was found unchanged since an earlier capture) is a row with
+// no body, this fetch's status and headers (a 304's, or a 200's),
+// revisit_profile (server-not-modified or identical-payload-digest), and
+// refers_to_url, refers_to_date and payload_digest equal to the url,
+// fetched_at and payload_digest of the earlier capture's row, which it
+// joins on; the other rows have NULL in the three revisit columns.
+//
+// A table created by an older drover lacks the last four columns: they
+// are added (ALTER TABLE ... ADD COLUMN IF NOT EXISTS, PostgreSQL 9.6 or
+// later) when missing, and only then, since ALTER TABLE waits for every
+// reader of the table and holds back every writer meanwhile.
 func NewPostgres(ctx context.Context, cfg PostgresConfig) (*Postgres, error) {
 	s, err := newPostgres(cfg)
 	if err != nil {
@@ -113,7 +140,8 @@ func (s *Postgres) connect(ctx context.Context) (*pgx.Conn, error) {
 	return conn, nil
 }
 
-// createTable creates the table and its index if missing, and commits.
+// createTable creates the table and its index if missing, adds the columns
+// an older drover's table lacks, and commits.
 func (s *Postgres) createTable(ctx context.Context, conn *pgx.Conn) error {
 	if err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error { return s.ddl(ctx, tx) }); err != nil {
 		return fmt.Errorf("postgres %s: create table %s: %w", s.addr, s.cfg.Table, err)
@@ -121,9 +149,10 @@ func (s *Postgres) createTable(ctx context.Context, conn *pgx.Conn) error {
 	return nil
 }
 
-// ddl creates the table and its index in tx, if missing. It runs under an
-// advisory lock: concurrent CREATE TABLE IF NOT EXISTS from several workers
-// can fail with a unique violation in pg_type.
+// ddl creates the table and its index in tx, if missing, and adds the
+// columns an older drover's table lacks. It runs under an advisory lock:
+// concurrent CREATE TABLE IF NOT EXISTS from several workers can fail with
+// a unique violation in pg_type.
 func (s *Postgres) ddl(ctx context.Context, tx pgx.Tx) error {
 	t := s.table.Sanitize()
 	idx := pgx.Identifier{s.table[len(s.table)-1] + "_campaign_url_idx"}.Sanitize()
@@ -145,13 +174,53 @@ func (s *Postgres) ddl(ctx context.Context, tx pgx.Tx) error {
 	depth integer NOT NULL,
 	parent text NOT NULL,
 	ip text NOT NULL,
-	error text NOT NULL
+	error text NOT NULL`+pgLaterColumnsSQL(",\n\t")+`
 )`)
 	if err != nil {
 		return err
 	}
-	_, err = tx.Exec(ctx, `CREATE INDEX IF NOT EXISTS `+idx+` ON `+t+` (campaign, url)`)
-	return err
+	if _, err = tx.Exec(ctx, `CREATE INDEX IF NOT EXISTS `+idx+` ON `+t+` (campaign, url)`); err != nil {
+		return err
+	}
+	return s.addLaterColumns(ctx, tx)
+}
+
+// pgLaterColumnsSQL is the definitions of pgLaterColumns, each after sep.
+func pgLaterColumnsSQL(sep string) string {
+	var b strings.Builder
+	for _, c := range pgLaterColumns {
+		b.WriteString(sep + c[0] + " " + c[1])
+	}
+	return b.String()
+}
+
+// addLaterColumns adds to the table the pgLaterColumns it lacks, created
+// by an older drover, in one ALTER TABLE; a table that has them all is
+// left alone.
+func (s *Postgres) addLaterColumns(ctx context.Context, tx pgx.Tx) error {
+	rows, err := tx.Query(ctx, `SELECT attname FROM pg_attribute WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped`,
+		s.table.Sanitize())
+	if err != nil {
+		return err
+	}
+	has, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return err
+	}
+	var add []string
+	for _, c := range pgLaterColumns {
+		if !slices.Contains(has, c[0]) {
+			add = append(add, "ADD COLUMN IF NOT EXISTS "+c[0]+" "+c[1])
+		}
+	}
+	if len(add) == 0 {
+		return nil
+	}
+	alter := `ALTER TABLE ` + s.table.Sanitize() + ` ` + strings.Join(add, ", ")
+	if _, err := tx.Exec(ctx, alter); err != nil {
+		return fmt.Errorf("adding the columns an older drover did not create: %w; run as the table's owner: %s", err, alter)
+	}
+	return nil
 }
 
 // Store returns nil once p's row is committed. When ctx ends first the row
@@ -194,10 +263,7 @@ func (s *Postgres) copy(i int, pages []*page.Page) error {
 	}
 	conn := s.conns[i]
 	_, err := conn.CopyFrom(ctx, s.table, pgColumns, pgx.CopyFromSlice(len(pages), func(j int) ([]any, error) {
-		p := pages[j]
-		return []any{pgText(p.Campaign), pgText(p.URL), p.Status, pgText(p.StatusLine), p.Header, p.Body,
-			pgText(p.ContentType), pgText(p.ContentEncoding), p.Truncated, p.FetchedAt, p.Depth,
-			pgText(p.Parent), pgText(p.IP), pgText(p.Err)}, nil
+		return pgRow(pages[j]), nil
 	}))
 	if err != nil {
 		var pgErr *pgconn.PgError
@@ -214,6 +280,25 @@ func (s *Postgres) copy(i int, pages []*page.Page) error {
 		return err
 	}
 	return nil
+}
+
+// pgRow is p's row, in the order of pgColumns.
+func pgRow(p *page.Page) []any {
+	body := p.Body
+	var profile, refersTo, refersDate, digest any // NULL unless set
+	switch r := p.Revisit; {
+	case r != nil: // no body: the content is the earlier capture's
+		body = nil
+		profile, refersTo, digest = pgText(r.Profile), pgText(r.RefersToURI), pgText(r.Digest)
+		if !r.RefersToDate.IsZero() {
+			refersDate = r.RefersToDate
+		}
+	case p.Status != 0:
+		digest = page.PayloadDigest(p.Body)
+	}
+	return []any{pgText(p.Campaign), pgText(p.URL), p.Status, pgText(p.StatusLine), p.Header, body,
+		pgText(p.ContentType), pgText(p.ContentEncoding), p.Truncated, p.FetchedAt, p.Depth,
+		pgText(p.Parent), pgText(p.IP), pgText(p.Err), profile, refersTo, refersDate, digest}
 }
 
 func pgText(s string) string {

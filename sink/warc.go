@@ -50,6 +50,18 @@ type WARCConfig struct {
 //   - a metadata record (application/warc-fields) with what WARC has no field
 //     for: campaign, depth, via (the parent URL), and fetch-error.
 //
+// A revisit (Page.Revisit: the content was found unchanged since an earlier
+// capture) has a revisit record (WARC 1.1, 6.7) in place of its response:
+// WARC-Profile .../warc/1.1/revisit/server-not-modified or
+// .../identical-payload-digest, WARC-Refers-To-Target-URI and
+// WARC-Refers-To-Date naming the earlier capture's response record (its
+// WARC-Target-URI and WARC-Date), WARC-Payload-Digest the earlier
+// capture's, and a block of this fetch's StatusLine CRLF, Header, CRLF:
+// no body. An identical-payload-digest revisit says WARC-Truncated: length
+// (its block is a 200 without its body, 6.7.2); a server-not-modified one
+// does not (a 304 has no body). Replay tools (pywb, ReplayWeb.page) find
+// the earlier capture by these fields.
+//
 // A permanent failure (Status 0) has no response: it is the metadata record
 // alone, with its fetch-error field. Metadata rather than resource, because a
 // resource record claims to hold the resource itself, and a failure has none.
@@ -106,12 +118,13 @@ type warcFile struct {
 	name   string
 	size   int64 // bytes handed to w
 	synced int64 // size at the last fsync: whole pages, all on disk
-	// index: the file's response records, for its CDXJ (cdxj.go).
+	// index: the file's response and revisit records, for its CDXJ
+	// (cdxj.go).
 	index []*cdxEntry
 }
 
 // encodedPage is a page's records, gzip members ready to append, and the
-// index entry of its response (nil for a failure).
+// index entry of its response or revisit (nil for a failure).
 type encodedPage struct {
 	data []byte
 	idx  *cdxEntry
@@ -264,9 +277,9 @@ func (e *recordEncoder) done() []byte {
 	return e.out.Bytes()
 }
 
-// encodePage returns p's records (request, response, metadata), each a gzip
-// member. Page records carry no WARC-Warcinfo-ID (an optional field): the
-// file they land in is chosen later, by the writer.
+// encodePage returns p's records (request, response or revisit, metadata),
+// each a gzip member. Page records carry no WARC-Warcinfo-ID (an optional
+// field): the file they land in is chosen later, by the writer.
 func encodePage(p *page.Page) encodedPage {
 	e := newRecordEncoder()
 	e.out.Grow(len(p.Body)/2 + len(p.Header) + len(p.Request) + 1024)
@@ -276,34 +289,91 @@ func encodePage(p *page.Page) encodedPage {
 		common = append(common, "WARC-IP-Address", p.IP)
 	}
 	var mainID string
-	var idx *cdxEntry
 	if len(p.Request) > 0 {
 		mainID = newRecordID()
 		h := append([]string{"WARC-Type", "request", "WARC-Record-ID", mainID}, common...)
 		h = append(h, "Content-Type", "application/http;msgtype=request")
 		e.record(h, nil, withBlankLine(p.Request))
 	}
-	if p.Status != 0 {
-		id := newRecordID()
-		h := append([]string{"WARC-Type", "response", "WARC-Record-ID", id}, common...)
-		if mainID != "" {
-			h = append(h, "WARC-Concurrent-To", mainID)
-		}
+	var idx *cdxEntry
+	if p.Revisit != nil || p.Status != 0 {
+		mainID, idx = e.capture(p, date, common, mainID)
+	}
+	e.metadata(p, common, mainID)
+	return encodedPage{data: e.done(), idx: idx}
+}
+
+// capture appends p's response record, or its revisit record when p is a
+// revisit, concurrent to requestID when there is one, and returns its ID
+// and index entry. A revisit's block is the status line and header of this
+// fetch, with no body; its payload, and so its WARC-Payload-Digest, is the
+// earlier capture's (WARC 1.1, 6.7).
+func (e *recordEncoder) capture(p *page.Page, date string, common []string, requestID string) (string, *cdxEntry) {
+	id := newRecordID()
+	typ := "response"
+	if p.Revisit != nil {
+		typ = "revisit"
+	}
+	h := append([]string{"WARC-Type", typ, "WARC-Record-ID", id}, common...)
+	if requestID != "" {
+		h = append(h, "WARC-Concurrent-To", requestID)
+	}
+	body, digest := p.Body, ""
+	if p.Revisit != nil {
+		h = append(h, revisitFields(p.Revisit)...)
+		body, digest = nil, p.Revisit.Digest
+	} else {
 		if p.Truncated {
 			h = append(h, "WARC-Truncated", "length")
 		}
-		digest := sha1Digest(p.Body)
-		h = append(h, "WARC-Payload-Digest", digest, "Content-Type", "application/http;msgtype=response")
-		head := make([]byte, 0, len(p.StatusLine)+len(p.Header)+4)
-		head = append(head, p.StatusLine...)
-		head = append(head, "\r\n"...)
-		head = append(head, withBlankLine(p.Header)...)
-		idx = newCDXEntry(p, date, digest)
-		idx.offset = int64(e.out.Len())
-		e.record(h, head, p.Body)
-		idx.length = int64(e.out.Len()) - idx.offset
-		mainID = id
+		digest = page.PayloadDigest(p.Body)
 	}
+	h = append(h, "WARC-Payload-Digest", digest, "Content-Type", "application/http;msgtype=response")
+	idx := newCDXEntry(p, date, digest)
+	idx.offset = int64(e.out.Len())
+	e.record(h, httpHead(p), body)
+	idx.length = int64(e.out.Len()) - idx.offset
+	return id, idx
+}
+
+// revisitProfileURI prefixes a page.Revisit profile to make its WARC-Profile
+// (WARC 1.1, 6.7.2 and 6.7.3).
+const revisitProfileURI = "http://netpreserve.org/warc/1.1/revisit/"
+
+// revisitFields are the WARC fields that make a response record a revisit
+// of the earlier capture r names (WARC 1.1, 6.7): its profile, WARC-Truncated
+// for an identical-payload-digest one, and the WARC-Target-URI and
+// WARC-Date of that capture's response record, by which pywb and
+// ReplayWeb.page find it. A date or URI r lacks is left out rather
+// than made up (warcDate would write the time of writing).
+func revisitFields(r *page.Revisit) []string {
+	h := []string{"WARC-Profile", revisitProfileURI + r.Profile}
+	if r.Profile == page.RevisitIdenticalDigest {
+		// The block is a 200 with its body cut off, which 6.7.2 has
+		// said with WARC-Truncated. A 304's block is its whole response.
+		h = append(h, "WARC-Truncated", "length")
+	}
+	if r.RefersToURI != "" {
+		h = append(h, "WARC-Refers-To-Target-URI", r.RefersToURI)
+	}
+	if !r.RefersToDate.IsZero() {
+		h = append(h, "WARC-Refers-To-Date", warcDate(r.RefersToDate))
+	}
+	return h
+}
+
+// httpHead is p's HTTP status line and header block, with the blank line
+// that ends it.
+func httpHead(p *page.Page) []byte {
+	head := make([]byte, 0, len(p.StatusLine)+len(p.Header)+4)
+	head = append(head, p.StatusLine...)
+	head = append(head, "\r\n"...)
+	return append(head, withBlankLine(p.Header)...)
+}
+
+// metadata appends p's metadata record, concurrent to mainID when there is
+// one: what WARC has no field for.
+func (e *recordEncoder) metadata(p *page.Page, common []string, mainID string) {
 	var meta strings.Builder
 	fmt.Fprintf(&meta, "campaign: %s\r\ndepth: %d\r\n", oneLine(p.Campaign), p.Depth)
 	if p.Parent != "" {
@@ -318,7 +388,6 @@ func encodePage(p *page.Page) encodedPage {
 	}
 	h = append(h, "Content-Type", "application/warc-fields")
 	e.record(h, nil, []byte(meta.String()))
-	return encodedPage{data: e.done(), idx: idx}
 }
 
 // record appends one gzip member: the WARC header fields (name, value
@@ -430,11 +499,6 @@ func withBlankLine(b []byte) []byte {
 		out = append(out, "\r\n"...)
 	}
 	return append(out, "\r\n"...)
-}
-
-func sha1Digest(b []byte) string {
-	s := sha1.Sum(b)
-	return "sha1:" + base32.StdEncoding.EncodeToString(s[:])
 }
 
 func warcDate(t time.Time) string {
