@@ -58,7 +58,8 @@ type revisit struct {
 // one URI it keeps the first with a 2xx or 3xx status, or else the first.
 // A revisit record for a URI with no such response serves the response
 // its WARC-Refers-To-Target-URI names, under the revisit's own status and
-// header when its block has them. It fails when dir holds no WARC file or
+// header when its block has them, unless that status is 304 (a
+// server-not-modified revisit serves its capture as it was). It fails when dir holds no WARC file or
 // a file does not read as WARC.
 func Open(dir string) (*Archive, error) {
 	var files []string
@@ -91,7 +92,9 @@ func Open(dir string) (*Archive, error) {
 			continue
 		}
 		res := &Response{URI: rv.uri, Status: ref.Status, Header: ref.Header, Body: ref.Body}
-		if rv.head != nil {
+		// A 304's head (a server-not-modified revisit) stands for the
+		// capture it refers to: the browser gets that capture whole.
+		if rv.head != nil && rv.head.Status != http.StatusNotModified {
 			res.Status, res.Header = rv.head.Status, rv.head.Header
 		}
 		a.byURI[key(rv.uri)] = res

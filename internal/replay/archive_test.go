@@ -48,7 +48,7 @@ func revisitWARC(t *testing.T, file, uri, refersTo, head string) {
 
 // TestOpenIndexes: of several responses for a URI the first 2xx or 3xx
 // wins, across files of both kinds; a revisit serves the response it
-// refers to under its own head; URLs match after normalization.
+// refers to under its own head, or, for a 304, as it was; URLs match after normalization.
 func TestOpenIndexes(t *testing.T) {
 	dir := t.TempDir()
 	const site = "http://example.test"
@@ -61,6 +61,7 @@ func TestOpenIndexes(t *testing.T) {
 		response(site+"/b", http.StatusOK, "text/plain", []byte("later b")),
 		response(site+"/", http.StatusOK, "text/html", []byte("root")))
 	revisitWARC(t, filepath.Join(dir, "3.warc"), site+"/again", site+"/a", "HTTP/1.1 200 OK\r\nContent-Type: text/x-again\r\n\r\n")
+	revisitWARC(t, filepath.Join(dir, "4.warc"), site+"/same", site+"/a", "HTTP/1.1 304 Not Modified\r\nETag: \"x\"\r\n\r\n")
 	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("not WARC"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -78,6 +79,7 @@ func TestOpenIndexes(t *testing.T) {
 		{"HTTP://Example.TEST:80", "root", "text/html", http.StatusOK},
 		{site + "/a#part", "first a", "text/plain", http.StatusOK},
 		{site + "/again", "first a", "text/x-again", http.StatusOK},
+		{site + "/same", "first a", "text/plain", http.StatusOK}, // a 304 stands for its capture
 	}
 	for _, tt := range tests {
 		res, ok := a.Lookup(tt.url)
@@ -85,7 +87,7 @@ func TestOpenIndexes(t *testing.T) {
 			t.Errorf("Lookup(%s) = %+v (found %v), want %d %q %q", tt.url, res, ok, tt.status, tt.ctype, tt.body)
 		}
 	}
-	if want := []string{site + "/", site + "/a", site + "/again", site + "/b"}; !slices.Equal(a.URIs(), want) {
+	if want := []string{site + "/", site + "/a", site + "/again", site + "/b", site + "/same"}; !slices.Equal(a.URIs(), want) {
 		t.Errorf("URIs() = %v, want %v", a.URIs(), want)
 	}
 	if _, err := Open(t.TempDir()); err == nil || !strings.Contains(err.Error(), "no *.warc") {
