@@ -146,6 +146,14 @@ type Config struct {
 	// delay; at most MaxAdaptiveDelay. 0: off.
 	DelayFactor float64 `json:"delay_factor,omitempty" yaml:"delay_factor,omitempty"`
 
+	// QueueType is the type of the campaign's shard queues: "quorum"
+	// (replicated over a RabbitMQ cluster's nodes, outliving the loss of
+	// a minority of them) or "classic" (on one node, cheaper); empty
+	// takes the scheduler's default (quorum when its AMQP_URL names
+	// several nodes, else classic). A campaign keeps the type its queues
+	// were declared with.
+	QueueType string `json:"queue_type,omitempty" yaml:"queue_type,omitempty"`
+
 	Priority   string   `json:"priority" yaml:"priority"`
 	UserAgent  string   `json:"user_agent" yaml:"user_agent"`
 	Sitemaps   bool     `json:"sitemaps,omitempty" yaml:"sitemaps,omitempty"`
@@ -431,6 +439,9 @@ func (c Config) Validate() error {
 	}
 	if err := c.validRun(); err != nil {
 		errs = append(errs, err)
+	}
+	if c.QueueType != "" && c.QueueType != "classic" && c.QueueType != "quorum" {
+		errs = append(errs, fmt.Errorf("queue_type %q: must be quorum or classic (or unset: the scheduler's default)", c.QueueType))
 	}
 	if c.From != "" && !idPattern.MatchString(c.From) {
 		errs = append(errs, fmt.Errorf("from %q: must name a campaign ID (1-64 characters of letters, digits, '.', '_' or '-')", c.From))

@@ -149,13 +149,19 @@ func (n *RabbitNode) beamPID() int {
 // Ctl runs rabbitmqctl with args against the node ("stop_app",
 // "start_app"), bounded by ctx and by a minute.
 func (n *RabbitNode) Ctl(ctx context.Context, args ...string) error {
+	_, err := n.CtlOutput(ctx, args...)
+	return err
+}
+
+// CtlOutput is Ctl, returning what rabbitmqctl printed.
+func (n *RabbitNode) CtlOutput(ctx context.Context, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, "rabbitmqctl", append([]string{"-q", "-n", n.Name}, args...)...).CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("rabbitmqctl %s: %w: %s", strings.Join(args, " "), err, out)
+		return "", fmt.Errorf("rabbitmqctl %s: %w: %s", strings.Join(args, " "), err, out)
 	}
-	return nil
+	return string(out), nil
 }
 
 // Stop stops supervising the node and shuts it down.

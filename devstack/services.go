@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/drover-crawl/drover/envconf"
 	"net"
 	"net/url"
 	"os/exec"
@@ -73,7 +74,21 @@ func EnsureRabbitMQ(ctx context.Context, amqpURL string) error {
 	}
 }
 
+// dialAMQP returns nil once a node of amqpURL (envconf.AMQPAddrs) takes a
+// connection, or every node's error.
 func dialAMQP(ctx context.Context, amqpURL string) error {
+	var errs []error
+	for _, u := range envconf.AMQPAddrs(amqpURL) {
+		err := dialAMQPNode(ctx, u)
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func dialAMQPNode(ctx context.Context, amqpURL string) error {
 	conn, err := amqp.DialConfig(amqpURL, amqp.Config{
 		Dial: func(network, addr string) (net.Conn, error) {
 			var d net.Dialer

@@ -30,9 +30,14 @@ type Env struct {
 	// TemporalUIURL is TEMPORAL_UI_URL, as set (empty: the starter derives
 	// it where it can); TemporalUI is its deprecated old name, TEMPORAL_UI.
 	TemporalUIURL, TemporalUI string
-	AMQPURL                   string   // AMQP_URL
-	KafkaBrokers              string   // KAFKA_BROKERS
-	Schedulers                []string // DROVER_SCHEDULER, comma-separated
+	// AMQPURL is AMQP_URL: one node's URL, or the URLs of a cluster's
+	// nodes separated by commas (AMQPAddrs).
+	AMQPURL string
+	// QueueType is DROVER_QUEUE_TYPE, the scheduler's default shard queue
+	// type; empty: DefaultQueueType(AMQPURL).
+	QueueType    string
+	KafkaBrokers string   // KAFKA_BROKERS
+	Schedulers   []string // DROVER_SCHEDULER, comma-separated
 	// Token is DROVER_TOKEN, or session.DevToken when it is unset, which
 	// DevToken then says (a process warns; a scheduler on a non-loopback
 	// address refuses it).
@@ -55,6 +60,7 @@ func Load(getenv func(string) string) Env {
 		TemporalUIURL:     getenv("TEMPORAL_UI_URL"),
 		TemporalUI:        getenv("TEMPORAL_UI"),
 		AMQPURL:           or("AMQP_URL", DefaultAMQPURL),
+		QueueType:         strings.TrimSpace(getenv("DROVER_QUEUE_TYPE")),
 		KafkaBrokers:      or("KAFKA_BROKERS", DefaultKafkaBrokers),
 		Schedulers:        session.ParseAddrs(or("DROVER_SCHEDULER", DefaultScheduler)),
 		Token:             getenv("DROVER_TOKEN"),
@@ -66,6 +72,31 @@ func Load(getenv func(string) string) Env {
 		e.Schedulers = []string{DefaultScheduler}
 	}
 	return e
+}
+
+// AMQPAddrs splits an AMQP_URL into its nodes' URLs: several are given
+// separated by commas, each a whole URL with its credentials
+// ("amqp://u:p@10.0.0.1:5672/,amqp://u:p@10.0.0.2:5672/"). A client dials
+// them in turn, from the one after the last that failed.
+func AMQPAddrs(url string) []string {
+	var out []string
+	for _, u := range strings.Split(url, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// DefaultQueueType is the shard queue type a scheduler gives a campaign
+// that names none: quorum when AMQP_URL names several nodes (a cluster:
+// the URLs must outlive a node), classic on one node, where a quorum
+// queue has no replica and costs more per message.
+func DefaultQueueType(amqpURL string) string {
+	if len(AMQPAddrs(amqpURL)) > 1 {
+		return "quorum"
+	}
+	return "classic"
 }
 
 // WorkerGCPercent is the worker's GOGC when its environment sets none.

@@ -1,6 +1,7 @@
 package frontier
 
 import (
+	"cmp"
 	"context"
 	"crypto/subtle"
 	"errors"
@@ -24,6 +25,11 @@ type ServerConfig struct {
 	// Name identifies the scheduler in stats and logs.
 	Name  string
 	Token string
+	// QueueType is the shard queue type of a campaign that does not name
+	// one (campaign.Config.QueueType): QueueClassic or QueueQuorum;
+	// empty is classic. A campaign's queues keep the type they were
+	// declared with, whatever a later scheduler's default.
+	QueueType string
 	// Index and Replicas: this scheduler is replica Index of Replicas; it
 	// subscribes first to the shards i with i%Replicas == Index.
 	Index, Replicas int
@@ -282,7 +288,7 @@ func (s *Server) actorOf(cfg campaign.Config) (*campaignActor, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.declare(key); err != nil {
+	if err := s.declare(cfg); err != nil {
 		return nil, err
 	}
 	// The live rules stored here may be newer than the config's (a fetcher
@@ -330,10 +336,11 @@ func (s *Server) existingActorLocked(id string) (*campaignActor, error) {
 	return nil, nil
 }
 
-// declare declares the campaign's queues, keeping the shards of a
-// campaign started before with their arguments.
-func (s *Server) declare(id string) error {
-	_, err := Topology{Campaign: id}.declareKeeping(s.mq.channel)
+// declare declares the campaign's queues, of cfg's queue type or this
+// scheduler's default, keeping the shards of a campaign started before
+// with their arguments.
+func (s *Server) declare(cfg campaign.Config) error {
+	_, err := Topology{Campaign: cfg.FrontierKey()}.declareKeeping(s.mq.channel, cmp.Or(cfg.QueueType, s.cfg.QueueType))
 	return err
 }
 
@@ -721,7 +728,7 @@ func (s *Server) seed(ctx context.Context, cfg campaign.Config, urls []string) (
 	s.mu.Lock()
 	delete(s.tombs, key)
 	s.mu.Unlock()
-	if err := s.declare(key); err != nil {
+	if err := s.declare(cfg); err != nil {
 		return 0, err
 	}
 	var keys []seen.Key

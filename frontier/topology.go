@@ -70,8 +70,8 @@ func parkFor(d time.Duration) int {
 
 // Shard queue topologies. RabbitMQ refuses to redeclare a queue with other
 // arguments (PRECONDITION_FAILED, which closes the channel), so a campaign
-// keeps the shards it was started with; only new campaigns get the
-// current ones.
+// keeps the shards it was started with; only new campaigns get the type
+// they ask for (campaign.Config.QueueType, or the scheduler's default).
 const (
 	// topoPriority: classic shards with x-max-priority (the first topology):
 	// RabbitMQ delivered a shard's most urgent URLs first.
@@ -79,39 +79,85 @@ const (
 	// topoClassic: classic shards without x-max-priority. A priority queue
 	// cost RabbitMQ more CPU per message; priority lives in the scheduler,
 	// which orders each host's held URLs by the policy, and a shard
-	// delivers in publish order.
+	// delivers in publish order. A classic queue lives on one node: its
+	// URLs are lost with that node's disk.
 	topoClassic = 2
+	// topoQuorum: quorum shards and dead-letter queue, replicated by Raft
+	// over the cluster's nodes (three by default, RabbitMQ's
+	// quorum_queue default), with their leaders spread over the nodes
+	// (x-queue-leader-locator balanced). They outlive the loss of a
+	// minority of the nodes, disks included.
+	topoQuorum = 3
 )
+
+// Queue types a campaign or a scheduler may ask for
+// (campaign.Config.QueueType, ServerConfig.QueueType).
+const (
+	QueueClassic = "classic"
+	QueueQuorum  = "quorum"
+)
+
+// topoOf is the topology of a queue type ("" or unknown: classic).
+func topoOf(queueType string) int {
+	if queueType == QueueQuorum {
+		return topoQuorum
+	}
+	return topoClassic
+}
+
+// quorumDeliveryLimit is the x-delivery-limit of quorum shards: RabbitMQ
+// 4 dead-letters (or drops, without a dead-letter exchange) a message
+// redelivered more than 20 times by default, and a URL requeued by every
+// pause, restart and lost connection of a long crawl must never be
+// dropped. Lost leases are bounded by the scheduler's own count (maxLost).
+const quorumDeliveryLimit = 1_000_000
 
 func shardArgs(version int) amqp.Table {
 	args := amqp.Table{"x-single-active-consumer": true}
-	if version == topoPriority {
+	switch version {
+	case topoPriority:
 		args["x-max-priority"] = int32(MaxPriority)
+	case topoQuorum:
+		args["x-queue-type"] = "quorum"
+		args["x-queue-leader-locator"] = "balanced"
+		args["x-delivery-limit"] = int64(quorumDeliveryLimit)
 	}
 	return args
 }
 
-// Declare creates the campaign's queues if they do not exist, with the
-// current shard arguments (classic, no x-max-priority). It is idempotent,
-// so every scheduler and the seeding may call it; the scheduler itself
-// uses declareKeeping, which keeps an earlier campaign's shards as they
-// are.
+func deadArgs(version int) amqp.Table {
+	if version == topoQuorum {
+		return amqp.Table{"x-queue-type": "quorum", "x-queue-leader-locator": "balanced"}
+	}
+	return nil
+}
+
+// Declare creates the campaign's queues if they do not exist, as classic
+// shards. It is idempotent; the scheduler itself uses declareKeeping,
+// which keeps an earlier campaign's shards as they are.
 //
-// Shards are classic queues with single-active-consumer (one owning
-// scheduler per shard, failover to a standby). Parking queues are quorum
-// queues, because only they dead-letter at-least-once; they route back
-// through the default exchange by the message's routing key, which is its
-// shard queue's name.
+// Shards have single-active-consumer (one owning scheduler per shard,
+// failover to a standby). Parking queues are quorum queues, because only
+// they dead-letter at-least-once; they route back through the default
+// exchange by the message's routing key, which is its shard queue's name.
 func (t Topology) Declare(ch *amqp.Channel) error {
 	return t.declare(ch, topoClassic)
 }
 
-// declareKeeping declares the campaign's queues with the current shard
-// arguments or, when RabbitMQ says its shards exist with other ones
-// (PRECONDITION_FAILED: a campaign started before), with the earlier
-// ones, on a new channel. It returns the version declared.
-func (t Topology) declareKeeping(open func() (*amqp.Channel, error)) (int, error) {
-	for _, v := range []int{topoClassic, topoPriority} {
+// declareKeeping declares the campaign's queues with the topology of
+// queueType or, when RabbitMQ says its shards exist with other arguments
+// (PRECONDITION_FAILED: a campaign started before, or by a scheduler with
+// another default), with each other one in turn, on a new channel. It
+// returns the version declared.
+func (t Topology) declareKeeping(open func() (*amqp.Channel, error), queueType string) (int, error) {
+	first := topoOf(queueType)
+	order := []int{first}
+	for _, v := range []int{topoQuorum, topoClassic, topoPriority} {
+		if v != first {
+			order = append(order, v)
+		}
+	}
+	for _, v := range order {
 		ch, err := open()
 		if err != nil {
 			return 0, err
@@ -133,7 +179,7 @@ func (t Topology) declare(ch *amqp.Channel, version int) error {
 			return fmt.Errorf("declare %s: %w", t.Shard(i), err)
 		}
 	}
-	if _, err := ch.QueueDeclare(t.Dead(), true, false, false, false, nil); err != nil {
+	if _, err := ch.QueueDeclare(t.Dead(), true, false, false, false, deadArgs(version)); err != nil {
 		return fmt.Errorf("declare %s: %w", t.Dead(), err)
 	}
 	for i, ttl := range parkTTLs {

@@ -93,7 +93,7 @@ func (a *campaignActor) subscribeOrRepair() error {
 		return err
 	}
 	a.shardsVanished(vanished)
-	if derr := a.srv.declare(a.key); derr != nil {
+	if derr := a.srv.declare(a.cfg); derr != nil {
 		return fmt.Errorf("declaring the vanished shard queues again: %w", derr)
 	}
 	return a.subscribe()

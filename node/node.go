@@ -9,8 +9,11 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/drover-crawl/drover/envconf"
 	"log/slog"
 	"net"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/drover-crawl/drover/campaign"
@@ -144,6 +147,54 @@ type Scheduler struct {
 	done  chan error
 }
 
+// amqpDialer dials the nodes of amqpURL (envconf.AMQPAddrs) in turn: each
+// call starts from the node it reached last, and goes on to the next when
+// that one does not answer, so that the connections of a node that died
+// move to another one.
+func amqpDialer(amqpURL string, tlsConfig *tls.Config, log *slog.Logger) func() (*amqp.Connection, error) {
+	addrs := envconf.AMQPAddrs(amqpURL)
+	var mu sync.Mutex
+	next := 0
+	return func() (*amqp.Connection, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		var errs []error
+		for range addrs {
+			u := addrs[next%len(addrs)]
+			ac := amqp.Config{Dial: amqp.DefaultDial(10 * time.Second), Heartbeat: 10 * time.Second}
+			if tlsConfig != nil {
+				ac.TLSClientConfig = tlsConfig.Clone() // amqp091 sets its ServerName
+			}
+			conn, err := amqp.DialConfig(u, ac)
+			if err == nil {
+				return conn, nil
+			}
+			var aerr *amqp.Error
+			if errors.As(err, &aerr) && aerr.Code == amqp.AccessRefused {
+				return nil, err
+			}
+			errs = append(errs, fmt.Errorf("%s: %w", campaign.Redact(u), err))
+			next++
+			if log != nil && len(addrs) > 1 {
+				log.Warn("RabbitMQ node unreachable; trying the next", "url", campaign.Redact(u), "err", err)
+			}
+		}
+		if len(errs) == 1 {
+			return nil, errors.Unwrap(errs[0])
+		}
+		return nil, errors.Join(errs...)
+	}
+}
+
+// redactAMQP is an AMQP_URL without its passwords, node by node.
+func redactAMQP(amqpURL string) string {
+	var out []string
+	for _, u := range envconf.AMQPAddrs(amqpURL) {
+		out = append(out, campaign.Redact(u))
+	}
+	return strings.Join(out, ",")
+}
+
 // StartScheduler dials RabbitMQ, opens the seen-set, listens and serves.
 func StartScheduler(ctx context.Context, cfg SchedulerConfig) (*Scheduler, error) {
 	if cfg.Server.Token == session.DevToken && !tlsconf.IsLoopbackAddr(cfg.Listen) {
@@ -152,13 +203,14 @@ func StartScheduler(ctx context.Context, cfg SchedulerConfig) (*Scheduler, error
 	if err := tlsconf.CheckListen(cfg.Listen, cfg.TLS != nil, cfg.InsecurePlaintext); err != nil {
 		return nil, fmt.Errorf("scheduler: %w", err)
 	}
-	dial := func() (*amqp.Connection, error) {
-		ac := amqp.Config{Dial: amqp.DefaultDial(10 * time.Second), Heartbeat: 10 * time.Second}
-		if cfg.AMQPTLS != nil {
-			ac.TLSClientConfig = cfg.AMQPTLS.Clone() // amqp091 sets its ServerName
-		}
-		return amqp.DialConfig(cfg.AMQPURL, ac)
+	switch cfg.Server.QueueType {
+	case "":
+		cfg.Server.QueueType = envconf.DefaultQueueType(cfg.AMQPURL)
+	case frontier.QueueQuorum, frontier.QueueClassic:
+	default:
+		return nil, fmt.Errorf("scheduler: queue type %q (-queue-type, DROVER_QUEUE_TYPE): must be quorum or classic", cfg.Server.QueueType)
 	}
+	dial := amqpDialer(cfg.AMQPURL, cfg.AMQPTLS, cfg.Log)
 	// RabbitMQ may come up after the scheduler (a compose or Kubernetes
 	// start): wait for it, saying so, until ctx ends. Wrong credentials are
 	// a configuration error and end the wait at once.
@@ -170,14 +222,14 @@ func StartScheduler(ctx context.Context, cfg SchedulerConfig) (*Scheduler, error
 		}
 		var aerr *amqp.Error
 		if errors.As(err, &aerr) && aerr.Code == amqp.AccessRefused {
-			return nil, fmt.Errorf("RabbitMQ at %s refused the credentials: %w (check AMQP_URL)", campaign.Redact(cfg.AMQPURL), err)
+			return nil, fmt.Errorf("RabbitMQ at %s refused the credentials: %w (check AMQP_URL)", redactAMQP(cfg.AMQPURL), err)
 		}
 		if cfg.Log != nil {
-			cfg.Log.Warn("waiting for RabbitMQ", "url", campaign.Redact(cfg.AMQPURL), "err", err, "retry_in", wait)
+			cfg.Log.Warn("waiting for RabbitMQ", "url", redactAMQP(cfg.AMQPURL), "err", err, "retry_in", wait)
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("RabbitMQ at %s unreachable: %w (start it with `rabbitmq-server -detached`, or set AMQP_URL)", campaign.Redact(cfg.AMQPURL), err)
+			return nil, fmt.Errorf("RabbitMQ at %s unreachable: %w (start it with `rabbitmq-server -detached`, or set AMQP_URL)", redactAMQP(cfg.AMQPURL), err)
 		case <-time.After(wait):
 		}
 	}

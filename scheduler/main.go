@@ -36,6 +36,7 @@ func run() int {
 	flag.IntVar(&cfg.Replicas, "replicas", 1, "number of schedulers sharing the campaigns")
 	flag.IntVar(&cfg.Prefetch, "prefetch", cfg.Prefetch, "URLs held per shard consumer (RabbitMQ counts messages: prefetch/batch of them, at least min(prefetch, 64))")
 	flag.IntVar(&cfg.Batch, "batch", cfg.Batch, "new links of one shard queue per RabbitMQ message (1: one URL a message)")
+	flag.StringVar(&cfg.QueueType, "queue-type", env.QueueType, "shard queue type of a campaign that names none: quorum or classic (default $DROVER_QUEUE_TYPE, else quorum when AMQP_URL names several nodes, classic for one)")
 	metricsAddr := flag.String("metrics-addr", metrics.DefaultSchedulerAddr, "serve Prometheus metrics on `ADDR`/metrics (\"off\": none)")
 	seen := flag.String("seen", "", "seen-set directory (default data/seen/NAME; \"mem\" keeps it in memory)")
 	pprofAddr := flag.String("pprof-addr", "", "serve Go's profiles (net/http/pprof) on `ADDR`/debug/pprof/ (empty: off; bind loopback)")

@@ -143,7 +143,7 @@ func clientSecurity(sec tlsconf.Options) (*tls.Config, sink.Secrets, error) {
 // first scheduler address, with the session TLS of --tls-cert/--tls-key.
 func startScheduler(ctx context.Context, env envconf.Env, sec tlsconf.Options, log *slog.Logger, reg *prometheus.Registry) (*node.Scheduler, error) {
 	cfg := frontier.DefaultServerConfig()
-	cfg.Token = env.Token
+	cfg.Token, cfg.QueueType = env.Token, env.QueueType
 	serverTLS, err := sec.Server()
 	if err != nil {
 		return nil, err

@@ -74,6 +74,7 @@ failed or was stopped, 2 on a usage error.`,
 	fl.DurationVar(&f.retryBackoff, "retry-backoff", campaign.DefaultRetryBackoff, "wait before a failing host's first retry; each further one waits twice as long, ±50% jitter (0: at once)")
 	fl.DurationVar(&f.failAfter, "fail-after", campaign.DefaultFailAfter, "end the campaign as failed after this long with every fetcher failing and no page fetched (10s-24h)")
 	fl.StringVar(&c.Priority, "priority", campaign.DefaultPriority, "priority policy: bfs, score or fair")
+	fl.StringVar(&c.QueueType, "queue-type", "", "shard queues: quorum (replicated over a RabbitMQ cluster) or classic (one node) (default: the scheduler's, quorum when its AMQP_URL names several nodes)")
 	fl.StringVar(&c.UserAgent, "user-agent", campaign.DefaultUserAgent, "User-Agent header")
 	fl.BoolVar(&c.Sitemaps, "sitemaps", false, "also seed from the hosts' sitemaps")
 	fl.StringArrayVar(&c.DropParams, "drop-param", nil, "query parameter to drop when normalizing URLs (repeatable)")
@@ -102,6 +103,7 @@ func buildConfig(fl *pflag.FlagSet, f startFlags) (cfg campaign.Config, zeros []
 		"id":                   func() { cfg.ID = c.ID },
 		"seed":                 func() { cfg.Seeds = c.Seeds },
 		"from":                 func() { cfg.From = c.From },
+		"queue-type":           func() { cfg.QueueType = c.QueueType },
 		"no-history":           func() { cfg.NoHistory = c.NoHistory },
 		"scope":                func() { cfg.Scope = c.Scope },
 		"exclude":              func() { cfg.Exclude = c.Exclude },

@@ -1,0 +1,145 @@
+package node_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/drover-crawl/drover/chaos"
+	"github.com/drover-crawl/drover/internal/await"
+	"github.com/drover-crawl/drover/internal/testenv"
+	"github.com/drover-crawl/drover/node"
+	"github.com/drover-crawl/drover/node/nodetest"
+	"github.com/drover-crawl/drover/testweb"
+	"github.com/drover-crawl/drover/testweb/webtest"
+)
+
+// startRabbitCluster starts a three-node RabbitMQ cluster of the test's
+// own (private nodes beside the machine's broker), stopped at the end.
+func startRabbitCluster(t *testing.T) *chaos.RabbitCluster {
+	t.Helper()
+	testenv.NeedsRabbitMQ(t)
+	testenv.Slow(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	c, err := chaos.StartRabbitCluster(ctx, 3, os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	return c
+}
+
+// TestQuorumShardsOutliveALostNode: a scheduler whose AMQP_URL names the
+// three nodes of a cluster gives a campaign quorum shards by default. In
+// the middle of the crawl, with leases out and pages held half-sent, the
+// node that leads the most shard queues is SIGKILLed and its data
+// directory deleted, for good. The scheduler's connection moves to
+// another node, the shards elect new leaders on the other two, and the
+// campaign completes with every page requested and stored: none lost
+// with the node.
+func TestQuorumShardsOutliveALostNode(t *testing.T) {
+	cluster := startRabbitCluster(t)
+	web := webtest.Start(t, testweb.Config{Hosts: 6, PagesPerHost: 200, CrossHost: true, Base: 154})
+	s := startBareStack(t)
+	sched := nodetest.StartScheduler(t, node.SchedulerConfig{AMQPURL: cluster.URL(), SeenPath: filepath.Join(t.TempDir(), "seen")})
+	c := s.temporal.Client()
+	startWorkers(t, c, "test-worker", []string{sched.Addr()}, s.kafka.Addr())
+	cfg := s.newCampaign("quorum-loss", web, 4)
+	cfg.PerHostDelay = new(10 * time.Millisecond)
+	run := ctStartCampaign(t, c, cfg)
+	total := len(web.Pages())
+	await.For(t, 2*time.Minute, 50*time.Millisecond, "a third of the crawl", func() error { return ctAtLeastRequested(web, total/3) })
+	wst, err := ctQueryStatus(t, c, cfg.ID)
+	if err != nil || wst.Frontier == "" {
+		t.Fatalf("the campaign's frontier key: %q, %v", wst.Frontier, err)
+	}
+	lost := leadingNode(t, cluster, "drover."+wst.Frontier+".s")
+
+	web.HoldBodies()
+	t.Cleanup(web.ReleaseBodies)
+	await.For(t, 30*time.Second, 5*time.Millisecond, "a page held in the middle of its body", func() error {
+		if web.Held() == 0 {
+			return errors.New("no page held")
+		}
+		return nil
+	})
+	st, _ := sched.Server().Stats(wst.Frontier)
+	atFault, held := ctPagesRequested(web), web.Held()
+	if err := lost.Lose(); err != nil {
+		t.Fatalf("losing %s: %v", lost.Name, err)
+	}
+	lostAt := time.Now()
+	t.Logf("node %s lost with %d of %d pages requested, %d leases out, %d pages held mid-body", lost.Name, atFault, total, st.InFlight, held)
+	if st.InFlight == 0 || atFault >= total {
+		t.Fatalf("the loss hit no work in flight: %d leases out, %d of %d pages requested", st.InFlight, atFault, total)
+	}
+	web.ReleaseBodies()
+	await.For(t, 2*time.Minute, 100*time.Millisecond, "fetching to resume on the other nodes", func() error {
+		if n := ctPagesRequested(web); n <= atFault+held {
+			return fmt.Errorf("%d pages requested, %d at the loss", n, atFault)
+		}
+		return nil
+	})
+	t.Logf("fetching resumed %s after the loss", time.Since(lostAt).Round(100*time.Millisecond))
+	st2 := ctResult(t, run, 5*time.Minute)
+	if st2.State != "completed" {
+		t.Fatalf("state %s (%s), want completed", st2.State, st2.Reason)
+	}
+	if m := web.Missing(); len(m) > 0 {
+		t.Errorf("%d pages never requested after the node was lost, e.g. %v", len(m), m[:min(5, len(m))])
+	}
+	t.Logf("duplicate fetches: %d URLs", len(web.Duplicates()))
+	checkStoredOnceAtLeast(t, s, web)
+}
+
+// leadingNode is the cluster node that leads the most queues named with
+// prefix (the campaign's shards): all of them, before the fault, are
+// quorum queues with a leader.
+func leadingNode(t *testing.T, c *chaos.RabbitCluster, prefix string) *chaos.RabbitNode {
+	t.Helper()
+	by, err := c.Leaders(context.Background(), prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var best string
+	n := 0
+	for name, k := range by {
+		n += k
+		if best == "" || k > by[best] {
+			best = name
+		}
+	}
+	if n != 16 {
+		t.Fatalf("%d shard queues with a quorum leader, want 16 (quorum shards by default on a cluster): %v", n, by)
+	}
+	t.Logf("shard leaders by node: %v", by)
+	node := c.Node(best)
+	if node == nil {
+		t.Fatalf("leader %q is no node of the cluster", best)
+	}
+	return node
+}
+
+// checkStoredOnceAtLeast: every page of web has a record in the stack's
+// Kafka topic.
+func checkStoredOnceAtLeast(t *testing.T, s *stack, web *testweb.Web) {
+	t.Helper()
+	got := map[string]bool{}
+	for _, m := range readTopic(t, s.kafka.Addr(), s.topic, len(web.Pages())) {
+		got[string(m.Key)] = true
+	}
+	missing := 0
+	for _, u := range web.Pages() {
+		if !got[u] {
+			missing++
+		}
+	}
+	if missing > 0 {
+		t.Errorf("%d of %d pages have no record in Kafka", missing, len(web.Pages()))
+	}
+}
