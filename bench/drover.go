@@ -176,6 +176,7 @@ func jobCampaign(j Job, id string, sinks ...string) (cfg campaign.Config, inFlig
 		AllowPrivate:       true,
 		MaxDuration:        j.Timeout,
 		Sinks:              sinks,
+		QueueType:          j.QueueType,
 	}
 	eff := cfg.WithDefaults()
 	if err := eff.Validate(); err != nil {

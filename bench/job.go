@@ -43,6 +43,9 @@ type Job struct {
 	// Concurrency is the raw fetcher's number of workers.
 	Concurrency int    `json:"concurrency,omitempty"`
 	AMQPURL     string `json:"amqp_url,omitempty"`
+	// QueueType (drover): the campaign's shard queue type, quorum or
+	// classic ("" the scheduler's default: classic on one node).
+	QueueType string `json:"queue_type,omitempty"`
 	// Workers (drover): run the Temporal workers as this many processes of
 	// the worker binary WorkerBin rather than in the child.
 	Workers    int    `json:"workers,omitempty"`

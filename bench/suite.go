@@ -33,8 +33,12 @@ type Options struct {
 	// events instead of CPU samples).
 	DevFleet, DevPerHost int
 	DevDelay             time.Duration
-	DevPerf              string
-	DevPerfEvents        string
+	// QuorumFleet > 0 adds drover at that fleet on quorum shard queues,
+	// beside the classic ones of the other rows (one node: what a
+	// quorum queue costs RabbitMQ without its replicas).
+	QuorumFleet   int
+	DevPerf       string
+	DevPerfEvents string
 	// Peers on the plain web (colly, scrapy), each at every one of
 	// PeerParallelism (Colly's global LimitRule Parallelism, Scrapy's
 	// CONCURRENT_REQUESTS); the best row of each is its figure.
@@ -106,6 +110,7 @@ func DefaultOptions() Options {
 		Hosts:   20, PagesPerHost: 500,
 		Fleets:             []int{1, 4, 16},
 		DevFleet:           8,
+		QuorumFleet:        4,
 		DevPerHost:         8,
 		DevDelay:           time.Millisecond,
 		Peers:              []string{KindColly, KindScrapy},
@@ -176,6 +181,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			j.CPUProfile = o.CPUProfile
 		}
 		runs = append(runs, run{fmt.Sprintf("drover, fleet %d", f), j})
+	}
+	if o.QuorumFleet > 0 {
+		runs = append(runs, run{fmt.Sprintf("drover, fleet %d, quorum shards", o.QuorumFleet), Job{Kind: KindDrover, Fleet: o.QuorumFleet,
+			PerHostConcurrency: o.PerHostConcurrency, PerHostDelay: o.PerHostDelay, AMQPURL: o.AMQPURL, QueueType: "quorum"}})
 	}
 	if o.DevFleet > 0 {
 		runs = append(runs, run{fmt.Sprintf("drover as make dev runs it, fleet %d", o.DevFleet), Job{

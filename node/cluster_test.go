@@ -50,7 +50,7 @@ func TestQuorumShardsOutliveALostNode(t *testing.T) {
 	c := s.temporal.Client()
 	startWorkers(t, c, "test-worker", []string{sched.Addr()}, s.kafka.Addr())
 	cfg := s.newCampaign("quorum-loss", web, 4)
-	cfg.PerHostDelay = new(10 * time.Millisecond)
+	cfg.PerHostDelay = new(50 * time.Millisecond)
 	run := ctStartCampaign(t, c, cfg)
 	total := len(web.Pages())
 	await.For(t, 2*time.Minute, 50*time.Millisecond, "a third of the crawl", func() error { return ctAtLeastRequested(web, total/3) })
@@ -58,8 +58,8 @@ func TestQuorumShardsOutliveALostNode(t *testing.T) {
 	if err != nil || wst.Frontier == "" {
 		t.Fatalf("the campaign's frontier key: %q, %v", wst.Frontier, err)
 	}
-	lost := leadingNode(t, cluster, "drover."+wst.Frontier+".s")
-
+	// Held from before the leaders are looked up until the node is gone:
+	// the loss finds fetches under way however long rabbitmqctl takes.
 	web.HoldBodies()
 	t.Cleanup(web.ReleaseBodies)
 	await.For(t, 30*time.Second, 5*time.Millisecond, "a page held in the middle of its body", func() error {
@@ -68,6 +68,7 @@ func TestQuorumShardsOutliveALostNode(t *testing.T) {
 		}
 		return nil
 	})
+	lost := leadingNode(t, cluster, "drover."+wst.Frontier+".s")
 	st, _ := sched.Server().Stats(wst.Frontier)
 	atFault, held := ctPagesRequested(web), web.Held()
 	if err := lost.Lose(); err != nil {

@@ -32,6 +32,7 @@ func main() {
 	out := flag.String("out", "results.md", "markdown file the tables are written to (empty: none); `make bench` runs in bench/")
 	peers := flag.String("peers", strings.Join(o.Peers, ","), "peers on the plain web, comma-separated: colly, scrapy (empty: none)")
 	peerPar := flag.String("peer-parallelism", joinInts(o.PeerParallelism), "each peer runs at each of these: Colly's global LimitRule Parallelism, Scrapy's CONCURRENT_REQUESTS")
+	flag.IntVar(&o.QuorumFleet, "quorum-fleet", o.QuorumFleet, "fleet of the run of drover on quorum shard queues (0 skips it)")
 	flag.IntVar(&o.DevFleet, "dev-fleet", o.DevFleet, "fleet of the run of drover as `make dev` runs it, every part a process (0 skips it)")
 	flag.IntVar(&o.DevPerHost, "dev-per-host", o.DevPerHost, "per-host concurrency of that run")
 	flag.DurationVar(&o.DevDelay, "dev-delay", o.DevDelay, "per-host delay of that run")
