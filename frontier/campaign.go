@@ -48,6 +48,10 @@ type campaignActor struct {
 	// key names the campaign's run in the frontier (Config.FrontierKey):
 	// its queues, seen marks and failure records.
 	key string
+	// lineage names its fetch history (Config.HistoryKey). Like key, it
+	// never changes, so the record goroutines read it; cfg is the loop's
+	// (live rules replace it).
+	lineage string
 	// incarnation names this actor's life (Welcome.Incarnation): what a
 	// fetcher learnt of its records (session.KnownLinks) holds for it only.
 	incarnation uint64
@@ -143,6 +147,7 @@ func newCampaignActor(srv *Server, cfg campaign.Config) (*campaignActor, error) 
 		srv:         srv,
 		cfg:         cfg,
 		key:         cfg.FrontierKey(),
+		lineage:     cfg.HistoryKey(),
 		topo:        Topology{Campaign: cfg.FrontierKey()},
 		policy:      p,
 		log:         srv.log.With("campaign", cfg.FrontierKey()),

@@ -193,7 +193,7 @@ func (a *campaignActor) prior(k seen.Key) *page.Capture {
 	if a.cfg.From == "" {
 		return nil
 	}
-	b, err := a.srv.store.History(a.cfg.HistoryKey(), k)
+	b, err := a.srv.store.History(a.lineage, k)
 	if err != nil {
 		a.log.Error("seen store: reading a URL's fetch history; it is fetched in full", "err", err)
 		return nil
@@ -212,7 +212,7 @@ func (a *campaignActor) prior(k seen.Key) *page.Capture {
 // unchangedLinks are the links a page answered 304 had when it was last
 // captured, from its history.
 func (a *campaignActor) unchangedLinks(k seen.Key) []urlrule.Link {
-	b, err := a.srv.store.History(a.cfg.HistoryKey(), k)
+	b, err := a.srv.store.History(a.lineage, k)
 	if err != nil || b == nil {
 		a.log.Error("seen store: a page answered 304 but its links could not be read from its history", "err", err)
 		return nil
@@ -247,5 +247,5 @@ func (a *campaignActor) writeHistory(jobs []recordJob) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	return a.srv.store.SetHistory(a.cfg.HistoryKey(), keys, vals)
+	return a.srv.store.SetHistory(a.lineage, keys, vals)
 }
