@@ -51,9 +51,11 @@ func TestQuorumShardsOutliveALostNode(t *testing.T) {
 	startWorkers(t, c, "test-worker", []string{sched.Addr()}, s.kafka.Addr())
 	cfg := s.newCampaign("quorum-loss", web, 4)
 	cfg.PerHostDelay = new(50 * time.Millisecond)
+	started := time.Now()
 	run := ctStartCampaign(t, c, cfg)
 	total := len(web.Pages())
 	await.For(t, 2*time.Minute, 50*time.Millisecond, "a third of the crawl", func() error { return ctAtLeastRequested(web, total/3) })
+	t.Logf("a third of the crawl in %s", time.Since(started).Round(100*time.Millisecond))
 	wst, err := ctQueryStatus(t, c, cfg.ID)
 	if err != nil || wst.Frontier == "" {
 		t.Fatalf("the campaign's frontier key: %q, %v", wst.Frontier, err)
@@ -88,6 +90,7 @@ func TestQuorumShardsOutliveALostNode(t *testing.T) {
 	})
 	t.Logf("fetching resumed %s after the loss", time.Since(lostAt).Round(100*time.Millisecond))
 	st2 := ctResult(t, run, 5*time.Minute)
+	t.Logf("the crawl completed %s after the loss", time.Since(lostAt).Round(100*time.Millisecond))
 	if st2.State != "completed" {
 		t.Fatalf("state %s (%s), want completed", st2.State, st2.Reason)
 	}
