@@ -147,3 +147,78 @@ func checkStoredOnceAtLeast(t *testing.T, s *stack, web *testweb.Web) {
 		t.Errorf("%d of %d pages have no record in Kafka", missing, len(web.Pages()))
 	}
 }
+
+// quorumLostFor is how long two of the three nodes stay down in
+// TestQuorumLostStopsAndResumes.
+const quorumLostFor = 20 * time.Second
+
+// TestQuorumLostStopsAndResumes: two of the cluster's three nodes stop
+// (stop_app) in the middle of a crawl on quorum shards, with leases out:
+// no queue has a quorum, so nothing is delivered, confirmed or acked.
+// Fetching goes on through the URLs the scheduler held, then stops for
+// the rest of the outage; nothing is lost: when the nodes come back the
+// crawl goes on and completes with every page requested and stored.
+func TestQuorumLostStopsAndResumes(t *testing.T) {
+	cluster := startRabbitCluster(t)
+	web := webtest.Start(t, testweb.Config{Hosts: 6, PagesPerHost: 200, CrossHost: true, Base: 155})
+	s := startBareStack(t)
+	sched := nodetest.StartScheduler(t, node.SchedulerConfig{AMQPURL: cluster.URL(), SeenPath: filepath.Join(t.TempDir(), "seen")})
+	c := s.temporal.Client()
+	startWorkers(t, c, "test-worker", []string{sched.Addr()}, s.kafka.Addr())
+	cfg := s.newCampaign("quorum-lost", web, 4)
+	cfg.PerHostDelay = new(50 * time.Millisecond)
+	run := ctStartCampaign(t, c, cfg)
+	total := len(web.Pages())
+	await.For(t, 2*time.Minute, 50*time.Millisecond, "a third of the crawl", func() error { return ctAtLeastRequested(web, total/3) })
+	wst, err := ctQueryStatus(t, c, cfg.ID)
+	if err != nil || wst.Frontier == "" {
+		t.Fatalf("the campaign's frontier key: %q, %v", wst.Frontier, err)
+	}
+	// The scheduler dialled the first node; the other two go, while pages
+	// are held half-sent, so that the fault finds leases out.
+	down := cluster.Nodes[1:]
+	web.HoldBodies()
+	t.Cleanup(web.ReleaseBodies)
+	await.For(t, 30*time.Second, 5*time.Millisecond, "a page held in the middle of its body", func() error {
+		if web.Held() == 0 {
+			return errors.New("no page held")
+		}
+		return nil
+	})
+	st, _ := sched.Server().Stats(wst.Frontier)
+	atFault := ctPagesRequested(web)
+	for _, n := range down {
+		if err := n.Ctl(context.Background(), "stop_app"); err != nil {
+			t.Fatalf("stopping %s: %v", n.Name, err)
+		}
+	}
+	stoppedAt := time.Now()
+	t.Logf("%d nodes stopped with %d of %d pages requested, %d leases out, %d URLs held", len(down), atFault, total, st.InFlight, st.Held)
+	if st.InFlight == 0 || atFault >= total {
+		t.Fatalf("the loss of quorum hit no work in flight: %d leases out, %d of %d pages requested", st.InFlight, atFault, total)
+	}
+	web.ReleaseBodies()
+	time.Sleep(quorumLostFor / 2)
+	mid := ctPagesRequested(web)
+	time.Sleep(quorumLostFor / 2)
+	end := ctPagesRequested(web)
+	t.Logf("without a quorum: %d pages requested in the first %s, %d in the next", mid-atFault, quorumLostFor/2, end-mid)
+	if end > mid {
+		t.Errorf("fetching went on without a quorum: %d pages requested in the last %s", end-mid, quorumLostFor/2)
+	}
+	for _, n := range down {
+		if err := n.Ctl(context.Background(), "start_app"); err != nil {
+			t.Fatalf("starting %s: %v", n.Name, err)
+		}
+	}
+	st2 := ctResult(t, run, 5*time.Minute)
+	t.Logf("completed %s after the quorum came back", time.Since(stoppedAt.Add(quorumLostFor)).Round(100*time.Millisecond))
+	if st2.State != "completed" {
+		t.Fatalf("state %s (%s), want completed", st2.State, st2.Reason)
+	}
+	if m := web.Missing(); len(m) > 0 {
+		t.Errorf("%d pages never requested, e.g. %v", len(m), m[:min(5, len(m))])
+	}
+	t.Logf("duplicate fetches: %d URLs", len(web.Duplicates()))
+	checkStoredOnceAtLeast(t, s, web)
+}
