@@ -34,21 +34,42 @@ func startRabbitCluster(t *testing.T) *chaos.RabbitCluster {
 	return c
 }
 
-// TestQuorumShardsOutliveALostNode: a scheduler whose AMQP_URL names the
-// three nodes of a cluster gives a campaign quorum shards by default. In
-// the middle of the crawl, with leases out and pages held half-sent, the
+// clusterStack is a stack whose scheduler's AMQP_URL names the three
+// nodes of a private cluster, with in-process workers.
+type clusterStack struct {
+	cluster *chaos.RabbitCluster
+	s       *stack
+	sched   *node.Scheduler
+}
+
+func startClusterStack(t *testing.T) *clusterStack {
+	cluster := startRabbitCluster(t)
+	s := startBareStack(t)
+	sched := nodetest.StartScheduler(t, node.SchedulerConfig{AMQPURL: cluster.URL(), SeenPath: filepath.Join(t.TempDir(), "seen")})
+	startWorkers(t, s.temporal.Client(), "test-worker", []string{sched.Addr()}, s.kafka.Addr())
+	return &clusterStack{cluster: cluster, s: s, sched: sched}
+}
+
+// TestQuorumShardsOnACluster: a scheduler whose AMQP_URL names the three
+// nodes of a cluster gives campaigns quorum shards by default, and they
+// keep every URL through a lost quorum, then through a node lost for good
+// (one cluster for both: it takes half a minute to form).
+func TestQuorumShardsOnACluster(t *testing.T) {
+	cs := startClusterStack(t)
+	t.Run("quorum lost", func(t *testing.T) { quorumLost(t, cs) })
+	t.Run("a node lost for good", func(t *testing.T) { nodeLostForGood(t, cs) })
+}
+
+// nodeLostForGood: in the middle of the crawl, with leases out and pages held half-sent, the
 // node that leads the most shard queues is SIGKILLed and its data
 // directory deleted, for good. The scheduler's connection moves to
 // another node, the shards elect new leaders on the other two, and the
 // campaign completes with every page requested and stored: none lost
 // with the node.
-func TestQuorumShardsOutliveALostNode(t *testing.T) {
-	cluster := startRabbitCluster(t)
+func nodeLostForGood(t *testing.T, cs *clusterStack) {
+	cluster, s, sched := cs.cluster, cs.s, cs.sched
 	web := webtest.Start(t, testweb.Config{Hosts: 6, PagesPerHost: 200, CrossHost: true, Base: 154})
-	s := startBareStack(t)
-	sched := nodetest.StartScheduler(t, node.SchedulerConfig{AMQPURL: cluster.URL(), SeenPath: filepath.Join(t.TempDir(), "seen")})
 	c := s.temporal.Client()
-	startWorkers(t, c, "test-worker", []string{sched.Addr()}, s.kafka.Addr())
 	cfg := s.newCampaign("quorum-loss", web, 4)
 	cfg.PerHostDelay = new(50 * time.Millisecond)
 	started := time.Now()
@@ -149,22 +170,19 @@ func checkStoredOnceAtLeast(t *testing.T, s *stack, web *testweb.Web) {
 }
 
 // quorumLostFor is how long two of the three nodes stay down in
-// TestQuorumLostStopsAndResumes.
+// quorumLost.
 const quorumLostFor = 20 * time.Second
 
-// TestQuorumLostStopsAndResumes: two of the cluster's three nodes stop
+// quorumLost: two of the cluster's three nodes stop
 // (stop_app) in the middle of a crawl on quorum shards, with leases out:
 // no queue has a quorum, so nothing is delivered, confirmed or acked.
 // Fetching goes on through the URLs the scheduler held, then stops for
 // the rest of the outage; nothing is lost: when the nodes come back the
 // crawl goes on and completes with every page requested and stored.
-func TestQuorumLostStopsAndResumes(t *testing.T) {
-	cluster := startRabbitCluster(t)
+func quorumLost(t *testing.T, cs *clusterStack) {
+	cluster, s, sched := cs.cluster, cs.s, cs.sched
 	web := webtest.Start(t, testweb.Config{Hosts: 6, PagesPerHost: 200, CrossHost: true, Base: 155})
-	s := startBareStack(t)
-	sched := nodetest.StartScheduler(t, node.SchedulerConfig{AMQPURL: cluster.URL(), SeenPath: filepath.Join(t.TempDir(), "seen")})
 	c := s.temporal.Client()
-	startWorkers(t, c, "test-worker", []string{sched.Addr()}, s.kafka.Addr())
 	cfg := s.newCampaign("quorum-lost", web, 4)
 	cfg.PerHostDelay = new(50 * time.Millisecond)
 	run := ctStartCampaign(t, c, cfg)
