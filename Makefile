@@ -14,7 +14,7 @@ GO ?= go
 # in bench/ (its own module), so relative paths are bench/'s.
 BENCH_FLAGS ?=
 
-.PHONY: all unit test bench chaos load dev demo build lint clean distclean bin/temporal
+.PHONY: all unit test test-cluster bench chaos load dev demo build lint clean distclean bin/temporal
 
 all: build
 
@@ -49,6 +49,11 @@ unit:
 test: bin/temporal
 	$(GO) vet ./... && $(GO) test -race -count=1 -timeout 20m ./...
 	cd bench && $(GO) vet ./... && $(GO) test -count=1 -timeout 5m ./...
+
+# The faults on a private three-node RabbitMQ cluster (node/cluster_test.go):
+# two minutes, left out of `make test`'s 20; .ci/run runs both.
+test-cluster: bin/temporal
+	DROVER_CLUSTER=1 $(GO) test -race -count=1 -timeout 10m -run 'TestQuorumShardsOnACluster' ./node
 
 # The benchmark suite (bench/README.md): drover's whole stack at fleets 1, 4
 # and 16, Colly v2 and raw GETs on one test web, then a politeness-bound web;

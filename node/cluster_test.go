@@ -22,8 +22,7 @@ import (
 // own (private nodes beside the machine's broker), stopped at the end.
 func startRabbitCluster(t *testing.T) *chaos.RabbitCluster {
 	t.Helper()
-	testenv.NeedsRabbitMQ(t)
-	testenv.Slow(t)
+	testenv.NeedsCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	c, err := chaos.StartRabbitCluster(ctx, 3, os.Stderr)

@@ -12,7 +12,10 @@
 // test environment on virtual time.
 package testenv
 
-import "testing"
+import (
+	"os"
+	"testing"
+)
 
 // NeedsRabbitMQ skips t under -short: it uses the machine's RabbitMQ
 // (AMQP_URL, amqp://guest:guest@127.0.0.1:5672/ when unset), through a
@@ -49,6 +52,19 @@ func NeedsBrowser(t testing.TB) {
 func NeedsTool(t testing.TB, tool string) {
 	t.Helper()
 	skipShort(t, "needs "+tool)
+}
+
+// NeedsCluster skips t unless DROVER_CLUSTER=1, which `make
+// test-cluster` sets: it forms a private three-node RabbitMQ cluster
+// (half a minute) and crawls through its faults, two minutes that
+// `make test`, bounded by its 20, leaves to that target. `.ci/run` runs
+// both.
+func NeedsCluster(t testing.TB) {
+	t.Helper()
+	skipShort(t, "needs a private RabbitMQ cluster")
+	if os.Getenv("DROVER_CLUSTER") != "1" {
+		t.Skip("a private RabbitMQ cluster: `make test-cluster` runs it (DROVER_CLUSTER=1)")
+	}
 }
 
 // Slow skips t under -short: it takes more than a few seconds (a crawl of
