@@ -70,8 +70,8 @@ const recrawlPageBytes = 64 << 10
 // tests.)
 func TestRecrawlFromHistory(t *testing.T) {
 	testenv.NeedsPostgres(t)
-	web := webtest.Start(t, testweb.Config{Hosts: 4, PagesPerHost: 250, CrossHost: true, NoExtras: true,
-		Validators: true, Duplicates: 50, Base: 152, PageBytes: recrawlPageBytes})
+	web := webtest.Start(t, testweb.Config{Hosts: 3, PagesPerHost: 150, CrossHost: true, NoExtras: true,
+		Validators: true, Duplicates: 30, Base: 152, PageBytes: recrawlPageBytes})
 	s := startStack(t)
 	run1 := newRecrawlRun(t, s, web, "")
 	runCampaign(t, s.temporal.Client(), run1.cfg, 5*time.Minute)()
