@@ -113,13 +113,16 @@ type campaignActor struct {
 	// void because their channel closed), and messages not yet read.
 	unacked, acked, pending                                    atomic.Int64
 	fetched, failed, retried, disallowed, duplicates, deadLtrd atomic.Int64
-	skipped, discovered, published, recordFailed               atomic.Int64
-	robotsDropped, ackFailed, messages                         atomic.Int64
-	clockWaits                                                 atomic.Int64
-	inflight                                                   atomic.Int64
-	nhosts, nsessions, hostsDown                               atomic.Int64
-	capped                                                     atomic.Bool
-	isConsuming                                                atomic.Bool // consuming, for Stats
+	// unchanged: pages recorded as revisits of their last capture (fetch
+	// history), counted in fetched too.
+	unchanged                                    atomic.Int64
+	skipped, discovered, published, recordFailed atomic.Int64
+	robotsDropped, ackFailed, messages           atomic.Int64
+	clockWaits                                   atomic.Int64
+	inflight                                     atomic.Int64
+	nhosts, nsessions, hostsDown                 atomic.Int64
+	capped                                       atomic.Bool
+	isConsuming                                  atomic.Bool // consuming, for Stats
 	// live: the campaign's live rules (rules.go), read by the record
 	// goroutines too; replaced whole, by the actor.
 	live atomic.Pointer[liveRules]
@@ -267,6 +270,7 @@ func (a *campaignActor) stats() session.Stats {
 		InFlight:      a.inflight.Load(),
 		Pending:       a.pending.Load(),
 		Fetched:       a.fetched.Load(),
+		Unchanged:     a.unchanged.Load(),
 		Failed:        a.failed.Load(),
 		Retried:       a.retried.Load(),
 		Disallowed:    a.disallowed.Load(),

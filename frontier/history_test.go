@@ -14,7 +14,7 @@ import (
 // A run started with From leases a URL with what the lineage's earlier
 // run recorded of it, and a 304 for it leads the crawl on through the
 // links that run kept: the page it links to is leased though the 304
-// carried no link.
+// carried no link, and counts as unchanged.
 func TestHistoryCarriesARunToTheNext(t *testing.T) {
 	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory())
 	const root, child = "http://127.66.76.1:9/", "http://127.66.76.1:9/child"
@@ -40,7 +40,7 @@ func TestHistoryCarriesARunToTheNext(t *testing.T) {
 
 	run2 := handCampaign(t, root)
 	run2.From = run1.ID
-	_, f2 := seedHand(t, sched.addr, run2)
+	ctl2, f2 := seedHand(t, sched.addr, run2)
 	var priors = map[string]*page.Capture{}
 	f2.pages(t, 4, time.Minute, nil, func(l session.Lease) bool {
 		priors[l.URL] = l.Prior
@@ -51,6 +51,9 @@ func TestHistoryCarriesARunToTheNext(t *testing.T) {
 		}
 		f2.report(t, o)
 		return len(priors) == 2
+	})
+	waitStats(t, ctl2, run2.ID, 10*time.Second, "both recorded, the root as unchanged", func(st session.Stats) bool {
+		return st.Fetched == 2 && st.Unchanged == 1
 	})
 	if p := priors[root]; p == nil || *p != *capture {
 		t.Errorf("run 2 leased the root with prior %+v, want %+v", p, *capture)

@@ -170,6 +170,7 @@ func newServerCollector(s *Server) *serverCollector {
 	col := &serverCollector{s: s, counters: map[string]*prometheus.Desc{}, gauges: map[string]*prometheus.Desc{}}
 	for n, help := range map[string]string{
 		"pages_recorded_total":       "Pages (any status) whose outcome this scheduler recorded.",
+		"pages_unchanged_total":      "Pages recorded as revisits of their last capture (a 304, or the same payload digest), counted in pages_recorded_total too.",
 		"fetch_failures_total":       "Fetches that ended in a permanent error with no response, recorded.",
 		"urls_retried_total":         "URLs parked for a later attempt (network error, 5xx, 429).",
 		"urls_disallowed_total":      "URLs robots.txt forbade, dropped when their turn came.",
@@ -240,6 +241,7 @@ func (col *serverCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(col.gauges[n], prometheus.GaugeValue, float64(v), id)
 		}
 		counter("pages_recorded_total", a.fetched.Load())
+		counter("pages_unchanged_total", a.unchanged.Load())
 		counter("fetch_failures_total", a.failed.Load())
 		counter("urls_retried_total", a.retried.Load())
 		counter("urls_disallowed_total", a.disallowed.Load())

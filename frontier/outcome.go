@@ -159,6 +159,9 @@ func (a *campaignActor) fetchedJob(h *host, e *entry, o session.Outcome, now tim
 		j.fail = &session.FailureRecord{Reason: orOther(o.Reason), LastError: o.Error}
 	} else {
 		a.fetched.Add(1)
+		if o.Unchanged != "" {
+			a.unchanged.Add(1)
+		}
 		switch {
 		case o.Status >= 400:
 			j.fail = &session.FailureRecord{Reason: statusReason(o.Status), LastError: o.Error}

@@ -51,12 +51,58 @@ func startClusterStack(t *testing.T) *clusterStack {
 
 // TestQuorumShardsOnACluster: a scheduler whose AMQP_URL names the three
 // nodes of a cluster gives campaigns quorum shards by default, and they
-// keep every URL through a lost quorum, then through a node lost for good
-// (one cluster for both: it takes half a minute to form).
+// keep every URL through a lost quorum, a rolling restart, then a node
+// lost for good (one cluster for all: it takes half a minute to form).
 func TestQuorumShardsOnACluster(t *testing.T) {
 	cs := startClusterStack(t)
 	t.Run("quorum lost", func(t *testing.T) { quorumLost(t, cs) })
+	t.Run("rolling restart", func(t *testing.T) { rollingRestart(t, cs) })
 	t.Run("a node lost for good", func(t *testing.T) { nodeLostForGood(t, cs) })
+}
+
+// rollingDownFor is how long each node stays stopped in rollingRestart.
+const rollingDownFor = 15 * time.Second
+
+// rollingRestart: each node of the cluster is stopped (stop_app) for
+// rollingDownFor in turn, the scheduler's own first, while a crawl runs
+// at a polite pace; the crawl goes on through every stop and completes
+// with every page requested and stored.
+func rollingRestart(t *testing.T, cs *clusterStack) {
+	cluster, s := cs.cluster, cs.s
+	web := webtest.Start(t, testweb.Config{Hosts: 6, PagesPerHost: 200, CrossHost: true, Base: 156})
+	c := s.temporal.Client()
+	cfg := s.newCampaign("quorum-rolling", web, 4)
+	cfg.PerHostDelay = new(500 * time.Millisecond) // 12 pages a second: the crawl outlasts the three stops
+	run := ctStartCampaign(t, c, cfg)
+	total := len(web.Pages())
+	await.For(t, 2*time.Minute, 50*time.Millisecond, "a tenth of the crawl", func() error { return ctAtLeastRequested(web, total/10) })
+	for _, n := range cluster.Nodes {
+		before := ctPagesRequested(web)
+		if before >= total {
+			t.Fatalf("the crawl was over (%d of %d pages) before %s stopped: the restart proves nothing", before, total, n.Name)
+		}
+		if err := n.Ctl(context.Background(), "stop_app"); err != nil {
+			t.Fatalf("stopping %s: %v", n.Name, err)
+		}
+		time.Sleep(rollingDownFor)
+		during := ctPagesRequested(web) - before
+		if err := n.Ctl(context.Background(), "start_app"); err != nil {
+			t.Fatalf("starting %s: %v", n.Name, err)
+		}
+		t.Logf("%s stopped for %s: %d pages requested meanwhile (%d of %d before)", n.Name, rollingDownFor, during, before, total)
+		if during == 0 {
+			t.Errorf("no page requested while %s was stopped: two nodes should carry the crawl", n.Name)
+		}
+	}
+	st := ctResult(t, run, 5*time.Minute)
+	if st.State != "completed" {
+		t.Fatalf("state %s (%s), want completed", st.State, st.Reason)
+	}
+	if m := web.Missing(); len(m) > 0 {
+		t.Errorf("%d pages never requested, e.g. %v", len(m), m[:min(5, len(m))])
+	}
+	t.Logf("duplicate fetches: %d URLs", len(web.Duplicates()))
+	checkStoredOnceAtLeast(t, s, web)
 }
 
 // nodeLostForGood: in the middle of the crawl, with leases out and pages held half-sent, the

@@ -22,7 +22,10 @@ type Stats struct {
 	// Pending: publishes not yet confirmed by RabbitMQ.
 	Pending int64 `json:"pending"`
 
-	Fetched    int64 `json:"fetched"`    // pages stored (any status)
+	Fetched int64 `json:"fetched"` // pages stored (any status)
+	// Unchanged: of those, pages stored as revisits of their last capture
+	// (a run with campaign.Config.From).
+	Unchanged  int64 `json:"unchanged,omitempty"`
 	Failed     int64 `json:"failed"`     // permanent failures stored
 	Retried    int64 `json:"retried"`    // URLs parked for a later attempt
 	Disallowed int64 `json:"disallowed"` // URLs robots.txt forbade, dropped when their turn came
@@ -91,6 +94,7 @@ func (s *Stats) Add(o Stats) {
 	s.InFlight += o.InFlight
 	s.Pending += o.Pending
 	s.Fetched += o.Fetched
+	s.Unchanged += o.Unchanged
 	s.Failed += o.Failed
 	s.Retried += o.Retried
 	s.Disallowed += o.Disallowed

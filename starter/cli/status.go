@@ -41,9 +41,13 @@ type View struct {
 	FetchersActive  int    `json:"fetchers_active"`
 	PagesFetched    int64  `json:"pages_fetched"`
 	PagesFailed     int64  `json:"pages_failed"`
-	URLsQueued      int64  `json:"urls_queued"`
-	URLsInFlight    int64  `json:"urls_in_flight"`
-	Restarts        int    `json:"restarts"`
+	// PagesUnchanged: of PagesFetched, pages stored as revisits of their
+	// last capture (a run with --from), as the schedulers count them while
+	// the campaign runs.
+	PagesUnchanged int64 `json:"pages_unchanged,omitempty"`
+	URLsQueued     int64 `json:"urls_queued"`
+	URLsInFlight   int64 `json:"urls_in_flight"`
+	Restarts       int   `json:"restarts"`
 	// Reason says why the campaign paused or ended; Alert is the last
 	// exception raised (restarts piling up).
 	Reason string `json:"reason,omitempty"`
@@ -378,6 +382,7 @@ func (v *View) addSchedulerStats(r statsResult) {
 	v.Scheduler = &s
 	v.PagesFetched = max(v.PagesFetched, s.Fetched)
 	v.PagesFailed = max(v.PagesFailed, s.Failed)
+	v.PagesUnchanged = s.Unchanged
 	// Queued counts what waits in RabbitMQ and what a scheduler holds for
 	// its host without having leased it yet.
 	v.URLsQueued = s.Queued + max(s.Held-s.InFlight, 0)
@@ -440,7 +445,11 @@ func renderView(w io.Writer, v View, now time.Time) {
 	if !v.Closed() {
 		fmt.Fprintf(w, "  fetchers  %d active of %d desired, %d restarts\n", v.FetchersActive, v.FetchersDesired, v.Restarts)
 	}
-	fmt.Fprintf(w, "  pages     %d fetched, %d failed\n", v.PagesFetched, v.PagesFailed)
+	if v.PagesUnchanged > 0 {
+		fmt.Fprintf(w, "  pages     %d fetched (%d unchanged since the last capture: revisits), %d failed\n", v.PagesFetched, v.PagesUnchanged, v.PagesFailed)
+	} else {
+		fmt.Fprintf(w, "  pages     %d fetched, %d failed\n", v.PagesFetched, v.PagesFailed)
+	}
 	if n := sum(v.FailedBy); n > 0 {
 		fmt.Fprintf(w, "  failed    %d: %s (starter failures %s lists them)\n", n, byReason(v.FailedBy), v.ID)
 		if v.FailuresNote != "" {
