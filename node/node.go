@@ -9,7 +9,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"github.com/drover-crawl/drover/envconf"
 	"log/slog"
 	"net"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/envconf"
 	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/frontier/session"
 
@@ -156,6 +156,9 @@ func amqpDialer(amqpURL string, tlsConfig *tls.Config, log *slog.Logger) func() 
 	var mu sync.Mutex
 	next := 0
 	return func() (*amqp.Connection, error) {
+		if len(addrs) == 0 {
+			return nil, errors.New("AMQP_URL names no RabbitMQ node")
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		var errs []error
