@@ -187,37 +187,34 @@ func (r *historyReader) links() ([]urlrule.Link, error) {
 }
 
 // prior is the capture a run that reads its lineage's history leases the
-// URL with (nil: none, or the campaign reads no history). A history that
-// cannot be read is no history: the URL is fetched in full.
-func (a *campaignActor) prior(k seen.Key) *page.Capture {
+// URL with, and the history it was read from (nil: none, or the campaign
+// reads no history). A history that cannot be read is no history: the URL
+// is fetched in full.
+func (a *campaignActor) prior(k seen.Key) (*page.Capture, []byte) {
 	if a.cfg.From == "" {
-		return nil
+		return nil, nil
 	}
 	b, err := a.srv.store.History(a.lineage, k)
 	if err != nil {
 		a.log.Error("seen store: reading a URL's fetch history; it is fetched in full", "err", err)
-		return nil
+		return nil, nil
 	}
 	if b == nil {
-		return nil
+		return nil, nil
 	}
 	c, _, err := decodeHistory(b, false)
 	if err != nil {
 		a.log.Warn("a URL's fetch history is unreadable; it is fetched in full", "err", err)
-		return nil
+		return nil, nil
 	}
-	return c
+	return c, b
 }
 
 // unchangedLinks are the links a page answered 304 had when it was last
-// captured, from its history.
-func (a *campaignActor) unchangedLinks(k seen.Key) []urlrule.Link {
-	b, err := a.srv.store.History(a.lineage, k)
-	if err != nil || b == nil {
-		a.log.Error("seen store: a page answered 304 but its links could not be read from its history", "err", err)
-		return nil
-	}
-	_, links, err := decodeHistory(b, true)
+// captured, from the history its lease was given (entry.history): a 304
+// comes only to a request whose validators that history held.
+func (a *campaignActor) unchangedLinks(history []byte) []urlrule.Link {
+	_, links, err := decodeHistory(history, true)
 	if err != nil {
 		a.log.Warn("a page answered 304 but its history is unreadable: its links are not followed", "err", err)
 	}

@@ -33,6 +33,9 @@ type entry struct {
 	// arrived: when the delivery reached this scheduler, until its first
 	// lease (the politeness wait metric).
 	arrived time.Time
+	// history: the URL's fetch history as its last lease read it (a run
+	// with From), whose links a 304 for that lease follows.
+	history []byte
 }
 
 // entryHeap orders a host's entries: highest priority first, then FIFO.

@@ -180,7 +180,7 @@ func (a *campaignActor) leaseFrom(h *host, s *fetcherSession, now time.Time) (se
 			out.URL, out.Depth, out.Hops, out.Parent, out.Score = e.msg.URL, e.msg.Depth, e.msg.Hops, e.msg.Parent, e.msg.Score
 			out.Embeds = e.msg.Embeds
 			out.Attempt, out.MaxAttempts = e.attempt+1, a.cfg.MaxAttempts
-			out.Prior = a.prior(e.key)
+			out.Prior, e.history = a.prior(e.key)
 			break
 		}
 	}

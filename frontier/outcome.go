@@ -150,7 +150,7 @@ func (a *campaignActor) settleOutcome(h *host, e *entry, o session.Outcome, orig
 func (a *campaignActor) fetchedJob(h *host, e *entry, o session.Outcome, now time.Time) recordJob {
 	h.fetched++
 	if o.Unchanged == page.RevisitNotModified {
-		o.Links = a.unchangedLinks(e.key)
+		o.Links = a.unchangedLinks(e.history)
 	}
 	a.countLinks(o)
 	j := recordJob{e: e, links: o.Links, history: a.historyOf(o)}
