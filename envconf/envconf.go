@@ -78,15 +78,7 @@ func Load(getenv func(string) string) Env {
 // separated by commas, each a whole URL with its credentials
 // ("amqp://u:p@10.0.0.1:5672/,amqp://u:p@10.0.0.2:5672/"). A client dials
 // them in turn, from the one after the last that failed.
-func AMQPAddrs(url string) []string {
-	var out []string
-	for _, u := range strings.Split(url, ",") {
-		if u = strings.TrimSpace(u); u != "" {
-			out = append(out, u)
-		}
-	}
-	return out
-}
+func AMQPAddrs(url string) []string { return session.ParseAddrs(url) }
 
 // DefaultQueueType is the shard queue type a scheduler gives a campaign
 // that names none: quorum when AMQP_URL names several nodes (a cluster:
