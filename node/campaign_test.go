@@ -253,6 +253,32 @@ func ctStartCampaign(t *testing.T, c client.Client, cfg campaign.Config) client.
 }
 
 // ctResult waits (bounded) for the campaign's final status.
+// ctHoldAPage holds the web's page bodies half-sent (released at the end
+// of the test, if not before) and waits until one is held: a fault from
+// here on finds a fetch in the middle of a body.
+func ctHoldAPage(t *testing.T, web *testweb.Web) {
+	t.Helper()
+	web.HoldBodies()
+	t.Cleanup(web.ReleaseBodies)
+	await.For(t, 30*time.Second, 5*time.Millisecond, "a page held in the middle of its body", func() error {
+		if web.Held() == 0 {
+			return errors.New("no page held")
+		}
+		return nil
+	})
+}
+
+// ctFrontierKey is the frontier key of the running campaign id (ID~RUN),
+// as its workflow says.
+func ctFrontierKey(t *testing.T, c client.Client, id string) string {
+	t.Helper()
+	wst, err := ctQueryStatus(t, c, id)
+	if err != nil || wst.Frontier == "" {
+		t.Fatalf("the campaign's frontier key: %q, %v", wst.Frontier, err)
+	}
+	return wst.Frontier
+}
+
 func ctResult(t *testing.T, run client.WorkflowRun, timeout time.Duration) workflows.Status {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -300,13 +326,7 @@ func TestPauseWithTemporalCLI(t *testing.T) {
 	})
 	// Pages are held half-sent from now until the fleet has stopped, so
 	// that the pause certainly cancels fetches in the middle of a body.
-	web.HoldBodies()
-	await.For(t, 30*time.Second, 5*time.Millisecond, "a page held in the middle of its body", func() error {
-		if web.Held() == 0 {
-			return errors.New("no page held")
-		}
-		return nil
-	})
+	ctHoldAPage(t, web)
 	heldAtPause := web.Held()
 	sent := time.Now()
 	ctTemporalCLI(t, s, "workflow", "signal", "--workflow-id", cfg.ID, "--name", workflows.SignalPause)

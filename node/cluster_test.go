@@ -2,12 +2,13 @@ package node_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"go.temporal.io/sdk/client"
 
 	"github.com/drover-crawl/drover/chaos"
 	"github.com/drover-crawl/drover/internal/await"
@@ -94,15 +95,7 @@ func rollingRestart(t *testing.T, cs *clusterStack) {
 			t.Errorf("no page requested while %s was stopped: two nodes should carry the crawl", n.Name)
 		}
 	}
-	st := ctResult(t, run, 5*time.Minute)
-	if st.State != "completed" {
-		t.Fatalf("state %s (%s), want completed", st.State, st.Reason)
-	}
-	if m := web.Missing(); len(m) > 0 {
-		t.Errorf("%d pages never requested, e.g. %v", len(m), m[:min(5, len(m))])
-	}
-	t.Logf("duplicate fetches: %d URLs", len(web.Duplicates()))
-	checkStoredOnceAtLeast(t, s, web)
+	checkCrawlWhole(t, s, web, run, time.Time{}, "")
 }
 
 // nodeLostForGood: in the middle of the crawl, with leases out and pages held half-sent, the
@@ -122,22 +115,12 @@ func nodeLostForGood(t *testing.T, cs *clusterStack) {
 	total := len(web.Pages())
 	await.For(t, 2*time.Minute, 50*time.Millisecond, "a third of the crawl", func() error { return ctAtLeastRequested(web, total/3) })
 	t.Logf("a third of the crawl in %s", time.Since(started).Round(100*time.Millisecond))
-	wst, err := ctQueryStatus(t, c, cfg.ID)
-	if err != nil || wst.Frontier == "" {
-		t.Fatalf("the campaign's frontier key: %q, %v", wst.Frontier, err)
-	}
+	key := ctFrontierKey(t, c, cfg.ID)
 	// Held from before the leaders are looked up until the node is gone:
 	// the loss finds fetches under way however long rabbitmqctl takes.
-	web.HoldBodies()
-	t.Cleanup(web.ReleaseBodies)
-	await.For(t, 30*time.Second, 5*time.Millisecond, "a page held in the middle of its body", func() error {
-		if web.Held() == 0 {
-			return errors.New("no page held")
-		}
-		return nil
-	})
-	lost := leadingNode(t, cluster, "drover."+wst.Frontier+".s")
-	st, _ := sched.Server().Stats(wst.Frontier)
+	ctHoldAPage(t, web)
+	lost := leadingNode(t, cluster, "drover."+key+".s")
+	st, _ := sched.Server().Stats(key)
 	atFault, held := ctPagesRequested(web), web.Held()
 	if err := lost.Lose(); err != nil {
 		t.Fatalf("losing %s: %v", lost.Name, err)
@@ -155,16 +138,7 @@ func nodeLostForGood(t *testing.T, cs *clusterStack) {
 		return nil
 	})
 	t.Logf("fetching resumed %s after the loss", time.Since(lostAt).Round(100*time.Millisecond))
-	st2 := ctResult(t, run, 5*time.Minute)
-	t.Logf("the crawl completed %s after the loss", time.Since(lostAt).Round(100*time.Millisecond))
-	if st2.State != "completed" {
-		t.Fatalf("state %s (%s), want completed", st2.State, st2.Reason)
-	}
-	if m := web.Missing(); len(m) > 0 {
-		t.Errorf("%d pages never requested after the node was lost, e.g. %v", len(m), m[:min(5, len(m))])
-	}
-	t.Logf("duplicate fetches: %d URLs", len(web.Duplicates()))
-	checkStoredOnceAtLeast(t, s, web)
+	checkCrawlWhole(t, s, web, run, lostAt, "the loss")
 }
 
 // leadingNode is the cluster node that leads the most queues named with
@@ -193,6 +167,26 @@ func leadingNode(t *testing.T, c *chaos.RabbitCluster, prefix string) *chaos.Rab
 		t.Fatalf("leader %q is no node of the cluster", best)
 	}
 	return node
+}
+
+// checkCrawlWhole: the campaign of run completed, the server saw every
+// page of web requested, and every page has a record in the stack's
+// Kafka; it logs how long after since (when set, named by what) it
+// completed, and the duplicate fetches.
+func checkCrawlWhole(t *testing.T, s *stack, web *testweb.Web, run client.WorkflowRun, since time.Time, what string) {
+	t.Helper()
+	st := ctResult(t, run, 5*time.Minute)
+	if !since.IsZero() {
+		t.Logf("completed %s after %s", time.Since(since).Round(100*time.Millisecond), what)
+	}
+	if st.State != "completed" {
+		t.Fatalf("state %s (%s), want completed", st.State, st.Reason)
+	}
+	if m := web.Missing(); len(m) > 0 {
+		t.Errorf("%d pages never requested, e.g. %v", len(m), m[:min(5, len(m))])
+	}
+	t.Logf("duplicate fetches: %d URLs", len(web.Duplicates()))
+	checkStoredOnceAtLeast(t, s, web)
 }
 
 // checkStoredOnceAtLeast: every page of web has a record in the stack's
@@ -233,22 +227,12 @@ func quorumLost(t *testing.T, cs *clusterStack) {
 	run := ctStartCampaign(t, c, cfg)
 	total := len(web.Pages())
 	await.For(t, 2*time.Minute, 50*time.Millisecond, "a third of the crawl", func() error { return ctAtLeastRequested(web, total/3) })
-	wst, err := ctQueryStatus(t, c, cfg.ID)
-	if err != nil || wst.Frontier == "" {
-		t.Fatalf("the campaign's frontier key: %q, %v", wst.Frontier, err)
-	}
+	key := ctFrontierKey(t, c, cfg.ID)
 	// The scheduler dialled the first node; the other two go, while pages
 	// are held half-sent, so that the fault finds leases out.
 	down := cluster.Nodes[1:]
-	web.HoldBodies()
-	t.Cleanup(web.ReleaseBodies)
-	await.For(t, 30*time.Second, 5*time.Millisecond, "a page held in the middle of its body", func() error {
-		if web.Held() == 0 {
-			return errors.New("no page held")
-		}
-		return nil
-	})
-	st, _ := sched.Server().Stats(wst.Frontier)
+	ctHoldAPage(t, web)
+	st, _ := sched.Server().Stats(key)
 	atFault := ctPagesRequested(web)
 	for _, n := range down {
 		if err := n.Ctl(context.Background(), "stop_app"); err != nil {
@@ -274,14 +258,5 @@ func quorumLost(t *testing.T, cs *clusterStack) {
 			t.Fatalf("starting %s: %v", n.Name, err)
 		}
 	}
-	st2 := ctResult(t, run, 5*time.Minute)
-	t.Logf("completed %s after the quorum came back", time.Since(stoppedAt.Add(quorumLostFor)).Round(100*time.Millisecond))
-	if st2.State != "completed" {
-		t.Fatalf("state %s (%s), want completed", st2.State, st2.Reason)
-	}
-	if m := web.Missing(); len(m) > 0 {
-		t.Errorf("%d pages never requested, e.g. %v", len(m), m[:min(5, len(m))])
-	}
-	t.Logf("duplicate fetches: %d URLs", len(web.Duplicates()))
-	checkStoredOnceAtLeast(t, s, web)
+	checkCrawlWhole(t, s, web, run, stoppedAt.Add(quorumLostFor), "the quorum came back")
 }

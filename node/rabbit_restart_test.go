@@ -2,7 +2,6 @@ package node_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -66,12 +65,9 @@ func TestRabbitMQRestartMidCrawl(t *testing.T) {
 	total := len(web.Pages())
 	await.For(t, 2*time.Minute, 50*time.Millisecond, "a third of the crawl", func() error { return ctAtLeastRequested(web, total/3) })
 
-	wst, err := ctQueryStatus(t, c, cfg.ID)
-	if err != nil || wst.Frontier == "" {
-		t.Fatalf("the campaign's frontier key: %q, %v", wst.Frontier, err)
-	}
+	key := ctFrontierKey(t, c, cfg.ID)
 	stats := func() session.Stats {
-		st, _ := sched.Server().Stats(wst.Frontier) // the error is RabbitMQ's queue counts; the scheduler's own are in st
+		st, _ := sched.Server().Stats(key) // the error is RabbitMQ's queue counts; the scheduler's own are in st
 		return st
 	}
 	if st := stats(); !st.Consuming {
@@ -79,14 +75,7 @@ func TestRabbitMQRestartMidCrawl(t *testing.T) {
 	}
 	// Held from before the stop until consuming is known broken: the stop
 	// catches fetches under way however long stop_app takes.
-	web.HoldBodies()
-	t.Cleanup(web.ReleaseBodies)
-	await.For(t, 30*time.Second, 5*time.Millisecond, "a page held in the middle of its body", func() error {
-		if web.Held() == 0 {
-			return errors.New("no page held")
-		}
-		return nil
-	})
+	ctHoldAPage(t, web)
 	if err := rmq.Ctl(context.Background(), "stop_app"); err != nil {
 		t.Fatalf("stopping RabbitMQ: %v", err)
 	}
