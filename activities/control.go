@@ -64,7 +64,9 @@ func (a *Activities) Monitor(ctx context.Context, in workflows.MonitorInput) (wo
 	}
 	deadline := time.Now().Add(report)
 	var prev *session.Stats
-	var last session.Stats
+	// last is the latest reading; a window with none returns Unread, so
+	// that the workflow keeps the counts it had instead of taking zeros.
+	last := workflows.MonitorResult{Unread: true}
 	var failingSince time.Time
 	for {
 		st, err := a.sessions().CampaignStats(ctx, a.Schedulers, cfg.FrontierKey())
@@ -76,16 +78,18 @@ func (a *Activities) Monitor(ctx context.Context, in workflows.MonitorInput) (wo
 			}
 			activity.GetLogger(ctx).Warn("stats unavailable", "error", err)
 			if time.Since(failingSince) > 5*time.Minute {
-				return workflows.MonitorResult{Stats: last}, temporal.NewApplicationError(err.Error(), "SchedulerUnreachable")
+				return last, temporal.NewApplicationError(err.Error(), "SchedulerUnreachable")
 			}
 		default:
 			failingSince = time.Time{}
-			last = st
+			last = workflows.MonitorResult{Stats: st, ReadAt: time.Now()}
 			if cfg.MaxPages > 0 && st.Fetched+st.Failed >= cfg.MaxPages {
-				return workflows.MonitorResult{CapReached: true, Stats: st}, nil
+				last.CapReached = true
+				return last, nil
 			}
 			if st.Idle() && prev != nil && prev.Idle() && prev.Acked == st.Acked && prev.Published == st.Published {
-				return workflows.MonitorResult{Drained: true, Stats: st}, nil
+				last.Drained = true
+				return last, nil
 			}
 			if st.Idle() {
 				prev = &st
@@ -93,13 +97,13 @@ func (a *Activities) Monitor(ctx context.Context, in workflows.MonitorInput) (wo
 				prev = nil
 			}
 		}
-		activity.RecordHeartbeat(ctx, last)
+		activity.RecordHeartbeat(ctx, last.Stats)
 		if time.Now().After(deadline) {
-			return workflows.MonitorResult{Stats: last}, nil
+			return last, nil
 		}
 		select {
 		case <-ctx.Done():
-			return workflows.MonitorResult{Stats: last}, ctx.Err()
+			return last, ctx.Err()
 		case <-time.After(pollEvery):
 		}
 	}

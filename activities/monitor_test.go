@@ -225,6 +225,8 @@ func TestMonitorDrainRule(t *testing.T) {
 	require.False(t, res.Drained, "drained while the lease of %s is out: %+v", l.URL, res.Stats)
 	require.False(t, res.CapReached)
 	require.Equal(t, int64(1), res.Stats.InFlight, "the held lease, in the stats Monitor returned: %+v", res.Stats)
+	require.False(t, res.Unread, "a window with readings")
+	require.WithinDuration(t, time.Now(), res.ReadAt, monitorWait, "when its stats were read")
 
 	// The lease goes back; a fleet crawls the web to its end.
 	holder.Close()
@@ -375,4 +377,18 @@ func TestMonitorCapCountsFailedPages(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// A window in which no scheduler answers is no reading: Monitor says so
+// (Unread), and does not hand the workflow zeros to take for counts.
+func TestMonitorWithNoSchedulerIsUnread(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close()) // nothing listens there now: refused
+	cfg := campaign.Config{ID: "t-monitor-unread", Seeds: []string{"http://127.0.0.1:9/"}, Sinks: []string{"warc:/unused"}}.WithDefaults()
+	a := &Activities{Schedulers: []string{addr}, Token: session.DevToken}
+	res := waitMonitor(t, runMonitor(a, workflows.MonitorInput{Config: cfg, Report: 2 * time.Second}), monitorWait)
+	require.True(t, res.Unread, "Monitor read nothing from %s, and returned %+v", addr, res)
+	require.True(t, res.ReadAt.IsZero(), "no reading has a time")
 }

@@ -59,6 +59,12 @@ type MonitorResult struct {
 	// CapReached: max-pages reached.
 	CapReached bool
 	Stats      session.Stats
+	// ReadAt is when Stats was read from the schedulers.
+	ReadAt time.Time `json:",omitempty"`
+	// Unread: no scheduler answered during the whole window, so Stats is
+	// no reading (zero), and the workflow keeps the counts it had. A
+	// result recorded before this field existed decodes as false.
+	Unread bool `json:",omitempty"`
 }
 
 // EndSessionsInput is the input of EndSessions: the campaign (its

@@ -293,6 +293,7 @@ func (r *run) finish() (Status, error) {
 		r.st.Reason += "; close failed: " + err.Error()
 	} else {
 		r.setCounts(closed.Stats.Fetched, closed.Stats.Failed, closed.Stats.Queued, closed.Stats.InFlight)
+		r.st.CountsAt = workflow.Now(r.ctx)
 	}
 	r.st.State = r.ending
 	r.publish()

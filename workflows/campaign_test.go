@@ -36,6 +36,8 @@ type harness struct {
 	capped  atomic.Bool // Monitor's CapReached
 	fetched atomic.Int64
 	failed  atomic.Int64 // failures beyond the 1 every report has
+	// unread: Monitor read no stats in its window (no scheduler answered).
+	unread atomic.Bool
 
 	mu       sync.Mutex
 	starts   map[int]int // FetchSession starts per fetcher index
@@ -100,8 +102,12 @@ func newHarness(t *testing.T, before func(env *testsuite.TestWorkflowEnvironment
 	env.OnActivity(acts.Seed, mock.Anything, mock.Anything).Return(SeedResult{Seeded: 1}, nil).Maybe()
 	env.OnActivity(acts.Monitor, mock.Anything, mock.Anything).After(time.Minute).Return(
 		func(context.Context, MonitorInput) (MonitorResult, error) {
+			if h.unread.Load() {
+				return MonitorResult{Unread: true}, nil
+			}
 			n := h.fetched.Load()
 			return MonitorResult{
+				ReadAt:     h.env.Now(),
 				Drained:    h.drained.Load(),
 				CapReached: h.capped.Load(),
 				Stats:      session.Stats{Fetched: n, Failed: 1 + h.failed.Load(), Queued: 7, InFlight: 3},
@@ -232,6 +238,34 @@ func (h *harness) runToEnd(cfg campaign.Config, end *atomic.Bool) (mid, st Statu
 	h.at(5*time.Minute, func() { end.Store(true) })
 	st = h.run(CampaignInput{Config: cfg})
 	return mid, st
+}
+
+// A Monitor that read nothing (no scheduler answered in its window) is no
+// reading of zero: the status keeps the last counts, and when they were
+// read, instead of showing 0 fetched.
+func TestUnreadMonitorKeepsLastCounts(t *testing.T) {
+	h := newHarness(t, nil)
+	var start time.Time
+	var before, during, after Status
+	h.at(time.Second, func() { start = h.env.Now() })
+	h.at(150*time.Second, func() { h.fetched.Store(42) })
+	h.snapshot(190*time.Second, &before)
+	h.at(210*time.Second, func() { h.unread.Store(true) })
+	h.snapshot(330*time.Second, &during)
+	h.at(350*time.Second, func() { h.unread.Store(false); h.fetched.Store(50) })
+	h.snapshot(370*time.Second, &after)
+	h.at(390*time.Second, func() { h.drained.Store(true) })
+	st := h.run(CampaignInput{Config: testConfig()})
+
+	readAt := start.Add(179 * time.Second) // the reading at 3 minutes
+	require.Equal(t, int64(42), before.PagesFetched)
+	require.True(t, before.CountsAt.Equal(readAt), "counts at %s, want %s", before.CountsAt, readAt)
+	require.Equal(t, int64(42), during.PagesFetched, "two unread Monitors later")
+	require.Equal(t, int64(7), during.URLsQueued)
+	require.True(t, during.CountsAt.Equal(readAt), "counts at %s, want the last reading's %s", during.CountsAt, readAt)
+	require.Equal(t, int64(50), after.PagesFetched)
+	require.True(t, after.CountsAt.After(readAt))
+	require.Equal(t, campaign.StateCompleted, st.State)
 }
 
 func TestCompletesWhenDrained(t *testing.T) {

@@ -25,6 +25,7 @@ func (r *run) status() Status {
 		PagesFailed:     r.st.PagesFailed,
 		URLsQueued:      r.st.URLsQueued,
 		URLsInFlight:    r.st.URLsInFlight,
+		CountsAt:        r.st.CountsAt,
 		Restarts:        r.st.Restarts,
 		StartedAt:       r.st.StartedAt,
 		Reason:          r.st.Reason,

@@ -77,13 +77,14 @@ func (r *run) monitored(e event) {
 	if r.ending != "" {
 		return
 	}
-	if e.err == nil {
+	if e.err == nil && !e.monitor.Unread {
 		s := e.monitor.Stats
 		if s.Fetched > r.st.PagesFetched {
 			r.progressed(workflow.Now(r.ctx))
 		}
 		r.checkErrorRate(s.Fetched-r.st.PagesFetched, s.Failed-r.st.PagesFailed)
 		r.setCounts(s.Fetched, s.Failed, s.Queued, s.InFlight)
+		r.st.CountsAt = e.monitor.ReadAt
 		switch {
 		case e.monitor.CapReached || s.CapReached:
 			r.beginEnd(campaign.StateCompleted, "max pages reached")

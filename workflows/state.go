@@ -52,6 +52,10 @@ type CampaignState struct {
 	PagesFailed  int64 `json:"pages_failed"`
 	URLsQueued   int64 `json:"urls_queued"`
 	URLsInFlight int64 `json:"urls_in_flight"`
+	// CountsAt is when Monitor read the counts above from the schedulers
+	// (zero before the first reading): what `status` shows their age by
+	// when no scheduler answers.
+	CountsAt time.Time `json:"counts_at,omitzero"`
 
 	// Failure is the fleet's latest fetcher failure and its streak; nil
 	// until a fetcher failed. See failing.go.
@@ -134,6 +138,10 @@ type Status struct {
 	PagesFailed  int64 `json:"pages_failed"`
 	URLsQueued   int64 `json:"urls_queued"`
 	URLsInFlight int64 `json:"urls_in_flight"`
+	// CountsAt is when the schedulers were last read for the counts
+	// above; zero before the first reading (or in a run recorded before
+	// it was kept).
+	CountsAt time.Time `json:"counts_at,omitzero"`
 
 	Restarts  int       `json:"restarts"`
 	StartedAt time.Time `json:"started_at"`

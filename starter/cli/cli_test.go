@@ -298,6 +298,8 @@ func TestStatusJSON(t *testing.T) {
 		"id": "c1", "frontier": "c1~0mxb1", "state": "paused", "fetchers_desired": 3.0, "fetchers_active": 2.0,
 		// queued: 30 ready in RabbitMQ + 12 held by the scheduler - 5 leased
 		"pages_fetched": 110.0, "pages_failed": 4.0, "urls_queued": 37.0, "urls_in_flight": 5.0,
+		// read from the scheduler now
+		"counts_at": clock.Format(time.RFC3339Nano),
 	} {
 		assert.Equal(t, want, v[key], key)
 	}
@@ -326,6 +328,30 @@ func TestStatusWithoutScheduler(t *testing.T) {
 	assert.Contains(t, out, "9 fetched")
 	assert.Contains(t, out, "3 queued")
 	assert.Contains(t, out, "no scheduler reachable at 127.0.0.1:7420")
+	assert.Contains(t, out, "which has read none from the schedulers yet", "no reading, and the status says so")
+}
+
+// With no scheduler answering, status shows the workflow's last counts
+// and how old they are, not zeros.
+func TestStatusWithoutSchedulerShowsLastCountsAndTheirAge(t *testing.T) {
+	fake := newFake()
+	readAt := clock.Add(-3*time.Minute - 5*time.Second)
+	fake.add("c1", workflows.Status{State: campaign.StateRunning, FetchersDesired: 1, PagesFetched: 9272, PagesFailed: 3, URLsQueued: 10728, CountsAt: readAt},
+		Execution{Status: StatusRunning, StartTime: clock.Add(-time.Hour)})
+	code, out, errOut := run(t, fake, nil, "status", "c1")
+	require.Equal(t, ExitOK, code, errOut)
+	assert.Contains(t, out, "9272 fetched, 3 failed")
+	assert.Contains(t, out, "10728 queued")
+	assert.Contains(t, out, "the counts are the workflow's last reading, from "+readAt.Local().Format(time.TimeOnly)+" (3m05s ago)")
+
+	code, out, errOut = run(t, fake, nil, "status", "c1", "--json")
+	require.Equal(t, ExitOK, code, errOut)
+	var v View
+	require.NoError(t, json.Unmarshal([]byte(out), &v), out)
+	assert.EqualValues(t, 9272, v.PagesFetched)
+	require.NotNil(t, v.CountsAt, out)
+	assert.True(t, v.CountsAt.Equal(readAt), "counts_at %s, want %s", v.CountsAt, readAt)
+	assert.Contains(t, v.SchedulerError, "no scheduler reachable")
 }
 
 func TestStatusClosedCampaign(t *testing.T) {

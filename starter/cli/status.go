@@ -47,7 +47,12 @@ type View struct {
 	PagesUnchanged int64 `json:"pages_unchanged,omitempty"`
 	URLsQueued     int64 `json:"urls_queued"`
 	URLsInFlight   int64 `json:"urls_in_flight"`
-	Restarts       int   `json:"restarts"`
+	// CountsAt is when the counts above were read from the schedulers:
+	// now, when one answered; when none did, the workflow's last reading
+	// (its Monitor's), which the counts are then; null when there was
+	// none.
+	CountsAt *time.Time `json:"counts_at,omitempty"`
+	Restarts int        `json:"restarts"`
 	// Reason says why the campaign paused or ended; Alert is the last
 	// exception raised (restarts piling up).
 	Reason string `json:"reason,omitempty"`
@@ -206,6 +211,10 @@ func (a *App) view(ctx context.Context, id string) (View, error) {
 	if ex.Status == StatusRunning {
 		v.addFetchers(ex.Pending, st)
 		v.addSchedulerStats(a.schedulerStats(ctx, key))
+		if v.SchedulerError == "" {
+			now := a.Now()
+			v.CountsAt = &now
+		}
 	} else {
 		a.addFailureCounts(ctx, &v, key)
 	}
@@ -222,6 +231,10 @@ func (v *View) applyStatus(st workflows.Status) {
 	v.PagesFailed = st.PagesFailed
 	v.URLsQueued = st.URLsQueued
 	v.URLsInFlight = st.URLsInFlight
+	if !st.CountsAt.IsZero() {
+		t := st.CountsAt
+		v.CountsAt = &t
+	}
 	v.Restarts = st.Restarts
 	v.Reason = st.Reason
 	v.Alert = st.Alert
@@ -468,8 +481,11 @@ func renderView(w io.Writer, v View, now time.Time) {
 	switch {
 	case v.SchedulerError != "" && v.Closed():
 		fmt.Fprintf(w, "  note: %s; failures by reason unknown\n", v.SchedulerError)
+	case v.SchedulerError != "" && v.CountsAt != nil:
+		fmt.Fprintf(w, "  note: %s; the counts are the workflow's last reading, from %s (%s)\n",
+			v.SchedulerError, v.CountsAt.Local().Format(time.TimeOnly), since(now, *v.CountsAt))
 	case v.SchedulerError != "":
-		fmt.Fprintf(w, "  note: %s; queued and in-flight counts are the workflow's last report\n", v.SchedulerError)
+		fmt.Fprintf(w, "  note: %s; the counts are the workflow's, which has read none from the schedulers yet\n", v.SchedulerError)
 	}
 	if len(v.Fetchers) > 0 {
 		fmt.Fprintln(w)
