@@ -99,6 +99,7 @@ func TestComposeFile(t *testing.T) {
 	}
 
 	t.Run("docs", func(t *testing.T) { checkComposeDocs(t, root, raw, services) })
+	t.Run("cluster", func(t *testing.T) { checkComposeCluster(t, root) })
 	t.Run("prometheus", func(t *testing.T) { checkComposePrometheus(t, root, services) })
 }
 
@@ -301,4 +302,41 @@ func flagDefault(t *testing.T, bin, name string) (def string, defined bool) {
 	d := regexp.MustCompile(`\(default "([^"]*)"\)`).FindSubmatch(m[0])
 	require.NotNil(t, d, "%s -%s has no default address in its usage:\n%s", filepath.Base(bin), name, m[0])
 	return string(d[1]), true
+}
+
+// checkComposeCluster: with the cluster profile and AMQP_URL naming three
+// nodes, the scheduler and the workers get that URL list, the two extra
+// nodes mount the peer-discovery config, which names the first node by the
+// name its hostname gives it, and all three share one Erlang cookie.
+func checkComposeCluster(t *testing.T, root string) {
+	const nodes = "amqp://guest:guest@rabbitmq:5672/,amqp://guest:guest@rabbitmq2:5672/,amqp://guest:guest@rabbitmq3:5672/"
+	out, err := composeConfig(t, root, "DROVER_TOKEN="+composeToken, "COMPOSE_PROFILES=cluster", "AMQP_URL="+nodes)
+	require.NoError(t, err)
+	var cfg struct {
+		Services map[string]struct {
+			composeService `yaml:",inline"`
+			Hostname       string `yaml:"hostname"`
+		} `yaml:"services"`
+	}
+	require.NoError(t, yaml.Unmarshal([]byte(out), &cfg), out)
+	for _, name := range []string{"scheduler", "worker"} {
+		require.Equal(t, nodes, cfg.Services[name].Environment["AMQP_URL"], "%s's AMQP_URL", name)
+	}
+	first, ok := cfg.Services["rabbitmq"]
+	require.True(t, ok)
+	cookie := first.Environment["RABBITMQ_ERLANG_COOKIE"]
+	require.NotEmpty(t, cookie, "rabbitmq's Erlang cookie")
+	conf := filepath.Join(root, "deploy", "compose", "rabbitmq-cluster.conf")
+	b, err := os.ReadFile(conf)
+	require.NoError(t, err)
+	require.Contains(t, string(b), "cluster_formation.classic_config.nodes.1 = rabbit@"+first.Hostname+"\n",
+		"the peer-discovery config names the first node as its hostname makes it")
+	for _, name := range []string{"rabbitmq2", "rabbitmq3"} {
+		s, ok := cfg.Services[name]
+		require.True(t, ok, "the cluster profile has %s", name)
+		require.Equal(t, first.Image, s.Image, "%s runs the first node's image", name)
+		require.Equal(t, cookie, s.Environment["RABBITMQ_ERLANG_COOKIE"], "%s's Erlang cookie", name)
+		require.Contains(t, s.Volumes, conf+":/etc/rabbitmq/conf.d/20-cluster.conf:ro", "%s mounts the peer-discovery config", name)
+		require.Equal(t, name, s.Hostname)
+	}
 }
