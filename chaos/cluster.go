@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // RabbitCluster is a RabbitMQ cluster of the suite's own: private nodes
@@ -83,6 +86,35 @@ func (c *RabbitCluster) Leaders(ctx context.Context, prefix string) (map[string]
 	return nil, fmt.Errorf("no node of the cluster answered: %w", errors.Join(errs...))
 }
 
+// Connections counts the cluster's client connections by the node they
+// are on, as a node that is up says.
+func (c *RabbitCluster) Connections(ctx context.Context) (map[string]int, error) {
+	var errs []error
+	for _, n := range c.Nodes {
+		if n.beamPID() == 0 {
+			continue
+		}
+		// The port a connection reached is its node's AMQP port.
+		out, err := n.CtlOutput(ctx, "list_connections", "-s", "port")
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		by := map[string]int{}
+		for _, port := range strings.Fields(out) {
+			name := "port " + port
+			for _, o := range c.Nodes {
+				if strings.HasSuffix(o.URL, ":"+port+"/") {
+					name = o.Name
+				}
+			}
+			by[name]++
+		}
+		return by, nil
+	}
+	return nil, fmt.Errorf("no node of the cluster answered: %w", errors.Join(errs...))
+}
+
 // Node returns the node named name, or nil.
 func (c *RabbitCluster) Node(name string) *RabbitNode {
 	for _, n := range c.Nodes {
@@ -117,4 +149,92 @@ func (c *RabbitCluster) Stop() {
 		}()
 	}
 	wg.Wait()
+}
+
+// partitionCookie is the cookie a partitioned node expects from, and
+// offers to, the other nodes: none of them has it.
+const partitionCookie = "drover-partitioned"
+
+// Partition cuts n off from the other nodes of the cluster, in both
+// directions, while every node and its AMQP port stay up: n's Erlang
+// distribution takes a cookie for them that they do not have, and drops
+// its connections to them, so that each handshake between n and another
+// node fails until Heal. (No packet filter is needed, nor allowed here.)
+func (c *RabbitCluster) Partition(ctx context.Context, n *RabbitNode) error {
+	return n.Ctl(ctx, "eval", fmt.Sprintf("[begin erlang:set_cookie(N, '%s'), erlang:disconnect_node(N) end || N <- %s], ok.",
+		partitionCookie, c.peersOf(n)))
+}
+
+// Heal ends Partition: n takes its own cookie for the others again, and
+// they meet at the next connection attempt.
+func (c *RabbitCluster) Heal(ctx context.Context, n *RabbitNode) error {
+	return n.Ctl(ctx, "eval", fmt.Sprintf("[begin erlang:set_cookie(N, erlang:get_cookie()), net_adm:ping(N) end || N <- %s], ok.", c.peersOf(n)))
+}
+
+// peersOf is the Erlang list of the other nodes' names.
+func (c *RabbitCluster) peersOf(n *RabbitNode) string {
+	var names []string
+	for _, o := range c.Nodes {
+		if o != n {
+			names = append(names, "'"+o.Name+"'")
+		}
+	}
+	return "[" + strings.Join(names, ",") + "]"
+}
+
+// Running lists the cluster's running nodes as node names, as n sees
+// them.
+func (n *RabbitNode) Running(ctx context.Context) ([]string, error) {
+	out, err := n.CtlOutput(ctx, "eval", "rabbit_nodes:all_running().")
+	if err != nil {
+		return nil, err
+	}
+	return strings.FieldsFunc(out, func(r rune) bool { return strings.ContainsRune("[]', \n", r) }), nil
+}
+
+// Replace stands a new, empty node in for lost (a node Lose took away), as
+// an operator replaces a machine whose disk died: the cluster forgets
+// lost, the new node joins it, and every quorum queue grows a member on
+// it (`rabbitmq-queues grow`), so that each has three again.
+func (c *RabbitCluster) Replace(ctx context.Context, lost *RabbitNode, out io.Writer) (*RabbitNode, error) {
+	i := slices.Index(c.Nodes, lost)
+	if i < 0 {
+		return nil, fmt.Errorf("%s is no node of the cluster", lost.Name)
+	}
+	var live *RabbitNode
+	for _, n := range c.Nodes {
+		if n != lost && n.beamPID() != 0 {
+			live = n
+			break
+		}
+	}
+	if live == nil {
+		return nil, errors.New("no node of the cluster is up")
+	}
+	if err := live.Ctl(ctx, "forget_cluster_node", lost.Name); err != nil {
+		return nil, err
+	}
+	fresh, err := StartRabbitNode(ctx, "", out)
+	if err != nil {
+		return nil, err
+	}
+	for _, args := range [][]string{{"stop_app"}, {"join_cluster", live.Name}, {"start_app"}} {
+		if err := fresh.Ctl(ctx, args...); err != nil {
+			fresh.Stop()
+			return nil, fmt.Errorf("%s joining %s: %w", fresh.Name, live.Name, err)
+		}
+	}
+	if err := fresh.WaitUp(ctx); err != nil {
+		fresh.Stop()
+		return nil, err
+	}
+	gctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if b, err := exec.CommandContext(gctx, "rabbitmq-queues", "-q", "-n", live.Name, "grow", fresh.Name, "all").CombinedOutput(); err != nil {
+		fresh.Stop()
+		return nil, fmt.Errorf("rabbitmq-queues grow %s all: %w: %s", fresh.Name, err, b)
+	}
+	lost.Stop() // its directory, if its own
+	c.Nodes[i] = fresh
+	return fresh, nil
 }

@@ -68,7 +68,11 @@ func StartRabbitNode(ctx context.Context, dir string, out io.Writer) (*RabbitNod
 	}
 	files := map[string]string{
 		"enabled_plugins": "[].\n",
-		"rabbitmq.conf":   fmt.Sprintf("listeners.tcp.local = 127.0.0.1:%d\n", port),
+		// pause_minority: a node cut off from most of its cluster stops
+		// serving (and closes its clients' connections, which move to a
+		// node of the majority) until it sees them again: RabbitMQ's
+		// advice for clusters of three or more.
+		"rabbitmq.conf": fmt.Sprintf("listeners.tcp.local = 127.0.0.1:%d\ncluster_partition_handling = pause_minority\n", port),
 	}
 	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {

@@ -331,7 +331,8 @@ func checkComposeCluster(t *testing.T, root string) {
 	require.NoError(t, err)
 	require.Contains(t, string(b), "cluster_formation.classic_config.nodes.1 = rabbit@"+first.Hostname+"\n",
 		"the peer-discovery config names the first node as its hostname makes it")
-	for _, name := range []string{"rabbitmq2", "rabbitmq3"} {
+	require.Contains(t, string(b), "cluster_partition_handling = pause_minority\n", "a node cut off from the majority pauses")
+	for _, name := range []string{"rabbitmq", "rabbitmq2", "rabbitmq3"} {
 		s, ok := cfg.Services[name]
 		require.True(t, ok, "the cluster profile has %s", name)
 		require.Equal(t, first.Image, s.Image, "%s runs the first node's image", name)

@@ -799,7 +799,7 @@ func (s *Server) Stats(id string) (session.Stats, error) {
 	if err != nil {
 		return st, err
 	}
-	st.Queued, st.DeadQueued, st.Consumers = c.queued, c.dead, c.consumers
+	st.Queued, st.DeadQueued, st.Consumers, st.Uncounted = c.queued, c.dead, c.consumers, c.uncounted
 	return st, nil
 }
 

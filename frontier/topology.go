@@ -230,22 +230,106 @@ type queueCounts struct {
 	// that consumes a campaign subscribes to all its shards (its own, then
 	// the others as a standby), so this is how many schedulers consume it.
 	consumers int64
+	// uncounted: the queues RabbitMQ could not count (see verifyEmpty).
+	uncounted int64
 }
 
+func (c *queueCounts) add(t Topology, name string, messages, consumers int) {
+	switch {
+	case name == t.Dead():
+		c.dead += int64(messages)
+	default:
+		c.queued += int64(messages)
+	}
+	if strings.HasPrefix(name, t.prefix()+"s") {
+		c.consumers = max(c.consumers, int64(consumers))
+	}
+}
+
+// counts reads the campaign's queues. A queue that says it holds nothing
+// and has no consumer is checked (verifyEmpty): a quorum queue whose
+// leader does not answer within RabbitMQ's 250 ms says exactly that
+// (rabbit_quorum_queue:stat), whatever it holds; taken as empty, it would
+// let the campaign end as drained, and its queues be deleted, with URLs
+// in them.
 func (t Topology) counts(conn *amqp.Connection) (queueCounts, error) {
 	var c queueCounts
+	var empty []string
 	err := t.inspect(conn, func(name string, q amqp.Queue) {
-		switch {
-		case name == t.Dead():
-			c.dead = int64(q.Messages)
-		default:
-			c.queued += int64(q.Messages)
+		if q.Messages == 0 && q.Consumers == 0 {
+			empty = append(empty, name)
+			return
 		}
-		if strings.HasPrefix(name, t.prefix()+"s") {
-			c.consumers = max(c.consumers, int64(q.Consumers))
-		}
+		c.add(t, name, q.Messages, q.Consumers)
 	})
-	return c, err
+	if err != nil {
+		return c, err
+	}
+	for i, n := range verifyEmpty(conn, empty) {
+		switch {
+		case n < 0:
+			c.uncounted++
+		case n > 0:
+			c.add(t, empty[i], n, 0)
+		}
+	}
+	return c, nil
+}
+
+// verifyGetTimeout bounds verifyEmpty's gets; a queue that does not
+// answer within it is uncounted.
+const verifyGetTimeout = 5 * time.Second
+
+// verifyEmpty checks, at once, that each named queue is empty, the one
+// way AMQP 0-9-1 gives that goes through a quorum queue's leader: a
+// basic.get. For each it returns 0 (get-empty: the leader says empty), 1
+// (a message: it goes back to the queue, requeued, and the count said 0
+// wrongly), or -1 (no answer within verifyGetTimeout, or an error: the
+// queue cannot be counted now). A get left waiting past the timeout has
+// its channel closed in the background.
+func verifyEmpty(conn *amqp.Connection, names []string) []int {
+	out := make([]int, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i] = getOne(conn, name)
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+func getOne(conn *amqp.Connection, name string) int {
+	ch, err := conn.Channel()
+	if err != nil {
+		return -1
+	}
+	res := make(chan int, 1)
+	go func() {
+		d, ok, err := ch.Get(name, false)
+		switch {
+		case err != nil:
+			res <- -1
+		case !ok:
+			res <- 0
+		default:
+			if err := d.Nack(false, true); err != nil {
+				res <- -1 // the channel's close gives it back all the same
+				return
+			}
+			res <- 1
+		}
+	}()
+	select {
+	case n := <-res:
+		ch.Close()
+		return n
+	case <-time.After(verifyGetTimeout):
+		go ch.Close()
+		return -1
+	}
 }
 
 // inspect calls f with the state of each of t's queues (the shards, the

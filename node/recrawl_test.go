@@ -292,3 +292,77 @@ func checkRevisitsResolve(t *testing.T, web *testweb.Web, dir1, dir2 string, cha
 		}
 	}
 }
+
+// TestRecrawlSurvivesSchedulerKill: a --from run whose scheduler is
+// SIGKILLed a third of the way, with a page held mid-body (a lease out),
+// and started again on its seen store, which holds the lineage's history.
+// The run still reaches every page; every request of an unchanged page
+// carries its validators, before the kill and after it (a redelivered URL
+// is leased with the history as it was: run 1's, or run 2's written with
+// its done mark); and each unchanged page answered 304.
+func TestRecrawlSurvivesSchedulerKill(t *testing.T) {
+	web := webtest.Start(t, testweb.Config{Hosts: 3, PagesPerHost: 150, CrossHost: true, NoExtras: true, Validators: true, Base: 159})
+	s := startServices(t)
+	addr := freeAddr(t)
+	seenPath := filepath.Join(t.TempDir(), "seen-0")
+	sched := startSchedulerProc(t, addr, 0, 1, seenPath)
+	startWorkerProc(t, "worker-0", []string{addr}, s.temporal.Address(), s.kafka.Addr())
+	c := s.temporal.Client()
+	run1 := s.newCampaign("recrawl-kill", web, 2)
+	run1.PerHostDelay = new(15 * time.Millisecond)
+	if st := runCampaign(t, c, run1, 5*time.Minute)(); st.State != campaign.StateCompleted {
+		t.Fatalf("run 1: %s (%s)", st.State, st.Reason)
+	}
+	checkFetchedOnce(t, web)
+	changed := web.Change(0.1)
+	web.Reset()
+
+	run2 := s.newCampaign("recrawl-kill", web, 2)
+	run2.From, run2.PerHostDelay = run1.ID, new(15*time.Millisecond)
+	wait := runCampaign(t, c, run2, 6*time.Minute)
+	awaitRequests(t, web, len(web.Pages())/3)
+	ctHoldAPage(t, web)
+	atKill, held := web.Total(), web.Held()
+	sched.Kill()
+	if atKill >= len(web.Pages()) {
+		t.Fatalf("run 2 was over (%d requests) before the kill: nothing tested", atKill)
+	}
+	web.ReleaseBodies()
+	startSchedulerProc(t, addr, 0, 1, seenPath)
+	if st := wait(); st.State != campaign.StateCompleted {
+		t.Fatalf("run 2: %s (%s)", st.State, st.Reason)
+	}
+	if m := web.Missing(); len(m) > 0 {
+		t.Errorf("run 2: %d pages never requested, e.g. %v", len(m), m[:min(5, len(m))])
+	}
+	checkConditionalAcrossKill(t, web, changed)
+	t.Logf("run 2: killed at request %d of %d pages with %d held mid-body; %d URLs requested twice", atKill, len(web.Pages()), held, len(web.Duplicates()))
+}
+
+// checkConditionalAcrossKill: no unchanged page was ever asked for
+// without a validator, and each answered 304 (at least once: the kill
+// may have it fetched twice).
+func checkConditionalAcrossKill(t *testing.T, web *testweb.Web, changed []string) {
+	t.Helper()
+	isChanged := map[string]bool{}
+	for _, u := range changed {
+		isChanged[u] = true
+	}
+	unconditional := 0
+	for _, r := range web.Requests() {
+		if !strings.HasSuffix(r.URL, "/robots.txt") && !isChanged[r.URL] && !r.Conditional() {
+			unconditional++
+			t.Errorf("%s (unchanged) requested without a validator at %s", r.URL, r.Start.Format(time.TimeOnly))
+		}
+	}
+	got304 := map[string]bool{}
+	for _, u := range web.Answered(304) {
+		got304[u] = true
+	}
+	for _, u := range web.Pages() {
+		if !isChanged[u] && !got304[u] {
+			t.Errorf("%s (unchanged) never answered 304", u)
+		}
+	}
+	t.Logf("run 2: %d unchanged pages answered 304, %d requests of unchanged pages without a validator", len(got304), unconditional)
+}

@@ -67,6 +67,12 @@ type Stats struct {
 	// robots, 4xx, 5xx, sink, lost, ...). `starter failures` lists them.
 	FailedBy map[string]int64 `json:"failed_by,omitempty"`
 
+	// Uncounted: the campaign's queues whose count RabbitMQ could not
+	// give (a quorum queue whose leader did not answer: RabbitMQ then says
+	// 0 messages and 0 consumers, which drover checks). While any is
+	// uncounted the frontier is not idle: what it holds is unknown, not
+	// nothing.
+	Uncounted int64 `json:"uncounted,omitempty"`
 	// Consumers: how many schedulers consume the campaign's shards, as
 	// RabbitMQ counts them (connections alive, whether or not they answer
 	// a control session).
@@ -85,6 +91,7 @@ func (s *Stats) Add(o Stats) {
 	// Every scheduler reports the same RabbitMQ counts: take the largest.
 	s.Queued = max(s.Queued, o.Queued)
 	s.Consumers = max(s.Consumers, o.Consumers)
+	s.Uncounted = max(s.Uncounted, o.Uncounted)
 	if o.Consuming {
 		s.Answering++
 	}
@@ -131,7 +138,8 @@ func (s *Stats) Add(o Stats) {
 	}
 }
 
-// Idle reports whether nothing is queued, held or unconfirmed, and every
+// Idle reports whether nothing is queued, held or unconfirmed, every queue
+// was counted, and every
 // consumer of the campaign's shards is a scheduler that answered: the
 // frontier is drained if this holds twice in a row with no ack or publish
 // between.
@@ -146,7 +154,7 @@ func (s *Stats) Add(o Stats) {
 // scheduler's connection is gone, and RabbitMQ put its deliveries back in
 // the queues (counted in Queued).
 func (s Stats) Idle() bool {
-	if s.Queued != 0 || s.Held != 0 || s.InFlight != 0 || s.Pending != 0 {
+	if s.Queued != 0 || s.Held != 0 || s.InFlight != 0 || s.Pending != 0 || s.Uncounted != 0 {
 		return false
 	}
 	answering := s.Answering

@@ -25,6 +25,8 @@ func TestIdleCountsEveryConsumer(t *testing.T) {
 		{"one scheduler's own stats, consuming", Stats{Consumers: 1, Consuming: true}, true},
 		{"one scheduler's own stats, another consumer", Stats{Consumers: 2, Consuming: true}, false},
 		{"a missing scheduler is gone", Stats{Consumers: 1, Answering: 1, Missing: []string{"b:7420"}}, true},
+		// A quorum queue whose leader did not answer: RabbitMQ said 0.
+		{"a queue uncounted", Stats{Uncounted: 1, Consumers: 1, Answering: 1}, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
