@@ -53,7 +53,7 @@ test: bin/temporal
 # The faults on a private three-node RabbitMQ cluster (node/cluster_test.go):
 # two minutes, left out of `make test`'s 20; .ci/run runs both.
 test-cluster: bin/temporal
-	DROVER_CLUSTER=1 $(GO) test -race -count=1 -timeout 10m -run 'TestQuorumShardsOnACluster' ./node
+	DROVER_CLUSTER=1 $(GO) test -race -count=1 -timeout 15m -run 'TestQuorumShardsOnACluster' ./node
 
 # The benchmark suite (bench/README.md): drover's whole stack at fleets 1, 4
 # and 16, Colly v2 and raw GETs on one test web, then a politeness-bound web;
