@@ -1,0 +1,140 @@
+package fetch
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"testing"
+
+	"github.com/drover-crawl/drover/page"
+)
+
+// spoolBody is n bytes of HTML: a link at the start, filler, and a link
+// at the end (beyond the in-memory head of a spooled body).
+func spoolBody(n int) []byte {
+	b := []byte(`<html><a href="/first">f</a>`)
+	tail := []byte(`<a href="/last">l</a></html>`)
+	for len(b) < n-len(tail) {
+		b = append(b, "<p>filler filler filler</p>\n"...)
+	}
+	b = append(b[:n-len(tail)], tail...)
+	return b
+}
+
+// spoolServer serves body at every path and counts the body bytes it
+// wrote.
+func spoolServer(t *testing.T, status int, body []byte) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		w.WriteHeader(status)
+		w.Write(body)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// openFDs counts the process's open descriptors (Linux), or -1.
+func openFDs() int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return -1
+	}
+	return len(ents)
+}
+
+// TestSpoolLargeBody: a body over the threshold is spooled whole, with
+// the size and digest of what the server sent, no file left in the spool
+// directory, links from its first bytes; Release frees it. A small body
+// stays in memory.
+func TestSpoolLargeBody(t *testing.T) {
+	body := spoolBody(3 << 20)
+	srv := spoolServer(t, 200, body)
+	dir := t.TempDir()
+	f, err := New(testConfig(srv.URL), WithSpool(dir, 64<<10))
+	must(t, err == nil, err)
+	t.Cleanup(f.Close)
+
+	res := f.Fetch(testCtx(t), Request{URL: srv.URL + "/big"})
+	must(t, res.Page != nil && res.Page.Status == 200, res.Err)
+	p := res.Page
+	must(t, p.BodyFile != nil, "not spooled")
+	equal(t, len(p.Body), 0)
+	check(t, !p.Truncated)
+	equal(t, p.BodySize(), int64(len(body)))
+	equal(t, p.BodyDigest(), page.PayloadDigest(body))
+	got, err := io.ReadAll(p.BodyReader())
+	must(t, err == nil, err)
+	check(t, bytes.Equal(got, body), "spooled body differs")
+	ents, _ := os.ReadDir(dir)
+	equal(t, len(ents), 0, "the spool file is unlinked at creation")
+	equal(t, linkURLs(res.Links), []string{srv.URL + "/first"})
+
+	must(t, p.Release() == nil)
+	_, err = io.ReadAll(p.BodyReader())
+	check(t, err != nil, "read after Release")
+
+	small := spoolServer(t, 200, spoolBody(32<<10))
+	res = f.Fetch(testCtx(t), Request{URL: small.URL + "/small"})
+	must(t, res.Page != nil && res.Page.Status == 200, res.Err)
+	check(t, res.Page.BodyFile == nil && len(res.Page.Body) == 32<<10, "a small body is spooled")
+}
+
+// TestSpoolCapped: a campaign's cap above the threshold cuts a spooled
+// body there: truncated, the digest of the part kept.
+func TestSpoolCapped(t *testing.T) {
+	body := spoolBody(1 << 20)
+	srv := spoolServer(t, 200, body)
+	cfg := testConfig(srv.URL)
+	cfg.BodyCap = 200 << 10
+	f, err := New(cfg, WithSpool(t.TempDir(), 64<<10))
+	must(t, err == nil, err)
+	t.Cleanup(f.Close)
+	res := f.Fetch(testCtx(t), Request{URL: srv.URL + "/"})
+	must(t, res.Page != nil && res.Page.BodyFile != nil, res.Err)
+	defer res.Page.Release()
+	check(t, res.Page.Truncated)
+	equal(t, res.Page.BodySize(), cfg.BodyCap)
+	equal(t, res.Page.BodyDigest(), page.PayloadDigest(body[:cfg.BodyCap]))
+}
+
+// TestSpoolNoLeak: a body cut by the server, and a 503 that is retried,
+// leave no spool open.
+func TestSpoolNoLeak(t *testing.T) {
+	if openFDs() < 0 {
+		t.Skip("needs /proc/self/fd")
+	}
+	cut := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(4<<20))
+		w.WriteHeader(200)
+		w.Write(spoolBody(1 << 20))
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+	}))
+	t.Cleanup(cut.Close)
+	unavailable := spoolServer(t, 503, spoolBody(1<<20))
+	f, err := New(testConfig(cut.URL), WithSpool(t.TempDir(), 64<<10))
+	must(t, err == nil, err)
+	t.Cleanup(f.Close)
+
+	// No collection meanwhile: an *os.File's finalizer would close a
+	// leaked spool and hide the leak.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	before := openFDs()
+	for range 20 {
+		res := f.Fetch(testCtx(t), Request{URL: cut.URL + "/", Attempt: 1, MaxAttempts: 3})
+		check(t, res.Retry && res.Page == nil, "a cut body is retried")
+		res = f.Fetch(testCtx(t), Request{URL: unavailable.URL + "/", Attempt: 1, MaxAttempts: 3})
+		check(t, res.Retry && res.Page == nil, "a 503 is retried")
+	}
+	f.Close() // idle connections
+	after := openFDs()
+	check(t, after <= before+2, "descriptors: ", before, " before, ", after, " after 40 fetches")
+}
