@@ -1,0 +1,121 @@
+package sink
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/drover-crawl/drover/page"
+	"github.com/nlnwa/gowarc"
+)
+
+// bigBody is n deterministic bytes, not all alike.
+func bigBody(n int) []byte {
+	b := make([]byte, 0, n+64)
+	for i := 0; len(b) < n; i++ {
+		b = fmt.Appendf(b, "%09d large body line\n", i)
+	}
+	return b[:n]
+}
+
+// spooled moves p's body into a spool in dir, as the fetcher does with a
+// body over its threshold.
+func spooled(t *testing.T, p *page.Page, dir string) *page.Page {
+	t.Helper()
+	sp, err := page.CreateSpool(dir)
+	require.NoError(t, err)
+	_, err = sp.Write(p.Body)
+	require.NoError(t, err)
+	sp.Seal()
+	t.Cleanup(func() { sp.Close() })
+	p.Body, p.BodyFile = nil, sp
+	return p
+}
+
+// TestWARCSpooledBody: spooled bodies, stored among in-memory pages,
+// round-trip byte for byte with the digest of the whole body and no
+// WARC-Truncated (length when the campaign's cap cut one); p.WARC and the
+// CDXJ both point at the response record.
+func TestWARCSpooledBody(t *testing.T) {
+	dir, spoolDir := t.TempDir(), t.TempDir()
+	w, err := NewWARC(WARCConfig{Dir: dir, Campaign: "camp-1", MaxFileSize: 4 << 20})
+	require.NoError(t, err)
+	pages := testPages(t, 30)
+	bodies := map[string][]byte{}
+	for i, p := range pages {
+		if i%10 == 7 {
+			p.Body = bigBody(3<<20 + i)
+			p.Truncated = i == 17
+			bodies[p.URL] = p.Body
+			spooled(t, p, spoolDir)
+		}
+	}
+	storeAll(t, w, pages)
+	require.NoError(t, w.Close())
+
+	files, recs := readWARCs(t, dir)
+	seen := 0
+	for _, r := range recs {
+		body, ok := bodies[r.uri]
+		if !ok || r.typ != "response" {
+			continue
+		}
+		seen++
+		p := byURL(pages)[r.uri]
+		head := p.StatusLine + "\r\n" + string(p.Header) + "\r\n"
+		require.True(t, bytes.HasPrefix(r.block, []byte(head)), "response head of %s", p.URL)
+		require.True(t, bytes.Equal(body, r.block[len(head):]), "payload of %s differs (%d vs %d bytes)", p.URL, len(r.block)-len(head), len(body))
+		require.Equal(t, b32sha1(body), r.header.Get(gowarc.WarcPayloadDigest), "payload digest of %s", p.URL)
+		require.Equal(t, b32sha1(r.block), r.header.Get(gowarc.WarcBlockDigest), "block digest of %s", p.URL)
+		require.Equal(t, p.Truncated, r.header.Get(gowarc.WarcTruncated) == "length", "WARC-Truncated of %s", p.URL)
+
+		require.NotNil(t, p.WARC, "WARC location of %s", p.URL)
+		require.Equal(t, filepath.Base(r.file), p.WARC.File, "file of %s", p.URL)
+		requireRecordAt(t, r.file, p.WARC.Offset, p.URL)
+		cdxj, err := os.ReadFile(cdxjPath(r.file))
+		require.NoError(t, err)
+		require.True(t, strings.Contains(string(cdxj), fmt.Sprintf(`"offset":"%d"`, p.WARC.Offset)), "CDXJ of %s lacks offset %d", r.file, p.WARC.Offset)
+	}
+	require.Equal(t, len(bodies), seen, "spooled responses")
+	t.Logf("%d pages, %d spooled, in %d files", len(pages), len(bodies), len(files))
+}
+
+// requireRecordAt checks that a gzip member starting at off in file is
+// the response record of uri.
+func requireRecordAt(t *testing.T, file string, off int64, uri string) {
+	t.Helper()
+	f, err := os.Open(file)
+	require.NoError(t, err)
+	defer f.Close()
+	_, err = f.Seek(off, 0)
+	require.NoError(t, err)
+	zr, err := gzip.NewReader(bufio.NewReader(f))
+	require.NoError(t, err)
+	zr.Multistream(false)
+	h := bufio.NewReader(zr)
+	var fields []string
+	for {
+		l, err := h.ReadString('\n')
+		require.NoError(t, err)
+		if l == "\r\n" {
+			break
+		}
+		fields = append(fields, strings.TrimSpace(l))
+	}
+	require.Equal(t, "WARC/1.1", fields[0], "record at %d", off)
+	require.True(t, contains(fields, "WARC-Type: response") && contains(fields, "WARC-Target-URI: "+uri), "record at %d is not the response of %s: %v", off, uri, fields)
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
