@@ -193,6 +193,8 @@ func (w *WARC) Store(ctx context.Context, p *page.Page) error {
 	return nil
 }
 
+func (w *WARC) placesBody() bool { return true }
+
 // Close syncs and closes the current file.
 func (w *WARC) Close() error {
 	w.mu.Lock()
