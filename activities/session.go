@@ -311,6 +311,9 @@ func (r *Runner) handle(ctx context.Context, l session.Lease) session.Outcome {
 	start := time.Now()
 	req := fetch.Request{URL: l.URL, Depth: l.Depth, Hops: l.Hops, Embeds: l.Embeds, Parent: l.Parent, Score: l.Score, Attempt: l.Attempt, MaxAttempts: l.MaxAttempts, Prior: l.Prior}
 	res := r.f.Fetch(ctx, req)
+	// A spooled body is released once the sinks are done with it (or the
+	// page is dropped): its file goes with it.
+	defer res.Page.Release()
 	fetch.ScoreLinks(req, res.Links, r.scoreLink)
 	if ctx.Err() != nil {
 		o.Released = true
