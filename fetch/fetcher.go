@@ -387,12 +387,7 @@ func (f *Fetcher) fetch(ctx context.Context, req Request, answered *time.Time) R
 	pg.StatusLine = r.statusLine
 	pg.Header = r.header
 	pg.Request = r.request
-	pg.Body, pg.BodyFile = r.mem, r.file
-	parse := r.mem // a spooled body is parsed from its first bytes
-	if r.file != nil {
-		pg.Body = nil
-	}
-	pg.Truncated = r.truncated
+	parse := r.body.setBody(pg)
 	pg.IP = r.ip
 	pg.ContentType = resp.Header.Get("Content-Type")
 	pg.ContentEncoding = resp.Header.Get("Content-Encoding")

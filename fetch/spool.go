@@ -39,6 +39,18 @@ type body struct {
 	truncated bool
 }
 
+// setBody gives pg the body, and returns the bytes to parse for links:
+// the body, or a spooled one's first bytes.
+func (b body) setBody(pg *page.Page) []byte {
+	pg.Truncated = b.truncated
+	if b.file != nil {
+		pg.BodyFile = b.file
+	} else {
+		pg.Body = b.mem
+	}
+	return b.mem
+}
+
 // readBody reads r, at most limit bytes (<= 0: no cap); truncated is set
 // when r had more. A body that fits f.spoolAt bytes is read into memory
 // as readCapped does; a larger one is spooled, with its first bytes

@@ -152,12 +152,9 @@ func kafkaConfig(u *url.URL, opts Options) (KafkaConfig, error) {
 		}
 		cfg.CreateTopic = b
 	}
-	if v := q.Get("max_body"); v != "" {
-		n, err := parseMaxBody(u, v)
-		if err != nil {
-			return cfg, err
-		}
-		cfg.MaxBody = n
+	var err error
+	if cfg.MaxBody, err = parseMaxBody(u, q.Get("max_body")); err != nil {
+		return cfg, err
 	}
 	if v := q.Get("linger"); v != "" {
 		d, err := time.ParseDuration(v)
@@ -230,8 +227,12 @@ func kafkaSASL(u *url.URL, name string, sec Secrets) (sasl.Mechanism, error) {
 	return nil, fmt.Errorf("sink %s: sasl=%q: must be one of %s", u.Redacted(), name, strings.Join(KafkaSASLMechanisms, ", "))
 }
 
-// parseMaxBody reads a max_body= option: bytes, 1 KiB to MaxMaxBody.
+// parseMaxBody reads a max_body= option: bytes, 1 KiB to MaxMaxBody; 0
+// when v is empty (the default).
 func parseMaxBody(u *url.URL, v string) (int64, error) {
+	if v == "" {
+		return 0, nil
+	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < 1024 || n > MaxMaxBody {
 		return 0, fmt.Errorf("sink %s: max_body=%q: must be a number of bytes from 1024 to %d", u.Redacted(), v, MaxMaxBody)
@@ -248,12 +249,9 @@ func postgresConfig(u *url.URL, opts Options) (PostgresConfig, error) {
 		table = t
 	}
 	cfg := PostgresConfig{Table: table, BodyCap: opts.BodyCap}
-	if v := q.Get("max_body"); v != "" {
-		n, err := parseMaxBody(u, v)
-		if err != nil {
-			return cfg, err
-		}
-		cfg.MaxBody = n
+	var err error
+	if cfg.MaxBody, err = parseMaxBody(u, q.Get("max_body")); err != nil {
+		return cfg, err
 	}
 	q.Del("table") // pgx would send them to the server as settings
 	q.Del("max_body")
