@@ -377,7 +377,7 @@ func (r *Runner) store(ctx context.Context, p *page.Page) error {
 	deadline := time.Now().Add(r.storeRetryFor)
 	backoff := 250 * time.Millisecond
 	for {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeoutFor(p))
 		err := r.sk.Store(sctx, p)
 		cancel()
 		if err == nil {
@@ -393,6 +393,13 @@ func (r *Runner) store(ctx context.Context, p *page.Page) error {
 		}
 		backoff = min(backoff*2, 5*time.Second)
 	}
+}
+
+// storeTimeoutFor bounds one Store of p: storeTimeout, plus a second per
+// 8 MiB of body, since a large body is digested and compressed within
+// its Store (a 300 MiB one takes seconds of a core).
+func storeTimeoutFor(p *page.Page) time.Duration {
+	return storeTimeout + time.Duration(p.BodySize()/(8<<20))*time.Second
 }
 
 // since is the time elapsed from answered, or from done when there was no
