@@ -31,7 +31,8 @@ const (
 	TLSHandshakeTimeout   = 10 * time.Second
 	ResponseHeaderTimeout = 20 * time.Second
 	// ResponseTimeout bounds a whole fetch, body included: a server that
-	// trickles bytes cannot hold a fetch slot longer.
+	// trickles bytes cannot hold a fetch slot longer. A body over the spool
+	// threshold earns more time as it arrives (largeBodyRate).
 	ResponseTimeout = 60 * time.Second
 	// MaxRetryAfter caps the wait a Retry-After header can ask for.
 	MaxRetryAfter = time.Hour
@@ -203,13 +204,14 @@ type response struct {
 }
 
 // do sends a GET for u and reads the body up to limit bytes (<= 0: no
-// cap), spooling one larger than f.spoolAt when spool is set. The returned
+// cap). With dl (a page's fetch, not robots.txt) a body larger than
+// f.spoolAt is spooled, and moves dl on as it arrives. The returned
 // error is a transport error (no response, or the body could not be read);
 // once a byte of the response has arrived it is wrapped in afterResponse,
 // so that Classify does not hold it against the host. When the response
 // head arrives, *answered (if not nil) is set to the time: the server had
 // started handling the request by then.
-func (f *Fetcher) do(ctx context.Context, u string, prior *page.Capture, limit int64, spool bool, answered *time.Time) (*response, error) {
+func (f *Fetcher) do(ctx context.Context, u string, prior *page.Capture, limit int64, dl *deadline, answered *time.Time) (*response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, err
@@ -263,7 +265,7 @@ func (f *Fetcher) do(ctx context.Context, u string, prior *page.Capture, limit i
 		written, read = c.stop()
 	}
 	if err != nil {
-		err = urlrule.UnwrapURLError(err)
+		err = timeoutCause(ctx, urlrule.UnwrapURLError(err))
 		if began {
 			err = &afterResponse{err}
 		}
@@ -277,9 +279,9 @@ func (f *Fetcher) do(ctx context.Context, u string, prior *page.Capture, limit i
 		out.statusLine, out.header = rebuildHead(resp)
 	}
 	putHeadBuf(read) // the status line and header are copies
-	out.body, err = f.readBody(resp.Body, limit, resp.ContentLength, spool)
+	out.body, err = f.readBody(resp.Body, limit, resp.ContentLength, dl)
 	if err != nil {
-		return out, &afterResponse{fmt.Errorf("reading body: %w", err)}
+		return out, &afterResponse{fmt.Errorf("reading body: %w", timeoutCause(ctx, err))}
 	}
 	return out, nil
 }
@@ -363,9 +365,9 @@ func (f *Fetcher) fetch(ctx context.Context, req Request, answered *time.Time) R
 		return permanent(pg, ErrRobots)
 	}
 
-	fctx, cancel := context.WithTimeout(ctx, f.timeouts.Response)
-	defer cancel()
-	r, err := f.do(fctx, norm, req.Prior, f.cfg.BodyCap, true, answered)
+	fctx, dl, stop := withDeadline(ctx, f.timeouts.Response)
+	defer stop()
+	r, err := f.do(fctx, norm, req.Prior, f.cfg.BodyCap, dl, answered)
 	if err != nil {
 		if ctx.Err() != nil {
 			return Result{Retry: true, Err: ctx.Err()}
@@ -524,7 +526,7 @@ func (f *Fetcher) fetchRobots(ctx context.Context, rootURL string, answered *tim
 	defer cancel()
 	target := base.String()
 	for hop := 0; ; hop++ {
-		r, err := f.do(fctx, target, nil, urlrule.RobotsBodyCap, false, answered)
+		r, err := f.do(fctx, target, nil, urlrule.RobotsBodyCap, nil, answered)
 		if err != nil {
 			err = fmt.Errorf("robots.txt: %w", urlrule.UnwrapURLError(err))
 			if ctx.Err() != nil {

@@ -53,10 +53,11 @@ func (b body) setBody(pg *page.Page) []byte {
 
 // readBody reads r, at most limit bytes (<= 0: no cap); truncated is set
 // when r had more. A body that fits f.spoolAt bytes is read into memory
-// as readCapped does; a larger one is spooled, with its first bytes
-// kept in mem. On error no spool is left open.
-func (f *Fetcher) readBody(r io.Reader, limit, hint int64, spool bool) (body, error) {
-	if !spool || (limit > 0 && limit <= f.spoolAt) {
+// as readCapped does; with dl a larger one is spooled, with its first
+// bytes kept in mem, and each byte past them moves dl on. On error no
+// spool is left open.
+func (f *Fetcher) readBody(r io.Reader, limit, hint int64, dl *deadline) (body, error) {
+	if dl == nil || (limit > 0 && limit <= f.spoolAt) {
 		b, truncated, err := readCapped(r, limit, hint)
 		return body{mem: b, truncated: truncated}, err
 	}
@@ -71,7 +72,7 @@ func (f *Fetcher) readBody(r io.Reader, limit, hint int64, spool bool) (body, er
 	if err != nil {
 		return body{}, err
 	}
-	b, err := spoolRest(sp, head, r, limit)
+	b, err := spoolRest(sp, head, &earningReader{r: r, dl: dl}, limit)
 	if err != nil {
 		sp.Close()
 		return body{}, err

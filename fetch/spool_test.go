@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/drover-crawl/drover/page"
 )
@@ -137,4 +138,62 @@ func TestSpoolNoLeak(t *testing.T) {
 	f.Close() // idle connections
 	after := openFDs()
 	check(t, after <= before+2, "descriptors: ", before, " before, ", after, " after 40 fetches")
+}
+
+// paced serves n bytes of body in chunks every interval, then stalls
+// (until the client goes away) when stall is set instead of ending.
+func paced(t *testing.T, n, chunk int, every time.Duration, stall bool) string {
+	t.Helper()
+	body := spoolBody(n)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		size := n
+		if stall {
+			size = n + 1 // never sent
+		}
+		w.Header().Set("Content-Length", strconv.Itoa(size))
+		w.WriteHeader(200)
+		for off := 0; off < n; off += chunk {
+			if _, err := w.Write(body[off:min(off+chunk, n)]); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			select {
+			case <-time.After(every):
+			case <-r.Context().Done():
+				return
+			}
+		}
+		if stall {
+			<-r.Context().Done()
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/"
+}
+
+// TestSpoolEarnsTime: a large body that keeps arriving (5 MiB/s) is
+// fetched whole although it takes longer than Timeouts.Response; one that
+// stalls fails as a timeout once the time its bytes earned runs out.
+func TestSpoolEarnsTime(t *testing.T) {
+	to := Timeouts{DNS: time.Second, Connect: time.Second, TLSHandshake: time.Second, ResponseHeader: time.Second, Response: 500 * time.Millisecond}
+	fetchURL := func(u string) (Result, time.Duration) {
+		f, err := New(testConfig(u), WithSpool(t.TempDir(), 64<<10), WithTimeouts(to))
+		must(t, err == nil, err)
+		t.Cleanup(f.Close)
+		start := time.Now()
+		res := f.Fetch(testCtx(t), Request{URL: u, Attempt: 1, MaxAttempts: 2})
+		return res, time.Since(start)
+	}
+
+	res, took := fetchURL(paced(t, 6<<20, 256<<10, 50*time.Millisecond, false))
+	must(t, res.Page != nil && res.Page.BodyFile != nil, "a body arriving at 5 MiB/s for ", took, ": ", res.Err)
+	defer res.Page.Release()
+	check(t, took > to.Response, "the body came within the plain timeout: nothing tested (", took, ")")
+	check(t, !res.Page.Truncated && res.Page.BodySize() == 6<<20, "size ", res.Page.BodySize())
+
+	res, took = fetchURL(paced(t, 2<<20, 256<<10, time.Millisecond, true))
+	must(t, res.Retry && res.Page == nil, "a stalled body is retried: ", res.Err)
+	equal(t, res.Reason, page.ReasonTimeout, res.Err)
+	// 500 ms, and about 2 s for the 2 MiB past the 64 KiB kept in memory.
+	check(t, took > 2*time.Second && took < 5*time.Second, "a stalled body timed out after ", took)
 }
