@@ -197,3 +197,29 @@ func TestSpoolEarnsTime(t *testing.T) {
 	// 500 ms, and about 2 s for the 2 MiB past the 64 KiB kept in memory.
 	check(t, took > 2*time.Second && took < 5*time.Second, "a stalled body timed out after ", took)
 }
+
+// TestSpoolRevisit: a spooled body with the digest of the earlier capture
+// is a revisit, and its spool is released at once (the body is not
+// stored again).
+func TestSpoolRevisit(t *testing.T) {
+	body := spoolBody(2 << 20)
+	srv := spoolServer(t, 200, body)
+	f, err := New(testConfig(srv.URL), WithSpool(t.TempDir(), 64<<10))
+	must(t, err == nil, err)
+	t.Cleanup(f.Close)
+	prior := &page.Capture{Status: 200, Digest: page.PayloadDigest(body), Date: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	defer debug.SetGCPercent(debug.SetGCPercent(-1)) // see TestSpoolNoLeak
+	before := openFDs()
+	for range 10 {
+		res := f.Fetch(testCtx(t), Request{URL: srv.URL + "/", Prior: prior})
+		must(t, res.Page != nil && res.Page.Revisit != nil, "not a revisit: ", res.Err)
+		check(t, res.Page.BodyFile == nil && len(res.Page.Body) == 0, "a revisit keeps its body")
+		equal(t, res.Page.Revisit.Digest, prior.Digest)
+		equal(t, res.Unchanged, page.RevisitIdenticalDigest)
+	}
+	f.Close()
+	if before >= 0 {
+		after := openFDs()
+		check(t, after <= before+2, "descriptors: ", before, " before, ", after, " after 10 revisits")
+	}
+}
