@@ -258,7 +258,11 @@ func (s *Postgres) addLaterColumns(ctx context.Context, tx pgx.Tx) error {
 func (s *Postgres) Store(ctx context.Context, p *page.Page) error {
 	row, err := pgRow(p, s.cfg.MaxBody)
 	if err == nil {
-		err = s.b.store(ctx, pgItem{row: row, size: len(p.Header) + int(min(p.BodySize(), s.cfg.MaxBody))})
+		size := len(p.Header)
+		if p.BodySize() <= s.cfg.MaxBody {
+			size += int(p.BodySize())
+		}
+		err = s.b.store(ctx, pgItem{row: row, size: size})
 	}
 	if err != nil {
 		return fmt.Errorf("postgres %s table %s: store %s: %w", s.addr, s.cfg.Table, p.URL, err)
