@@ -1,3 +1,7 @@
+//go:build linux
+
+// Linux only: the test reads the worker's peak RSS from /proc/PID/status.
+
 package node_test
 
 import (
@@ -106,7 +110,7 @@ func procStatusBytes(t *testing.T, pid int, field string) int64 {
 	t.Helper()
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		t.Fatalf("reading the worker's memory: %v (Linux only)", err)
+		t.Fatalf("reading the worker's memory: %v", err)
 	}
 	for _, l := range strings.Split(string(b), "\n") {
 		if v, ok := strings.CutPrefix(l, field+":"); ok {
