@@ -4,11 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/drover-crawl/drover/page"
 	"github.com/nlnwa/gowarc"
@@ -43,7 +47,7 @@ func spooled(t *testing.T, p *page.Page, dir string) *page.Page {
 // CDXJ both point at the response record.
 func TestWARCSpooledBody(t *testing.T) {
 	dir, spoolDir := t.TempDir(), t.TempDir()
-	w, err := NewWARC(WARCConfig{Dir: dir, Campaign: "camp-1", MaxFileSize: 4 << 20})
+	w, err := NewWARC(WARCConfig{Dir: dir, Campaign: "camp-1", MaxFileSize: 64 << 10})
 	require.NoError(t, err)
 	pages := testPages(t, 30)
 	bodies := map[string][]byte{}
@@ -83,6 +87,29 @@ func TestWARCSpooledBody(t *testing.T) {
 	}
 	require.Equal(t, len(bodies), seen, "spooled responses")
 	t.Logf("%d pages, %d spooled, in %d files", len(pages), len(bodies), len(files))
+
+	var all []string
+	for _, f := range files {
+		raw, err := os.ReadFile(cdxjPath(f))
+		require.NoError(t, err, "the index of %s", f)
+		for _, l := range strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n") {
+			checkIndexLine(t, f, l)
+			all = append(all, l)
+		}
+	}
+	t.Run("warcio", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		node, cli := warcioCLI(ctx, t)
+		cmd := exec.CommandContext(ctx, node, append([]string{cli, "cdx-index"}, files...)...)
+		cmd.Dir = dir
+		out, err := cmd.Output()
+		require.NoError(t, err, "warcio cdx-index")
+		want := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+		slices.Sort(want)
+		slices.Sort(all)
+		require.Equal(t, want, all, "warcio's CDXJ of the same files")
+	})
 }
 
 // requireRecordAt checks that a gzip member starting at off in file is
