@@ -249,6 +249,9 @@ func (w *WARC) writeBatch(pages []encodedPage) error {
 			return err
 		}
 	}
+	if w.cur == nil {
+		return nil // every page was one whose Store gave up: nothing written
+	}
 	if err := w.cur.w.Flush(); err != nil {
 		return fmt.Errorf("write %s: %w", w.cur.name, err)
 	}

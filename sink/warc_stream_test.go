@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -145,4 +146,106 @@ func contains(s []string, v string) bool {
 		}
 	}
 	return false
+}
+
+// gatedFile blocks every Write until its gate opens; entered is closed
+// at the first.
+type gatedFile struct {
+	warcOSFile
+	gate    chan struct{}
+	entered chan struct{}
+	once    *sync.Once
+}
+
+func (g *gatedFile) Write(b []byte) (int, error) {
+	g.once.Do(func() { close(g.entered) })
+	<-g.gate
+	return g.warcOSFile.Write(b)
+}
+
+// openFDs counts the process's open descriptors (Linux), or -1.
+func openFDs() int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return -1
+	}
+	return len(ents)
+}
+
+// TestWARCSpooledStoreGivesUp: a Store of a spooled page that gives up
+// while the writer is writing it, and three that give up waiting behind
+// it, return their error; the writer then writes the page it holds
+// whole, the three are not written, the next page is stored, and no
+// record file stays open.
+func TestWARCSpooledStoreGivesUp(t *testing.T) {
+	dir, spoolDir := t.TempDir(), t.TempDir()
+	gate, entered, once := make(chan struct{}), make(chan struct{}), &sync.Once{}
+	w, err := NewWARC(WARCConfig{Dir: dir, Campaign: "camp-1"})
+	require.NoError(t, err)
+	w.create = func(path string) (warcOSFile, error) {
+		f, err := createWARCFile(path)
+		if err != nil {
+			return nil, err
+		}
+		return &gatedFile{warcOSFile: f, gate: gate, entered: entered, once: once}, nil
+	}
+	pages := testPages(t, 5)
+	for _, p := range pages[:4] {
+		p.Body = bigBody(2 << 20)
+		spooled(t, p, spoolDir)
+	}
+	before := openFDs()
+
+	held, giveUp := context.WithCancel(context.Background())
+	errs := make(chan error, 4)
+	go func() { errs <- w.Store(held, pages[0]) }()
+	select {
+	case <-entered: // the writer is writing page 0, and blocked
+	case <-time.After(30 * time.Second):
+		t.Fatal("the writer never wrote")
+	}
+	for _, p := range pages[1:4] {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		go func() { errs <- w.Store(ctx, p) }()
+	}
+	for range 3 {
+		require.ErrorIs(t, <-errs, context.DeadlineExceeded, "a Store waiting behind the writer")
+	}
+	giveUp()
+	require.ErrorIs(t, <-errs, context.Canceled, "the Store the writer holds")
+	close(gate)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, w.Store(ctx, pages[4]), "a page after them")
+	require.NoError(t, w.Close())
+
+	_, recs := readWARCs(t, dir) // gowarc validates every record's digests
+	var responses []string
+	for _, r := range recs {
+		if r.typ == "response" {
+			responses = append(responses, r.uri)
+		}
+	}
+	require.Equal(t, []string{pages[0].URL, pages[4].URL}, responses, "responses written")
+	if before >= 0 {
+		require.True(t, openFDs() <= before, "descriptors: %d before, %d after", before, openFDs())
+	}
+}
+
+// TestWARCWriteBatchSkipsReleased: a batch whose only page's Store gave
+// up (its record released before the writer reached it) writes nothing
+// and fails nothing.
+func TestWARCWriteBatchSkipsReleased(t *testing.T) {
+	dir := t.TempDir()
+	w, err := NewWARC(WARCConfig{Dir: dir, Campaign: "camp-1"})
+	require.NoError(t, err)
+	f, err := os.CreateTemp(t.TempDir(), "record-*")
+	require.NoError(t, err)
+	big := &bigRecord{f: f, size: 1, refs: 1}
+	big.release() // its Store gave up
+	require.NoError(t, w.writeBatch([]encodedPage{{data: []byte("request"), big: big, idx: &cdxEntry{}}}))
+	require.NoError(t, w.Close())
+	files, _ := filepath.Glob(filepath.Join(dir, "*.warc.gz"))
+	require.Len(t, files, 0, "files")
 }
