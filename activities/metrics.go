@@ -36,7 +36,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help:    "Time of a page fetch: connect, request, response and body, link extraction; storing not included.",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}}, c),
 		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "drover_fetch_bytes_total",
-			Help: "Body bytes of the pages fetched, as the server sent them (up to the body cap)."}, c),
+			Help: "Body bytes of the pages fetched, as the server sent them (up to the campaign's body cap, if any)."}, c),
 		robots: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "drover_robots_fetches_total",
 			Help: "robots.txt fetches, by status class, or class=error without a response."}, []string{"campaign", "class"}),
 		sessions: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "drover_fetch_sessions",
@@ -92,7 +92,7 @@ func (m *Metrics) fetched(c string, res fetch.Result, took time.Duration) {
 	status := res.Status // a response to retry
 	if res.Page != nil {
 		status = res.Page.Status
-		m.bytes.WithLabelValues(c).Add(float64(len(res.Page.Body)))
+		m.bytes.WithLabelValues(c).Add(float64(res.Page.BodySize()))
 	}
 	if status > 0 {
 		m.pages.WithLabelValues(c, statusClass(status)).Inc()

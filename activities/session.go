@@ -311,6 +311,9 @@ func (r *Runner) handle(ctx context.Context, l session.Lease) session.Outcome {
 	start := time.Now()
 	req := fetch.Request{URL: l.URL, Depth: l.Depth, Hops: l.Hops, Embeds: l.Embeds, Parent: l.Parent, Score: l.Score, Attempt: l.Attempt, MaxAttempts: l.MaxAttempts, Prior: l.Prior}
 	res := r.f.Fetch(ctx, req)
+	// A spooled body is released once the sinks are done with it (or the
+	// page is dropped): its file goes with it.
+	defer res.Page.Release()
 	fetch.ScoreLinks(req, res.Links, r.scoreLink)
 	if ctx.Err() != nil {
 		o.Released = true
@@ -374,7 +377,7 @@ func (r *Runner) store(ctx context.Context, p *page.Page) error {
 	deadline := time.Now().Add(r.storeRetryFor)
 	backoff := 250 * time.Millisecond
 	for {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeoutFor(p))
 		err := r.sk.Store(sctx, p)
 		cancel()
 		if err == nil {
@@ -390,6 +393,13 @@ func (r *Runner) store(ctx context.Context, p *page.Page) error {
 		}
 		backoff = min(backoff*2, 5*time.Second)
 	}
+}
+
+// storeTimeoutFor bounds one Store of p: storeTimeout, plus a second per
+// 8 MiB of body, since a large body is digested and compressed within
+// its Store (a 300 MiB one takes seconds of a core).
+func storeTimeoutFor(p *page.Page) time.Duration {
+	return storeTimeout + time.Duration(p.BodySize()/(8<<20))*time.Second
 }
 
 // since is the time elapsed from answered, or from done when there was no

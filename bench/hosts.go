@@ -300,6 +300,7 @@ func hostsOutcome(ctx context.Context, f *fetch.Fetcher, l session.Lease) sessio
 		return o
 	}
 	r := f.Fetch(ctx, fetch.Request{URL: l.URL, Depth: l.Depth, Attempt: l.Attempt, MaxAttempts: l.MaxAttempts})
+	defer r.Page.Release()
 	if r.Err != nil {
 		o.Error = r.Err.Error()
 	}

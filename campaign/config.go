@@ -166,6 +166,11 @@ type Config struct {
 	// when AllowPrivate is off (tests use it for their own server).
 	AllowAddrs []string `json:"allow_addrs,omitempty" yaml:"allow_addrs,omitempty"`
 
+	// BodyCap is the most bytes of one body fetched; a longer body is
+	// cut there and recorded as truncated. 0: no cap (a body larger than
+	// the fetcher's in-memory threshold is spooled to disk as it
+	// arrives). Inputs written before no cap was the default carry the
+	// old default, 1 MiB, and keep it.
 	BodyCap int64 `json:"body_cap,omitempty" yaml:"body_cap,omitempty"`
 	// MaxRedirects is the most redirect hops followed from a URL: nil
 	// DefaultMaxRedirects, 0 none (the redirect is recorded as a page, its
@@ -202,11 +207,12 @@ const (
 	DefaultPerHostConcurrency = 1
 	DefaultPerHostDelay       = time.Second
 	DefaultPriority           = "bfs"
-	DefaultBodyCap            = 1 << 20
-	DefaultMaxRedirects       = 10
-	DefaultMaxAttempts        = 3
-	DefaultRestartAlert       = 5
-	DefaultHostRetries        = 2
+	// MaxBodyCap is the largest body_cap.
+	MaxBodyCap          = 1 << 40
+	DefaultMaxRedirects = 10
+	DefaultMaxAttempts  = 3
+	DefaultRestartAlert = 5
+	DefaultHostRetries  = 2
 	// DefaultEmbedHops is Heritrix's default for the same rule
 	// (TransclusionDecideRule's maxTransHops).
 	DefaultEmbedHops    = 2
@@ -238,9 +244,6 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.UserAgent == "" {
 		c.UserAgent = DefaultUserAgent
-	}
-	if c.BodyCap == 0 {
-		c.BodyCap = DefaultBodyCap
 	}
 	if c.MaxRedirects == nil {
 		c.MaxRedirects = ptr(DefaultMaxRedirects)
@@ -347,7 +350,7 @@ var zeroRefused = map[string]string{
 	"max_pages_per_host":   "must be 1 or more; leave it out for no limit",
 	"max_duration":         "must be more than 0; leave it out for no limit",
 	"per_host_concurrency": "must be between 1 and 256",
-	"body_cap":             fmt.Sprintf("must be between 1024 and %d bytes", 64<<20),
+	"body_cap":             fmt.Sprintf("must be between 1024 and %d bytes; leave it out for no cap", int64(MaxBodyCap)),
 	"max_attempts":         "must be between 1 and 20",
 	"restart_alert":        "must be between 1 and 1000",
 }
@@ -541,7 +544,7 @@ func (c Config) checkHosts() []error {
 // checkFetchLimits checks what bounds one fetch and its retries.
 func (c Config) checkFetchLimits() []error {
 	var errs []error
-	if c.BodyCap < 1024 || c.BodyCap > 64<<20 {
+	if c.BodyCap != 0 && (c.BodyCap < 1024 || c.BodyCap > MaxBodyCap) {
 		errs = append(errs, fmt.Errorf("body_cap %d: %s", c.BodyCap, zeroRefused["body_cap"]))
 	}
 	if n := c.RedirectLimit(); n < 0 || n > 30 {

@@ -131,7 +131,7 @@ func BenchmarkExtract(b *testing.B) {
 	for b.Loop() {
 		p := pages[i%len(pages)]
 		res := Result{Page: &page.Page{Body: p.body, ContentType: "text/html; charset=utf-8"}}
-		f.extract(&res, Request{URL: p.base.String(), Depth: 1}, p.base, http.Header{})
+		f.extract(&res, Request{URL: p.base.String(), Depth: 1}, p.base, http.Header{}, p.body)
 		links += len(res.Links)
 		i++
 	}

@@ -46,7 +46,9 @@ type Request struct {
 // Result is what a Fetch produced.
 type Result struct {
 	// Page is non-nil when there is something to store: a page the server
-	// answered (any status), or a permanent failure with Page.Err set.
+	// answered (any status), or a permanent failure with Page.Err set. A
+	// body over the spool threshold is in Page.BodyFile: the caller calls
+	// Page.Release once the sinks are done with it.
 	Page *page.Page
 	// Links are the page's in-scope links, normalized, each once.
 	Links []urlrule.Link

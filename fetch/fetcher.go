@@ -31,7 +31,8 @@ const (
 	TLSHandshakeTimeout   = 10 * time.Second
 	ResponseHeaderTimeout = 20 * time.Second
 	// ResponseTimeout bounds a whole fetch, body included: a server that
-	// trickles bytes cannot hold a fetch slot longer.
+	// trickles bytes cannot hold a fetch slot longer. A body over the spool
+	// threshold earns more time as it arrives (largeBodyRate).
 	ResponseTimeout = 60 * time.Second
 	// MaxRetryAfter caps the wait a Retry-After header can ask for.
 	MaxRetryAfter = time.Hour
@@ -80,6 +81,10 @@ type Fetcher struct {
 	now func() time.Time
 	// rootCAs, when set, replaces the system's roots (tests).
 	rootCAs *x509.CertPool
+	// spoolAt is the largest body held in memory, spoolDir where larger
+	// ones are spooled (WithSpool).
+	spoolAt  int64
+	spoolDir string
 
 	closeOnce sync.Once
 }
@@ -105,6 +110,7 @@ func New(cfg campaign.Config, opts ...Option) (*Fetcher, error) {
 		timeouts: DefaultTimeouts(),
 		resolver: net.DefaultResolver,
 		now:      time.Now,
+		spoolAt:  DefaultSpoolThreshold,
 	}
 	for _, o := range opts {
 		o(f)
@@ -193,18 +199,19 @@ type response struct {
 	statusLine string
 	header     []byte
 	request    []byte
-	body       []byte
-	truncated  bool
-	ip         string
+	body
+	ip string
 }
 
-// do sends a GET for u and reads the body up to limit bytes. The returned
+// do sends a GET for u and reads the body up to limit bytes (<= 0: no
+// cap). With dl (a page's fetch, not robots.txt) a body larger than
+// f.spoolAt is spooled, and moves dl on as it arrives. The returned
 // error is a transport error (no response, or the body could not be read);
 // once a byte of the response has arrived it is wrapped in afterResponse,
 // so that Classify does not hold it against the host. When the response
 // head arrives, *answered (if not nil) is set to the time: the server had
 // started handling the request by then.
-func (f *Fetcher) do(ctx context.Context, u string, prior *page.Capture, limit int64, answered *time.Time) (*response, error) {
+func (f *Fetcher) do(ctx context.Context, u string, prior *page.Capture, limit int64, dl *deadline, answered *time.Time) (*response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, err
@@ -258,7 +265,7 @@ func (f *Fetcher) do(ctx context.Context, u string, prior *page.Capture, limit i
 		written, read = c.stop()
 	}
 	if err != nil {
-		err = urlrule.UnwrapURLError(err)
+		err = timeoutCause(ctx, urlrule.UnwrapURLError(err))
 		if began {
 			err = &afterResponse{err}
 		}
@@ -272,9 +279,9 @@ func (f *Fetcher) do(ctx context.Context, u string, prior *page.Capture, limit i
 		out.statusLine, out.header = rebuildHead(resp)
 	}
 	putHeadBuf(read) // the status line and header are copies
-	out.body, out.truncated, err = readCapped(resp.Body, limit, resp.ContentLength)
+	out.body, err = f.readBody(resp.Body, limit, resp.ContentLength, dl)
 	if err != nil {
-		return out, &afterResponse{fmt.Errorf("reading body: %w", err)}
+		return out, &afterResponse{fmt.Errorf("reading body: %w", timeoutCause(ctx, err))}
 	}
 	return out, nil
 }
@@ -358,9 +365,9 @@ func (f *Fetcher) fetch(ctx context.Context, req Request, answered *time.Time) R
 		return permanent(pg, ErrRobots)
 	}
 
-	fctx, cancel := context.WithTimeout(ctx, f.timeouts.Response)
-	defer cancel()
-	r, err := f.do(fctx, norm, req.Prior, f.cfg.BodyCap, answered)
+	fctx, dl, stop := withDeadline(ctx, f.timeouts.Response)
+	defer stop()
+	r, err := f.do(fctx, norm, req.Prior, f.cfg.BodyCap, dl, answered)
 	if err != nil {
 		if ctx.Err() != nil {
 			return Result{Retry: true, Err: ctx.Err()}
@@ -382,8 +389,7 @@ func (f *Fetcher) fetch(ctx context.Context, req Request, answered *time.Time) R
 	pg.StatusLine = r.statusLine
 	pg.Header = r.header
 	pg.Request = r.request
-	pg.Body = r.body
-	pg.Truncated = r.truncated
+	parse := r.body.setBody(pg)
 	pg.IP = r.ip
 	pg.ContentType = resp.Header.Get("Content-Type")
 	pg.ContentEncoding = resp.Header.Get("Content-Encoding")
@@ -398,6 +404,7 @@ func (f *Fetcher) fetch(ctx context.Context, req Request, answered *time.Time) R
 			res.Err, res.Reason = err, reason
 			return res
 		}
+		pg.Release() // the page is not stored
 		return Result{Retry: true, Status: code, RetryAfter: retryAfter(resp.Header.Get("Retry-After"), f.now()), Err: err, Reason: reason}
 	case code == http.StatusNotModified:
 		f.notModified(&res, req, resp.Header)
@@ -408,7 +415,7 @@ func (f *Fetcher) fetch(ctx context.Context, req Request, answered *time.Time) R
 		}
 		return res
 	case code >= 200 && code < 300:
-		f.extract(&res, req, u, resp.Header)
+		f.extract(&res, req, u, resp.Header, parse)
 		f.capture(&res, req, resp.Header)
 	default:
 		res.Reason = statusReason(code)
@@ -519,7 +526,7 @@ func (f *Fetcher) fetchRobots(ctx context.Context, rootURL string, answered *tim
 	defer cancel()
 	target := base.String()
 	for hop := 0; ; hop++ {
-		r, err := f.do(fctx, target, nil, urlrule.RobotsBodyCap, answered)
+		r, err := f.do(fctx, target, nil, urlrule.RobotsBodyCap, nil, answered)
 		if err != nil {
 			err = fmt.Errorf("robots.txt: %w", urlrule.UnwrapURLError(err))
 			if ctx.Err() != nil {
@@ -538,7 +545,7 @@ func (f *Fetcher) fetchRobots(ctx context.Context, rootURL string, answered *tim
 				continue
 			}
 		}
-		body := r.body
+		body := r.mem
 		if code >= 200 && code < 300 {
 			if d, _, err := decodeBody(body, r.resp.Header.Get("Content-Encoding"), urlrule.RobotsBodyCap); err == nil {
 				body = d

@@ -27,6 +27,16 @@ func hostileServer(t *testing.T, h http.HandlerFunc) (*httptest.Server, *Fetcher
 	return srv, newTestFetcher(t, testConfig(srv.URL))
 }
 
+// cappedServer is hostileServer for a campaign with a 1 MiB body cap.
+func cappedServer(t *testing.T, h http.HandlerFunc) (*httptest.Server, *Fetcher) {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	cfg := testConfig(srv.URL)
+	cfg.BodyCap = 1 << 20
+	return srv, newTestFetcher(t, cfg)
+}
+
 func TestHostileMalformedHTML(t *testing.T) {
 	// Each document with the links a browser's parser finds in it (paths
 	// on the test server): a tag cut by the end of the document is
@@ -95,12 +105,12 @@ func TestHostileInvalidUTF8(t *testing.T) {
 	equal(t, linkURLs(res.Links), []string{srv.URL + "/caf%E9", srv.URL + "/%ED%A0%80/x", srv.URL + "/after"})
 }
 
-// TestHostileHugeBody: a 50 MB body is cut at the cap, and reading stops
-// there (the server could not write most of it).
+// TestHostileHugeBody: a 50 MB body is cut at the campaign's cap, and
+// reading stops there (the server could not write most of it).
 func TestHostileHugeBody(t *testing.T) {
 	const total = 50 << 20
 	var written atomic.Int64
-	srv, f := hostileServer(t, func(w http.ResponseWriter, r *http.Request) {
+	srv, f := cappedServer(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		w.Header().Set("Content-Length", itoa(total))
 		chunk := bytes.Repeat([]byte("<a href=/x>x</a>"), 4096) // 64 KiB
@@ -145,7 +155,7 @@ func TestHostileGzipBomb(t *testing.T) {
 		bomb.Write(zeros)
 	}
 	bomb.Write(member([]byte(`<a href="/after-the-bomb">a</a></html>`)))
-	srv, f := hostileServer(t, func(w http.ResponseWriter, r *http.Request) {
+	srv, f := cappedServer(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		w.Header().Set("Content-Encoding", "gzip")
 		w.Write(bomb.Bytes())

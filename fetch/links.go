@@ -19,14 +19,18 @@ import (
 // 1 MiB body of "<a href=x>" could otherwise yield about 100,000.
 const maxLinksPerPage = 10000
 
-// extract decodes a 2xx page's body and fills res.Links, NoIndex and
-// NoFollow. The stored body is left as it was sent.
-func (f *Fetcher) extract(res *Result, req Request, pageURL *url.URL, h http.Header) {
+// extract decodes a 2xx page's body (body: the page's, or a spooled
+// body's first bytes) and fills res.Links, NoIndex and NoFollow. The
+// stored body is left as it was sent.
+func (f *Fetcher) extract(res *Result, req Request, pageURL *url.URL, h http.Header, body []byte) {
 	page := res.Page
 	xNoIndex, xNoFollow := xRobotsTag(h.Values("X-Robots-Tag"))
 	res.NoIndex, res.NoFollow = xNoIndex, xNoFollow
-	decoded, truncated, err := decodeBody(page.Body, page.ContentEncoding, f.cfg.BodyCap)
-	if truncated {
+	decoded, truncated, err := decodeBody(body, page.ContentEncoding, f.parseLimit())
+	if truncated && f.cfg.BodyCap > 0 && page.BodyFile == nil {
+		// The decoded form hit the campaign's cap. Without a cap, or
+		// for a spooled body (parsed from its first bytes), the limit
+		// is only of what is parsed: the stored body is whole.
 		page.Truncated = true
 	}
 	if err != nil {

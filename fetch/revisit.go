@@ -37,9 +37,10 @@ func (f *Fetcher) capture(res *Result, req Request, h http.Header) {
 		return
 	}
 	pg := res.Page
-	digest := page.PayloadDigest(pg.Body)
+	digest := pg.BodyDigest()
 	if req.Prior != nil && !pg.Truncated && digest == req.Prior.Digest {
-		pg.Body = nil
+		pg.Release()
+		pg.Body, pg.BodyFile = nil, nil
 		pg.Revisit = &page.Revisit{Profile: page.RevisitIdenticalDigest, RefersToURI: pg.URL, RefersToDate: req.Prior.Date, Digest: digest}
 		res.Unchanged = page.RevisitIdenticalDigest
 		res.Capture = validators(&page.Capture{Status: pg.Status, Digest: digest, Date: req.Prior.Date}, h, nil)

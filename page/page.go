@@ -4,7 +4,11 @@
 // so that what needs the record does not link the sinks' drivers.
 package page
 
-import "time"
+import (
+	"bytes"
+	"io"
+	"time"
+)
 
 // Page is one fetch outcome: a page the server answered, or a permanent
 // failure (Status 0 and Err set) recorded the same way.
@@ -22,11 +26,18 @@ type Page struct {
 	// WARC request records.
 	Request []byte
 	// Body is the body as the server sent it: chunked transfer coding
-	// removed, Content-Encoding (gzip, br, ...) kept.
-	Body            []byte
+	// removed, Content-Encoding (gzip, br, ...) kept. It is empty when
+	// BodyFile holds the body.
+	Body []byte
+	// BodyFile, when set, holds the body instead of Body: one larger than
+	// the fetcher's in-memory threshold, spooled to a file as it arrived.
+	// Read it through BodyReader, BodySize and BodyDigest; whoever holds
+	// the page calls Release once every sink has stored it (or failed).
+	BodyFile        *Spool
 	ContentType     string
 	ContentEncoding string
-	// Truncated is set when Body (or its decoded form) hit the body cap.
+	// Truncated is set when the body (or its decoded form) hit the
+	// campaign's body cap.
 	Truncated bool
 	FetchedAt time.Time
 	Depth     int
@@ -38,4 +49,50 @@ type Page struct {
 	// Revisit, when set, makes the record a revisit of an earlier capture
 	// whose content this fetch found unchanged: Body is empty.
 	Revisit *Revisit
+	// WARC, when set, is where a WARC sink stored the page's response
+	// record; it is set by that sink's Store, before the campaign's other
+	// sinks store a page whose body they do not take (see sink.Multi).
+	WARC *WARCLocation
+}
+
+// WARCLocation is a record's place in a WARC file: the file's base name
+// (the sink's directory is the worker's) and the record's gzip member
+// offset, as a CDXJ line gives them.
+type WARCLocation struct {
+	File   string
+	Offset int64
+}
+
+// BodySize is the body's length in bytes, in memory or spooled.
+func (p *Page) BodySize() int64 {
+	if p.BodyFile != nil {
+		return p.BodyFile.Size()
+	}
+	return int64(len(p.Body))
+}
+
+// BodyDigest is the body's payload digest (PayloadDigest), in memory or
+// spooled (computed as it was spooled).
+func (p *Page) BodyDigest() string {
+	if p.BodyFile != nil {
+		return p.BodyFile.Digest()
+	}
+	return PayloadDigest(p.Body)
+}
+
+// BodyReader reads the body from its start; each call is independent.
+func (p *Page) BodyReader() io.Reader {
+	if p.BodyFile != nil {
+		return p.BodyFile.Reader()
+	}
+	return bytes.NewReader(p.Body)
+}
+
+// Release frees the spooled body, if any; the page keeps its other
+// fields. It is idempotent, and nil-safe.
+func (p *Page) Release() error {
+	if p == nil || p.BodyFile == nil {
+		return nil
+	}
+	return p.BodyFile.Close()
 }

@@ -48,6 +48,9 @@ type cdxEntry struct {
 	// offset is the record's offset in the page's encoded records, then
 	// (once written) in the file; length is its gzip member's length.
 	offset, length int64
+	// file is the base name of the file the record went to, set by the
+	// writer on the Store's own entry.
+	file string
 }
 
 // newCDXEntry indexes p's response or revisit record, whose

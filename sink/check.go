@@ -119,7 +119,11 @@ func checkWARC(dir string) error {
 }
 
 func checkPostgres(ctx context.Context, u *url.URL, opts Options) error {
-	s, err := newPostgres(postgresConfig(u, opts))
+	cfg, err := postgresConfig(u, opts)
+	if err != nil {
+		return err
+	}
+	s, err := newPostgres(cfg)
 	if err != nil {
 		return err
 	}

@@ -21,11 +21,16 @@ type KafkaConfig struct {
 	// Brokers are the bootstrap brokers, "host:port" each.
 	Brokers []string
 	Topic   string
-	// BodyCap is the campaign's body cap; the record limit is BodyCap plus
-	// HeaderRoom (default 1 MiB).
+	// BodyCap is the campaign's body cap (0: none); MaxBody follows it
+	// when unset.
 	BodyCap int64
+	// MaxBody is the largest body a record carries (the URI's max_body=;
+	// default BodyCap, or DefaultMaxBody when the campaign has no cap). A
+	// larger body is not cut: its record is a pointer (see Store). The
+	// record limit is MaxBody plus HeaderRoom.
+	MaxBody int64
 	// HeaderRoom is the room left for key and headers (status line, the raw
-	// HTTP header block, ...) above BodyCap (default 64 KiB).
+	// HTTP header block, ...) above MaxBody (default 64 KiB).
 	HeaderRoom int64
 	// Compression is "", "none", "gzip", "snappy", "lz4" or "zstd".
 	Compression string
@@ -91,6 +96,7 @@ const maxLinger = 10 * time.Second
 // NewKafka checks when the broker answers DescribeConfigs. Kafka's default
 // (1048588) is too small for a 1 MiB body cap.
 type Kafka struct {
+	maxBody      int64
 	w            *kafka.Writer
 	transport    *kafka.Transport
 	brokers      string
@@ -135,7 +141,7 @@ func NewKafka(ctx context.Context, cfg KafkaConfig) (*Kafka, error) {
 		Compression:  codec,
 		Transport:    transport,
 	}
-	return &Kafka{w: w, transport: transport, brokers: brokers, topic: cfg.Topic, closeTimeout: cfg.CloseTimeout}, nil
+	return &Kafka{maxBody: cfg.MaxBody, w: w, transport: transport, brokers: brokers, topic: cfg.Topic, closeTimeout: cfg.CloseTimeout}, nil
 }
 
 // transport dials the brokers, with TLS and SASL when cfg has them.
@@ -144,7 +150,7 @@ func (cfg KafkaConfig) transport(dialTimeout time.Duration) *kafka.Transport {
 }
 
 func (cfg KafkaConfig) withDefaults() KafkaConfig {
-	cfg.BodyCap = positiveOr(cfg.BodyCap, 1<<20)
+	cfg.MaxBody = positiveOr(cfg.MaxBody, positiveOr(cfg.BodyCap, DefaultMaxBody))
 	cfg.HeaderRoom = positiveOr(cfg.HeaderRoom, 64<<10)
 	cfg.Partitions = positiveOr(cfg.Partitions, 8)
 	cfg.BatchSize = positiveOr(cfg.BatchSize, 200)
@@ -221,18 +227,18 @@ func (e *topicMissingError) Error() string {
 
 func (e *topicMissingError) Is(target error) bool { return target == ErrTopicMissing }
 
-// checkRecordLimit checks that the broker takes a record of cfg.BodyCap plus
+// checkRecordLimit checks that the broker takes a record of cfg.MaxBody plus
 // cfg.HeaderRoom and returns the writer's batch bytes: what the broker
 // takes, when it says, so that produce requests are as full as it allows.
 func checkRecordLimit(ctx context.Context, client *kafka.Client, cfg KafkaConfig, brokers string) (int64, error) {
-	recordLimit := cfg.BodyCap + cfg.HeaderRoom
+	recordLimit := cfg.MaxBody + cfg.HeaderRoom
 	brokerMax, ok := topicMaxMessageBytes(ctx, client, cfg.Topic)
 	if !ok {
 		return recordLimit, nil
 	}
 	if brokerMax-maxBatchMargin < recordLimit {
-		return 0, fmt.Errorf("kafka %s topic %s: max.message.bytes is %d, a record may need %d (body cap %d + %d of headers + %d of framing): raise the broker's message.max.bytes or the topic's max.message.bytes: %w",
-			brokers, cfg.Topic, brokerMax, recordLimit+maxBatchMargin, cfg.BodyCap, cfg.HeaderRoom, maxBatchMargin, ErrRecordTooLarge)
+		return 0, fmt.Errorf("kafka %s topic %s: max.message.bytes is %d, a record may need %d (max_body %d + %d of headers + %d of framing): raise the broker's message.max.bytes or the topic's max.message.bytes, or lower the sink's max_body=: %w",
+			brokers, cfg.Topic, brokerMax, recordLimit+maxBatchMargin, cfg.MaxBody, cfg.HeaderRoom, maxBatchMargin, ErrRecordTooLarge)
 	}
 	return brokerMax - maxBatchMargin, nil
 }
@@ -333,11 +339,21 @@ func kafkaCompression(name string) (kafka.Compression, error) {
 // fetched-at of the earlier capture's record, RFC 3339, nanoseconds, UTC)
 // and payload-digest (the earlier capture's body's, "sha1:" + base32).
 //
+// A body larger than MaxBody is never cut: the record is a pointer, with
+// an empty value and body-omitted "too-large", body-size (bytes) and
+// payload-digest (of the whole body) headers, and, when a WARC sink of
+// the campaign stored the page first (p.WARC, see Multi), warc-filename
+// and warc-offset: the response record's file and gzip member offset.
+//
 // When ctx ends first, Store returns its error but the record may still be
 // written: a duplicate on retry, never a loss. p must not be modified after
 // the call.
 func (k *Kafka) Store(ctx context.Context, p *page.Page) error {
-	err := k.w.WriteMessages(ctx, kafkaMessage(p))
+	msg, err := kafkaMessage(p, k.maxBody)
+	if err != nil {
+		return fmt.Errorf("kafka %s topic %s: store %s: %w", k.brokers, k.topic, p.URL, err)
+	}
+	err = k.w.WriteMessages(ctx, msg)
 	if err == nil {
 		return nil
 	}
@@ -356,7 +372,14 @@ func (k *Kafka) Store(ctx context.Context, p *page.Page) error {
 	return fmt.Errorf("kafka %s topic %s: store %s: %w", k.brokers, k.topic, p.URL, err)
 }
 
-func kafkaMessage(p *page.Page) kafka.Message {
+// BodyLimit is MaxBody: Multi stores a page with a larger body in the
+// campaign's WARC sinks first, so that its pointer record names the WARC
+// record.
+func (k *Kafka) BodyLimit() int64 { return k.maxBody }
+
+// kafkaMessage is p's record; its value is the body, read from the spool
+// when there is one, or empty when it is larger than maxBody.
+func kafkaMessage(p *page.Page, maxBody int64) (kafka.Message, error) {
 	h := make([]kafka.Header, 0, 17)
 	add := func(k, v string) { h = append(h, kafka.Header{Key: k, Value: []byte(v)}) }
 	add("url", p.URL)
@@ -375,14 +398,30 @@ func kafkaMessage(p *page.Page) kafka.Message {
 		add("error", p.Err)
 	}
 	value := p.Body
-	if r := p.Revisit; r != nil {
+	switch r := p.Revisit; {
+	case r != nil:
 		add("revisit-profile", r.Profile)
 		add("refers-to-uri", r.RefersToURI)
 		add("refers-to-date", r.RefersToDate.UTC().Format(time.RFC3339Nano))
 		add("payload-digest", r.Digest)
 		value = []byte{} // empty, not null: a compacted topic reads null as a tombstone
+	case p.BodySize() > maxBody:
+		add("body-omitted", BodyTooLarge)
+		add("body-size", strconv.FormatInt(p.BodySize(), 10))
+		add("payload-digest", p.BodyDigest())
+		if p.WARC != nil {
+			add("warc-filename", p.WARC.File)
+			add("warc-offset", strconv.FormatInt(p.WARC.Offset, 10))
+		}
+		value = []byte{}
+	case p.BodyFile != nil:
+		b, err := io.ReadAll(p.BodyReader())
+		if err != nil {
+			return kafka.Message{}, fmt.Errorf("reading the spooled body: %w", err)
+		}
+		value = b
 	}
-	return kafka.Message{Key: []byte(p.URL), Value: value, Headers: h, Time: p.FetchedAt}
+	return kafka.Message{Key: []byte(p.URL), Value: value, Headers: h, Time: p.FetchedAt}, nil
 }
 
 // Close flushes pending records and closes the writer. It waits at most

@@ -2,6 +2,7 @@ package sink
 
 import (
 	"context"
+	"io"
 	"sync"
 
 	"github.com/drover-crawl/drover/page"
@@ -38,6 +39,14 @@ func (m *Memory) Store(ctx context.Context, p *page.Page) error {
 	c.Header = clone(p.Header)
 	c.Request = clone(p.Request)
 	c.Body = clone(p.Body)
+	if p.BodyFile != nil {
+		// The spool is released once stored: keep the bytes.
+		b, err := io.ReadAll(p.BodyReader())
+		if err != nil {
+			return err
+		}
+		c.Body, c.BodyFile = b, nil
+	}
 	if p.Revisit != nil {
 		r := *p.Revisit
 		c.Revisit = &r

@@ -2,6 +2,7 @@ package sink
 
 import (
 	"context"
+	"math"
 	"net/url"
 	"strings"
 	"time"
@@ -78,3 +79,16 @@ func (m *metered) Store(ctx context.Context, p *page.Page) error {
 }
 
 func (m *metered) Close() error { return m.s.Close() }
+
+// BodyLimit is the sink's (bodyLimited), or no limit.
+func (m *metered) BodyLimit() int64 {
+	if bl, ok := m.s.(bodyLimited); ok {
+		return bl.BodyLimit()
+	}
+	return math.MaxInt64
+}
+
+func (m *metered) placesBody() bool {
+	bp, ok := m.s.(bodyPlacer)
+	return ok && bp.placesBody()
+}

@@ -24,7 +24,8 @@ import (
 type Options struct {
 	// Campaign names WARC files and their warcinfo record.
 	Campaign string
-	// BodyCap is the campaign's body cap; Kafka's record limit follows it.
+	// BodyCap is the campaign's body cap (0: none); the max_body of
+	// Kafka and PostgreSQL sinks follows it when their URI does not say.
 	BodyCap int64
 	// KafkaBrokers ("host:port,host:port", the worker's KAFKA_BROKERS) are
 	// the brokers of a kafka:///TOPIC URI that names none (the default
@@ -96,7 +97,11 @@ func Open(ctx context.Context, uri string, opts Options) (Sink, error) {
 		}
 		return orNil(NewKafka(ctx, cfg))
 	case "postgres", "postgresql":
-		return orNil(NewPostgres(ctx, postgresConfig(u, opts)))
+		cfg, err := postgresConfig(u, opts)
+		if err != nil {
+			return nil, err
+		}
+		return orNil(NewPostgres(ctx, cfg))
 	}
 	return nil, fmt.Errorf("sink %q: unknown kind", u.Redacted())
 }
@@ -112,7 +117,7 @@ func SecretsFrom(o tlsconf.Options) (Secrets, error) {
 }
 
 // KafkaOptions are the query options a kafka:// sink URI takes.
-var KafkaOptions = []string{"compression", "create", "partitions", "replication", "linger", "tls", "sasl"}
+var KafkaOptions = []string{"compression", "create", "partitions", "replication", "linger", "tls", "sasl", "max_body"}
 
 // KafkaSASLMechanisms are the values of a kafka:// sink's sasl= option.
 var KafkaSASLMechanisms = []string{"plain", "scram-sha-256", "scram-sha-512"}
@@ -146,6 +151,10 @@ func kafkaConfig(u *url.URL, opts Options) (KafkaConfig, error) {
 			return cfg, fmt.Errorf("sink %s: create=%q: must be true or false", u.Redacted(), v)
 		}
 		cfg.CreateTopic = b
+	}
+	var err error
+	if cfg.MaxBody, err = parseMaxBody(u, q.Get("max_body")); err != nil {
+		return cfg, err
 	}
 	if v := q.Get("linger"); v != "" {
 		d, err := time.ParseDuration(v)
@@ -218,18 +227,38 @@ func kafkaSASL(u *url.URL, name string, sec Secrets) (sasl.Mechanism, error) {
 	return nil, fmt.Errorf("sink %s: sasl=%q: must be one of %s", u.Redacted(), name, strings.Join(KafkaSASLMechanisms, ", "))
 }
 
-// postgresConfig reads a postgres:// URI: its table= parameter is ours, the
-// others are pgx's.
-func postgresConfig(u *url.URL, opts Options) PostgresConfig {
+// parseMaxBody reads a max_body= option: bytes, 1 KiB to MaxMaxBody; 0
+// when v is empty (the default).
+func parseMaxBody(u *url.URL, v string) (int64, error) {
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 1024 || n > MaxMaxBody {
+		return 0, fmt.Errorf("sink %s: max_body=%q: must be a number of bytes from 1024 to %d", u.Redacted(), v, MaxMaxBody)
+	}
+	return n, nil
+}
+
+// postgresConfig reads a postgres:// URI: its table= and max_body=
+// parameters are ours, the others are pgx's.
+func postgresConfig(u *url.URL, opts Options) (PostgresConfig, error) {
 	q := u.Query()
 	table := opts.Table
 	if t := q.Get("table"); t != "" {
 		table = t
 	}
-	q.Del("table") // pgx would send it to the server as a setting
+	cfg := PostgresConfig{Table: table, BodyCap: opts.BodyCap}
+	var err error
+	if cfg.MaxBody, err = parseMaxBody(u, q.Get("max_body")); err != nil {
+		return cfg, err
+	}
+	q.Del("table") // pgx would send them to the server as settings
+	q.Del("max_body")
 	v := *u
 	v.RawQuery = q.Encode()
-	return PostgresConfig{URI: v.String(), Table: table}
+	cfg.URI = v.String()
+	return cfg, nil
 }
 
 // orNil keeps a constructor's typed nil pointer out of the Sink interface,
@@ -266,10 +295,50 @@ func OpenAll(ctx context.Context, uris []string, opts Options) (Sink, error) {
 // all of them acknowledged it. A page that one sink took and another refused
 // is stored again on retry: sinks key by URL so that readers can drop the
 // duplicate.
+//
+// A page whose body is larger than a Kafka or PostgreSQL sink's max_body
+// is stored in the WARC sinks first, and in the others once those have
+// it, so that their pointer record names the WARC record (page.Page.WARC);
+// when a WARC sink fails, the others are not tried (the page is retried
+// as a whole).
 type Multi []Sink
 
-// Store stores p in every sink concurrently and joins their errors.
+// Store stores p in every sink concurrently (WARC sinks first when p's
+// body is over another's limit) and joins their errors.
 func (m Multi) Store(ctx context.Context, p *page.Page) error {
+	if first, rest := m.order(p); len(first) > 0 {
+		if err := first.storeAll(ctx, p); err != nil {
+			return err
+		}
+		return rest.storeAll(ctx, p)
+	}
+	return m.storeAll(ctx, p)
+}
+
+// order splits m into its WARC sinks and the others when p's body is
+// larger than one sink's BodyLimit; both are nil otherwise.
+func (m Multi) order(p *page.Page) (first, rest Multi) {
+	size, over := p.BodySize(), false
+	for _, s := range m {
+		if bl, ok := s.(bodyLimited); ok && size > bl.BodyLimit() {
+			over = true
+		}
+	}
+	if !over {
+		return nil, nil
+	}
+	for _, s := range m {
+		if bp, ok := s.(bodyPlacer); ok && bp.placesBody() {
+			first = append(first, s)
+		} else {
+			rest = append(rest, s)
+		}
+	}
+	return first, rest
+}
+
+// storeAll stores p in every sink concurrently and joins their errors.
+func (m Multi) storeAll(ctx context.Context, p *page.Page) error {
 	errs := make([]error, len(m))
 	done := make(chan struct{}, len(m))
 	for i, s := range m {

@@ -29,6 +29,9 @@ func TestOpenRefuses(t *testing.T) {
 		{"kafka://127.0.0.1:9092/pages?linger=-1ms", "linger="},
 		{"kafka://127.0.0.1:9092/pages?linger=11s", "linger="},
 		{"kafka://127.0.0.1:9092/pages?linger=20", "linger="},
+		{"kafka://127.0.0.1:9092/pages?max_body=1023", "max_body=\"1023\": must be a number of bytes from 1024 to 1073741824"},
+		{"kafka://127.0.0.1:9092/pages?max_body=1MiB", "max_body="},
+		{"postgres://127.0.0.1:5432/test?max_body=0", "max_body=\"0\": must be a number of bytes"},
 	} {
 		s, err := Open(ctx, tc.uri, Options{})
 		require.ErrorContains(t, err, tc.want, tc.uri)

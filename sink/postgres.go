@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"slices"
 	"strings"
@@ -29,6 +30,13 @@ type PostgresConfig struct {
 	MaxBatch int
 	// FlushTimeout bounds one batch's COPY (default 30s).
 	FlushTimeout time.Duration
+	// BodyCap is the campaign's body cap (0: none); MaxBody follows it
+	// when unset.
+	BodyCap int64
+	// MaxBody is the largest body a row carries (the URI's max_body=;
+	// default BodyCap, or DefaultMaxBody when the campaign has no cap). A
+	// larger body is not cut: its row is a pointer (see NewPostgres).
+	MaxBody int64
 }
 
 // Postgres is a Sink inserting one row per page into a table (see
@@ -44,14 +52,22 @@ type Postgres struct {
 	table pgx.Identifier
 	addr  string
 	conns []*pgx.Conn // conns[i] is owned by batch worker i; nil until needed
-	b     *batcher[*page.Page]
+	b     *batcher[pgItem]
+}
+
+// pgItem is a page's row, made by its Store, and the bytes it weighs in
+// a batch.
+type pgItem struct {
+	row  []any
+	size int
 }
 
 var tableName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}(\.[A-Za-z_][A-Za-z0-9_]{0,62})?$`)
 
 var pgColumns = []string{"campaign", "url", "status", "status_line", "headers", "body", "content_type",
 	"content_encoding", "truncated", "fetched_at", "depth", "parent", "ip", "error",
-	"revisit_profile", "refers_to_url", "refers_to_date", "payload_digest"}
+	"revisit_profile", "refers_to_url", "refers_to_date", "payload_digest",
+	"body_size", "body_omitted", "warc_filename", "warc_offset"}
 
 // pgLaterColumns are the columns a table created by an older drover lacks,
 // with their types; ddl adds them. All are nullable.
@@ -60,6 +76,10 @@ var pgLaterColumns = [][2]string{
 	{"refers_to_url", "text"},
 	{"refers_to_date", "timestamptz"},
 	{"payload_digest", "text"},
+	{"body_size", "bigint"},
+	{"body_omitted", "text"},
+	{"warc_filename", "text"},
+	{"warc_offset", "bigint"},
 }
 
 // NewPostgres connects, creates the table if missing, and returns the sink.
@@ -70,7 +90,8 @@ var pgLaterColumns = [][2]string{
 //	content_type text, content_encoding text, truncated bool,
 //	fetched_at timestamptz, depth int, parent text, ip text, error text,
 //	revisit_profile text, refers_to_url text, refers_to_date timestamptz,
-//	payload_digest text
+//	payload_digest text, body_size bigint, body_omitted text,
+//	warc_filename text, warc_offset bigint
 //
 // with an index on (campaign, url) for consumers that drop duplicates.
 // Text columns get invalid UTF-8 replaced and NUL bytes removed (PostgreSQL
@@ -85,7 +106,14 @@ var pgLaterColumns = [][2]string{
 // fetched_at and payload_digest of the earlier capture's row, which it
 // joins on; the other rows have NULL in the three revisit columns.
 //
-// A table created by an older drover lacks the last four columns: they
+// body_size is the body's length on every row with a response. A body
+// larger than MaxBody is never cut: its row has a NULL body, body_omitted
+// 'too-large' (BodyTooLarge; NULL on the other rows), payload_digest and
+// body_size of the whole body, and, when a WARC sink of the campaign
+// stored the page first (see Multi), warc_filename and warc_offset: the
+// response record's file and gzip member offset.
+//
+// A table created by an older drover lacks the last eight columns: they
 // are added (ALTER TABLE ... ADD COLUMN IF NOT EXISTS, PostgreSQL 9.6 or
 // later) when missing, and only then, since ALTER TABLE waits for every
 // reader of the table and holds back every writer meanwhile.
@@ -103,7 +131,7 @@ func NewPostgres(ctx context.Context, cfg PostgresConfig) (*Postgres, error) {
 		return nil, err
 	}
 	s.conns[0] = conn
-	s.b = newBatcher(s.cfg.Conns, s.cfg.MaxBatch, func(p *page.Page) int { return len(p.Body) + len(p.Header) }, s.flush)
+	s.b = newBatcher(s.cfg.Conns, s.cfg.MaxBatch, func(it pgItem) int { return it.size }, s.flush)
 	return s, nil
 }
 
@@ -118,6 +146,7 @@ func newPostgres(cfg PostgresConfig) (*Postgres, error) {
 	cfg.Conns = positiveOr(cfg.Conns, 2)
 	cfg.MaxBatch = positiveOr(cfg.MaxBatch, 256)
 	cfg.FlushTimeout = positiveOr(cfg.FlushTimeout, 30*time.Second)
+	cfg.MaxBody = positiveOr(cfg.MaxBody, positiveOr(cfg.BodyCap, DefaultMaxBody))
 	pgcfg, err := pgx.ParseConfig(cfg.URI)
 	if err != nil {
 		return nil, fmt.Errorf("postgres sink: %w", err)
@@ -227,7 +256,15 @@ func (s *Postgres) addLaterColumns(ctx context.Context, tx pgx.Tx) error {
 // may still be committed (a duplicate on retry). p must not be modified after
 // the call.
 func (s *Postgres) Store(ctx context.Context, p *page.Page) error {
-	if err := s.b.store(ctx, p); err != nil {
+	row, err := pgRow(p, s.cfg.MaxBody)
+	if err == nil {
+		size := len(p.Header)
+		if p.BodySize() <= s.cfg.MaxBody {
+			size += int(p.BodySize())
+		}
+		err = s.b.store(ctx, pgItem{row: row, size: size})
+	}
+	if err != nil {
 		return fmt.Errorf("postgres %s table %s: store %s: %w", s.addr, s.cfg.Table, p.URL, err)
 	}
 	return nil
@@ -236,7 +273,12 @@ func (s *Postgres) Store(ctx context.Context, p *page.Page) error {
 // flush COPYs a batch on worker i's connection. If the batch fails while
 // the connection is fine (a row the server refuses), the pages are retried
 // one by one so that one bad page does not fail the others.
-func (s *Postgres) flush(i int, pages []*page.Page) []error {
+// BodyLimit is MaxBody: Multi stores a page with a larger body in the
+// campaign's WARC sinks first, so that its pointer row names the WARC
+// record.
+func (s *Postgres) BodyLimit() int64 { return s.cfg.MaxBody }
+
+func (s *Postgres) flush(i int, pages []pgItem) []error {
 	err := s.copy(i, pages)
 	if err == nil {
 		return nil
@@ -246,12 +288,12 @@ func (s *Postgres) flush(i int, pages []*page.Page) []error {
 	}
 	errs := make([]error, len(pages))
 	for j, p := range pages {
-		errs[j] = s.copy(i, []*page.Page{p})
+		errs[j] = s.copy(i, []pgItem{p})
 	}
 	return errs
 }
 
-func (s *Postgres) copy(i int, pages []*page.Page) error {
+func (s *Postgres) copy(i int, pages []pgItem) error {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.FlushTimeout)
 	defer cancel()
 	if s.conns[i] == nil {
@@ -263,7 +305,7 @@ func (s *Postgres) copy(i int, pages []*page.Page) error {
 	}
 	conn := s.conns[i]
 	_, err := conn.CopyFrom(ctx, s.table, pgColumns, pgx.CopyFromSlice(len(pages), func(j int) ([]any, error) {
-		return pgRow(pages[j]), nil
+		return pages[j].row, nil
 	}))
 	if err != nil {
 		var pgErr *pgconn.PgError
@@ -282,10 +324,11 @@ func (s *Postgres) copy(i int, pages []*page.Page) error {
 	return nil
 }
 
-// pgRow is p's row, in the order of pgColumns.
-func pgRow(p *page.Page) []any {
+// pgRow is p's row, in the order of pgColumns; a spooled body no larger
+// than maxBody is read into it.
+func pgRow(p *page.Page, maxBody int64) ([]any, error) {
 	body := p.Body
-	var profile, refersTo, refersDate, digest any // NULL unless set
+	var profile, refersTo, refersDate, digest, size, omitted, warcFile, warcOffset any // NULL unless set
 	switch r := p.Revisit; {
 	case r != nil: // no body: the content is the earlier capture's
 		body = nil
@@ -294,11 +337,24 @@ func pgRow(p *page.Page) []any {
 			refersDate = r.RefersToDate
 		}
 	case p.Status != 0:
-		digest = page.PayloadDigest(p.Body)
+		digest, size = p.BodyDigest(), p.BodySize()
+		if p.BodySize() > maxBody {
+			body, omitted = nil, BodyTooLarge
+			if p.WARC != nil {
+				warcFile, warcOffset = pgText(p.WARC.File), p.WARC.Offset
+			}
+		} else if p.BodyFile != nil {
+			b, err := io.ReadAll(p.BodyReader())
+			if err != nil {
+				return nil, fmt.Errorf("reading the spooled body: %w", err)
+			}
+			body = b
+		}
 	}
 	return []any{pgText(p.Campaign), pgText(p.URL), p.Status, pgText(p.StatusLine), p.Header, body,
 		pgText(p.ContentType), pgText(p.ContentEncoding), p.Truncated, p.FetchedAt, p.Depth,
-		pgText(p.Parent), pgText(p.IP), pgText(p.Err), profile, refersTo, refersDate, digest}
+		pgText(p.Parent), pgText(p.IP), pgText(p.Err), profile, refersTo, refersDate, digest,
+		size, omitted, warcFile, warcOffset}, nil
 }
 
 func pgText(s string) string {

@@ -160,7 +160,13 @@ func TestPostgresBatchWithOneBadRow(t *testing.T) {
 	pages[bad].URL = "http://site5.test/refused"
 
 	// One COPY of the whole batch, as the batcher's worker 0 runs it.
-	errs := s.flush(0, pages)
+	items := make([]pgItem, len(pages))
+	for i, p := range pages {
+		row, err := pgRow(p, s.cfg.MaxBody)
+		require.NoError(t, err)
+		items[i] = pgItem{row: row}
+	}
+	errs := s.flush(0, items)
 	require.Equal(t, len(pages), len(errs), "one error per page")
 	for i, err := range errs {
 		if i == bad {

@@ -124,10 +124,23 @@ type warcFile struct {
 }
 
 // encodedPage is a page's records, gzip members ready to append, and the
-// index entry of its response or revisit (nil for a failure).
+// index entry of its response or revisit (nil for a failure). A page
+// whose body is spooled has its response record in big, between data (its
+// request record) and tail (its metadata record).
 type encodedPage struct {
 	data []byte
+	big  *bigRecord
+	tail []byte
 	idx  *cdxEntry
+}
+
+// size is the bytes the page adds to its file.
+func (p encodedPage) size() int {
+	n := len(p.data) + len(p.tail)
+	if p.big != nil {
+		n += int(p.big.size)
+	}
+	return n
 }
 
 // gzipWriters are reused: a gzip.Writer allocates about 800 KB.
@@ -145,7 +158,7 @@ func NewWARC(cfg WARCConfig) (*WARC, error) {
 		return nil, fmt.Errorf("warc sink: %w", err)
 	}
 	w := &WARC{cfg: cfg, create: createWARCFile}
-	w.b = newBatcher(1, cfg.MaxBatch, func(p encodedPage) int { return len(p.data) }, w.flush)
+	w.b = newBatcher(1, cfg.MaxBatch, encodedPage.size, w.flush)
 	return w, nil
 }
 
@@ -155,12 +168,32 @@ func NewWARC(cfg WARCConfig) (*WARC, error) {
 //
 // The records are built and compressed in the caller's goroutine, so that
 // compression runs on every core; the writer only appends and fsyncs.
+//
+// A spooled body (p.BodyFile) is streamed: its response record is
+// compressed from the spool into a temporary file, which the writer
+// copies into the WARC file, so that no body is ever whole in memory. On
+// success p.WARC is set to the response record's place.
 func (w *WARC) Store(ctx context.Context, p *page.Page) error {
-	if err := w.b.store(ctx, encodePage(p)); err != nil {
+	var ep encodedPage
+	if p.BodyFile != nil && p.Revisit == nil && p.Status != 0 {
+		var err error
+		if ep, err = encodeSpooled(p, w.cfg.Dir); err != nil {
+			return fmt.Errorf("warc %s: store %s: %w", w.cfg.Dir, p.URL, err)
+		}
+		defer ep.big.release()
+	} else {
+		ep = encodePage(p)
+	}
+	if err := w.b.store(ctx, ep); err != nil {
 		return fmt.Errorf("warc %s: store %s: %w", w.cfg.Dir, p.URL, err)
+	}
+	if ep.idx != nil && ep.idx.file != "" {
+		p.WARC = &page.WARCLocation{File: ep.idx.file, Offset: ep.idx.offset}
 	}
 	return nil
 }
+
+func (w *WARC) placesBody() bool { return true }
 
 // Close syncs and closes the current file.
 func (w *WARC) Close() error {
@@ -188,6 +221,12 @@ func (w *WARC) flush(_ int, pages []encodedPage) []error {
 // and fsyncs once.
 func (w *WARC) writeBatch(pages []encodedPage) error {
 	for _, p := range pages {
+		if p.big != nil {
+			if !p.big.acquire() {
+				continue // its Store gave up and released it: nothing waits for it
+			}
+			defer p.big.release()
+		}
 		if w.cur != nil && w.cur.size >= w.cfg.MaxFileSize {
 			if err := w.finish(); err != nil {
 				return err
@@ -202,10 +241,16 @@ func (w *WARC) writeBatch(pages []encodedPage) error {
 			e := *p.idx
 			e.offset += w.cur.size
 			w.cur.index = append(w.cur.index, &e)
+			// The Store waiting for this batch reads it once the batch
+			// is durable: where its record went.
+			p.idx.file, p.idx.offset = filepath.Base(w.cur.name), e.offset
 		}
-		if err := w.write(p.data); err != nil {
+		if err := w.writePage(p); err != nil {
 			return err
 		}
+	}
+	if w.cur == nil {
+		return nil // every page was one whose Store gave up: nothing written
 	}
 	if err := w.cur.w.Flush(); err != nil {
 		return fmt.Errorf("write %s: %w", w.cur.name, err)
@@ -250,6 +295,22 @@ func (w *WARC) open() error {
 	}
 }
 
+// writePage appends one page's records.
+func (w *WARC) writePage(p encodedPage) error {
+	if err := w.write(p.data); err != nil {
+		return err
+	}
+	if p.big == nil {
+		return nil
+	}
+	n, err := io.Copy(w.cur.w, io.NewSectionReader(p.big.f, 0, p.big.size))
+	w.cur.size += n
+	if err != nil {
+		return fmt.Errorf("write %s: %w", w.cur.name, err)
+	}
+	return w.write(p.tail)
+}
+
 func (w *WARC) write(data []byte) error {
 	n, err := w.cur.w.Write(data)
 	w.cur.size += int64(n)
@@ -283,24 +344,37 @@ func (e *recordEncoder) done() []byte {
 func encodePage(p *page.Page) encodedPage {
 	e := newRecordEncoder()
 	e.out.Grow(len(p.Body)/2 + len(p.Header) + len(p.Request) + 1024)
-	date := warcDate(p.FetchedAt)
-	common := []string{"WARC-Date", date, "WARC-Target-URI", p.URL}
-	if p.IP != "" {
-		common = append(common, "WARC-IP-Address", p.IP)
-	}
-	var mainID string
-	if len(p.Request) > 0 {
-		mainID = newRecordID()
-		h := append([]string{"WARC-Type", "request", "WARC-Record-ID", mainID}, common...)
-		h = append(h, "Content-Type", "application/http;msgtype=request")
-		e.record(h, nil, withBlankLine(p.Request))
-	}
+	date, common := recordCommon(p)
+	mainID := e.request(p, common)
 	var idx *cdxEntry
 	if p.Revisit != nil || p.Status != 0 {
 		mainID, idx = e.capture(p, date, common, mainID)
 	}
 	e.metadata(p, common, mainID)
 	return encodedPage{data: e.done(), idx: idx}
+}
+
+// recordCommon is the date and the fields every record of p has.
+func recordCommon(p *page.Page) (string, []string) {
+	date := warcDate(p.FetchedAt)
+	common := []string{"WARC-Date", date, "WARC-Target-URI", p.URL}
+	if p.IP != "" {
+		common = append(common, "WARC-IP-Address", p.IP)
+	}
+	return date, common
+}
+
+// request appends p's request record, when the request is known, and
+// returns its ID ("" without one).
+func (e *recordEncoder) request(p *page.Page, common []string) string {
+	if len(p.Request) == 0 {
+		return ""
+	}
+	id := newRecordID()
+	h := append([]string{"WARC-Type", "request", "WARC-Record-ID", id}, common...)
+	h = append(h, "Content-Type", "application/http;msgtype=request")
+	e.record(h, nil, withBlankLine(p.Request))
+	return id
 }
 
 // capture appends p's response record, or its revisit record when p is a
@@ -397,19 +471,25 @@ func (e *recordEncoder) record(fields []string, head, body []byte) {
 	d := sha1.New()
 	d.Write(head)
 	d.Write(body)
-	e.hdr.Reset()
-	e.hdr.WriteString("WARC/1.1\r\n")
-	for i := 0; i < len(fields); i += 2 {
-		e.hdr.WriteString(fields[i] + ": " + oneLine(fields[i+1]) + "\r\n")
-	}
-	e.hdr.WriteString("WARC-Block-Digest: sha1:" + base32.StdEncoding.EncodeToString(d.Sum(nil)) + "\r\n")
-	e.hdr.WriteString("Content-Length: " + strconv.Itoa(len(head)+len(body)) + "\r\n\r\n")
+	e.header(fields, d.Sum(nil), int64(len(head)+len(body)))
 	e.gz.Reset(&e.out)
 	_, _ = e.gz.Write(e.hdr.Bytes())
 	_, _ = e.gz.Write(head)
 	_, _ = e.gz.Write(body)
 	_, _ = e.gz.Write([]byte("\r\n\r\n"))
 	_ = e.gz.Close()
+}
+
+// header sets e.hdr to a record's header: fields (name, value pairs),
+// WARC-Block-Digest (the block's SHA-1) and Content-Length.
+func (e *recordEncoder) header(fields []string, blockSHA1 []byte, length int64) {
+	e.hdr.Reset()
+	e.hdr.WriteString("WARC/1.1\r\n")
+	for i := 0; i < len(fields); i += 2 {
+		e.hdr.WriteString(fields[i] + ": " + oneLine(fields[i+1]) + "\r\n")
+	}
+	e.hdr.WriteString("WARC-Block-Digest: sha1:" + base32.StdEncoding.EncodeToString(blockSHA1) + "\r\n")
+	e.hdr.WriteString("Content-Length: " + strconv.FormatInt(length, 10) + "\r\n\r\n")
 }
 
 // finish flushes, fsyncs and closes the current file.

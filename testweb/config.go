@@ -47,6 +47,11 @@ type Config struct {
 	// URL, /dup/N.html on their host: the first Duplicates non-root pages
 	// in (host, page) order. See SecondURLs.
 	Duplicates int
+	// LargeBytes, when set, makes host 0 serve /large.bin: LargeBytes bytes
+	// of deterministic text, generated as they are sent (never in
+	// memory), at LargeURL, with LargeDigest. It is not linked from any
+	// page: a test seeds it.
+	LargeBytes int64
 	// Port is the TCP port on every host IP; 0 picks one free on all of them.
 	Port int
 	// Base is the second octet of the hosts' addresses, so that two webs
@@ -60,6 +65,7 @@ const (
 	maxPagesPerHost = 1_000_000
 	maxLinksPerPage = 1000
 	maxPageBytes    = 16 << 20
+	maxLargeBytes   = 16 << 30
 )
 
 // DefaultConfig returns 5 hosts of 400 pages of about 8 KiB with 40 links
@@ -106,6 +112,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("testweb: PageBytes is %d, must be in 1..%d", c.PageBytes, maxPageBytes)
 	case c.Duplicates < 0 || c.Duplicates > c.Hosts*(c.PagesPerHost-1):
 		return fmt.Errorf("testweb: Duplicates is %d, must be in 0..%d (the non-root pages)", c.Duplicates, c.Hosts*(c.PagesPerHost-1))
+	case c.LargeBytes < 0 || c.LargeBytes > maxLargeBytes:
+		return fmt.Errorf("testweb: LargeBytes is %d, must be in 0..%d", c.LargeBytes, int64(maxLargeBytes))
 	case c.Port < 0 || c.Port > 65535:
 		return fmt.Errorf("testweb: Port is %d, must be in 0..65535", c.Port)
 	}

@@ -96,6 +96,14 @@
 // from /dup/ take the dot-segment form. SecondURLs maps each second URL to
 // its page's URL; the second URLs are part of Pages.
 //
+// # Large file
+//
+// With Config.LargeBytes = N, host 0 also serves /large.bin (LargeURL):
+// N bytes of 64-byte lines, a 16-digit line number and a fixed text,
+// generated as they are sent, so that a web can serve gigabytes from a
+// few KiB of memory. LargeDigest is its payload digest, computed by
+// generating it again. No page links to it: a test seeds it.
+//
 // # Counting
 //
 // Every request is recorded on the server side at its start, before the

@@ -30,6 +30,8 @@ type response struct {
 	body     []byte
 	page     *pageState
 	known    bool
+	// large is the size of a generated large file, sent in place of body.
+	large int64
 }
 
 // route answers path on host h; it never writes, so it serves Body too.
@@ -57,6 +59,8 @@ func (w *Web) route(h int, path string) response {
 			return res
 		}
 	case h != 0:
+	case path == pathLarge && w.cfg.LargeBytes > 0:
+		return response{status: http.StatusOK, ctype: "application/octet-stream", large: w.cfg.LargeBytes, known: true}
 	case path == pathRedirect && !w.cfg.NoExtras:
 		return response{status: http.StatusMovedPermanently, ctype: contentHTML, location: redirectTo, body: redirectBody, known: true}
 	case path == pathMissing && !w.cfg.NoExtras:
@@ -121,7 +125,11 @@ func (w *Web) handler(h int) http.Handler {
 			Status:          res.status,
 		})
 		writeHead(rw, res)
-		if r.Method != http.MethodHead && res.status != http.StatusNotModified {
+		switch {
+		case r.Method == http.MethodHead || res.status == http.StatusNotModified:
+		case res.large > 0:
+			writeLarge(rw, res.large)
+		default:
 			w.writeBody(rw, r, res)
 		}
 	})
@@ -142,7 +150,7 @@ func writeHead(rw http.ResponseWriter, res response) {
 	hdr := rw.Header()
 	if res.status != http.StatusNotModified {
 		hdr.Set("Content-Type", res.ctype)
-		hdr.Set("Content-Length", strconv.Itoa(len(res.body)))
+		hdr.Set("Content-Length", strconv.FormatInt(max(int64(len(res.body)), res.large), 10))
 	}
 	if res.location != "" {
 		hdr.Set("Location", res.location)
@@ -163,7 +171,7 @@ func writeHead(rw http.ResponseWriter, res response) {
 // web or its path is not one the web defines (a generic 404). It covers
 // pages, robots.txt, the redirect's body, the 404 page, /private/ pages
 // and, when enabled, second URLs, calendar pages, assets and the CDN's
-// resources.
+// resources. The large file is not covered (LargeDigest tells it).
 func (w *Web) Body(rawURL string) ([]byte, bool) {
 	u, err := url.Parse(rawURL)
 	if err != nil || u.Scheme != "http" {
@@ -174,7 +182,7 @@ func (w *Web) Body(rawURL string) ([]byte, bool) {
 		return nil, false
 	}
 	res := w.route(h, u.Path)
-	if !res.known {
+	if !res.known || res.large > 0 {
 		return nil, false
 	}
 	return append([]byte(nil), res.body...), true

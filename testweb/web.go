@@ -25,6 +25,8 @@ type Web struct {
 	// cdnAddr is "IP:PORT" of the CDN in asset mode, "" otherwise.
 	cdnAddr string
 
+	largeState
+
 	// extraLinks are absolute URLs off the web that its pages link to
 	// (StartDead): every root links to all of them, every other page to
 	// one.

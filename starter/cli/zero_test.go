@@ -77,7 +77,7 @@ func TestZeroUnsetNegative(t *testing.T) {
 		{"per_host_delay", "per-host-delay", top("per_host_delay"), "-1s", func(c campaign.Config) any { return c.HostDelay() },
 			value(time.Second), value(time.Duration(0)), refused("per_host_delay -1s: must be between 0 (no delay) and 1h")},
 		{"body_cap", "", top("body_cap"), "-1", func(c campaign.Config) any { return c.BodyCap },
-			value(int64(1 << 20)), refused("body_cap 0: must be between 1024 and 67108864 bytes"), refused("body_cap -1: must be between 1024")},
+			value(int64(0)), refused("body_cap 0: must be between 1024 and 1099511627776 bytes; leave it out for no cap"), refused("body_cap -1: must be between 1024")},
 		{"max_redirects", "", top("max_redirects"), "-1", func(c campaign.Config) any { return c.RedirectLimit() },
 			value(10), value(0), refused("max_redirects -1: must be between 0 (follow none) and 30")},
 		{"max_attempts", "", top("max_attempts"), "-1", func(c campaign.Config) any { return c.MaxAttempts },
