@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -63,6 +64,26 @@ func TestQuorumShardsOnACluster(t *testing.T) {
 	t.Run("a node lost for good", func(t *testing.T) { nodeLostForGood(t, cs) })
 }
 
+// clusterWeb is the test web of a cluster fault: 6 hosts of 200 pages,
+// or, with DROVER_CLUSTER_PAGES=N (N of 6,000 or more), 20 hosts sharing
+// N pages, for the crawl of a size an operator runs on a cluster.
+func clusterWeb(base byte) testweb.Config {
+	cfg := testweb.Config{Hosts: 6, PagesPerHost: 200, CrossHost: true, Base: base}
+	if n, _ := strconv.Atoi(os.Getenv("DROVER_CLUSTER_PAGES")); n >= 6000 {
+		cfg.Hosts, cfg.PagesPerHost = 20, n/20
+	}
+	return cfg
+}
+
+// clusterDelay is a fault's per-host delay, at most 100 ms on the larger
+// web of clusterWeb (20 hosts of many pages outlast a fault at that pace).
+func clusterDelay(d time.Duration) time.Duration {
+	if n, _ := strconv.Atoi(os.Getenv("DROVER_CLUSTER_PAGES")); n >= 6000 {
+		return min(d, 100*time.Millisecond)
+	}
+	return d
+}
+
 // rollingDownFor is how long each node stays stopped in rollingRestart.
 const rollingDownFor = 15 * time.Second
 
@@ -72,10 +93,10 @@ const rollingDownFor = 15 * time.Second
 // with every page requested and stored.
 func rollingRestart(t *testing.T, cs *clusterStack) {
 	cluster, s := cs.cluster, cs.s
-	web := webtest.Start(t, testweb.Config{Hosts: 6, PagesPerHost: 200, CrossHost: true, Base: 156})
+	web := webtest.Start(t, clusterWeb(156))
 	c := s.temporal.Client()
 	cfg := s.newCampaign("quorum-rolling", web, 4)
-	cfg.PerHostDelay = new(500 * time.Millisecond) // 12 pages a second: the crawl outlasts the three stops
+	cfg.PerHostDelay = new(clusterDelay(500 * time.Millisecond)) // 12 pages a second: the crawl outlasts the three stops
 	run := ctStartCampaign(t, c, cfg)
 	total := len(web.Pages())
 	await.For(t, 2*time.Minute, 50*time.Millisecond, "a tenth of the crawl", func() error { return ctAtLeastRequested(web, total/10) })
@@ -108,7 +129,7 @@ func rollingRestart(t *testing.T, cs *clusterStack) {
 // with the node.
 func nodeLostForGood(t *testing.T, cs *clusterStack) {
 	cluster, s, sched := cs.cluster, cs.s, cs.sched
-	web := webtest.Start(t, testweb.Config{Hosts: 6, PagesPerHost: 200, CrossHost: true, Base: 154})
+	web := webtest.Start(t, clusterWeb(154))
 	c := s.temporal.Client()
 	cfg := s.newCampaign("quorum-loss", web, 4)
 	cfg.PerHostDelay = new(50 * time.Millisecond)
@@ -254,7 +275,7 @@ const quorumLostFor = 20 * time.Second
 // stored.
 func quorumLost(t *testing.T, cs *clusterStack) {
 	cluster, s, sched := cs.cluster, cs.s, cs.sched
-	web := webtest.Start(t, testweb.Config{Hosts: 6, PagesPerHost: 200, CrossHost: true, Base: 155})
+	web := webtest.Start(t, clusterWeb(155))
 	c := s.temporal.Client()
 	cfg := s.newCampaign("quorum-lost", web, 4)
 	cfg.PerHostDelay = new(50 * time.Millisecond)
@@ -324,10 +345,10 @@ const partitionFor = 30 * time.Second
 // every page requested and stored.
 func partitionHealed(t *testing.T, cs *clusterStack) {
 	cluster, s, sched := cs.cluster, cs.s, cs.sched
-	web := webtest.Start(t, testweb.Config{Hosts: 6, PagesPerHost: 200, CrossHost: true, Base: 157})
+	web := webtest.Start(t, clusterWeb(157))
 	c := s.temporal.Client()
 	cfg := s.newCampaign("quorum-partition", web, 4)
-	cfg.PerHostDelay = new(250 * time.Millisecond) // 24 pages a second: the crawl outlasts the partition
+	cfg.PerHostDelay = new(clusterDelay(250 * time.Millisecond)) // 24 pages a second: the crawl outlasts the partition
 	run := ctStartCampaign(t, c, cfg)
 	total := len(web.Pages())
 	await.For(t, 2*time.Minute, 50*time.Millisecond, "a fifth of the crawl", func() error { return ctAtLeastRequested(web, total/5) })
