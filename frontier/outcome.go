@@ -44,7 +44,7 @@ func (a *campaignActor) onOutcomes(s *fetcherSession, items []session.Outcome) {
 		if start := now.Add(-o.Took); start.Add(h.spacing()).After(h.next) {
 			h.next = start.Add(h.spacing())
 			if h.spacing() > 0 && a.srv.clocks != nil {
-				a.srv.clocks.started(h.name, start, h.spacing(), now)
+				a.srv.clocks.started(h.clock, start, h.spacing(), now)
 			}
 		}
 		if l.e == nil {
