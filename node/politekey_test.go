@@ -1,0 +1,143 @@
+package node_test
+
+// Politeness keyed by registered domain, by the server's own clock: eight
+// host names of one domain, crawled through two schedulers, are one
+// domain's worth of requests, one at a time and the delay apart.
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/drover-crawl/drover/activities"
+	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/node"
+	"github.com/drover-crawl/drover/node/nodetest"
+)
+
+// domainWeb serves the host names hN.drover.test (N < hosts) on one
+// loopback listener, pages of them each, every page answered after
+// latency; it records each request's start and end, and the most requests
+// it ever had at once.
+type domainWeb struct {
+	srv            *httptest.Server
+	port           string
+	hosts, pages   int
+	latency        time.Duration
+	mu             sync.Mutex
+	starts         []time.Time
+	seen           map[string]int // host+path -> requests
+	inflight, most int
+}
+
+func startDomainWeb(t *testing.T, hosts, pages int, latency time.Duration) *domainWeb {
+	w := &domainWeb{hosts: hosts, pages: pages, latency: latency, seen: map[string]int{}}
+	w.srv = httptest.NewServer(http.HandlerFunc(w.serve))
+	t.Cleanup(w.srv.Close)
+	_, w.port, _ = net.SplitHostPort(w.srv.Listener.Addr().String())
+	return w
+}
+
+func (w *domainWeb) serve(rw http.ResponseWriter, r *http.Request) {
+	host, _, _ := net.SplitHostPort(r.Host)
+	w.mu.Lock()
+	w.starts = append(w.starts, time.Now())
+	w.seen[host+r.URL.Path]++
+	w.inflight++
+	w.most = max(w.most, w.inflight)
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		w.inflight--
+		w.mu.Unlock()
+	}()
+	time.Sleep(w.latency)
+	if r.URL.Path == "/robots.txt" {
+		http.NotFound(rw, r)
+		return
+	}
+	rw.Header().Set("Content-Type", "text/html")
+	fmt.Fprint(rw, "<html><body>")
+	for p := 1; p < w.pages; p++ {
+		fmt.Fprintf(rw, `<a href="/p/%d">%d</a>`, p, p)
+	}
+	fmt.Fprint(rw, "</body></html>")
+}
+
+func (w *domainWeb) seeds() []string {
+	var out []string
+	for h := range w.hosts {
+		out = append(out, fmt.Sprintf("http://h%d.drover.test:%s/", h, w.port))
+	}
+	return out
+}
+
+// lookup answers every name of drover.test with the listener's IP.
+func (w *domainWeb) lookup(_ context.Context, host string) ([]netip.Addr, error) {
+	if !strings.HasSuffix(host, ".drover.test") {
+		return nil, fmt.Errorf("%s: not a test name", host)
+	}
+	return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+}
+
+func TestDomainKeyOneRequestAtATime(t *testing.T) {
+	const hosts, pages, delay = 8, 4, 300 * time.Millisecond
+	web := startDomainWeb(t, hosts, pages, 30*time.Millisecond)
+	sv := startServices(t)
+	// Two schedulers, each the owner of half the shards: keyed by host,
+	// the eight hosts would be spread over both.
+	var addrs []string
+	for i := range 2 {
+		c := frontier.DefaultServerConfig()
+		c.Name, c.Index, c.Replicas = fmt.Sprintf("sched-%d", i), i, 2
+		addrs = append(addrs, nodetest.StartScheduler(t, node.SchedulerConfig{Server: c, SeenPath: filepath.Join(t.TempDir(), "seen")}).Addr())
+	}
+	w, err := node.StartWorkers(sv.temporal.Client(), node.WorkerConfig{Identity: "domain-worker", Activities: &activities.Activities{
+		Schedulers: addrs, Token: session.DevToken, KafkaBrokers: sv.kafka.Addr(), Identity: "domain-worker", Lookup: web.lookup,
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	cfg := campaign.Config{ID: fmt.Sprintf("domainkey-%d", rand.IntN(1e9)), Seeds: web.seeds(), Fetchers: 4, AllowPrivate: true,
+		PerHostDelay: new(delay), PolitenessKey: campaign.KeyDomain, Sinks: []string{"kafka://" + sv.kafka.Addr() + "/" + sv.topic}}
+	runCampaign(t, sv.temporal.Client(), cfg, 4*time.Minute)()
+
+	web.mu.Lock()
+	defer web.mu.Unlock()
+	for h := range hosts {
+		for p := range pages {
+			path := "/"
+			if p > 0 {
+				path = fmt.Sprintf("/p/%d", p)
+			}
+			if n := web.seen[fmt.Sprintf("h%d.drover.test%s", h, path)]; n == 0 {
+				t.Errorf("h%d.drover.test%s never requested", h, path)
+			}
+		}
+	}
+	if web.most != 1 {
+		t.Errorf("the server had %d requests at once; the domain's hosts share one clock", web.most)
+	}
+	starts := slices.SortedFunc(slices.Values(web.starts), time.Time.Compare)
+	least := time.Hour
+	for i := 1; i < len(starts); i++ {
+		least = min(least, starts[i].Sub(starts[i-1]))
+	}
+	if least < delay {
+		t.Errorf("two requests to the domain %s apart at the server; its delay is %s", least.Round(time.Millisecond), delay)
+	}
+	t.Logf("%d requests to %d hosts of drover.test; at most %d at once; smallest gap %s", len(starts), hosts, web.most, least.Round(time.Millisecond))
+}
