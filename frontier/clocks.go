@@ -197,12 +197,14 @@ func (sh *clockShard) sweep(now time.Time) {
 
 // takeSlot asks the shared clock of h for a start now; when another
 // campaign's request comes first, h waits for the slot reserved for this
-// campaign. A host without delay shares nothing. Actor goroutine only.
+// campaign. The clock spaces starts by the delay; the adaptive delay
+// (delay_factor) is the campaign's own, kept by h.next. A host without
+// delay shares nothing. Actor goroutine only.
 func (a *campaignActor) takeSlot(h *host, now time.Time) bool {
-	if h.spacing() <= 0 || a.srv.clocks == nil {
+	if h.delay <= 0 || a.srv.clocks == nil {
 		return true
 	}
-	at := a.srv.clocks.slot(h.clock, a.key, h.spacing(), now)
+	at := a.srv.clocks.slot(h.clock, a.key, h.delay, now)
 	if at.After(now) {
 		a.clockWaits.Add(1)
 		h.next = maxTime(h.next, at)
