@@ -1,8 +1,9 @@
 package node_test
 
-// Politeness keyed by registered domain, by the server's own clock: eight
-// host names of one domain, crawled through two schedulers, are one
-// domain's worth of requests, one at a time and the delay apart.
+// Politeness keyed by registered domain or by a named group, by the
+// server's own clock: eight host names of one domain, crawled through two
+// schedulers, are one domain's worth of requests, one at a time and the
+// delay apart; two campaigns naming one group share its delay.
 
 import (
 	"context"
@@ -25,6 +26,9 @@ import (
 	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/node/nodetest"
+	"github.com/drover-crawl/drover/testweb"
+	"github.com/drover-crawl/drover/testweb/webtest"
+	"github.com/drover-crawl/drover/workflows"
 )
 
 // domainWeb serves the host names hN.drover.test (N < hosts) on one
@@ -140,4 +144,55 @@ func TestDomainKeyOneRequestAtATime(t *testing.T) {
 		t.Errorf("two requests to the domain %s apart at the server; its delay is %s", least.Round(time.Millisecond), delay)
 	}
 	t.Logf("%d requests to %d hosts of drover.test; at most %d at once; smallest gap %s", len(starts), hosts, web.most, least.Round(time.Millisecond))
+}
+
+// Two campaigns name one group for the four hosts of a test web: the
+// server sees every two requests to the group's hosts the delay apart,
+// whichever campaign and host made them, and each campaign gets its
+// turns while both crawl.
+func TestGroupKeySharedByTwoCampaigns(t *testing.T) {
+	web := webtest.Start(t, testweb.Config{Hosts: 4, PagesPerHost: 5, NoExtras: true, Base: 148})
+	s := startStack(t)
+	const delay = 300 * time.Millisecond
+	groups := map[string]string{}
+	for _, h := range web.Hosts() {
+		name, _, _ := cutPort(h)
+		groups[name] = "testweb"
+	}
+	var waits []func() workflows.Status
+	for _, ua := range []string{"drover-test-a", "drover-test-b"} {
+		cfg := s.newCampaign("group", web, 2)
+		cfg.PerHostDelay = new(delay)
+		cfg.UserAgent = ua
+		cfg.PolitenessKey, cfg.PolitenessGroups = campaign.KeyGroup, groups
+		waits = append(waits, runCampaign(t, s.temporal.Client(), cfg, 3*time.Minute))
+	}
+	for _, w := range waits {
+		w()
+	}
+	reqs := web.Requests()
+	slices.SortFunc(reqs, func(a, b testweb.Request) int { return a.Start.Compare(b.Start) })
+	if len(reqs) < 2*len(web.Pages()) {
+		t.Fatalf("%d requests; want every page from each campaign (%d)", len(reqs), 2*len(web.Pages()))
+	}
+	least := time.Hour
+	for i := 1; i < len(reqs); i++ {
+		gap := reqs[i].Start.Sub(reqs[i-1].Start)
+		least = min(least, gap)
+		if gap < delay {
+			t.Errorf("%s (%s) and %s (%s) %s apart at the server; the group's delay is %s",
+				reqs[i-1].URL, reqs[i-1].UA, reqs[i].URL, reqs[i].UA, gap.Round(time.Millisecond), delay)
+		}
+	}
+	half := reqs[:len(reqs)/2]
+	n := map[string]int{}
+	for _, r := range half {
+		n[r.UA]++
+	}
+	for _, ua := range []string{"drover-test-a", "drover-test-b"} {
+		if share := float64(n[ua]) / float64(len(half)); share < 0.4 {
+			t.Errorf("campaign %s made %d of the first %d requests (%.0f%%): the other went ahead", ua, n[ua], len(half), 100*share)
+		}
+	}
+	t.Logf("%d requests to %d hosts of one group, the smallest gap %s; first half by campaign: %v", len(reqs), len(web.Hosts()), least.Round(time.Millisecond), n)
 }
