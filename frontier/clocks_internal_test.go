@@ -48,6 +48,8 @@ func TestHostClockDropsAStaleReservation(t *testing.T) {
 // had started.
 func TestHostClockLateReservations(t *testing.T) {
 	const d = time.Second
+	least := 1.0 // the smallest share a campaign got
+	defer func() { t.Logf("the smallest share of a campaign over 20 runs of 200 starts: %.0f%%", 100*least) }()
 	for seed := range uint64(20) {
 		rng := rand.New(rand.NewPCG(seed, 31))
 		c := newHostClocks()
@@ -84,7 +86,9 @@ func TestHostClockLateReservations(t *testing.T) {
 			}
 		}
 		for _, cp := range campaigns {
-			if share := float64(n[cp]) / float64(len(starts)); share < 0.4 {
+			share := float64(n[cp]) / float64(len(starts))
+			least = min(least, share)
+			if share < 0.4 {
 				t.Errorf("seed %d: campaign %s got %d of %d starts (%.0f%%)", seed, cp, n[cp], len(starts), 100*share)
 			}
 		}
