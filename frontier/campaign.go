@@ -52,6 +52,10 @@ type campaignActor struct {
 	// never changes, so the record goroutines read it; cfg is the loop's
 	// (live rules replace it).
 	lineage string
+	// clockKey is the campaign's Config.ClockKey, bound to the config the
+	// actor was made with (the key never changes; cfg is the loop's), for
+	// the record goroutines: a host's politeness key, and its shard's.
+	clockKey func(host string) string
 	// incarnation names this actor's life (Welcome.Incarnation): what a
 	// fetcher learnt of its records (session.KnownLinks) holds for it only.
 	incarnation uint64
@@ -151,6 +155,7 @@ func newCampaignActor(srv *Server, cfg campaign.Config) (*campaignActor, error) 
 		cfg:         cfg,
 		key:         cfg.FrontierKey(),
 		lineage:     cfg.HistoryKey(),
+		clockKey:    cfg.ClockKey,
 		topo:        Topology{Campaign: cfg.FrontierKey()},
 		policy:      p,
 		log:         srv.log.With("campaign", cfg.FrontierKey()),
