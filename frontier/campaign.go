@@ -77,15 +77,20 @@ type campaignActor struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	hosts    map[string]*host
-	ready    hostHeap
-	waiting  hostHeap
-	sessions map[*fetcherSession]struct{}
-	leases   map[uint64]*lease
-	held     map[seen.Key]*entry // URLs held in memory or leased, by key
-	seq      uint64
-	timer    *time.Timer
-	timerAt  time.Time
+	hosts map[string]*host
+	// keyInflight counts the leases out per politeness key, and
+	// keyWaiting holds the hosts waiting for one of them to end, for a
+	// campaign keyed by domain or group (keyconc.go).
+	keyInflight map[string]int
+	keyWaiting  map[string]map[*host]struct{}
+	ready       hostHeap
+	waiting     hostHeap
+	sessions    map[*fetcherSession]struct{}
+	leases      map[uint64]*lease
+	held        map[seen.Key]*entry // URLs held in memory or leased, by key
+	seq         uint64
+	timer       *time.Timer
+	timerAt     time.Time
 
 	consumeCh *amqp.Channel
 	consuming bool
@@ -162,6 +167,8 @@ func newCampaignActor(srv *Server, cfg campaign.Config) (*campaignActor, error) 
 		events:      make(chan func(), 1024),
 		done:        make(chan struct{}),
 		hosts:       map[string]*host{},
+		keyInflight: map[string]int{},
+		keyWaiting:  map[string]map[*host]struct{}{},
 		ready:       hostHeap{ready: true},
 		sessions:    map[*fetcherSession]struct{}{},
 		leases:      map[uint64]*lease{},

@@ -97,11 +97,45 @@ func (w *domainWeb) lookup(_ context.Context, host string) ([]netip.Addr, error)
 }
 
 func TestDomainKeyOneRequestAtATime(t *testing.T) {
-	const hosts, pages, delay = 8, 4, 300 * time.Millisecond
-	web := startDomainWeb(t, hosts, pages, 30*time.Millisecond)
+	const delay = 300 * time.Millisecond
+	web := crawlDomain(t, delay, 30*time.Millisecond)
+	web.mu.Lock()
+	defer web.mu.Unlock()
+	if web.most != 1 {
+		t.Errorf("the server had %d requests at once; the domain's hosts share one clock", web.most)
+	}
+	starts := slices.SortedFunc(slices.Values(web.starts), time.Time.Compare)
+	least := time.Hour
+	for i := 1; i < len(starts); i++ {
+		least = min(least, starts[i].Sub(starts[i-1]))
+	}
+	if least < delay {
+		t.Errorf("two requests to the domain %s apart at the server; its delay is %s", least.Round(time.Millisecond), delay)
+	}
+	t.Logf("%d requests to %d hosts of drover.test; at most %d at once; smallest gap %s", len(starts), web.hosts, web.most, least.Round(time.Millisecond))
+}
+
+// Without a delay, a domain's hosts still have the campaign's per-host
+// concurrency between them all: the server never has two requests at once.
+func TestDomainKeyConcurrencyWithoutDelay(t *testing.T) {
+	web := crawlDomain(t, 0, 100*time.Millisecond)
+	web.mu.Lock()
+	defer web.mu.Unlock()
+	if web.most != 1 {
+		t.Errorf("the server had %d requests at once; a per-host concurrency of 1 holds for the domain's hosts together", web.most)
+	}
+	t.Logf("%d requests to %d hosts of drover.test; at most %d at once", len(web.starts), web.hosts, web.most)
+}
+
+// crawlDomain crawls eight host names of drover.test, keyed by domain at
+// delay, through two schedulers (each the owner of half the shards: keyed
+// by host, the hosts would be spread over both) and four fetchers, with
+// every answer taking latency; it checks that every page was requested
+// and returns the web.
+func crawlDomain(t *testing.T, delay, latency time.Duration) *domainWeb {
+	const hosts, pages = 8, 4
+	web := startDomainWeb(t, hosts, pages, latency)
 	sv := startServices(t)
-	// Two schedulers, each the owner of half the shards: keyed by host,
-	// the eight hosts would be spread over both.
 	var addrs []string
 	for i := range 2 {
 		c := frontier.DefaultServerConfig()
@@ -118,7 +152,6 @@ func TestDomainKeyOneRequestAtATime(t *testing.T) {
 	cfg := campaign.Config{ID: fmt.Sprintf("domainkey-%d", rand.IntN(1e9)), Seeds: web.seeds(), Fetchers: 4, AllowPrivate: true,
 		PerHostDelay: new(delay), PolitenessKey: campaign.KeyDomain, Sinks: []string{"kafka://" + sv.kafka.Addr() + "/" + sv.topic}}
 	runCampaign(t, sv.temporal.Client(), cfg, 4*time.Minute)()
-
 	web.mu.Lock()
 	defer web.mu.Unlock()
 	for h := range hosts {
@@ -127,23 +160,12 @@ func TestDomainKeyOneRequestAtATime(t *testing.T) {
 			if p > 0 {
 				path = fmt.Sprintf("/p/%d", p)
 			}
-			if n := web.seen[fmt.Sprintf("h%d.drover.test%s", h, path)]; n == 0 {
+			if web.seen[fmt.Sprintf("h%d.drover.test%s", h, path)] == 0 {
 				t.Errorf("h%d.drover.test%s never requested", h, path)
 			}
 		}
 	}
-	if web.most != 1 {
-		t.Errorf("the server had %d requests at once; the domain's hosts share one clock", web.most)
-	}
-	starts := slices.SortedFunc(slices.Values(web.starts), time.Time.Compare)
-	least := time.Hour
-	for i := 1; i < len(starts); i++ {
-		least = min(least, starts[i].Sub(starts[i-1]))
-	}
-	if least < delay {
-		t.Errorf("two requests to the domain %s apart at the server; its delay is %s", least.Round(time.Millisecond), delay)
-	}
-	t.Logf("%d requests to %d hosts of drover.test; at most %d at once; smallest gap %s", len(starts), hosts, web.most, least.Round(time.Millisecond))
+	return web
 }
 
 // Two campaigns name one group for the four hosts of a test web: the
