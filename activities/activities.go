@@ -49,6 +49,10 @@ type Activities struct {
 	// stores (WorkerMetrics makes them).
 	Metrics     *Metrics
 	SinkMetrics *sink.Metrics
+	// Lookup, when set, answers the fetchers' host names instead of the
+	// resolver (fetch.WithLookup), for tests and benchmarks only: host
+	// names of a test domain onto a loopback listener.
+	Lookup fetch.LookupFunc
 }
 
 // ControlClient is what Seed and Close need of a scheduler's control

@@ -54,10 +54,15 @@ func acquireKnownLinks(ctx context.Context, id, runID string) (*session.KnownLin
 const sinkOpenTimeout = 30 * time.Second
 
 // acquireFetcher returns the campaign's shared Fetcher and the function
-// that gives it back.
-func acquireFetcher(ctx context.Context, cfg campaign.Config) (*fetch.Fetcher, func() error, error) {
+// that gives it back; lookup, when set, answers its host names
+// (fetch.WithLookup).
+func acquireFetcher(ctx context.Context, cfg campaign.Config, lookup fetch.LookupFunc) (*fetch.Fetcher, func() error, error) {
 	return fetchers.acquire(ctx, cfg.ID, cfg, func() (*fetch.Fetcher, func() error, error) {
-		f, err := fetch.New(cfg)
+		var opts []fetch.Option
+		if lookup != nil {
+			opts = append(opts, fetch.WithLookup(lookup))
+		}
+		f, err := fetch.New(cfg, opts...)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -53,7 +53,7 @@ func (a *Activities) FetchSession(ctx context.Context, in workflows.FetchSession
 	if len(a.Schedulers) == 0 {
 		return workflows.SessionCounters{}, temporal.NewNonRetryableApplicationError("no scheduler configured (DROVER_SCHEDULER)", "Config", nil)
 	}
-	f, release, err := acquireFetcher(ctx, cfg)
+	f, release, err := acquireFetcher(ctx, cfg, a.Lookup)
 	if err != nil {
 		return workflows.SessionCounters{}, temporal.NewNonRetryableApplicationError(err.Error(), "Config", err)
 	}

@@ -145,6 +145,16 @@ type Config struct {
 	// delayFactor, Scrapy's AutoThrottle), and never less than its
 	// delay; at most MaxAdaptiveDelay. 0: off.
 	DelayFactor float64 `json:"delay_factor,omitempty" yaml:"delay_factor,omitempty"`
+	// PolitenessKey is what the delay counts per, on the clocks a
+	// scheduler's campaigns share (ClockKey): "host" (or empty, the
+	// default), "domain" (the registered domain, by the public suffix
+	// list) or "group" (PolitenessGroups). A campaign's URLs go to the
+	// shard of their key, so it is fixed for the campaign's life.
+	PolitenessKey string `json:"politeness_key,omitempty" yaml:"politeness_key,omitempty"`
+	// PolitenessGroups maps a host name or a registered domain to a group
+	// name, for PolitenessKey "group": the hosts of a group, in every
+	// campaign that names it, share one clock.
+	PolitenessGroups map[string]string `json:"politeness_groups,omitempty" yaml:"politeness_groups,omitempty"`
 
 	// QueueType is the type of the campaign's shard queues: "quorum"
 	// (replicated over a RabbitMQ cluster's nodes, outliving the loss of
@@ -535,6 +545,7 @@ func (c Config) checkHosts() []error {
 	if c.DelayFactor < 0 || c.DelayFactor > 100 || math.IsNaN(c.DelayFactor) {
 		errs = append(errs, fmt.Errorf("delay_factor %g: must be between 0 (off) and 100", c.DelayFactor))
 	}
+	errs = append(errs, c.checkPolitenessKey()...)
 	if err := c.Live.Validate(); err != nil {
 		errs = append(errs, err)
 	}

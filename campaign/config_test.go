@@ -48,6 +48,19 @@ func TestValidate(t *testing.T) {
 		{"embeds in scope only", func(c *Config) { c.EmbedHops = new(0) }, ""},
 		{"adaptive delay", func(c *Config) { c.DelayFactor = 2.5 }, ""},
 		{"negative delay factor", func(c *Config) { c.DelayFactor = -1 }, "delay_factor -1: must be between 0 (off) and 100"},
+		{"domain key", func(c *Config) { c.PolitenessKey = KeyDomain }, ""},
+		{"group key", func(c *Config) {
+			c.PolitenessKey, c.PolitenessGroups = KeyGroup, map[string]string{"example.org": "ex", "cdn.example.net": "ex"}
+		}, ""},
+		{"unknown key", func(c *Config) { c.PolitenessKey = "ip" }, `politeness_key "ip": must be host, domain or group`},
+		{"group key without groups", func(c *Config) { c.PolitenessKey = KeyGroup }, "politeness_groups must map at least one"},
+		{"groups without the group key", func(c *Config) { c.PolitenessGroups = map[string]string{"a.org": "g"} }, `politeness_groups: used only with politeness_key "group"`},
+		{"group of a URL", func(c *Config) {
+			c.PolitenessKey, c.PolitenessGroups = KeyGroup, map[string]string{"http://a.org/": "g"}
+		}, `politeness_groups "http://a.org/": must be a host name`},
+		{"malformed group", func(c *Config) {
+			c.PolitenessKey, c.PolitenessGroups = KeyGroup, map[string]string{"a.org": "my group"}
+		}, `group "my group" must be 1-64 characters`},
 		{"negative embed hops", func(c *Config) { c.EmbedHops = new(-1) }, "embed_hops -1: must be between 0"},
 		{"embed hops past the bound", func(c *Config) { c.EmbedHops = new(MaxEmbedHops + 1) }, "embed_hops 6"},
 	}

@@ -52,6 +52,10 @@ type campaignActor struct {
 	// never changes, so the record goroutines read it; cfg is the loop's
 	// (live rules replace it).
 	lineage string
+	// clockKey is the campaign's Config.ClockKey, bound to the config the
+	// actor was made with (the key never changes; cfg is the loop's), for
+	// the record goroutines: a host's politeness key, and its shard's.
+	clockKey func(host string) string
 	// incarnation names this actor's life (Welcome.Incarnation): what a
 	// fetcher learnt of its records (session.KnownLinks) holds for it only.
 	incarnation uint64
@@ -73,15 +77,20 @@ type campaignActor struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	hosts    map[string]*host
-	ready    hostHeap
-	waiting  hostHeap
-	sessions map[*fetcherSession]struct{}
-	leases   map[uint64]*lease
-	held     map[seen.Key]*entry // URLs held in memory or leased, by key
-	seq      uint64
-	timer    *time.Timer
-	timerAt  time.Time
+	hosts map[string]*host
+	// keyInflight counts the leases out per politeness key, and
+	// keyWaiting holds the hosts waiting for one of them to end, for a
+	// campaign keyed by domain or group (keyconc.go).
+	keyInflight map[string]int
+	keyWaiting  map[string]map[*host]struct{}
+	ready       hostHeap
+	waiting     hostHeap
+	sessions    map[*fetcherSession]struct{}
+	leases      map[uint64]*lease
+	held        map[seen.Key]*entry // URLs held in memory or leased, by key
+	seq         uint64
+	timer       *time.Timer
+	timerAt     time.Time
 
 	consumeCh *amqp.Channel
 	consuming bool
@@ -151,12 +160,15 @@ func newCampaignActor(srv *Server, cfg campaign.Config) (*campaignActor, error) 
 		cfg:         cfg,
 		key:         cfg.FrontierKey(),
 		lineage:     cfg.HistoryKey(),
+		clockKey:    cfg.ClockKey,
 		topo:        Topology{Campaign: cfg.FrontierKey()},
 		policy:      p,
 		log:         srv.log.With("campaign", cfg.FrontierKey()),
 		events:      make(chan func(), 1024),
 		done:        make(chan struct{}),
 		hosts:       map[string]*host{},
+		keyInflight: map[string]int{},
+		keyWaiting:  map[string]map[*host]struct{}{},
 		ready:       hostHeap{ready: true},
 		sessions:    map[*fetcherSession]struct{}{},
 		leases:      map[uint64]*lease{},

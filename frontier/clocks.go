@@ -3,6 +3,7 @@ package frontier
 import (
 	"hash/maphash"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -10,18 +11,24 @@ import (
 // hostClocks are the politeness clocks every campaign of a scheduler
 // shares: two campaigns crawling one host together keep the host's delay
 // between any two of their requests, not each its own, and take turns.
+// A clock's key is a host's politeness key (campaign.Config.ClockKey):
+// its host name, registered domain or group, as its campaign chose; the
+// hosts of a domain or a group then share one clock too.
 //
 // A campaign about to lease a URL of a host (or its robots.txt) asks the
-// host's clock for a slot: the next start at least its delay after the
+// key's clock for a slot: the next start at least its delay after the
 // last one given, to any campaign. A slot in the future is reserved for
 // the campaign, which comes back for it (its host waits until then), so
-// that campaigns waiting on one host are served in turn rather than by
-// whichever wakes first. A reservation never taken (its campaign stopped,
-// or its URLs of the host went away) costs the host one slot, and is
-// dropped once it is stale (staleAfter).
+// that campaigns waiting on one key are served in turn rather than by
+// whichever wakes first. A campaign that comes back late (its host waited
+// for a session's credit) starts then if the delay since the last start
+// allows, and otherwise keeps its turn, moved to the first start the
+// delay allows, the reservations behind it moving too. A reservation
+// never taken (its campaign stopped, or its URLs of the host went away)
+// costs the key one slot, and is dropped once it is stale (staleAfter).
 //
-// A host's URLs of every campaign go to one scheduler when the campaigns'
-// shards are owned alike (a shard is a hash of the host); a campaign whose
+// A key's URLs of every campaign go to one scheduler when the campaigns'
+// shards are owned alike (a shard is a hash of the key); a campaign whose
 // shard another scheduler owns keeps its own pace there.
 type hostClocks struct {
 	seed   maphash.Seed
@@ -37,7 +44,8 @@ type clockShard struct {
 }
 
 type hostClock struct {
-	last time.Time            // the latest start given
+	took time.Time            // the latest start taken, or reported by an outcome
+	last time.Time            // the latest start taken or reserved
 	res  map[string]time.Time // campaign -> its reserved start
 }
 
@@ -54,37 +62,47 @@ func newHostClocks() *hostClocks {
 	return c
 }
 
-// shard is the shard of host's clock.
-func (c *hostClocks) shard(host string) *clockShard {
-	return &c.shards[maphash.String(c.seed, host)%clockShards]
+// shard is the shard of key's clock.
+func (c *hostClocks) shard(key string) *clockShard {
+	return &c.shards[maphash.String(c.seed, key)%clockShards]
 }
 
-// slot returns when campaign may start its next request to host, delay
+// slot returns when campaign may start its next request under key, delay
 // after the last start any campaign was given: now (the start is taken),
 // or a later time reserved for it.
-func (c *hostClocks) slot(host, campaign string, delay time.Duration, now time.Time) time.Time {
-	sh := c.shard(host)
+func (c *hostClocks) slot(key, campaign string, delay time.Duration, now time.Time) time.Time {
+	sh := c.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if sh.calls++; sh.calls%4096 == 0 {
 		sh.sweep(now)
 	}
-	hc := sh.clocks[host]
+	hc := sh.clocks[key]
 	if hc == nil {
 		hc = &hostClock{}
-		sh.clocks[host] = hc
+		sh.clocks[key] = hc
 	}
 	hc.dropStale(now, delay)
+	earliest := hc.took.Add(delay)
 	if at, ok := hc.res[campaign]; ok {
 		if at.After(now) {
 			return at
 		}
-		delete(hc.res, campaign)
-		return now // its turn: last is at already
+		if !now.Before(earliest) {
+			delete(hc.res, campaign)
+			hc.take(now, delay, now)
+			return now
+		}
+		// Late, and another campaign started since: its turn is the
+		// next start the delay allows, ahead of the turns reserved
+		// after its own.
+		hc.res[campaign] = earliest
+		hc.respace(hc.took, delay, now, campaign)
+		return hc.res[campaign]
 	}
-	at := hc.last.Add(delay)
+	at := maxTime(hc.last.Add(delay), earliest)
 	if !at.After(now) {
-		hc.last = now
+		hc.take(now, delay, now)
 		return now
 	}
 	if hc.res == nil {
@@ -94,41 +112,65 @@ func (c *hostClocks) slot(host, campaign string, delay time.Duration, now time.T
 	return at
 }
 
-// started moves host's clock to a request start an outcome reported, which
-// comes after its lease by the lease's transit to the fetcher: the next
-// slots, those reserved included, are each a delay after it and after
-// one another.
-func (c *hostClocks) started(host string, start time.Time, delay time.Duration, now time.Time) {
-	sh := c.shard(host)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	hc := sh.clocks[host]
-	if hc == nil {
-		return
-	}
-	hc.dropStale(now, delay)
+// take records a start at start: the reservations still ahead each go a
+// delay after it and after one another.
+func (hc *hostClock) take(start time.Time, delay time.Duration, now time.Time) {
+	hc.took = maxTime(hc.took, start)
+	hc.last = maxTime(hc.last, hc.took)
+	hc.respace(hc.took, delay, now, "")
+}
+
+// respace moves the reservations still ahead of now so that they keep
+// their order and each starts at least delay after from and after the one
+// before it; first goes ahead of a reservation at the same time.
+func (hc *hostClock) respace(from time.Time, delay time.Duration, now time.Time, first string) {
 	type res struct {
 		campaign string
 		at       time.Time
 	}
 	// Only the reservations still ahead move: one whose time has passed
-	// and whose campaign has not come for it is left to go stale.
+	// and whose campaign has not come for it is moved when it comes, or
+	// left to go stale.
 	var rs []res
 	for c, at := range hc.res {
 		if at.After(now) {
 			rs = append(rs, res{c, at})
 		}
 	}
-	slices.SortFunc(rs, func(a, b res) int { return a.at.Compare(b.at) })
-	last := maxTime(hc.last, start)
-	if len(rs) > 0 {
-		last = start
-	}
+	slices.SortFunc(rs, func(a, b res) int {
+		if c := a.at.Compare(b.at); c != 0 {
+			return c
+		}
+		switch {
+		case a.campaign == first:
+			return -1
+		case b.campaign == first:
+			return 1
+		}
+		return strings.Compare(a.campaign, b.campaign)
+	})
+	last := from
 	for _, r := range rs {
 		at := maxTime(r.at, last.Add(delay))
 		hc.res[r.campaign], last = at, at
 	}
 	hc.last = maxTime(hc.last, last)
+}
+
+// started moves key's clock to a request start an outcome reported, which
+// comes after its lease by the lease's transit to the fetcher: the next
+// slots, those reserved included, are each a delay after it and after
+// one another.
+func (c *hostClocks) started(key string, start time.Time, delay time.Duration, now time.Time) {
+	sh := c.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	hc := sh.clocks[key]
+	if hc == nil {
+		return
+	}
+	hc.dropStale(now, delay)
+	hc.take(start, delay, now)
 }
 
 // staleAfter: a reservation its campaign has not come for this long past
@@ -155,12 +197,14 @@ func (sh *clockShard) sweep(now time.Time) {
 
 // takeSlot asks the shared clock of h for a start now; when another
 // campaign's request comes first, h waits for the slot reserved for this
-// campaign. A host without delay shares nothing. Actor goroutine only.
+// campaign. The clock spaces starts by the delay; the adaptive delay
+// (delay_factor) is the campaign's own, kept by h.next. A host without
+// delay shares nothing. Actor goroutine only.
 func (a *campaignActor) takeSlot(h *host, now time.Time) bool {
-	if h.spacing() <= 0 || a.srv.clocks == nil {
+	if h.delay <= 0 || a.srv.clocks == nil {
 		return true
 	}
-	at := a.srv.clocks.slot(h.name, a.key, h.spacing(), now)
+	at := a.srv.clocks.slot(h.clock, a.key, h.delay, now)
 	if at.After(now) {
 		a.clockWaits.Add(1)
 		h.next = maxTime(h.next, at)

@@ -1,6 +1,8 @@
 package frontier
 
 import (
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -36,5 +38,59 @@ func TestHostClockDropsAStaleReservation(t *testing.T) {
 	last := starts[len(starts)-1].Sub(starts[len(starts)-2])
 	if last != d+5*time.Millisecond {
 		t.Errorf("a's starts end %s apart, want %s: b's old reservation still holds slots", last, d+5*time.Millisecond)
+	}
+}
+
+// Two campaigns share a key's clock and come for their slots late at
+// random (their hosts waited for a session's credit): every two starts
+// the clock gives stay the delay apart, and each campaign still gets its
+// turns. A late campaign once started at once, however recently the other
+// had started.
+func TestHostClockLateReservations(t *testing.T) {
+	const d = time.Second
+	least := 1.0 // the smallest share a campaign got
+	defer func() { t.Logf("the smallest share of a campaign over 20 runs of 200 starts: %.0f%%", 100*least) }()
+	for seed := range uint64(20) {
+		rng := rand.New(rand.NewPCG(seed, 31))
+		c := newHostClocks()
+		t0 := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+		late := func() time.Duration {
+			if rng.IntN(3) == 0 {
+				return time.Duration(rng.Int64N(int64(3 * d / 2)))
+			}
+			return 0
+		}
+		campaigns := []string{"a", "b"}
+		ask := []time.Time{t0.Add(late()), t0.Add(late())} // when each asks next
+		var starts []time.Time
+		n := map[string]int{}
+		for len(starts) < 200 {
+			i := 0
+			if ask[1].Before(ask[0]) || (ask[1].Equal(ask[0]) && rng.IntN(2) == 0) {
+				i = 1
+			}
+			now := ask[i]
+			at := c.slot("domain:example.org", campaigns[i], d, now)
+			if at.After(now) {
+				ask[i] = at.Add(late()) // its host waits for the slot
+				continue
+			}
+			starts = append(starts, now)
+			n[campaigns[i]]++
+			ask[i] = now.Add(d).Add(late()) // its own host's delay
+		}
+		slices.SortFunc(starts, time.Time.Compare)
+		for j := 1; j < len(starts); j++ {
+			if gap := starts[j].Sub(starts[j-1]); gap < d {
+				t.Fatalf("seed %d: starts %d and %d %s apart, want at least %s", seed, j-1, j, gap, d)
+			}
+		}
+		for _, cp := range campaigns {
+			share := float64(n[cp]) / float64(len(starts))
+			least = min(least, share)
+			if share < 0.4 {
+				t.Errorf("seed %d: campaign %s got %d of %d starts (%.0f%%)", seed, cp, n[cp], len(starts), 100*share)
+			}
+		}
 	}
 }

@@ -126,7 +126,7 @@ func (a *campaignActor) onURL(e *entry, now time.Time) {
 	h := a.hosts[hostName]
 	if h == nil {
 		delay, conc := a.cfg.PolitenessFor(hostName)
-		h = &host{name: strings.Clone(hostName), root: strings.Clone(urlrule.Origin(m.URL)), delay: delay, conc: conc, index: -1,
+		h = &host{name: strings.Clone(hostName), clock: strings.Clone(a.clockKey(hostName)), root: strings.Clone(urlrule.Origin(m.URL)), delay: delay, conc: conc, index: -1,
 			next: a.cfg.HostBlockedUntil(hostName)}
 		a.hosts[hostName] = h
 		a.nhosts.Store(int64(len(a.hosts)))

@@ -69,7 +69,11 @@ const (
 // host is the scheduler's politeness state for one host. Only the owning
 // scheduler (the active consumer of the host's shard) has it.
 type host struct {
-	name     string
+	name string
+	// clock is the host's politeness key (campaign.Config.ClockKey): the
+	// shared clock it takes its starts from, and what its shard is a hash
+	// of.
+	clock    string
 	root     string // scheme://host[:port] of the first URL seen, for robots.txt
 	queue    entryHeap
 	inflight int

@@ -29,6 +29,10 @@ func (a *campaignActor) place(h *host, now time.Time) {
 	if !h.hasWork() {
 		return
 	}
+	if a.keyFull(h) {
+		a.waitKey(h)
+		return
+	}
 	h.wake = h.next
 	if h.robots != nil && h.robots.Unreachable {
 		h.wake = maxTime(h.wake, h.robotsAt)
@@ -137,6 +141,9 @@ func (a *campaignActor) sessionsWithCredit() []*fetcherSession {
 
 // leaseFrom takes h's next URL (or its robots.txt) and leases it to s.
 func (a *campaignActor) leaseFrom(h *host, s *fetcherSession, now time.Time) (session.Lease, bool) {
+	if a.keyFull(h) {
+		return session.Lease{}, false // another host of its key took the last place
+	}
 	l := &lease{id: a.srv.nextLease.Add(1), h: h, s: s, deadline: now.Add(a.srv.cfg.LeaseTimeout), start: now}
 	out := session.Lease{ID: l.id, Deadline: l.deadline}
 	if h.needsRobots(now) {
@@ -185,6 +192,7 @@ func (a *campaignActor) leaseFrom(h *host, s *fetcherSession, now time.Time) (se
 		}
 	}
 	h.inflight++
+	a.keyLeased(h)
 	h.next = now.Add(h.spacing())
 	a.srv.m().leaseGranted(a.cfg.ID, l.e == nil)
 	if l.e != nil && !l.e.arrived.IsZero() {
@@ -203,6 +211,7 @@ func (a *campaignActor) endLease(l *lease, now time.Time) {
 	delete(l.s.leases, l.id)
 	l.h.inflight--
 	a.inflight.Add(-1)
+	a.keyEnded(l.h, now)
 }
 
 // returnLease puts a lost lease's URL back (or dead-letters a poison URL).

@@ -181,7 +181,7 @@ func newServerCollector(s *Server) *serverCollector {
 		"record_failures_total":      "Outcome batches whose recording failed (publish or seen store); their URLs went back.",
 		"urls_skipped_total":         "URLs dropped by max-pages-per-host.",
 		"robots_dropped_links_total": "Links robots.txt forbids, recorded instead of published.",
-		"shared_clock_waits_total":   "Leases put off because another campaign's request to the host came first (the hosts' clocks all campaigns share).",
+		"shared_clock_waits_total":   "Leases put off because another request under the host's politeness key (host, domain or group), of any campaign, came first (the clocks all campaigns share).",
 	} {
 		col.counters[n] = prometheus.NewDesc(name(n), help, c, nil)
 	}

@@ -35,18 +35,10 @@ func (a *campaignActor) onOutcomes(s *fetcherSession, items []session.Outcome) {
 			// robots.txt may set a Crawl-delay: apply it before spacing.
 			a.onRobots(h, o, now)
 		}
-		// Space request starts: the request started no later than now-Took
-		// (Took is measured from after the request), whatever the lease's
-		// transit; an outcome without Took counts from now.
 		if o.Latency > 0 {
 			h.adapt = a.cfg.AdaptiveDelay(o.Latency)
 		}
-		if start := now.Add(-o.Took); start.Add(h.spacing()).After(h.next) {
-			h.next = start.Add(h.spacing())
-			if h.spacing() > 0 && a.srv.clocks != nil {
-				a.srv.clocks.started(h.name, start, h.spacing(), now)
-			}
-		}
+		a.spaceAfter(h, l, o, now)
 		if l.e == nil {
 			a.trimHost(h, now)
 			a.place(h, now)
@@ -79,6 +71,24 @@ func (a *campaignActor) onOutcomes(s *fetcherSession, items []session.Outcome) {
 		}
 	}
 	a.queueRecord(rec)
+}
+
+// spaceAfter spaces h's next start after the request o reports. The
+// request reached the server no later than its response head, now-Took
+// (Took is measured from it; an outcome without Took counts from now),
+// whatever the lease's transit: the delay counts from there. The adaptive
+// delay counts from the request's start, Latency before the head (and not
+// before the lease), so that a host's starts are factor x its response
+// time apart, as Heritrix's delayFactor and Scrapy's AutoThrottle space
+// them. The shared clock moves by the delay only: the adaptive delay is
+// the campaign's own pace.
+func (a *campaignActor) spaceAfter(h *host, l *lease, o session.Outcome, now time.Time) {
+	head := now.Add(-o.Took)
+	if h.delay > 0 && a.srv.clocks != nil {
+		a.srv.clocks.started(h.clock, head, h.delay, now)
+	}
+	from := maxTime(head.Add(-o.Latency), l.start)
+	h.next = maxTime(h.next, maxTime(head.Add(h.delay), from.Add(h.adapt)))
 }
 
 // settleOutcome applies the outcome o of e's lease on host h: back to the

@@ -387,7 +387,7 @@ func (a *campaignActor) linkMessage(c linkCand) shardURL {
 	l := c.link
 	m := urlMsg{URL: l.URL, Depth: c.depth, Hops: l.Hops, Embeds: l.Embeds, Parent: c.parent, Score: l.Score}
 	prio := a.policy.Priority(Item{URL: l.URL, Host: c.host, Depth: c.depth, Embed: l.Embeds > 0, Score: l.Score})
-	return shardURL{queue: a.topo.Shard(ShardOf(c.host)), host: c.host, m: m, level: priorityLevel(prio)}
+	return shardURL{queue: a.topo.Shard(ShardOf(a.clockKey(c.host))), host: c.host, m: m, level: priorityLevel(prio)}
 }
 
 // recordDisallowed records the links robots.txt forbids that are not

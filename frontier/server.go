@@ -753,7 +753,7 @@ func (s *Server) seed(ctx context.Context, cfg campaign.Config, urls []string) (
 		if perHost[h]++; perHost[h] > seedBurst {
 			level = 0
 		}
-		us = append(us, shardURL{queue: topo.Shard(ShardOf(h)), host: h, m: urlMsg{URL: u, Score: score}, level: level})
+		us = append(us, shardURL{queue: topo.Shard(ShardOf(cfg.ClockKey(h))), host: h, m: urlMsg{URL: u, Score: score}, level: level})
 	}
 	queued, err := s.store.Queued(key, keys)
 	if err != nil {

@@ -15,9 +15,11 @@ import (
 )
 
 // Shards is the number of shard queues per campaign. A URL's shard is a
-// hash of its host, so a host lives in exactly one shard and its owning
-// scheduler keeps its politeness state without coordination. It is fixed:
-// every scheduler and every seeding must agree on it.
+// hash of its host's politeness key (campaign.Config.ClockKey: the host
+// name by default, else its registered domain or group), so a host, and
+// every host of a domain or group, lives in exactly one shard and its
+// owning scheduler keeps its politeness state without coordination. It is
+// fixed: every scheduler and every seeding must agree on it.
 const Shards = 16
 
 // MaxPriority is the highest message priority level, and the
@@ -48,10 +50,11 @@ func (t Topology) Dead() string { return t.prefix() + "dead" }
 // for TTL index i.
 func (t Topology) Park(i int) string { return fmt.Sprintf("%spark.%s", t.prefix(), parkTTLs[i]) }
 
-// ShardOf returns the shard of a host.
-func ShardOf(host string) int {
+// ShardOf returns the shard of a politeness key (a host name, for a
+// campaign keyed by host).
+func ShardOf(key string) int {
 	h := fnv.New32a()
-	h.Write([]byte(host))
+	h.Write([]byte(key))
 	return int(h.Sum32() % Shards)
 }
 

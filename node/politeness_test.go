@@ -60,10 +60,10 @@ func cutPort(hostport string) (host, port string, ok bool) {
 	return hostport, "", false
 }
 
-// A server that answers in 50 ms, then in 1 s: at delay_factor 2 the gaps
-// between its request starts reach 2 s within 5 requests of the slowdown.
+// A server that answers in 50 ms, then in 2 s: at delay_factor 2 the gaps
+// between its request starts reach 4 s within 5 requests of the slowdown.
 func TestAdaptiveDelayFollowsASlowServer(t *testing.T) {
-	const fast, slow, fastFor = 50 * time.Millisecond, time.Second, 4
+	const fast, slow, fastFor = 50 * time.Millisecond, 2 * time.Second, 4
 	var mu sync.Mutex
 	var starts []time.Time
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -74,6 +74,12 @@ func Details(cfg campaign.Config) string {
 	if cfg.DelayFactor > 0 {
 		row("adaptive delay", fmt.Sprintf("%g x the host's last response time, at most %s", cfg.DelayFactor, campaign.MaxAdaptiveDelay))
 	}
+	switch cfg.PolitenessKey {
+	case campaign.KeyDomain:
+		row("politeness key", "registered domain: the hosts of a domain share its delay")
+	case campaign.KeyGroup:
+		row("politeness key", fmt.Sprintf("group (%d hosts or domains in groups; the others by host)", len(cfg.PolitenessGroups)))
+	}
 	row("unreachable host", fmt.Sprintf("failed after %d retries, the first after %s", cfg.HostRetryCount(), cfg.HostRetryBackoff()))
 	row("fail after", fmt.Sprintf("%s with every fetcher failing", cfg.FailAfterDuration()))
 	row("priority", cfg.Priority)

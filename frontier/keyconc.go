@@ -1,0 +1,51 @@
+package frontier
+
+import "time"
+
+// A campaign keyed by domain or group (campaign.Config.PolitenessKey)
+// counts its requests in flight per key as well as per host: the hosts of
+// a key together have at most the concurrency of the host asking, so
+// that a domain of many host names sees the requests of one. Other
+// campaigns on the key count their own: only the delay is shared between
+// campaigns (clocks.go).
+
+// keyed reports whether h's politeness key is not its host name.
+func (h *host) keyed() bool { return h.clock != h.name }
+
+// keyFull reports whether h's key has as many leases out as h may have.
+func (a *campaignActor) keyFull(h *host) bool {
+	return h.keyed() && a.keyInflight[h.clock] >= max(h.conc, 1)
+}
+
+// waitKey puts h aside until a lease of its key ends.
+func (a *campaignActor) waitKey(h *host) {
+	w := a.keyWaiting[h.clock]
+	if w == nil {
+		w = map[*host]struct{}{}
+		a.keyWaiting[h.clock] = w
+	}
+	w[h] = struct{}{}
+}
+
+// keyLeased counts a lease of h against its key.
+func (a *campaignActor) keyLeased(h *host) {
+	if h.keyed() {
+		a.keyInflight[h.clock]++
+	}
+}
+
+// keyEnded counts a lease of h off its key, and places the hosts that
+// waited for it.
+func (a *campaignActor) keyEnded(h *host, now time.Time) {
+	if !h.keyed() {
+		return
+	}
+	if a.keyInflight[h.clock]--; a.keyInflight[h.clock] <= 0 {
+		delete(a.keyInflight, h.clock)
+	}
+	w := a.keyWaiting[h.clock]
+	delete(a.keyWaiting, h.clock)
+	for hh := range w {
+		a.place(hh, now)
+	}
+}
