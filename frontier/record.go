@@ -349,6 +349,7 @@ type linkCand struct {
 	host   string
 	depth  int
 	parent string
+	path   string // the link's hop path
 }
 
 // linkCandidates collects the links of jobs, once each, apart from those
@@ -376,7 +377,7 @@ func (a *campaignActor) linkCandidates(jobs []recordJob) (keys []seen.Key, cands
 				continue
 			}
 			keys = append(keys, k)
-			cands = append(cands, linkCand{link: l, host: host, depth: l.Depth(j.e.msg.Depth), parent: j.e.msg.URL})
+			cands = append(cands, linkCand{link: l, host: host, depth: l.Depth(j.e.msg.Depth), parent: j.e.msg.URL, path: l.HopPath(j.e.msg.Path)})
 		}
 	}
 	return keys, cands, robotsKeys, robotsURLs
@@ -385,7 +386,7 @@ func (a *campaignActor) linkCandidates(jobs []recordJob) (keys []seen.Key, cands
 // linkMessage is a new link for its shard, at its policy's priority.
 func (a *campaignActor) linkMessage(c linkCand) shardURL {
 	l := c.link
-	m := urlMsg{URL: l.URL, Depth: c.depth, Hops: l.Hops, Embeds: l.Embeds, Parent: c.parent, Score: l.Score}
+	m := urlMsg{URL: l.URL, Depth: c.depth, Hops: l.Hops, Embeds: l.Embeds, Parent: c.parent, Score: l.Score, Path: c.path}
 	prio := a.policy.Priority(Item{URL: l.URL, Host: c.host, Depth: c.depth, Embed: l.Embeds > 0, Score: l.Score})
 	return shardURL{queue: a.topo.Shard(ShardOf(c.host)), host: c.host, m: m, level: priorityLevel(prio)}
 }
