@@ -38,4 +38,9 @@ type Page struct {
 	// Revisit, when set, makes the record a revisit of an earlier capture
 	// whose content this fetch found unchanged: Body is empty.
 	Revisit *Revisit
+	// Stored, when set, collects where each sink stored the page (the
+	// crawl log's locations): the caller sets a new one before each Store
+	// and reads it only once Store returned nil (a sink may add to it
+	// before a write that then fails).
+	Stored *Locations
 }

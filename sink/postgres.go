@@ -230,6 +230,7 @@ func (s *Postgres) Store(ctx context.Context, p *page.Page) error {
 	if err := s.b.store(ctx, p); err != nil {
 		return fmt.Errorf("postgres %s table %s: store %s: %w", s.addr, s.cfg.Table, p.URL, err)
 	}
+	p.Stored.Add(page.Location{Kind: "postgres", Table: s.cfg.Table})
 	return nil
 }
 

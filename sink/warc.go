@@ -128,6 +128,9 @@ type warcFile struct {
 type encodedPage struct {
 	data []byte
 	idx  *cdxEntry
+	// where is the page's Page.Stored: the writer adds the file and
+	// offset it appends the page at.
+	where *page.Locations
 }
 
 // gzipWriters are reused: a gzip.Writer allocates about 800 KB.
@@ -198,11 +201,14 @@ func (w *WARC) writeBatch(pages []encodedPage) error {
 				return err
 			}
 		}
+		loc := page.Location{Kind: "warc", File: w.cur.name, Offset: w.cur.size, Length: int64(len(p.data))}
 		if p.idx != nil {
 			e := *p.idx
 			e.offset += w.cur.size
 			w.cur.index = append(w.cur.index, &e)
+			loc.Offset, loc.Length = e.offset, e.length
 		}
+		p.where.Add(loc)
 		if err := w.write(p.data); err != nil {
 			return err
 		}
@@ -300,7 +306,7 @@ func encodePage(p *page.Page) encodedPage {
 		mainID, idx = e.capture(p, date, common, mainID)
 	}
 	e.metadata(p, common, mainID)
-	return encodedPage{data: e.done(), idx: idx}
+	return encodedPage{data: e.done(), idx: idx, where: p.Stored}
 }
 
 // capture appends p's response record, or its revisit record when p is a
