@@ -160,6 +160,11 @@ type Config struct {
 	DropParams []string `json:"drop_params,omitempty" yaml:"drop_params,omitempty"`
 	NotifyURL  string   `json:"notify_url,omitempty" yaml:"notify_url,omitempty"`
 	Sinks      []string `json:"sinks" yaml:"sinks"`
+	// CrawlLog is the directory of the crawl log: every worker writes one
+	// JSON line per fetch attempt to its own file in CrawlLog/FRONTIER-KEY/
+	// (package crawllog). A path on the workers' machines (relative: to
+	// each worker's working directory); empty: no crawl log.
+	CrawlLog string `json:"crawl_log,omitempty" yaml:"crawl_log,omitempty"`
 
 	AllowPrivate bool `json:"allow_private,omitempty" yaml:"allow_private,omitempty"`
 	// AllowAddrs lists exact IP addresses the address guard lets through even
@@ -470,6 +475,9 @@ func (c Config) Validate() error {
 		if err := CheckSinkURI(s); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if strings.ContainsAny(c.CrawlLog, "\x00\r\n") {
+		errs = append(errs, fmt.Errorf("crawl_log %q: must be a directory path, with no NUL or line break", c.CrawlLog))
 	}
 	errs = append(errs, c.checkFetchLimits()...)
 	return errors.Join(errs...)
