@@ -29,6 +29,10 @@ const (
 	// is fetched again later, or dead-lettered (annotation
 	// "dead-lettered") when a sink refused it for good.
 	OutcomeUnstored = "unstored"
+	// OutcomeDeadLettered: the scheduler moved the URL to the campaign's
+	// dead-letter queue (Reason and Error say why); a line of the
+	// scheduler's, not a fetch attempt: no request was sent for it.
+	OutcomeDeadLettered = "dead-lettered"
 )
 
 // Annotations, Line.Annotations: what else a reader should know of the

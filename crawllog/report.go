@@ -10,7 +10,8 @@ import (
 
 // Totals are the counts of a set of crawl log lines.
 type Totals struct {
-	// Attempts is the lines: fetch attempts, robots.txt included.
+	// Attempts are the fetch attempts, robots.txt included: every line but
+	// the schedulers' dead-letter ones.
 	Attempts int64 `json:"attempts"`
 	// Pages are the pages stored (OutcomePage), as `status --json`'s
 	// pages_fetched counts them; Revisits the ones of them stored as
@@ -25,12 +26,18 @@ type Totals struct {
 	Errors int64 `json:"errors"`
 	// Robots are the robots.txt fetches.
 	Robots int64 `json:"robots"`
+	// DeadLettered are the URLs the schedulers dead-lettered.
+	DeadLettered int64 `json:"dead_lettered"`
 	// Bytes are the bodies' bytes of every attempt, as the servers sent
 	// them.
 	Bytes int64 `json:"bytes"`
 }
 
 func (t *Totals) add(l Line) {
+	if l.Outcome == OutcomeDeadLettered {
+		t.DeadLettered++
+		return
+	}
 	t.Attempts++
 	t.Bytes += l.Size
 	switch l.Outcome {
@@ -102,7 +109,7 @@ func Summarize(root, key string) (Report, error) {
 func Summary(lines []Line) Report {
 	via := make(map[string]string, len(lines))
 	for _, l := range lines {
-		if _, ok := via[l.URL]; !ok && l.Outcome != OutcomeRobots {
+		if _, ok := via[l.URL]; !ok && l.Outcome != OutcomeRobots && l.Outcome != OutcomeDeadLettered {
 			via[l.URL] = l.Via
 		}
 	}

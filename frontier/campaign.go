@@ -52,6 +52,9 @@ type campaignActor struct {
 	// never changes, so the record goroutines read it; cfg is the loop's
 	// (live rules replace it).
 	lineage string
+	// deadLog writes the crawl log's lines of the URLs dead-lettered here
+	// (nil: the campaign keeps no crawl log).
+	deadLog *deadLog
 	// incarnation names this actor's life (Welcome.Incarnation): what a
 	// fetcher learnt of its records (session.KnownLinks) holds for it only.
 	incarnation uint64
@@ -166,6 +169,7 @@ func newCampaignActor(srv *Server, cfg campaign.Config) (*campaignActor, error) 
 		timer:       time.NewTimer(time.Hour),
 	}
 	a.live.Store(&live)
+	a.deadLog = newDeadLog(cfg.CrawlLog, a.key, srv.cfg.Name, a.log)
 	a.ctx, a.cancel = context.WithCancel(context.Background())
 	srv.m().open(cfg.ID)
 	go a.loop()
@@ -328,6 +332,7 @@ func (a *campaignActor) stop(grace time.Duration) {
 		close(a.done)
 	})
 	a.cancel()
+	a.deadLog.close()
 }
 
 // waitGroupTimeout waits for wg for at most d; false when it timed out.

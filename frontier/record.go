@@ -537,7 +537,13 @@ func (a *campaignActor) flushParks() {
 func (a *campaignActor) deadLetter(e *entry, reason, why string) {
 	msg, fail := a.deadMessage(e, reason, why)
 	reason = orOther(reason)
-	a.repostAll([]*entry{e}, msg, fail, func() { a.countDead(reason) })
+	m, attempts, unread := e.msg, e.attempt, e.unread
+	a.repostAll([]*entry{e}, msg, fail, func() {
+		a.countDead(reason)
+		if !unread {
+			a.deadLog.write(m, attempts, reason, why)
+		}
+	})
 }
 
 // countDead counts a URL dead-lettered with reason, once its message is
