@@ -383,14 +383,14 @@ func (r *Runner) handleRobots(ctx context.Context, l session.Lease) session.Outc
 // page is acked without its line).
 func (r *Runner) storePage(ctx context.Context, res fetch.Result, o *session.Outcome, line crawllog.Line) bool {
 	where, err := r.store(ctx, res.Page)
+	logFailed := false
 	if err == nil {
 		line.Outcome, line.Stored = crawllog.OutcomePage, where
 		if res.Page.Status == 0 {
 			line.Outcome = crawllog.OutcomeFailed
 		}
-		if lerr := r.writeLine(line); lerr != nil {
-			err = lerr
-			line.Outcome, line.Stored = "", nil
+		if err = r.writeLine(line); err != nil {
+			logFailed = true
 		}
 	}
 	if err != nil {
@@ -404,8 +404,8 @@ func (r *Runner) storePage(ctx context.Context, res fetch.Result, o *session.Out
 		o.Reason, o.HostDown = page.ReasonSink, false
 		r.m.sinkFailed(r.cfg.ID)
 		r.count(func(c *workflows.SessionCounters) { c.Errors++ })
-		if line.Outcome == "" {
-			return false // the log itself failed: said as the outcome's error
+		if logFailed {
+			return false // said as the outcome's error
 		}
 		line.Outcome, line.Stored, line.Error, line.Reason = crawllog.OutcomeUnstored, nil, err.Error(), page.ReasonSink
 		if o.SinkRefused {
