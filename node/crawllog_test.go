@@ -102,6 +102,10 @@ func checkHopPaths(t *testing.T, web *testweb.Web, lines []crawllog.Line) {
 		case l.Path == "" || l.Via == "":
 			t.Errorf("%s: path %q via %q, want both", l.URL, l.Path, l.Via)
 		case assets[l.URL]:
+			if embeds == 0 {
+				b, _ := json.Marshal(l)
+				t.Logf("an asset's line: %s", b)
+			}
 			embeds++
 			if !strings.HasSuffix(l.Path, "E") {
 				t.Errorf("asset %s: path %q does not end in E", l.URL, l.Path)
@@ -198,14 +202,16 @@ func checkWARCRecord(t *testing.T, l crawllog.Line, loc page.Location) {
 func checkReport(t *testing.T, s *stack, id string, lines []crawllog.Line, fetched, failed int64) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	app := &cli.App{
-		Env: cli.Env{TemporalAddress: s.temporal.Address(), TemporalNamespace: s.temporal.Namespace(),
-			Schedulers: []string{s.sched.Addr()}, Token: session.DevToken},
-		Out: &out, Err: &errb, Dial: cli.DialTemporal, Stats: session.CampaignStats,
+	app := func() *cli.App { // one a Run: Run closes its Temporal client
+		return &cli.App{
+			Env: cli.Env{TemporalAddress: s.temporal.Address(), TemporalNamespace: s.temporal.Namespace(),
+				Schedulers: []string{s.sched.Addr()}, Token: session.DevToken},
+			Out: &out, Err: &errb, Dial: cli.DialTemporal, Stats: session.CampaignStats,
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if code := app.Run(ctx, []string{"report", id, "--json"}); code != 0 {
+	if code := app().Run(ctx, []string{"report", id, "--json"}); code != 0 {
 		t.Fatalf("starter report: exit %d: %s", code, errb.String())
 	}
 	var rv cli.ReportView
@@ -236,6 +242,11 @@ func checkReport(t *testing.T, s *stack, id string, lines []crawllog.Line, fetch
 	if tot.Pages != fetched || tot.Failed != failed {
 		t.Errorf("the log has %d pages and %d failed, the campaign counted %d and %d", tot.Pages, tot.Failed, fetched, failed)
 	}
+	out.Reset()
+	if code := app().Run(ctx, []string{"report", id, "--top", "4"}); code != 0 {
+		t.Fatalf("starter report: exit %d: %s", code, errb.String())
+	}
+	t.Logf("starter report %s --top 4:\n%s", id, out.String())
 	for name, rows := range map[string][]crawllog.Row{"host": rv.ByHost, "MIME type": rv.ByMIME, "status": rv.ByStatus, "seed": rv.BySeed} {
 		var sum crawllog.Totals
 		for _, r := range rows {
