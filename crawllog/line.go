@@ -33,6 +33,10 @@ const (
 	// dead-letter queue (Reason and Error say why); a line of the
 	// scheduler's, not a fetch attempt: no request was sent for it.
 	OutcomeDeadLettered = "dead-lettered"
+	// OutcomeDropped: the scheduler settled the URL without a fetch, on
+	// purpose: robots.txt forbids it, or an exclude matches it (Reason);
+	// a line of the scheduler's, as OutcomeDeadLettered.
+	OutcomeDropped = "dropped"
 )
 
 // Annotations, Line.Annotations: what else a reader should know of the

@@ -11,7 +11,7 @@ import (
 // Totals are the counts of a set of crawl log lines.
 type Totals struct {
 	// Attempts are the fetch attempts, robots.txt included: every line but
-	// the schedulers' dead-letter ones.
+	// the schedulers' (dead-lettered, dropped).
 	Attempts int64 `json:"attempts"`
 	// Pages are the pages stored (OutcomePage), as `status --json`'s
 	// pages_fetched counts them; Revisits the ones of them stored as
@@ -26,16 +26,22 @@ type Totals struct {
 	Errors int64 `json:"errors"`
 	// Robots are the robots.txt fetches.
 	Robots int64 `json:"robots"`
-	// DeadLettered are the URLs the schedulers dead-lettered.
+	// DeadLettered are the URLs the schedulers dead-lettered; Dropped the
+	// ones they settled without a fetch (robots.txt, an exclude).
 	DeadLettered int64 `json:"dead_lettered"`
+	Dropped      int64 `json:"dropped"`
 	// Bytes are the bodies' bytes of every attempt, as the servers sent
 	// them.
 	Bytes int64 `json:"bytes"`
 }
 
 func (t *Totals) add(l Line) {
-	if l.Outcome == OutcomeDeadLettered {
+	switch l.Outcome {
+	case OutcomeDeadLettered:
 		t.DeadLettered++
+		return
+	case OutcomeDropped:
+		t.Dropped++
 		return
 	}
 	t.Attempts++
@@ -109,7 +115,7 @@ func Summarize(root, key string) (Report, error) {
 func Summary(lines []Line) Report {
 	via := make(map[string]string, len(lines))
 	for _, l := range lines {
-		if _, ok := via[l.URL]; !ok && l.Outcome != OutcomeRobots && l.Outcome != OutcomeDeadLettered {
+		if _, ok := via[l.URL]; !ok && l.Via != "" {
 			via[l.URL] = l.Via
 		}
 	}

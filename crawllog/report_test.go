@@ -17,21 +17,22 @@ func TestSummary(t *testing.T) {
 		{Outcome: OutcomePage, URL: "http://b/", Status: 304, Revisit: "server-not-modified", MIME: "text/html"},
 		{Outcome: OutcomeUnstored, URL: "http://b/x", Via: "http://b/", Path: "L", Status: 200, Size: 3},
 		{Outcome: OutcomeDeadLettered, URL: "http://b/x", Via: "http://b/", Reason: "sink"},
+		{Outcome: OutcomeDropped, URL: "http://b/private/", Via: "http://b/", Path: "L", Reason: "robots"},
 	}
 	r := Summary(lines)
-	require.Equal(t, Totals{Attempts: 8, Pages: 4, Revisits: 1, Failed: 1, Errors: 2, Robots: 1, DeadLettered: 1, Bytes: 170}, r.Total)
+	require.Equal(t, Totals{Attempts: 8, Pages: 4, Revisits: 1, Failed: 1, Errors: 2, Robots: 1, DeadLettered: 1, Dropped: 1, Bytes: 170}, r.Total)
 	require.Equal(t, []Row{
 		{Key: "http://a/", Totals: Totals{Attempts: 5, Pages: 3, Failed: 1, Errors: 1, Bytes: 157}},
-		{Key: "http://b/", Totals: Totals{Attempts: 2, Pages: 1, Revisits: 1, Errors: 1, DeadLettered: 1, Bytes: 3}},
+		{Key: "http://b/", Totals: Totals{Attempts: 2, Pages: 1, Revisits: 1, Errors: 1, DeadLettered: 1, Dropped: 1, Bytes: 3}},
 		{Key: RobotsSeed, Totals: Totals{Attempts: 1, Robots: 1, Bytes: 10}},
 	}, r.BySeed, "an asset on a CDN counts under the seed its page came from")
 	require.Equal(t, []Row{
 		{Key: "a", Totals: Totals{Attempts: 5, Pages: 2, Failed: 1, Errors: 1, Robots: 1, Bytes: 160}},
-		{Key: "b", Totals: Totals{Attempts: 2, Pages: 1, Revisits: 1, Errors: 1, DeadLettered: 1, Bytes: 3}},
+		{Key: "b", Totals: Totals{Attempts: 2, Pages: 1, Revisits: 1, Errors: 1, DeadLettered: 1, Dropped: 1, Bytes: 3}},
 		{Key: "cdn", Totals: Totals{Attempts: 1, Pages: 1, Bytes: 7}},
 	}, r.ByHost)
 	require.Equal(t, []Row{
-		{Key: "-", Totals: Totals{Attempts: 3, Failed: 1, Errors: 2, DeadLettered: 1, Bytes: 3}},
+		{Key: "-", Totals: Totals{Attempts: 3, Failed: 1, Errors: 2, DeadLettered: 1, Dropped: 1, Bytes: 3}},
 		{Key: "text/html", Totals: Totals{Attempts: 3, Pages: 3, Revisits: 1, Bytes: 150}},
 		{Key: "image/png", Totals: Totals{Attempts: 1, Pages: 1, Bytes: 7}},
 		{Key: "text/plain", Totals: Totals{Attempts: 1, Robots: 1, Bytes: 10}},
@@ -41,6 +42,7 @@ func TestSummary(t *testing.T) {
 		{Key: "0 timeout", Totals: Totals{Attempts: 1, Failed: 1}},
 		{Key: "304", Totals: Totals{Attempts: 1, Pages: 1, Revisits: 1}},
 		{Key: "503", Totals: Totals{Attempts: 1, Errors: 1}},
+		{Key: "0 robots", Totals: Totals{Dropped: 1}},
 		{Key: "0 sink", Totals: Totals{DeadLettered: 1}},
 	}, r.ByStatus)
 }

@@ -10,7 +10,8 @@ import (
 
 // deadLog is the scheduler's part of a campaign's crawl log: a line for
 // each URL it dead-letters (a host failed for the campaign, a lease lost
-// too often, a page no sink stores), which no worker's line says. Its
+// too often, a page no sink stores) or drops on purpose (robots.txt, an
+// exclude), which no worker's line says. Its
 // file, crawl-scheduler-NAME.jsonl in the run's crawl log directory, is
 // opened at the first such URL: on the scheduler's machine, as the
 // workers' are on theirs.
@@ -32,10 +33,11 @@ func newDeadLog(root, key, name string, log *slog.Logger) *deadLog {
 	return &deadLog{root: root, key: key, name: "scheduler-" + name, log: log}
 }
 
-// write logs m as dead-lettered with reason and why, after attempts
-// attempts. A line that cannot be written is said in the scheduler's log;
-// the URL is dead-lettered all the same.
-func (d *deadLog) write(m urlMsg, attempts int, reason, why string) {
+// write logs m with outcome (crawllog.OutcomeDeadLettered or
+// OutcomeDropped), reason and why, after attempts attempts. A line that
+// cannot be written is said in the scheduler's log; the URL is settled
+// all the same.
+func (d *deadLog) write(outcome string, m urlMsg, attempts int, reason, why string) {
 	if d == nil {
 		return
 	}
@@ -53,7 +55,7 @@ func (d *deadLog) write(m urlMsg, attempts int, reason, why string) {
 	if d.w == nil {
 		return
 	}
-	l := crawllog.Line{Time: time.Now().UTC(), Outcome: crawllog.OutcomeDeadLettered, URL: m.URL, Path: m.Path, Via: m.Parent,
+	l := crawllog.Line{Time: time.Now().UTC(), Outcome: outcome, URL: m.URL, Path: m.Path, Via: m.Parent,
 		Attempt: attempts, Reason: reason, Error: why, Worker: d.name}
 	if err := d.w.Write(l); err != nil {
 		d.log.Error("crawl log line not written", "url", m.URL, "error", err)

@@ -16,6 +16,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/drover-crawl/drover/crawllog"
 	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/urlrule"
@@ -355,7 +356,7 @@ type linkCand struct {
 // linkCandidates collects the links of jobs, once each, apart from those
 // robots.txt forbids; a link with no host, or that a live exclude
 // matches, is never published.
-func (a *campaignActor) linkCandidates(jobs []recordJob) (keys []seen.Key, cands []linkCand, robotsKeys []seen.Key, robotsURLs []string) {
+func (a *campaignActor) linkCandidates(jobs []recordJob) (keys []seen.Key, cands []linkCand, robotsKeys []seen.Key, robotsURLs []urlMsg) {
 	collected := map[seen.Key]bool{}
 	live := a.live.Load()
 	for _, j := range jobs {
@@ -369,7 +370,7 @@ func (a *campaignActor) linkCandidates(jobs []recordJob) (keys []seen.Key, cands
 			}
 			collected[k] = true
 			if j.disallowed[l.URL] {
-				robotsKeys, robotsURLs = append(robotsKeys, k), append(robotsURLs, l.URL)
+				robotsKeys, robotsURLs = append(robotsKeys, k), append(robotsURLs, urlMsg{URL: l.URL, Parent: j.e.msg.URL, Path: l.HopPath(j.e.msg.Path)})
 				continue
 			}
 			host, err := urlrule.HostKey(l.URL)
@@ -393,8 +394,8 @@ func (a *campaignActor) linkMessage(c linkCand) shardURL {
 
 // recordDisallowed records the links robots.txt forbids that are not
 // queued or recorded yet, and marks them queued, so that the next page that
-// links to them finds them settled.
-func (a *campaignActor) recordDisallowed(keys []seen.Key, urls []string) error {
+// links to them finds them settled; each has its crawl log line.
+func (a *campaignActor) recordDisallowed(keys []seen.Key, urls []urlMsg) error {
 	if len(keys) == 0 {
 		return nil
 	}
@@ -405,12 +406,14 @@ func (a *campaignActor) recordDisallowed(keys []seen.Key, urls []string) error {
 	now := time.Now()
 	var fs []session.FailureRecord
 	var ks []seen.Key
+	var ms []urlMsg
 	for i, k := range keys {
 		if queued[i] {
 			continue
 		}
-		fs = append(fs, session.FailureRecord{URL: urls[i], Reason: ReasonRobots, LastError: "disallowed by robots.txt", First: now, Last: now})
+		fs = append(fs, session.FailureRecord{URL: urls[i].URL, Reason: ReasonRobots, LastError: "disallowed by robots.txt", First: now, Last: now})
 		ks = append(ks, k)
+		ms = append(ms, urls[i])
 	}
 	if len(ks) == 0 {
 		return nil
@@ -422,8 +425,9 @@ func (a *campaignActor) recordDisallowed(keys []seen.Key, urls []string) error {
 		return fmt.Errorf("seen store: %w", err)
 	}
 	a.robotsDropped.Add(int64(len(ks)))
-	for range ks {
+	for _, m := range ms {
 		a.countReason(ReasonRobots)
+		a.deadLog.write(crawllog.OutcomeDropped, m, 0, ReasonRobots, "disallowed by robots.txt")
 	}
 	return nil
 }
@@ -541,7 +545,7 @@ func (a *campaignActor) deadLetter(e *entry, reason, why string) {
 	a.repostAll([]*entry{e}, msg, fail, func() {
 		a.countDead(reason)
 		if !unread {
-			a.deadLog.write(m, attempts, reason, why)
+			a.deadLog.write(crawllog.OutcomeDeadLettered, m, attempts, reason, why)
 		}
 	})
 }
@@ -626,15 +630,17 @@ func (a *campaignActor) dropRecorded(e *entry, reason, why string) {
 	a.countReason(reason)
 	now := time.Now()
 	fail := session.FailureRecord{URL: e.msg.URL, Reason: reason, Attempts: e.attempt, LastError: why, First: now, Last: now}
+	m := e.msg
 	a.pending.Add(1)
 	ok := a.spawn(func(context.Context) {
 		defer a.pending.Add(-1)
 		if err := a.recordFailures([]session.FailureRecord{fail}); err != nil {
 			a.recordFailed.Add(1)
-			a.log.Error("recording a dropped URL failed; it goes back to its queue", "url", e.msg.URL, "err", err)
+			a.log.Error("recording a dropped URL failed; it goes back to its queue", "url", m.URL, "err", err)
 			a.nackEntry(e)
 			return
 		}
+		a.deadLog.write(crawllog.OutcomeDropped, m, fail.Attempts, reason, why)
 		a.ackEntry(e)
 	})
 	if !ok {

@@ -39,16 +39,32 @@ func TestCrawlLogAccountsForEveryRequest(t *testing.T) {
 	cfg.PerHostDelay = new(time.Millisecond)
 	st := runCampaign(t, s.temporal.Client(), cfg, 5*time.Minute)()
 
-	var lines []crawllog.Line
-	files, bad, err := crawllog.ReadDir(crawllog.Dir(logDir, st.Frontier), func(l crawllog.Line) { lines = append(lines, l) })
+	// lines are the fetch attempts, dropped the scheduler's lines of the
+	// URLs robots.txt forbids.
+	var lines, dropped []crawllog.Line
+	files, bad, err := crawllog.ReadDir(crawllog.Dir(logDir, st.Frontier), func(l crawllog.Line) {
+		if l.Outcome == crawllog.OutcomeDropped {
+			dropped = append(dropped, l)
+			return
+		}
+		lines = append(lines, l)
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if bad > 0 {
 		t.Errorf("%d unreadable lines in %v", bad, files)
 	}
-	t.Logf("campaign %s: %d pages, %d failed; the server counted %d requests, the crawl log in %d files has %d lines",
-		cfg.ID, st.PagesFetched, st.PagesFailed, web.Total(), len(files), len(lines))
+	t.Logf("campaign %s: %d pages, %d failed; the server counted %d requests, the crawl log in %d files has %d lines of fetches and %d of URLs dropped",
+		cfg.ID, st.PagesFetched, st.PagesFailed, web.Total(), len(files), len(lines), len(dropped))
+	if len(dropped) == 0 {
+		t.Errorf("no line for the URLs robots.txt forbids")
+	}
+	for _, l := range dropped {
+		if !web.Disallowed(l.URL) || l.Reason != "robots" || l.Via == "" || l.Path == "" {
+			t.Errorf("a dropped line of %s (reason %s, via %q, path %q): not a link robots.txt forbids", l.URL, l.Reason, l.Via, l.Path)
+		}
+	}
 
 	// One line per request, URL by URL.
 	served := map[string]int{}
@@ -74,7 +90,7 @@ func TestCrawlLogAccountsForEveryRequest(t *testing.T) {
 	}
 	checkHopPaths(t, web, lines)
 	checkWARCLocations(t, lines)
-	checkReport(t, s, cfg.ID, lines, st.PagesFetched, st.PagesFailed)
+	checkReport(t, s, cfg.ID, lines, int64(len(dropped)), st.PagesFetched, st.PagesFailed)
 }
 
 // checkHopPaths: a seed's path is empty, a robots.txt's P, an asset's
@@ -199,7 +215,7 @@ func checkWARCRecord(t *testing.T, l crawllog.Line, loc page.Location) {
 
 // checkReport runs `starter report ID --json` and compares its totals with
 // the log's and the campaign's own.
-func checkReport(t *testing.T, s *stack, id string, lines []crawllog.Line, fetched, failed int64) {
+func checkReport(t *testing.T, s *stack, id string, lines []crawllog.Line, dropped, fetched, failed int64) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	app := func() *cli.App { // one a Run: Run closes its Temporal client
@@ -233,8 +249,8 @@ func checkReport(t *testing.T, s *stack, id string, lines []crawllog.Line, fetch
 	tot := rv.Total
 	t.Logf("report: %d attempts, %d pages, %d failed, %d errors, %d robots.txt, %d bytes; %d hosts, %d MIME types, %d statuses, %d seeds",
 		tot.Attempts, tot.Pages, tot.Failed, tot.Errors, tot.Robots, tot.Bytes, len(rv.ByHost), len(rv.ByMIME), len(rv.ByStatus), len(rv.BySeed))
-	if tot.Attempts != int64(len(lines)) || tot.Pages != pages || tot.Failed != fails || tot.Robots != robots || tot.Bytes != nbytes {
-		t.Errorf("report totals %+v; the log has %d lines, %d pages, %d failed, %d robots.txt, %d bytes", tot, len(lines), pages, fails, robots, nbytes)
+	if tot.Attempts != int64(len(lines)) || tot.Pages != pages || tot.Failed != fails || tot.Robots != robots || tot.Bytes != nbytes || tot.Dropped != dropped {
+		t.Errorf("report totals %+v; the log has %d lines of fetches, %d pages, %d failed, %d robots.txt, %d bytes, %d dropped", tot, len(lines), pages, fails, robots, nbytes, dropped)
 	}
 	if rv.Status == nil || rv.Status.PagesFetched != fetched || rv.Status.PagesFailed != failed || !rv.Agrees {
 		t.Errorf("report's status %+v (agrees %v); the campaign's result: %d fetched, %d failed", rv.Status, rv.Agrees, fetched, failed)
@@ -253,8 +269,9 @@ func checkReport(t *testing.T, s *stack, id string, lines []crawllog.Line, fetch
 			sum.Attempts += r.Attempts
 			sum.Pages += r.Pages
 			sum.Bytes += r.Bytes
+			sum.Dropped += r.Dropped
 		}
-		if sum.Attempts != tot.Attempts || sum.Pages != tot.Pages || sum.Bytes != tot.Bytes {
+		if sum != (crawllog.Totals{Attempts: tot.Attempts, Pages: tot.Pages, Bytes: tot.Bytes, Dropped: tot.Dropped}) {
 			t.Errorf("by %s: %d attempts, %d pages, %d bytes in all; total %+v", name, sum.Attempts, sum.Pages, sum.Bytes, tot)
 		}
 	}

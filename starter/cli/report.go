@@ -115,13 +115,13 @@ func renderReport(w io.Writer, rv ReportView, top int) {
 	for _, t := range tables {
 		fmt.Fprintln(w)
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintf(tw, "%s\tATTEMPTS\tPAGES\tFAILED\tERRORS\tROBOTS\tDEAD\tBYTES\t\n", t.title)
+		fmt.Fprintf(tw, "%s\tATTEMPTS\tPAGES\tFAILED\tERRORS\tROBOTS\tDEAD\tDROPPED\tBYTES\t\n", t.title)
 		for i, r := range t.rows {
 			if top > 0 && i == top {
-				fmt.Fprintf(tw, "(%d more)\t\t\t\t\t\t\t\t\n", len(t.rows)-top)
+				fmt.Fprintf(tw, "(%d more)\t\t\t\t\t\t\t\t\t\n", len(t.rows)-top)
 				break
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", r.Key, r.Attempts, r.Pages, r.Failed, r.Errors, r.Robots, r.DeadLettered, r.Bytes)
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", r.Key, r.Attempts, r.Pages, r.Failed, r.Errors, r.Robots, r.DeadLettered, r.Dropped, r.Bytes)
 		}
 		tw.Flush()
 	}
