@@ -154,6 +154,11 @@ func (a *campaignActor) writeRecord(ctx context.Context, jobs []recordJob) error
 		for range dead {
 			a.countDead(ReasonSink)
 		}
+		for _, j := range jobs {
+			if j.dead != nil && j.fail != nil {
+				a.deadLog.write(crawllog.OutcomeDeadLettered, j.e.msg, j.fail.Attempts, ReasonSink, j.fail.LastError)
+			}
+		}
 	}
 	return nil
 }
