@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/nlnwa/gowarc"
+	"github.com/segmentio/kafka-go"
 
 	"github.com/drover-crawl/drover/crawllog"
 	"github.com/drover-crawl/drover/frontier/session"
@@ -89,7 +90,7 @@ func TestCrawlLogAccountsForEveryRequest(t *testing.T) {
 		}
 	}
 	checkHopPaths(t, web, lines)
-	checkWARCLocations(t, lines)
+	checkLocations(t, lines, readTopic(t, s.kafka.Addr(), s.topic, int(st.PagesFetched)))
 	checkReport(t, s, cfg.ID, lines, int64(len(dropped)), st.PagesFetched, st.PagesFailed)
 }
 
@@ -133,12 +134,17 @@ func checkHopPaths(t *testing.T, web *testweb.Web, lines []crawllog.Line) {
 	}
 }
 
-// checkWARCLocations reads the record at every WARC location of the log
-// and compares it with its line: URI, digest, and the digest of the
-// payload it holds. Every stored page has a WARC and a Kafka location,
-// each Kafka one its own offset.
-func checkWARCLocations(t *testing.T, lines []crawllog.Line) {
+// checkLocations reads the record at every WARC location of the log and
+// compares it with its line: URI, digest, and the digest of the payload
+// it holds; and finds every Kafka location among the topic's records,
+// keyed by the line's URL with a value of its digest. Every stored page
+// has a WARC and a Kafka location, each Kafka one its own record.
+func checkLocations(t *testing.T, lines []crawllog.Line, recs []kafka.Message) {
 	t.Helper()
+	topic := map[string]kafka.Message{}
+	for _, m := range recs {
+		topic[fmt.Sprintf("%s/%d/%d", m.Topic, m.Partition, m.Offset)] = m
+	}
 	read, kafkaSeen := 0, map[string]string{}
 	for _, l := range lines {
 		if l.Outcome != crawllog.OutcomePage && l.Outcome != crawllog.OutcomeFailed {
@@ -160,13 +166,17 @@ func checkWARCLocations(t *testing.T, lines []crawllog.Line) {
 					t.Errorf("%s and %s both at Kafka %s", other, l.URL, k)
 				}
 				kafkaSeen[k] = l.URL
+				m, ok := topic[k]
+				if !ok || string(m.Key) != l.URL || page.PayloadDigest(m.Value) != l.Digest {
+					t.Errorf("%s: Kafka %s holds %q (found %v), not the line's page", l.URL, k, m.Key, ok)
+				}
 			}
 		}
 		if kinds["warc"] != 1 || kinds["kafka"] != 1 {
 			t.Errorf("%s: locations %v, want one WARC and one Kafka", l.URL, l.Stored)
 		}
 	}
-	t.Logf("%d WARC records read back at their logged offsets, %d Kafka offsets", read, len(kafkaSeen))
+	t.Logf("%d WARC records read back at their logged offsets, %d Kafka records found at theirs (of %d in the topic)", read, len(kafkaSeen), len(recs))
 }
 
 func checkWARCRecord(t *testing.T, l crawllog.Line, loc page.Location) {
