@@ -8,8 +8,9 @@ type Location struct {
 	// Kind is the sink's: "warc", "kafka" or "postgres".
 	Kind string `json:"kind"`
 	// File and Offset: the WARC file (its path) and the byte offset of the
-	// page's response or revisit record (its gzip member) in it, or of its
-	// metadata record for a failure; Length is that record's length.
+	// page's response or revisit record (its gzip member) in it, or for a
+	// failure of its first record (request or metadata); Length is the
+	// bytes from there: the record's, or a failure's records'.
 	File   string `json:"file,omitempty"`
 	Offset int64  `json:"offset"`
 	Length int64  `json:"length,omitempty"`
