@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/crawllog"
 )
 
@@ -100,8 +101,12 @@ func renderReport(w io.Writer, rv ReportView, top int) {
 	fmt.Fprintln(w, ")")
 	if s := rv.Status; s != nil {
 		verdict := "agrees"
-		if !rv.Agrees {
-			verdict = "DIFFERS (a running campaign's counts trail its log)"
+		switch {
+		case rv.Agrees:
+		case s.State == campaign.StateRunning || s.State == campaign.StatePaused:
+			verdict = "DIFFERS (a running campaign's counts trail its log by a heartbeat)"
+		default:
+			verdict = "DIFFERS (a worker killed mid-crawl leaves pages in the log that its heartbeats never counted)"
 		}
 		fmt.Fprintf(w, "Status (%s): %d pages fetched, %d failed: the log %s\n", s.State, s.PagesFetched, s.PagesFailed, verdict)
 	}
