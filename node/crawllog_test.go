@@ -202,6 +202,14 @@ func checkWARCRecord(t *testing.T, l crawllog.Line, loc page.Location) {
 	if l.Outcome == crawllog.OutcomeFailed {
 		return // a failure's record is its metadata: no payload
 	}
+	if l.Revisit != "" {
+		// A revisit's digest is its earlier capture's, and it holds no
+		// payload of its own.
+		if rec.Type() != gowarc.Revisit || h.Get(gowarc.WarcPayloadDigest) != l.Digest || !strings.HasSuffix(h.Get(gowarc.WarcProfile), l.Revisit) {
+			t.Errorf("%s: a %s record (%s, %s) at %d, want a %s revisit of digest %s", l.URL, rec.Type(), h.Get(gowarc.WarcProfile), h.Get(gowarc.WarcPayloadDigest), loc.Offset, l.Revisit, l.Digest)
+		}
+		return
+	}
 	if rec.Type() != gowarc.Response {
 		t.Errorf("%s: a %s record at %d, want a response", l.URL, rec.Type(), loc.Offset)
 		return
