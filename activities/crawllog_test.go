@@ -49,7 +49,7 @@ func TestRunnerLogsEachAttempt(t *testing.T) {
 	defer cancel()
 	run := func(sk sink.Sink, l session.Lease) session.Outcome {
 		r := NewRunner(cfg, f, sk, 0, "test")
-		r.storeRetryFor, r.log = testRetryFor, w
+		r.storeRetryFor, r.log = testRetryFor, &crawlLog{file: w}
 		return r.handle(ctx, l)
 	}
 	mem := sink.NewMemory()

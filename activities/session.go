@@ -90,7 +90,7 @@ func (a *Activities) FetchSession(ctx context.Context, in workflows.FetchSession
 	}
 	defer releaseKnown()
 	r.known = known
-	crawlLog, releaseLog, err := acquireCrawlLog(ctx, cfg, a.Identity)
+	crawlLog, releaseLog, err := acquireCrawlLog(ctx, cfg, a.Identity, sink.Options{KafkaBrokers: a.KafkaBrokers, Secrets: a.SinkSecrets})
 	if err != nil {
 		if ctx.Err() != nil {
 			return r.Counters(), temporal.NewCanceledError(r.Counters())
@@ -195,7 +195,7 @@ type Runner struct {
 	// left out of the outcomes of the sessions FetchSession dials.
 	known *session.KnownLinks
 	// log is the campaign's crawl log (nil: it keeps none).
-	log *crawllog.Writer
+	log *crawlLog
 
 	mu sync.Mutex
 	c  workflows.SessionCounters

@@ -37,6 +37,8 @@ func TestCrawlLogAccountsForEveryRequest(t *testing.T) {
 	cfg := s.newCampaign("crawllog", web, 2)
 	cfg.Sinks = append(cfg.Sinks, "warc:"+warcDir)
 	cfg.CrawlLog = logDir
+	logTopic := "crawllog-" + cfg.ID
+	cfg.CrawlLogTopic = "kafka://" + s.kafka.Addr() + "/" + logTopic + "?create=true&partitions=4" // the partitions readTopic reads
 	cfg.PerHostDelay = new(time.Millisecond)
 	st := runCampaign(t, s.temporal.Client(), cfg, 5*time.Minute)()
 
@@ -89,9 +91,37 @@ func TestCrawlLogAccountsForEveryRequest(t *testing.T) {
 			t.Errorf("%s: %d lines, never requested", u, n)
 		}
 	}
+	checkTopicLines(t, lines, readTopic(t, s.kafka.Addr(), logTopic, len(lines)))
 	checkHopPaths(t, web, lines)
 	checkLocations(t, lines, readTopic(t, s.kafka.Addr(), s.topic, int(st.PagesFetched)))
 	checkReport(t, s, cfg.ID, lines, int64(len(dropped)), st.PagesFetched, st.PagesFailed)
+}
+
+// checkTopicLines: the crawl log's topic holds the workers' lines as the
+// files do, one record each, keyed by URL.
+func checkTopicLines(t *testing.T, lines []crawllog.Line, recs []kafka.Message) {
+	t.Helper()
+	inFiles := map[string]int{}
+	for _, l := range lines {
+		b, _ := json.Marshal(l)
+		inFiles[string(b)]++
+	}
+	for _, m := range recs {
+		var l crawllog.Line
+		if err := json.Unmarshal(m.Value, &l); err != nil || l.URL != string(m.Key) {
+			t.Errorf("topic record %s: %q (%v)", m.Key, m.Value, err)
+			continue
+		}
+		b, _ := json.Marshal(l)
+		if inFiles[string(b)] == 0 {
+			t.Errorf("a line in the topic and not in the files: %s", b)
+		}
+		inFiles[string(b)]--
+	}
+	t.Logf("crawl log topic: %d records, the files %d lines of fetches", len(recs), len(lines))
+	if len(recs) != len(lines) {
+		t.Errorf("%d records in the crawl log topic, %d lines of fetches in the files", len(recs), len(lines))
+	}
 }
 
 // checkHopPaths: a seed's path is empty, a robots.txt's P, an asset's

@@ -16,8 +16,8 @@ import (
 	"github.com/nlnwa/gowarc"
 
 	"github.com/drover-crawl/drover/campaign"
-	"github.com/drover-crawl/drover/internal/dirsize"
 	"github.com/drover-crawl/drover/crawllog"
+	"github.com/drover-crawl/drover/internal/dirsize"
 	"github.com/drover-crawl/drover/internal/testenv"
 	"github.com/drover-crawl/drover/page"
 	"github.com/drover-crawl/drover/testweb"
