@@ -1,6 +1,11 @@
+//go:build linux
+
+// Linux only: the kill waits for a worker in fsync (warcInFsync).
+
 package node_test
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -18,20 +23,40 @@ import (
 )
 
 // TestCrawlLogSurvivesWorkerKill SIGKILLs one of two worker processes
-// while it has leases out, on a campaign storing into WARC files with a
-// crawl log. After the campaign: every line the log has for a page points
-// at a record of that page with its digest (no line for a page not
-// stored), every page in the WARC files has a line (the dead worker's
-// unreported pages were fetched, stored and logged again), no URL has
-// more lines than the server counted requests of it, and no line is cut.
+// while its WARC sink is in fsync (TestWorkerKilledMidFsyncWARC's moment:
+// pages written, their Stores not returned, so no line of theirs yet), on
+// a campaign storing into WARC files with a crawl log. After the
+// campaign: every line the log has for a page points at a record of that
+// page with its digest (no line for a page not stored), every page in
+// the WARC files has a line (the dead worker's unreported pages were
+// fetched, stored and logged again), the dead worker's requests without
+// a line are of URLs logged later, no URL has more lines than the server
+// counted requests of it, and no line is cut.
 func TestCrawlLogSurvivesWorkerKill(t *testing.T) {
-	warcDir, logDir := t.TempDir(), t.TempDir()
+	warcDir, logDir := t.TempDir(), t.TempDir() // on a disk: an fsync takes long enough to be seen
 	k := startCrawlLogKill(t, 172, "warc:"+warcDir, logDir)
 	k.awaitUnderWay()
-	k.kill("worker-a")
+	var victim string
+	await.For(t, 30*time.Second, time.Millisecond, "a worker in fsync on its WARC file", func() error {
+		for id, p := range k.procs {
+			f, err := warcInFsync(p.PID(), warcDir)
+			if err != nil {
+				return err
+			}
+			if f != "" {
+				victim = id
+				k.kill(id)
+				return nil
+			}
+		}
+		if len(k.web.Missing()) == 0 {
+			t.Fatalf("every page was requested before a worker was seen in fsync")
+		}
+		return errors.New("no worker thread in fsync on a WARC file")
+	})
 	requestedAtKill := k.web.Total()
 	dups := k.finish()
-	t.Logf("killed worker-a with %d requests served; %d URLs requested more than once", requestedAtKill, len(dups))
+	t.Logf("killed %s in fsync with %d requests served; %d URLs requested more than once", victim, requestedAtKill, len(dups))
 
 	var lines []crawllog.Line // of fetches: the scheduler's are left out
 	files, bad, err := crawllog.ReadDir(crawllog.Dir(logDir, k.frontier), func(l crawllog.Line) {
@@ -96,6 +121,9 @@ func TestCrawlLogSurvivesWorkerKill(t *testing.T) {
 	}
 	t.Logf("%d requests, %d lines in %d files (%d of pages), %d URLs stored in WARC; %d requests of the dead worker without a line",
 		k.web.Total(), len(lines), len(files), pageLines, len(stored), unlogged)
+	if unlogged == 0 {
+		t.Errorf("every request has its line: the kill, in fsync, hit no page whose Store had not returned")
+	}
 }
 
 // startCrawlLogKill is startSinkKill with a crawl log in logDir: the web
