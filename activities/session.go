@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/crawllog"
 	"github.com/drover-crawl/drover/fetch"
 	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/page"
@@ -89,6 +90,19 @@ func (a *Activities) FetchSession(ctx context.Context, in workflows.FetchSession
 	}
 	defer releaseKnown()
 	r.known = known
+	crawlLog, releaseLog, err := acquireCrawlLog(ctx, cfg, a.Identity, sink.Options{KafkaBrokers: a.KafkaBrokers, Secrets: a.SinkSecrets})
+	if err != nil {
+		if ctx.Err() != nil {
+			return r.Counters(), temporal.NewCanceledError(r.Counters())
+		}
+		return workflows.SessionCounters{}, temporal.NewApplicationErrorWithCause(err.Error(), "CrawlLogUnavailable", err)
+	}
+	defer func() {
+		if err := releaseLog(); err != nil {
+			activity.GetLogger(ctx).Error("closing the campaign's crawl log", "error", err)
+		}
+	}()
+	r.log = crawlLog
 	r.m.session(cfg.ID, 1)
 	defer r.m.session(cfg.ID, -1)
 	return a.serveSessions(ctx, r, cfg, in.Index)
@@ -180,6 +194,8 @@ type Runner struct {
 	// known is the campaign's links already recorded (acquireKnownLinks),
 	// left out of the outcomes of the sessions FetchSession dials.
 	known *session.KnownLinks
+	// log is the campaign's crawl log (nil: it keeps none).
+	log *crawlLog
 
 	mu sync.Mutex
 	c  workflows.SessionCounters
@@ -289,27 +305,16 @@ loop:
 
 // handle fetches one lease and stores its page; the outcome says what the
 // scheduler must do with the URL, and why a failure happened (Reason, and
-// HostDown for one the scheduler counts against the host).
+// HostDown for one the scheduler counts against the host). Each attempt
+// that reaches the fetch has its crawl log line, written before the
+// outcome is reported (a stored page's once it is stored).
 func (r *Runner) handle(ctx context.Context, l session.Lease) session.Outcome {
-	o := session.Outcome{LeaseID: l.ID}
 	if l.Kind == session.KindRobots {
-		rr := r.f.FetchRobots(ctx, l.URL)
-		done := time.Now()
-		if ctx.Err() != nil {
-			o.Released = true
-			return o
-		}
-		r.m.robotsFetched(r.cfg.ID, rr)
-		o.Robots = &session.RobotsBody{Status: rr.Status, Body: rr.Body}
-		if rr.Err != nil {
-			o.Robots.Error = rr.Err.Error()
-		}
-		o.Reason, o.HostDown = rr.Reason, rr.HostDown
-		o.Took = since(rr.Answered, done) // robots.txt counts as a request for politeness
-		return o
+		return r.handleRobots(ctx, l)
 	}
+	o := session.Outcome{LeaseID: l.ID}
 	start := time.Now()
-	req := fetch.Request{URL: l.URL, Depth: l.Depth, Hops: l.Hops, Embeds: l.Embeds, Parent: l.Parent, Score: l.Score, Attempt: l.Attempt, MaxAttempts: l.MaxAttempts, Prior: l.Prior}
+	req := fetch.Request{URL: l.URL, Depth: l.Depth, Hops: l.Hops, Embeds: l.Embeds, Parent: l.Parent, Path: l.Path, Score: l.Score, Attempt: l.Attempt, MaxAttempts: l.MaxAttempts, Prior: l.Prior}
 	res := r.f.Fetch(ctx, req)
 	// A spooled body is released once the sinks are done with it (or the
 	// page is dropped): its file goes with it.
@@ -319,7 +324,8 @@ func (r *Runner) handle(ctx context.Context, l session.Lease) session.Outcome {
 		o.Released = true
 		return o
 	}
-	r.m.fetched(r.cfg.ID, res, time.Since(start))
+	took := time.Since(start)
+	r.m.fetched(r.cfg.ID, res, took)
 	if !res.Answered.IsZero() {
 		// The server's response time, for an adaptive delay.
 		o.Latency = res.Answered.Sub(start)
@@ -329,6 +335,7 @@ func (r *Runner) handle(ctx context.Context, l session.Lease) session.Outcome {
 	// (report time - Took), which must not be before this request reached
 	// the server; parsing and storing the page do not count.
 	done := time.Now()
+	line := fetchLine(req, res, took)
 	if res.Err != nil {
 		o.Error = res.Err.Error()
 	}
@@ -337,32 +344,14 @@ func (r *Runner) handle(ctx context.Context, l session.Lease) session.Outcome {
 		o.Retry, o.RetryAfter, o.Status = true, res.RetryAfter, res.Status
 		o.Backoff = o.Status == 429 || o.Status == 503
 		r.count(func(c *workflows.SessionCounters) { c.Errors++ })
+		line.Outcome = crawllog.OutcomeRetry
+		r.logLine(ctx, line)
 		o.Took = since(res.Answered, done)
 		return o
 	}
-	if res.Page != nil {
-		if err := r.store(ctx, res.Page); err != nil {
-			// The sink's failure, not the fetch's, is why the URL is not
-			// done. The links go with it: the scheduler follows them when
-			// it dead-letters the URL (at once when the refusal is for good).
-			o.SinkFailed, o.SinkRefused = true, sink.Permanent(err)
-			o.Links = res.Links
-			o.Error = err.Error()
-			o.Reason, o.HostDown = page.ReasonSink, false
-			r.m.sinkFailed(r.cfg.ID)
-			r.count(func(c *workflows.SessionCounters) { c.Errors++ })
-			o.Took = since(res.Answered, done)
-			return o
-		}
-		o.Stored, o.Status = true, res.Page.Status
-		if res.Page.Err != "" {
-			o.Error = res.Page.Err
-		}
-		if res.Page.Status == 0 {
-			r.count(func(c *workflows.SessionCounters) { c.Failed++ })
-		} else {
-			r.count(func(c *workflows.SessionCounters) { c.Fetched++ })
-		}
+	if res.Page != nil && !r.storePage(ctx, res, &o, line) {
+		o.Took = since(res.Answered, done)
+		return o
 	}
 	o.Links = res.Links
 	o.Capture, o.Unchanged = res.Capture, res.Unchanged
@@ -370,25 +359,97 @@ func (r *Runner) handle(ctx context.Context, l session.Lease) session.Outcome {
 	return o
 }
 
+// handleRobots fetches a host's robots.txt for the scheduler.
+func (r *Runner) handleRobots(ctx context.Context, l session.Lease) session.Outcome {
+	o := session.Outcome{LeaseID: l.ID}
+	start := time.Now()
+	rr := r.f.FetchRobots(ctx, l.URL)
+	done := time.Now()
+	if ctx.Err() != nil {
+		o.Released = true
+		return o
+	}
+	r.m.robotsFetched(r.cfg.ID, rr)
+	r.logLine(ctx, robotsLine(l.URL, rr, done.Sub(start)))
+	o.Robots = &session.RobotsBody{Status: rr.Status, Body: rr.Body}
+	if rr.Err != nil {
+		o.Robots.Error = rr.Err.Error()
+	}
+	o.Reason, o.HostDown = rr.Reason, rr.HostDown
+	o.Took = since(rr.Answered, done) // robots.txt counts as a request for politeness
+	return o
+}
+
+// storePage stores res.Page, writes its crawl log line (line) once it is
+// stored, and fills o; false when no sink stored it, or its line could not
+// be written (o then says SinkFailed: the URL is fetched again, so that no
+// page is acked without its line).
+func (r *Runner) storePage(ctx context.Context, res fetch.Result, o *session.Outcome, line crawllog.Line) bool {
+	where, err := r.store(ctx, res.Page)
+	logFailed := false
+	if err == nil {
+		line.Outcome, line.Stored = crawllog.OutcomePage, where
+		if res.Page.Status == 0 {
+			line.Outcome = crawllog.OutcomeFailed
+		}
+		if err = r.writeLine(line); err != nil {
+			logFailed = true
+		}
+	}
+	if err != nil {
+		// The sink's (or the crawl log's) failure, not the fetch's, is
+		// why the URL is not done. The links go with it: the scheduler
+		// follows them when it dead-letters the URL (at once when the
+		// refusal is for good).
+		o.SinkFailed, o.SinkRefused = true, sink.Permanent(err)
+		o.Links = res.Links
+		o.Error = err.Error()
+		o.Reason, o.HostDown = page.ReasonSink, false
+		r.m.sinkFailed(r.cfg.ID)
+		r.count(func(c *workflows.SessionCounters) { c.Errors++ })
+		if logFailed {
+			return false // said as the outcome's error
+		}
+		line.Outcome, line.Stored, line.Error, line.Reason = crawllog.OutcomeUnstored, nil, err.Error(), page.ReasonSink
+		if o.SinkRefused {
+			line.Annotations = append(line.Annotations, crawllog.AnnotDeadLettered)
+		}
+		r.logLine(ctx, line)
+		return false
+	}
+	o.Stored, o.Status = true, res.Page.Status
+	if res.Page.Err != "" {
+		o.Error = res.Page.Err
+	}
+	if res.Page.Status == 0 {
+		r.count(func(c *workflows.SessionCounters) { c.Failed++ })
+	} else {
+		r.count(func(c *workflows.SessionCounters) { c.Fetched++ })
+	}
+	return true
+}
+
 // store stores p, retrying with backoff for r.storeRetryFor while a sink is
 // down, unless ctx is cancelled (pause, stop) between attempts, or the sink
-// refused the page for good (sink.Permanent), which no retry changes.
-func (r *Runner) store(ctx context.Context, p *page.Page) error {
+// refused the page for good (sink.Permanent), which no retry changes. It
+// returns where the sinks stored p (page.Page.Stored).
+func (r *Runner) store(ctx context.Context, p *page.Page) ([]page.Location, error) {
 	deadline := time.Now().Add(r.storeRetryFor)
 	backoff := 250 * time.Millisecond
 	for {
+		p.Stored = &page.Locations{} // a failed attempt's locations are not the page's
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeoutFor(p))
 		err := r.sk.Store(sctx, p)
 		cancel()
 		if err == nil {
-			return nil
+			return p.Stored.List(), nil
 		}
 		if sink.Permanent(err) || time.Now().Add(backoff).After(deadline) {
-			return err
+			return nil, err
 		}
 		select {
 		case <-ctx.Done():
-			return err
+			return nil, err
 		case <-time.After(backoff):
 		}
 		backoff = min(backoff*2, 5*time.Second)

@@ -170,6 +170,16 @@ type Config struct {
 	DropParams []string `json:"drop_params,omitempty" yaml:"drop_params,omitempty"`
 	NotifyURL  string   `json:"notify_url,omitempty" yaml:"notify_url,omitempty"`
 	Sinks      []string `json:"sinks" yaml:"sinks"`
+	// CrawlLog is the directory of the crawl log: every worker writes one
+	// JSON line per fetch attempt to its own file in CrawlLog/FRONTIER-KEY/
+	// (package crawllog). A path on the workers' machines (relative: to
+	// each worker's working directory); empty: no crawl log.
+	CrawlLog string `json:"crawl_log,omitempty" yaml:"crawl_log,omitempty"`
+	// CrawlLogTopic is a Kafka topic (kafka://HOST:PORT/TOPIC, options
+	// and credentials as a sink's) that the workers also write every line
+	// of the crawl log to, keyed by URL, instead of or beside CrawlLog's
+	// files; the schedulers' lines go to the files only. Empty: none.
+	CrawlLogTopic string `json:"crawl_log_topic,omitempty" yaml:"crawl_log_topic,omitempty"`
 
 	AllowPrivate bool `json:"allow_private,omitempty" yaml:"allow_private,omitempty"`
 	// AllowAddrs lists exact IP addresses the address guard lets through even
@@ -482,6 +492,18 @@ func (c Config) Validate() error {
 	for _, s := range c.Sinks {
 		if err := CheckSinkURI(s); err != nil {
 			errs = append(errs, err)
+		}
+	}
+	if strings.ContainsAny(c.CrawlLog, "\x00\r\n") {
+		errs = append(errs, fmt.Errorf("crawl_log %q: must be a directory path, with no NUL or line break", c.CrawlLog))
+	}
+	switch {
+	case c.CrawlLogTopic == "":
+	case !strings.HasPrefix(c.CrawlLogTopic, "kafka://"):
+		errs = append(errs, fmt.Errorf("crawl_log_topic %q: must be kafka://HOST:PORT/TOPIC (or kafka:///TOPIC for the workers' KAFKA_BROKERS)", Redact(c.CrawlLogTopic)))
+	default:
+		if err := CheckSinkURI(c.CrawlLogTopic); err != nil {
+			errs = append(errs, fmt.Errorf("crawl_log_topic: %w", err))
 		}
 	}
 	errs = append(errs, c.checkFetchLimits()...)

@@ -26,6 +26,9 @@ type Request struct {
 	// 0 for a page that was linked.
 	Embeds int
 	Parent string
+	// Path is the hop path from a seed (session.Lease.Path): the crawl
+	// log's, never sent to the server.
+	Path string
 	// Score is the URL's score for the "score" priority policy; the link
 	// scorer (ScoreLinks) sees it.
 	Score float64

@@ -56,6 +56,9 @@ type campaignActor struct {
 	// actor was made with (the key never changes; cfg is the loop's), for
 	// the record goroutines: a host's politeness key, and its shard's.
 	clockKey func(host string) string
+	// deadLog writes the crawl log's lines of the URLs dead-lettered here
+	// (nil: the campaign keeps no crawl log).
+	deadLog *deadLog
 	// incarnation names this actor's life (Welcome.Incarnation): what a
 	// fetcher learnt of its records (session.KnownLinks) holds for it only.
 	incarnation uint64
@@ -178,6 +181,7 @@ func newCampaignActor(srv *Server, cfg campaign.Config) (*campaignActor, error) 
 		timer:       time.NewTimer(time.Hour),
 	}
 	a.live.Store(&live)
+	a.deadLog = newDeadLog(cfg.CrawlLog, a.key, srv.cfg.Name, a.log)
 	a.ctx, a.cancel = context.WithCancel(context.Background())
 	srv.m().open(cfg.ID)
 	go a.loop()
@@ -340,6 +344,7 @@ func (a *campaignActor) stop(grace time.Duration) {
 		close(a.done)
 	})
 	a.cancel()
+	a.deadLog.close()
 }
 
 // waitGroupTimeout waits for wg for at most d; false when it timed out.

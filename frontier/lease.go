@@ -185,7 +185,7 @@ func (a *campaignActor) leaseFrom(h *host, s *fetcherSession, now time.Time) (se
 			}
 			l.e = e
 			out.URL, out.Depth, out.Hops, out.Parent, out.Score = e.msg.URL, e.msg.Depth, e.msg.Hops, e.msg.Parent, e.msg.Score
-			out.Embeds = e.msg.Embeds
+			out.Embeds, out.Path = e.msg.Embeds, e.msg.Path
 			out.Attempt, out.MaxAttempts = e.attempt+1, a.cfg.MaxAttempts
 			out.Prior, e.history = a.prior(e.key)
 			break

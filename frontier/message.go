@@ -21,6 +21,9 @@ type urlMsg struct {
 	Embeds int     `json:"e,omitempty"`
 	Parent string  `json:"p,omitempty"`
 	Score  float64 `json:"s,omitempty"`
+	// Path is the hop path from a seed (urlrule.Link.HopPath), for the
+	// crawl log; empty for a seed.
+	Path string `json:"t,omitempty"`
 }
 
 // Headers of a frontier message.

@@ -296,7 +296,7 @@ func (a *campaignActor) seedSitemaps(h *host, urls []string) {
 	if len(links) == 0 {
 		return
 	}
-	robots := &entry{msg: urlMsg{URL: h.root + "/robots.txt", Depth: -1}}
+	robots := &entry{msg: urlMsg{URL: h.root + "/robots.txt", Depth: -1, Path: urlrule.HopPrerequisite}}
 	a.pending.Add(1)
 	ok := a.spawn(func(ctx context.Context) {
 		defer a.pending.Add(-1)

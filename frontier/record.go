@@ -16,6 +16,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/drover-crawl/drover/crawllog"
 	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/urlrule"
@@ -152,6 +153,11 @@ func (a *campaignActor) writeRecord(ctx context.Context, jobs []recordJob) error
 		a.messages.Add(int64(len(dead)))
 		for range dead {
 			a.countDead(ReasonSink)
+		}
+		for _, j := range jobs {
+			if j.dead != nil && j.fail != nil {
+				a.deadLog.write(crawllog.OutcomeDeadLettered, j.e.msg, j.fail.Attempts, ReasonSink, j.fail.LastError)
+			}
 		}
 	}
 	return nil
@@ -349,12 +355,13 @@ type linkCand struct {
 	host   string
 	depth  int
 	parent string
+	path   string // the link's hop path
 }
 
 // linkCandidates collects the links of jobs, once each, apart from those
 // robots.txt forbids; a link with no host, or that a live exclude
 // matches, is never published.
-func (a *campaignActor) linkCandidates(jobs []recordJob) (keys []seen.Key, cands []linkCand, robotsKeys []seen.Key, robotsURLs []string) {
+func (a *campaignActor) linkCandidates(jobs []recordJob) (keys []seen.Key, cands []linkCand, robotsKeys []seen.Key, robotsURLs []urlMsg) {
 	collected := map[seen.Key]bool{}
 	live := a.live.Load()
 	for _, j := range jobs {
@@ -368,7 +375,7 @@ func (a *campaignActor) linkCandidates(jobs []recordJob) (keys []seen.Key, cands
 			}
 			collected[k] = true
 			if j.disallowed[l.URL] {
-				robotsKeys, robotsURLs = append(robotsKeys, k), append(robotsURLs, l.URL)
+				robotsKeys, robotsURLs = append(robotsKeys, k), append(robotsURLs, urlMsg{URL: l.URL, Parent: j.e.msg.URL, Path: l.HopPath(j.e.msg.Path)})
 				continue
 			}
 			host, err := urlrule.HostKey(l.URL)
@@ -376,7 +383,7 @@ func (a *campaignActor) linkCandidates(jobs []recordJob) (keys []seen.Key, cands
 				continue
 			}
 			keys = append(keys, k)
-			cands = append(cands, linkCand{link: l, host: host, depth: l.Depth(j.e.msg.Depth), parent: j.e.msg.URL})
+			cands = append(cands, linkCand{link: l, host: host, depth: l.Depth(j.e.msg.Depth), parent: j.e.msg.URL, path: l.HopPath(j.e.msg.Path)})
 		}
 	}
 	return keys, cands, robotsKeys, robotsURLs
@@ -385,15 +392,15 @@ func (a *campaignActor) linkCandidates(jobs []recordJob) (keys []seen.Key, cands
 // linkMessage is a new link for its shard, at its policy's priority.
 func (a *campaignActor) linkMessage(c linkCand) shardURL {
 	l := c.link
-	m := urlMsg{URL: l.URL, Depth: c.depth, Hops: l.Hops, Embeds: l.Embeds, Parent: c.parent, Score: l.Score}
+	m := urlMsg{URL: l.URL, Depth: c.depth, Hops: l.Hops, Embeds: l.Embeds, Parent: c.parent, Score: l.Score, Path: c.path}
 	prio := a.policy.Priority(Item{URL: l.URL, Host: c.host, Depth: c.depth, Embed: l.Embeds > 0, Score: l.Score})
 	return shardURL{queue: a.topo.Shard(ShardOf(a.clockKey(c.host))), host: c.host, m: m, level: priorityLevel(prio)}
 }
 
 // recordDisallowed records the links robots.txt forbids that are not
 // queued or recorded yet, and marks them queued, so that the next page that
-// links to them finds them settled.
-func (a *campaignActor) recordDisallowed(keys []seen.Key, urls []string) error {
+// links to them finds them settled; each has its crawl log line.
+func (a *campaignActor) recordDisallowed(keys []seen.Key, urls []urlMsg) error {
 	if len(keys) == 0 {
 		return nil
 	}
@@ -404,12 +411,14 @@ func (a *campaignActor) recordDisallowed(keys []seen.Key, urls []string) error {
 	now := time.Now()
 	var fs []session.FailureRecord
 	var ks []seen.Key
+	var ms []urlMsg
 	for i, k := range keys {
 		if queued[i] {
 			continue
 		}
-		fs = append(fs, session.FailureRecord{URL: urls[i], Reason: ReasonRobots, LastError: "disallowed by robots.txt", First: now, Last: now})
+		fs = append(fs, session.FailureRecord{URL: urls[i].URL, Reason: ReasonRobots, LastError: "disallowed by robots.txt", First: now, Last: now})
 		ks = append(ks, k)
+		ms = append(ms, urls[i])
 	}
 	if len(ks) == 0 {
 		return nil
@@ -421,8 +430,9 @@ func (a *campaignActor) recordDisallowed(keys []seen.Key, urls []string) error {
 		return fmt.Errorf("seen store: %w", err)
 	}
 	a.robotsDropped.Add(int64(len(ks)))
-	for range ks {
+	for _, m := range ms {
 		a.countReason(ReasonRobots)
+		a.deadLog.write(crawllog.OutcomeDropped, m, 0, ReasonRobots, "disallowed by robots.txt")
 	}
 	return nil
 }
@@ -536,7 +546,13 @@ func (a *campaignActor) flushParks() {
 func (a *campaignActor) deadLetter(e *entry, reason, why string) {
 	msg, fail := a.deadMessage(e, reason, why)
 	reason = orOther(reason)
-	a.repostAll([]*entry{e}, msg, fail, func() { a.countDead(reason) })
+	m, attempts, unread := e.msg, e.attempt, e.unread
+	a.repostAll([]*entry{e}, msg, fail, func() {
+		a.countDead(reason)
+		if !unread {
+			a.deadLog.write(crawllog.OutcomeDeadLettered, m, attempts, reason, why)
+		}
+	})
 }
 
 // countDead counts a URL dead-lettered with reason, once its message is
@@ -619,15 +635,17 @@ func (a *campaignActor) dropRecorded(e *entry, reason, why string) {
 	a.countReason(reason)
 	now := time.Now()
 	fail := session.FailureRecord{URL: e.msg.URL, Reason: reason, Attempts: e.attempt, LastError: why, First: now, Last: now}
+	m := e.msg
 	a.pending.Add(1)
 	ok := a.spawn(func(context.Context) {
 		defer a.pending.Add(-1)
 		if err := a.recordFailures([]session.FailureRecord{fail}); err != nil {
 			a.recordFailed.Add(1)
-			a.log.Error("recording a dropped URL failed; it goes back to its queue", "url", e.msg.URL, "err", err)
+			a.log.Error("recording a dropped URL failed; it goes back to its queue", "url", m.URL, "err", err)
 			a.nackEntry(e)
 			return
 		}
+		a.deadLog.write(crawllog.OutcomeDropped, m, fail.Attempts, reason, why)
 		a.ackEntry(e)
 	})
 	if !ok {

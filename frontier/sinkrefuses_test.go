@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-crawl/drover/crawllog"
 	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/frontier/session"
@@ -34,11 +35,13 @@ func (s refusingSink) Store(ctx context.Context, p *page.Page) error {
 // listed among the failures and left in the dead-letter queue (to be
 // replayed once the sink takes it), and its links are followed: the
 // pages reachable only through it are crawled (it is the first host's
-// root here), every other page is stored.
+// root here), every other page is stored. The scheduler's crawl log has
+// its dead-letter line.
 func TestPageRefusedBySinkIsDeadLettered(t *testing.T) {
 	web := webtest.Start(t, testweb.Config{Hosts: 2, PagesPerHost: 20, CrossHost: true, Base: 67})
 	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory())
 	cfg := testCampaign(t, web)
+	cfg.CrawlLog = t.TempDir()
 	seed(t, sched, cfg)
 	refused := web.Seeds()[0]
 	sk := refusingSink{Memory: sink.NewMemory(), refuse: refused}
@@ -72,4 +75,16 @@ func TestPageRefusedBySinkIsDeadLettered(t *testing.T) {
 		t.Error("the refused page was stored")
 	}
 	t.Logf("refused page: %d fetches, %s", web.Count(refused), fs[0].LastError)
+
+	var dead []crawllog.Line
+	if _, _, err := crawllog.ReadDir(crawllog.Dir(cfg.CrawlLog, cfg.FrontierKey()), func(l crawllog.Line) {
+		if l.Outcome == crawllog.OutcomeDeadLettered {
+			dead = append(dead, l)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(dead) != 1 || dead[0].URL != refused || dead[0].Reason != frontier.ReasonSink || dead[0].Path != "" {
+		t.Errorf("crawl log dead-letter lines %+v, want one of %s with reason sink and the seed's empty path", dead, refused)
+	}
 }

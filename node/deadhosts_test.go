@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/crawllog"
 	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/testweb"
 )
@@ -36,6 +37,7 @@ func TestDeadHostsCampaignCompletes(t *testing.T) {
 		Scope:        web.Scope(),
 		AllowPrivate: true,
 		Sinks:        []string{"kafka://" + s.kafka.Addr() + "/" + s.topic},
+		CrawlLog:     t.TempDir(),
 	}
 	start := time.Now()
 	run := ctStartCampaign(t, s.temporal.Client(), cfg)
@@ -89,6 +91,7 @@ func TestDeadHostsCampaignCompletes(t *testing.T) {
 		byReason[f.Reason]++
 	}
 	t.Logf("completed in %s: %d pages fetched, %d failure records %v", took.Round(time.Second), st.PagesFetched, total, byReason)
+	checkDeadLines(t, crawllog.Dir(cfg.CrawlLog, st.Frontier), web.Dead())
 
 	// As an operator sees it: the starter, from the outside.
 	starter := filepath.Join(binaries(t), "starter")
@@ -115,6 +118,33 @@ func TestDeadHostsCampaignCompletes(t *testing.T) {
 	for _, reason := range []string{"dns", "refused", "timeout", "tls", "robots"} {
 		if !strings.Contains(failures, reason+" ") {
 			t.Errorf("starter failures shows no %s failure", reason)
+		}
+	}
+	t.Logf("starter report %s:\n%s", cfg.ID, runStarter("report", cfg.ID, "--top", "5"))
+}
+
+// checkDeadLines: every dead URL has a crawl log line that settles it, a
+// scheduler's dead-letter line or a stored failure, with its reason.
+func checkDeadLines(t *testing.T, dir string, dead map[string]string) {
+	t.Helper()
+	settled := map[string]string{}
+	var n, deadLettered int
+	if _, _, err := crawllog.ReadDir(dir, func(l crawllog.Line) {
+		n++
+		switch l.Outcome {
+		case crawllog.OutcomeDeadLettered:
+			deadLettered++
+			settled[l.URL] = l.Reason
+		case crawllog.OutcomeFailed:
+			settled[l.URL] = l.Reason
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("crawl log: %d lines, %d of URLs dead-lettered", n, deadLettered)
+	for u, want := range dead {
+		if got, ok := settled[u]; !ok || got != want {
+			t.Errorf("dead URL %s: crawl log reason %q (logged: %v), want %s", u, got, ok, want)
 		}
 	}
 }

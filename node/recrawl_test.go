@@ -16,6 +16,7 @@ import (
 	"github.com/nlnwa/gowarc"
 
 	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/crawllog"
 	"github.com/drover-crawl/drover/internal/dirsize"
 	"github.com/drover-crawl/drover/internal/testenv"
 	"github.com/drover-crawl/drover/page"
@@ -38,6 +39,7 @@ func newRecrawlRun(t *testing.T, s *stack, web *testweb.Web, from string) recraw
 	r.cfg.PerHostDelay = new(time.Millisecond)
 	r.cfg.PerHostConcurrency = 4
 	r.cfg.Sinks = append(r.cfg.Sinks, "warc:"+r.warc, recrawlPG+"&table="+r.table)
+	r.cfg.CrawlLog = t.TempDir()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -84,12 +86,45 @@ func TestRecrawlFromHistory(t *testing.T) {
 	web.Reset()
 
 	run2 := newRecrawlRun(t, s, web, run1.cfg.ID)
-	runCampaign(t, s.temporal.Client(), run2.cfg, 5*time.Minute)()
+	st2 := runCampaign(t, s.temporal.Client(), run2.cfg, 5*time.Minute)()
 	checkFetchedOnce(t, web)
 	checkConditional(t, web, answered200, changed)
+	checkRevisitLines(t, web, crawllog.Dir(run2.cfg.CrawlLog, st2.Frontier))
 
 	checkRecrawlBytes(t, recrawlBytes(t, s, run1), recrawlBytes(t, s, run2), len(web.Pages()), len(changed))
 	checkRevisitsResolve(t, web, run1.warc, run2.warc, changed)
+}
+
+// checkRevisitLines: run 2's crawl log has a revisit line for each 304
+// the server answered, and no other, whose WARC location reads back a
+// revisit record with the line's digest (the earlier capture's).
+func checkRevisitLines(t *testing.T, web *testweb.Web, dir string) {
+	t.Helper()
+	notModified := map[string]bool{}
+	for _, u := range web.Answered(304) {
+		notModified[u] = true
+	}
+	revisits := 0
+	if _, _, err := crawllog.ReadDir(dir, func(l crawllog.Line) {
+		if l.Revisit == "" {
+			return
+		}
+		revisits++
+		if !notModified[l.URL] || l.Status != 304 || l.Revisit != page.RevisitNotModified {
+			t.Errorf("%s: a %s revisit line of status %d; the server answered it 304: %v", l.URL, l.Revisit, l.Status, notModified[l.URL])
+		}
+		for _, loc := range l.Stored {
+			if loc.Kind == "warc" {
+				checkWARCRecord(t, l, loc)
+			}
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("run 2: %d revisit lines, %d 304s answered", revisits, len(notModified))
+	if revisits != len(notModified) {
+		t.Errorf("%d revisit lines, %d 304s answered", revisits, len(notModified))
+	}
 }
 
 // maxRevisitBytes bounds what an unchanged page costs in WARC: its

@@ -53,6 +53,11 @@ type Page struct {
 	// record; it is set by that sink's Store, before the campaign's other
 	// sinks store a page whose body they do not take (see sink.Multi).
 	WARC *WARCLocation
+	// Stored, when set, collects where each sink stored the page (the
+	// crawl log's locations): the caller sets a new one before each Store
+	// and reads it only once Store returned nil (a sink may add to it
+	// before a write that then fails).
+	Stored *Locations
 }
 
 // WARCLocation is a record's place in a WARC file: the file's base name

@@ -9,6 +9,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/drover-crawl/drover/page"
@@ -102,6 +103,11 @@ type Kafka struct {
 	brokers      string
 	topic        string
 	closeTimeout time.Duration
+	// placed maps a pending Store's record, by the address of its first
+	// header (the writer's copies of a record share its headers), to its
+	// Page.Stored: kafka-go tells a record's partition and offset only to
+	// the Writer's Completion, which adds them there.
+	placed sync.Map
 }
 
 // NewKafka connects to cfg.Brokers, checks (or creates) the topic and its
@@ -130,7 +136,8 @@ func NewKafka(ctx context.Context, cfg KafkaConfig) (*Kafka, error) {
 		return nil, err
 	}
 
-	w := &kafka.Writer{
+	k := &Kafka{maxBody: cfg.MaxBody, transport: transport, brokers: brokers, topic: cfg.Topic, closeTimeout: cfg.CloseTimeout}
+	k.w = &kafka.Writer{
 		Addr:         kafka.TCP(cfg.Brokers...),
 		Topic:        cfg.Topic,
 		Balancer:     &kafka.Murmur2Balancer{}, // the Java client's key hash: keyed consumers agree on partitions
@@ -140,8 +147,26 @@ func NewKafka(ctx context.Context, cfg KafkaConfig) (*Kafka, error) {
 		BatchTimeout: cfg.BatchTimeout,
 		Compression:  codec,
 		Transport:    transport,
+		Completion:   k.completed,
 	}
-	return &Kafka{maxBody: cfg.MaxBody, w: w, transport: transport, brokers: brokers, topic: cfg.Topic, closeTimeout: cfg.CloseTimeout}, nil
+	return k, nil
+}
+
+// completed adds the partition and offset of each record written to the
+// Page.Stored of the Store that is waiting for it. kafka-go calls it
+// before that Store's WriteMessages returns.
+func (k *Kafka) completed(msgs []kafka.Message, err error) {
+	if err != nil {
+		return
+	}
+	for _, m := range msgs {
+		if len(m.Headers) == 0 {
+			continue
+		}
+		if v, ok := k.placed.Load(&m.Headers[0]); ok {
+			v.(*page.Locations).Add(page.Location{Kind: "kafka", Topic: m.Topic, Partition: m.Partition, Offset: m.Offset})
+		}
+	}
 }
 
 // transport dials the brokers, with TLS and SASL when cfg has them.
@@ -349,11 +374,15 @@ func kafkaCompression(name string) (kafka.Compression, error) {
 // written: a duplicate on retry, never a loss. p must not be modified after
 // the call.
 func (k *Kafka) Store(ctx context.Context, p *page.Page) error {
-	msg, err := kafkaMessage(p, k.maxBody)
+	m, err := kafkaMessage(p, k.maxBody)
 	if err != nil {
 		return fmt.Errorf("kafka %s topic %s: store %s: %w", k.brokers, k.topic, p.URL, err)
 	}
-	err = k.w.WriteMessages(ctx, msg)
+	if p.Stored != nil {
+		k.placed.Store(&m.Headers[0], p.Stored)
+		defer k.placed.Delete(&m.Headers[0])
+	}
+	err = k.w.WriteMessages(ctx, m)
 	if err == nil {
 		return nil
 	}

@@ -267,6 +267,7 @@ func (s *Postgres) Store(ctx context.Context, p *page.Page) error {
 	if err != nil {
 		return fmt.Errorf("postgres %s table %s: store %s: %w", s.addr, s.cfg.Table, p.URL, err)
 	}
+	p.Stored.Add(page.Location{Kind: "postgres", Table: s.cfg.Table})
 	return nil
 }
 

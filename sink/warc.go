@@ -132,6 +132,9 @@ type encodedPage struct {
 	big  *bigRecord
 	tail []byte
 	idx  *cdxEntry
+	// where is the page's Page.Stored: the writer adds the file and
+	// offset it appends the page at.
+	where *page.Locations
 }
 
 // size is the bytes the page adds to its file.
@@ -237,6 +240,7 @@ func (w *WARC) writeBatch(pages []encodedPage) error {
 				return err
 			}
 		}
+		loc := page.Location{Kind: "warc", File: w.cur.name, Offset: w.cur.size, Length: int64(p.size())}
 		if p.idx != nil {
 			e := *p.idx
 			e.offset += w.cur.size
@@ -244,7 +248,9 @@ func (w *WARC) writeBatch(pages []encodedPage) error {
 			// The Store waiting for this batch reads it once the batch
 			// is durable: where its record went.
 			p.idx.file, p.idx.offset = filepath.Base(w.cur.name), e.offset
+			loc.Offset, loc.Length = e.offset, e.length
 		}
+		p.where.Add(loc)
 		if err := w.writePage(p); err != nil {
 			return err
 		}
@@ -351,7 +357,7 @@ func encodePage(p *page.Page) encodedPage {
 		mainID, idx = e.capture(p, date, common, mainID)
 	}
 	e.metadata(p, common, mainID)
-	return encodedPage{data: e.done(), idx: idx}
+	return encodedPage{data: e.done(), idx: idx, where: p.Stored}
 }
 
 // recordCommon is the date and the fields every record of p has.

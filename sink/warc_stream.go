@@ -82,7 +82,7 @@ func encodeSpooled(p *page.Page, tmpDir string) (encodedPage, error) {
 	}
 	e.metadata(p, common, id)
 	idx.offset, idx.length = int64(len(data)), big.size
-	return encodedPage{data: data, big: big, tail: e.done(), idx: idx}, nil
+	return encodedPage{data: data, big: big, tail: e.done(), idx: idx, where: p.Stored}, nil
 }
 
 // streamResponse writes p's response record, its body read from the

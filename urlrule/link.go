@@ -1,5 +1,10 @@
 package urlrule
 
+import (
+	"strconv"
+	"strings"
+)
+
 // Link is a URL a fetch discovered: normalized, in scope (or an embed
 // within the campaign's embed hops), not nofollow; a link found in a page,
 // or a redirect's target (Hops > 0). The fetcher reports it to the
@@ -29,4 +34,49 @@ func (l Link) Depth(parent int) int {
 		return parent
 	}
 	return parent + 1
+}
+
+// Hop letters of a hop path (Heritrix's): each says how a URL was reached
+// from the one before it.
+const (
+	HopLink     = 'L' // a link in a page
+	HopEmbed    = 'E' // a page's asset (Link.Embeds > 0)
+	HopRedirect = 'R' // a redirect's target (Link.Hops > 0)
+	// HopPrerequisite is the hop path of a host's robots.txt, fetched
+	// before any of its pages.
+	HopPrerequisite = "P"
+)
+
+// MaxHopPath is the most hop letters a path keeps: a longer one keeps its
+// last MaxHopPath letters after the count of those left out and "+"
+// (Heritrix's form), so a frontier message stays small however deep the
+// crawl goes.
+const MaxHopPath = 50
+
+// HopPath is the hop path of the link's URL, found on a page whose hop
+// path is parent: parent and one letter (R for a redirect's target, E for
+// an embed, L for a link). A seed's path is empty.
+func (l Link) HopPath(parent string) string {
+	letter := byte(HopLink)
+	switch {
+	case l.Hops > 0:
+		letter = HopRedirect
+	case l.Embeds > 0:
+		letter = HopEmbed
+	}
+	hidden, path := 0, parent
+	if n, rest, ok := strings.Cut(parent, "+"); ok {
+		if v, err := strconv.Atoi(n); err == nil && v > 0 {
+			hidden, path = v, rest
+		}
+	}
+	path += string(letter)
+	if len(path) > MaxHopPath {
+		hidden += len(path) - MaxHopPath
+		path = path[len(path)-MaxHopPath:]
+	}
+	if hidden == 0 {
+		return path
+	}
+	return strconv.Itoa(hidden) + "+" + path
 }

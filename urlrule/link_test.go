@@ -1,6 +1,9 @@
 package urlrule
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestLinkDepth(t *testing.T) {
 	cases := []struct {
@@ -19,5 +22,29 @@ func TestLinkDepth(t *testing.T) {
 	}
 	for _, c := range cases {
 		equal(t, c.link.Depth(c.parent), c.want, c.name)
+	}
+}
+
+func TestHopPath(t *testing.T) {
+	long := strings.Repeat("L", MaxHopPath)
+	cases := []struct {
+		name   string
+		link   Link
+		parent string
+		want   string
+	}{
+		{"a seed's link", Link{URL: "u"}, "", "L"},
+		{"an embed", Link{URL: "u", Embeds: 1}, "LL", "LLE"},
+		{"a redirect's target", Link{URL: "u", Hops: 1}, "L", "LR"},
+		{"an embed's redirect is a redirect", Link{URL: "u", Hops: 1, Embeds: 1}, "LE", "LER"},
+		{"a path at the limit drops its first letter", Link{URL: "u", Embeds: 1}, long, "1+" + long[1:] + "E"},
+		{"a cut path counts on", Link{URL: "u"}, "7+" + long, "8+" + long},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := c.link.HopPath(c.parent); got != c.want {
+				t.Errorf("HopPath(%q) = %q, want %q", c.parent, got, c.want)
+			}
+		})
 	}
 }

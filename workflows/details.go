@@ -33,6 +33,7 @@ func (r *run) status() Status {
 		Failure:         r.failureStatus(),
 		Run:             r.st.Run,
 		Frontier:        r.cfg.FrontierKey(),
+		CrawlLog:        r.cfg.CrawlLog,
 		CloseError:      r.closeErr,
 	}
 }

@@ -158,6 +158,9 @@ type Status struct {
 	// Frontier is the key of this run of the campaign in the frontier
 	// (campaign.Config.FrontierKey): what the schedulers know it by.
 	Frontier string `json:"frontier,omitempty"`
+	// CrawlLog is the campaign's crawl log directory (its config's
+	// crawl_log); empty when it keeps none.
+	CrawlLog string `json:"crawl_log,omitempty"`
 	// CloseError says why the campaign's Close failed (a scheduler it
 	// could not reach): what the campaign left there stays until the ID
 	// runs again or `starter stop` removes it. Empty when it closed.

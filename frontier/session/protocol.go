@@ -167,8 +167,11 @@ type Lease struct {
 	Depth int       `json:"depth,omitempty"`
 	Hops  int       `json:"hops,omitempty"`
 	// Embeds is the embeds in a row that led to URL (urlrule.Link.Embeds).
-	Embeds      int       `json:"embeds,omitempty"`
-	Parent      string    `json:"parent,omitempty"`
+	Embeds int    `json:"embeds,omitempty"`
+	Parent string `json:"parent,omitempty"`
+	// Path is the hop path from a seed to URL (urlrule.Link.HopPath), for
+	// the crawl log; empty for a seed.
+	Path        string    `json:"path,omitempty"`
 	Attempt     int       `json:"attempt"`
 	MaxAttempts int       `json:"max_attempts"`
 	Deadline    time.Time `json:"deadline"`

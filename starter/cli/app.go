@@ -333,6 +333,7 @@ KAFKA_BROKERS (default 127.0.0.1:9092: where start checks the default sink).`,
 		a.excludeCommand(),
 		a.hostCommand(),
 		a.listCommand(),
+		a.reportCommand(),
 	)
 	return root
 }

@@ -82,6 +82,8 @@ failed or was stopped, 2 on a usage error.`,
 	fl.StringArrayVar(&c.DropParams, "drop-param", nil, "query parameter to drop when normalizing URLs (repeatable)")
 	fl.StringVar(&c.NotifyURL, "notify-url", "", "URL to POST exception notifications and the campaign's end to")
 	fl.StringArrayVar(&c.Sinks, "sink", nil, "where pages go: kafka://HOST:PORT/TOPIC, warc:DIR or postgres://... (repeatable; default "+campaign.DefaultSink+")")
+	fl.StringVar(&c.CrawlLog, "crawl-log", "", "directory of the crawl log: each worker writes a JSON line per fetch attempt to its file in DIR/ID~RUN/ (default: none)")
+	fl.StringVar(&c.CrawlLogTopic, "crawl-log-topic", "", "also write the workers' crawl log lines to this Kafka topic: kafka://HOST:PORT/TOPIC (default: none)")
 	fl.BoolVar(&c.AllowPrivate, "allow-private", false, "fetch loopback, private and link-local addresses too")
 	fl.StringVarP(&f.file, "file", "f", "", "campaign config as YAML (campaign.yaml)")
 	fl.BoolVar(&f.noPreflight, "no-preflight", false, "start without checking from here that a scheduler answers and the sinks take pages")
@@ -130,6 +132,8 @@ func buildConfig(fl *pflag.FlagSet, f startFlags) (cfg campaign.Config, zeros []
 		"drop-param":           func() { cfg.DropParams = c.DropParams },
 		"notify-url":           func() { cfg.NotifyURL = c.NotifyURL },
 		"sink":                 func() { cfg.Sinks = c.Sinks },
+		"crawl-log":            func() { cfg.CrawlLog = c.CrawlLog },
+		"crawl-log-topic":      func() { cfg.CrawlLogTopic = c.CrawlLogTopic },
 		"allow-private":        func() { cfg.AllowPrivate = c.AllowPrivate },
 	}
 	fl.Visit(func(fl *pflag.Flag) {

@@ -32,6 +32,9 @@ type View struct {
 	// CloseError: the campaign's Close could not reach every scheduler,
 	// and why; `stop` removes what it left there.
 	CloseError string `json:"close_error,omitempty"`
+	// CrawlLog is the campaign's crawl log directory (crawl_log), on the
+	// workers' machines; empty when it keeps none.
+	CrawlLog string `json:"crawl_log,omitempty"`
 	// State: running, paused, completed, stopped, failed (or starting,
 	// stopping on the way).
 	State string `json:"state"`
@@ -206,7 +209,7 @@ func (a *App) view(ctx context.Context, id string) (View, error) {
 		}
 	}
 	v.State = stateOf(ex.Status, v.State)
-	v.Frontier, v.CloseError = key, st.CloseError
+	v.Frontier, v.CloseError, v.CrawlLog = key, st.CloseError, st.CrawlLog
 
 	if ex.Status == StatusRunning {
 		v.addFetchers(ex.Pending, st)
