@@ -289,6 +289,19 @@ func quorumLost(t *testing.T, cs *clusterStack) {
 	ctHoldAPage(t, web)
 	st, _ := sched.Server().Stats(key)
 	atFault, heldAtFault := ctPagesRequested(web), st.Held
+	started := false
+	startDown := func() {
+		if started {
+			return
+		}
+		started = true
+		for _, n := range down {
+			if err := n.Ctl(context.Background(), "start_app"); err != nil {
+				t.Fatalf("starting %s: %v", n.Name, err)
+			}
+		}
+	}
+	t.Cleanup(startDown) // the next faults need the quorum back, whatever fails here
 	for _, n := range down {
 		if err := n.Ctl(context.Background(), "stop_app"); err != nil {
 			t.Fatalf("stopping %s: %v", n.Name, err)
@@ -303,15 +316,17 @@ func quorumLost(t *testing.T, cs *clusterStack) {
 	// The scheduler fetches what it held, then has nothing: no queue can
 	// deliver. RabbitMQ then counts every queue 0 (no leader answers), and
 	// the campaign must not take that for drained.
-	await.For(t, 3*time.Minute, 200*time.Millisecond, "the scheduler to run out of the URLs it held", func() error {
+	// (An outcome may stay pending: its links' publishes cannot be
+	// confirmed without a quorum.)
+	await.For(t, 5*time.Minute, 200*time.Millisecond, "the scheduler to run out of the URLs it held", func() error {
 		st, _ = sched.Server().Stats(key)
-		if st.Held+st.InFlight+st.Pending > 0 {
-			return fmt.Errorf("held %d, in flight %d, pending %d", st.Held, st.InFlight, st.Pending)
+		if st.Held+st.InFlight > 0 {
+			return fmt.Errorf("held %d, in flight %d", st.Held, st.InFlight)
 		}
 		return nil
 	})
 	requested := ctPagesRequested(web) - atFault
-	t.Logf("without a quorum: %d pages requested, then nothing held (%s after the stop); %d queues uncounted", requested, time.Since(stoppedAt).Round(100*time.Millisecond), st.Uncounted)
+	t.Logf("without a quorum: %d pages requested, then nothing held (%s after the stop); %d queues uncounted, %d outcomes pending", requested, time.Since(stoppedAt).Round(100*time.Millisecond), st.Uncounted, st.Pending)
 	if requested > int(heldAtFault) {
 		t.Errorf("%d pages requested without a quorum, more than the %d URLs held at the stop: delivered without a quorum", requested, heldAtFault)
 	}
@@ -325,11 +340,7 @@ func quorumLost(t *testing.T, cs *clusterStack) {
 	if wst, err := ctQueryStatus(t, c, cfg.ID); err != nil || wst.State != "running" {
 		t.Fatalf("without a quorum the campaign is %s (%s, %v), want running: it would delete queues that hold URLs", wst.State, wst.Reason, err)
 	}
-	for _, n := range down {
-		if err := n.Ctl(context.Background(), "start_app"); err != nil {
-			t.Fatalf("starting %s: %v", n.Name, err)
-		}
-	}
+	startDown()
 	checkCrawlWhole(t, s, web, run, time.Now(), "the quorum came back")
 }
 
@@ -360,6 +371,7 @@ func partitionHealed(t *testing.T, cs *clusterStack) {
 	if err := cluster.Partition(context.Background(), cut); err != nil {
 		t.Fatalf("cutting %s off: %v", cut.Name, err)
 	}
+	t.Cleanup(func() { cluster.Heal(context.Background(), cut) }) // again: the next faults need it whole
 	cutAt := time.Now()
 	t.Logf("%s cut off with %d of %d pages requested, %d leases out, %d pages held mid-body", cut.Name, atFault, total, st.InFlight, held)
 	if st.InFlight == 0 || atFault >= total {
