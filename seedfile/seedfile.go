@@ -22,6 +22,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/urlrule"
 )
 
@@ -280,3 +281,51 @@ type readCloser struct {
 }
 
 func (r readCloser) Close() error { return r.c.Close() }
+
+// Control is what a Seeder needs of a scheduler's control session
+// (session.Control).
+type Control interface {
+	Seed(ctx context.Context, cfg campaign.Config, urls []string) (int, error)
+	Close() error
+}
+
+// Seeder sends batches of seeds of the campaign Config (its run named:
+// Config.FrontierKey) to the first scheduler of Addrs that answers, over
+// one control session, dialed again after a failure. Its Send is a Send.
+type Seeder struct {
+	Config campaign.Config
+	Addrs  []string
+	Dial   func(ctx context.Context, addr string) (Control, error)
+	c      Control
+}
+
+// Send queues urls on a scheduler and returns how many were new.
+func (s *Seeder) Send(ctx context.Context, urls []string) (int, error) {
+	if s.c == nil {
+		var errs []error
+		for _, addr := range s.Addrs {
+			c, err := s.Dial(ctx, addr)
+			if err == nil {
+				s.c = c
+				break
+			}
+			errs = append(errs, err)
+		}
+		if s.c == nil {
+			return 0, fmt.Errorf("no scheduler reachable: %w", errors.Join(errs...))
+		}
+	}
+	n, err := s.c.Seed(ctx, s.Config, urls)
+	if err != nil {
+		s.Close()
+	}
+	return n, err
+}
+
+// Close closes the control session, if one is open.
+func (s *Seeder) Close() {
+	if s.c != nil {
+		s.c.Close()
+		s.c = nil
+	}
+}

@@ -208,6 +208,9 @@ type App struct {
 	DropFailures DropFailuresFunc
 	// URLState says where one URL stands (`url`).
 	URLState URLStateFunc
+	// SeedControl streams seeds to a scheduler (`seed --file`, `start
+	// --seeds-file`).
+	SeedControl SeedControlFunc
 	// Interval is the refresh period of --wait and --watch (default 2 s).
 	Interval time.Duration
 	// Now is the clock (default time.Now).
@@ -331,7 +334,9 @@ KAFKA_BROKERS (default 127.0.0.1:9092: where start checks the default sink).`,
 		a.restartCommand(),
 		a.scaleCommand(),
 		a.excludeCommand(),
+		a.includeCommand(),
 		a.hostCommand(),
+		a.seedCommand(),
 		a.listCommand(),
 	)
 	return root
