@@ -681,6 +681,15 @@ func (s *Server) control(req session.Request) session.Reply {
 			return session.Reply{Error: err.Error()}
 		}
 		return session.Reply{URL: &st}
+	case session.OpURLs:
+		if req.List == nil {
+			return session.Reply{Error: "urls: give a host and a state"}
+		}
+		page, err := s.urlList(req.Campaign.ID, *req.List)
+		if err != nil {
+			return session.Reply{Error: err.Error()}
+		}
+		return session.Reply{Page: &page}
 	case session.OpRules:
 		if err := s.setRules(ctx, req.Campaign.ID, req.Campaign.Live); err != nil {
 			return session.Reply{Error: err.Error()}

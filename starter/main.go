@@ -70,6 +70,9 @@ func main() {
 		URLState: func(ctx context.Context, addrs []string, token, key, url string) (session.URLState, error) {
 			return sessions(token).URLState(ctx, addrs, key, url)
 		},
+		URLs: func(ctx context.Context, addrs []string, token, key string, q session.URLQuery) (session.URLPage, error) {
+			return sessions(token).URLs(ctx, addrs, key, q)
+		},
 		SeedControl: func(ctx context.Context, addr, token string) (seedfile.Control, error) {
 			return sessions(token).DialControl(ctx, addr)
 		},

@@ -281,6 +281,8 @@ type Request struct {
 	Reason string `json:"reason,omitempty"`
 	// Keys (end): the fetcher sessions to end (Hello.Key).
 	Keys []string `json:"keys,omitempty"`
+	// List (urls): which URLs of the campaign to list.
+	List *URLQuery `json:"list,omitempty"`
 }
 
 // Control operations.
@@ -319,6 +321,8 @@ type Reply struct {
 	Ended int `json:"ended,omitempty"`
 	// URL answers OpURL.
 	URL *URLState `json:"url,omitempty"`
+	// Page answers OpURLs.
+	Page *URLPage `json:"page,omitempty"`
 }
 
 // MaxFailuresReply bounds the failure records in one reply (well within

@@ -208,6 +208,8 @@ type App struct {
 	DropFailures DropFailuresFunc
 	// URLState says where one URL stands (`url`).
 	URLState URLStateFunc
+	// URLs lists one host's URLs in one state (`urls`).
+	URLs URLsFunc
 	// SeedControl streams seeds to a scheduler (`seed --file`, `start
 	// --seeds-file`).
 	SeedControl SeedControlFunc
@@ -328,6 +330,7 @@ KAFKA_BROKERS (default 127.0.0.1:9092: where start checks the default sink).`,
 		a.statusCommand(),
 		a.failuresCommand(),
 		a.urlCommand(),
+		a.urlsCommand(),
 		a.signalCommand("pause", "Pause a campaign: fetchers stop, the frontier keeps its URLs"),
 		a.signalCommand("resume", "Resume a paused campaign"),
 		a.stopCommand(),
