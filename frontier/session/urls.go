@@ -78,6 +78,12 @@ func (cl Client) URLs(ctx context.Context, addrs []string, key string, q URLQuer
 		pages[i], err = c.URLs(ctx, key, q)
 		return err
 	})
+	return mergePages(pages, errs, q.Limit), errors.Join(errs...)
+}
+
+// mergePages merges the pages of the schedulers that answered (errs[i]
+// nil) into one of at most limit URLs.
+func mergePages(pages []URLPage, errs []error, limit int) URLPage {
 	// A scheduler with more than its page has sent every URL of its own up
 	// to its page's last: the merged page is certain up to the smallest
 	// such last URL, and ends there at the latest.
@@ -101,9 +107,9 @@ func (cl Client) URLs(ctx context.Context, addrs []string, key string, q URLQuer
 		}
 		all = all[:n]
 	}
-	page := URLQuery{Limit: q.Limit}.Cut(all)
+	page := URLQuery{Limit: limit}.Cut(all)
 	if end != "" && page.Next == "" && len(page.URLs) > 0 {
 		page.Next = page.URLs[len(page.URLs)-1]
 	}
-	return page, errors.Join(errs...)
+	return page
 }

@@ -1,5 +1,6 @@
 // Package cli holds the starter's commands (start, status, list, pause,
-// resume, scale, exclude, host, restart, stop, failures, ...). The main reads the environment into an Env and calls
+// resume, scale, exclude, include, host, seed, url, urls, restart, stop,
+// failures, ...). The main reads the environment into an Env and calls
 // App.Run; everything else, including the Temporal client, is reached
 // through App's fields so that tests can swap in fakes.
 //
