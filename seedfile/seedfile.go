@@ -103,6 +103,9 @@ type Options struct {
 	MaxHosts int
 	// Progress is called after each batch, with the counts so far.
 	Progress func(Counts)
+	// Backoff is the wait before a failed batch's second try, doubled
+	// before its third; 0 means a second.
+	Backoff time.Duration
 }
 
 // Stream reads r, one seed a line, and sends the seeds in batches. Invalid
@@ -112,6 +115,9 @@ type Options struct {
 func Stream(ctx context.Context, r io.Reader, o Options, send Send) (Counts, error) {
 	if o.Batch <= 0 {
 		o.Batch = DefaultBatch
+	}
+	if o.Backoff <= 0 {
+		o.Backoff = time.Second
 	}
 	s := &stream{o: o, send: send, batch: make([]string, 0, o.Batch), inBatch: map[string]bool{}, c: o.From}
 	s.c.Examples = slices.Clone(o.From.Examples)
@@ -201,7 +207,7 @@ func (s *stream) flush(ctx context.Context) error {
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
-			case <-time.After(time.Duration(try) * time.Second):
+			case <-time.After(time.Duration(try) * s.o.Backoff):
 			}
 		}
 		var n int

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -85,7 +86,7 @@ func TestStreamResumesFromProgress(t *testing.T) {
 	q := &queue{queued: map[string]int{}}
 	var last seedfile.Counts
 	stop := errors.New("worker killed")
-	_, err := seedfile.Stream(context.Background(), strings.NewReader(b.String()), seedfile.Options{Batch: 3, Progress: func(c seedfile.Counts) {
+	_, err := seedfile.Stream(context.Background(), strings.NewReader(b.String()), seedfile.Options{Batch: 3, Backoff: time.Millisecond, Progress: func(c seedfile.Counts) {
 		last = c
 	}}, func(ctx context.Context, urls []string) (int, error) {
 		if q.batches == 2 {
@@ -107,13 +108,13 @@ func TestStreamResumesFromProgress(t *testing.T) {
 
 func TestStreamTriesABatchThreeTimes(t *testing.T) {
 	q := &queue{queued: map[string]int{}, fail: 2}
-	c, err := seedfile.Stream(context.Background(), strings.NewReader("http://a.example/\n"), seedfile.Options{}, q.send)
+	c, err := seedfile.Stream(context.Background(), strings.NewReader("http://a.example/\n"), seedfile.Options{Backoff: time.Millisecond}, q.send)
 	require.NoError(t, err)
 	require.Equal(t, int64(1), c.Seeded)
 	require.Equal(t, 3, q.batches)
 
 	q = &queue{queued: map[string]int{}, fail: 3}
-	_, err = seedfile.Stream(context.Background(), strings.NewReader("http://a.example/\n"), seedfile.Options{}, q.send)
+	_, err = seedfile.Stream(context.Background(), strings.NewReader("http://a.example/\n"), seedfile.Options{Backoff: time.Millisecond}, q.send)
 	require.ErrorContains(t, err, "scheduler away")
 	require.Equal(t, 3, q.batches, "tries bounded")
 }
