@@ -47,7 +47,7 @@ func (h *harness) update(d time.Duration, name string, arg any, res any, rejecte
 // first minute on; the Update returns the list's counts.
 func TestSeedListHoldsTheCampaignOpen(t *testing.T) {
 	h := newHarness(t, func(env *testsuite.TestWorkflowEnvironment) {
-		env.OnActivity(acts.SeedFile, mock.Anything, mock.Anything).After(3*time.Minute).Return(
+		env.OnActivity(acts.SeedFile, mock.Anything, mock.Anything).After(3 * time.Minute).Return(
 			func(_ context.Context, in SeedFileInput) (seedfile.Counts, error) {
 				if in.Source != "https://lists.example/s.gz" || in.Config.FrontierKey() == in.Config.ID {
 					return seedfile.Counts{}, assert.AnError
@@ -83,7 +83,7 @@ func TestIncludeRestartsTheSessionsWithTheScope(t *testing.T) {
 	var withInclude atomic.Int32
 	h := newHarness(t, func(env *testsuite.TestWorkflowEnvironment) {
 		env.OnActivity(acts.SetRules, mock.Anything, mock.Anything).Return(nil)
-		env.OnActivity(acts.FetchSession, mock.Anything, mock.Anything).After(24*time.Hour).Return(
+		env.OnActivity(acts.FetchSession, mock.Anything, mock.Anything).After(24 * time.Hour).Return(
 			func(_ context.Context, in FetchSessionInput) (SessionCounters, error) {
 				return SessionCounters{}, nil
 			}).Maybe()
