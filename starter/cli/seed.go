@@ -66,7 +66,7 @@ line is listed the same way.`,
 					return err
 				}
 			} else {
-				fmt.Fprintf(a.Out, "campaign %s: %s\n", args[0], seedText(res.Source, res.Counts))
+				fmt.Fprintf(a.Out, "campaign %s: %s\n", args[0], seedText(file, res.Counts))
 			}
 			return refusedSeeds(a, res.Counts)
 		},
