@@ -32,7 +32,11 @@ type seedQueue struct {
 
 func (q *seedQueue) dial(context.Context, string, string) (ControlClient, error) { return q, nil }
 
-func (q *seedQueue) Seed(_ context.Context, _ campaign.Config, urls []string) (int, error) {
+func (q *seedQueue) Seed(ctx context.Context, cfg campaign.Config, urls []string) (int, error) {
+	return q.AddSeeds(ctx, cfg, urls)
+}
+
+func (q *seedQueue) AddSeeds(_ context.Context, _ campaign.Config, urls []string) (int, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.failAfter > 0 && q.batches >= q.failAfter {

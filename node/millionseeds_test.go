@@ -83,6 +83,7 @@ func TestAMillionSeedsFromAGzipList(t *testing.T) {
 		}
 		return nil
 	})
+	deleteQueuesAtEnd(t, ctFrontierKey(t, c, cfg.ID))
 	list := filepath.Join(t.TempDir(), "million.gz")
 	writeMillionList(t, list)
 	fi, _ := os.Stat(list)
@@ -140,6 +141,23 @@ func TestAMillionSeedsFromAGzipList(t *testing.T) {
 	if n >= maxEventBytes {
 		t.Errorf("largest event %d bytes (%s), want under %d", n, what, maxEventBytes)
 	}
+}
+
+// deleteQueuesAtEnd removes the queues of the campaign run key when the
+// test ends, whatever ended it: a test that failed before its campaign
+// closed must not leave a million URLs in the machine's RabbitMQ.
+func deleteQueuesAtEnd(t *testing.T, key string) {
+	t.Cleanup(func() {
+		conn, err := amqp.Dial(amqpURL())
+		if err != nil {
+			t.Logf("deleting the queues of %s: %v", key, err)
+			return
+		}
+		defer conn.Close()
+		if err := (frontier.Topology{Campaign: key}).Delete(conn); err != nil {
+			t.Logf("deleting the queues of %s: %v", key, err)
+		}
+	})
 }
 
 // countShardURLs consumes every message of the campaign key's shard

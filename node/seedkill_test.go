@@ -73,6 +73,7 @@ func TestSeedListSurvivesASchedulerKill(t *testing.T) {
 		key = st.Frontier
 		return nil
 	})
+	deleteQueuesAtEnd(t, key)
 	list := filepath.Join(t.TempDir(), "seeds.gz")
 	urls := make([]string, killSeeds)
 	for i := range urls {
@@ -139,5 +140,9 @@ func TestSeedListSurvivesASchedulerKill(t *testing.T) {
 	}
 	if err := c.SignalWorkflow(context.Background(), cfg.ID, "", workflows.SignalStop, workflows.StopSignal{Reason: "counted"}); err != nil {
 		t.Fatal(err)
+	}
+	var st workflows.Status
+	if err := c.GetWorkflow(ctx, cfg.ID, "").Get(ctx, &st); err != nil || st.CloseError != "" {
+		t.Errorf("the campaign's end: %v, close error %q", err, st.CloseError)
 	}
 }

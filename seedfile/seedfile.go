@@ -291,7 +291,8 @@ func (r readCloser) Close() error { return r.c.Close() }
 // Control is what a Seeder needs of a scheduler's control session
 // (session.Control).
 type Control interface {
-	Seed(ctx context.Context, cfg campaign.Config, urls []string) (int, error)
+	// AddSeeds queues seeds of a running campaign (session.OpSeed, Live).
+	AddSeeds(ctx context.Context, cfg campaign.Config, urls []string) (int, error)
 	Close() error
 }
 
@@ -321,7 +322,7 @@ func (s *Seeder) Send(ctx context.Context, urls []string) (int, error) {
 			return 0, fmt.Errorf("no scheduler reachable: %w", errors.Join(errs...))
 		}
 	}
-	n, err := s.c.Seed(ctx, s.Config, urls)
+	n, err := s.c.AddSeeds(ctx, s.Config, urls)
 	if err != nil {
 		s.Close()
 	}

@@ -281,6 +281,10 @@ type Request struct {
 	Reason string `json:"reason,omitempty"`
 	// Keys (end): the fetcher sessions to end (Hello.Key).
 	Keys []string `json:"keys,omitempty"`
+	// Live (seed): the seeds add to a running campaign (a seed list), so
+	// a scheduler that closed it refuses them rather than declare its
+	// queues again.
+	Live bool `json:"live,omitempty"`
 	// List (urls): which URLs of the campaign to list.
 	List *URLQuery `json:"list,omitempty"`
 }
