@@ -144,13 +144,18 @@ func TestSeedListsIncludeAndSeedOverHTTP(t *testing.T) {
 		t.Errorf("seed over HTTP: %+v, want %d seeded or known", c, len(third))
 	}
 
+	var final workflows.Status
 	await.For(t, 6*time.Minute, 200*time.Millisecond, "the campaign's end", func() error {
 		st, err := ctQueryStatus(t, s.temporal.Client(), id)
 		if err != nil || st.State != campaign.StateCompleted {
 			return fmt.Errorf("state %q, %v", st.State, err)
 		}
+		final = st
 		return nil
 	})
+	if final.SeedsAdded != res.SeedsAdded || final.SeedsAdded != 1+res.Counts.Seeded {
+		t.Errorf("status: %d seeds added; the last seed update said %d, and the lists queued 1 + %d", final.SeedsAdded, res.SeedsAdded, res.Counts.Seeded)
+	}
 	if m := web.Missing(); len(m) > 0 {
 		t.Errorf("%d pages never requested, such as %s", len(m), m[0])
 	}

@@ -70,6 +70,7 @@ func TestSeedListHoldsTheCampaignOpen(t *testing.T) {
 	require.Equal(t, int64(9), res.Counts.Seeded)
 	require.Equal(t, int64(5), recorded.SeedsAdded, "the streamed list recorded, without an activity")
 	require.Equal(t, int64(14), res.SeedsAdded)
+	require.Equal(t, int64(14), st.SeedsAdded, "in the status")
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	require.Len(t, h.closes, 1)

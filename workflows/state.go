@@ -157,6 +157,9 @@ type Status struct {
 	// could not reach): what the campaign left there stays until the ID
 	// runs again or `starter stop` removes it. Empty when it closed.
 	CloseError string `json:"close_error,omitempty"`
+	// SeedsAdded counts the seeds added while the campaign ran (`starter
+	// seed`, the "seed" Update).
+	SeedsAdded int64 `json:"seeds_added,omitempty"`
 }
 
 // PauseSignal is SignalPause's payload; it may be omitted

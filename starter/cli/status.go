@@ -48,6 +48,8 @@ type View struct {
 	URLsQueued     int64 `json:"urls_queued"`
 	URLsInFlight   int64 `json:"urls_in_flight"`
 	Restarts       int   `json:"restarts"`
+	// SeedsAdded counts the seeds added while the campaign ran (`seed`).
+	SeedsAdded int64 `json:"seeds_added,omitempty"`
 	// Reason says why the campaign paused or ended; Alert is the last
 	// exception raised (restarts piling up).
 	Reason string `json:"reason,omitempty"`
@@ -223,6 +225,7 @@ func (v *View) applyStatus(st workflows.Status) {
 	v.URLsQueued = st.URLsQueued
 	v.URLsInFlight = st.URLsInFlight
 	v.Restarts = st.Restarts
+	v.SeedsAdded = st.SeedsAdded
 	v.Reason = st.Reason
 	v.Alert = st.Alert
 	v.Failure = st.Failure
@@ -449,6 +452,9 @@ func renderView(w io.Writer, v View, now time.Time) {
 		fmt.Fprintf(w, "  pages     %d fetched (%d unchanged since the last capture: revisits), %d failed\n", v.PagesFetched, v.PagesUnchanged, v.PagesFailed)
 	} else {
 		fmt.Fprintf(w, "  pages     %d fetched, %d failed\n", v.PagesFetched, v.PagesFailed)
+	}
+	if v.SeedsAdded > 0 {
+		fmt.Fprintf(w, "  seeds     %d added while it ran (starter seed)\n", v.SeedsAdded)
 	}
 	if n := sum(v.FailedBy); n > 0 {
 		fmt.Fprintf(w, "  failed    %d: %s (starter failures %s lists them)\n", n, byReason(v.FailedBy), v.ID)
