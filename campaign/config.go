@@ -324,9 +324,23 @@ func (c Config) EmbedLimit() int {
 // trap, not a page's rendering.
 const MaxEmbedHops = 5
 
-// MaxSeedHosts bounds SeedHosts: a campaign streamed from a file whose
-// seeds are on more hosts needs scope regexes.
-const MaxSeedHosts = 1000
+// MaxSeedHosts and MaxSeedHostBytes (their names' bytes together) bound
+// SeedHosts: the config rides in every activity's input, each history
+// event of which must stay well under 64 KB. A campaign streamed from a
+// list whose seeds are on more hosts needs scope regexes.
+const (
+	MaxSeedHosts     = 1000
+	MaxSeedHostBytes = 32 << 10
+)
+
+// SeedHostBytes is the bytes of SeedHosts' names together.
+func (c Config) SeedHostBytes() int {
+	n := 0
+	for _, h := range c.SeedHosts {
+		n += len(h)
+	}
+	return n
+}
 
 // MaxInlineSeeds bounds the seeds a campaign's config carries (Seeds): the
 // starter streams a longer list, as it does a seeds file.
@@ -468,8 +482,9 @@ func (c Config) Validate() error {
 	if len(c.Seeds) == 0 && c.SeedsFile == "" {
 		errs = append(errs, errors.New("seeds: at least one seed URL is required"))
 	}
-	if len(c.SeedHosts) > MaxSeedHosts {
-		errs = append(errs, fmt.Errorf("seed_hosts: %d hosts, at most %d (give scope: regexes instead)", len(c.SeedHosts), MaxSeedHosts))
+	if len(c.SeedHosts) > MaxSeedHosts || c.SeedHostBytes() > MaxSeedHostBytes {
+		errs = append(errs, fmt.Errorf("seed_hosts: %d hosts of %d bytes, at most %d hosts and %d bytes (give scope: regexes instead)",
+			len(c.SeedHosts), c.SeedHostBytes(), MaxSeedHosts, MaxSeedHostBytes))
 	}
 	for _, s := range c.Seeds {
 		if err := checkSeed(s); err != nil {

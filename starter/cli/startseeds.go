@@ -67,6 +67,10 @@ func (a *App) startSeeds(ctx context.Context, c Campaigns, cfg campaign.Config, 
 		}
 	}
 	cfg.SeedHosts = slices.Sorted(maps.Keys(hosts))
+	if cfg.SeedHostBytes() > campaign.MaxSeedHostBytes {
+		return cfg, failf("campaign %s not started: its seeds' %d host names take %d bytes, more than the %d its config can carry as its scope; give --scope regexes (the seeds streamed are removed when the ID starts again)",
+			cfg.ID, len(cfg.SeedHosts), cfg.SeedHostBytes(), campaign.MaxSeedHostBytes)
+	}
 	fmt.Fprintf(a.Err, "campaign %s: %s\n", cfg.ID, seedText(cfg.SeedsFile, counts))
 	// Lines not queued are said loudly; the campaign starts with the rest.
 	_ = refusedSeeds(a, counts)
