@@ -143,6 +143,9 @@ func TestSeedListsIncludeAndSeedOverHTTP(t *testing.T) {
 	if c := res.Counts; c.Seeded+c.Known != int64(len(third)) || c.Invalid+c.Refused != 0 {
 		t.Errorf("seed over HTTP: %+v, want %d seeded or known", c, len(third))
 	}
+	// The same list from the temporal CLI: the Update is the command.
+	ctTemporalCLI(t, s, "workflow", "update", "execute", "--workflow-id", id, "--name", workflows.UpdateSeed,
+		"--input", fmt.Sprintf(`{"source": %q}`, srv.URL+"/third.gz"))
 
 	var final workflows.Status
 	await.For(t, 6*time.Minute, 200*time.Millisecond, "the campaign's end", func() error {
@@ -153,8 +156,9 @@ func TestSeedListsIncludeAndSeedOverHTTP(t *testing.T) {
 		final = st
 		return nil
 	})
+	// The CLI's list came after the starter's: every seed of it known.
 	if final.SeedsAdded != res.SeedsAdded || final.SeedsAdded != 1+res.Counts.Seeded {
-		t.Errorf("status: %d seeds added; the last seed update said %d, and the lists queued 1 + %d", final.SeedsAdded, res.SeedsAdded, res.Counts.Seeded)
+		t.Errorf("status: %d seeds added; the starter's last seed update said %d, and the lists queued 1 + %d", final.SeedsAdded, res.SeedsAdded, res.Counts.Seeded)
 	}
 	if m := web.Missing(); len(m) > 0 {
 		t.Errorf("%d pages never requested, such as %s", len(m), m[0])
@@ -173,7 +177,7 @@ func TestSeedListsIncludeAndSeedOverHTTP(t *testing.T) {
 	if n >= maxEventBytes {
 		t.Errorf("largest event %d bytes (%s), want under %d", n, what, maxEventBytes)
 	}
-	if u := seedUpdates(h); u != 3 {
-		t.Errorf("%d seed updates in the history, want 3 (the refused list, the same list again, the HTTP list)", u)
+	if u := seedUpdates(h); u != 4 {
+		t.Errorf("%d seed updates in the history, want 4 (the refused list, the same list again, the HTTP list from the starter and from the temporal CLI)", u)
 	}
 }
