@@ -59,6 +59,7 @@ type Activities struct {
 // session; *session.Control is one.
 type ControlClient interface {
 	Seed(ctx context.Context, cfg campaign.Config, urls []string) (int, error)
+	AddSeeds(ctx context.Context, cfg campaign.Config, urls []string) (int, error)
 	CloseCampaign(ctx context.Context, id string, del bool) (session.Stats, error)
 	Close() error
 }

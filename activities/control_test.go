@@ -42,6 +42,10 @@ func (s *slowScheduler) Seed(ctx context.Context, _ campaign.Config, urls []stri
 	return len(urls), s.wait(ctx)
 }
 
+func (s *slowScheduler) AddSeeds(ctx context.Context, cfg campaign.Config, urls []string) (int, error) {
+	return s.Seed(ctx, cfg, urls)
+}
+
 func (s *slowScheduler) CloseCampaign(ctx context.Context, id string, _ bool) (session.Stats, error) {
 	return session.Stats{Campaign: id, Fetched: 7}, s.wait(ctx)
 }

@@ -98,8 +98,19 @@ type Config struct {
 	// NoHistory keeps no fetch history: a later run cannot read this
 	// one's. Otherwise every page's validators, payload digest, capture
 	// date and links are kept under HistoryKey, by the schedulers.
-	NoHistory bool     `json:"no_history,omitempty" yaml:"no_history,omitempty"`
-	Seeds     []string `json:"seeds" yaml:"seeds"`
+	NoHistory bool `json:"no_history,omitempty" yaml:"no_history,omitempty"`
+	// Seeds are the URLs the campaign starts from, carried in the
+	// workflow's input: a few. A long list is streamed to the schedulers
+	// from a file instead (SeedsFile), and never rides in the config.
+	Seeds []string `json:"seeds" yaml:"seeds"`
+	// SeedsFile names where the starter streamed the campaign's seeds from
+	// (`start --seeds-file`: a path, "-" or a URL), as a record; the seeds
+	// themselves are in the frontier, not here.
+	SeedsFile string `json:"seeds_file,omitempty" yaml:"seeds_file,omitempty"`
+	// SeedHosts are the hosts (HostKey) of the seeds streamed from
+	// SeedsFile: with Seeds' hosts, the scope when Scope is empty. At most
+	// MaxSeedHosts, since the config rides in every activity's input.
+	SeedHosts []string `json:"seed_hosts,omitempty" yaml:"-"`
 	// SeedScores gives seeds a score, which the "score" priority policy
 	// leases highest first and their links inherit by default; a seed not
 	// named here has 0. Every key must be one of Seeds.
@@ -336,6 +347,28 @@ func (c Config) EmbedLimit() int {
 // trap, not a page's rendering.
 const MaxEmbedHops = 5
 
+// MaxSeedHosts and MaxSeedHostBytes (their names' bytes together) bound
+// SeedHosts: the config rides in every activity's input, each history
+// event of which must stay well under 64 KB. A campaign streamed from a
+// list whose seeds are on more hosts needs scope regexes.
+const (
+	MaxSeedHosts     = 1000
+	MaxSeedHostBytes = 32 << 10
+)
+
+// SeedHostBytes is the bytes of SeedHosts' names together.
+func (c Config) SeedHostBytes() int {
+	n := 0
+	for _, h := range c.SeedHosts {
+		n += len(h)
+	}
+	return n
+}
+
+// MaxInlineSeeds bounds the seeds a campaign's config carries (Seeds): the
+// starter streams a longer list, as it does a seeds file.
+const MaxInlineSeeds = 100
+
 // HostRetryCount is HostRetries, or its default when unset.
 func (c Config) HostRetryCount() int {
 	if c.HostRetries == nil {
@@ -469,8 +502,12 @@ func (c Config) Validate() error {
 	if c.From != "" && !idPattern.MatchString(c.From) {
 		errs = append(errs, fmt.Errorf("from %q: must name a campaign ID (1-64 characters of letters, digits, '.', '_' or '-')", c.From))
 	}
-	if len(c.Seeds) == 0 {
+	if len(c.Seeds) == 0 && c.SeedsFile == "" {
 		errs = append(errs, errors.New("seeds: at least one seed URL is required"))
+	}
+	if len(c.SeedHosts) > MaxSeedHosts || c.SeedHostBytes() > MaxSeedHostBytes {
+		errs = append(errs, fmt.Errorf("seed_hosts: %d hosts of %d bytes, at most %d hosts and %d bytes (give scope: regexes instead)",
+			len(c.SeedHosts), c.SeedHostBytes(), MaxSeedHosts, MaxSeedHostBytes))
 	}
 	for _, s := range c.Seeds {
 		if err := checkSeed(s); err != nil {

@@ -2,6 +2,7 @@ package campaign
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"reflect"
 	"strings"
@@ -225,5 +226,32 @@ func TestRulesWithHostMerges(t *testing.T) {
 	d, n := Config{Live: r}.PolitenessFor("a.example")
 	if d != time.Second || n != 2 {
 		t.Errorf("a.example: delay %s, concurrency %d; want 1s and the earlier rule's 2", d, n)
+	}
+}
+
+// A campaign's seed hosts are bounded in number and in bytes: the config
+// rides in every activity's input.
+func TestSeedHostsBounded(t *testing.T) {
+	cfg := Config{ID: "c", SeedsFile: "seeds.gz", Sinks: []string{"warc:/tmp/x"}}.WithDefaults()
+	for i := range MaxSeedHosts {
+		cfg.SeedHosts = append(cfg.SeedHosts, fmt.Sprintf("h%d.example", i))
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("%d short host names: %v", MaxSeedHosts, err)
+	}
+	cfg.SeedHosts = append(cfg.SeedHosts, "one-more.example")
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "seed_hosts: 1001 hosts") {
+		t.Fatalf("%d hosts: %v", MaxSeedHosts+1, err)
+	}
+	cfg.SeedHosts = nil
+	for i := range 200 {
+		cfg.SeedHosts = append(cfg.SeedHosts, fmt.Sprintf("%0200d.example", i))
+	}
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "at most 1000 hosts and 32768 bytes") {
+		t.Fatalf("200 long host names (%d bytes): %v", cfg.SeedHostBytes(), err)
+	}
+	cfg.SeedHosts, cfg.SeedsFile = nil, ""
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "seeds: at least one seed URL is required") {
+		t.Fatalf("neither seeds nor a seeds file: %v", err)
 	}
 }

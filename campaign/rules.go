@@ -20,8 +20,13 @@ import (
 // after Hosts (the last rule of a host wins, so a live one overrides the
 // started config's).
 type Rules struct {
-	Version int64      `json:"version,omitempty"`
-	Exclude []string   `json:"exclude,omitempty"`
+	Version int64    `json:"version,omitempty"`
+	Exclude []string `json:"exclude,omitempty"`
+	// Include widens the scope: a URL one matches is in scope, whatever
+	// else the scope says (Config.Scope, or the seeds' hosts). Workers read
+	// it at the start of a fetcher session, so the workflow restarts its
+	// sessions when an include is added.
+	Include []string   `json:"include,omitempty"`
 	Hosts   []HostRule `json:"hosts,omitempty"`
 }
 
@@ -65,7 +70,19 @@ func (r Rules) WithHost(h HostRule) Rules {
 	return out
 }
 
+// WithInclude returns r with the include re added (once) and its version
+// advanced.
+func (r Rules) WithInclude(re string) Rules {
+	out := r.clone()
+	if !slices.Contains(out.Include, re) {
+		out.Include = append(out.Include, re)
+	}
+	out.Version++
+	return out
+}
+
 func (r Rules) clone() Rules {
+	r.Include = slices.Clone(r.Include)
 	r.Exclude = slices.Clone(r.Exclude)
 	r.Hosts = slices.Clone(r.Hosts)
 	return r
@@ -75,12 +92,17 @@ func (r Rules) clone() Rules {
 // Config.Validate takes, within MaxLiveRules.
 func (r Rules) Validate() error {
 	var errs []error
-	if len(r.Exclude) > MaxLiveRules || len(r.Hosts) > MaxLiveRules {
-		errs = append(errs, fmt.Errorf("live rules: at most %d excludes and %d host rules", MaxLiveRules, MaxLiveRules))
+	if len(r.Exclude) > MaxLiveRules || len(r.Include) > MaxLiveRules || len(r.Hosts) > MaxLiveRules {
+		errs = append(errs, fmt.Errorf("live rules: at most %d excludes, %d includes and %d host rules", MaxLiveRules, MaxLiveRules, MaxLiveRules))
 	}
 	for _, re := range r.Exclude {
 		if _, err := regexp.Compile(re); err != nil {
 			errs = append(errs, fmt.Errorf("exclude %q: not a valid regular expression: %v", re, err))
+		}
+	}
+	for _, re := range r.Include {
+		if _, err := regexp.Compile(re); err != nil {
+			errs = append(errs, fmt.Errorf("include %q: not a valid regular expression: %v", re, err))
 		}
 	}
 	errs = append(errs, checkHostRules(r.Hosts)...)

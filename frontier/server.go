@@ -640,7 +640,7 @@ func (s *Server) control(req session.Request) session.Reply {
 	defer cancel()
 	switch req.Op {
 	case session.OpSeed:
-		n, err := s.seed(ctx, req.Campaign.WithDefaults(), req.URLs)
+		n, err := s.seed(ctx, req.Campaign.WithDefaults(), req.URLs, req.Live)
 		if err != nil {
 			return session.Reply{Error: err.Error()}
 		}
@@ -681,6 +681,15 @@ func (s *Server) control(req session.Request) session.Reply {
 			return session.Reply{Error: err.Error()}
 		}
 		return session.Reply{URL: &st}
+	case session.OpURLs:
+		if req.List == nil {
+			return session.Reply{Error: "urls: give a host and a state"}
+		}
+		page, err := s.urlList(req.Campaign.ID, *req.List)
+		if err != nil {
+			return session.Reply{Error: err.Error()}
+		}
+		return session.Reply{Page: &page}
 	case session.OpRules:
 		if err := s.setRules(ctx, req.Campaign.ID, req.Campaign.Live); err != nil {
 			return session.Reply{Error: err.Error()}
@@ -710,8 +719,10 @@ func (s *Server) check(cfg campaign.Config) (Policy, error) {
 }
 
 // seed declares the campaign's queues and publishes its seeds (those not
-// already queued), confirmed, at depth 0.
-func (s *Server) seed(ctx context.Context, cfg campaign.Config, urls []string) (int, error) {
+// already queued), confirmed, at depth 0. live: the seeds add to a
+// running campaign, refused once it closed here (its queues are gone and
+// must not come back).
+func (s *Server) seed(ctx context.Context, cfg campaign.Config, urls []string, live bool) (int, error) {
 	p, err := s.check(cfg)
 	if err != nil {
 		return 0, err
@@ -726,8 +737,14 @@ func (s *Server) seed(ctx context.Context, cfg campaign.Config, urls []string) (
 		return 0, err
 	}
 	s.mu.Lock()
-	delete(s.tombs, key)
+	_, closed := s.tombs[key]
+	if !live {
+		delete(s.tombs, key)
+	}
 	s.mu.Unlock()
+	if closed && live {
+		return 0, fmt.Errorf("campaign %s has closed on scheduler %s: it takes no more seeds", key, s.cfg.Name)
+	}
 	if err := s.declare(cfg); err != nil {
 		return 0, err
 	}

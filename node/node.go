@@ -28,6 +28,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/seedfile"
 	"github.com/drover-crawl/drover/tlsconf"
 	"github.com/drover-crawl/drover/workflows"
 )
@@ -44,6 +45,7 @@ type Activities interface {
 	FetchSession(context.Context, workflows.FetchSessionInput) (workflows.SessionCounters, error)
 	EndSessions(context.Context, workflows.EndSessionsInput) (workflows.EndSessionsResult, error)
 	SetRules(context.Context, workflows.RulesInput) error
+	SeedFile(context.Context, workflows.SeedFileInput) (seedfile.Counts, error)
 }
 
 // WorkerConfig configures the Temporal workers of a process.
@@ -93,7 +95,7 @@ func StartWorkers(c client.Client, cfg WorkerConfig) (*Workers, error) {
 	}
 	cw := worker.New(c, workflows.TaskQueue, opts)
 	cw.RegisterWorkflowWithOptions(workflows.Campaign, workflow.RegisterOptions{Name: workflows.WorkflowName})
-	for name, fn := range map[string]any{workflows.SeedActivity: a.Seed, workflows.MonitorActivity: a.Monitor, workflows.CloseActivity: a.Close, workflows.NotifyActivity: a.Notify, workflows.EndSessionsActivity: a.EndSessions, workflows.RulesActivity: a.SetRules} {
+	for name, fn := range map[string]any{workflows.SeedActivity: a.Seed, workflows.MonitorActivity: a.Monitor, workflows.CloseActivity: a.Close, workflows.NotifyActivity: a.Notify, workflows.EndSessionsActivity: a.EndSessions, workflows.RulesActivity: a.SetRules, workflows.SeedFileActivity: a.SeedFile} {
 		cw.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}
 	fopts := opts

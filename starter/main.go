@@ -12,6 +12,7 @@ import (
 
 	"github.com/drover-crawl/drover/envconf"
 	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/seedfile"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/starter/cli"
 	"github.com/drover-crawl/drover/tlsconf"
@@ -68,6 +69,12 @@ func main() {
 		},
 		URLState: func(ctx context.Context, addrs []string, token, key, url string) (session.URLState, error) {
 			return sessions(token).URLState(ctx, addrs, key, url)
+		},
+		URLs: func(ctx context.Context, addrs []string, token, key string, q session.URLQuery) (session.URLPage, error) {
+			return sessions(token).URLs(ctx, addrs, key, q)
+		},
+		SeedControl: func(ctx context.Context, addr, token string) (seedfile.Control, error) {
+			return sessions(token).DialControl(ctx, addr)
 		},
 	}
 	code := app.Run(ctx, os.Args[1:])

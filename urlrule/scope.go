@@ -49,7 +49,9 @@ const (
 // concurrent use.
 //
 // A URL is in scope when it matches one of cfg.Scope's regexes or, without
-// any, when its host (HostKey) is one of the seeds' hosts; it is then
+// any, when its host (HostKey) is one of the seeds' hosts (cfg.Seeds' and
+// cfg.SeedHosts); a URL a live include (cfg.Live.Include) matches is in
+// scope too. It is then
 // refused when it matches one of cfg.Exclude, is deeper than cfg.MaxDepth
 // (nil: no limit; 0: the seeds only), or trips a trap guard (see the constants above).
 //
@@ -60,6 +62,7 @@ const (
 type Scope struct {
 	hosts   map[string]bool
 	scope   []*regexp.Regexp
+	include []*regexp.Regexp // live includes (campaign.Rules.Include)
 	exclude []*regexp.Regexp
 	depth   int // -1: no limit
 }
@@ -79,6 +82,16 @@ func NewScope(cfg campaign.Config) (*Scope, error) {
 			return nil, fmt.Errorf("seed %q: %w", seed, err)
 		}
 		s.hosts[h] = true
+	}
+	for _, h := range cfg.SeedHosts {
+		s.hosts[strings.ToLower(h)] = true
+	}
+	for _, r := range cfg.Live.Include {
+		re, err := regexp.Compile(r)
+		if err != nil {
+			return nil, fmt.Errorf("include %q: %w", r, err)
+		}
+		s.include = append(s.include, re)
 	}
 	for _, r := range cfg.Scope {
 		re, err := regexp.Compile(r)
@@ -172,29 +185,8 @@ func (s *Scope) allow(t target, depth int, parent *url.URL, anyHost bool) (ok bo
 			return false, ReasonExcluded
 		}
 	}
-	if anyHost {
-		if _, err := fastHost(t.hostname); err != nil {
-			return false, ReasonInvalidHost
-		}
-	} else if len(s.scope) > 0 {
-		in := false
-		for _, re := range s.scope {
-			if re.MatchString(t.str) {
-				in = true
-				break
-			}
-		}
-		if !in {
-			return false, ReasonOutOfScope
-		}
-	} else {
-		h, err := fastHost(t.hostname)
-		if err != nil {
-			return false, ReasonInvalidHost
-		}
-		if !s.hosts[h] {
-			return false, ReasonOutOfScope
-		}
+	if r := s.inScope(t, anyHost); r != "" {
+		return false, r
 	}
 	if r := pathTrap(t.path); r != "" {
 		return false, r
@@ -205,6 +197,38 @@ func (s *Scope) allow(t target, depth int, parent *url.URL, anyHost bool) (ok bo
 		}
 	}
 	return true, ""
+}
+
+// inScope returns why t is out of scope, or "" (anyHost: only a valid
+// host is asked for).
+func (s *Scope) inScope(t target, anyHost bool) string {
+	if anyHost {
+		if _, err := fastHost(t.hostname); err != nil {
+			return ReasonInvalidHost
+		}
+		return ""
+	}
+	for _, re := range s.include {
+		if re.MatchString(t.str) {
+			return ""
+		}
+	}
+	if len(s.scope) > 0 {
+		for _, re := range s.scope {
+			if re.MatchString(t.str) {
+				return ""
+			}
+		}
+		return ReasonOutOfScope
+	}
+	h, err := fastHost(t.hostname)
+	if err != nil {
+		return ReasonInvalidHost
+	}
+	if !s.hosts[h] {
+		return ReasonOutOfScope
+	}
+	return ""
 }
 
 // pathTrap applies the path segment guards. It keeps the segments in an

@@ -3,6 +3,8 @@ package workflows
 import (
 	"context"
 	"errors"
+
+	"github.com/drover-crawl/drover/seedfile"
 )
 
 // stubActivities has the activities' names (its method names, as
@@ -38,3 +40,9 @@ func (*stubActivities) FetchSession(context.Context, FetchSessionInput) (Session
 
 // acts names the activities in the tests' mocks.
 var acts *stubActivities
+
+func (*stubActivities) SetRules(context.Context, RulesInput) error { return errNotMocked }
+
+func (*stubActivities) SeedFile(context.Context, SeedFileInput) (seedfile.Counts, error) {
+	return seedfile.Counts{}, errNotMocked
+}

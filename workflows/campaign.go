@@ -28,6 +28,7 @@ const (
 	evDeadline                   // MaxDuration passed
 	evScaled                     // the scale update changed the fleet size
 	evFailAfter                  // the fail-after timer fired (checkFleet decides)
+	evRotate                     // a live include: every running session starts again with the new scope
 )
 
 // event is what the workflow's own coroutines report to the main loop,
@@ -74,6 +75,9 @@ type run struct {
 	}
 	// ending is the final state once the campaign started to end.
 	ending string
+	// seeding counts the SeedFile activities under way: the campaign does
+	// not end as drained meanwhile.
+	seeding int
 
 	upserted struct {
 		done  bool
@@ -156,6 +160,9 @@ func (r *run) registerHandlers() error {
 		return err
 	}
 	if err := r.registerRules(); err != nil {
+		return err
+	}
+	if err := r.registerSeeds(); err != nil {
 		return err
 	}
 	return workflow.SetUpdateHandlerWithOptions(r.root, UpdateScale,
@@ -256,6 +263,8 @@ func (r *run) handle(e event) {
 		if e.err == nil && r.ending == "" {
 			r.beginEnd(campaign.StateCompleted, fmt.Sprintf("max duration %s reached", r.cfg.MaxDuration))
 		}
+	case evRotate:
+		r.rotate()
 	case evScaled, evFailAfter:
 		// reconcile and checkFleet, after every event, do the work.
 	}

@@ -35,6 +35,7 @@ func (r *run) status() Status {
 		Frontier:        r.cfg.FrontierKey(),
 		CrawlLog:        r.cfg.CrawlLog,
 		CloseError:      r.closeErr,
+		SeedsAdded:      r.st.SeedsAdded,
 	}
 }
 
@@ -85,7 +86,7 @@ func (r *run) details() string {
 	fmt.Fprintf(&b, "- fetchers: %d active of %d desired, %d restarts\n", r.active(), r.st.FetchersDesired, r.st.Restarts)
 	fmt.Fprintf(&b, "- pages: %d fetched, %d failed; URLs: %d queued, %d in flight\n",
 		r.st.PagesFetched, r.st.PagesFailed, r.st.URLsQueued, r.st.URLsInFlight)
-	fmt.Fprintf(&b, "- seeds: %s\n", list(r.cfg.Seeds, 5))
+	fmt.Fprintf(&b, "- seeds: %s%s\n", list(r.cfg.Seeds, 5), seedsMore(r.cfg.SeedsFile, r.st.SeedsAdded))
 	fmt.Fprintf(&b, "- sinks: %s\n", list(r.cfg.Sinks, 5))
 	fmt.Fprintf(&b, "- started: %s\n", r.st.StartedAt.UTC().Format("2006-01-02 15:04:05 UTC"))
 	return b.String()
@@ -97,4 +98,17 @@ func list(items []string, n int) string {
 		return strings.Join(items, ", ")
 	}
 	return fmt.Sprintf("%s (+%d more)", strings.Join(items[:n], ", "), len(items)-n)
+}
+
+// seedsMore is what the details add to the config's seeds: the list the
+// campaign was started from, and the seeds added since.
+func seedsMore(file string, added int64) string {
+	var s string
+	if file != "" {
+		s += "; streamed from " + file
+	}
+	if added > 0 {
+		s += fmt.Sprintf("; %d added while it ran", added)
+	}
+	return s
 }

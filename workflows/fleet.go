@@ -109,6 +109,20 @@ func (r *run) stopSlot(s *slot) {
 	}
 }
 
+// rotate ends every running session, to be started again at once by
+// reconcile with the config as it now stands (a live include): not a
+// failure, nor a restart the status counts. Their leases go back.
+func (r *run) rotate() {
+	for _, s := range r.slots {
+		if s.running && !s.stopping {
+			s.stopping = true
+			s.cancel()
+			r.toEnd = append(r.toEnd, s.key)
+		}
+	}
+	workflow.GetLogger(r.ctx).Info("fetcher sessions restarted for a live include", "sessions", len(r.toEnd))
+}
+
 // anyRunning reports whether a session is still pending.
 func (r *run) anyRunning() bool {
 	for _, s := range r.slots {

@@ -89,7 +89,7 @@ func (r *run) monitored(e event) {
 		case e.monitor.CapReached || s.CapReached:
 			r.beginEnd(campaign.StateCompleted, "max pages reached")
 			return
-		case e.monitor.Drained && r.st.State != campaign.StatePaused:
+		case e.monitor.Drained && r.st.State != campaign.StatePaused && r.seeding == 0:
 			r.beginEnd(campaign.StateCompleted, "frontier drained")
 			return
 		}

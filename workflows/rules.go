@@ -30,6 +30,10 @@ type RulesRequest struct {
 	// Exclude is a regular expression: matching URLs are no longer
 	// fetched, and those queued or held are settled as "excluded".
 	Exclude string `json:"exclude,omitempty"`
+	// Include is a regular expression: matching URLs are in scope from
+	// then on (found as links by the fetcher sessions the workflow starts
+	// after it; it restarts the running ones, so that they read it).
+	Include string `json:"include,omitempty"`
 	// Host sets one host's delay, concurrency or block, from its next
 	// lease on.
 	Host *campaign.HostRule `json:"host,omitempty"`
@@ -58,12 +62,12 @@ func (r *run) registerRules() error {
 }
 
 func (r *run) validateRules(_ workflow.Context, req RulesRequest) error {
-	if req.Exclude == "" && req.Host == nil {
-		return errors.New("rules: give an exclude or a host rule")
+	if req.Exclude == "" && req.Include == "" && req.Host == nil {
+		return errors.New("rules: give an exclude, an include or a host rule")
 	}
-	if req.Exclude != "" {
-		if _, err := regexp.Compile(req.Exclude); err != nil {
-			return fmt.Errorf("exclude %q: not a valid regular expression: %v", req.Exclude, err)
+	for _, p := range [][2]string{{"exclude", req.Exclude}, {"include", req.Include}} {
+		if _, err := regexp.Compile(p[1]); err != nil {
+			return fmt.Errorf("%s %q: not a valid regular expression: %v", p[0], p[1], err)
 		}
 	}
 	if err := r.nextRules(req).Validate(); err != nil {
@@ -80,6 +84,9 @@ func (r *run) nextRules(req RulesRequest) campaign.Rules {
 	if req.Exclude != "" {
 		next = next.WithExclude(req.Exclude)
 	}
+	if req.Include != "" {
+		next = next.WithInclude(req.Include)
+	}
 	if req.Host != nil {
 		next = next.WithHost(*req.Host)
 	}
@@ -91,6 +98,11 @@ func (r *run) onRules(ctx workflow.Context, req RulesRequest) (RulesResult, erro
 	rules := r.cfg.Live
 	actx := workflow.WithActivityOptions(ctx, smallOptions(rulesWithin, 5))
 	err := workflow.ExecuteActivity(actx, RulesActivity, RulesInput{Campaign: r.cfg.FrontierKey(), Rules: rules}).Get(ctx, nil)
+	if req.Include != "" {
+		// Workers read the scope when a session starts: the running
+		// sessions end (their leases go back) and start again with it.
+		r.events.SendAsync(event{kind: evRotate})
+	}
 	if err != nil {
 		return RulesResult{Rules: rules}, fmt.Errorf("rules version %d are the campaign's, but not every scheduler took them (they get them with their next fetcher session; try again to be sure): %w", rules.Version, err)
 	}

@@ -29,6 +29,9 @@ type CampaignState struct {
 
 	FetchersDesired int  `json:"fetchers_desired"`
 	Seeded          bool `json:"seeded"`
+	// SeedsAdded counts the seeds added while the campaign ran (the
+	// "seed" Update).
+	SeedsAdded int64 `json:"seeds_added,omitempty"`
 	// StartedAt is the first run's start; MaxDuration counts from it.
 	StartedAt time.Time `json:"started_at"`
 	// Run is the continue-as-new generation: 0 for the first run.
@@ -165,6 +168,9 @@ type Status struct {
 	// could not reach): what the campaign left there stays until the ID
 	// runs again or `starter stop` removes it. Empty when it closed.
 	CloseError string `json:"close_error,omitempty"`
+	// SeedsAdded counts the seeds added while the campaign ran (`starter
+	// seed`, the "seed" Update).
+	SeedsAdded int64 `json:"seeds_added,omitempty"`
 }
 
 // PauseSignal is SignalPause's payload; it may be omitted

@@ -508,6 +508,13 @@ func (c *Control) Seed(ctx context.Context, cfg campaign.Config, urls []string) 
 	return rep.Seeded, err
 }
 
+// AddSeeds is Seed for a campaign that runs (a seed list): refused by a
+// scheduler that closed it.
+func (c *Control) AddSeeds(ctx context.Context, cfg campaign.Config, urls []string) (int, error) {
+	rep, err := c.do(ctx, Request{Op: OpSeed, Campaign: &cfg, URLs: urls, Live: true})
+	return rep.Seeded, err
+}
+
 // Check asks the scheduler whether it can run the campaign: its config is
 // valid and names a priority policy the scheduler has. It creates nothing.
 // A scheduler older than the check answers `unknown op "check"`.

@@ -284,6 +284,12 @@ type Request struct {
 	Reason string `json:"reason,omitempty"`
 	// Keys (end): the fetcher sessions to end (Hello.Key).
 	Keys []string `json:"keys,omitempty"`
+	// Live (seed): the seeds add to a running campaign (a seed list), so
+	// a scheduler that closed it refuses them rather than declare its
+	// queues again.
+	Live bool `json:"live,omitempty"`
+	// List (urls): which URLs of the campaign to list.
+	List *URLQuery `json:"list,omitempty"`
 }
 
 // Control operations.
@@ -322,6 +328,8 @@ type Reply struct {
 	Ended int `json:"ended,omitempty"`
 	// URL answers OpURL.
 	URL *URLState `json:"url,omitempty"`
+	// Page answers OpURLs.
+	Page *URLPage `json:"page,omitempty"`
 }
 
 // MaxFailuresReply bounds the failure records in one reply (well within

@@ -1,5 +1,6 @@
 // Package cli holds the starter's commands (start, status, list, pause,
-// resume, scale, exclude, host, restart, stop, failures, ...). The main reads the environment into an Env and calls
+// resume, scale, exclude, include, host, seed, url, urls, restart, stop,
+// failures, ...). The main reads the environment into an Env and calls
 // App.Run; everything else, including the Temporal client, is reached
 // through App's fields so that tests can swap in fakes.
 //
@@ -208,6 +209,11 @@ type App struct {
 	DropFailures DropFailuresFunc
 	// URLState says where one URL stands (`url`).
 	URLState URLStateFunc
+	// URLs lists one host's URLs in one state (`urls`).
+	URLs URLsFunc
+	// SeedControl streams seeds to a scheduler (`seed --file`, `start
+	// --seeds-file`).
+	SeedControl SeedControlFunc
 	// Interval is the refresh period of --wait and --watch (default 2 s).
 	Interval time.Duration
 	// Now is the clock (default time.Now).
@@ -325,13 +331,16 @@ KAFKA_BROKERS (default 127.0.0.1:9092: where start checks the default sink).`,
 		a.statusCommand(),
 		a.failuresCommand(),
 		a.urlCommand(),
+		a.urlsCommand(),
 		a.signalCommand("pause", "Pause a campaign: fetchers stop, the frontier keeps its URLs"),
 		a.signalCommand("resume", "Resume a paused campaign"),
 		a.stopCommand(),
 		a.restartCommand(),
 		a.scaleCommand(),
 		a.excludeCommand(),
+		a.includeCommand(),
 		a.hostCommand(),
+		a.seedCommand(),
 		a.listCommand(),
 		a.reportCommand(),
 	)

@@ -17,6 +17,9 @@ func Summary(cfg campaign.Config) string {
 	if len(cfg.Seeds) > 2 {
 		seeds = fmt.Sprintf("%s, %s and %d more", cfg.Seeds[0], cfg.Seeds[1], len(cfg.Seeds)-2)
 	}
+	if cfg.SeedsFile != "" {
+		seeds = strings.TrimPrefix(seeds+", ", ", ") + "the seeds of " + cfg.SeedsFile
+	}
 	s := fmt.Sprintf("crawl of %s with %d fetchers", seeds, cfg.Fetchers)
 	if len(s) > maxSummary {
 		s = s[:maxSummary-3] + "..."
@@ -45,6 +48,9 @@ func Details(cfg campaign.Config) string {
 		}
 	}
 	list("seeds", cfg.Seeds)
+	if cfg.SeedsFile != "" {
+		row("seeds file", fmt.Sprintf("`%s` (streamed to the schedulers; on %d hosts)", cfg.SeedsFile, len(cfg.SeedHosts)))
+	}
 	if len(cfg.Scope) == 0 {
 		row("scope", "the seeds' hosts")
 	}

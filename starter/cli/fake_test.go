@@ -123,6 +123,9 @@ func (f *fakeTemporal) Update(_ context.Context, id, name string, arg, result an
 		if req.Exclude != "" {
 			f.rules = f.rules.WithExclude(req.Exclude)
 		}
+		if req.Include != "" {
+			f.rules = f.rules.WithInclude(req.Include)
+		}
 		if req.Host != nil {
 			f.rules = f.rules.WithHost(*req.Host)
 		}

@@ -58,6 +58,47 @@ rules (excludes and host rules added while it runs) as they now stand.`,
 	return cmd
 }
 
+func (a *App) includeCommand() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "include ID REGEX",
+		Short: "Widen a running campaign's scope to the URLs a regular expression matches",
+		Long: `include adds REGEX to a running campaign's scope: a link whose normalized URL
+it matches (anywhere, Go regexp syntax) is crawled from then on, whatever the
+campaign's scope said (its --scope regexes, or its seeds' hosts). Excludes,
+the depth limit and the trap guards still apply.
+
+Workers judge links when their fetcher session starts, so the workflow ends
+its running sessions and starts them again with the new scope (their leases
+go back to the frontier; nothing is lost, and the restarts are not counted as
+failures). Links found before then were judged by the old scope and are not
+looked at again. It returns once every scheduler took the rules; --json
+prints the campaign's live rules as they now stand.`,
+		Args: exactArgs("ID", "REGEX"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, re := args[0], args[1]
+			if re == "" {
+				return usagef("REGEX is empty; give the URLs to take in, such as ^https?://news[.]example/")
+			}
+			if err := (campaign.Rules{Include: []string{re}}).Validate(); err != nil {
+				return refuseRules(a, err)
+			}
+			var res workflows.RulesResult
+			if err := a.update(cmd.Context(), id, updateSpec{what: "include", refused: "include " + quoted(re), within: rulesTimeout},
+				workflows.UpdateRules, workflows.RulesRequest{Include: re}, &res); err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(a.Out, res)
+			}
+			fmt.Fprintf(a.Out, "campaign %s: including %s (rules version %d; its fetcher sessions start again with the wider scope)\n", id, quoted(re), res.Rules.Version)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, `print the campaign's live rules as JSON: {"rules": {version, exclude, include, hosts}}`)
+	return cmd
+}
+
 // hostFlags are the flags of `starter host`; a flag not given leaves its
 // field of the rule nil.
 type hostFlags struct {

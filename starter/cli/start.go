@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -23,6 +24,7 @@ type startFlags struct {
 	wait        bool
 	json        bool
 	noPreflight bool
+	stdin       io.Reader // --seeds-file -
 	cfg         campaign.Config
 	// The flags of the config's pointer fields (nil: unset), which set them
 	// only when given.
@@ -48,6 +50,7 @@ failed or was stopped, 2 on a usage error.`,
 			if err != nil {
 				return err
 			}
+			f.stdin = cmd.InOrStdin()
 			return a.start(cmd.Context(), cfg, zeros, f)
 		},
 	}
@@ -55,7 +58,8 @@ failed or was stopped, 2 on a usage error.`,
 	fl.SortFlags = false
 	c := &f.cfg
 	fl.StringVar(&c.ID, "id", "", "campaign ID, also the workflow ID (required, here or in -f)")
-	fl.StringArrayVar(&c.Seeds, "seed", nil, "seed URL (repeatable; required, here or in -f)")
+	fl.StringArrayVar(&c.Seeds, "seed", nil, "seed URL (repeatable; required, here, in -f or as --seeds-file)")
+	fl.StringVar(&c.SeedsFile, "seeds-file", "", "a list of seeds, one URL a line: a path (plain or gzip), - for standard input, or an http(s) URL; streamed to the schedulers, never put in the workflow's input")
 	fl.StringVar(&c.From, "from", "", "crawl again: read the fetch history of this campaign ID (its lineage), ask with validators, store unchanged pages as revisits")
 	fl.BoolVar(&c.NoHistory, "no-history", false, "keep no fetch history: a later --from run cannot read this one")
 	fl.StringArrayVar(&c.Scope, "scope", nil, "a URL is in scope when it matches any of these regexes (repeatable; default: the seeds' hosts)")
@@ -106,6 +110,7 @@ func buildConfig(fl *pflag.FlagSet, f startFlags) (cfg campaign.Config, zeros []
 	set := map[string]func(){
 		"id":                   func() { cfg.ID = c.ID },
 		"seed":                 func() { cfg.Seeds = c.Seeds },
+		"seeds-file":           func() { cfg.SeedsFile = c.SeedsFile },
 		"from":                 func() { cfg.From = c.From },
 		"queue-type":           func() { cfg.QueueType = c.QueueType },
 		"no-history":           func() { cfg.NoHistory = c.NoHistory },
@@ -150,8 +155,8 @@ func buildConfig(fl *pflag.FlagSet, f startFlags) (cfg campaign.Config, zeros []
 	switch {
 	case cfg.ID == "":
 		return cfg, nil, usagef("required flag --id not set (nor id: in a -f file)")
-	case len(cfg.Seeds) == 0:
-		return cfg, nil, usagef("required flag --seed not set (nor seeds: in a -f file)")
+	case len(cfg.Seeds) == 0 && cfg.SeedsFile == "":
+		return cfg, nil, usagef("required flag --seed not set (nor --seeds-file, nor seeds: or seeds_file: in a -f file)")
 	}
 	return cfg, zeros, nil
 }
@@ -185,6 +190,11 @@ func (a *App) start(ctx context.Context, cfg campaign.Config, zeros []error, f s
 	c, err := a.temporal(ctx)
 	if err != nil {
 		return err
+	}
+	if streamsSeeds(cfg) {
+		if cfg, err = a.startSeeds(ctx, c, cfg, f.stdin); err != nil {
+			return err
+		}
 	}
 	summary := Summary(cfg)
 	runID, err := c.Start(ctx, StartRequest{

@@ -56,6 +56,8 @@ type View struct {
 	// none.
 	CountsAt *time.Time `json:"counts_at,omitempty"`
 	Restarts int        `json:"restarts"`
+	// SeedsAdded counts the seeds added while the campaign ran (`seed`).
+	SeedsAdded int64 `json:"seeds_added,omitempty"`
 	// Reason says why the campaign paused or ended; Alert is the last
 	// exception raised (restarts piling up).
 	Reason string `json:"reason,omitempty"`
@@ -239,6 +241,7 @@ func (v *View) applyStatus(st workflows.Status) {
 		v.CountsAt = &t
 	}
 	v.Restarts = st.Restarts
+	v.SeedsAdded = st.SeedsAdded
 	v.Reason = st.Reason
 	v.Alert = st.Alert
 	v.Failure = st.Failure
@@ -438,6 +441,23 @@ func (a *App) addFailureCounts(ctx context.Context, v *View, key string) {
 }
 
 // renderView prints the human view of a campaign.
+// renderNotes says which part of the view is missing, and what the counts
+// are then.
+func renderNotes(w io.Writer, v View, now time.Time) {
+	if v.StatusError != "" {
+		fmt.Fprintf(w, "  note: the workflow did not answer (%s); counts are from its search attributes\n", v.StatusError)
+	}
+	switch {
+	case v.SchedulerError != "" && v.Closed():
+		fmt.Fprintf(w, "  note: %s; failures by reason unknown\n", v.SchedulerError)
+	case v.SchedulerError != "" && v.CountsAt != nil:
+		fmt.Fprintf(w, "  note: %s; the counts are the workflow's last reading, from %s (%s)\n",
+			v.SchedulerError, v.CountsAt.Local().Format(time.TimeOnly), since(now, *v.CountsAt))
+	case v.SchedulerError != "":
+		fmt.Fprintf(w, "  note: %s; the counts are the workflow's, which has read none from the schedulers yet\n", v.SchedulerError)
+	}
+}
+
 func renderView(w io.Writer, v View, now time.Time) {
 	fmt.Fprintf(w, "campaign %s: %s", v.ID, v.State)
 	if v.Reason != "" {
@@ -466,6 +486,9 @@ func renderView(w io.Writer, v View, now time.Time) {
 	} else {
 		fmt.Fprintf(w, "  pages     %d fetched, %d failed\n", v.PagesFetched, v.PagesFailed)
 	}
+	if v.SeedsAdded > 0 {
+		fmt.Fprintf(w, "  seeds     %d added while it ran (starter seed)\n", v.SeedsAdded)
+	}
 	if n := sum(v.FailedBy); n > 0 {
 		fmt.Fprintf(w, "  failed    %d: %s (starter failures %s lists them)\n", n, byReason(v.FailedBy), v.ID)
 		if v.FailuresNote != "" {
@@ -478,18 +501,7 @@ func renderView(w io.Writer, v View, now time.Time) {
 	if !v.Closed() {
 		fmt.Fprintf(w, "  urls      %d queued, %d in flight\n", v.URLsQueued, v.URLsInFlight)
 	}
-	if v.StatusError != "" {
-		fmt.Fprintf(w, "  note: the workflow did not answer (%s); counts are from its search attributes\n", v.StatusError)
-	}
-	switch {
-	case v.SchedulerError != "" && v.Closed():
-		fmt.Fprintf(w, "  note: %s; failures by reason unknown\n", v.SchedulerError)
-	case v.SchedulerError != "" && v.CountsAt != nil:
-		fmt.Fprintf(w, "  note: %s; the counts are the workflow's last reading, from %s (%s)\n",
-			v.SchedulerError, v.CountsAt.Local().Format(time.TimeOnly), since(now, *v.CountsAt))
-	case v.SchedulerError != "":
-		fmt.Fprintf(w, "  note: %s; the counts are the workflow's, which has read none from the schedulers yet\n", v.SchedulerError)
-	}
+	renderNotes(w, v, now)
 	if len(v.Fetchers) > 0 {
 		fmt.Fprintln(w)
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

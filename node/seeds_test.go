@@ -1,0 +1,183 @@
+package node_test
+
+// Seeds from lists, through the starter binary: a campaign started with
+// --seeds-file (gzip) fetches every seed once; `starter seed` refuses a
+// seed out of scope loudly, takes it once `starter include` widened the
+// scope, and streams a list served over HTTP through the workflow's
+// SeedFile activity. The workflow's input carries no seed, and no event of
+// its history is 64 KB or more.
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	historypb "go.temporal.io/api/history/v1"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/internal/await"
+	"github.com/drover-crawl/drover/testweb"
+	"github.com/drover-crawl/drover/testweb/webtest"
+	"github.com/drover-crawl/drover/workflows"
+)
+
+// maxEventBytes is the bound on every event of a campaign's history.
+const maxEventBytes = 64 << 10
+
+// gzipList writes urls, one a line, gzip-compressed, to a file in dir.
+func gzipList(t *testing.T, dir, name string, urls []string) string {
+	t.Helper()
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	fmt.Fprintln(zw, "# seeds")
+	for _, u := range urls {
+		fmt.Fprintln(zw, u)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// largestEvent is the size of the largest event of h, and its type.
+func largestEvent(h *historypb.History) (int, string) {
+	n, what := 0, ""
+	for _, ev := range h.Events {
+		if s := proto.Size(ev); s > n {
+			n, what = s, ev.GetEventType().String()
+		}
+	}
+	return n, what
+}
+
+// startedConfig is the config in the history's first event: the input.
+func startedConfig(t *testing.T, h *historypb.History) (campaign.Config, int) {
+	t.Helper()
+	in := h.Events[0].GetWorkflowExecutionStartedEventAttributes().GetInput()
+	var ci workflows.CampaignInput
+	if err := json.Unmarshal(in.GetPayloads()[0].GetData(), &ci); err != nil {
+		t.Fatal(err)
+	}
+	return ci.Config, proto.Size(in)
+}
+
+func seedUpdates(h *historypb.History) int {
+	n := 0
+	for _, ev := range h.Events {
+		if a := ev.GetWorkflowExecutionUpdateAcceptedEventAttributes(); a != nil && a.GetAcceptedRequest().GetInput().GetName() == workflows.UpdateSeed {
+			n++
+		}
+	}
+	return n
+}
+
+func TestSeedListsIncludeAndSeedOverHTTP(t *testing.T) {
+	web := webtest.Start(t, testweb.Config{Hosts: 3, PagesPerHost: 150, NoExtras: true, Base: 147})
+	s := startStack(t)
+	starter := starterRunner(t, s.services, []string{s.sched.Addr()})
+	dir := t.TempDir()
+	hosts := web.Hosts()
+	var first, third []string // the pages of hosts 0 and 1; of host 2
+	for _, u := range web.Pages() {
+		if strings.Contains(u, "//"+hosts[2]+"/") {
+			third = append(third, u)
+		} else {
+			first = append(first, u)
+		}
+	}
+	id := fmt.Sprintf("seeds-%d", time.Now().UnixNano())
+	out, err := starter(time.Minute, "start", "--id", id, "--seeds-file", gzipList(t, dir, "seeds.gz", first),
+		"--fetchers", "2", "--allow-private", "--per-host-delay", "20ms", "--no-preflight",
+		"--sink", "kafka://"+s.kafka.Addr()+"/"+s.topic)
+	if err != nil {
+		t.Fatalf("start: %v\n%s", err, out)
+	}
+	t.Logf("start: %s", out)
+	awaitRequests(t, web, 50)
+
+	// Host 2 is not among the seeds' hosts: its root is refused, loudly.
+	one := filepath.Join(dir, "one.txt")
+	if err := os.WriteFile(one, []byte(web.Seeds()[2]+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err = starter(time.Minute, "seed", id, "--file", one)
+	if err == nil || !strings.Contains(out, "1 refused by the scope") || !strings.Contains(out, "out of scope") {
+		t.Fatalf("seed out of scope: want exit 1 naming the refused seed, got %v:\n%s", err, out)
+	}
+	if out, err = starter(time.Minute, "include", id, "^"+regexp.QuoteMeta("http://"+hosts[2]+"/")); err != nil {
+		t.Fatalf("include: %v\n%s", err, out)
+	}
+	if out, err = starter(time.Minute, "seed", id, "--file", one); err != nil || !strings.Contains(out, "1 seeds queued") {
+		t.Fatalf("seed after include: %v\n%s", err, out)
+	}
+	// The rest of host 2 from a list served over HTTP: the workflow
+	// streams it (SeedFile); some of it was queued already as links.
+	list, err := os.ReadFile(gzipList(t, dir, "third.gz", third))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(list) }))
+	defer srv.Close()
+	out, err = starter(time.Minute, "seed", id, "--file", srv.URL+"/third.gz", "--json")
+	if err != nil {
+		t.Fatalf("seed over HTTP: %v\n%s", err, out)
+	}
+	var res workflows.SeedFileResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("seed --json: %v\n%s", err, out)
+	}
+	if c := res.Counts; c.Seeded+c.Known != int64(len(third)) || c.Invalid+c.Refused != 0 {
+		t.Errorf("seed over HTTP: %+v, want %d seeded or known", c, len(third))
+	}
+	// The same list from the temporal CLI: the Update is the command.
+	ctTemporalCLI(t, s, "workflow", "update", "execute", "--workflow-id", id, "--name", workflows.UpdateSeed,
+		"--input", fmt.Sprintf(`{"source": %q}`, srv.URL+"/third.gz"))
+
+	var final workflows.Status
+	await.For(t, 6*time.Minute, 200*time.Millisecond, "the campaign's end", func() error {
+		st, err := ctQueryStatus(t, s.temporal.Client(), id)
+		if err != nil || st.State != campaign.StateCompleted {
+			return fmt.Errorf("state %q, %v", st.State, err)
+		}
+		final = st
+		return nil
+	})
+	// The CLI's list came after the starter's: every seed of it known.
+	if final.SeedsAdded != res.SeedsAdded || final.SeedsAdded != 1+res.Counts.Seeded {
+		t.Errorf("status: %d seeds added; the starter's last seed update said %d, and the lists queued 1 + %d", final.SeedsAdded, res.SeedsAdded, res.Counts.Seeded)
+	}
+	if m := web.Missing(); len(m) > 0 {
+		t.Errorf("%d pages never requested, such as %s", len(m), m[0])
+	}
+	if d := web.Duplicates(); len(d) > 0 {
+		t.Errorf("requested more than once: %v", d)
+	}
+	h := ctCheckHistory(t, s.temporal.Client(), id, "", "")
+	cfg, inBytes := startedConfig(t, h)
+	if len(cfg.Seeds) != 0 || cfg.SeedsFile == "" || len(cfg.SeedHosts) != 2 {
+		t.Errorf("the input carries seeds %d, seeds_file %q, seed hosts %v: want no seed, the list's name and 2 hosts", len(cfg.Seeds), cfg.SeedsFile, cfg.SeedHosts)
+	}
+	n, what := largestEvent(h)
+	t.Logf("%d pages requested; input %d bytes; largest event %d bytes (%s); %d seed updates; %s",
+		web.Total(), inBytes, n, what, seedUpdates(h), strings.TrimSpace(out))
+	if n >= maxEventBytes {
+		t.Errorf("largest event %d bytes (%s), want under %d", n, what, maxEventBytes)
+	}
+	if u := seedUpdates(h); u != 4 {
+		t.Errorf("%d seed updates in the history, want 4 (the refused list, the same list again, the HTTP list from the starter and from the temporal CLI)", u)
+	}
+}

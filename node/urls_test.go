@@ -1,0 +1,151 @@
+package node_test
+
+// `starter urls` against the test web's own log. While every page body is
+// held half-sent, the URLs a host has leased are exactly the pages the
+// server is serving it, and those it holds were never requested; once the
+// crawl ended, its failed URLs are exactly those the server answered 404.
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/internal/await"
+	"github.com/drover-crawl/drover/testweb"
+	"github.com/drover-crawl/drover/testweb/webtest"
+)
+
+// urlsGone is how many URLs of each host the seed list adds that the
+// server answers 404.
+const urlsGone = 25
+
+func TestURLsAgreeWithTheServer(t *testing.T) {
+	web := webtest.Start(t, testweb.Config{Hosts: 2, PagesPerHost: 80, NoExtras: true, Base: 148})
+	s := startStack(t)
+	starter := starterRunner(t, s.services, []string{s.sched.Addr()})
+	seeds := web.Pages()
+	for _, h := range web.Hosts() {
+		for i := range urlsGone {
+			seeds = append(seeds, fmt.Sprintf("http://%s/gone/%d.html", h, i))
+		}
+	}
+	list := filepath.Join(t.TempDir(), "seeds.txt")
+	if err := os.WriteFile(list, []byte(strings.Join(seeds, "\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	web.HoldBodies()
+	t.Cleanup(web.ReleaseBodies)
+	id := fmt.Sprintf("urls-%d", time.Now().UnixNano())
+	const conc = 4
+	out, err := starter(time.Minute, "start", "--id", id, "--seeds-file", list, "--fetchers", "1",
+		"--per-host-concurrency", fmt.Sprint(conc), "--per-host-delay", "50ms", "--allow-private", "--no-preflight",
+		"--sink", "kafka://"+s.kafka.Addr()+"/"+s.topic)
+	if err != nil {
+		t.Fatalf("start: %v\n%s", err, out)
+	}
+	// Every host at its concurrency, each request held in its body.
+	await.For(t, 2*time.Minute, 20*time.Millisecond, "every host's requests held", func() error {
+		if n := web.Held(); n < conc*len(web.Hosts()) {
+			return fmt.Errorf("%d held", n)
+		}
+		return nil
+	})
+	list2 := func(host, state string, limit int) []string {
+		var all []string
+		after := ""
+		for range 100 {
+			args := []string{"urls", id, "--host", host, "--state", state, "--limit", fmt.Sprint(limit), "--json"}
+			if after != "" {
+				args = append(args, "--after", after)
+			}
+			out, err := starter(time.Minute, args...)
+			if err != nil {
+				t.Fatalf("urls %v: %v\n%s", args, err, out)
+			}
+			var page session.URLPage
+			if err := json.Unmarshal([]byte(out), &page); err != nil {
+				t.Fatalf("urls --json: %v\n%s", err, out)
+			}
+			all = append(all, page.URLs...)
+			if page.Next == "" {
+				return all
+			}
+			after = page.Next
+		}
+		t.Fatalf("urls %s %s: more than 100 pages", host, state)
+		return nil
+	}
+	for i, ip := range web.IPs() {
+		prefix := "http://" + web.Hosts()[i] + "/"
+		var serving []string
+		for _, r := range web.Requests() {
+			if r.Status == 200 && strings.HasPrefix(r.URL, prefix) && !strings.HasSuffix(r.URL, "/robots.txt") {
+				serving = append(serving, r.URL)
+			}
+		}
+		slices.Sort(serving)
+		leased := list2(ip, "leased", 3)
+		if !slices.Equal(leased, serving) {
+			t.Errorf("host %s: leased %v, the server is serving %v", ip, leased, serving)
+		}
+		held := list2(ip, "held", 7)
+		if len(held) == 0 || len(held) != len(slices.Compact(slices.Clone(held))) {
+			t.Errorf("host %s: held %d URLs, with duplicates or none: %v", ip, len(held), held)
+		}
+		for _, u := range held {
+			if web.Count(u) > 0 || !strings.HasPrefix(u, prefix) {
+				t.Errorf("host %s: %s is held, but the server saw it %d times (or it is another host's)", ip, u, web.Count(u))
+			}
+		}
+		t.Logf("host %s during the crawl: %d leased (the server serves %d), %d held", ip, len(leased), len(serving), len(held))
+	}
+	if out, err := starter(time.Minute, "urls", id, "--host", web.IPs()[0], "--state", "done"); err == nil || !strings.Contains(out, "cannot be listed") {
+		t.Errorf("urls --state done: want a usage error saying it cannot be listed, got %v: %s", err, out)
+	}
+
+	web.ReleaseBodies()
+	await.For(t, 5*time.Minute, 200*time.Millisecond, "the campaign's end", func() error {
+		st, err := ctQueryStatus(t, s.temporal.Client(), id)
+		if err != nil || st.State != campaign.StateCompleted {
+			return fmt.Errorf("state %q, %v", st.State, err)
+		}
+		return nil
+	})
+	notFound := web.Answered(404)
+	for i, ip := range web.IPs() {
+		prefix := "http://" + web.Hosts()[i] + "/"
+		var want []string
+		for _, u := range notFound {
+			if strings.HasPrefix(u, prefix) {
+				want = append(want, u)
+			}
+		}
+		slices.Sort(want)
+		// Failed: what the server answered 404, and the links robots.txt
+		// disallows, which the server never saw.
+		var failed404 []string
+		disallowed := 0
+		for _, u := range list2(ip, "failed", 10) {
+			switch {
+			case web.Disallowed(u) && web.Count(u) == 0:
+				disallowed++
+			default:
+				failed404 = append(failed404, u)
+			}
+		}
+		if len(want) != urlsGone || !slices.Equal(failed404, want) {
+			t.Errorf("host %s after the crawl: failed %v, the server answered 404 for %v (want %d)", ip, failed404, want, urlsGone)
+		}
+		t.Logf("host %s after the crawl: %d failed with a 404 (the server answered %d), %d disallowed by robots.txt", ip, len(failed404), len(want), disallowed)
+	}
+	if m := web.Missing(); len(m) > 0 {
+		t.Errorf("%d pages never requested, such as %s", len(m), m[0])
+	}
+}

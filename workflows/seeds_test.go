@@ -1,0 +1,120 @@
+package workflows
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/seedfile"
+)
+
+// update sends Update name with arg at virtual time d; its result lands
+// in res, a rejection in rejected.
+func (h *harness) update(d time.Duration, name string, arg any, res any, rejected *error) {
+	h.at(d, func() {
+		h.env.UpdateWorkflow(name, "", &testsuite.TestUpdateCallback{
+			OnAccept: func() {},
+			OnReject: func(err error) { *rejected = err },
+			OnComplete: func(v any, err error) {
+				if !assert.NoError(h.t, err, "update %s", name) {
+					return
+				}
+				if ev, ok := v.(converter.EncodedValue); ok {
+					assert.NoError(h.t, ev.Get(res))
+					return
+				}
+				b, err := json.Marshal(v)
+				assert.NoError(h.t, err)
+				assert.NoError(h.t, json.Unmarshal(b, res))
+			},
+		}, arg)
+	})
+}
+
+// A list the workflow streams (SeedFile, 3 minutes here) holds the
+// campaign open although Monitor finds the frontier drained from the
+// first minute on; the Update returns the list's counts.
+func TestSeedListHoldsTheCampaignOpen(t *testing.T) {
+	h := newHarness(t, func(env *testsuite.TestWorkflowEnvironment) {
+		env.OnActivity(acts.SeedFile, mock.Anything, mock.Anything).After(3 * time.Minute).Return(
+			func(_ context.Context, in SeedFileInput) (seedfile.Counts, error) {
+				if in.Source != "https://lists.example/s.gz" || in.Config.FrontierKey() == in.Config.ID {
+					return seedfile.Counts{}, assert.AnError
+				}
+				return seedfile.Counts{Lines: 10, Seeded: 9, Known: 1}, nil
+			})
+	})
+	h.drained.Store(true)
+	var res, recorded SeedFileResult
+	var rejected, rejectedEmpty error
+	h.update(30*time.Second, UpdateSeed, SeedFileRequest{Source: "https://lists.example/s.gz"}, &res, &rejected)
+	h.update(40*time.Second, UpdateSeed, SeedFileRequest{Source: "-", Streamed: &seedfile.Counts{Lines: 5, Seeded: 5}}, &recorded, &rejected)
+	h.update(50*time.Second, UpdateSeed, SeedFileRequest{}, &res, &rejectedEmpty)
+	start := h.env.Now()
+	st := h.run(CampaignInput{Config: testConfig()})
+
+	require.NoError(t, rejected)
+	require.ErrorContains(t, rejectedEmpty, "give the seed list's source")
+	require.Equal(t, campaign.StateCompleted, st.State)
+	require.Equal(t, int64(9), res.Counts.Seeded)
+	require.Equal(t, int64(5), recorded.SeedsAdded, "the streamed list recorded, without an activity")
+	require.Equal(t, int64(14), res.SeedsAdded)
+	require.Equal(t, int64(14), st.SeedsAdded, "in the status")
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	require.Len(t, h.closes, 1)
+	require.GreaterOrEqual(t, h.closedAt.Sub(start), 3*time.Minute+30*time.Second, "closed while the list streamed")
+}
+
+// A live include restarts every running fetcher session with the new
+// scope in its config (workers read it when a session starts), without
+// counting a restart.
+func TestIncludeRestartsTheSessionsWithTheScope(t *testing.T) {
+	var withInclude atomic.Int32
+	h := newHarness(t, func(env *testsuite.TestWorkflowEnvironment) {
+		env.OnActivity(acts.SetRules, mock.Anything, mock.Anything).Return(nil)
+		env.OnActivity(acts.FetchSession, mock.Anything, mock.Anything).After(24 * time.Hour).Return(
+			func(_ context.Context, in FetchSessionInput) (SessionCounters, error) {
+				return SessionCounters{}, nil
+			}).Maybe()
+	})
+	h.env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, args converter.EncodedValues) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		switch info.ActivityType.Name {
+		case "FetchSession":
+			var in FetchSessionInput
+			require.NoError(t, args.Get(&in))
+			h.starts[in.Index]++
+			if slices.Contains(in.Config.Live.Include, "^http://b[.]example/") {
+				withInclude.Add(1)
+			}
+		case "Close", "EndSessions", "Notify":
+			h.calls.Add(1)
+		}
+	})
+	var res RulesResult
+	var rejected error
+	h.update(2*time.Minute, UpdateRules, RulesRequest{Include: "^http://b[.]example/"}, &res, &rejected)
+	h.at(5*time.Minute, func() { h.drained.Store(true) })
+	st := h.run(CampaignInput{Config: testConfig()})
+
+	require.NoError(t, rejected)
+	require.Equal(t, []string{"^http://b[.]example/"}, res.Rules.Include)
+	require.Equal(t, campaign.StateCompleted, st.State)
+	require.Equal(t, int32(2), withInclude.Load(), "both fetchers started again with the include")
+	require.Equal(t, 2, h.startsOf(0))
+	require.Equal(t, 2, h.startsOf(1))
+	require.Zero(t, st.Restarts)
+}
