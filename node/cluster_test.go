@@ -85,7 +85,7 @@ func clusterDelay(d time.Duration) time.Duration {
 }
 
 // rollingDownFor is how long each node stays stopped in rollingRestart.
-const rollingDownFor = 15 * time.Second
+const rollingDownFor = 20 * time.Second
 
 // rollingRestart: each node of the cluster is stopped (stop_app) for
 // rollingDownFor in turn, the scheduler's own first, while a crawl runs
