@@ -18,6 +18,7 @@ import (
 	"github.com/drover-crawl/drover/devstack"
 	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/internal/await"
+	"github.com/drover-crawl/drover/internal/testenv"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"
 )
@@ -33,6 +34,7 @@ import (
 // a line are of URLs logged later, no URL has more lines than the server
 // counted requests of it, and no line is cut.
 func TestCrawlLogSurvivesWorkerKill(t *testing.T) {
+	testenv.Long(t)
 	warcDir, logDir := t.TempDir(), t.TempDir() // on a disk: an fsync takes long enough to be seen
 	k := startCrawlLogKill(t, 172, "warc:"+warcDir, logDir)
 	k.awaitUnderWay()

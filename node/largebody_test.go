@@ -40,6 +40,7 @@ const maxWorkerRSS = 256 << 20
 // WARC record. The worker's peak RSS (VmHWM, its whole life) stays under
 // 256 MiB.
 func TestLargeBodyWholeInWARC(t *testing.T) {
+	testenv.Long(t)
 	testenv.NeedsRabbitMQ(t)
 	web := webtest.Start(t, testweb.Config{Hosts: 1, PagesPerHost: 2, LinksPerPage: 4, NavLinks: 2, LargeBytes: largeBytes, Base: 157})
 	s := startServices(t)

@@ -27,6 +27,7 @@ import (
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/internal/await"
+	"github.com/drover-crawl/drover/internal/testenv"
 	"github.com/drover-crawl/drover/workflows"
 )
 
@@ -59,6 +60,7 @@ func writeMillionList(t *testing.T, path string) {
 }
 
 func TestAMillionSeedsFromAGzipList(t *testing.T) {
+	testenv.Long(t)
 	s := startStack(t)
 	c := s.temporal.Client()
 	cfg := campaign.Config{

@@ -71,6 +71,7 @@ const recrawlPageBytes = 64 << 10
 // to the first run's bytes. (warcio reads revisit records in the sink's
 // tests.)
 func TestRecrawlFromHistory(t *testing.T) {
+	testenv.Long(t)
 	testenv.NeedsPostgres(t)
 	web := webtest.Start(t, testweb.Config{Hosts: 3, PagesPerHost: 150, CrossHost: true, NoExtras: true,
 		Validators: true, Duplicates: 30, Base: 152, PageBytes: recrawlPageBytes})
@@ -336,6 +337,7 @@ func checkRevisitsResolve(t *testing.T, web *testweb.Web, dir1, dir2 string, cha
 // is leased with the history as it was: run 1's, or run 2's written with
 // its done mark); and each unchanged page answered 304.
 func TestRecrawlSurvivesSchedulerKill(t *testing.T) {
+	testenv.Long(t)
 	web := webtest.Start(t, testweb.Config{Hosts: 3, PagesPerHost: 150, CrossHost: true, NoExtras: true, Validators: true, Base: 159})
 	s := startServices(t)
 	addr := freeAddr(t)

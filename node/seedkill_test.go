@@ -23,6 +23,7 @@ import (
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/internal/await"
+	"github.com/drover-crawl/drover/internal/testenv"
 	"github.com/drover-crawl/drover/seedfile"
 	"github.com/drover-crawl/drover/workflows"
 )
@@ -48,6 +49,7 @@ func shardMessages(conn *amqp.Connection, key string) (int, error) {
 }
 
 func TestSeedListSurvivesASchedulerKill(t *testing.T) {
+	testenv.Long(t)
 	s := startServices(t)
 	addr := freeAddr(t)
 	seenPath := filepath.Join(t.TempDir(), "seen-0")

@@ -67,6 +67,20 @@ func NeedsCluster(t testing.TB) {
 	}
 }
 
+// Long skips t unless DROVER_LONG=1, which `make test-long` sets: a
+// test of scale or of a fault that takes a minute or more (a million
+// seeds, a 300 MiB body, a scheduler killed in a second run), which
+// `make test`, bounded by its 20 minutes, leaves to that target. The
+// target finds such tests by this call (the first line of the test, in
+// node/); `.ci/run` runs it after `make test`.
+func Long(t testing.TB) {
+	t.Helper()
+	skipShort(t, "long")
+	if os.Getenv("DROVER_LONG") != "1" {
+		t.Skip("a long test: `make test-long` runs it (DROVER_LONG=1)")
+	}
+}
+
 // Slow skips t under -short: it takes more than a few seconds (a crawl of
 // thousands of pages, a wait on real timeouts, a subprocess built and
 // killed), even with every service at hand.
