@@ -6,8 +6,6 @@ package node_test
 
 import (
 	"errors"
-	"fmt"
-	"math/rand/v2"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,12 +13,8 @@ import (
 
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/crawllog"
-	"github.com/drover-crawl/drover/devstack"
-	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/internal/testenv"
-	"github.com/drover-crawl/drover/testweb"
-	"github.com/drover-crawl/drover/testweb/webtest"
 )
 
 // TestCrawlLogSurvivesWorkerKill SIGKILLs one of two worker processes
@@ -133,39 +127,6 @@ func TestCrawlLogSurvivesWorkerKill(t *testing.T) {
 // campaign, a fifth of the web requested.
 func startCrawlLogKill(t *testing.T, base byte, sinkURI, logDir string) *sinkKill {
 	t.Helper()
-	bin := filepath.Join(binaries(t), "worker")
-	k := &sinkKill{t: t, procs: map[string]*devstack.Proc{}}
-	k.web = webtest.Start(t, testweb.Config{Hosts: 4, PagesPerHost: 75, CrossHost: true, Base: base})
-	k.s = startBareStack(t)
-	for _, id := range []string{"worker-a", "worker-b"} {
-		env := []string{
-			"TEMPORAL_ADDRESS=" + k.s.temporal.Address(),
-			"TEMPORAL_NAMESPACE=" + k.s.temporal.Namespace(),
-			"DROVER_SCHEDULER=" + k.s.sched.Addr(),
-			"KAFKA_BROKERS=" + k.s.kafka.Addr(),
-			"DROVER_TOKEN=" + session.DevToken,
-		}
-		k.procs[id] = startProc(t, id, bin, []string{"-identity", id, "-metrics-addr", "127.0.0.1:0"}, env)
-	}
-	k.cfg = campaign.Config{
-		ID:           fmt.Sprintf("logkill-%d", rand.IntN(1e9)),
-		Seeds:        k.web.Seeds(),
-		Fetchers:     4,
-		PerHostDelay: new(100 * time.Millisecond),
-		AllowPrivate: true,
-		Sinks:        []string{sinkURI},
-		CrawlLog:     logDir,
-	}
-	k.start = time.Now()
-	k.run = ctStartCampaign(t, k.s.temporal.Client(), k.cfg)
-	total := len(k.web.Pages())
-	await.For(t, 2*time.Minute, 20*time.Millisecond, "a fifth of the pages requested", func() error {
-		for id, p := range k.procs {
-			if !p.Alive() {
-				t.Fatalf("%s exited: %v\n%s", id, p.Err(), p.Tail(20))
-			}
-		}
-		return ctAtLeastRequested(k.web, total/5)
-	})
-	return k
+	return startSinkKillWith(t, "logkill", base, sinkURI, func(string) []string { return nil },
+		func(c *campaign.Config) { c.CrawlLog = logDir })
 }

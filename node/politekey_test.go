@@ -192,29 +192,6 @@ func TestGroupKeySharedByTwoCampaigns(t *testing.T) {
 	for _, w := range waits {
 		w()
 	}
-	reqs := web.Requests()
-	slices.SortFunc(reqs, func(a, b testweb.Request) int { return a.Start.Compare(b.Start) })
-	if len(reqs) < 2*len(web.Pages()) {
-		t.Fatalf("%d requests; want every page from each campaign (%d)", len(reqs), 2*len(web.Pages()))
-	}
-	least := time.Hour
-	for i := 1; i < len(reqs); i++ {
-		gap := reqs[i].Start.Sub(reqs[i-1].Start)
-		least = min(least, gap)
-		if gap < delay {
-			t.Errorf("%s (%s) and %s (%s) %s apart at the server; the group's delay is %s",
-				reqs[i-1].URL, reqs[i-1].UA, reqs[i].URL, reqs[i].UA, gap.Round(time.Millisecond), delay)
-		}
-	}
-	half := reqs[:len(reqs)/2]
-	n := map[string]int{}
-	for _, r := range half {
-		n[r.UA]++
-	}
-	for _, ua := range []string{"drover-test-a", "drover-test-b"} {
-		if share := float64(n[ua]) / float64(len(half)); share < 0.4 {
-			t.Errorf("campaign %s made %d of the first %d requests (%.0f%%): the other went ahead", ua, n[ua], len(half), 100*share)
-		}
-	}
+	reqs, least, n := checkSharedClock(t, web, delay, "the group's")
 	t.Logf("%d requests to %d hosts of one group, the smallest gap %s; first half by campaign: %v", len(reqs), len(web.Hosts()), least.Round(time.Millisecond), n)
 }

@@ -5,7 +5,7 @@ package node_test
 // apart, whichever campaign made them, and the campaigns take turns.
 
 import (
-	"sort"
+	"slices"
 	"testing"
 	"time"
 
@@ -28,8 +28,20 @@ func TestTwoCampaignsShareAHostsPoliteness(t *testing.T) {
 	for _, w := range waits {
 		w()
 	}
+	reqs, least, n := checkSharedClock(t, web, delay, "the host's")
+	t.Logf("%d requests, the smallest gap %s; first half by campaign: %v", len(reqs), least.Round(time.Millisecond), n)
+}
+
+// checkSharedClock: the server saw every page from each of the campaigns
+// drover-test-a and drover-test-b, every two requests at least delay
+// apart (whose is named in the message, "the host's"), and each campaign
+// made at least 40% of the first half of the requests, while both crawl.
+// It returns the requests in order, the smallest gap and the first half's
+// requests by campaign.
+func checkSharedClock(t *testing.T, web *testweb.Web, delay time.Duration, whose string) ([]testweb.Request, time.Duration, map[string]int) {
+	t.Helper()
 	reqs := web.Requests()
-	sort.Slice(reqs, func(i, j int) bool { return reqs[i].Start.Before(reqs[j].Start) })
+	slices.SortFunc(reqs, func(a, b testweb.Request) int { return a.Start.Compare(b.Start) })
 	if len(reqs) < 2*len(web.Pages()) {
 		t.Fatalf("%d requests; want every page from each campaign (%d)", len(reqs), 2*len(web.Pages()))
 	}
@@ -38,12 +50,10 @@ func TestTwoCampaignsShareAHostsPoliteness(t *testing.T) {
 		gap := reqs[i].Start.Sub(reqs[i-1].Start)
 		least = min(least, gap)
 		if gap < delay {
-			t.Errorf("%s (%s) and %s (%s) %s apart at the server; the host's delay is %s",
-				reqs[i-1].URL, reqs[i-1].UA, reqs[i].URL, reqs[i].UA, gap.Round(time.Millisecond), delay)
+			t.Errorf("%s (%s) and %s (%s) %s apart at the server; %s delay is %s",
+				reqs[i-1].URL, reqs[i-1].UA, reqs[i].URL, reqs[i].UA, gap.Round(time.Millisecond), whose, delay)
 		}
 	}
-	// While both crawl (the first half of the requests), each has at least
-	// 40% of them.
 	half := reqs[:len(reqs)/2]
 	n := map[string]int{}
 	for _, r := range half {
@@ -54,5 +64,5 @@ func TestTwoCampaignsShareAHostsPoliteness(t *testing.T) {
 			t.Errorf("campaign %s made %d of the first %d requests (%.0f%%): the other went ahead", ua, n[ua], len(half), 100*share)
 		}
 	}
-	t.Logf("%d requests, the smallest gap %s; first half by campaign: %v", len(reqs), least.Round(time.Millisecond), n)
+	return reqs, least, n
 }

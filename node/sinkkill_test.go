@@ -54,6 +54,13 @@ type sinkKill struct {
 // of the web lands well inside it.
 func startSinkKill(t *testing.T, prefix string, base byte, sinkURI string, extra func(identity string) []string) *sinkKill {
 	t.Helper()
+	return startSinkKillWith(t, prefix, base, sinkURI, extra, func(*campaign.Config) {})
+}
+
+// startSinkKillWith is startSinkKill with the campaign's config changed
+// by with before it starts.
+func startSinkKillWith(t *testing.T, prefix string, base byte, sinkURI string, extra func(identity string) []string, with func(*campaign.Config)) *sinkKill {
+	t.Helper()
 	bin := filepath.Join(binaries(t), "worker")
 	k := &sinkKill{t: t, procs: map[string]*devstack.Proc{}}
 	k.web = webtest.Start(t, testweb.Config{Hosts: 4, PagesPerHost: 75, CrossHost: true, Base: base})
@@ -76,6 +83,7 @@ func startSinkKill(t *testing.T, prefix string, base byte, sinkURI string, extra
 		AllowPrivate: true,
 		Sinks:        []string{sinkURI},
 	}
+	with(&k.cfg)
 	k.start = time.Now()
 	k.run = ctStartCampaign(t, k.s.temporal.Client(), k.cfg)
 	total := len(k.web.Pages())
