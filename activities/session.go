@@ -355,6 +355,9 @@ func (r *Runner) handle(ctx context.Context, l session.Lease) session.Outcome {
 	}
 	o.Links = res.Links
 	o.Capture, o.Unchanged = res.Capture, res.Unchanged
+	if res.Page != nil {
+		o.MIME = res.Page.ContentType
+	}
 	o.Took = since(res.Answered, done)
 	return o
 }

@@ -99,6 +99,11 @@ type Config struct {
 	// one's. Otherwise every page's validators, payload digest, capture
 	// date and links are kept under HistoryKey, by the schedulers.
 	NoHistory bool `json:"no_history,omitempty" yaml:"no_history,omitempty"`
+	// Revisit makes the campaign continuous: a URL that a rule matches is
+	// fetched again at its next-fetch time (RevisitRule.Next), and the
+	// campaign does not end when its frontier drains, only when stopped
+	// (or at MaxDuration, MaxPages). Empty: each URL is fetched once.
+	Revisit []RevisitRule `json:"revisit,omitempty" yaml:"revisit,omitempty"`
 	// Seeds are the URLs the campaign starts from, carried in the
 	// workflow's input: a few. A long list is streamed to the schedulers
 	// from a file instead (SeedsFile), and never rides in the config.
@@ -605,6 +610,7 @@ func (c Config) checkHosts() []error {
 		errs = append(errs, fmt.Errorf("delay_factor %g: must be between 0 (off) and 100", c.DelayFactor))
 	}
 	errs = append(errs, c.checkPolitenessKey()...)
+	errs = append(errs, c.checkRevisit()...)
 	if err := c.Live.Validate(); err != nil {
 		errs = append(errs, err)
 	}

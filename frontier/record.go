@@ -39,6 +39,9 @@ type recordJob struct {
 	// history is the URL's new fetch history (historyOf), written with
 	// its done mark.
 	history []byte
+	// due, in a continuous campaign, is the URL's next fetch, and undue
+	// the entry it replaces (planRevisit), written with its history.
+	due, undue *seen.Due
 }
 
 // record publishes the discovered links not yet queued (confirmed), marks
@@ -139,6 +142,9 @@ func (a *campaignActor) writeRecord(ctx context.Context, jobs []recordJob) error
 	}
 	if err := a.writeHistory(jobs); err != nil {
 		return fmt.Errorf("seen store (fetch history): %w", err)
+	}
+	if err := a.writeSchedule(jobs); err != nil {
+		return fmt.Errorf("seen store (revisit schedule): %w", err)
 	}
 	if len(keys) > 0 {
 		if err := a.srv.store.MarkDone(a.key, keys); err != nil {

@@ -89,7 +89,9 @@ func (r *run) monitored(e event) {
 		case e.monitor.CapReached || s.CapReached:
 			r.beginEnd(campaign.StateCompleted, "max pages reached")
 			return
-		case e.monitor.Drained && r.st.State != campaign.StatePaused && r.seeding == 0:
+		case e.monitor.Drained && r.st.State != campaign.StatePaused && r.seeding == 0 && !r.cfg.Continuous():
+			// A continuous campaign's frontier drains between its
+			// revisits: it ends only when stopped (or at a limit).
 			r.beginEnd(campaign.StateCompleted, "frontier drained")
 			return
 		}

@@ -516,3 +516,34 @@ func TestStopNoWait(t *testing.T) {
 	assert.Len(t, fake.signals, 1)
 	assert.Zero(t, r.n, "--no-wait looked at the campaign")
 }
+
+// A continuous campaign's revisit rules come from -f as YAML and from
+// --revisit, whose list replaces the file's; a bad rule is a usage error.
+func TestStartRevisitRules(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "campaign.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(`
+id: news
+seeds: [https://news.example/]
+revisit:
+  - {match: '/live/', min: 5m, max: 1h, factor: 1.5}
+  - {mime: text/html, min: 1h, max: 168h}
+`), 0o600))
+	fake := newFake()
+	code, _, errOut := run(t, fake, nil, "start", "-f", path)
+	require.Equal(t, ExitOK, code, errOut)
+	assert.Equal(t, []campaign.RevisitRule{
+		{Match: "/live/", Min: 5 * time.Minute, Max: time.Hour, Factor: 1.5},
+		{MIME: "text/html", Min: time.Hour, Max: 168 * time.Hour},
+	}, startedConfig(t, fake).Revisit)
+
+	fake = newFake()
+	code, _, errOut = run(t, fake, nil, "start", "-f", path, "--revisit", "min=10m,max=7d,factor=4")
+	require.Equal(t, ExitOK, code, errOut)
+	assert.Equal(t, []campaign.RevisitRule{{Min: 10 * time.Minute, Max: 7 * 24 * time.Hour, Factor: 4}}, startedConfig(t, fake).Revisit)
+
+	fake = newFake()
+	code, _, errOut = run(t, fake, nil, "start", "--id", "c", "--seed", "https://a/", "--revisit", "max=1h")
+	assert.Equal(t, ExitUsage, code)
+	assert.Contains(t, errOut, "--revisit: revisit \"max=1h\": min is required")
+	assert.Empty(t, fake.started)
+}

@@ -458,6 +458,24 @@ func renderNotes(w io.Writer, v View, now time.Time) {
 	}
 }
 
+// renderRevisits shows a continuous campaign's schedule: how many URLs
+// wait for their next fetch, and when the first is due.
+func renderRevisits(w io.Writer, v View, now time.Time) {
+	st := v.Scheduler
+	if st == nil || !st.Continuous {
+		return
+	}
+	fmt.Fprintf(w, "  revisits  %d scheduled", st.Scheduled)
+	if !st.NextDue.IsZero() {
+		if d := st.NextDue.Sub(now); d > 0 {
+			fmt.Fprintf(w, ", next due %s (in %s)", st.NextDue.Local().Format(time.DateTime), d.Round(time.Second))
+		} else {
+			fmt.Fprintf(w, ", next due %s (now)", st.NextDue.Local().Format(time.DateTime))
+		}
+	}
+	fmt.Fprintf(w, ", %d released to be fetched again\n", st.Revisited)
+}
+
 func renderView(w io.Writer, v View, now time.Time) {
 	fmt.Fprintf(w, "campaign %s: %s", v.ID, v.State)
 	if v.Reason != "" {
@@ -500,6 +518,7 @@ func renderView(w io.Writer, v View, now time.Time) {
 	}
 	if !v.Closed() {
 		fmt.Fprintf(w, "  urls      %d queued, %d in flight\n", v.URLsQueued, v.URLsInFlight)
+		renderRevisits(w, v, now)
 	}
 	renderNotes(w, v, now)
 	if len(v.Fetchers) > 0 {

@@ -1,0 +1,331 @@
+package node_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/internal/await"
+	"github.com/drover-crawl/drover/internal/testenv"
+	"github.com/drover-crawl/drover/node"
+	"github.com/drover-crawl/drover/node/nodetest"
+	"github.com/drover-crawl/drover/starter/cli"
+	"github.com/drover-crawl/drover/workflows"
+)
+
+// virtualClock runs rate times faster than the wall clock from base, for
+// a test to live days of a continuous campaign in minutes. The scheduler
+// schedules its revisits by it, and changingWeb changes its pages by it.
+type virtualClock struct {
+	start time.Time
+	base  time.Time
+	rate  float64
+}
+
+func newVirtualClock(rate float64) *virtualClock {
+	return &virtualClock{start: time.Now(), base: time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC), rate: rate}
+}
+
+func (c *virtualClock) Now() time.Time {
+	return c.base.Add(time.Duration(float64(time.Since(c.start)) * c.rate))
+}
+
+// Virtual duration d in wall time.
+func (c *virtualClock) Real(d time.Duration) time.Duration { return time.Duration(float64(d) / c.rate) }
+
+// changingWeb is a site whose pages change on a virtual clock: /fast/N
+// every 15 minutes, /daily/N every day at midnight, /static/N and / never.
+// Each version has an ETag; a request that names it gets 304. It records
+// every request: the server's own count.
+type changingWeb struct {
+	clock *virtualClock
+	srv   *httptest.Server
+	mu    sync.Mutex
+	log   []webHit
+	pages int
+}
+
+type webHit struct {
+	path        string
+	at          time.Time // virtual
+	status      int
+	version     int64
+	conditional bool
+}
+
+const changingPages = 4
+
+func startChangingWeb(t *testing.T, clock *virtualClock) *changingWeb {
+	w := &changingWeb{clock: clock, pages: changingPages}
+	w.srv = httptest.NewServer(http.HandlerFunc(w.serve))
+	t.Cleanup(w.srv.Close)
+	return w
+}
+
+func (w *changingWeb) paths() []string {
+	out := []string{"/"}
+	for _, class := range []string{"fast", "daily", "static"} {
+		for i := range w.pages {
+			out = append(out, fmt.Sprintf("/%s/%d", class, i))
+		}
+	}
+	return out
+}
+
+// version is a page's version at virtual time at.
+func (w *changingWeb) version(path string, at time.Time) int64 {
+	since := at.Sub(w.clock.base)
+	switch {
+	case strings.HasPrefix(path, "/fast/"):
+		return int64(since / (15 * time.Minute))
+	case strings.HasPrefix(path, "/daily/"):
+		return int64(since / (24 * time.Hour))
+	}
+	return 0
+}
+
+func (w *changingWeb) serve(rw http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/robots.txt" {
+		http.NotFound(rw, r)
+		return
+	}
+	known := r.URL.Path == "/"
+	for _, p := range w.paths() {
+		known = known || p == r.URL.Path
+	}
+	if !known {
+		http.NotFound(rw, r)
+		return
+	}
+	now := w.clock.Now()
+	v := w.version(r.URL.Path, now)
+	etag := fmt.Sprintf(`"v%d"`, v)
+	hit := webHit{path: r.URL.Path, at: now, version: v, conditional: r.Header.Get("If-None-Match") != ""}
+	rw.Header().Set("ETag", etag)
+	if r.Header.Get("If-None-Match") == etag {
+		hit.status = http.StatusNotModified
+		w.record(hit)
+		rw.WriteHeader(http.StatusNotModified)
+		return
+	}
+	hit.status = http.StatusOK
+	w.record(hit)
+	rw.Header().Set("Content-Type", "text/html")
+	var b strings.Builder
+	fmt.Fprintf(&b, "<html><body><h1>%s version %d</h1>", r.URL.Path, v)
+	if r.URL.Path == "/" {
+		for _, p := range w.paths()[1:] {
+			fmt.Fprintf(&b, `<a href="%s">%s</a> `, p, p)
+		}
+	}
+	b.WriteString("</body></html>")
+	rw.Write([]byte(b.String()))
+}
+
+func (w *changingWeb) record(h webHit) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.log = append(w.log, h)
+}
+
+func (w *changingWeb) hits() []webHit {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]webHit(nil), w.log...)
+}
+
+// TestContinuousCampaign: a continuous campaign on a site whose pages
+// change every 15 minutes, daily or never lives a day on a virtual clock
+// (a virtual day in a minute of wall time). By the server's count:
+// at least 90% of the 15-minute versions were captured, each daily
+// change within 2 days, the pages that never change were fetched no more
+// often than the rule's growing intervals allow, every fetch after a
+// page's first carried its validator, and the campaign kept running with
+// its frontier drained between revisits until it was stopped, its
+// schedule shown by `starter status`.
+func TestContinuousCampaign(t *testing.T) {
+	testenv.Slow(t)
+	runContinuous(t, 1, 24*60) // a virtual day in a minute
+}
+
+// TestContinuousCampaignSevenDays is TestContinuousCampaign over seven
+// virtual days, a day in 45 s: the daily changes, and the pages that never
+// change reaching long intervals.
+func TestContinuousCampaignSevenDays(t *testing.T) {
+	testenv.Long(t)
+	runContinuous(t, 7, 24*60*60/45)
+}
+
+func runContinuous(t *testing.T, days int, rate float64) {
+	clock := newVirtualClock(rate)
+	web := startChangingWeb(t, clock)
+	sv := startServices(t)
+	scfg := frontier.DefaultServerConfig()
+	scfg.Clock, scfg.RevisitPoll = clock.Now, 20*time.Millisecond
+	s := withWorkers(t, &stack{services: sv, sched: nodetest.StartScheduler(t, node.SchedulerConfig{
+		SeenPath: filepath.Join(t.TempDir(), "seen"), Server: scfg})})
+
+	fast := campaign.RevisitRule{Match: "/fast/", Min: 5 * time.Minute, Max: 10 * time.Minute, Factor: 2}
+	rest := campaign.RevisitRule{Min: 10 * time.Minute, Max: 7 * 24 * time.Hour, Factor: 4}
+	cfg := campaign.Config{
+		ID: fmt.Sprintf("continuous-%d", time.Now().UnixNano()%1e9), Seeds: []string{web.srv.URL + "/"},
+		Fetchers: 2, AllowPrivate: true, PerHostDelay: new(time.Millisecond), PerHostConcurrency: 2,
+		Sinks: []string{"kafka://" + s.kafka.Addr() + "/" + s.topic}, Revisit: []campaign.RevisitRule{fast, rest},
+	}
+	c := s.temporal.Client()
+	clock.start, clock.base = time.Now(), clock.Now().Truncate(24*time.Hour)
+	run := ctStartCampaign(t, c, cfg)
+	end := clock.base.Add(time.Duration(days) * 24 * time.Hour)
+
+	// Half-way through, the schedule is what `starter status` shows.
+	time.Sleep(clock.Real(time.Duration(days) * 12 * time.Hour))
+	checkScheduleShown(t, s, cfg.ID, len(web.paths()))
+	time.Sleep(time.Until(clock.start.Add(clock.Real(end.Sub(clock.base)))))
+
+	if err := c.SignalWorkflow(context.Background(), cfg.ID, "", workflows.SignalStop, workflows.StopSignal{Reason: "lived its days"}); err != nil {
+		t.Fatal(err)
+	}
+	if st := ctResult(t, run, 2*time.Minute); st.State != campaign.StateStopped {
+		t.Errorf("campaign ended %s (%s), want stopped: a continuous campaign runs until stopped", st.State, st.Reason)
+	}
+	checkContinuousHits(t, web, end, rest)
+}
+
+// checkScheduleShown: `starter status --json` shows the campaign running,
+// every page of the site scheduled (or on its way), and a next due time.
+func checkScheduleShown(t *testing.T, s *stack, id string, pages int) {
+	t.Helper()
+	await.For(t, 30*time.Second, 100*time.Millisecond, "the schedule in starter status", func() error {
+		var out, errb bytes.Buffer
+		app := &cli.App{
+			Env: cli.Env{TemporalAddress: s.temporal.Address(), TemporalNamespace: s.temporal.Namespace(),
+				Schedulers: []string{s.sched.Addr()}, Token: session.DevToken},
+			Out: &out, Err: &errb, Dial: cli.DialTemporal, Stats: session.CampaignStats,
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if code := app.Run(ctx, []string{"status", id, "--json"}); code != 0 {
+			return fmt.Errorf("starter status: exit %d: %s", code, errb.String())
+		}
+		var v cli.View
+		if err := json.Unmarshal(out.Bytes(), &v); err != nil {
+			return err
+		}
+		st := v.Scheduler
+		switch {
+		case v.State != campaign.StateRunning:
+			return fmt.Errorf("state %s", v.State)
+		case st == nil || !st.Continuous:
+			return fmt.Errorf("no continuous schedule in %+v", st)
+		case st.Scheduled < int64(pages)-4 || st.Scheduled > int64(pages) || st.NextDue.IsZero() || st.Revisited == 0:
+			return fmt.Errorf("%d scheduled of %d pages, next due %v, %d released", st.Scheduled, pages, st.NextDue, st.Revisited)
+		}
+		t.Logf("status: %d scheduled, next due %s, %d released, %d fetched", st.Scheduled, st.NextDue.Format(time.DateTime), st.Revisited, st.Fetched)
+		return nil
+	})
+}
+
+// checkContinuousHits checks the server's log against the revisit rules.
+func checkContinuousHits(t *testing.T, web *changingWeb, end time.Time, rest campaign.RevisitRule) {
+	t.Helper()
+	byPath := map[string][]webHit{}
+	for _, h := range web.hits() {
+		byPath[h.path] = append(byPath[h.path], h)
+	}
+	begin := web.clock.base
+	for _, p := range web.paths() {
+		hs := byPath[p]
+		if len(hs) == 0 {
+			t.Errorf("%s: never fetched", p)
+			continue
+		}
+		for i, h := range hs {
+			if i > 0 && !h.conditional {
+				t.Errorf("%s: fetch %d at %s carried no validator", p, i+1, h.at.Format(time.DateTime))
+			}
+		}
+		switch {
+		case strings.HasPrefix(p, "/fast/"):
+			checkFastVersions(t, p, hs, begin, end)
+		case strings.HasPrefix(p, "/daily/"):
+			checkDailyChanges(t, p, hs, begin, end)
+		default:
+			most := fetchesAtMost(rest, end.Sub(hs[0].at))
+			t.Logf("%s: %d fetches (at most %d)", p, len(hs), most)
+			if len(hs) > most {
+				t.Errorf("%s never changes: fetched %d times, the rule's intervals allow %d", p, len(hs), most)
+			}
+		}
+	}
+	t.Logf("%d requests over %s of virtual time", len(web.hits()), end.Sub(begin))
+}
+
+// checkFastVersions: at least 90% of a 15-minute page's versions, from
+// its first fetch to the end, were served in full (captured).
+func checkFastVersions(t *testing.T, p string, hs []webHit, begin, end time.Time) {
+	t.Helper()
+	captured := map[int64]bool{}
+	for _, h := range hs {
+		if h.status == http.StatusOK {
+			captured[h.version] = true
+		}
+	}
+	first, last := hs[0].version, int64(end.Sub(begin)/(15*time.Minute))-1
+	n := 0
+	for v := first; v <= last; v++ {
+		if captured[v] {
+			n++
+		}
+	}
+	total := last - first + 1
+	t.Logf("%s: %d of %d versions captured, %d fetches", p, n, total, len(hs))
+	if float64(n) < 0.9*float64(total) {
+		t.Errorf("%s: %d of %d 15-minute versions captured, want at least 90%%", p, n, total)
+	}
+}
+
+// checkDailyChanges: each midnight's change was fetched within 2 days (or
+// the run ended before then).
+func checkDailyChanges(t *testing.T, p string, hs []webHit, begin, end time.Time) {
+	t.Helper()
+	t.Logf("%s: %d fetches", p, len(hs))
+	for day := begin.Add(24 * time.Hour); day.Before(end); day = day.Add(24 * time.Hour) {
+		deadline := day.Add(48 * time.Hour)
+		if deadline.After(end) {
+			continue
+		}
+		seen := false
+		for _, h := range hs {
+			seen = seen || (!h.at.Before(day) && !h.at.After(deadline))
+		}
+		if !seen {
+			t.Errorf("%s: the change of %s was not fetched within 2 days", p, day.Format(time.DateOnly))
+		}
+	}
+}
+
+// fetchesAtMost is how many fetches a page that never changes gets within
+// d under rule r: its first, then one per interval, each Factor times the
+// one before (from Min, up to Max).
+func fetchesAtMost(r campaign.RevisitRule, d time.Duration) int {
+	n, at, iv := 1, time.Duration(0), time.Duration(0)
+	for {
+		iv = r.Next(iv, false)
+		if at+iv > d {
+			return n
+		}
+		at += iv
+		n++
+	}
+}
