@@ -19,43 +19,19 @@ const maxFuncLines = 80
 
 // TestFunctionLength lists every non-test function over maxFuncLines.
 func TestFunctionLength(t *testing.T) {
-	root := moduleRoot(t)
-	fset := token.NewFileSet()
 	var long []string
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
-		if d.IsDir() {
-			if rel == "bench" || strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "node_modules" || rel == "bin" || rel == "out" || rel == "data" {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
-		for _, decl := range f.Decls {
+	for _, f := range goFiles(t, false) {
+		for _, decl := range f.ast.Decls {
 			fn, ok := decl.(*ast.FuncDecl)
 			if !ok || fn.Body == nil {
 				continue
 			}
-			n := fset.Position(fn.End()).Line - fset.Position(fn.Pos()).Line + 1
+			n := f.fset.Position(fn.End()).Line - f.fset.Position(fn.Pos()).Line + 1
 			if n <= maxFuncLines {
 				continue
 			}
-			name := filepath.ToSlash(rel) + ":" + funcName(fn)
-			long = append(long, fmt.Sprintf("%s (%d lines)", name, n))
+			long = append(long, fmt.Sprintf("%s:%s (%d lines)", f.rel, funcName(fn), n))
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	slices.Sort(long)
 	if len(long) > 0 {
@@ -78,6 +54,31 @@ func funcName(fn *ast.FuncDecl) string {
 		return id.Name + "." + fn.Name.Name
 	}
 	return fn.Name.Name
+}
+
+// walkGo calls fn with every Go file of the module outside bench/ (a
+// module of its own), bin/, out/, data/, testdata and hidden directories.
+func walkGo(root string, fn func(path string) error) error {
+	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		if d.IsDir() {
+			if rel == "bench" || strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "node_modules" || rel == "bin" || rel == "out" || rel == "data" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		return fn(path)
+	})
+}
+
+func parseGo(fset *token.FileSet, path string) (*ast.File, error) {
+	return parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
 }
 
 // moduleRoot is the directory of the module's go.mod, two levels up.
