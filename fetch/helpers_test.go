@@ -4,8 +4,7 @@ import "github.com/drover-crawl/drover/internal/expect"
 
 // The assertion style of fetch's tests, shared with urlrule's.
 var (
-	equal      = expect.Equal
-	must       = expect.Must
-	check      = expect.Check
-	eventually = expect.Eventually
+	equal = expect.Equal
+	must  = expect.Must
+	check = expect.Check
 )

@@ -3,6 +3,7 @@ package fetch
 import (
 	"bytes"
 	"compress/gzip"
+	"fmt"
 	"io"
 	"math/rand"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/urlrule"
 )
 
@@ -128,11 +130,14 @@ func TestHostileHugeBody(t *testing.T) {
 	equal(t, int64(len(res.Page.Body)), f.cfg.BodyCap)
 	equal(t, linkURLs(res.Links), []string{srv.URL + "/x"})
 	// The handler stops when the client closes; socket buffers absorb some.
-	eventually(t, 10*time.Second, 10*time.Millisecond, func() bool {
+	await.For(t, 10*time.Second, 10*time.Millisecond, "the server to stop writing", func() error {
 		w1 := written.Load()
 		time.Sleep(50 * time.Millisecond)
-		return written.Load() == w1
-	}, "the server kept writing")
+		if w2 := written.Load(); w2 != w1 {
+			return fmt.Errorf("it wrote %d bytes in 50ms (%d in all)", w2-w1, w2)
+		}
+		return nil
+	})
 	check(t, written.Load() < total/2, "read did not stop at the cap: ", written.Load())
 }
 

@@ -3,6 +3,8 @@ package sink
 import (
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/drover-crawl/drover/sink/sinkuri"
 )
 

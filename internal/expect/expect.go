@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"reflect"
 	"testing"
-	"time"
 )
 
 // Equal reports an error when got and want are not deeply equal.
@@ -31,18 +30,5 @@ func Check(t testing.TB, cond bool, msg ...any) {
 	t.Helper()
 	if !cond {
 		t.Error(msg...)
-	}
-}
-
-// Eventually polls f every tick until it holds, and stops the test with
-// msg when wait has passed first.
-func Eventually(t testing.TB, wait, tick time.Duration, f func() bool, msg ...any) {
-	t.Helper()
-	deadline := time.Now().Add(wait)
-	for !f() {
-		if time.Now().After(deadline) {
-			t.Fatal(msg...)
-		}
-		time.Sleep(tick)
 	}
 }
