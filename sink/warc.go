@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/page"
+	"github.com/drover-crawl/drover/sink/sinkuri"
 )
 
 // WARCConfig configures a WARC sink. Zero values take the defaults.
@@ -208,7 +209,7 @@ func (w *WARC) writeBatch(pages []encodedPage) error {
 				return err
 			}
 		}
-		loc := page.Location{Kind: "warc", File: w.cur.name, Offset: w.cur.size, Length: int64(p.size())}
+		loc := page.Location{Kind: sinkuri.WARC.Name, File: w.cur.name, Offset: w.cur.size, Length: int64(p.size())}
 		if p.idx != nil {
 			e := *p.idx
 			e.offset += w.cur.size
