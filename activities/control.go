@@ -76,7 +76,7 @@ func (a *Activities) Monitor(ctx context.Context, in workflows.MonitorInput) (wo
 			if failingSince.IsZero() {
 				failingSince = time.Now()
 			}
-			activity.GetLogger(ctx).Warn("stats unavailable", "error", err)
+			activity.GetLogger(ctx).Warn("stats unavailable", "err", err)
 			if time.Since(failingSince) > 5*time.Minute {
 				return last, temporal.NewApplicationError(err.Error(), "SchedulerUnreachable")
 			}
