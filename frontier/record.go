@@ -574,7 +574,7 @@ func (a *campaignActor) countDead(reason string) {
 // why, and its failure record (nil for a URL that could not be read).
 func (a *campaignActor) deadMessage(e *entry, reason, why string) (outMsg, *session.FailureRecord) {
 	reason = orOther(reason)
-	a.log.Warn("dead-lettering", "url", e.msg.URL, "reason", reason, "error", why)
+	a.log.Warn("dead-lettering", "url", e.msg.URL, "reason", reason, "err", why)
 	hdr := amqp.Table{hdrError: why, hdrReason: reason, hdrAttempt: int32(e.attempt)}
 	pub := encodeMsg(e.msg, 0, hdr)
 	if e.unread {

@@ -10,18 +10,8 @@ import (
 )
 
 // errorKeyAllowed are the files that may still log an error under the key
-// "error" rather than "err": those of frontier/ and workflows/ that others
-// were changing when the rule came; empty once they use "err".
-var errorKeyAllowed = []string{
-	"frontier/deadlog.go",
-	"frontier/record.go",
-	"workflows/campaign.go",
-	"workflows/control.go",
-	"workflows/details.go",
-	"workflows/fleet.go",
-	"workflows/monitor.go",
-	"workflows/runkey.go",
-}
+// "error" rather than "err": none.
+var errorKeyAllowed = []string{}
 
 // logMsgArgs are the leveled logging methods (slog's, and Temporal's
 // activity and workflow loggers') and how many arguments come before

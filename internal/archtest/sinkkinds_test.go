@@ -13,11 +13,8 @@ import (
 )
 
 // sinkKindsAllowed are the files, besides sink/sinkuri, that may still
-// decide on a sink URI's kind by its scheme. campaign/config.go holds the
-// campaign's own copy of the URI rules until CheckSinkURI and Redact call
-// sinkuri.Check and sinkuri.Redact (sink/sinkuri's TestCampaignChecksByTheTable
-// holds the two alike meanwhile); empty once they do.
-var sinkKindsAllowed = []string{"campaign/config.go"}
+// decide on a sink URI's kind by its scheme: none.
+var sinkKindsAllowed = []string{}
 
 // TestSinkKindsRegisteredOnce: a kind of sink is named in one place, the
 // table of sink/sinkuri (its URI's form) and package sink's kinds table
