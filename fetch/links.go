@@ -34,9 +34,9 @@ func (f *Fetcher) extract(res *Result, req Request, pageURL *url.URL, h http.Hea
 	if f.cfg.Sitemaps && isSitemap(page.ContentType, decoded) {
 		// A sitemap's URLs (or an index's sitemaps) are links one level
 		// down, in scope like any other.
-		for _, s := range sitemapLocs(decoded, pageURL, f.cfg.DropParams) {
-			if u, err := url.Parse(s); err == nil {
-				if l := (urlrule.Link{URL: s}); f.inScope(u, l.Depth(req.Depth), pageURL) {
+		for _, e := range sitemapLocs(decoded, pageURL, f.cfg.DropParams) {
+			if u, err := url.Parse(e.loc); err == nil {
+				if l := (urlrule.Link{URL: e.loc, LastMod: e.lastmod}); f.inScope(u, l.Depth(req.Depth), pageURL) {
 					res.Links = append(res.Links, l)
 				}
 			}

@@ -144,9 +144,9 @@ type campaignActor struct {
 
 	// revisits: the campaign's revisit rules (nil: not continuous), and
 	// what its schedule held at its last count (revisit.go).
-	revisits             *campaign.Revisits
-	scheduled, nextDue   atomic.Int64
-	revisited, scheduleE atomic.Int64
+	revisits                     *campaign.Revisits
+	scheduled, nextDue           atomic.Int64
+	revisited, scheduleE, bumped atomic.Int64
 	// noRevisits closes when the actor stops: the release loop ends.
 	noRevisits chan struct{}
 }

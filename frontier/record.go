@@ -143,6 +143,11 @@ func (a *campaignActor) writeRecord(ctx context.Context, jobs []recordJob) error
 	if err := a.writeHistory(jobs); err != nil {
 		return fmt.Errorf("seen store (fetch history): %w", err)
 	}
+	if a.revisits != nil {
+		if err := a.bumpLastmods(jobs); err != nil {
+			return fmt.Errorf("seen store (revisit schedule): %w", err)
+		}
+	}
 	if err := a.writeSchedule(jobs); err != nil {
 		return fmt.Errorf("seen store (revisit schedule): %w", err)
 	}

@@ -87,6 +87,66 @@ func (a *campaignActor) writeSchedule(jobs []recordJob) error {
 	return a.srv.store.Schedule(a.key, add, remove)
 }
 
+// bumpLastmods, in a continuous campaign, brings forward the next fetch
+// of each URL a sitemap of jobs lists with a <lastmod> after that URL's
+// last fetch: to the rule's minimum interval after the last fetch, or now
+// when that has passed. The URL's history must be on this scheduler (its
+// host's shard is consumed here); a URL the campaign never fetched is a
+// new link, queued as any other. The entry is written before the history
+// that names it: a crash between the two leaves two entries, and the
+// fetch of the first deletes the other (the one its history names).
+func (a *campaignActor) bumpLastmods(jobs []recordJob) error {
+	now := a.srv.now()
+	for _, j := range jobs {
+		for _, l := range j.links {
+			if l.LastMod.IsZero() {
+				continue
+			}
+			if err := a.bumpLastmod(j, l, now); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (a *campaignActor) bumpLastmod(j recordJob, l urlrule.Link, now time.Time) error {
+	rule := a.revisits.For(l.URL, "text/html")
+	if rule == nil {
+		rule = a.revisits.For(l.URL, "")
+	}
+	if rule == nil {
+		return nil
+	}
+	k := seen.KeyOf(l.URL)
+	b, err := a.srv.store.History(a.lineage, k)
+	if err != nil || b == nil {
+		return err
+	}
+	d, err := decodeHistory(b, true)
+	if err != nil || d.revisit.Due.IsZero() || !l.LastMod.After(d.revisit.Fetched) {
+		return nil
+	}
+	due := maxTime(now, d.revisit.Fetched.Add(rule.Min))
+	if !due.Before(d.revisit.Due) {
+		return nil
+	}
+	m := urlMsg{URL: l.URL, Depth: l.Depth(j.e.msg.Depth), Parent: j.e.msg.URL, Path: l.HopPath(j.e.msg.Path), Revisit: due.UnixNano()}
+	body, _ := json.Marshal(m) // a struct of strings and numbers always encodes
+	if err := a.srv.store.Schedule(a.key, []seen.Due{{Key: k, At: due, Msg: body}}, []seen.Due{{Key: k, At: d.revisit.Due}}); err != nil {
+		return err
+	}
+	d.revisit.Due = due
+	if err := a.srv.store.SetHistory(a.lineage, []seen.Key{k}, [][]byte{encodeHistory(d.capture, d.links, d.revisit)}); err != nil {
+		return err
+	}
+	a.bumped.Add(1)
+	if n := a.nextDue.Load(); n == 0 || due.UnixNano() < n {
+		a.nextDue.Store(due.UnixNano()) // until the next count
+	}
+	return nil
+}
+
 // revisitDuplicate reports whether a URL back from the revisit schedule
 // was fetched at or after its time already: a second copy of its
 // message (a release that published it, then died before deleting its
@@ -202,6 +262,7 @@ func (a *campaignActor) revisitStats(s *session.Stats) {
 	s.Continuous = true
 	s.Scheduled = a.scheduled.Load()
 	s.Revisited = a.revisited.Load()
+	s.Bumped = a.bumped.Load()
 	if n := a.nextDue.Load(); n != 0 {
 		s.NextDue = time.Unix(0, n).UTC()
 	}

@@ -90,10 +90,12 @@ type Stats struct {
 	// Continuous: the campaign revisits (campaign.Config.Revisit).
 	// Scheduled counts the URLs its schedule holds for a later fetch, as
 	// last counted, NextDue is when the first is due, and Revisited
-	// counts the URLs released to be fetched again.
+	// counts the URLs released to be fetched again, Bumped those brought
+	// forward by a sitemap's lastmod.
 	Continuous bool      `json:"continuous,omitempty"`
 	Scheduled  int64     `json:"scheduled,omitempty"`
 	Revisited  int64     `json:"revisited,omitempty"`
+	Bumped     int64     `json:"bumped,omitempty"`
 	NextDue    time.Time `json:"next_due,omitzero"`
 }
 
@@ -134,6 +136,7 @@ func (s *Stats) Add(o Stats) {
 	s.Continuous = s.Continuous || o.Continuous
 	s.Scheduled += o.Scheduled
 	s.Revisited += o.Revisited
+	s.Bumped += o.Bumped
 	if !o.NextDue.IsZero() && (s.NextDue.IsZero() || o.NextDue.Before(s.NextDue)) {
 		s.NextDue = o.NextDue
 	}
