@@ -45,15 +45,19 @@ func (c *virtualClock) Now() time.Time {
 func (c *virtualClock) Real(d time.Duration) time.Duration { return time.Duration(float64(d) / c.rate) }
 
 // changingWeb is a site whose pages change on a virtual clock: /fast/N
-// every 15 minutes, /daily/N every day at midnight, /static/N and / never.
-// Each version has an ETag; a request that names it gets 304. It records
-// every request: the server's own count.
+// every 15 minutes, /daily/N every day at midnight, /static/N and / never,
+// and /news once, at bumpAt, which its sitemap (named in robots.txt, and
+// linked nowhere else) says with a <lastmod>. Each version has an ETag; a
+// request that names it gets 304. It records every request: the server's
+// own count.
 type changingWeb struct {
 	clock *virtualClock
 	srv   *httptest.Server
 	mu    sync.Mutex
 	log   []webHit
 	pages int
+	// bumpAt is when /news changes (virtual), a quarter into the run.
+	bumpAt time.Time
 }
 
 type webHit struct {
@@ -91,16 +95,30 @@ func (w *changingWeb) version(path string, at time.Time) int64 {
 		return int64(since / (15 * time.Minute))
 	case strings.HasPrefix(path, "/daily/"):
 		return int64(since / (24 * time.Hour))
+	case path == "/news", path == "/sitemap.xml":
+		if !at.Before(w.bumpAt) {
+			return 1
+		}
 	}
 	return 0
 }
 
+// sitemap is /sitemap.xml at version v: /news, with its lastmod.
+func (w *changingWeb) sitemap(v int64) string {
+	lastmod := w.clock.base
+	if v > 0 {
+		lastmod = w.bumpAt
+	}
+	return fmt.Sprintf(`<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>%s/news</loc><lastmod>%s</lastmod></url></urlset>`,
+		w.srv.URL, lastmod.Format(time.RFC3339))
+}
+
 func (w *changingWeb) serve(rw http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/robots.txt" {
-		http.NotFound(rw, r)
+		fmt.Fprintf(rw, "User-agent: *\nAllow: /\nSitemap: %s/sitemap.xml\n", w.srv.URL)
 		return
 	}
-	known := r.URL.Path == "/"
+	known := r.URL.Path == "/" || r.URL.Path == "/news" || r.URL.Path == "/sitemap.xml"
 	for _, p := range w.paths() {
 		known = known || p == r.URL.Path
 	}
@@ -121,6 +139,11 @@ func (w *changingWeb) serve(rw http.ResponseWriter, r *http.Request) {
 	}
 	hit.status = http.StatusOK
 	w.record(hit)
+	if r.URL.Path == "/sitemap.xml" {
+		rw.Header().Set("Content-Type", "application/xml")
+		rw.Write([]byte(w.sitemap(v)))
+		return
+	}
 	rw.Header().Set("Content-Type", "text/html")
 	var b strings.Builder
 	fmt.Fprintf(&b, "<html><body><h1>%s version %d</h1>", r.URL.Path, v)
@@ -176,21 +199,24 @@ func runContinuous(t *testing.T, days int, rate float64) {
 	s := withWorkers(t, &stack{services: sv, sched: nodetest.StartScheduler(t, node.SchedulerConfig{
 		SeenPath: filepath.Join(t.TempDir(), "seen"), Server: scfg})})
 
+	sitemap := campaign.RevisitRule{Match: `/sitemap\.xml$`, Min: 10 * time.Minute, Max: 30 * time.Minute, Factor: 2}
 	fast := campaign.RevisitRule{Match: "/fast/", Min: 5 * time.Minute, Max: 10 * time.Minute, Factor: 2}
 	rest := campaign.RevisitRule{Min: 10 * time.Minute, Max: 7 * 24 * time.Hour, Factor: 4}
 	cfg := campaign.Config{
 		ID: fmt.Sprintf("continuous-%d", time.Now().UnixNano()%1e9), Seeds: []string{web.srv.URL + "/"},
 		Fetchers: 2, AllowPrivate: true, PerHostDelay: new(time.Millisecond), PerHostConcurrency: 2,
-		Sinks: []string{"kafka://" + s.kafka.Addr() + "/" + s.topic}, Revisit: []campaign.RevisitRule{fast, rest},
+		Sinks: []string{"kafka://" + s.kafka.Addr() + "/" + s.topic}, Revisit: []campaign.RevisitRule{sitemap, fast, rest},
+		Sitemaps: true,
 	}
 	c := s.temporal.Client()
 	clock.start, clock.base = time.Now(), clock.Now().Truncate(24*time.Hour)
+	web.bumpAt = clock.base.Add(time.Duration(days) * 6 * time.Hour)
 	run := ctStartCampaign(t, c, cfg)
 	end := clock.base.Add(time.Duration(days) * 24 * time.Hour)
 
 	// Half-way through, the schedule is what `starter status` shows.
 	time.Sleep(clock.Real(time.Duration(days) * 12 * time.Hour))
-	checkScheduleShown(t, s, cfg.ID, len(web.paths()))
+	checkScheduleShown(t, s, cfg.ID, len(web.paths())+2) // and /news, /sitemap.xml
 	time.Sleep(time.Until(clock.start.Add(clock.Real(end.Sub(clock.base)))))
 
 	if err := c.SignalWorkflow(context.Background(), cfg.ID, "", workflows.SignalStop, workflows.StopSignal{Reason: "lived its days"}); err != nil {
@@ -244,6 +270,7 @@ func checkContinuousHits(t *testing.T, web *changingWeb, end time.Time, rest cam
 		byPath[h.path] = append(byPath[h.path], h)
 	}
 	begin := web.clock.base
+	checkBumped(t, web, byPath["/news"])
 	for _, p := range web.paths() {
 		hs := byPath[p]
 		if len(hs) == 0 {
@@ -269,6 +296,27 @@ func checkContinuousHits(t *testing.T, web *changingWeb, end time.Time, rest cam
 		}
 	}
 	t.Logf("%d requests over %s of virtual time", len(web.hits()), end.Sub(begin))
+}
+
+// checkBumped: /news, which never changes but once (it would come back
+// at the growing intervals of the rule for the rest), was fetched in its
+// new version within an hour of the change: its sitemap, fetched at least
+// every 30 minutes, gave a lastmod after its last fetch, and the campaign
+// fetched it again within the rule's minimum (10 minutes) of that.
+func checkBumped(t *testing.T, web *changingWeb, hs []webHit) {
+	t.Helper()
+	var at []string
+	for _, h := range hs {
+		at = append(at, h.at.Sub(web.clock.base).Round(time.Minute).String())
+		if h.version == 1 {
+			t.Logf("/news: fetches at %v; changed at %s, fetched %s after", at, web.bumpAt.Sub(web.clock.base), h.at.Sub(web.bumpAt).Round(time.Second))
+			if late := h.at.Sub(web.bumpAt); late > time.Hour {
+				t.Errorf("/news changed at %s and its sitemap said so; fetched %s after", web.bumpAt.Format(time.DateTime), late)
+			}
+			return
+		}
+	}
+	t.Errorf("/news: its change at %s never fetched (fetches at %v)", web.bumpAt.Format(time.DateTime), at)
 }
 
 // checkFastVersions: at least 90% of a 15-minute page's versions, from
