@@ -76,12 +76,7 @@ func run() int {
 		return 1
 	}
 	defer ms.Close()
-	if *pprofAddr != "" {
-		mux := http.NewServeMux()
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		go func() { log.Error("pprof server ended", "err", http.ListenAndServe(*pprofAddr, mux)) }()
-	}
+	servePprof(*pprofAddr, log)
 	amqpTLS, err := sec.AMQPTLS(env.AMQPURL)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "scheduler:", err)
@@ -107,4 +102,15 @@ func run() int {
 		return 1
 	}
 	return 0
+}
+
+// servePprof serves Go's profiles on addr, when it is not empty.
+func servePprof(addr string, log *slog.Logger) {
+	if addr == "" {
+		return
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	go func() { log.Error("pprof server ended", "err", http.ListenAndServe(addr, mux)) }()
 }
