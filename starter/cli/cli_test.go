@@ -547,3 +547,24 @@ revisit:
 	assert.Contains(t, errOut, "--revisit: revisit \"max=1h\": min is required")
 	assert.Empty(t, fake.started)
 }
+
+// A continuous campaign's status shows its schedule: how many URLs wait,
+// when the first is due, how many were released.
+func TestStatusShowsTheRevisitSchedule(t *testing.T) {
+	fake := newFake()
+	fake.add("news", workflows.Status{State: campaign.StateRunning, FetchersDesired: 1},
+		Execution{Status: StatusRunning, StartTime: clock.Add(-time.Hour)})
+	next := clock.Add(3*time.Minute + 12*time.Second)
+	stats := func(context.Context, []string, string, string) (session.Stats, error) {
+		return session.Stats{Continuous: true, Scheduled: 1043, NextDue: next, Revisited: 8211, Schedulers: []string{"s0"}}, nil
+	}
+	code, out, errOut := run(t, fake, stats, "status", "news")
+	require.Equal(t, ExitOK, code, errOut)
+	assert.Contains(t, out, "revisits  1043 scheduled, next due "+next.Local().Format(time.DateTime)+" (in 3m12s), 8211 released to be fetched again")
+
+	code, out, _ = run(t, fake, func(context.Context, []string, string, string) (session.Stats, error) {
+		return session.Stats{Schedulers: []string{"s0"}}, nil
+	}, "status", "news")
+	require.Equal(t, ExitOK, code)
+	assert.NotContains(t, out, "revisits", "a campaign that is not continuous has no schedule")
+}
