@@ -174,9 +174,10 @@ func (w *changingWeb) hits() []webHit {
 // at least 90% of the 15-minute versions were captured, each daily
 // change within 2 days, the pages that never change were fetched no more
 // often than the rule's growing intervals allow, every fetch after a
-// page's first carried its validator, and the campaign kept running with
-// its frontier drained between revisits until it was stopped, its
-// schedule shown by `starter status`.
+// page's first carried its validator, a pause of 72 virtual minutes saw
+// no request and the pages came back after the resume, and the campaign
+// kept running with its frontier drained between revisits until it was
+// stopped, its schedule shown by `starter status`.
 func TestContinuousCampaign(t *testing.T) {
 	testenv.Slow(t)
 	runContinuous(t, 1, 24*60) // a virtual day in a minute
@@ -217,6 +218,9 @@ func runContinuous(t *testing.T, days int, rate float64) {
 	// Half-way through, the schedule is what `starter status` shows.
 	time.Sleep(clock.Real(time.Duration(days) * 12 * time.Hour))
 	checkScheduleShown(t, s, cfg.ID, len(web.paths())+2) // and /news, /sitemap.xml
+	// Three quarters in, a pause of 72 virtual minutes: nothing fetched.
+	time.Sleep(time.Until(clock.start.Add(clock.Real(time.Duration(days) * 18 * time.Hour))))
+	p := pauseContinuous(t, s, cfg.ID, web)
 	time.Sleep(time.Until(clock.start.Add(clock.Real(end.Sub(clock.base)))))
 
 	if err := c.SignalWorkflow(context.Background(), cfg.ID, "", workflows.SignalStop, workflows.StopSignal{Reason: "lived its days"}); err != nil {
@@ -225,7 +229,42 @@ func runContinuous(t *testing.T, days int, rate float64) {
 	if st := ctResult(t, run, 2*time.Minute); st.State != campaign.StateStopped {
 		t.Errorf("campaign ended %s (%s), want stopped: a continuous campaign runs until stopped", st.State, st.Reason)
 	}
-	checkContinuousHits(t, web, end, rest)
+	checkContinuousHits(t, web, end, rest, p)
+}
+
+// pause is when a pause asked (virtual), and when the resume came.
+type pause struct{ asked, resumed time.Time }
+
+// pauseContinuous pauses the campaign, waits for its fetchers to be gone
+// from the scheduler, checks that the server sees no request for 72
+// virtual minutes, and resumes it.
+func pauseContinuous(t *testing.T, s *stack, id string, web *changingWeb) pause {
+	t.Helper()
+	c := s.temporal.Client()
+	p := pause{asked: web.clock.Now()}
+	if err := c.SignalWorkflow(context.Background(), id, "", workflows.SignalPause, workflows.PauseSignal{Reason: "a pause"}); err != nil {
+		t.Fatal(err)
+	}
+	await.For(t, pauseTakesEffectWithin, 20*time.Millisecond, "no fetcher session left", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		st, err := session.CampaignStats(ctx, []string{s.sched.Addr()}, session.DevToken, id)
+		if err == nil && (st.Sessions != 0 || st.InFlight != 0) {
+			err = fmt.Errorf("%d sessions, %d in flight", st.Sessions, st.InFlight)
+		}
+		return err
+	})
+	paused, before := web.clock.Now(), len(web.hits())
+	time.Sleep(web.clock.Real(72 * time.Minute))
+	if n := len(web.hits()) - before; n != 0 {
+		t.Errorf("%d requests while paused", n)
+	}
+	p.resumed = web.clock.Now()
+	t.Logf("paused at %s (asked %s before), resumed %s later", paused.Sub(web.clock.base), paused.Sub(p.asked).Round(time.Second), p.resumed.Sub(paused).Round(time.Minute))
+	if err := c.SignalWorkflow(context.Background(), id, "", workflows.SignalResume, workflows.ResumeSignal{}); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // checkScheduleShown: `starter status --json` shows the campaign running,
@@ -263,7 +302,7 @@ func checkScheduleShown(t *testing.T, s *stack, id string, pages int) {
 }
 
 // checkContinuousHits checks the server's log against the revisit rules.
-func checkContinuousHits(t *testing.T, web *changingWeb, end time.Time, rest campaign.RevisitRule) {
+func checkContinuousHits(t *testing.T, web *changingWeb, end time.Time, rest campaign.RevisitRule, p pause) {
 	t.Helper()
 	byPath := map[string][]webHit{}
 	for _, h := range web.hits() {
@@ -271,27 +310,27 @@ func checkContinuousHits(t *testing.T, web *changingWeb, end time.Time, rest cam
 	}
 	begin := web.clock.base
 	checkBumped(t, web, byPath["/news"])
-	for _, p := range web.paths() {
-		hs := byPath[p]
+	for _, path := range web.paths() {
+		hs := byPath[path]
 		if len(hs) == 0 {
-			t.Errorf("%s: never fetched", p)
+			t.Errorf("%s: never fetched", path)
 			continue
 		}
 		for i, h := range hs {
 			if i > 0 && !h.conditional {
-				t.Errorf("%s: fetch %d at %s carried no validator", p, i+1, h.at.Format(time.DateTime))
+				t.Errorf("%s: fetch %d at %s carried no validator", path, i+1, h.at.Format(time.DateTime))
 			}
 		}
 		switch {
-		case strings.HasPrefix(p, "/fast/"):
-			checkFastVersions(t, p, hs, begin, end)
-		case strings.HasPrefix(p, "/daily/"):
-			checkDailyChanges(t, p, hs, begin, end)
+		case strings.HasPrefix(path, "/fast/"):
+			checkFastVersions(t, path, hs, begin, end, p)
+		case strings.HasPrefix(path, "/daily/"):
+			checkDailyChanges(t, path, hs, begin, end)
 		default:
 			most := fetchesAtMost(rest, end.Sub(hs[0].at))
-			t.Logf("%s: %d fetches (at most %d)", p, len(hs), most)
+			t.Logf("%s: %d fetches (at most %d)", path, len(hs), most)
 			if len(hs) > most {
-				t.Errorf("%s never changes: fetched %d times, the rule's intervals allow %d", p, len(hs), most)
+				t.Errorf("%s never changes: fetched %d times, the rule's intervals allow %d", path, len(hs), most)
 			}
 		}
 	}
@@ -320,9 +359,22 @@ func checkBumped(t *testing.T, web *changingWeb, hs []webHit) {
 }
 
 // checkFastVersions: at least 90% of a 15-minute page's versions, from
-// its first fetch to the end, were served in full (captured).
-func checkFastVersions(t *testing.T, p string, hs []webHit, begin, end time.Time) {
+// its first fetch to the end, were served in full (captured), leaving out
+// those of the pause; and the page came back within 30 minutes of the
+// resume.
+func checkFastVersions(t *testing.T, path string, hs []webHit, begin, end time.Time, ps pause) {
 	t.Helper()
+	back := false
+	for _, h := range hs {
+		back = back || (!h.at.Before(ps.resumed) && h.at.Before(ps.resumed.Add(30*time.Minute)))
+	}
+	if !back {
+		t.Errorf("%s: not fetched within 30 minutes of the resume at %s", path, ps.resumed.Format(time.DateTime))
+	}
+	inPause := func(v int64) bool {
+		at := begin.Add(time.Duration(v) * 15 * time.Minute)
+		return !at.Before(ps.asked.Add(-15*time.Minute)) && !at.After(ps.resumed.Add(15*time.Minute))
+	}
 	captured := map[int64]bool{}
 	for _, h := range hs {
 		if h.status == http.StatusOK {
@@ -330,16 +382,19 @@ func checkFastVersions(t *testing.T, p string, hs []webHit, begin, end time.Time
 		}
 	}
 	first, last := hs[0].version, int64(end.Sub(begin)/(15*time.Minute))-1
-	n := 0
+	n, total := 0, 0
 	for v := first; v <= last; v++ {
+		if inPause(v) {
+			continue
+		}
+		total++
 		if captured[v] {
 			n++
 		}
 	}
-	total := last - first + 1
-	t.Logf("%s: %d of %d versions captured, %d fetches", p, n, total, len(hs))
+	t.Logf("%s: %d of %d versions captured (those of the pause left out), %d fetches", path, n, total, len(hs))
 	if float64(n) < 0.9*float64(total) {
-		t.Errorf("%s: %d of %d 15-minute versions captured, want at least 90%%", p, n, total)
+		t.Errorf("%s: %d of %d 15-minute versions captured, want at least 90%%", path, n, total)
 	}
 }
 
