@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"sort"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/internal/testenv"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"
 	"github.com/drover-crawl/drover/workflows"
@@ -110,4 +112,48 @@ func TestAdaptiveDelayFollowsASlowServer(t *testing.T) {
 	if reached < 0 || reached-fastFor >= 5 {
 		t.Errorf("the gaps did not reach %s within 5 requests of the slowdown: %v", 2*slow, gaps)
 	}
+}
+
+// A host rule outlives a scheduler SIGKILLed right after it returned,
+// while the crawl of the host is in full swing: the scheduler started
+// again on the same seen store reads the rule back, and the server sees
+// the host's requests at least the rule's delay apart until the end.
+func TestLiveHostRuleSurvivesSchedulerKill(t *testing.T) {
+	testenv.Long(t)
+	web := webtest.Start(t, testweb.Config{Hosts: 2, PagesPerHost: 60, CrossHost: true, Base: 147})
+	s := startServices(t)
+	addr := freeAddr(t)
+	seenPath := filepath.Join(t.TempDir(), "seen-0")
+	sched := startSchedulerProc(t, addr, 0, 1, seenPath)
+	startWorkerProc(t, "worker-0", []string{addr}, s.temporal.Address(), s.kafka.Addr())
+	cfg := s.newCampaign("hostrule-kill", web, 2)
+	cfg.PerHostDelay = new(5 * time.Millisecond)
+	wait := runCampaign(t, s.temporal.Client(), cfg, 6*time.Minute)
+	target := web.Hosts()[0]
+	name, _, _ := cutPort(target)
+	awaitRequests(t, web, 20)
+	const delay = 250 * time.Millisecond
+	sendRules(t, s.temporal.Client(), cfg.ID, workflows.RulesRequest{Host: &campaign.HostRule{Host: name, Delay: new(delay)}})
+	returned := time.Now()
+	sched.Kill()
+	atKill := web.Total()
+	startSchedulerProc(t, addr, 0, 1, seenPath)
+	wait()
+	var after []time.Time
+	for _, r := range web.Requests() {
+		if r.Host == target && r.Start.After(returned) {
+			after = append(after, r.Start)
+		}
+	}
+	sort.Slice(after, func(i, j int) bool { return after[i].Before(after[j]) })
+	if atKill >= len(web.Pages()) || len(after) < 5 {
+		t.Fatalf("killed at request %d of %d pages, %d requests to %s after the rule: nothing tested", atKill, len(web.Pages()), len(after), target)
+	}
+	// The first may come from a lease granted before the rule.
+	for i := 2; i < len(after); i++ {
+		if gap := after[i].Sub(after[i-1]); gap < delay {
+			t.Errorf("requests %d and %d to %s %s apart at the server, after a rule of %s and a scheduler kill", i-1, i, target, gap.Round(time.Millisecond), delay)
+		}
+	}
+	t.Logf("killed at request %d of %d; %d requests to %s after the rule, each %s or more apart", atKill, len(web.Pages()), len(after), target, delay)
 }
