@@ -34,6 +34,16 @@ func TestLiveHostRuleMidCrawl(t *testing.T) {
 	sendRules(t, s.temporal.Client(), cfg.ID, workflows.RulesRequest{Host: &campaign.HostRule{Host: name, Delay: new(delay)}})
 	returned := time.Now()
 	wait()
+	n := checkHostGaps(t, web, target, returned, delay)
+	t.Logf("%d requests to %s after the rule, each %s or more apart", n, target, delay)
+}
+
+// checkHostGaps: the requests to target that started after the rule
+// returned, at least 5 of them, are at least delay apart by the server's
+// clock, but for the first two (a lease granted before the rule); it
+// returns how many there were.
+func checkHostGaps(t *testing.T, web *testweb.Web, target string, returned time.Time, delay time.Duration) int {
+	t.Helper()
 	var after []time.Time
 	for _, r := range web.Requests() {
 		if r.Host == target && r.Start.After(returned) {
@@ -44,13 +54,12 @@ func TestLiveHostRuleMidCrawl(t *testing.T) {
 	if len(after) < 5 {
 		t.Fatalf("%d requests to %s after the rule: the crawl of it was over, nothing tested", len(after), target)
 	}
-	// The first may come from a lease granted before the rule.
 	for i := 2; i < len(after); i++ {
 		if gap := after[i].Sub(after[i-1]); gap < delay {
 			t.Errorf("requests %d and %d to %s %s apart at the server, after a rule of %s", i-1, i, target, gap.Round(time.Millisecond), delay)
 		}
 	}
-	t.Logf("%d requests to %s after the rule, each %s or more apart", len(after), target, delay)
+	return len(after)
 }
 
 func cutPort(hostport string) (host, port string, ok bool) {
@@ -138,22 +147,10 @@ func TestLiveHostRuleSurvivesSchedulerKill(t *testing.T) {
 	sched.Kill()
 	atKill := web.Total()
 	startSchedulerProc(t, addr, 0, 1, seenPath)
+	if atKill >= len(web.Pages()) {
+		t.Fatalf("the crawl was over (%d requests) before the kill: nothing tested", atKill)
+	}
 	wait()
-	var after []time.Time
-	for _, r := range web.Requests() {
-		if r.Host == target && r.Start.After(returned) {
-			after = append(after, r.Start)
-		}
-	}
-	sort.Slice(after, func(i, j int) bool { return after[i].Before(after[j]) })
-	if atKill >= len(web.Pages()) || len(after) < 5 {
-		t.Fatalf("killed at request %d of %d pages, %d requests to %s after the rule: nothing tested", atKill, len(web.Pages()), len(after), target)
-	}
-	// The first may come from a lease granted before the rule.
-	for i := 2; i < len(after); i++ {
-		if gap := after[i].Sub(after[i-1]); gap < delay {
-			t.Errorf("requests %d and %d to %s %s apart at the server, after a rule of %s and a scheduler kill", i-1, i, target, gap.Round(time.Millisecond), delay)
-		}
-	}
-	t.Logf("killed at request %d of %d; %d requests to %s after the rule, each %s or more apart", atKill, len(web.Pages()), len(after), target, delay)
+	n := checkHostGaps(t, web, target, returned, delay)
+	t.Logf("killed at request %d of %d; %d requests to %s after the rule, each %s or more apart", atKill, len(web.Pages()), n, target, delay)
 }
