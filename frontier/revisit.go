@@ -263,6 +263,7 @@ func (a *campaignActor) revisitStats(s *session.Stats) {
 	s.Scheduled = a.scheduled.Load()
 	s.Revisited = a.revisited.Load()
 	s.Bumped = a.bumped.Load()
+	s.ReleaseErrors = a.scheduleE.Load()
 	if n := a.nextDue.Load(); n != 0 {
 		s.NextDue = time.Unix(0, n).UTC()
 	}

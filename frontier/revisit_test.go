@@ -82,8 +82,8 @@ func TestRevisitCopiesAreNotFetched(t *testing.T) {
 	if p := lease.Prior; p == nil || p.ETag != `"a"` {
 		t.Errorf("the revisit was leased with prior %+v, want the last capture's validator", p)
 	}
-	waitStats(t, ctl, cfg.ID, 10*time.Second, "three releases of the root, two of them duplicates", func(st session.Stats) bool {
-		return st.Revisited == 3 && st.Duplicates == 2
+	waitStats(t, ctl, cfg.ID, 10*time.Second, "three releases of the root, two of them duplicates, two failed", func(st session.Stats) bool {
+		return st.Revisited == 3 && st.Duplicates == 2 && st.ReleaseErrors == 2
 	})
 	f.report(t, session.Outcome{LeaseID: lease.ID, Stored: true, Status: 304, Capture: lease.Prior, Unchanged: page.RevisitNotModified})
 	// Unchanged: twice the interval.

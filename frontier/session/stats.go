@@ -96,6 +96,11 @@ type Stats struct {
 	Scheduled  int64     `json:"scheduled,omitempty"`
 	Revisited  int64     `json:"revisited,omitempty"`
 	Bumped     int64     `json:"bumped,omitempty"`
+	// ReleaseErrors counts the releases of due URLs that failed (RabbitMQ
+	// refused or did not confirm the publish, or the store its write):
+	// the URLs stay scheduled and go out on a later poll; the scheduler's
+	// log says why.
+	ReleaseErrors int64 `json:"release_errors,omitempty"`
 	NextDue    time.Time `json:"next_due,omitzero"`
 }
 
@@ -137,6 +142,7 @@ func (s *Stats) Add(o Stats) {
 	s.Scheduled += o.Scheduled
 	s.Revisited += o.Revisited
 	s.Bumped += o.Bumped
+	s.ReleaseErrors += o.ReleaseErrors
 	if !o.NextDue.IsZero() && (s.NextDue.IsZero() || o.NextDue.Before(s.NextDue)) {
 		s.NextDue = o.NextDue
 	}

@@ -556,11 +556,11 @@ func TestStatusShowsTheRevisitSchedule(t *testing.T) {
 		Execution{Status: StatusRunning, StartTime: clock.Add(-time.Hour)})
 	next := clock.Add(3*time.Minute + 12*time.Second)
 	stats := func(context.Context, []string, string, string) (session.Stats, error) {
-		return session.Stats{Continuous: true, Scheduled: 1043, NextDue: next, Revisited: 8211, Schedulers: []string{"s0"}}, nil
+		return session.Stats{Continuous: true, Scheduled: 1043, NextDue: next, Revisited: 8211, ReleaseErrors: 2, Schedulers: []string{"s0"}}, nil
 	}
 	code, out, errOut := run(t, fake, stats, "status", "news")
 	require.Equal(t, ExitOK, code, errOut)
-	assert.Contains(t, out, "revisits  1043 scheduled, next due "+next.Local().Format(time.DateTime)+" (in 3m12s), 8211 released to be fetched again")
+	assert.Contains(t, out, "revisits  1043 scheduled, next due "+next.Local().Format(time.DateTime)+" (in 3m12s), 8211 released to be fetched again; 2 releases failed")
 
 	code, out, _ = run(t, fake, func(context.Context, []string, string, string) (session.Stats, error) {
 		return session.Stats{Schedulers: []string{"s0"}}, nil

@@ -43,7 +43,11 @@ func renderRevisits(w io.Writer, v View, now time.Time) {
 			fmt.Fprintf(w, ", next due %s (now)", st.NextDue.Local().Format(time.DateTime))
 		}
 	}
-	fmt.Fprintf(w, ", %d released to be fetched again\n", st.Revisited)
+	fmt.Fprintf(w, ", %d released to be fetched again", st.Revisited)
+	if st.ReleaseErrors > 0 {
+		fmt.Fprintf(w, "; %d releases failed and will be tried again (the scheduler's log says why)", st.ReleaseErrors)
+	}
+	fmt.Fprintln(w)
 }
 
 func renderView(w io.Writer, v View, now time.Time) {
