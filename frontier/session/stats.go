@@ -92,16 +92,16 @@ type Stats struct {
 	// last counted, NextDue is when the first is due, and Revisited
 	// counts the URLs released to be fetched again, Bumped those brought
 	// forward by a sitemap's lastmod.
-	Continuous bool      `json:"continuous,omitempty"`
-	Scheduled  int64     `json:"scheduled,omitempty"`
-	Revisited  int64     `json:"revisited,omitempty"`
-	Bumped     int64     `json:"bumped,omitempty"`
+	Continuous bool  `json:"continuous,omitempty"`
+	Scheduled  int64 `json:"scheduled,omitempty"`
+	Revisited  int64 `json:"revisited,omitempty"`
+	Bumped     int64 `json:"bumped,omitempty"`
 	// ReleaseErrors counts the releases of due URLs that failed (RabbitMQ
 	// refused or did not confirm the publish, or the store its write):
 	// the URLs stay scheduled and go out on a later poll; the scheduler's
 	// log says why.
-	ReleaseErrors int64 `json:"release_errors,omitempty"`
-	NextDue    time.Time `json:"next_due,omitzero"`
+	ReleaseErrors int64     `json:"release_errors,omitempty"`
+	NextDue       time.Time `json:"next_due,omitzero"`
 }
 
 // Add accumulates o into s.
