@@ -239,24 +239,23 @@ func (c *RabbitCluster) Replace(ctx context.Context, lost *RabbitNode, out io.Wr
 	return fresh, nil
 }
 
-// QueueStates describes the quorum queues whose names start with prefix as
-// their leaders' state machines hold them (rabbit_fifo, RabbitMQ 3.10 and
-// later), as a node that is up says: for each queue, its messages ready,
-// checked out to consumers, and dead-lettered but not yet forwarded (at-
-// least-once), then each consumer's channel pid, status and checked-out
-// count, and the waiting consumers of a single-active-consumer queue. It
-// is what AMQP's counts leave out (a passive declare says only the ready
-// messages), for a test to log.
+// QueueStates describes the quorum queues whose names start with prefix
+// and hold anything, as their leaders' state machines hold them
+// (rabbit_fifo, RabbitMQ 3.10 and later), as a node that is up says: for
+// each, its messages ready, checked out to consumers, and dead-lettered
+// but not yet handed over (at-least-once), then its consumers' statuses
+// and its waiting consumers' (single active consumer). It is what AMQP's
+// counts leave out (a passive declare says only the ready messages), for
+// a test to log.
 func (c *RabbitCluster) QueueStates(ctx context.Context, prefix string) (string, error) {
 	expr := fmt.Sprintf(`P = <<"%s">>, `+
-		`[{element(4, amqqueue:get_name(Q)), catch ra:leader_query(amqqueue:get_pid(Q), fun(S) -> `+
-		`O = rabbit_fifo:overview(S), `+
-		`{ready, maps:get(num_ready_messages, O), out, maps:get(num_checked_out, O), `+
+		`[R || Q <- rabbit_amqqueue:list(), amqqueue:get_type(Q) == rabbit_quorum_queue, `+
+		`binary:longest_common_prefix([element(4, amqqueue:get_name(Q)), P]) == byte_size(P), `+
+		`R <- [catch ra:leader_query(amqqueue:get_pid(Q), fun(S) -> O = rabbit_fifo:overview(S), `+
+		`{element(4, amqqueue:get_name(Q)), ready, maps:get(num_ready_messages, O), out, maps:get(num_checked_out, O), `+
 		`dlx, maps:get(num_discarded, O, 0) + maps:get(num_discard_checked_out, O, 0), `+
-		`cons, [{Pid, element(3, C), map_size(element(5, C))} || {{_, Pid}, C} <- maps:to_list(element(10, S))], `+
-		`waiting, [{Pid, element(3, C)} || {{_, Pid}, C} <- element(15, S)]} end)} `+
-		`|| Q <- rabbit_amqqueue:list(), amqqueue:get_type(Q) == rabbit_quorum_queue, `+
-		`binary:longest_common_prefix([element(4, amqqueue:get_name(Q)), P]) == byte_size(P)].`, prefix)
+		`[element(3, C) || C <- maps:values(element(10, S))], [element(3, C) || {_, C} <- element(15, S)]} end)], `+
+		`element(1, R) =/= ok orelse element(3, element(2, element(2, R))) + element(5, element(2, element(2, R))) + element(7, element(2, element(2, R))) > 0].`, prefix)
 	var errs []error
 	for _, n := range c.Nodes {
 		if n.beamPID() == 0 {
