@@ -18,15 +18,14 @@ import (
 	"github.com/drover-crawl/drover/internal/testenv"
 )
 
-// rabbitmqctl runs the machine's rabbitmqctl (the broker at AMQP_URL),
-// skipping the test where it cannot (it needs root or the rabbitmq user).
-func rabbitmqctl(t *testing.T, args ...string) {
-	t.Helper()
+// rabbitmqctl runs the machine's rabbitmqctl (the broker at AMQP_URL).
+func rabbitmqctl(args ...string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if out, err := exec.CommandContext(ctx, "rabbitmqctl", append([]string{"-q"}, args...)...).CombinedOutput(); err != nil {
-		t.Skipf("rabbitmqctl %v: %v: %s (the test needs rabbitmqctl on the broker of AMQP_URL, as root)", args, err, out)
+		return fmt.Errorf("rabbitmqctl %v: %w: %s", args, err, out)
 	}
+	return nil
 }
 
 // A parked URL whose hand-over back to its shard fails is in neither
@@ -35,10 +34,11 @@ func rabbitmqctl(t *testing.T, args ...string) {
 // it, retrying a refused hand-over only after
 // dead_letter_worker_publisher_confirm_timeout (3 minutes by default).
 // Meanwhile the frontier must not read drained: it would end the campaign
-// and delete its queues, the parked URL with them. (In a cluster, a shard
-// whose leader does not answer refuses the hand-over the same way: a
-// partition's heal lost URLs so.) Here the shard refuses it by a policy
-// (max-length 0, reject-publish) for the moment of the hand-over.
+// and delete its queues, the parked URL with them. In a cluster, a quorum
+// shard whose leader does not answer (a partition, its heal, an election)
+// refuses the hand-over; here every shard's Raft server is stopped for
+// the moment of the hand-over, on the machine's RabbitMQ (rabbitmqctl
+// eval, which needs root or the rabbitmq user: skipped without).
 func TestParkedURLHandedOverLateKeepsTheFrontierBusy(t *testing.T) {
 	sched := startDialingScheduler(t, frontier.DefaultServerConfig())
 	u := "http://127.66.78.1:9/"
@@ -61,12 +61,16 @@ func TestParkedURLHandedOverLateKeepsTheFrontierBusy(t *testing.T) {
 	// until it tries again.
 	prefix := "drover." + cfg.FrontierKey() + ".s"
 	shards := fmt.Sprintf(`[rabbit_quorum_queue:%%s(amqqueue:get_pid(Q)) || Q <- rabbit_amqqueue:list(), binary:longest_common_prefix([element(4, amqqueue:get_name(Q)), <<"%s">>]) == %d].`, prefix, len(prefix))
-	rabbitmqctl(t, "eval", fmt.Sprintf(shards, "stop_server"))
+	if err := rabbitmqctl("eval", fmt.Sprintf(shards, "stop_server")); err != nil {
+		t.Skipf("%v (the test stops the campaign's shard queues with rabbitmqctl, which needs root or the rabbitmq user)", err)
+	}
 	restarted := false
 	restart := func() {
 		if !restarted {
 			restarted = true
-			rabbitmqctl(t, "eval", fmt.Sprintf(shards, "restart_server"))
+			if err := rabbitmqctl("eval", fmt.Sprintf(shards, "restart_server")); err != nil {
+				t.Errorf("restarting the shard queues: %v", err)
+			}
 		}
 	}
 	t.Cleanup(restart)
@@ -74,11 +78,17 @@ func TestParkedURLHandedOverLateKeepsTheFrontierBusy(t *testing.T) {
 	restart()
 	// The drain rule (the Monitor's): two idle readings a second apart,
 	// with no ack or publish between; a reading that fails is not idle.
+	// A reading with the URL in no queue, not held and not leased shows
+	// the refused hand-over hit it.
 	var prev *session.Stats
+	hidden := 0
 	for end := time.Now().Add(15 * time.Second); time.Now().Before(end); time.Sleep(time.Second) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		st, err := ctl.Stats(ctx, cfg.ID)
 		cancel()
+		if err == nil && st.Queued == 0 && st.Uncounted == 0 && st.Held == 0 && st.InFlight == 0 && st.Fetched == 0 {
+			hidden++
+		}
 		switch {
 		case err != nil || !st.Idle():
 			prev = nil
@@ -88,9 +98,14 @@ func TestParkedURLHandedOverLateKeepsTheFrontierBusy(t *testing.T) {
 			prev = &st
 		}
 	}
+	if hidden == 0 {
+		t.Fatal("the parked URL was never out of every count (queued, held, leased): the hand-over was not refused, and the test proves nothing")
+	}
+	t.Logf("%d readings with the parked URL in no queue, not held, not leased; the frontier not idle", hidden)
 	t.Run("and comes back", func(t *testing.T) {
 		testenv.Long(t) // RabbitMQ's confirm timeout: 3 minutes
-		f := dialRawFetcher(t, sched.addr, cfg) // the first went quiet, and its session ended
+		// The first fetcher went quiet, and its session ended.
+		f := dialRawFetcher(t, sched.addr, cfg)
 		f.pages(t, 1, 5*time.Minute, nil, func(l session.Lease) bool {
 			if l.URL != u {
 				t.Fatalf("lease of %s, want %s", l.URL, u)
