@@ -52,14 +52,18 @@ test: bin/temporal
 
 # The faults on a private three-node RabbitMQ cluster (node/cluster_test.go):
 # two minutes, left out of `make test`'s 20; .ci/run runs both.
-# The long tier: the node tests that call testenv.Long (a million seeds, a
-# 300 MiB body, a scheduler or worker killed in the middle of a recrawl or
-# a crawl log), which `make test` skips to stay within its 20 minutes
-# (docs/testing.md). The list is read from the tests themselves.
-LONG_TESTS = $(shell awk '/^func Test/{n=substr($$2, 1, index($$2, "\050") - 1)} /testenv\.Long/{print n}' node/*_test.go | sort -u | paste -sd'|' -)
+# The long tier: the node and frontier tests that call testenv.Long (a
+# million seeds, a 300 MiB body, a scheduler or worker killed in the middle
+# of a recrawl or a crawl log, a parked URL RabbitMQ hands back after its
+# 3-minute confirm timeout), which `make test` skips to stay within its 20
+# minutes (docs/testing.md). The lists are read from the tests themselves.
+long_tests = $(shell awk '/^func Test/{n=substr($$2, 1, index($$2, "\050") - 1)} /testenv\.Long/{print n}' $(1)/*_test.go | sort -u | paste -sd'|' -)
+LONG_TESTS = $(call long_tests,node)
+LONG_FRONTIER_TESTS = $(call long_tests,frontier)
 test-long: bin/temporal
 	@test -n '$(LONG_TESTS)' || { echo "no test calls testenv.Long in node/"; exit 1; }
 	DROVER_LONG=1 $(GO) test -race -count=1 -timeout 20m -run '^($(LONG_TESTS))$$' ./node
+	@test -z '$(LONG_FRONTIER_TESTS)' || DROVER_LONG=1 $(GO) test -race -count=1 -timeout 10m -run '^($(LONG_FRONTIER_TESTS))$$' ./frontier
 
 test-cluster: bin/temporal
 	DROVER_CLUSTER=1 $(GO) test -race -count=1 -timeout 15m -run 'TestQuorumShardsOnACluster' ./node

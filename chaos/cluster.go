@@ -238,3 +238,35 @@ func (c *RabbitCluster) Replace(ctx context.Context, lost *RabbitNode, out io.Wr
 	c.Nodes[i] = fresh
 	return fresh, nil
 }
+
+// QueueStates describes the quorum queues whose names start with prefix
+// and hold anything, as their leaders' state machines hold them
+// (rabbit_fifo, RabbitMQ 3.10 and later), as a node that is up says: for
+// each, its messages ready, checked out to consumers, and dead-lettered
+// but not yet handed over (at-least-once), then its consumers' statuses
+// and its waiting consumers' (single active consumer). It is what AMQP's
+// counts leave out (a passive declare says only the ready messages), for
+// a test to log.
+func (c *RabbitCluster) QueueStates(ctx context.Context, prefix string) (string, error) {
+	expr := fmt.Sprintf(`P = <<"%s">>, `+
+		`[R || Q <- rabbit_amqqueue:list(), amqqueue:get_type(Q) == rabbit_quorum_queue, `+
+		`binary:longest_common_prefix([element(4, amqqueue:get_name(Q)), P]) == byte_size(P), `+
+		`R <- [catch ra:leader_query(amqqueue:get_pid(Q), fun(S) -> O = rabbit_fifo:overview(S), `+
+		`{element(4, amqqueue:get_name(Q)), ready, maps:get(num_ready_messages, O), out, maps:get(num_checked_out, O), `+
+		`dlx, maps:get(num_discarded, O, 0) + maps:get(num_discard_checked_out, O, 0), `+
+		`[element(3, C) || C <- maps:values(element(10, S))], [element(3, C) || {_, C} <- element(15, S)]} end)], `+
+		`element(1, R) =/= ok orelse element(3, element(2, element(2, R))) + element(5, element(2, element(2, R))) + element(7, element(2, element(2, R))) > 0].`, prefix)
+	var errs []error
+	for _, n := range c.Nodes {
+		if n.beamPID() == 0 {
+			continue
+		}
+		out, err := n.CtlOutput(ctx, "eval", expr)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		return strings.Join(strings.Fields(out), " "), nil
+	}
+	return "", fmt.Errorf("no node of the cluster answered: %w", errors.Join(errs...))
+}

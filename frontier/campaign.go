@@ -102,6 +102,8 @@ type campaignActor struct {
 	resubscribeAt   time.Time
 	resubscribeWait time.Duration
 	consumeErr      atomic.Pointer[string]
+	// parks: the park messages not back yet (parkowed.go).
+	parks *parkOwed
 	// vanished: shard queues found gone from RabbitMQ (vanished.go).
 	vanishedMu sync.Mutex
 	vanished   []string
@@ -177,6 +179,7 @@ func newCampaignActor(srv *Server, cfg campaign.Config) (*campaignActor, error) 
 		lineage:     cfg.HistoryKey(),
 		clockKey:    cfg.ClockKey,
 		topo:        Topology{Campaign: cfg.FrontierKey()},
+		parks:       newParkOwed(),
 		policy:      p,
 		log:         srv.log.With("campaign", cfg.FrontierKey()),
 		events:      make(chan func(), 1024),
@@ -325,6 +328,7 @@ func (a *campaignActor) stats() session.Stats {
 		FailedBy:      a.reasonCounts(),
 		ConsumeError:  a.consumeErrText(),
 		Vanished:      a.vanishedQueues(),
+		ParkedOwed:    a.parkedOwed(),
 	}
 	a.revisitStats(&s)
 	return s

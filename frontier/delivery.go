@@ -71,6 +71,9 @@ func (d *delivery) Nack(multiple, requeue bool) error {
 }
 
 func (a *campaignActor) onDelivery(ch *amqp.Channel, shard int, d amqp.Delivery) {
+	// A park message is back in its shard: owed no more, whatever comes of
+	// this delivery (a delivery of a closed channel is in the shard again).
+	a.parks.settle(d.Headers)
 	if ch != a.consumeCh {
 		a.unacked.Add(-1)
 		return // from a channel already closed: RabbitMQ requeued it

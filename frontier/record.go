@@ -494,6 +494,7 @@ func (a *campaignActor) park(e *entry, wait time.Duration, attempt, lost int, re
 	if why != "" {
 		hdr[hdrError] = why
 	}
+	hdr[hdrPark] = a.parks.owe(i, time.Now())
 	// A parked URL comes back at the lowest priority: a slow host's
 	// backlog must not come back ahead of the other hosts of its shard.
 	msg := outMsg{exchange: a.topo.Park(i), key: a.topo.Shard(e.shard), msg: encodeMsg(e.msg, 0, hdr)}
@@ -531,9 +532,10 @@ func (a *campaignActor) flushParks() {
 	clear(a.parked)
 	a.parked = a.parked[:0]
 	size := max(a.srv.cfg.Batch, 1)
+	now := time.Now()
 	for _, g := range order {
 		hdr := func() amqp.Table {
-			return amqp.Table{hdrAttempt: int32(g.attempt), hdrLost: int32(g.lost), hdrSinkFails: int32(g.sinkFails)}
+			return amqp.Table{hdrAttempt: int32(g.attempt), hdrLost: int32(g.lost), hdrSinkFails: int32(g.sinkFails), hdrPark: a.parks.owe(g.queue, now)}
 		}
 		for es := by[g]; len(es) > 0; {
 			n := min(len(es), size)
@@ -613,6 +615,9 @@ func (a *campaignActor) repostAll(es []*entry, msg outMsg, fail *session.Failure
 		ctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
 		err := a.srv.pub.publish(ctx, []outMsg{msg})
+		if err != nil {
+			a.parks.settle(msg.msg.Headers) // a park not published is not owed
+		}
 		if err == nil && fail != nil {
 			err = a.recordFailures([]session.FailureRecord{*fail})
 		}

@@ -84,6 +84,13 @@ type Stats struct {
 	// how many of the schedulers that answered do.
 	Consuming bool  `json:"consuming,omitempty"`
 	Answering int64 `json:"answering,omitempty"`
+	// ParkedOwed: park messages this scheduler published that have not come
+	// back to its shards yet. RabbitMQ counts a parked URL in its park
+	// queue until its TTL ends, then in no queue while its dead-letter
+	// hand-over to the shard is refused (a quorum shard without a leader
+	// that answers), until RabbitMQ tries again; the frontier is not idle
+	// meanwhile. Each is waited for its TTL and 10 minutes at most.
+	ParkedOwed int64 `json:"parked_owed,omitempty"`
 	// Missing lists the schedulers that did not answer (CampaignStats).
 	Missing []string `json:"missing,omitempty"`
 
@@ -119,6 +126,7 @@ func (s *Stats) Add(o Stats) {
 	s.Held += o.Held
 	s.InFlight += o.InFlight
 	s.Pending += o.Pending
+	s.ParkedOwed += o.ParkedOwed
 	s.Fetched += o.Fetched
 	s.Unchanged += o.Unchanged
 	s.Failed += o.Failed
@@ -165,8 +173,8 @@ func (s *Stats) Add(o Stats) {
 	}
 }
 
-// Idle reports whether nothing is queued, held or unconfirmed, every queue
-// was counted, and every
+// Idle reports whether nothing is queued, held, unconfirmed or parked and
+// not back, every queue was counted, and every
 // consumer of the campaign's shards is a scheduler that answered: the
 // frontier is drained if this holds twice in a row with no ack or publish
 // between.
@@ -181,7 +189,7 @@ func (s *Stats) Add(o Stats) {
 // scheduler's connection is gone, and RabbitMQ put its deliveries back in
 // the queues (counted in Queued).
 func (s Stats) Idle() bool {
-	if s.Queued != 0 || s.Held != 0 || s.InFlight != 0 || s.Pending != 0 || s.Uncounted != 0 {
+	if s.Queued != 0 || s.Held != 0 || s.InFlight != 0 || s.Pending != 0 || s.Uncounted != 0 || s.ParkedOwed != 0 {
 		return false
 	}
 	answering := s.Answering

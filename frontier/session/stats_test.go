@@ -27,6 +27,9 @@ func TestIdleCountsEveryConsumer(t *testing.T) {
 		{"a missing scheduler is gone", Stats{Consumers: 1, Answering: 1, Missing: []string{"b:7420"}}, true},
 		// A quorum queue whose leader did not answer: RabbitMQ said 0.
 		{"a queue uncounted", Stats{Uncounted: 1, Consumers: 1, Answering: 1}, false},
+		// A parked message in RabbitMQ's dead-letter hand-over, counted in
+		// no queue.
+		{"a parked message not back", Stats{ParkedOwed: 1, Consumers: 1, Answering: 1}, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
