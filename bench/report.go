@@ -388,6 +388,16 @@ func (r *Report) markdownRecrawl(w io.Writer) {
 		}
 		fmt.Fprintf(w, " %s | | |\n", ratio(perPage(r2.TotalCPU(), r2.Pages), perPage(r1.TotalCPU(), r1.Pages)))
 	}
+	if len(rc.Runs) == 2 && rc.Pages > rc.Changed {
+		var parts []string
+		for _, s := range o.RecrawlSinks {
+			full := float64(rc.Runs[0].SinkBytes[s]) / float64(rc.Pages)
+			revisit := (float64(rc.Runs[1].SinkBytes[s]) - full*float64(rc.Changed)) / float64(rc.Pages-rc.Changed)
+			parts = append(parts, fmt.Sprintf("%s %.0f / %.0f", sinkNames[s], full, revisit))
+		}
+		fmt.Fprintf(w, "\nBytes per page, a page of run 1 / an unchanged page of run 2 (run 2's bytes less its %d changed URLs at run 1's cost, over the other %d): %s. An unchanged page costs about the same whatever the page's size, so run 2's share falls as pages grow (`-recrawl-page-bytes`).\n",
+			rc.Changed, rc.Pages-rc.Changed, strings.Join(parts, "; "))
+	}
 	checks := "every page requested once per run, run 2 sent a validator for every page that answered 200 in run 1, exactly the unchanged pages answered 304: all held."
 	if len(rc.Failed) > 0 {
 		checks = "FAILED: " + strings.Join(rc.Failed, "; ") + "."
