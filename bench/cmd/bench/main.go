@@ -2,7 +2,8 @@
 // pipeline at several fleet sizes, Colly v2 and plain GETs on the same test
 // web, then drover and Colly on a politeness-bound web; then issue 3's slow
 // host and queued backlog, issue 6's sink throughput and issue 15's
-// scheduler cost as hosts grow to 100,000 (-scenarios picks some). It prints markdown tables and writes them to -out. `make bench`
+// scheduler cost as hosts grow to 100,000, and issue 29's recrawl: a second
+// run --from the first, against it (-scenarios picks some). It prints markdown tables and writes them to -out. `make bench`
 // runs it.
 //
 // With -child it runs one contender, a JSON job on stdin and a JSON result
