@@ -16,7 +16,10 @@
 // Store callers. Issue 15's hosts scenario holds up to 100,000 virtual
 // hosts (testweb.StartVirtual, reached through fetch.WithLookup) in a
 // scheduler binary: its memory per active host and its CPU per lease as
-// the hosts grow.
+// the hosts grow. Issue 29's recrawl scenario crawls a web of pages with
+// validators twice on one stack, the second run From the first after a
+// tenth of the pages changed: its pages/s, the 304s and each sink's bytes
+// against the first run's.
 //
 // The suite is the bench/cmd/bench main, which `make bench` runs; it is not
 // a test. bench/ is a module of its own (so that Colly stays out of the

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"runtime/pprof"
+	"slices"
 	"sync"
 	"time"
 
@@ -33,35 +34,12 @@ import (
 // workers are j.Workers processes of the worker binary j.WorkerBin instead,
 // measured apart (Result.WorkerProcs).
 func runDrover(ctx context.Context, j Job, stop <-chan struct{}) (res Result, err error) {
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	tbin, err := TemporalBinary()
+	core, err := startCore(ctx, j)
 	if err != nil {
 		return res, err
 	}
-	tmp, err := devstack.StartTemporal(ctx, devstack.TemporalOptions{BinaryPath: tbin, UIPort: -1})
-	if err != nil {
-		return res, err
-	}
-	defer tmp.Stop()
-	topic := fmt.Sprintf("bench-pages-%d", rand.IntN(1e9))
-	k, err := devstack.StartKafka("127.0.0.1:0", topic)
-	if err != nil {
-		return res, err
-	}
-	defer k.Close()
-	dir, err := os.MkdirTemp("", "drover-bench-")
-	if err != nil {
-		return res, err
-	}
-	defer os.RemoveAll(dir)
-	sched, err := node.StartScheduler(ctx, node.SchedulerConfig{
-		Server: frontier.DefaultServerConfig(), Listen: "127.0.0.1:0", AMQPURL: j.AMQPURL,
-		SeenPath: dir + "/seen", Log: log,
-	})
-	if err != nil {
-		return res, err
-	}
-	defer sched.Close()
+	defer core.Close()
+	tmp, k, topic, sched, dir := core.temporal, core.kafka, core.topic, core.sched, core.dir
 	var procs []*workerProc
 	if j.Workers > 0 {
 		// The fleet in worker processes (./worker), the workflow too; this
@@ -160,6 +138,64 @@ func runDrover(ctx context.Context, j Job, stop <-chan struct{}) (res Result, er
 		return res, errors.New("campaign " + cfg.ID + " ended " + st.State + ": " + st.Reason + workerLogs(procs))
 	}
 	return res, nil
+}
+
+// droverCore is the part of the stack every in-process drover run shares:
+// the Temporal dev server (a child process), in-memory Kafka with its
+// topic, and a scheduler over the machine's RabbitMQ whose seen store (and
+// the lineages' fetch history in it) lives in dir.
+type droverCore struct {
+	temporal *devstack.Temporal
+	kafka    *devstack.Kafka
+	topic    string
+	sched    *node.Scheduler
+	dir      string
+	closers  []func()
+}
+
+// startCore starts a droverCore; Close stops it, in reverse order.
+func startCore(ctx context.Context, j Job) (c *droverCore, err error) {
+	c = &droverCore{}
+	defer func() {
+		if err != nil {
+			c.Close()
+		}
+	}()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	tbin, err := TemporalBinary()
+	if err != nil {
+		return c, err
+	}
+	if c.temporal, err = devstack.StartTemporal(ctx, devstack.TemporalOptions{BinaryPath: tbin, UIPort: -1}); err != nil {
+		return c, err
+	}
+	c.closers = append(c.closers, func() { c.temporal.Stop() })
+	c.topic = fmt.Sprintf("bench-pages-%d", rand.IntN(1e9))
+	if c.kafka, err = devstack.StartKafka("127.0.0.1:0", c.topic); err != nil {
+		return c, err
+	}
+	c.closers = append(c.closers, func() { c.kafka.Close() })
+	if c.dir, err = os.MkdirTemp("", "drover-bench-"); err != nil {
+		return c, err
+	}
+	c.closers = append(c.closers, func() { os.RemoveAll(c.dir) })
+	c.sched, err = node.StartScheduler(ctx, node.SchedulerConfig{
+		Server: frontier.DefaultServerConfig(), Listen: "127.0.0.1:0", AMQPURL: j.AMQPURL,
+		SeenPath: c.dir + "/seen", Log: log,
+	})
+	if err != nil {
+		return c, err
+	}
+	c.closers = append(c.closers, func() { c.sched.Close() })
+	return c, nil
+}
+
+// Close stops what startCore started, the last first.
+func (c *droverCore) Close() {
+	for _, f := range slices.Backward(c.closers) {
+		f()
+	}
+	c.closers = nil
 }
 
 // jobCampaign is the campaign a drover job runs: the job's seeds, fleet and

@@ -15,6 +15,9 @@ const (
 	KindRaw    = "raw"
 	KindScrapy = "scrapy"
 	KindSink   = "sink"
+	// KindRecrawl: two drover runs on one stack, the second --from the
+	// first (runRecrawl).
+	KindRecrawl = "recrawl"
 )
 
 // Job is what the parent asks a child process to do, as JSON on its stdin.
@@ -65,6 +68,7 @@ type Job struct {
 	// StopOnEOF (drover): the parent keeps the child's stdin open after the
 	// job and closes it to say "stop now"; the child then sends the
 	// campaign its stop signal and a "stopped" end counts as success.
+	// (recrawl: closing it says "the web changed: start run 2".)
 	StopOnEOF bool `json:"stop_on_eof,omitempty"`
 
 	// Sink jobs (KindSink): Sink is kafka, warc or postgres.
@@ -73,6 +77,10 @@ type Job struct {
 	PageBytes   int           `json:"page_bytes,omitempty"`
 	Duration    time.Duration `json:"duration,omitempty"`
 	PostgresURI string        `json:"postgres_uri,omitempty"`
+
+	// Sinks (KindRecrawl): the sinks of both runs, of kafka, warc and
+	// postgres (PostgresURI).
+	Sinks []string `json:"sinks,omitempty"`
 }
 
 // Result is what a child measured, as JSON on its stdout, completed by the
@@ -134,6 +142,17 @@ type Result struct {
 	P50       time.Duration `json:"p50,omitempty"`
 	P99       time.Duration `json:"p99,omitempty"`
 	DiskBytes int64         `json:"disk_bytes,omitempty"`
+
+	// Recrawl runs: which run (1, or 2 --from run 1), what each sink took
+	// from it (WARC: its files' bytes; Kafka: the keys, values and
+	// headers of its records; PostgreSQL: its rows, pg_column_size), and,
+	// filled by the parent from the server's log, the requests answered
+	// 304 and 200 and those that carried a validator.
+	Run         int              `json:"run,omitempty"`
+	SinkBytes   map[string]int64 `json:"sink_bytes,omitempty"`
+	Answered304 int              `json:"answered_304,omitempty"`
+	Answered200 int              `json:"answered_200,omitempty"`
+	Conditional int              `json:"conditional,omitempty"`
 }
 
 // TotalCPU is the CPU time of every process of the contender: its own,
@@ -198,8 +217,10 @@ func RunChild(ctx context.Context, in io.Reader, out io.Writer) error {
 		res, err = runScrapy(ctx, j)
 	case KindSink:
 		res, err = runSink(ctx, j)
+	case KindRecrawl:
+		res, err = runRecrawl(ctx, j, stop, out)
 	default:
-		return fmt.Errorf("bench child: kind %q: want %s, %s, %s, %s or %s", j.Kind, KindDrover, KindColly, KindScrapy, KindRaw, KindSink)
+		return fmt.Errorf("bench child: kind %q: want %s, %s, %s, %s, %s or %s", j.Kind, KindDrover, KindColly, KindScrapy, KindRaw, KindSink, KindRecrawl)
 	}
 	res.Kind = j.Kind
 	if err != nil {

@@ -19,6 +19,7 @@ func (r *Report) Markdown(w io.Writer) {
 	r.markdownQueued(w)
 	r.markdownSinks(w)
 	r.markdownHosts(w)
+	r.markdownRecrawl(w)
 }
 
 func (r *Report) markdownPlain(w io.Writer) {
@@ -294,7 +295,7 @@ func mb(b int64) string {
 
 func note(res Result) string {
 	var n []string
-	if res.State != "" && res.Kind == KindDrover {
+	if res.State != "" && (res.Kind == KindDrover || res.Kind == KindRecrawl) {
 		n = append(n, res.State)
 	}
 	if res.Err != "" {
@@ -344,4 +345,80 @@ func errNote(err string) string {
 		return ""
 	}
 	return "error: " + strings.ReplaceAll(firstLine(err), "|", "/")
+}
+
+// sinkNames are the recrawl table's column names of the sinks.
+var sinkNames = map[string]string{"kafka": "Kafka", "warc": "WARC", "postgres": "PostgreSQL"}
+
+func (r *Report) markdownRecrawl(w io.Writer) {
+	rc, o := r.Recrawl, r.Opts
+	if rc == nil {
+		return
+	}
+	cfg := o.recrawlWeb()
+	pageBytes := "8 KiB"
+	if cfg.PageBytes > 0 {
+		pageBytes = fmt.Sprintf("%d bytes", cfg.PageBytes)
+	}
+	head, align := "| run | pages | pages/s | wall pages/s | answered 200 / 304 | requests with a validator | dup fetches | missing |", "|---|--:|--:|--:|--:|--:|--:|--:|"
+	for _, s := range o.RecrawlSinks {
+		head += " " + sinkNames[s] + " MB |"
+		align += "--:|"
+	}
+	head += " CPU s/1k pages: crawler / Temporal / RabbitMQ = total | peak RSS MB | note |"
+	align += "--:|--:|---|"
+	section(w, fmt.Sprintf("Recrawl (issue 29): %d hosts x %d pages of %s with validators (%d also at a second URL), %.0f%% changed, run 2 with From = run 1", cfg.Hosts, cfg.PagesPerHost, pageBytes, cfg.Duplicates, 100*o.RecrawlChange),
+		[]string{fmt.Sprintf("One stack for both runs (its scheduler's seen store holds the fetch history run 2 reads): drover fleet %d, %d per host, %s between starts, sinks %s. Half the pages carry an ETag, half a Last-Modified. Run 1 crawls the web in full; then %d of its %d URLs change (a change of a page changes its second URL too) and run 2 asks for every page with its validators: a 304 is stored as a revisit (WARC revisit record; body-less Kafka record and PostgreSQL row).", o.RecrawlFleet, o.PerHostConcurrency, o.PerHostDelay, strings.Join(o.RecrawlSinks, ", "), rc.Changed, rc.Pages),
+			"pages/s over the server's span, answers and validators by the server's count; MB (10^6) that each sink took from the run: WARC its files on disk (gzip per record), Kafka the records' keys, values and headers, PostgreSQL its rows (pg_column_size). CPU as in the plain table (PostgreSQL's server not counted). The last row is run 2 over run 1."},
+		head, align)
+	for _, res := range rc.Runs {
+		fmt.Fprintf(w, "| run %d | %d | %.0f | %.0f | %d / %d | %d | %d | %d |", res.Run, res.Pages, res.PagesPerSec(), res.WallPagesPerSec(),
+			res.Answered200, res.Answered304, res.Conditional, res.Duplicates, res.Missing)
+		for _, s := range o.RecrawlSinks {
+			fmt.Fprintf(w, " %.2f |", float64(res.SinkBytes[s])/1e6)
+		}
+		fmt.Fprintf(w, " %s / %s / %s = **%s** | %s | %s |\n", perK(res.CPU, res.Pages), perK(res.TemporalCPU, res.Pages), perK(res.RabbitCPU, res.Pages),
+			perK(res.TotalCPU(), res.Pages), mb(res.MaxRSS), note(res))
+	}
+	if len(rc.Runs) == 2 {
+		r1, r2 := rc.Runs[0], rc.Runs[1]
+		fmt.Fprintf(w, "| **run 2 / run 1** | | **%s** | %s | | | | |", ratio(r2.PagesPerSec(), r1.PagesPerSec()), ratio(r2.WallPagesPerSec(), r1.WallPagesPerSec()))
+		for _, s := range o.RecrawlSinks {
+			fmt.Fprintf(w, " **%s** |", pct(r2.SinkBytes[s], r1.SinkBytes[s]))
+		}
+		fmt.Fprintf(w, " %s | | |\n", ratio(perPage(r2.TotalCPU(), r2.Pages), perPage(r1.TotalCPU(), r1.Pages)))
+	}
+	if len(rc.Runs) == 2 && rc.Pages > rc.Changed {
+		var parts []string
+		for _, s := range o.RecrawlSinks {
+			full := float64(rc.Runs[0].SinkBytes[s]) / float64(rc.Pages)
+			revisit := (float64(rc.Runs[1].SinkBytes[s]) - full*float64(rc.Changed)) / float64(rc.Pages-rc.Changed)
+			parts = append(parts, fmt.Sprintf("%s %.0f / %.0f", sinkNames[s], full, revisit))
+		}
+		fmt.Fprintf(w, "\nBytes per page, a page of run 1 / an unchanged page of run 2 (run 2's bytes less its %d changed URLs at run 1's cost, over the other %d): %s. An unchanged page costs about the same whatever the page's size, so run 2's share falls as pages grow (`-recrawl-page-bytes`).\n",
+			rc.Changed, rc.Pages-rc.Changed, strings.Join(parts, "; "))
+	}
+	checks := "every page requested once per run, run 2 sent a validator for every page that answered 200 in run 1, exactly the unchanged pages answered 304: all held."
+	if len(rc.Failed) > 0 {
+		checks = "FAILED: " + strings.Join(rc.Failed, "; ") + "."
+	} else if rc.Err != "" {
+		checks = "not all run: " + errNote(rc.Err) + "."
+	}
+	fmt.Fprintf(w, "\nChecks: %s\n", checks)
+}
+
+// pct is a as a percentage of b ("-" when b is 0).
+func pct(a, b int64) string {
+	if b <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f%%", 100*float64(a)/float64(b))
+}
+
+// perPage is d per page in seconds (0 without pages).
+func perPage(d time.Duration, pages int) float64 {
+	if pages <= 0 {
+		return 0
+	}
+	return d.Seconds() / float64(pages)
 }

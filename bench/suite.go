@@ -92,8 +92,18 @@ type Options struct {
 	// profiles (every URL held, the end) and a 30 s CPU profile of leasing.
 	HostsPprof string
 
+	// Scenario 7 (issue 29), a recrawl: a web of RecrawlHosts x
+	// RecrawlPages pages with validators (RecrawlDuplicates of them at a
+	// second URL too, RecrawlPageBytes each; 0: testweb's 8 KiB) crawled
+	// by RecrawlFleet fetchers into RecrawlSinks, RecrawlChange of its
+	// pages changed, then crawled again From the first run.
+	RecrawlHosts, RecrawlPages, RecrawlDuplicates int
+	RecrawlPageBytes, RecrawlFleet                int
+	RecrawlChange                                 float64
+	RecrawlSinks                                  []string
+
 	// Scenarios selects what runs: plain, polite, slowhost, queued, sinks,
-	// hosts (nil: all).
+	// hosts, recrawl (nil: all).
 	Scenarios []string
 
 	// Timeout bounds each crawl; the child is killed a minute after it.
@@ -139,13 +149,17 @@ func DefaultOptions() Options {
 		HostsCredit:   16,
 		HostsFetch:    true,
 		HostsDelay:    time.Millisecond,
+		RecrawlHosts:  20, RecrawlPages: 500, RecrawlDuplicates: 500,
+		RecrawlFleet:  4,
+		RecrawlChange: 0.1,
+		RecrawlSinks:  sinkKinds,
 		Timeout:       10 * time.Minute,
 		Log:           os.Stderr,
 	}
 }
 
 // AllScenarios are the suite's scenarios, in the order they run.
-var AllScenarios = []string{"plain", "polite", "slowhost", "queued", "sinks", "hosts"}
+var AllScenarios = []string{"plain", "polite", "slowhost", "queued", "sinks", "hosts", "recrawl"}
 
 func (o Options) runs(s string) bool { return o.Scenarios == nil || slices.Contains(o.Scenarios, s) }
 
@@ -158,6 +172,7 @@ type Report struct {
 	Queued   *QueuedResult
 	Sinks    []Result
 	Hosts    []HostsResult
+	Recrawl  *RecrawlResult
 	Start    time.Time
 	Load     string // /proc/loadavg at the start
 }
@@ -279,6 +294,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			errs = append(errs, fmt.Errorf("hosts: %w", err))
 		}
 		rep.Hosts = res
+	}
+	if o.RecrawlHosts > 0 && o.runs("recrawl") {
+		res, err := o.runRecrawlScenario(ctx)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("recrawl: %w", err))
+		}
+		rep.Recrawl = &res
 	}
 	return rep, errors.Join(errs...)
 }

@@ -2,7 +2,8 @@
 // pipeline at several fleet sizes, Colly v2 and plain GETs on the same test
 // web, then drover and Colly on a politeness-bound web; then issue 3's slow
 // host and queued backlog, issue 6's sink throughput and issue 15's
-// scheduler cost as hosts grow to 100,000 (-scenarios picks some). It prints markdown tables and writes them to -out. `make bench`
+// scheduler cost as hosts grow to 100,000, and issue 29's recrawl: a second
+// run --from the first, against it (-scenarios picks some). It prints markdown tables and writes them to -out. `make bench`
 // runs it.
 //
 // With -child it runs one contender, a JSON job on stdin and a JSON result
@@ -71,7 +72,15 @@ func main() {
 	flag.BoolVar(&o.HostsFetch, "hosts-fetch", o.HostsFetch, "fetch each lease of the hosts scenario from the virtual web (false: answer at once)")
 	flag.DurationVar(&o.HostsDelay, "hosts-delay", o.HostsDelay, "per-host delay of the hosts scenario's campaign")
 	flag.StringVar(&o.HostsPprof, "hosts-pprof", "", "save the hosts scenario's scheduler profiles into this directory (heap-base-N, heap-held-N, heap-end-N, cpu-lease-N .pb.gz)")
+	flag.IntVar(&o.RecrawlHosts, "recrawl-hosts", o.RecrawlHosts, "hosts of the recrawl scenario's web (0 skips it)")
+	flag.IntVar(&o.RecrawlPages, "recrawl-pages", o.RecrawlPages, "pages per host of the recrawl web")
+	flag.IntVar(&o.RecrawlDuplicates, "recrawl-dups", o.RecrawlDuplicates, "pages of the recrawl web also served at a second URL")
+	flag.IntVar(&o.RecrawlPageBytes, "recrawl-page-bytes", o.RecrawlPageBytes, "approximate bytes of a recrawl web page (0: testweb's 8 KiB)")
+	flag.IntVar(&o.RecrawlFleet, "recrawl-fleet", o.RecrawlFleet, "drover fleet size of both recrawl runs")
+	flag.Float64Var(&o.RecrawlChange, "recrawl-change", o.RecrawlChange, "share of the recrawl web's pages changed between the two runs")
+	recrawlSinks := flag.String("recrawl-sinks", strings.Join(o.RecrawlSinks, ","), "sinks of both recrawl runs, comma-separated (kafka, warc, postgres: -postgres)")
 	flag.Parse()
+	o.RecrawlSinks = parseList("-recrawl-sinks", *recrawlSinks, "kafka", "warc", "postgres")
 	o.Scenarios = parseList("-scenarios", *scenarios, bench.AllScenarios...)
 	o.Sinks = parseList("-sinks", *sinks)
 	if u := os.Getenv("AMQP_URL"); u != "" {
