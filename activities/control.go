@@ -87,7 +87,9 @@ func (a *Activities) Monitor(ctx context.Context, in workflows.MonitorInput) (wo
 				last.CapReached = true
 				return last, nil
 			}
-			if st.Idle() && prev != nil && prev.Idle() && prev.Acked == st.Acked && prev.Published == st.Published {
+			// A continuous campaign drains between its revisits: that ends
+			// nothing, and Monitor reads on to the end of its window.
+			if !cfg.Continuous() && st.Idle() && prev != nil && prev.Idle() && prev.Acked == st.Acked && prev.Published == st.Published {
 				last.Drained = true
 				return last, nil
 			}

@@ -276,6 +276,16 @@ func TestMonitorDrainRule(t *testing.T) {
 	capped.MaxPages++
 	res = waitMonitor(t, runMonitor(a, workflows.MonitorInput{Config: capped, Report: 3 * time.Second}), monitorWait)
 	require.False(t, res.CapReached, "cap %d reached at %+v", capped.MaxPages, res.Stats)
+
+	// 4. A continuous campaign drains between its revisits, and that ends
+	// nothing: on the same idle frontier Monitor reads on to the end of
+	// its window, rather than returning within two readings (which would
+	// start an activity every two seconds for as long as it runs).
+	continuous := cfg
+	continuous.Revisit = []campaign.RevisitRule{{Min: time.Hour}}
+	res = waitMonitor(t, runMonitor(a, workflows.MonitorInput{Config: continuous, Report: 4 * time.Second}), monitorWait)
+	require.False(t, res.Drained, "a continuous campaign drained: %+v", res)
+	require.False(t, res.Unread)
 }
 
 // pagesRequested counts the distinct URLs webs served, robots.txt aside.
