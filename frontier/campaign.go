@@ -28,8 +28,13 @@ const maxLost = 3
 
 // lease is a URL handed to a session.
 type lease struct {
-	id       uint64
-	e        *entry // nil for a robots lease
+	id uint64
+	e  *entry // nil for a robots or a resolve lease
+	// resolve: a resolve lease (session.KindResolve), no request.
+	resolve bool
+	// key: the politeness key the lease counts against (keyconc.go), ""
+	// for none.
+	key      string
 	h        *host
 	s        *fetcherSession
 	deadline time.Time
@@ -131,10 +136,12 @@ type campaignActor struct {
 	skipped, discovered, published, recordFailed atomic.Int64
 	robotsDropped, ackFailed, messages           atomic.Int64
 	clockWaits                                   atomic.Int64
-	inflight                                     atomic.Int64
-	nhosts, nsessions, hostsDown                 atomic.Int64
-	capped                                       atomic.Bool
-	isConsuming                                  atomic.Bool // consuming, for Stats
+	// remoteAsks: starts asked of another scheduler's clock (ipkey.go).
+	remoteAsks                   atomic.Int64
+	inflight                     atomic.Int64
+	nhosts, nsessions, hostsDown atomic.Int64
+	capped                       atomic.Bool
+	isConsuming                  atomic.Bool // consuming, for Stats
 	// live: the campaign's live rules (rules.go), read by the record
 	// goroutines too; replaced whole, by the actor.
 	live atomic.Pointer[liveRules]

@@ -1,0 +1,149 @@
+package frontier
+
+import (
+	"time"
+
+	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/frontier/session"
+)
+
+// A campaign keyed by IP (campaign.KeyIP) holds a host by its host name,
+// as every campaign does, and keys its clock by the address a fetcher
+// reported for it: first the host is resolved (a resolve lease, no
+// request to the host), then its robots.txt and pages ask the IP's clock,
+// which one scheduler owns (peers.go). A host whose IP changes (DNS round
+// robin, a move) follows the IP of its last report.
+
+type ipState int
+
+const (
+	ipUnknown   ipState = iota // no address reported yet: the next lease resolves it
+	ipResolving                // a resolve lease is out
+	ipSettled                  // the clock is the IP's, or the host's own (not resolved)
+)
+
+// remoteSlot is a start asked of the scheduler that owns the host's
+// clock: one ask at a time, answered on the actor's goroutine.
+type remoteSlot struct {
+	asking bool
+	// askBy: an ask unanswered by then counts as lost, and is made again.
+	askBy time.Time
+	// seq numbers the asks: an answer to an older one is dropped.
+	seq uint64
+	// grant: the owner took a start for the host; the host may start
+	// until then, or asks again.
+	grant time.Time
+}
+
+// askWait: an ask unanswered for this long is made again (the link
+// answers every ask within peerTimeout, with an error if need be).
+const askWait = peerTimeout + time.Second
+
+// grantFor is how long a start the owner took now stays the host's: the
+// owner gives the next start a delay later, so a start used later comes
+// closer to it.
+func grantFor(delay time.Duration) time.Duration {
+	return min(max(delay/4, 10*time.Millisecond), time.Second)
+}
+
+// byIP reports whether the campaign keys its clocks by IP.
+func (a *campaignActor) byIP() bool { return a.cfg.PolitenessKey == campaign.KeyIP }
+
+// needsResolve reports whether h's next lease must resolve it (to s). A
+// session that cannot (an older fetcher) leaves the host on its own
+// clock until a request of it reports its IP.
+func (a *campaignActor) needsResolve(h *host, s *fetcherSession) bool {
+	if !a.byIP() || h.ip != ipUnknown {
+		return false
+	}
+	if !s.resolves {
+		h.ip = ipSettled
+		return false
+	}
+	return true
+}
+
+// learnIP moves h to the clock of ip, the address a fetcher reported for
+// it. A start asked of another clock is forgotten.
+func (a *campaignActor) learnIP(h *host, ip string) {
+	if !a.byIP() || ip == "" {
+		return
+	}
+	h.ip = ipSettled
+	if key := campaign.IPKey(ip); h.clock != key {
+		h.clock = key
+		h.remote = remoteSlot{seq: h.remote.seq + 1}
+	}
+}
+
+// onResolved applies a resolve lease's outcome: the host's clock is its
+// IP's; without an IP (it did not resolve) it stays the host's own, and
+// its robots.txt lease fails the way a page's would.
+func (a *campaignActor) onResolved(h *host, o session.Outcome, now time.Time) {
+	if o.Released {
+		h.ip = ipUnknown
+	} else {
+		h.ip = ipSettled
+		a.learnIP(h, o.IP)
+	}
+	a.place(h, now)
+}
+
+// takeRemoteSlot asks owner, the scheduler that owns h's clock, for a
+// start, without waiting: h waits until the answer, which onSlot applies.
+// A start the owner took for h is used once, if still fresh.
+func (a *campaignActor) takeRemoteSlot(h *host, owner slotAsker, now time.Time) bool {
+	r := &h.remote
+	if !r.grant.IsZero() {
+		g := r.grant
+		r.grant = time.Time{}
+		if !now.After(g) {
+			return true
+		}
+	}
+	if r.asking && now.Before(r.askBy) {
+		return false
+	}
+	r.seq++
+	r.asking, r.askBy = true, now.Add(askWait)
+	seq := r.seq
+	a.remoteAsks.Add(1)
+	owner.ask(session.SlotAsk{Key: h.clock, From: askID(a.srv.peers.self, a.key), Delay: h.delay}, func(ans slotAnswer) {
+		// Not on the link's goroutine: a busy actor must not hold up
+		// the other campaigns' answers.
+		go a.post(func() { a.onSlot(h, seq, ans) })
+	})
+	return false
+}
+
+// onSlot applies the owner's answer to h's ask seq: a start now (h may
+// lease at once), a turn later (h waits for it, then asks again), or a
+// failure (the owner is passed over for a while: h asks the next one).
+func (a *campaignActor) onSlot(h *host, seq uint64, ans slotAnswer) {
+	r := &h.remote
+	if a.hosts[h.name] != h || !r.asking || r.seq != seq {
+		return // a later ask, or a new key, replaced it
+	}
+	now := time.Now()
+	r.asking = false
+	switch {
+	case ans.err != nil:
+		a.log.Debug("a start asked of another scheduler failed; asking the next owner", "host", h.name, "key", h.clock, "err", ans.err)
+	case ans.wait <= 0:
+		r.grant = now.Add(grantFor(h.delay))
+	default:
+		a.clockWaits.Add(1)
+		h.next = maxTime(h.next, now.Add(ans.wait))
+	}
+	a.place(h, now)
+}
+
+// reportStart moves h's clock to a request start its outcome reported:
+// the local clock, or the owner's, told without waiting.
+func (a *campaignActor) reportStart(h *host, start, now time.Time) {
+	if owner := a.srv.peers.ownerOf(h.clock); owner != nil {
+		owner.started(session.SlotStart{Key: h.clock, Ago: now.Sub(start), Delay: h.delay})
+		return
+	}
+	a.srv.clocks.started(h.clock, start, h.delay, now)
+}
