@@ -91,14 +91,18 @@ type campaignActor struct {
 	// campaign keyed by domain or group (keyconc.go).
 	keyInflight map[string]int
 	keyWaiting  map[string]map[*host]struct{}
-	ready       hostHeap
-	waiting     hostHeap
-	sessions    map[*fetcherSession]struct{}
-	leases      map[uint64]*lease
-	held        map[seen.Key]*entry // URLs held in memory or leased, by key
-	seq         uint64
-	timer       *time.Timer
-	timerAt     time.Time
+	// keyAsks: the asks in flight to the owners of IP keys, by key, and
+	// askSeq their last number (ipkey.go).
+	keyAsks  map[string]*keyAsk
+	askSeq   uint64
+	ready    hostHeap
+	waiting  hostHeap
+	sessions map[*fetcherSession]struct{}
+	leases   map[uint64]*lease
+	held     map[seen.Key]*entry // URLs held in memory or leased, by key
+	seq      uint64
+	timer    *time.Timer
+	timerAt  time.Time
 
 	consumeCh *amqp.Channel
 	consuming bool
@@ -179,6 +183,7 @@ func newCampaignActor(srv *Server, cfg campaign.Config) (*campaignActor, error) 
 		hosts:       map[string]*host{},
 		keyInflight: map[string]int{},
 		keyWaiting:  map[string]map[*host]struct{}{},
+		keyAsks:     map[string]*keyAsk{},
 		ready:       hostHeap{ready: true},
 		sessions:    map[*fetcherSession]struct{}{},
 		leases:      map[uint64]*lease{},
@@ -311,6 +316,7 @@ func (a *campaignActor) stats() session.Stats {
 		AckFailed:     a.ackFailed.Load(),
 		HostsDown:     a.hostsDown.Load(),
 		RobotsDropped: a.robotsDropped.Load(),
+		SlotAsks:      a.remoteAsks.Load(),
 		Consuming:     a.isConsuming.Load(),
 		FailedBy:      a.reasonCounts(),
 		ConsumeError:  a.consumeErrText(),

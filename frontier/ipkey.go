@@ -22,17 +22,28 @@ const (
 	ipSettled                  // the clock is the IP's, or the host's own (not resolved)
 )
 
-// remoteSlot is a start asked of the scheduler that owns the host's
-// clock: one ask at a time, answered on the actor's goroutine.
+// remoteSlot is h's part in a start asked of the scheduler that owns its
+// clock.
 type remoteSlot struct {
+	// asking: h waits for the answer to its key's ask (keyAsk), until
+	// askBy at most; then the ask counts as lost and is made again.
 	asking bool
-	// askBy: an ask unanswered by then counts as lost, and is made again.
-	askBy time.Time
-	// seq numbers the asks: an answer to an older one is dropped.
-	seq uint64
-	// grant: the owner took a start for the host; the host may start
-	// until then, or asks again.
+	askBy  time.Time
+	// grant: the owner took a start for h; h may start until then, or
+	// asks again.
 	grant time.Time
+}
+
+// keyAsk is the one ask in flight for a key of the campaign: the hosts of
+// the key that come meanwhile wait for its answer rather than ask again.
+// A start taken now goes to the host that asked; the others ask again
+// (the owner then reserves the campaign's next turn); a turn later is
+// every host's to wait for.
+type keyAsk struct {
+	seq   uint64
+	by    time.Time
+	asker *host
+	hosts []*host
 }
 
 // askWait: an ask unanswered for this long is made again (the link
@@ -72,7 +83,7 @@ func (a *campaignActor) learnIP(h *host, ip string) {
 	h.ip = ipSettled
 	if key := campaign.IPKey(ip); h.clock != key {
 		h.clock = key
-		h.remote = remoteSlot{seq: h.remote.seq + 1}
+		h.remote = remoteSlot{}
 	}
 }
 
@@ -104,38 +115,58 @@ func (a *campaignActor) takeRemoteSlot(h *host, owner slotAsker, now time.Time) 
 	if r.asking && now.Before(r.askBy) {
 		return false
 	}
-	r.seq++
-	r.asking, r.askBy = true, now.Add(askWait)
-	seq := r.seq
+	if ka := a.keyAsks[h.clock]; ka != nil && now.Before(ka.by) {
+		ka.hosts = append(ka.hosts, h)
+		r.asking, r.askBy = true, ka.by
+		return false
+	}
+	a.askSeq++
+	ka := &keyAsk{seq: a.askSeq, by: now.Add(askWait), asker: h, hosts: []*host{h}}
+	a.keyAsks[h.clock] = ka
+	r.asking, r.askBy = true, ka.by
+	key, seq := h.clock, ka.seq
 	a.remoteAsks.Add(1)
-	owner.ask(session.SlotAsk{Key: h.clock, From: askID(a.srv.peers.self, a.key), Delay: h.delay}, func(ans slotAnswer) {
+	owner.ask(session.SlotAsk{Key: key, From: askID(a.srv.peers.self, a.key), Delay: h.delay}, func(ans slotAnswer) {
 		// Not on the link's goroutine: a busy actor must not hold up
 		// the other campaigns' answers.
-		go a.post(func() { a.onSlot(h, seq, ans) })
+		go a.post(func() { a.onSlot(key, seq, ans) })
 	})
 	return false
 }
 
-// onSlot applies the owner's answer to h's ask seq: a start now (h may
-// lease at once), a turn later (h waits for it, then asks again), or a
-// failure (the owner is passed over for a while: h asks the next one).
-func (a *campaignActor) onSlot(h *host, seq uint64, ans slotAnswer) {
-	r := &h.remote
-	if a.hosts[h.name] != h || !r.asking || r.seq != seq {
-		return // a later ask, or a new key, replaced it
+// onSlot applies the owner's answer to the ask seq of key: a start now
+// (its asker may lease at once), a turn later (the key's hosts wait for
+// it, then ask again), or a failure (the owner is passed over for a
+// while: the hosts ask the next one).
+func (a *campaignActor) onSlot(key string, seq uint64, ans slotAnswer) {
+	ka := a.keyAsks[key]
+	if ka == nil || ka.seq != seq {
+		return // lost, and asked again since
 	}
+	delete(a.keyAsks, key)
 	now := time.Now()
-	r.asking = false
 	switch {
 	case ans.err != nil:
-		a.log.Debug("a start asked of another scheduler failed; asking the next owner", "host", h.name, "key", h.clock, "err", ans.err)
-	case ans.wait <= 0:
-		r.grant = now.Add(grantFor(h.delay))
-	default:
+		a.log.Debug("a start asked of another scheduler failed; asking the next owner", "key", key, "err", ans.err)
+	case ans.wait > 0:
 		a.clockWaits.Add(1)
-		h.next = maxTime(h.next, now.Add(ans.wait))
 	}
-	a.place(h, now)
+	for _, h := range ka.hosts {
+		if h.clock != key || !h.remote.asking {
+			continue // moved to another IP meanwhile
+		}
+		h.remote.asking = false
+		switch {
+		case ans.err != nil:
+		case ans.wait <= 0:
+			if h == ka.asker {
+				h.remote.grant = now.Add(grantFor(h.delay))
+			}
+		default:
+			h.next = maxTime(h.next, now.Add(ans.wait))
+		}
+		a.place(h, now)
+	}
 }
 
 // reportStart moves h's clock to a request start its outcome reported:

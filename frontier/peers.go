@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/frontier/session"
 )
 
@@ -300,3 +301,18 @@ func (c *hostClocks) answer(asks []session.SlotAsk, starts []session.SlotStart, 
 
 // askID names a campaign of this scheduler on another's clock.
 func askID(self, campaign string) string { return self + "/" + campaign }
+
+// IPOwner is the scheduler among peers (DROVER_SCHEDULER's addresses)
+// that owns the clock of ip's politeness key while every one of them is
+// reachable: the same answer on every scheduler.
+func IPOwner(peers []string, ip string) string {
+	key := campaign.IPKey(ip)
+	var best string
+	var bestScore uint64
+	for i, p := range peers {
+		if s := rendezvous(p, key); i == 0 || s > bestScore {
+			best, bestScore = p, s
+		}
+	}
+	return best
+}

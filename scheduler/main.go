@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"syscall"
 
 	"github.com/drover-crawl/drover/envconf"
@@ -34,6 +35,7 @@ func run() int {
 	flag.StringVar(&cfg.Name, "name", "", "scheduler name (default: scheduler-INDEX)")
 	flag.IntVar(&cfg.Index, "index", 0, "this scheduler's index among -replicas")
 	flag.IntVar(&cfg.Replicas, "replicas", 1, "number of schedulers sharing the campaigns")
+	flag.StringVar(&cfg.Self, "self", "", "this scheduler's address among $DROVER_SCHEDULER, where the others reach it for the IP keys it owns (default: -listen when listed, else the -index'th)")
 	flag.IntVar(&cfg.Prefetch, "prefetch", cfg.Prefetch, "URLs held per shard consumer (RabbitMQ counts messages: prefetch/batch of them, at least min(prefetch, 64))")
 	flag.IntVar(&cfg.Batch, "batch", cfg.Batch, "new links of one shard queue per RabbitMQ message (1: one URL a message)")
 	flag.StringVar(&cfg.QueueType, "queue-type", env.QueueType, "shard queue type of a campaign that names none: quorum or classic (default $DROVER_QUEUE_TYPE, else quorum when AMQP_URL names several nodes, classic for one)")
@@ -57,6 +59,7 @@ func run() int {
 	if cfg.Name == "" {
 		cfg.Name = fmt.Sprintf("scheduler-%d", cfg.Index)
 	}
+	cfg.Peers, cfg.Self = env.Schedulers, selfAddr(cfg.Self, *listen, env.Schedulers, cfg.Index)
 	if *seen == "" {
 		*seen = filepath.Join("data", "seen", cfg.Name)
 	} else if *seen == "mem" {
@@ -81,6 +84,13 @@ func run() int {
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		go func() { log.Error("pprof server ended", "err", http.ListenAndServe(*pprofAddr, mux)) }()
 	}
+	if serverTLS != nil {
+		if cfg.PeerTLS, err = sec.Client(); err != nil {
+			fmt.Fprintln(os.Stderr, "scheduler:", err)
+			return 2
+		}
+	}
+	cfg.PeerInsecurePlaintext = sec.InsecurePlaintext
 	amqpTLS, err := sec.AMQPTLS(env.AMQPURL)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "scheduler:", err)
@@ -106,4 +116,18 @@ func run() int {
 		return 1
 	}
 	return 0
+}
+
+// selfAddr is this scheduler's address among peers: self when given, else
+// listen when peers name it, else the index'th peer.
+func selfAddr(self, listen string, peers []string, index int) string {
+	switch {
+	case self != "":
+		return self
+	case slices.Contains(peers, listen):
+		return listen
+	case index < len(peers):
+		return peers[index]
+	}
+	return ""
 }
