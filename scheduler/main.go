@@ -59,7 +59,6 @@ func run() int {
 	if cfg.Name == "" {
 		cfg.Name = fmt.Sprintf("scheduler-%d", cfg.Index)
 	}
-	cfg.Peers, cfg.Self = env.Schedulers, selfAddr(cfg.Self, *listen, env.Schedulers, cfg.Index)
 	if *seen == "" {
 		*seen = filepath.Join("data", "seen", cfg.Name)
 	} else if *seen == "mem" {
@@ -78,19 +77,11 @@ func run() int {
 		return 1
 	}
 	defer ms.Close()
-	if *pprofAddr != "" {
-		mux := http.NewServeMux()
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		go func() { log.Error("pprof server ended", "err", http.ListenAndServe(*pprofAddr, mux)) }()
+	servePprof(*pprofAddr, log)
+	if err := peers(&cfg, env.Schedulers, *listen, sec, serverTLS != nil); err != nil {
+		fmt.Fprintln(os.Stderr, "scheduler:", err)
+		return 2
 	}
-	if serverTLS != nil {
-		if cfg.PeerTLS, err = sec.Client(); err != nil {
-			fmt.Fprintln(os.Stderr, "scheduler:", err)
-			return 2
-		}
-	}
-	cfg.PeerInsecurePlaintext = sec.InsecurePlaintext
 	amqpTLS, err := sec.AMQPTLS(env.AMQPURL)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "scheduler:", err)
@@ -106,7 +97,7 @@ func run() int {
 	if ms != nil {
 		metricsURL = ms.URL()
 	}
-	log.Info("scheduler listening", "addr", s.Addr(), "index", cfg.Index, "replicas", cfg.Replicas, "metrics", metricsURL, "tls", serverTLS != nil, "mtls", sec.ClientCA != "")
+	log.Info("scheduler listening", "addr", s.Addr(), "self", cfg.Self, "peers", len(cfg.Peers), "index", cfg.Index, "replicas", cfg.Replicas, "metrics", metricsURL, "tls", serverTLS != nil, "mtls", sec.ClientCA != "")
 	select {
 	case <-ctx.Done():
 		s.Close()
@@ -116,6 +107,31 @@ func run() int {
 		return 1
 	}
 	return 0
+}
+
+// servePprof serves Go's profiles on addr (empty: not at all).
+func servePprof(addr string, log *slog.Logger) {
+	if addr == "" {
+		return
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	go func() { log.Error("pprof server ended", "err", http.ListenAndServe(addr, mux)) }()
+}
+
+// peers sets how cfg's scheduler reaches the others, which own IP keys:
+// their addresses, its own among them, and, when it serves TLS, a client
+// TLS config from the same options.
+func peers(cfg *frontier.ServerConfig, schedulers []string, listen string, sec tlsconf.Options, serveTLS bool) error {
+	cfg.Peers, cfg.Self = schedulers, selfAddr(cfg.Self, listen, schedulers, cfg.Index)
+	cfg.PeerInsecurePlaintext = sec.InsecurePlaintext
+	if serveTLS {
+		var err error
+		cfg.PeerTLS, err = sec.Client()
+		return err
+	}
+	return nil
 }
 
 // selfAddr is this scheduler's address among peers: self when given, else
