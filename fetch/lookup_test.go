@@ -149,3 +149,31 @@ func TestLookupGuarded(t *testing.T) {
 	equal(t, res.Page.IP, "127.0.0.1")
 	equal(t, rec.got(), []string{"host7.sim:" + rec.port})
 }
+
+// ResolveIP answers the address a fetch of the host would dial first,
+// through the hook and the guard, and sends nothing to the host; the
+// fetch then reports that address, in the Result too.
+func TestResolveIPIsTheAddressDialed(t *testing.T) {
+	rec := newHostRecorder(t)
+	u := "http://host7.sim:" + rec.port + "/"
+	var asked []string
+	f, err := New(virtualConfig(u, true), WithLookup(answer(&asked, "127.0.0.1", "127.0.0.2")))
+	must(t, err == nil, err)
+	t.Cleanup(f.Close)
+	ip, err := f.ResolveIP(testCtx(t), "http://host7.sim:"+rec.port)
+	must(t, err == nil, err)
+	equal(t, ip, "127.0.0.1")
+	equal(t, len(rec.got()), 0, "requests at the listener after a resolve")
+	res := f.Fetch(testCtx(t), Request{URL: u})
+	must(t, res.Err == nil && res.Page != nil, "fetch failed: ", res.Err)
+	equal(t, res.IP, ip)
+	equal(t, res.Page.IP, ip)
+
+	// Refused by the guard: no address, and the guard's error.
+	g, err := New(virtualConfig(u, false), WithLookup(answer(&asked, "127.0.0.1")))
+	must(t, err == nil, err)
+	t.Cleanup(g.Close)
+	ip, err = g.ResolveIP(testCtx(t), "http://host7.sim:"+rec.port)
+	var ge *GuardError
+	check(t, errors.As(err, &ge) && ip == "", "a guarded address resolved: ", ip, err)
+}
