@@ -1,8 +1,9 @@
 package node_test
 
 // Politeness keyed by IP, by the server's own clock: eight host names on
-// one address, held by two schedulers (a host's shard is a hash of its
-// name), are one address's worth of requests: one at a time.
+// one address, held by schedulers that are not the IP's owner (a host's
+// shard is a hash of its name), are one address's worth of requests: one
+// at a time, whichever campaign and scheduler made them.
 
 import (
 	"fmt"
@@ -24,65 +25,176 @@ import (
 	"github.com/drover-crawl/drover/node/nodetest"
 )
 
+const ipHosts, ipPages = 8, 4
+
 func TestIPKeyOneRequestAtATimeOverTwoSchedulers(t *testing.T) {
 	const delay = 300 * time.Millisecond
-	web, seen := crawlByIP(t, delay, 30*time.Millisecond)
-	web.mu.Lock()
-	defer web.mu.Unlock()
-	if web.most != 1 {
-		t.Errorf("the server had %d requests at once; the hosts of one IP share one clock over both schedulers", web.most)
+	web := startDomainWeb(t, ipHosts, ipPages, 30*time.Millisecond)
+	sv := startServices(t)
+	ss := startPeeredSchedulers(t)
+	startIPWorker(t, sv, ss.addrs, "ip-worker", 0)
+	cfg := ipCampaign(sv, web, delay, "ipkey")
+	wait := runCampaign(t, sv.temporal.Client(), cfg, 4*time.Minute)
+	seen := ss.watch(cfg.ID)
+	wait()
+	got := seen()
+	checkEveryPage(t, web, 1)
+	most, least, _ := serverSaw(web)
+	if most != 1 {
+		t.Errorf("the server had %d requests at once; the hosts of one IP share one clock over both schedulers", most)
 	}
-	starts := slices.SortedFunc(slices.Values(web.starts), time.Time.Compare)
-	least := time.Hour
-	for i := 1; i < len(starts); i++ {
-		least = min(least, starts[i].Sub(starts[i-1]))
-	}
-	if seen[0].asks+seen[1].asks == 0 {
+	if got[0].asks+got[1].asks == 0 {
 		t.Error("no start was asked of the other scheduler: the IP's owner held every host")
 	}
 	t.Logf("%d requests to %d host names of 127.0.0.1; at most %d at once; smallest gap %s; hosts held and starts asked of the owner (scheduler 1) by scheduler: %+v",
-		len(starts), web.hosts, web.most, least.Round(time.Millisecond), seen)
+		len(web.starts), web.hosts, most, least.Round(time.Millisecond), got)
 }
 
-// schedSeen is what one scheduler's metrics showed of the campaign at
-// most: the hosts it held and the starts it asked of another scheduler.
-type schedSeen struct{ hosts, asks float64 }
-
-// crawlByIP crawls eight host names that all resolve to 127.0.0.1 (the
-// fetchers' lookup hook), keyed by IP at delay, through two schedulers
-// that know each other, with every answer taking latency. Scheduler 1
-// owns the IP's clock; the first fetcher session goes to scheduler 0,
-// whose consumers then come first on the campaign's shards (its own
-// half, then the rest, as a standby), so that it holds hosts and asks
-// scheduler 1 for their starts. It checks that
-// every page was requested, and returns the web and what each
-// scheduler's metrics showed while it ran.
-func crawlByIP(t *testing.T, delay, latency time.Duration) (*domainWeb, [2]schedSeen) {
-	const hosts, pages = 8, 4
-	web := startDomainWeb(t, hosts, pages, latency)
+// Two campaigns keyed by IP crawl the eight host names at once, each
+// mostly held by a scheduler of its own: the IP's owner leases its hosts'
+// starts on its own clock, the other asks it for each of its hosts', and
+// the server still has one request at a time.
+func TestIPKeySharedByTwoCampaignsOnTwoSchedulers(t *testing.T) {
+	const delay = 300 * time.Millisecond
+	web := startDomainWeb(t, ipHosts, ipPages, 30*time.Millisecond)
 	sv := startServices(t)
-	addrs := freeAddrs(t, 2)
-	for frontier.IPOwner(addrs, "127.0.0.1") != addrs[1] {
-		addrs = freeAddrs(t, 2)
+	ss := startPeeredSchedulers(t)
+	// A worker of two sessions: campaign a's two sessions both run there,
+	// and the scheduler its first session reaches consumes its shards.
+	startIPWorker(t, sv, ss.addrs, "ip-worker-0", 2)
+	a := ipCampaign(sv, web, delay, "ipkey-a")
+	a.Fetchers, a.UserAgent = 2, "drover-test-a"
+	waitA := runCampaign(t, sv.temporal.Client(), a, 4*time.Minute)
+	seenA := ss.watch(a.ID)
+	var held [2]float64
+	for deadline := time.Now().Add(time.Minute); held[0]+held[1] == 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no scheduler holds a host of campaign a after a minute")
+		}
+		held = [2]float64{ss.now(0, a.ID).hosts, ss.now(1, a.ID).hosts}
 	}
-	var regs [2]*prometheus.Registry
+	// Then a worker whose first session goes to the other scheduler:
+	// campaign b's shards are consumed there.
+	first := 1
+	if held[1] > held[0] {
+		first = 0
+	}
+	startIPWorker(t, sv, []string{ss.addrs[first], ss.addrs[1-first]}, "ip-worker-1", 2)
+	b := ipCampaign(sv, web, delay, "ipkey-b")
+	b.Fetchers, b.UserAgent = 2, "drover-test-b"
+	waitB := runCampaign(t, sv.temporal.Client(), b, 4*time.Minute)
+	seenB := ss.watch(b.ID)
+	waitA()
+	waitB()
+	gotA, gotB := seenA(), seenB()
+	checkEveryPage(t, web, 2)
+	most, least, by := serverSaw(web)
+	if most != 1 {
+		t.Errorf("the server had %d requests at once; two campaigns on two schedulers share the IP's clock", most)
+	}
+	if gotA[0].hosts+gotB[0].hosts == 0 || gotA[1].hosts+gotB[1].hosts == 0 {
+		t.Errorf("the test needs hosts on both schedulers: a %+v, b %+v", gotA, gotB)
+	}
+	if gotA[0].asks+gotB[0].asks == 0 {
+		t.Error("scheduler 0 asked scheduler 1, the IP's owner, for no start")
+	}
+	for _, ua := range []string{a.UserAgent, b.UserAgent} {
+		if by[ua] < 40 {
+			t.Errorf("campaign %s made %d requests, want 40 (32 pages, 8 robots.txt)", ua, by[ua])
+		}
+	}
+	t.Logf("%d requests to %d host names of 127.0.0.1 by two campaigns; at most %d at once; smallest gap %s; requests by campaign %v; hosts held and starts asked of the owner (scheduler 1) by scheduler: a %+v, b %+v",
+		len(web.starts), web.hosts, most, least.Round(time.Millisecond), by, gotA, gotB)
+}
+
+func ipCampaign(sv *services, web *domainWeb, delay time.Duration, name string) campaign.Config {
+	return campaign.Config{ID: fmt.Sprintf("%s-%d", name, rand.IntN(1e9)), Seeds: web.seeds(), Fetchers: 4, AllowPrivate: true,
+		PerHostDelay: new(delay), PolitenessKey: campaign.KeyIP, Sinks: []string{"kafka://" + sv.kafka.Addr() + "/" + sv.topic}}
+}
+
+// checkEveryPage checks that each page of the web was requested, n times
+// at least.
+func checkEveryPage(t *testing.T, web *domainWeb, n int) {
+	t.Helper()
+	web.mu.Lock()
+	defer web.mu.Unlock()
+	for h := range web.hosts {
+		for p := range web.pages {
+			path := "/"
+			if p > 0 {
+				path = fmt.Sprintf("/p/%d", p)
+			}
+			if got := web.seen[fmt.Sprintf("h%d.drover.test%s", h, path)]; got < n {
+				t.Errorf("h%d.drover.test%s requested %d times, want %d", h, path, got, n)
+			}
+		}
+	}
+}
+
+// serverSaw is what the web's server saw: the most requests at once, the
+// smallest gap between two starts, and the requests by User-Agent.
+func serverSaw(web *domainWeb) (most int, least time.Duration, by map[string]int) {
+	web.mu.Lock()
+	defer web.mu.Unlock()
+	starts := slices.SortedFunc(slices.Values(web.starts), time.Time.Compare)
+	least = time.Hour
+	for i := 1; i < len(starts); i++ {
+		least = min(least, starts[i].Sub(starts[i-1]))
+	}
+	by = map[string]int{}
+	for _, ua := range web.agents {
+		by[ua]++
+	}
+	return web.most, least, by
+}
+
+// peeredSchedulers are two schedulers that know each other (Peers, Self),
+// scheduler 1 the owner of 127.0.0.1's clock, each with its metrics.
+type peeredSchedulers struct {
+	addrs []string
+	regs  [2]*prometheus.Registry
+}
+
+func startPeeredSchedulers(t *testing.T) *peeredSchedulers {
+	ss := &peeredSchedulers{addrs: freeAddrs(t, 2)}
+	for frontier.IPOwner(ss.addrs, "127.0.0.1") != ss.addrs[1] {
+		ss.addrs = freeAddrs(t, 2)
+	}
 	for i := range 2 {
 		c := frontier.DefaultServerConfig()
 		c.Name, c.Index, c.Replicas = fmt.Sprintf("ipsched-%d", i), i, 2
-		c.Peers, c.Self = addrs, addrs[i]
-		regs[i] = prometheus.NewRegistry()
-		nodetest.StartScheduler(t, node.SchedulerConfig{Server: c, Listen: addrs[i], SeenPath: filepath.Join(t.TempDir(), "seen"), Metrics: regs[i]})
+		c.Peers, c.Self = ss.addrs, ss.addrs[i]
+		ss.regs[i] = prometheus.NewRegistry()
+		nodetest.StartScheduler(t, node.SchedulerConfig{Server: c, Listen: ss.addrs[i], SeenPath: filepath.Join(t.TempDir(), "seen"), Metrics: ss.regs[i]})
 	}
-	w, err := node.StartWorkers(sv.temporal.Client(), node.WorkerConfig{Identity: "ip-worker", Activities: &activities.Activities{
-		Schedulers: addrs, Token: session.DevToken, KafkaBrokers: sv.kafka.Addr(), Identity: "ip-worker", Lookup: web.lookup,
+	return ss
+}
+
+// startIPWorker starts a worker whose sessions go to schedulers (the
+// K'th session to the K'th), all host names resolving to 127.0.0.1; at
+// most sessions FetchSessions (0: the default).
+func startIPWorker(t *testing.T, sv *services, schedulers []string, identity string, sessions int) {
+	w, err := node.StartWorkers(sv.temporal.Client(), node.WorkerConfig{Identity: identity, MaxSessions: sessions, Activities: &activities.Activities{
+		Schedulers: schedulers, Token: session.DevToken, KafkaBrokers: sv.kafka.Addr(), Identity: identity, Lookup: (&domainWeb{}).lookup,
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(w.Stop)
-	cfg := campaign.Config{ID: fmt.Sprintf("ipkey-%d", rand.IntN(1e9)), Seeds: web.seeds(), Fetchers: 4, AllowPrivate: true,
-		PerHostDelay: new(delay), PolitenessKey: campaign.KeyIP, Sinks: []string{"kafka://" + sv.kafka.Addr() + "/" + sv.topic}}
-	wait := runCampaign(t, sv.temporal.Client(), cfg, 4*time.Minute)
+}
+
+// schedSeen is what one scheduler's metrics showed of a campaign: the
+// hosts it held and the starts it asked of another scheduler.
+type schedSeen struct{ hosts, asks float64 }
+
+func (ss *peeredSchedulers) now(i int, id string) schedSeen {
+	return schedSeen{hosts: gathered(ss.regs[i], "drover_scheduler_hosts", id), asks: gathered(ss.regs[i], "drover_scheduler_remote_slot_asks_total", id)}
+}
+
+// watch polls the campaign's series on both schedulers until the
+// returned func is called, which returns the most each showed (the
+// series go when the campaign closes).
+func (ss *peeredSchedulers) watch(id string) func() [2]schedSeen {
 	var seen [2]schedSeen
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -90,9 +202,9 @@ func crawlByIP(t *testing.T, delay, latency time.Duration) (*domainWeb, [2]sched
 	go func() {
 		defer wg.Done()
 		for {
-			for i, r := range regs {
-				seen[i].hosts = max(seen[i].hosts, gathered(r, "drover_scheduler_hosts", cfg.ID))
-				seen[i].asks = max(seen[i].asks, gathered(r, "drover_scheduler_remote_slot_asks_total", cfg.ID))
+			for i := range ss.regs {
+				n := ss.now(i, id)
+				seen[i].hosts, seen[i].asks = max(seen[i].hosts, n.hosts), max(seen[i].asks, n.asks)
 			}
 			select {
 			case <-stop:
@@ -101,23 +213,11 @@ func crawlByIP(t *testing.T, delay, latency time.Duration) (*domainWeb, [2]sched
 			}
 		}
 	}()
-	wait()
-	close(stop)
-	wg.Wait()
-	web.mu.Lock()
-	defer web.mu.Unlock()
-	for h := range hosts {
-		for p := range pages {
-			path := "/"
-			if p > 0 {
-				path = fmt.Sprintf("/p/%d", p)
-			}
-			if web.seen[fmt.Sprintf("h%d.drover.test%s", h, path)] == 0 {
-				t.Errorf("h%d.drover.test%s never requested", h, path)
-			}
-		}
+	return func() [2]schedSeen {
+		close(stop)
+		wg.Wait()
+		return seen
 	}
-	return web, seen
 }
 
 // freeAddrs returns n loopback addresses with a port free a moment ago,
