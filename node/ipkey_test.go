@@ -151,8 +151,9 @@ func serverSaw(web *domainWeb) (most int, least time.Duration, by map[string]int
 // peeredSchedulers are two schedulers that know each other (Peers, Self),
 // scheduler 1 the owner of 127.0.0.1's clock, each with its metrics.
 type peeredSchedulers struct {
-	addrs []string
-	regs  [2]*prometheus.Registry
+	addrs  []string
+	regs   [2]*prometheus.Registry
+	scheds [2]*node.Scheduler
 }
 
 func startPeeredSchedulers(t *testing.T) *peeredSchedulers {
@@ -165,7 +166,7 @@ func startPeeredSchedulers(t *testing.T) *peeredSchedulers {
 		c.Name, c.Index, c.Replicas = fmt.Sprintf("ipsched-%d", i), i, 2
 		c.Peers, c.Self = ss.addrs, ss.addrs[i]
 		ss.regs[i] = prometheus.NewRegistry()
-		nodetest.StartScheduler(t, node.SchedulerConfig{Server: c, Listen: ss.addrs[i], SeenPath: filepath.Join(t.TempDir(), "seen"), Metrics: ss.regs[i]})
+		ss.scheds[i] = nodetest.StartScheduler(t, node.SchedulerConfig{Server: c, Listen: ss.addrs[i], SeenPath: filepath.Join(t.TempDir(), "seen"), Metrics: ss.regs[i]})
 	}
 	return ss
 }
@@ -257,4 +258,52 @@ func gathered(r *prometheus.Registry, name, campaign string) float64 {
 		}
 	}
 	return 0
+}
+
+// The IP's owner goes away mid-crawl: the scheduler that asked it passes
+// it over and keeps the IP's clock itself from then on. The crawl ends
+// with every page, and the spacing starts afresh once: the test counts
+// the gaps under the delay the server saw after the owner went.
+func TestIPKeyOwnerGone(t *testing.T) {
+	const delay = 300 * time.Millisecond
+	web := startDomainWeb(t, ipHosts, 8, 30*time.Millisecond)
+	sv := startServices(t)
+	ss := startPeeredSchedulers(t)
+	startIPWorker(t, sv, ss.addrs, "ip-worker", 0)
+	cfg := ipCampaign(sv, web, delay, "ipkey-gone")
+	wait := runCampaign(t, sv.temporal.Client(), cfg, 4*time.Minute)
+	seen := ss.watch(cfg.ID)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		if n := ss.now(0, cfg.ID); n.asks >= 20 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("scheduler 0 asked the owner for fewer than 20 starts in a minute: %+v, %+v", ss.now(0, cfg.ID), ss.now(1, cfg.ID))
+		}
+	}
+	web.mu.Lock()
+	before, gone := len(web.starts), time.Now()
+	web.mu.Unlock()
+	ss.scheds[1].Close()
+	st := wait()
+	got := seen()
+	checkEveryPage(t, web, 1)
+	most, least, _ := serverSaw(web)
+	web.mu.Lock()
+	after := slices.SortedFunc(slices.Values(web.starts[before:]), time.Time.Compare)
+	web.mu.Unlock()
+	short := 0
+	for i := 1; i < len(after); i++ {
+		if after[i].Sub(after[i-1]) < delay {
+			short++
+		}
+	}
+	if len(after) < 20 {
+		t.Errorf("only %d requests after the owner went: it did not go mid-crawl", len(after))
+	}
+	if most != 1 {
+		t.Errorf("the server had %d requests at once", most)
+	}
+	t.Logf("owner gone after %d requests (%s); %d requests after, %d gaps under %s among them; at most %d at once, smallest gap %s; by scheduler %+v; reason %q",
+		before, gone.Format(time.TimeOnly), len(after), short, delay, most, least.Round(time.Millisecond), got, st.Reason)
 }
