@@ -32,7 +32,9 @@ func TestIPKeyOneRequestAtATimeOverTwoSchedulers(t *testing.T) {
 	web := startDomainWeb(t, ipHosts, ipPages, 30*time.Millisecond)
 	sv := startServices(t)
 	ss := startPeeredSchedulers(t)
-	startIPWorker(t, sv, ss.addrs, "ip-worker", 0)
+	// Every session to scheduler 0, which then holds every host and asks
+	// scheduler 1 for each start.
+	startIPWorker(t, sv, ss.addrs[:1], "ip-worker", 0)
 	cfg := ipCampaign(sv, web, delay, "ipkey")
 	wait := runCampaign(t, sv.temporal.Client(), cfg, 4*time.Minute)
 	seen := ss.watch(cfg.ID)
@@ -43,8 +45,11 @@ func TestIPKeyOneRequestAtATimeOverTwoSchedulers(t *testing.T) {
 	if most != 1 {
 		t.Errorf("the server had %d requests at once; the hosts of one IP share one clock over both schedulers", most)
 	}
-	if got[0].asks+got[1].asks == 0 {
-		t.Error("no start was asked of the other scheduler: the IP's owner held every host")
+	if least < delay {
+		t.Errorf("two requests to the IP %s apart at the server; its delay is %s", least.Round(time.Millisecond), delay)
+	}
+	if got[0].asks == 0 {
+		t.Error("scheduler 0 asked scheduler 1, the IP's owner, for no start")
 	}
 	t.Logf("%d requests to %d host names of 127.0.0.1; at most %d at once; smallest gap %s; hosts held and starts asked of the owner (scheduler 1) by scheduler: %+v",
 		len(web.starts), web.hosts, most, least.Round(time.Millisecond), got)
@@ -56,7 +61,7 @@ func TestIPKeyOneRequestAtATimeOverTwoSchedulers(t *testing.T) {
 // server still has one request at a time.
 func TestIPKeySharedByTwoCampaignsOnTwoSchedulers(t *testing.T) {
 	const delay = 300 * time.Millisecond
-	web := startDomainWeb(t, ipHosts, ipPages, 30*time.Millisecond)
+	web := startDomainWeb(t, ipHosts, ipPages, 100*time.Millisecond)
 	sv := startServices(t)
 	ss := startPeeredSchedulers(t)
 	// A worker of two sessions, both to scheduler 0: campaign a's two
@@ -86,6 +91,9 @@ func TestIPKeySharedByTwoCampaignsOnTwoSchedulers(t *testing.T) {
 	most, least, by := serverSaw(web)
 	if most != 1 {
 		t.Errorf("the server had %d requests at once; two campaigns on two schedulers share the IP's clock", most)
+	}
+	if least < delay {
+		t.Errorf("two requests to the IP %s apart at the server; its delay is %s", least.Round(time.Millisecond), delay)
 	}
 	if gotA[0].hosts == 0 || gotB[1].hosts == 0 {
 		t.Errorf("the test needs a's hosts on scheduler 0 and b's on scheduler 1: a %+v, b %+v", gotA, gotB)
@@ -285,20 +293,33 @@ func TestIPKeyOwnerGone(t *testing.T) {
 	checkEveryPage(t, web, 1)
 	most, least, _ := serverSaw(web)
 	web.mu.Lock()
-	after := slices.SortedFunc(slices.Values(web.starts[before:]), time.Time.Compare)
+	starts := slices.SortedFunc(slices.Values(web.starts), time.Time.Compare)
 	web.mu.Unlock()
-	short := 0
-	for i := 1; i < len(after); i++ {
-		if after[i].Sub(after[i-1]) < delay {
-			short++
+	// Gaps under the delay, by whether the later start came before the
+	// owner went or after.
+	var shortBefore, shortAfter, after int
+	for i := range starts {
+		if starts[i].After(gone) {
+			after++
+		}
+		if i == 0 || starts[i].Sub(starts[i-1]) >= delay {
+			continue
+		}
+		if starts[i].After(gone) {
+			shortAfter++
+		} else {
+			shortBefore++
 		}
 	}
-	if len(after) < 20 {
-		t.Errorf("only %d requests after the owner went: it did not go mid-crawl", len(after))
+	if after < 20 {
+		t.Errorf("only %d requests after the owner went: it did not go mid-crawl", after)
+	}
+	if shortBefore > 0 {
+		t.Errorf("%d gaps under the delay while the owner was up", shortBefore)
 	}
 	if most != 1 {
 		t.Errorf("the server had %d requests at once", most)
 	}
-	t.Logf("owner gone after %d requests (%s); %d requests after, %d gaps under %s among them; at most %d at once, smallest gap %s; by scheduler %+v; reason %q",
-		before, gone.Format(time.TimeOnly), len(after), short, delay, most, least.Round(time.Millisecond), got, st.Reason)
+	t.Logf("owner gone after %d requests; %d requests after; gaps under %s: %d before, %d after; at most %d at once, smallest gap %s; hosts held and starts asked by scheduler %+v; reason %q",
+		before, after, delay, shortBefore, shortAfter, most, least.Round(time.Millisecond), got, st.Reason)
 }
