@@ -82,6 +82,12 @@ func (c *hostClocks) slot(key, campaign string, delay time.Duration, now time.Ti
 	hc := sh.clocks[key]
 	if hc == nil {
 		hc = &hostClock{}
+		if sharedKey(key) {
+			// Another scheduler may have had this IP's clock until now
+			// (its owner went, or came back, or this one restarted):
+			// its last start is not known here, so count one now.
+			hc.took, hc.last = now, now
+		}
 		sh.clocks[key] = hc
 	}
 	hc.dropStale(now, delay)

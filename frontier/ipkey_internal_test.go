@@ -240,7 +240,14 @@ func TestRemoteSlotDoesNotWait(t *testing.T) {
 	owner.asks[1].done(slotAnswer{err: errPeerClosed})
 	(<-a.events)()
 	owner.isDown = true
-	if !a.takeSlot(hs[1], time.Now()) {
+	now = time.Now()
+	if a.takeSlot(hs[1], now) {
+		t.Fatal("with its owner down, this scheduler's new clock of the key started at once: the owner's last start may be a moment ago")
+	}
+	if len(owner.asks) != 2 {
+		t.Fatalf("the owner down, %d asks, want still 2", len(owner.asks))
+	}
+	if !a.takeSlot(hs[1], hs[1].next) {
 		t.Fatal("with its owner down, the key's clock is not this scheduler's")
 	}
 }

@@ -263,10 +263,13 @@ func gathered(r *prometheus.Registry, name, campaign string) float64 {
 	return 0
 }
 
-// The IP's owner goes away mid-crawl: the scheduler that asked it passes
-// it over and keeps the IP's clock itself from then on. The crawl ends
-// with every page, and the spacing starts afresh once: the test counts
-// the gaps under the delay the server saw after the owner went.
+// The IP's owner goes away mid-crawl (closed, its sessions cut): the
+// scheduler that asked it passes it over and keeps the IP's clock itself
+// from then on, its first start a delay after it took the clock over, so
+// that a request the owner had just started is not overlapped. The crawl
+// ends with every page, every two starts at the server the delay apart,
+// before the owner went and after (in some runs the owner also held
+// hosts, which the other scheduler takes over).
 func TestIPKeyOwnerGone(t *testing.T) {
 	const delay = 300 * time.Millisecond
 	web := startDomainWeb(t, ipHosts, 8, 30*time.Millisecond)
@@ -314,8 +317,8 @@ func TestIPKeyOwnerGone(t *testing.T) {
 	if after < 20 {
 		t.Errorf("only %d requests after the owner went: it did not go mid-crawl", after)
 	}
-	if shortBefore > 0 {
-		t.Errorf("%d gaps under the delay while the owner was up", shortBefore)
+	if shortBefore+shortAfter > 0 {
+		t.Errorf("gaps under the delay: %d while the owner was up, %d after it went", shortBefore, shortAfter)
 	}
 	if most != 1 {
 		t.Errorf("the server had %d requests at once", most)
