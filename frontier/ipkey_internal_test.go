@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -249,5 +251,85 @@ func TestRemoteSlotDoesNotWait(t *testing.T) {
 	}
 	if !a.takeSlot(hs[1], hs[1].next) {
 		t.Fatal("with its owner down, the key's clock is not this scheduler's")
+	}
+}
+
+// fakeOwner is a scheduler's control side reduced to op slots: it answers
+// each ask with wait, and ends each session after one request, as a
+// scheduler ends a control session left idle.
+func fakeOwner(t *testing.T, wait time.Duration) (addr string, sessions *atomic.Int64) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	sessions = &atomic.Int64{}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			sessions.Add(1)
+			go func() {
+				defer c.Close()
+				fr, fw := session.NewFrameReader(c), session.NewFrameWriter(c)
+				if _, _, err := fr.ReadFrame(); err != nil {
+					return
+				}
+				_ = fw.WriteFrame(session.FrameWelcome, session.Welcome{Version: session.ProtocolVersion})
+				_ = fw.Flush()
+				ft, payload, err := fr.ReadFrame()
+				if err != nil {
+					return
+				}
+				var req session.Request
+				_ = session.Decode(ft, payload, &req)
+				waits := make([]time.Duration, len(req.Slots))
+				for i := range waits {
+					waits[i] = wait
+				}
+				_ = fw.WriteFrame(session.FrameReply, session.Reply{Waits: waits})
+				_ = fw.Flush()
+			}()
+		}
+	}()
+	return ln.Addr().String(), sessions
+}
+
+// A link whose session the owner ended dials again and gets its answer;
+// a link whose owner is gone answers its asks with the error and is
+// passed over.
+func TestPeerLinkRedialsAndFails(t *testing.T) {
+	addr, sessions := fakeOwner(t, 250*time.Millisecond)
+	l := newPeerLink(addr, session.Client{Token: "t"}, slog.Default())
+	t.Cleanup(l.close)
+	ask := func() slotAnswer {
+		got := make(chan slotAnswer, 1)
+		l.ask(session.SlotAsk{Key: "ip:192.0.2.1", From: "x/c", Delay: time.Second}, func(a slotAnswer) { got <- a })
+		select {
+		case a := <-got:
+			return a
+		case <-time.After(2 * peerTimeout):
+			t.Fatal("an ask was never answered")
+			return slotAnswer{}
+		}
+	}
+	for i := range 3 {
+		if a := ask(); a.err != nil || a.wait != 250*time.Millisecond {
+			t.Fatalf("ask %d: %+v, want a wait of 250ms", i, a)
+		}
+	}
+	if n := sessions.Load(); n < 3 || l.down() {
+		t.Fatalf("%d sessions for 3 asks, each ended after one (down %v)", n, l.down())
+	}
+	dead := newPeerLink("127.0.0.1:1", session.Client{Token: "t"}, slog.Default())
+	t.Cleanup(dead.close)
+	l = dead
+	if a := ask(); a.err == nil {
+		t.Fatal("an ask of an owner that is gone has no error")
+	}
+	if !dead.down() {
+		t.Error("an owner that is gone is not passed over")
 	}
 }

@@ -230,45 +230,46 @@ func (l *peerLink) loop() {
 		if len(asks) == 0 && len(starts) == 0 {
 			continue
 		}
-		var err error
-		ctl, err = l.send(ctl, asks, starts)
-		if err != nil {
-			l.log.Warn("peer scheduler unreachable; its IP keys go to the next scheduler", "err", err, "retry_in", peerRetry)
-			l.mu.Lock()
-			l.downUntil = time.Now().Add(peerRetry)
-			l.mu.Unlock()
-		}
+		ctl, _ = l.send(ctl, asks, starts)
 	}
 }
 
 // send makes one request of asks and starts over ctl (dialled when nil),
 // and hands each ask its answer; it returns the session to use next (nil
-// after a failure, which every ask is answered with).
+// after a failure, which every ask is answered with). A request that
+// fails is made once more on a new session: the peer ends a control
+// session idle for 5 minutes.
 func (l *peerLink) send(ctl *session.Control, asks []peerAsk, starts []session.SlotStart) (*session.Control, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), peerTimeout)
 	defer cancel()
-	fail := func(err error) (*session.Control, error) {
-		if ctl != nil {
-			ctl.Close()
-		}
-		for _, a := range asks {
-			a.done(slotAnswer{err: err})
-		}
-		return nil, err
-	}
-	if ctl == nil {
-		var err error
-		if ctl, err = l.client.DialControl(ctx, l.addr); err != nil {
-			return fail(err)
-		}
-	}
 	req := make([]session.SlotAsk, len(asks))
 	for i, a := range asks {
 		req[i] = a.ask
 	}
-	waits, err := ctl.Slots(ctx, req, starts)
+	var waits []time.Duration
+	err := errors.New("not sent")
+	for try := 0; try < 2 && err != nil; try++ {
+		if ctl == nil {
+			if ctl, err = l.client.DialControl(ctx, l.addr); err != nil {
+				break
+			}
+		}
+		if waits, err = ctl.Slots(ctx, req, starts); err != nil {
+			ctl.Close()
+			ctl = nil
+		}
+	}
 	if err != nil {
-		return fail(err)
+		// Passed over before the asks hear of it, so that they go on to
+		// the next owner.
+		l.log.Warn("peer scheduler unreachable; its IP keys go to the next scheduler", "err", err, "retry_in", peerRetry)
+		l.mu.Lock()
+		l.downUntil = time.Now().Add(peerRetry)
+		l.mu.Unlock()
+		for _, a := range asks {
+			a.done(slotAnswer{err: err})
+		}
+		return nil, err
 	}
 	for i, a := range asks {
 		a.done(slotAnswer{wait: waits[i]})
