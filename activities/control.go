@@ -76,13 +76,13 @@ func (a *Activities) Monitor(ctx context.Context, in workflows.MonitorInput) (wo
 			if failingSince.IsZero() {
 				failingSince = time.Now()
 			}
-			activity.GetLogger(ctx).Warn("stats unavailable", "error", err)
+			activity.GetLogger(ctx).Warn("stats unavailable", "err", err)
 			if time.Since(failingSince) > 5*time.Minute {
 				return last, temporal.NewApplicationError(err.Error(), "SchedulerUnreachable")
 			}
 		default:
 			failingSince = time.Time{}
-			last = workflows.MonitorResult{Stats: st, ReadAt: time.Now()}
+			last = workflows.MonitorResult{Stats: countsOf(st), ReadAt: time.Now()}
 			if cfg.MaxPages > 0 && st.Fetched+st.Failed >= cfg.MaxPages {
 				last.CapReached = true
 				return last, nil
@@ -137,7 +137,7 @@ func (a *Activities) close(ctx context.Context, in workflows.CloseInput) (workfl
 	if err != nil {
 		return workflows.CloseResult{}, err
 	}
-	return workflows.CloseResult{Stats: st}, nil
+	return workflows.CloseResult{Stats: countsOf(st)}, nil
 }
 
 // notifyMessage is the webhook payload: Slack-compatible through "text".
@@ -225,4 +225,9 @@ func (a *Activities) SetRules(ctx context.Context, in workflows.RulesInput) erro
 		return struct{}{}, a.sessions().SetRules(ctx, a.Schedulers, in.Campaign, in.Rules)
 	})
 	return err
+}
+
+// countsOf is what the workflow keeps of a scheduler reading.
+func countsOf(s session.Stats) workflows.Counts {
+	return workflows.Counts{Fetched: s.Fetched, Failed: s.Failed, Queued: s.Queued, InFlight: s.InFlight, CapReached: s.CapReached}
 }

@@ -103,7 +103,7 @@ func acquireCrawlLog(ctx context.Context, cfg campaign.Config, identity string, 
 // (storePage's line is the exception).
 func (r *Runner) logLine(ctx context.Context, l crawllog.Line) {
 	if err := r.writeLine(l); err != nil {
-		activity.GetLogger(ctx).Error("crawl log line not written", "url", l.URL, "outcome", l.Outcome, "error", err)
+		activity.GetLogger(ctx).Error("crawl log line not written", "url", l.URL, "outcome", l.Outcome, "err", err)
 	}
 }
 

@@ -80,7 +80,7 @@ func (a *Activities) FetchSession(ctx context.Context, in workflows.FetchSession
 		// failed final flush or fsync is said, though every page whose
 		// Store returned nil was already durable.
 		if err := releaseSinks(); err != nil {
-			activity.GetLogger(ctx).Error("closing the campaign's sinks", "error", err)
+			activity.GetLogger(ctx).Error("closing the campaign's sinks", "err", err)
 		}
 	}()
 	r.sk = sk
@@ -99,7 +99,7 @@ func (a *Activities) FetchSession(ctx context.Context, in workflows.FetchSession
 	}
 	defer func() {
 		if err := releaseLog(); err != nil {
-			activity.GetLogger(ctx).Error("closing the campaign's crawl log", "error", err)
+			activity.GetLogger(ctx).Error("closing the campaign's crawl log", "err", err)
 		}
 	}()
 	r.log = crawlLog
@@ -137,7 +137,7 @@ func (a *Activities) serveSessions(ctx context.Context, r *Runner, cfg campaign.
 			if time.Since(lastOK) > reconnectFor {
 				return r.Counters(), temporal.NewApplicationError(err.Error(), "SchedulerUnreachable")
 			}
-			activity.GetLogger(ctx).Warn("scheduler unreachable; retrying", "addr", addr, "error", err)
+			activity.GetLogger(ctx).Warn("scheduler unreachable; retrying", "addr", addr, "err", err)
 			select {
 			case <-ctx.Done():
 			case <-time.After(backoff):
@@ -156,7 +156,7 @@ func (a *Activities) serveSessions(ctx context.Context, r *Runner, cfg campaign.
 		}
 		lastOK = time.Now()
 		if ctx.Err() == nil {
-			activity.GetLogger(ctx).Warn("session ended; reconnecting", "addr", addr, "error", sess.Err())
+			activity.GetLogger(ctx).Warn("session ended; reconnecting", "addr", addr, "err", sess.Err())
 		}
 	}
 }
@@ -358,6 +358,9 @@ func (r *Runner) handle(ctx context.Context, l session.Lease) session.Outcome {
 	}
 	o.Links = res.Links
 	o.Capture, o.Unchanged = res.Capture, res.Unchanged
+	if res.Page != nil {
+		o.MIME = res.Page.ContentType
+	}
 	o.Took = since(res.Answered, done)
 	return o
 }

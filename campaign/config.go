@@ -20,6 +20,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/drover-crawl/drover/sink/sinkuri"
 )
 
 // Version is drover's version, used in the default user agent.
@@ -99,6 +101,11 @@ type Config struct {
 	// one's. Otherwise every page's validators, payload digest, capture
 	// date and links are kept under HistoryKey, by the schedulers.
 	NoHistory bool `json:"no_history,omitempty" yaml:"no_history,omitempty"`
+	// Revisit makes the campaign continuous: a URL that a rule matches is
+	// fetched again at its next-fetch time (RevisitRule.Next), and the
+	// campaign does not end when its frontier drains, only when stopped
+	// (or at MaxDuration, MaxPages). Empty: each URL is fetched once.
+	Revisit []RevisitRule `json:"revisit,omitempty" yaml:"revisit,omitempty"`
 	// Seeds are the URLs the campaign starts from, carried in the
 	// workflow's input: a few. A long list is streamed to the schedulers
 	// from a file instead (SeedsFile), and never rides in the config.
@@ -538,7 +545,7 @@ func (c Config) Validate() error {
 	}
 	switch {
 	case c.CrawlLogTopic == "":
-	case !strings.HasPrefix(c.CrawlLogTopic, "kafka://"):
+	case sinkuri.Lookup(c.CrawlLogTopic) != sinkuri.Kafka:
 		errs = append(errs, fmt.Errorf("crawl_log_topic %q: must be kafka://HOST:PORT/TOPIC (or kafka:///TOPIC for the workers' KAFKA_BROKERS)", Redact(c.CrawlLogTopic)))
 	default:
 		if err := CheckSinkURI(c.CrawlLogTopic); err != nil {
@@ -607,6 +614,7 @@ func (c Config) checkHosts() []error {
 		errs = append(errs, fmt.Errorf("delay_factor %g: must be between 0 (off) and 100", c.DelayFactor))
 	}
 	errs = append(errs, c.checkPolitenessKey()...)
+	errs = append(errs, c.checkRevisit()...)
 	if err := c.Live.Validate(); err != nil {
 		errs = append(errs, err)
 	}
@@ -655,64 +663,14 @@ func checkSeed(s string) error {
 }
 
 // CheckSinkURI checks the form of a sink URI (kafka://HOST:PORT/TOPIC,
-// warc:DIR, postgres://...) and refuses one that carries a password:
-// credentials come from the worker's environment, never from the config.
-func CheckSinkURI(s string) error {
-	switch {
-	case strings.HasPrefix(s, "warc:"):
-		if strings.TrimPrefix(s, "warc:") == "" {
-			return fmt.Errorf("sink %q: warc:DIR needs a directory", s)
-		}
-		return nil
-	case strings.HasPrefix(s, "kafka://"), strings.HasPrefix(s, "postgres://"), strings.HasPrefix(s, "postgresql://"):
-		u, err := url.Parse(s)
-		if err != nil {
-			return fmt.Errorf("sink %q: not a valid URI: %v", Redact(s), err)
-		}
-		// The config is the workflow's input: Temporal keeps it in the
-		// campaign's history and the Web UI shows it.
-		env := "PGPASSWORD (or PGPASSFILE)"
-		if u.Scheme == "kafka" {
-			env = "KAFKA_SASL_PASSWORD"
-		}
-		if _, has := u.User.Password(); has {
-			return fmt.Errorf("sink %q: must not carry a password (Temporal's history and the Web UI show a campaign's config); set %s in the workers' environment instead", Redact(s), env)
-		}
-		if u.Query().Has("password") {
-			return fmt.Errorf("sink %q: must not carry a password parameter (Temporal's history and the Web UI show a campaign's config); set %s in the workers' environment instead", Redact(s), env)
-		}
-		if u.Scheme == "kafka" && strings.Trim(u.Path, "/") == "" {
-			return fmt.Errorf("sink %q: must be kafka://HOST:PORT/TOPIC (or kafka:///TOPIC for the worker's KAFKA_BROKERS)", s)
-		}
-		return nil
-	default:
-		return fmt.Errorf("sink %q: unknown kind; use kafka://HOST:PORT/TOPIC, warc:DIR or postgres://HOST/DB", Redact(s))
-	}
-}
+// warc:DIR, postgres://...) by the table of sink kinds (sinkuri.Check)
+// and refuses one that carries a password: credentials come from the
+// worker's environment, never from the config.
+func CheckSinkURI(s string) error { return sinkuri.Check(s) }
 
 // Redact returns a URI with its password, in its user info or as a
 // password= query parameter, replaced by ***, for messages and logs.
-func Redact(s string) string {
-	u, err := url.Parse(s)
-	if err != nil {
-		return "(unparseable URI)"
-	}
-	if q := u.Query(); q.Has("password") {
-		q.Set("password", "***")
-		u.RawQuery = strings.ReplaceAll(q.Encode(), "%2A%2A%2A", "***")
-	}
-	if u.User == nil {
-		return u.String()
-	}
-	if _, ok := u.User.Password(); !ok {
-		return u.String()
-	}
-	// Built by hand: url.UserPassword would percent-encode the asterisks.
-	user := u.User.Username()
-	u.User = nil
-	scheme, rest, _ := strings.Cut(u.String(), "://")
-	return scheme + "://" + url.User(user).String() + ":***@" + rest
-}
+func Redact(s string) string { return sinkuri.Redact(s) }
 
 // PolitenessFor returns the delay and concurrency for a host: what a
 // HostRule for it sets, the campaign's values otherwise.

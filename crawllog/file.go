@@ -125,7 +125,7 @@ func (w *Writer) syncLoop() {
 			return
 		case <-t.C:
 			if err := w.Sync(); err != nil {
-				slog.Warn("crawl log not synced; its lines are written, an OS crash could lose them", "error", err)
+				slog.Warn("crawl log not synced; its lines are written, an OS crash could lose them", "err", err)
 			}
 		}
 	}

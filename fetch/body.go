@@ -51,3 +51,36 @@ func decodeBody(body []byte, encoding string, limit int64) (decoded []byte, trun
 	}
 	return decoded, truncated, nil
 }
+
+// readCapped reads at most limit bytes of r; truncated is set when r had
+// more. It stops reading there: the rest is never transferred (the
+// connection is closed rather than drained). hint is the expected size
+// (a Content-Length; <= 0 unknown): the buffer starts at it, so that a
+// body of known length is read into one allocation rather than grown and
+// copied from 512 bytes (io.ReadAll's start: five copies for 8 KB).
+func readCapped(r io.Reader, limit, hint int64) (b []byte, truncated bool, err error) {
+	size := int64(512)
+	if hint > 0 {
+		size = min(hint, limit) + 1 // +1: room to see the end without growing
+	}
+	b = make([]byte, 0, size)
+	lr := io.LimitReader(r, limit+1)
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // grow as append does
+		}
+		var n int
+		n, err = lr.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			break
+		}
+	}
+	if int64(len(b)) > limit {
+		return b[:limit], true, err
+	}
+	return b, false, err
+}

@@ -2,8 +2,12 @@ package fetch
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // readCapped returns the bytes up to the cap and says whether there were
@@ -14,10 +18,10 @@ func TestReadCappedHints(t *testing.T) {
 		body := strings.Repeat("x", n)
 		for _, hint := range []int64{-1, 0, 1, int64(n), int64(n) + 1, limit, 10 * limit} {
 			got, truncated, err := readCapped(strings.NewReader(body), limit, hint)
-			must(t, err == nil, err)
+			require.True(t, err == nil, err)
 			want := body[:min(n, limit)]
-			equal(t, string(got), want, "n=", n, " hint=", hint)
-			equal(t, truncated, n > limit, "n=", n, " hint=", hint)
+			assert.Equal(t, want, string(got), fmt.Sprint("n=", n, " hint=", hint))
+			assert.Equal(t, n > limit, truncated, fmt.Sprint("n=", n, " hint=", hint))
 		}
 	}
 }
@@ -35,5 +39,5 @@ func TestReadCappedOneAllocation(t *testing.T) {
 		}
 	})
 	// The LimitReader and the buffer.
-	check(t, allocs <= 2, "allocations per read: ", allocs)
+	assert.True(t, allocs <= 2, fmt.Sprint("allocations per read: ", allocs))
 }

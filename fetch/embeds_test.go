@@ -1,12 +1,16 @@
 package fetch
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"slices"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/drover-crawl/drover/urlrule"
 )
@@ -29,7 +33,7 @@ func TestSrcsetURLs(t *testing.T) {
 		{"", nil},
 		{" , ,, ", nil},
 	} {
-		equal(t, srcsetURLs(c.in), c.want, "srcset ", c.in)
+		assert.Equal(t, c.want, srcsetURLs(c.in), fmt.Sprint("srcset ", c.in))
 	}
 }
 
@@ -56,7 +60,7 @@ func TestCSSURLs(t *testing.T) {
 		for _, p := range c.want {
 			want = append(want, "http://example.com"+p)
 		}
-		equal(t, got, want, "css ", c.css)
+		assert.Equal(t, want, got, fmt.Sprint("css ", c.css))
 	}
 }
 
@@ -65,8 +69,8 @@ func TestCSSURLsLeaveThePageAsItWas(t *testing.T) {
 	orig := slices.Clone(page)
 	base, _ := url.Parse("http://example.com/")
 	_, embeds, _, _ := extractLinks(page, base, nil, true)
-	equal(t, embeds, []string{"http://example.com/x.png"})
-	equal(t, string(page), string(orig))
+	assert.Equal(t, []string{"http://example.com/x.png"}, embeds)
+	assert.Equal(t, string(orig), string(page))
 }
 
 // embedPage names every kind of embed once, with a link and a CDN asset.
@@ -99,17 +103,17 @@ func TestExtractEmbeds(t *testing.T) {
 	want = append(want, "http://cdn.example/logo.png")
 	slices.Sort(want)
 	slices.Sort(embeds)
-	equal(t, embeds, want)
-	equal(t, links, []string{"http://example.com/canon", "http://example.com/next", "http://cdn.example/page.html"})
+	assert.Equal(t, want, embeds)
+	assert.Equal(t, []string{"http://example.com/canon", "http://example.com/next", "http://cdn.example/page.html"}, links)
 
 	links, embeds, _, _ = extractLinks([]byte(embedPage), base, nil, false)
-	equal(t, len(embeds), 0, embeds)
-	equal(t, len(links), 3, links)
+	assert.Equal(t, 0, len(embeds), embeds)
+	assert.Equal(t, 3, len(links), links)
 
 	// nofollow leaves the page's own assets.
 	links, embeds, _, nf := extractLinks([]byte(`<meta name=robots content=nofollow><img src=/x.png><a href=/y>`), base, nil, true)
-	check(t, nf && len(links) == 0, links)
-	equal(t, embeds, []string{"http://example.com/x.png"})
+	assert.True(t, nf && len(links) == 0, links)
+	assert.Equal(t, []string{"http://example.com/x.png"}, embeds)
 }
 
 // TestEmbedsLeaveTheScopeForEmbedHops fetches a page, a stylesheet on the
@@ -157,18 +161,18 @@ func TestEmbedsLeaveTheScopeForEmbedHops(t *testing.T) {
 		f := newTestFetcher(t, cfg)
 		c.req.Attempt, c.req.MaxAttempts, c.req.Depth = 1, 3, 1
 		res := f.Fetch(testCtx(t), c.req)
-		must(t, res.Page != nil && res.Err == nil, c.name, ": ", res.Err)
+		require.True(t, res.Page != nil && res.Err == nil, fmt.Sprint(c.name, ": ", res.Err))
 		got := map[string]int{}
 		for _, l := range res.Links {
 			if l.Embeds > 0 {
 				got[l.URL] = l.Embeds
-				equal(t, l.Depth(1), 1, c.name, ": an embed is at its page's depth")
+				assert.Equal(t, 1, l.Depth(1), fmt.Sprint(c.name, ": an embed is at its page's depth"))
 				continue
 			}
 			// A link: never out of scope, whatever page it is on.
-			equal(t, l.URL[:len(srvURL)], srvURL, c.name, ": link ", l.URL)
+			assert.Equal(t, srvURL, l.URL[:len(srvURL)], fmt.Sprint(c.name, ": link ", l.URL))
 		}
-		equal(t, got, c.embeds, c.name)
+		assert.Equal(t, c.embeds, got, c.name)
 	}
 }
 
@@ -181,10 +185,10 @@ func TestEmbedRedirectKeepsItsReach(t *testing.T) {
 	cfg.AllowPrivate = true
 	f := newTestFetcher(t, cfg)
 	res := f.Fetch(testCtx(t), Request{URL: srv.URL + "/img.png", Depth: 1, Embeds: 1, Attempt: 1, MaxAttempts: 3})
-	must(t, res.Page != nil, res.Err)
-	equal(t, res.Links, []urlrule.Link{{URL: "http://localhost:" + srv.URL[len("http://127.0.0.1:"):] + "/moved.png", Hops: 1, Embeds: 1}})
+	require.True(t, res.Page != nil, res.Err)
+	assert.Equal(t, []urlrule.Link{{URL: "http://localhost:" + srv.URL[len("http://127.0.0.1:"):] + "/moved.png", Hops: 1, Embeds: 1}}, res.Links)
 	// The same redirect of a linked page leaves the scope: dropped.
 	res = f.Fetch(testCtx(t), Request{URL: srv.URL + "/page", Depth: 1, Attempt: 1, MaxAttempts: 3})
-	must(t, res.Page != nil, res.Err)
-	equal(t, len(res.Links), 0, res.Links)
+	require.True(t, res.Page != nil, res.Err)
+	assert.Equal(t, 0, len(res.Links), res.Links)
 }

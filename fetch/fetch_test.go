@@ -16,6 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/urlrule"
 )
@@ -33,7 +36,7 @@ func testConfig(srvURL string) campaign.Config {
 func newTestFetcher(t *testing.T, cfg campaign.Config) *Fetcher {
 	t.Helper()
 	f, err := New(cfg)
-	must(t, err == nil, err)
+	require.True(t, err == nil, err)
 	t.Cleanup(f.Close)
 	return f
 }
@@ -83,22 +86,22 @@ func TestFetchPage(t *testing.T) {
 	f := newTestFetcher(t, cfg)
 
 	res := f.Fetch(testCtx(t), Request{URL: srv.URL + "/dir/page", Depth: 2, Parent: srv.URL + "/", Attempt: 1, MaxAttempts: 3})
-	must(t, res.Page != nil && res.Err == nil, res.Err)
+	require.True(t, res.Page != nil && res.Err == nil, res.Err)
 	p := res.Page
-	equal(t, p.Status, 200)
-	equal(t, p.StatusLine, "HTTP/1.1 200 OK")
-	check(t, bytes.Contains(p.Header, []byte("Content-Type: text/html; charset=utf-8\r\n")), string(p.Header))
-	check(t, !bytes.HasSuffix(p.Header, []byte("\r\n\r\n")), "header block ends with one line end")
-	check(t, bytes.HasPrefix(p.Request, []byte("GET /dir/page HTTP/1.1\r\n")), string(p.Request))
-	check(t, bytes.Contains(p.Request, []byte("User-Agent: "+campaign.DefaultUserAgent+"\r\n")), string(p.Request))
-	check(t, bytes.Contains(p.Request, []byte("Accept-Encoding: gzip\r\n")), string(p.Request))
-	equal(t, string(p.Body), testPage)
-	equal(t, p.IP, "127.0.0.1")
-	equal(t, p.Campaign, "test")
-	equal(t, p.Depth, 2)
-	equal(t, p.Parent, srv.URL+"/")
-	check(t, !p.FetchedAt.IsZero())
-	check(t, !res.Retry && !res.NoIndex && !res.NoFollow)
+	assert.Equal(t, 200, p.Status)
+	assert.Equal(t, "HTTP/1.1 200 OK", p.StatusLine)
+	assert.True(t, bytes.Contains(p.Header, []byte("Content-Type: text/html; charset=utf-8\r\n")), string(p.Header))
+	assert.True(t, !bytes.HasSuffix(p.Header, []byte("\r\n\r\n")), "header block ends with one line end")
+	assert.True(t, bytes.HasPrefix(p.Request, []byte("GET /dir/page HTTP/1.1\r\n")), string(p.Request))
+	assert.True(t, bytes.Contains(p.Request, []byte("User-Agent: "+campaign.DefaultUserAgent+"\r\n")), string(p.Request))
+	assert.True(t, bytes.Contains(p.Request, []byte("Accept-Encoding: gzip\r\n")), string(p.Request))
+	assert.Equal(t, testPage, string(p.Body))
+	assert.Equal(t, "127.0.0.1", p.IP)
+	assert.Equal(t, "test", p.Campaign)
+	assert.Equal(t, 2, p.Depth)
+	assert.Equal(t, srv.URL+"/", p.Parent)
+	assert.True(t, !p.FetchedAt.IsZero())
+	assert.True(t, !res.Retry && !res.NoIndex && !res.NoFollow)
 
 	want := []string{"/a", "/dir/b?k=1", "/area", "/iframe", "/spaced", "/canonical", "/fr/", "/refreshed", "/style.css"}
 	for i := range want {
@@ -106,31 +109,31 @@ func TestFetchPage(t *testing.T) {
 	}
 	got := linkURLs(res.Links)
 	// Document order is kept within a kind; compare as sets.
-	equal(t, len(got), len(want), got)
+	assert.Equal(t, len(want), len(got), got)
 	set := map[string]bool{}
 	for _, g := range got {
 		set[g] = true
 	}
 	for _, w := range want {
-		check(t, set[w], "missing link ", w, " in ", got)
+		assert.True(t, set[w], fmt.Sprint("missing link ", w, " in ", got))
 	}
 	for _, l := range res.Links {
-		equal(t, l.Hops, 0)
+		assert.Equal(t, 0, l.Hops)
 		if l.URL == srv.URL+"/style.css" {
 			// The stylesheet is the page's embed: at the page's depth.
-			equal(t, l.Embeds, 1)
-			equal(t, l.Depth(2), 2)
+			assert.Equal(t, 1, l.Embeds)
+			assert.Equal(t, 2, l.Depth(2))
 			continue
 		}
-		equal(t, l.Embeds, 0, l.URL)
-		equal(t, l.Depth(2), 3)
+		assert.Equal(t, 0, l.Embeds, l.URL)
+		assert.Equal(t, 3, l.Depth(2))
 	}
 }
 
 func TestExtractFrames(t *testing.T) {
 	base, _ := url.Parse("http://e.com/")
 	urls, _, _, _ := extractLinks([]byte(`<html><frameset><frame src="/f1"><frame src="f2"></frameset></html>`), base, nil, false)
-	equal(t, urls, []string{"http://e.com/f1", "http://e.com/f2"})
+	assert.Equal(t, []string{"http://e.com/f1", "http://e.com/f2"}, urls)
 }
 
 func TestFetchBase(t *testing.T) {
@@ -141,7 +144,7 @@ func TestFetchBase(t *testing.T) {
 	defer srv.Close()
 	f := newTestFetcher(t, testConfig(srv.URL))
 	res := f.Fetch(testCtx(t), Request{URL: srv.URL + "/p"})
-	equal(t, linkURLs(res.Links), []string{srv.URL + "/other/dir/x", srv.URL + "/other/y"})
+	assert.Equal(t, []string{srv.URL + "/other/dir/x", srv.URL + "/other/y"}, linkURLs(res.Links))
 }
 
 func TestFetchMetaRobots(t *testing.T) {
@@ -174,11 +177,11 @@ func TestFetchMetaRobots(t *testing.T) {
 	}
 	for _, c := range cases {
 		res := f.Fetch(testCtx(t), Request{URL: srv.URL + c.path})
-		must(t, res.Page != nil, c.path)
-		equal(t, res.NoIndex, c.noIndex, c.path)
-		equal(t, res.NoFollow, c.noFollow, c.path)
-		equal(t, len(res.Links) == 0, c.noFollow, c.path)
-		equal(t, len(res.Page.Body) > 0, true, "the page is stored anyway")
+		require.True(t, res.Page != nil, c.path)
+		assert.Equal(t, c.noIndex, res.NoIndex, c.path)
+		assert.Equal(t, c.noFollow, res.NoFollow, c.path)
+		assert.Equal(t, c.noFollow, len(res.Links) == 0, c.path)
+		assert.Equal(t, true, len(res.Page.Body) > 0, "the page is stored anyway")
 	}
 }
 
@@ -197,11 +200,11 @@ func TestFetchGzip(t *testing.T) {
 	defer srv.Close()
 	f := newTestFetcher(t, testConfig(srv.URL))
 	res := f.Fetch(testCtx(t), Request{URL: srv.URL + "/"})
-	must(t, res.Page != nil)
-	equal(t, gotAE.Load(), "gzip")
-	equal(t, res.Page.Body, gz.Bytes(), "the body is stored as sent")
-	equal(t, res.Page.ContentEncoding, "gzip")
-	equal(t, linkURLs(res.Links), []string{srv.URL + "/zipped"})
+	require.True(t, res.Page != nil)
+	assert.Equal(t, "gzip", gotAE.Load())
+	assert.Equal(t, gz.Bytes(), res.Page.Body, "the body is stored as sent")
+	assert.Equal(t, "gzip", res.Page.ContentEncoding)
+	assert.Equal(t, []string{srv.URL + "/zipped"}, linkURLs(res.Links))
 }
 
 func TestFetchSniffsHTML(t *testing.T) {
@@ -216,8 +219,8 @@ func TestFetchSniffsHTML(t *testing.T) {
 	}))
 	defer srv.Close()
 	f := newTestFetcher(t, testConfig(srv.URL))
-	equal(t, len(f.Fetch(testCtx(t), Request{URL: srv.URL + "/html"}).Links), 1)
-	equal(t, len(f.Fetch(testCtx(t), Request{URL: srv.URL + "/json"}).Links), 0)
+	assert.Equal(t, 1, len(f.Fetch(testCtx(t), Request{URL: srv.URL + "/html"}).Links))
+	assert.Equal(t, 0, len(f.Fetch(testCtx(t), Request{URL: srv.URL + "/json"}).Links))
 }
 
 // TestFetchRawHead checks that the page keeps the response head exactly
@@ -229,10 +232,10 @@ func TestFetchRawHead(t *testing.T) {
 	})
 	f := newTestFetcher(t, testConfig(srvURL))
 	res := f.Fetch(testCtx(t), Request{URL: srvURL + "/"})
-	must(t, res.Page != nil && res.Err == nil, res.Err)
-	equal(t, res.Page.StatusLine, "HTTP/1.1 200 Fine Thanks")
-	equal(t, string(res.Page.Header), "x-weird-CASE:   spaced  \r\nContent-Length: 2\r\nContent-Type: text/plain\r\n")
-	equal(t, string(res.Page.Body), "hi")
+	require.True(t, res.Page != nil && res.Err == nil, res.Err)
+	assert.Equal(t, "HTTP/1.1 200 Fine Thanks", res.Page.StatusLine)
+	assert.Equal(t, "x-weird-CASE:   spaced  \r\nContent-Length: 2\r\nContent-Type: text/plain\r\n", string(res.Page.Header))
+	assert.Equal(t, "hi", string(res.Page.Body))
 }
 
 // TestFetchReusesConnections checks keep-alive, and that the recording of a
@@ -254,12 +257,12 @@ func TestFetchReusesConnections(t *testing.T) {
 	for i := range 5 {
 		path := fmt.Sprintf("/p%d", i)
 		res := f.Fetch(testCtx(t), Request{URL: srv.URL + path})
-		must(t, res.Page != nil && res.Err == nil, res.Err)
-		check(t, bytes.HasPrefix(res.Page.Request, []byte("GET "+path+" HTTP/1.1\r\n")), string(res.Page.Request))
-		check(t, bytes.Contains(res.Page.Header, []byte("X-Path: "+path+"\r\n")), string(res.Page.Header))
-		equal(t, string(res.Page.Body), "ok "+path)
+		require.True(t, res.Page != nil && res.Err == nil, res.Err)
+		assert.True(t, bytes.HasPrefix(res.Page.Request, []byte("GET "+path+" HTTP/1.1\r\n")), string(res.Page.Request))
+		assert.True(t, bytes.Contains(res.Page.Header, []byte("X-Path: "+path+"\r\n")), string(res.Page.Header))
+		assert.Equal(t, "ok "+path, string(res.Page.Body))
 	}
-	equal(t, conns.Load(), int32(1))
+	assert.Equal(t, int32(1), conns.Load())
 }
 
 // rawRedirect answers a 302 to loc as it is, where http.Redirect would
@@ -290,23 +293,23 @@ func TestFetchRedirect(t *testing.T) {
 	ctx := testCtx(t)
 
 	res := f.Fetch(ctx, Request{URL: srv.URL + "/moved", Depth: 1, Hops: 1})
-	must(t, res.Page != nil && res.Err == nil, res.Err)
-	equal(t, res.Page.Status, 301)
-	equal(t, res.Links, []urlrule.Link{{URL: srv.URL + "/target", Hops: 2}})
-	equal(t, res.Links[0].Depth(1), 1, "a redirect does not take the crawl deeper")
-	check(t, len(res.Page.Body) > 0, "the redirect's body is kept")
+	require.True(t, res.Page != nil && res.Err == nil, res.Err)
+	assert.Equal(t, 301, res.Page.Status)
+	assert.Equal(t, []urlrule.Link{{URL: srv.URL + "/target", Hops: 2}}, res.Links)
+	assert.Equal(t, 1, res.Links[0].Depth(1), "a redirect does not take the crawl deeper")
+	assert.True(t, len(res.Page.Body) > 0, "the redirect's body is kept")
 
 	res = f.Fetch(ctx, Request{URL: srv.URL + "/moved", Hops: 3})
-	equal(t, len(res.Links), 0)
-	check(t, strings.Contains(res.Page.Err, "redirect hop limit"), res.Page.Err)
-	equal(t, res.Page.Status, 301)
-	check(t, !res.Retry)
+	assert.Equal(t, 0, len(res.Links))
+	assert.True(t, strings.Contains(res.Page.Err, "redirect hop limit"), res.Page.Err)
+	assert.Equal(t, 301, res.Page.Status)
+	assert.True(t, !res.Retry)
 
 	res = f.Fetch(ctx, Request{URL: srv.URL + "/away"})
-	equal(t, len(res.Links), 0, "out of scope")
+	assert.Equal(t, 0, len(res.Links), "out of scope")
 	res = f.Fetch(ctx, Request{URL: srv.URL + "/bad"})
-	equal(t, len(res.Links), 0)
-	check(t, res.Page.Err != "", "a bad Location is recorded")
+	assert.Equal(t, 0, len(res.Links))
+	assert.True(t, res.Page.Err != "", "a bad Location is recorded")
 }
 
 func TestFetchRetry(t *testing.T) {
@@ -329,32 +332,32 @@ func TestFetchRetry(t *testing.T) {
 	ctx := testCtx(t)
 
 	res := f.Fetch(ctx, Request{URL: srv.URL + "/busy", Attempt: 1, MaxAttempts: 3})
-	check(t, res.Retry && res.Page == nil && res.Err != nil)
-	equal(t, res.RetryAfter, 120*time.Second)
-	equal(t, res.Status, 503, "the scheduler slows the host on 429 and 503")
+	assert.True(t, res.Retry && res.Page == nil && res.Err != nil)
+	assert.Equal(t, 120*time.Second, res.RetryAfter)
+	assert.Equal(t, 503, res.Status, "the scheduler slows the host on 429 and 503")
 
 	res = f.Fetch(ctx, Request{URL: srv.URL + "/slowdown", Attempt: 2, MaxAttempts: 3})
-	check(t, res.Retry)
-	equal(t, res.RetryAfter, MaxRetryAfter, "capped")
-	equal(t, res.Status, 429)
+	assert.True(t, res.Retry)
+	assert.Equal(t, MaxRetryAfter, res.RetryAfter, "capped")
+	assert.Equal(t, 429, res.Status)
 
 	res = f.Fetch(ctx, Request{URL: srv.URL + "/busy", Attempt: 3, MaxAttempts: 3})
-	must(t, res.Page != nil && !res.Retry)
-	equal(t, res.Page.Status, 503)
-	check(t, res.Page.Err != "")
+	require.True(t, res.Page != nil && !res.Retry)
+	assert.Equal(t, 503, res.Page.Status)
+	assert.True(t, res.Page.Err != "")
 
 	res = f.Fetch(ctx, Request{URL: srv.URL + "/missing", Attempt: 1, MaxAttempts: 3})
-	must(t, res.Page != nil && !res.Retry && res.Err == nil, "4xx is a normal page")
-	equal(t, res.Page.Status, 404)
+	require.True(t, res.Page != nil && !res.Retry && res.Err == nil, "4xx is a normal page")
+	assert.Equal(t, 404, res.Page.Status)
 
 	// A network error: the server is gone.
 	srv.Close()
 	res = f.Fetch(ctx, Request{URL: srv.URL + "/busy", Attempt: 1, MaxAttempts: 3})
-	check(t, res.Retry && res.Page == nil && res.Err != nil, res)
+	assert.True(t, res.Retry && res.Page == nil && res.Err != nil, res)
 	res = f.Fetch(ctx, Request{URL: srv.URL + "/busy", Attempt: 3, MaxAttempts: 3})
-	must(t, res.Page != nil && !res.Retry)
-	equal(t, res.Page.Status, 0)
-	check(t, res.Page.Err != "")
+	require.True(t, res.Page != nil && !res.Retry)
+	assert.Equal(t, 0, res.Page.Status)
+	assert.True(t, res.Page.Err != "")
 }
 
 func TestRetryAfter(t *testing.T) {
@@ -375,7 +378,7 @@ func TestRetryAfter(t *testing.T) {
 		{"soon", 0},
 	}
 	for _, c := range cases {
-		equal(t, retryAfter(c.v, now), c.want, c.v)
+		assert.Equal(t, c.want, retryAfter(c.v, now), c.v)
 	}
 }
 
@@ -388,7 +391,7 @@ func TestFetchCallerCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(100*time.Millisecond, cancel)
 	res := f.Fetch(ctx, Request{URL: srv.URL + "/", Attempt: 3, MaxAttempts: 3})
-	check(t, res.Retry && res.Page == nil, "a cancelled caller learns nothing: retry")
+	assert.True(t, res.Retry && res.Page == nil, "a cancelled caller learns nothing: retry")
 }
 
 func TestFetchRobots(t *testing.T) {
@@ -407,22 +410,22 @@ func TestFetchRobots(t *testing.T) {
 	f := newTestFetcher(t, testConfig(srv.URL))
 	ctx := testCtx(t)
 	rr := f.FetchRobots(ctx, srv.URL)
-	must(t, rr.Err == nil, rr.Err)
-	equal(t, rr.Status, 200)
+	require.True(t, rr.Err == nil, rr.Err)
+	assert.Equal(t, 200, rr.Status)
 	r := urlrule.ParseRobots(rr.Status, rr.Body, rr.Err)
-	check(t, !r.Allowed("/private/x") && r.Allowed("/public"))
-	equal(t, r.CrawlDelay(), 3*time.Second)
-	equal(t, r.Sitemaps(), []string{"http://x.example/s.xml"})
+	assert.True(t, !r.Allowed("/private/x") && r.Allowed("/public"))
+	assert.Equal(t, 3*time.Second, r.CrawlDelay())
+	assert.Equal(t, []string{"http://x.example/s.xml"}, r.Sitemaps())
 
 	res := f.Fetch(ctx, Request{URL: srv.URL + "/private/x", Robots: r, Attempt: 1, MaxAttempts: 3})
-	must(t, res.Page != nil && !res.Retry)
-	check(t, strings.Contains(res.Page.Err, "robots.txt"), res.Page.Err)
-	equal(t, pageHits.Load(), int32(0), "a disallowed URL is never requested")
+	require.True(t, res.Page != nil && !res.Retry)
+	assert.True(t, strings.Contains(res.Page.Err, "robots.txt"), res.Page.Err)
+	assert.Equal(t, int32(0), pageHits.Load(), "a disallowed URL is never requested")
 
 	srv.Close()
 	rr = f.FetchRobots(ctx, srv.URL)
-	check(t, rr.Err != nil)
-	check(t, urlrule.ParseRobots(rr.Status, rr.Body, rr.Err).Unreachable)
+	assert.True(t, rr.Err != nil)
+	assert.True(t, urlrule.ParseRobots(rr.Status, rr.Body, rr.Err).Unreachable)
 }
 
 func TestFetchHTTPS(t *testing.T) {
@@ -436,15 +439,15 @@ func TestFetchHTTPS(t *testing.T) {
 	f.rootCAs.AddCert(srv.Certificate())
 	for i := range 2 {
 		res := f.Fetch(testCtx(t), Request{URL: srv.URL + "/p"})
-		must(t, res.Page != nil && res.Err == nil, res.Err)
-		equal(t, res.Page.StatusLine, "HTTP/1.1 200 OK", i)
-		check(t, bytes.HasPrefix(res.Page.Request, []byte("GET /p HTTP/1.1\r\n")), "plain-text request recorded over TLS: ", string(res.Page.Request))
-		equal(t, linkURLs(res.Links), []string{srv.URL + "/secure"})
+		require.True(t, res.Page != nil && res.Err == nil, res.Err)
+		assert.Equal(t, "HTTP/1.1 200 OK", res.Page.StatusLine, i)
+		assert.True(t, bytes.HasPrefix(res.Page.Request, []byte("GET /p HTTP/1.1\r\n")), fmt.Sprint("plain-text request recorded over TLS: ", string(res.Page.Request)))
+		assert.Equal(t, []string{srv.URL + "/secure"}, linkURLs(res.Links))
 	}
 	// An untrusted certificate is a network error.
 	f2 := newTestFetcher(t, testConfig(srv.URL))
 	res := f2.Fetch(testCtx(t), Request{URL: srv.URL + "/p", Attempt: 1, MaxAttempts: 3})
-	check(t, res.Retry && res.Err != nil)
+	assert.True(t, res.Retry && res.Err != nil)
 }
 
 // A page's links have its score by default (InheritScore), or the link
@@ -476,17 +479,17 @@ func TestLinkScores(t *testing.T) {
 	} {
 		req := Request{URL: srv.URL + "/", Score: 3, Attempt: 1, MaxAttempts: 1}
 		res := f.Fetch(testCtx(t), req)
-		must(t, res.Page != nil && res.Err == nil, res.Err)
+		require.True(t, res.Page != nil && res.Err == nil, res.Err)
 		ScoreLinks(req, res.Links, c.scorer)
 		got := map[string]float64{}
 		for _, l := range res.Links {
 			got[strings.TrimPrefix(l.URL, srv.URL)] = l.Score
 		}
-		equal(t, got, c.want, c.name)
+		assert.Equal(t, c.want, got, c.name)
 		req = Request{URL: srv.URL + "/moved", Score: 3, Attempt: 1, MaxAttempts: 1}
 		res = f.Fetch(testCtx(t), req)
-		must(t, len(res.Links) == 1, res.Links)
+		require.True(t, len(res.Links) == 1, res.Links)
 		ScoreLinks(req, res.Links, c.scorer)
-		equal(t, res.Links[0].Score, 3.0, c.name+": redirect")
+		assert.Equal(t, 3.0, res.Links[0].Score, c.name+": redirect")
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptrace"
@@ -301,39 +300,6 @@ func (f *Fetcher) do(ctx context.Context, u string, prior *page.Capture, limit i
 	return out, nil
 }
 
-// readCapped reads at most limit bytes of r; truncated is set when r had
-// more. It stops reading there: the rest is never transferred (the
-// connection is closed rather than drained). hint is the expected size
-// (a Content-Length; <= 0 unknown): the buffer starts at it, so that a
-// body of known length is read into one allocation rather than grown and
-// copied from 512 bytes (io.ReadAll's start: five copies for 8 KB).
-func readCapped(r io.Reader, limit, hint int64) (b []byte, truncated bool, err error) {
-	size := int64(512)
-	if hint > 0 {
-		size = min(hint, limit) + 1 // +1: room to see the end without growing
-	}
-	b = make([]byte, 0, size)
-	lr := io.LimitReader(r, limit+1)
-	for {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)] // grow as append does
-		}
-		var n int
-		n, err = lr.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if err != nil {
-			if err == io.EOF {
-				err = nil
-			}
-			break
-		}
-	}
-	if int64(len(b)) > limit {
-		return b[:limit], true, err
-	}
-	return b, false, err
-}
-
 // Fetch fetches req.URL once and reports what to store and what to do
 // next (see Result). It never follows a redirect, and never panics on what
 // a server sends.
@@ -515,61 +481,4 @@ func retryAfter(v string, now time.Time) time.Duration {
 		d = t.Sub(now)
 	}
 	return min(max(d, 0), MaxRetryAfter)
-}
-
-// FetchRobots fetches rootURL's /robots.txt (rootURL like
-// "http://host:port"), following up to 5 redirects, reading and decoding at
-// most RobotsBodyCap bytes. Body is the decoded content. A network error or
-// an address guard refusal is in Err; the status, whatever it is, in Status.
-// Reason and HostDown are set when the outcome makes the host's robots.txt
-// unreachable (ParseRobots): a network error (Classify), a 5xx (page.Reason5xx)
-// or a 429 (page.Reason4xx); a 4xx other than 429 means "no robots.txt" and is no
-// failure.
-func (f *Fetcher) FetchRobots(ctx context.Context, rootURL string) RobotsResult {
-	var answered time.Time
-	rr := f.fetchRobots(ctx, rootURL, &answered)
-	rr.Answered = answered
-	return rr
-}
-
-func (f *Fetcher) fetchRobots(ctx context.Context, rootURL string, answered *time.Time) RobotsResult {
-	base, err := url.Parse(strings.TrimRight(rootURL, "/") + "/robots.txt")
-	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
-		return RobotsResult{Err: fmt.Errorf("robots.txt of %q: %w", rootURL, urlrule.ErrInvalidURL), Reason: page.ReasonInvalid}
-	}
-	fctx, cancel := context.WithTimeout(ctx, f.timeouts.Response)
-	defer cancel()
-	target := base.String()
-	for hop := 0; ; hop++ {
-		r, err := f.do(fctx, target, nil, urlrule.RobotsBodyCap, nil, answered)
-		if err != nil {
-			err = fmt.Errorf("robots.txt: %w", urlrule.UnwrapURLError(err))
-			if ctx.Err() != nil {
-				return RobotsResult{Err: err}
-			}
-			reason, down := Classify(err)
-			return RobotsResult{Err: err, Reason: reason, HostDown: down}
-		}
-		code := r.resp.StatusCode
-		if code >= 300 && code < 400 && hop < maxRobotsRedirects {
-			loc := r.resp.Header.Get("Location")
-			cur, _ := url.Parse(target)
-			next, err := urlrule.Normalize(loc, cur, nil)
-			if loc != "" && err == nil {
-				target = next
-				continue
-			}
-		}
-		body := r.mem
-		if code >= 200 && code < 300 {
-			if d, _, err := decodeBody(body, r.resp.Header.Get("Content-Encoding"), urlrule.RobotsBodyCap); err == nil {
-				body = d
-			}
-		}
-		rr := RobotsResult{Status: code, Body: body, IP: r.ip}
-		if code >= 500 || code == http.StatusTooManyRequests {
-			rr.Reason = statusReason(code)
-		}
-		return rr
-	}
 }

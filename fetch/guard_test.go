@@ -2,6 +2,7 @@ package fetch
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -12,11 +13,14 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestGuardClasses(t *testing.T) {
 	g, err := newAddrGuard(false, []string{"127.0.0.1", "::ffff:10.1.2.3"})
-	must(t, err == nil, err)
+	require.True(t, err == nil, err)
 	cases := []struct {
 		ip    string
 		class string // "" when allowed
@@ -49,26 +53,26 @@ func TestGuardClasses(t *testing.T) {
 	for _, c := range cases {
 		err := g.check(netip.MustParseAddr(c.ip))
 		if c.class == "" {
-			check(t, err == nil, c.ip, ": ", err)
+			assert.True(t, err == nil, fmt.Sprint(c.ip, ": ", err))
 			continue
 		}
 		var ge *GuardError
-		if check(t, errors.As(err, &ge), c.ip, " allowed"); ge != nil {
-			equal(t, ge.Class, c.class, c.ip)
-			check(t, strings.HasPrefix(ge.Error(), "address guard: "+ge.IP.String()+" is private"), ge.Error())
+		if assert.True(t, errors.As(err, &ge), fmt.Sprint(c.ip, " allowed")); ge != nil {
+			assert.Equal(t, c.class, ge.Class, c.ip)
+			assert.True(t, strings.HasPrefix(ge.Error(), "address guard: "+ge.IP.String()+" is private"), ge.Error())
 		}
 	}
 	open, _ := newAddrGuard(true, nil)
-	check(t, open.check(netip.MustParseAddr("10.0.0.1")) == nil, "AllowPrivate turns the guard off")
+	assert.True(t, open.check(netip.MustParseAddr("10.0.0.1")) == nil, "AllowPrivate turns the guard off")
 	_, err = newAddrGuard(false, []string{"not-an-ip"})
-	check(t, err != nil)
+	assert.True(t, err != nil)
 }
 
 // countingListener accepts and counts connections on addr.
 func countingListener(t *testing.T, addr string) (net.Listener, *atomic.Int32) {
 	t.Helper()
 	ln, err := net.Listen("tcp", addr)
-	must(t, err == nil, err)
+	require.True(t, err == nil, err)
 	t.Cleanup(func() { ln.Close() })
 	var n atomic.Int32
 	serve(ln, func(c net.Conn) {
@@ -108,29 +112,29 @@ func TestAddressGuard(t *testing.T) {
 	ctx := testCtx(t)
 
 	res := f.Fetch(ctx, Request{URL: srv.URL + "/"})
-	must(t, res.Page != nil && res.Page.Status == 200, res.Err)
-	equal(t, len(res.Links), len(targets), linkURLs(res.Links))
+	require.True(t, res.Page != nil && res.Page.Status == 200, res.Err)
+	assert.Equal(t, len(targets), len(res.Links), linkURLs(res.Links))
 	for _, l := range res.Links {
 		r := f.Fetch(ctx, Request{URL: l.URL, Attempt: 1, MaxAttempts: 3})
-		must(t, r.Page != nil, l.URL)
-		check(t, !r.Retry, l.URL, ": a guard refusal is permanent")
-		equal(t, r.Page.Status, 0)
-		check(t, strings.HasPrefix(r.Page.Err, "address guard: "), l.URL, ": ", r.Page.Err)
+		require.True(t, r.Page != nil, l.URL)
+		assert.True(t, !r.Retry, fmt.Sprint(l.URL, ": a guard refusal is permanent"))
+		assert.Equal(t, 0, r.Page.Status)
+		assert.True(t, strings.HasPrefix(r.Page.Err, "address guard: "), fmt.Sprint(l.URL, ": ", r.Page.Err))
 		var ge *GuardError
-		check(t, errors.As(r.Err, &ge), r.Err)
+		assert.True(t, errors.As(r.Err, &ge), r.Err)
 	}
 	rr := f.FetchRobots(ctx, "http://127.0.0.2:"+itoa(port))
-	check(t, rr.Err != nil && strings.Contains(rr.Err.Error(), "address guard"), rr.Err)
-	equal(t, conns.Load(), int32(0), "the guarded listener saw a connection")
+	assert.True(t, rr.Err != nil && strings.Contains(rr.Err.Error(), "address guard"), rr.Err)
+	assert.Equal(t, int32(0), conns.Load(), "the guarded listener saw a connection")
 
 	// The same fetch with the guard off reaches the listener: the zero
 	// above is not an artefact of the test.
 	cfg.AllowPrivate = true
 	open := newTestFetcher(t, cfg)
 	r := open.Fetch(ctx, Request{URL: targets[0]})
-	must(t, r.Page != nil && r.Page.Status == 200, r.Err, r.Page)
-	equal(t, r.Page.IP, "127.0.0.2")
-	equal(t, conns.Load(), int32(1))
+	require.True(t, r.Page != nil && r.Page.Status == 200, fmt.Sprint(r.Err, r.Page))
+	assert.Equal(t, "127.0.0.2", r.Page.IP)
+	assert.Equal(t, int32(1), conns.Load())
 }
 
 // TestGuardHostName: a name that resolves to a refused address is refused
@@ -143,8 +147,8 @@ func TestGuardHostName(t *testing.T) {
 	f := newTestFetcher(t, cfg)
 	port := srv.Listener.Addr().(*net.TCPAddr).Port
 	r := f.Fetch(testCtx(t), Request{URL: "http://localhost:" + itoa(port) + "/", Attempt: 1, MaxAttempts: 3})
-	must(t, r.Page != nil && !r.Retry, r.Err)
-	check(t, strings.HasPrefix(r.Page.Err, "address guard: "), r.Page.Err)
+	require.True(t, r.Page != nil && !r.Retry, r.Err)
+	assert.True(t, strings.HasPrefix(r.Page.Err, "address guard: "), r.Page.Err)
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

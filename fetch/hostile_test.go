@@ -3,6 +3,7 @@ package fetch
 import (
 	"bytes"
 	"compress/gzip"
+	"fmt"
 	"io"
 	"math/rand"
 	"net"
@@ -14,6 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/urlrule"
 )
 
@@ -61,12 +66,12 @@ func TestHostileMalformedHTML(t *testing.T) {
 	})
 	for i = range docs {
 		res := f.Fetch(testCtx(t), Request{URL: srv.URL + "/"})
-		must(t, res.Page != nil && res.Page.Status == 200, res.Err)
+		require.True(t, res.Page != nil && res.Page.Status == 200, res.Err)
 		var want []string
 		for _, p := range docs[i].links {
 			want = append(want, srv.URL+p)
 		}
-		equal(t, linkURLs(res.Links), want, "document ", i)
+		assert.Equal(t, want, linkURLs(res.Links), fmt.Sprint("document ", i))
 	}
 }
 
@@ -86,10 +91,10 @@ func TestHostileDeepNesting(t *testing.T) {
 		if !wantNF {
 			want = append([]string{"http://example.com/deep"}, want...)
 		}
-		check(t, len(want) > 0 || wantNF, "the document has links")
-		equal(t, got, want)
-		equal(t, ni, wantNI)
-		equal(t, nf, wantNF)
+		assert.True(t, len(want) > 0 || wantNF, "the document has links")
+		assert.Equal(t, want, got)
+		assert.Equal(t, wantNI, ni)
+		assert.Equal(t, wantNF, nf)
 	}
 }
 
@@ -100,9 +105,9 @@ func TestHostileInvalidUTF8(t *testing.T) {
 		io.WriteString(w, body)
 	})
 	res := f.Fetch(testCtx(t), Request{URL: srv.URL + "/"})
-	must(t, res.Page != nil && res.Page.Status == 200, res.Err)
-	equal(t, string(res.Page.Body), body, "stored raw")
-	equal(t, linkURLs(res.Links), []string{srv.URL + "/caf%E9", srv.URL + "/%ED%A0%80/x", srv.URL + "/after"})
+	require.True(t, res.Page != nil && res.Page.Status == 200, res.Err)
+	assert.Equal(t, body, string(res.Page.Body), "stored raw")
+	assert.Equal(t, []string{srv.URL + "/caf%E9", srv.URL + "/%ED%A0%80/x", srv.URL + "/after"}, linkURLs(res.Links))
 }
 
 // TestHostileHugeBody: a 50 MB body is cut at the campaign's cap, and
@@ -123,17 +128,20 @@ func TestHostileHugeBody(t *testing.T) {
 		}
 	})
 	res := f.Fetch(testCtx(t), Request{URL: srv.URL + "/"})
-	must(t, res.Page != nil && res.Page.Status == 200, res.Err)
-	check(t, res.Page.Truncated)
-	equal(t, int64(len(res.Page.Body)), f.cfg.BodyCap)
-	equal(t, linkURLs(res.Links), []string{srv.URL + "/x"})
+	require.True(t, res.Page != nil && res.Page.Status == 200, res.Err)
+	assert.True(t, res.Page.Truncated)
+	assert.Equal(t, f.cfg.BodyCap, int64(len(res.Page.Body)))
+	assert.Equal(t, []string{srv.URL + "/x"}, linkURLs(res.Links))
 	// The handler stops when the client closes; socket buffers absorb some.
-	eventually(t, 10*time.Second, 10*time.Millisecond, func() bool {
+	await.For(t, 10*time.Second, 10*time.Millisecond, "the server to stop writing", func() error {
 		w1 := written.Load()
 		time.Sleep(50 * time.Millisecond)
-		return written.Load() == w1
-	}, "the server kept writing")
-	check(t, written.Load() < total/2, "read did not stop at the cap: ", written.Load())
+		if w2 := written.Load(); w2 != w1 {
+			return fmt.Errorf("it wrote %d bytes in 50ms (%d in all)", w2-w1, w2)
+		}
+		return nil
+	})
+	assert.True(t, written.Load() < total/2, fmt.Sprint("read did not stop at the cap: ", written.Load()))
 }
 
 // TestHostileGzipBomb: 64 MiB of zeros in about 70 KB of gzip; the decoded
@@ -161,13 +169,13 @@ func TestHostileGzipBomb(t *testing.T) {
 		w.Write(bomb.Bytes())
 	})
 	res := f.Fetch(testCtx(t), Request{URL: srv.URL + "/"})
-	must(t, res.Page != nil && res.Page.Status == 200, res.Err)
-	check(t, res.Page.Truncated, "decoded cap")
-	equal(t, res.Page.Body, bomb.Bytes())
-	equal(t, linkURLs(res.Links), []string{srv.URL + "/before"})
+	require.True(t, res.Page != nil && res.Page.Status == 200, res.Err)
+	assert.True(t, res.Page.Truncated, "decoded cap")
+	assert.Equal(t, bomb.Bytes(), res.Page.Body)
+	assert.Equal(t, []string{srv.URL + "/before"}, linkURLs(res.Links))
 
 	decoded, truncated, err := decodeBody(bomb.Bytes(), "gzip", 1<<20)
-	check(t, err == nil && truncated && len(decoded) == 1<<20, err)
+	assert.True(t, err == nil && truncated && len(decoded) == 1<<20, err)
 }
 
 // TestHostileRedirectChain follows an endless redirect chain the way the
@@ -184,16 +192,16 @@ func TestHostileRedirectChain(t *testing.T) {
 	fetches := 0
 	for {
 		fetches++
-		must(t, fetches <= 20, "redirects never stopped")
+		require.True(t, fetches <= 20, "redirects never stopped")
 		res := f.Fetch(testCtx(t), req)
-		must(t, res.Page != nil && res.Page.Status == http.StatusFound, res.Err)
+		require.True(t, res.Page != nil && res.Page.Status == http.StatusFound, res.Err)
 		if len(res.Links) == 0 {
-			check(t, strings.Contains(res.Page.Err, "redirect hop limit"), res.Page.Err)
+			assert.True(t, strings.Contains(res.Page.Err, "redirect hop limit"), res.Page.Err)
 			break
 		}
 		req = Request{URL: res.Links[0].URL, Hops: res.Links[0].Hops, Depth: res.Links[0].Depth(req.Depth)}
 	}
-	equal(t, fetches, 6, "the seed and 5 hops")
+	assert.Equal(t, 6, fetches, "the seed and 5 hops")
 }
 
 // TestHostileSlowServer: one byte per second; the whole-response timeout
@@ -217,12 +225,12 @@ func TestHostileSlowServer(t *testing.T) {
 	f.timeouts.Response = time.Second
 	start := time.Now()
 	res := f.Fetch(testCtx(t), Request{URL: srv.URL + "/", Attempt: 1, MaxAttempts: 2})
-	check(t, res.Retry && res.Err != nil, res)
+	assert.True(t, res.Retry && res.Err != nil, res)
 	res = f.Fetch(testCtx(t), Request{URL: srv.URL + "/", Attempt: 2, MaxAttempts: 2})
-	must(t, res.Page != nil && !res.Retry, res)
-	equal(t, res.Page.Status, 0)
-	check(t, strings.Contains(res.Page.Err, "deadline") || strings.Contains(res.Page.Err, "timeout"), res.Page.Err)
-	check(t, time.Since(start) < 20*time.Second, "the timeout did not bound the fetch")
+	require.True(t, res.Page != nil && !res.Retry, res)
+	assert.Equal(t, 0, res.Page.Status)
+	assert.True(t, strings.Contains(res.Page.Err, "deadline") || strings.Contains(res.Page.Err, "timeout"), res.Page.Err)
+	assert.True(t, time.Since(start) < 20*time.Second, "the timeout did not bound the fetch")
 }
 
 // rawServer runs handle on every connection to a loopback listener, after
@@ -255,11 +263,11 @@ func TestHostileConnectionReset(t *testing.T) {
 			u := rawServer(t, h)
 			f := newTestFetcher(t, testConfig(u))
 			res := f.Fetch(testCtx(t), Request{URL: u + "/", Attempt: 1, MaxAttempts: 3})
-			check(t, res.Retry && res.Err != nil && res.Page == nil, res)
+			assert.True(t, res.Retry && res.Err != nil && res.Page == nil, res)
 			res = f.Fetch(testCtx(t), Request{URL: u + "/", Attempt: 3, MaxAttempts: 3})
-			must(t, res.Page != nil && !res.Retry, res)
-			equal(t, res.Page.Status, 0)
-			check(t, res.Page.Err != "")
+			require.True(t, res.Page != nil && !res.Retry, res)
+			assert.Equal(t, 0, res.Page.Status)
+			assert.True(t, res.Page.Err != "")
 		})
 	}
 }
@@ -278,18 +286,18 @@ func TestHostileRobots(t *testing.T) {
 		w.Write(garbage)
 	})
 	rr := f.FetchRobots(testCtx(t), srv.URL)
-	must(t, rr.Err == nil, rr.Err)
-	equal(t, len(rr.Body), urlrule.RobotsBodyCap, "capped at 500 KiB")
+	require.True(t, rr.Err == nil, rr.Err)
+	assert.Equal(t, urlrule.RobotsBodyCap, len(rr.Body), "capped at 500 KiB")
 	r := urlrule.ParseRobots(rr.Status, rr.Body, rr.Err)
-	check(t, !r.Unreachable)
-	check(t, !r.Allowed("/secret"), "the group in the garbage is obeyed")
-	check(t, !r.Allowed("/secret/x"))
-	check(t, r.Allowed("/x"), "only /secret is disallowed")
-	check(t, r.Allowed("/beyond-the-cap"), "a rule past the cap is ignored")
-	equal(t, r.CrawlDelay(), 7*time.Second)
+	assert.True(t, !r.Unreachable)
+	assert.True(t, !r.Allowed("/secret"), "the group in the garbage is obeyed")
+	assert.True(t, !r.Allowed("/secret/x"))
+	assert.True(t, r.Allowed("/x"), "only /secret is disallowed")
+	assert.True(t, r.Allowed("/beyond-the-cap"), "a rule past the cap is ignored")
+	assert.Equal(t, 7*time.Second, r.CrawlDelay())
 	// Random bytes may hold "sitemap:" by chance; whatever they yield is
 	// bounded.
-	check(t, len(r.Sitemaps()) <= urlrule.MaxSitemaps)
+	assert.True(t, len(r.Sitemaps()) <= urlrule.MaxSitemaps)
 }
 
 func TestHostileLongURL(t *testing.T) {
@@ -301,12 +309,12 @@ func TestHostileLongURL(t *testing.T) {
 		io.WriteString(w, `<a href="`+long+`">long</a><a href="/short">short</a>`)
 	})
 	res := f.Fetch(testCtx(t), Request{URL: srv.URL + long, Attempt: 1, MaxAttempts: 3})
-	must(t, res.Page != nil && !res.Retry)
-	check(t, strings.Contains(res.Page.Err, "longer than 2048"), res.Page.Err)
-	equal(t, hits.Load(), int32(0))
+	require.True(t, res.Page != nil && !res.Retry)
+	assert.True(t, strings.Contains(res.Page.Err, "longer than 2048"), res.Page.Err)
+	assert.Equal(t, int32(0), hits.Load())
 
 	res = f.Fetch(testCtx(t), Request{URL: srv.URL + "/"})
-	equal(t, linkURLs(res.Links), []string{srv.URL + "/short"})
+	assert.Equal(t, []string{srv.URL + "/short"}, linkURLs(res.Links))
 }
 
 func TestHostileBinaryAsHTML(t *testing.T) {
@@ -317,10 +325,10 @@ func TestHostileBinaryAsHTML(t *testing.T) {
 		w.Write(bin)
 	})
 	res := f.Fetch(testCtx(t), Request{URL: srv.URL + "/"})
-	must(t, res.Page != nil && res.Page.Status == 200, res.Err)
-	equal(t, res.Page.Body, bin)
+	require.True(t, res.Page != nil && res.Page.Status == 200, res.Err)
+	assert.Equal(t, bin, res.Page.Body)
 	for _, l := range res.Links {
-		check(t, strings.HasPrefix(l.URL, srv.URL+"/"), l.URL)
+		assert.True(t, strings.HasPrefix(l.URL, srv.URL+"/"), l.URL)
 	}
 	// Declared gzip, but not gzip: stored, not parsed, no error.
 	srv2, f2 := hostileServer(t, func(w http.ResponseWriter, r *http.Request) {
@@ -329,6 +337,6 @@ func TestHostileBinaryAsHTML(t *testing.T) {
 		w.Write(bin)
 	})
 	res = f2.Fetch(testCtx(t), Request{URL: srv2.URL + "/"})
-	must(t, res.Page != nil && res.Page.Status == 200, res.Err)
-	equal(t, len(res.Links), 0)
+	require.True(t, res.Page != nil && res.Page.Status == 200, res.Err)
+	assert.Equal(t, 0, len(res.Links))
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/andybalholm/cascadia"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"golang.org/x/net/html"
 
 	"github.com/drover-crawl/drover/internal/cpubench"
@@ -102,10 +104,10 @@ func TestLinkTagsAgreeWithGoquery(t *testing.T) {
 			t.Fatalf("document %d: goquery failed to parse it", i)
 		}
 		got := linkTags([]byte(doc))
-		equal(t, describe(got), describe(want), "document ", i, ": ", firstN(doc, 80))
+		assert.Equal(t, describe(want), describe(got), fmt.Sprint("document ", i, ": ", firstN(doc, 80)))
 		compared++
 	}
-	check(t, compared > 100, "compared ", compared, " documents")
+	assert.True(t, compared > 100, fmt.Sprint("compared ", compared, " documents"))
 }
 
 // Where the tokenizer and the tree differ, on purpose: a tag the parser
@@ -114,9 +116,9 @@ func TestLinkTagsAgreeWithGoquery(t *testing.T) {
 func TestLinkTagsKeepsTagsOutOfPlace(t *testing.T) {
 	doc := []byte(`<body><frame src="/stray-frame"><a href="/a">a</a></body>`)
 	dom, ok := domTags(doc)
-	must(t, ok, "goquery parses it")
-	equal(t, describe(dom), []string{`a href="/a"`}, "goquery drops the stray frame")
-	equal(t, describe(linkTags(doc)), []string{`frame src="/stray-frame"`, `a href="/a"`})
+	require.True(t, ok, "goquery parses it")
+	assert.Equal(t, []string{`a href="/a"`}, describe(dom), "goquery drops the stray frame")
+	assert.Equal(t, []string{`frame src="/stray-frame"`, `a href="/a"`}, describe(linkTags(doc)))
 }
 
 func firstN(s string, n int) string {

@@ -1,8 +1,11 @@
 package fetch
 
 import (
+	"fmt"
 	"slices"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
 )
 
 // TestLinkTagsLargePageMatchesReference holds linkTags to refLinkTags on
@@ -22,5 +25,5 @@ func TestLinkTagsLargePageMatchesReference(t *testing.T) {
 			break
 		}
 	}
-	check(t, compared > 400, "compared ", compared, " prefixes")
+	assert.True(t, compared > 400, fmt.Sprint("compared ", compared, " prefixes"))
 }

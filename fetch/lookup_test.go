@@ -3,6 +3,7 @@ package fetch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +11,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/page"
@@ -72,14 +76,14 @@ func TestLookupVirtualHost(t *testing.T) {
 	u := "http://host7.sim:" + rec.port + "/"
 	var asked []string
 	f, err := New(virtualConfig(u, true), WithLookup(answer(&asked, "127.0.0.1")))
-	must(t, err == nil, err)
+	require.True(t, err == nil, err)
 	t.Cleanup(f.Close)
 	res := f.Fetch(testCtx(t), Request{URL: u})
-	must(t, res.Err == nil && res.Page != nil, "fetch failed: ", res.Err)
-	equal(t, res.Page.Status, 200)
-	equal(t, res.Page.IP, "127.0.0.1")
-	equal(t, rec.got(), []string{"host7.sim:" + rec.port}, "Host headers at the listener")
-	equal(t, asked, []string{"host7.sim"}, "names asked of the hook")
+	require.True(t, res.Err == nil && res.Page != nil, fmt.Sprint("fetch failed: ", res.Err))
+	assert.Equal(t, 200, res.Page.Status)
+	assert.Equal(t, "127.0.0.1", res.Page.IP)
+	assert.Equal(t, []string{"host7.sim:" + rec.port}, rec.got(), "Host headers at the listener")
+	assert.Equal(t, []string{"host7.sim"}, asked, "names asked of the hook")
 }
 
 // Without the hook, the resolver answers as before: a name it does not know
@@ -98,15 +102,15 @@ func TestLookupNilUsesResolver(t *testing.T) {
 	to := DefaultTimeouts()
 	to.DNS = 2 * time.Second
 	f, err := New(virtualConfig(u, true), WithResolver(r), WithTimeouts(to))
-	must(t, err == nil, err)
+	require.True(t, err == nil, err)
 	t.Cleanup(f.Close)
 	res := f.Fetch(testCtx(t), Request{URL: u})
-	must(t, res.Err != nil, "fetch of an unknown name succeeded")
-	equal(t, res.Reason, page.ReasonDNS, res.Err)
+	require.True(t, res.Err != nil, "fetch of an unknown name succeeded")
+	assert.Equal(t, page.ReasonDNS, res.Reason, res.Err)
 	mu.Lock()
-	check(t, len(dialed) > 0, "the resolver was not asked")
+	assert.True(t, len(dialed) > 0, "the resolver was not asked")
 	mu.Unlock()
-	equal(t, len(rec.got()), 0, "requests at the listener")
+	assert.Equal(t, 0, len(rec.got()), "requests at the listener")
 }
 
 // What the hook answers goes through the address guard: with AllowPrivate
@@ -125,29 +129,29 @@ func TestLookupGuarded(t *testing.T) {
 	} {
 		var asked []string
 		f, err := New(virtualConfig(u, false), WithLookup(answer(&asked, c.ips...)))
-		must(t, err == nil, err)
+		require.True(t, err == nil, err)
 		res := f.Fetch(testCtx(t), Request{URL: u})
 		f.Close()
 		var ge *GuardError
-		if check(t, errors.As(res.Err, &ge), c.ips, ": not refused by the guard: ", res.Err); ge != nil {
-			equal(t, ge.Class, c.class, c.ips)
+		if assert.True(t, errors.As(res.Err, &ge), fmt.Sprint(c.ips, ": not refused by the guard: ", res.Err)); ge != nil {
+			assert.Equal(t, c.class, ge.Class, c.ips)
 		}
-		equal(t, res.Reason, page.ReasonGuard, c.ips)
-		equal(t, len(asked), 1, c.ips, ": the hook was not asked")
+		assert.Equal(t, page.ReasonGuard, res.Reason, c.ips)
+		assert.Equal(t, 1, len(asked), fmt.Sprint(c.ips, ": the hook was not asked"))
 	}
-	equal(t, len(rec.got()), 0, "requests at the listener")
+	assert.Equal(t, 0, len(rec.got()), "requests at the listener")
 
 	// AllowAddrs lets the listener's address through, and only it.
 	var asked []string
 	cfg := virtualConfig(u, false)
 	cfg.AllowAddrs = []string{"127.0.0.1"}
 	f, err := New(cfg, WithLookup(answer(&asked, "10.1.2.3", "127.0.0.1")))
-	must(t, err == nil, err)
+	require.True(t, err == nil, err)
 	t.Cleanup(f.Close)
 	res := f.Fetch(testCtx(t), Request{URL: u})
-	must(t, res.Err == nil && res.Page != nil, "fetch failed: ", res.Err)
-	equal(t, res.Page.IP, "127.0.0.1")
-	equal(t, rec.got(), []string{"host7.sim:" + rec.port})
+	require.True(t, res.Err == nil && res.Page != nil, fmt.Sprint("fetch failed: ", res.Err))
+	assert.Equal(t, "127.0.0.1", res.Page.IP)
+	assert.Equal(t, []string{"host7.sim:" + rec.port}, rec.got())
 }
 
 // ResolveIP answers the address a fetch of the host would dial first,
@@ -158,22 +162,23 @@ func TestResolveIPIsTheAddressDialed(t *testing.T) {
 	u := "http://host7.sim:" + rec.port + "/"
 	var asked []string
 	f, err := New(virtualConfig(u, true), WithLookup(answer(&asked, "127.0.0.1", "127.0.0.2")))
-	must(t, err == nil, err)
+	require.NoError(t, err)
 	t.Cleanup(f.Close)
 	ip, err := f.ResolveIP(testCtx(t), "http://host7.sim:"+rec.port)
-	must(t, err == nil, err)
-	equal(t, ip, "127.0.0.1")
-	equal(t, len(rec.got()), 0, "requests at the listener after a resolve")
+	require.NoError(t, err)
+	assert.Equal(t, "127.0.0.1", ip)
+	assert.Empty(t, rec.got(), "requests at the listener after a resolve")
 	res := f.Fetch(testCtx(t), Request{URL: u})
-	must(t, res.Err == nil && res.Page != nil, "fetch failed: ", res.Err)
-	equal(t, res.IP, ip)
-	equal(t, res.Page.IP, ip)
+	require.True(t, res.Err == nil && res.Page != nil, fmt.Sprint("fetch failed: ", res.Err))
+	assert.Equal(t, ip, res.IP)
+	assert.Equal(t, ip, res.Page.IP)
 
 	// Refused by the guard: no address, and the guard's error.
 	g, err := New(virtualConfig(u, false), WithLookup(answer(&asked, "127.0.0.1")))
-	must(t, err == nil, err)
+	require.NoError(t, err)
 	t.Cleanup(g.Close)
 	ip, err = g.ResolveIP(testCtx(t), "http://host7.sim:"+rec.port)
 	var ge *GuardError
-	check(t, errors.As(err, &ge) && ip == "", "a guarded address resolved: ", ip, err)
+	assert.True(t, errors.As(err, &ge), "a guarded address resolved: %q %v", ip, err)
+	assert.Empty(t, ip)
 }

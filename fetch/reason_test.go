@@ -19,6 +19,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/page"
 	"github.com/drover-crawl/drover/testweb"
@@ -84,16 +87,16 @@ func TestClassify(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			reason, down := Classify(c.err)
-			equal(t, reason, c.reason)
-			equal(t, down, c.down)
+			assert.Equal(t, c.reason, reason)
+			assert.Equal(t, c.down, down)
 		})
 	}
 }
 
 func TestStatusErrorIsErrStatus(t *testing.T) {
 	err := fmt.Errorf("x: %w", &StatusError{Code: 503, Status: "503 Service Unavailable"})
-	check(t, errors.Is(err, ErrStatus))
-	equal(t, err.Error(), "x: retryable status: 503 Service Unavailable")
+	assert.True(t, errors.Is(err, ErrStatus))
+	assert.Equal(t, "x: retryable status: 503 Service Unavailable", err.Error())
 }
 
 func TestScopeClass(t *testing.T) {
@@ -109,24 +112,24 @@ func TestScopeClass(t *testing.T) {
 		urlrule.ReasonGenerated:   page.ReasonTrap,
 		urlrule.ReasonInvalidHost: page.ReasonInvalid,
 	} {
-		equal(t, ScopeClass(in), want, in)
+		assert.Equal(t, want, ScopeClass(in), in)
 	}
 }
 
 func TestTimeoutsValidate(t *testing.T) {
-	must(t, DefaultTimeouts().Validate() == nil)
+	require.True(t, DefaultTimeouts().Validate() == nil)
 	d := DefaultTimeouts()
 	// A silent host fails within 30 s with the defaults, whichever phase
 	// it is silent in.
 	for _, phase := range []time.Duration{d.DNS, d.Connect, d.TLSHandshake, d.ResponseHeader} {
-		check(t, phase <= 30*time.Second && phase < d.Response, phase)
+		assert.True(t, phase <= 30*time.Second && phase < d.Response, phase)
 	}
 	bad := DefaultTimeouts()
 	bad.ResponseHeader = 0
 	err := bad.Validate()
-	must(t, err != nil && strings.Contains(err.Error(), "ResponseHeader"), err)
+	require.True(t, err != nil && strings.Contains(err.Error(), "ResponseHeader"), err)
 	_, err = New(testConfig("http://127.0.0.1"), WithTimeouts(bad))
-	check(t, err != nil, "New accepted a zero timeout")
+	assert.True(t, err != nil, "New accepted a zero timeout")
 }
 
 // shortTimeouts make a peer that is silent in any phase fail in a fraction
@@ -144,7 +147,7 @@ const phaseBound = 5 * time.Second
 func listen(t *testing.T) net.Listener {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err == nil, err)
+	require.True(t, err == nil, err)
 	t.Cleanup(func() { ln.Close() })
 	return ln
 }
@@ -152,7 +155,7 @@ func listen(t *testing.T) net.Listener {
 // refusedAddr is a loopback port nothing listens on: bound, then closed.
 func refusedAddr(t *testing.T) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err == nil, err)
+	require.True(t, err == nil, err)
 	addr := ln.Addr().String()
 	ln.Close()
 	return addr
@@ -200,12 +203,12 @@ func connAddr(t *testing.T, handle func(c *net.TCPConn)) string {
 // skips the test where the platform answers anyway.
 func blackholeAddr(t *testing.T) string {
 	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
-	must(t, err == nil, err)
+	require.True(t, err == nil, err)
 	t.Cleanup(func() { syscall.Close(fd) })
-	must(t, syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}) == nil)
-	must(t, syscall.Listen(fd, 0) == nil)
+	require.True(t, syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}) == nil)
+	require.True(t, syscall.Listen(fd, 0) == nil)
 	sa, err := syscall.Getsockname(fd)
-	must(t, err == nil, err)
+	require.True(t, err == nil, err)
 	addr := fmt.Sprintf("127.0.0.1:%d", sa.(*syscall.SockaddrInet4).Port)
 	for range 16 {
 		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
@@ -221,7 +224,7 @@ func blackholeAddr(t *testing.T) string {
 // silentUDP is a DNS server that never answers.
 func silentUDP(t *testing.T) string {
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	must(t, err == nil, err)
+	require.True(t, err == nil, err)
 	t.Cleanup(func() { pc.Close() })
 	return pc.LocalAddr().String()
 }
@@ -308,21 +311,21 @@ func TestFetchFailureReasons(t *testing.T) {
 			cfg.AllowPrivate = true
 			cfg.Seeds = []string{u}
 			f, err := New(cfg, append([]Option{WithTimeouts(shortTimeouts())}, c.opts...)...)
-			must(t, err == nil, err)
+			require.True(t, err == nil, err)
 			t.Cleanup(f.Close)
 
 			start := time.Now()
 			res := f.Fetch(testCtx(t), Request{URL: u, Attempt: 1, MaxAttempts: 2})
-			must(t, res.Retry && res.Err != nil, "first attempt: ", res.Err)
-			check(t, time.Since(start) < phaseBound, "no phase timeout ended the fetch: ", time.Since(start))
-			equal(t, res.Reason, c.reason, res.Err)
-			equal(t, res.HostDown, c.down, res.Err)
-			check(t, strings.Contains(res.Err.Error(), c.errText), res.Err)
+			require.True(t, res.Retry && res.Err != nil, fmt.Sprint("first attempt: ", res.Err))
+			assert.True(t, time.Since(start) < phaseBound, fmt.Sprint("no phase timeout ended the fetch: ", time.Since(start)))
+			assert.Equal(t, c.reason, res.Reason, res.Err)
+			assert.Equal(t, c.down, res.HostDown, res.Err)
+			assert.True(t, strings.Contains(res.Err.Error(), c.errText), res.Err)
 
 			res = f.Fetch(testCtx(t), Request{URL: u, Attempt: 2, MaxAttempts: 2})
-			must(t, !res.Retry && res.Page != nil && res.Page.Err != "", "last attempt: ", res.Err)
-			equal(t, res.Reason, c.reason, res.Err)
-			equal(t, res.HostDown, c.down, res.Err)
+			require.True(t, !res.Retry && res.Page != nil && res.Page.Err != "", fmt.Sprint("last attempt: ", res.Err))
+			assert.Equal(t, c.reason, res.Reason, res.Err)
+			assert.Equal(t, c.down, res.HostDown, res.Err)
 		})
 	}
 }
@@ -373,22 +376,22 @@ func TestFetchPermanentReasons(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			res := f.Fetch(testCtx(t), c.req)
-			must(t, res.Page != nil && !res.Retry, res.Err)
-			equal(t, res.Reason, c.reason, res.Err, res.Page.Err)
-			check(t, !res.HostDown)
+			require.True(t, res.Page != nil && !res.Retry, res.Err)
+			assert.Equal(t, c.reason, res.Reason, fmt.Sprint(res.Err, res.Page.Err))
+			assert.True(t, !res.HostDown)
 		})
 	}
 	guardCfg := testConfig(srv.URL)
 	guardCfg.AllowAddrs = nil
 	guarded := newTestFetcher(t, guardCfg)
 	res := guarded.Fetch(testCtx(t), Request{URL: srv.URL + "/"})
-	equal(t, res.Reason, page.ReasonGuard, res.Err)
-	check(t, !res.HostDown && !res.Retry)
+	assert.Equal(t, page.ReasonGuard, res.Reason, res.Err)
+	assert.True(t, !res.HostDown && !res.Retry)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	res = f.Fetch(ctx, Request{URL: srv.URL + "/"})
-	check(t, res.Retry && res.Reason == "" && !res.HostDown, "a cancelled fetch learns nothing: ", res.Reason)
+	assert.True(t, res.Retry && res.Reason == "" && !res.HostDown, fmt.Sprint("a cancelled fetch learns nothing: ", res.Reason))
 }
 
 func TestFetchRobotsReasons(t *testing.T) {
@@ -419,15 +422,15 @@ func TestFetchRobotsReasons(t *testing.T) {
 	cfg := testConfig("http://127.0.0.1")
 	cfg.AllowPrivate = true
 	f, err := New(cfg, WithTimeouts(shortTimeouts()))
-	must(t, err == nil, err)
+	require.True(t, err == nil, err)
 	t.Cleanup(f.Close)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			rr := f.FetchRobots(testCtx(t), c.root)
-			equal(t, rr.Reason, c.reason, rr.Err)
-			equal(t, rr.HostDown, c.down, rr.Err)
+			assert.Equal(t, c.reason, rr.Reason, rr.Err)
+			assert.Equal(t, c.down, rr.HostDown, rr.Err)
 			// A reason is given exactly when robots.txt is unreachable.
-			equal(t, rr.Reason != "", urlrule.ParseRobots(rr.Status, rr.Body, rr.Err).Unreachable, rr.Err)
+			assert.Equal(t, urlrule.ParseRobots(rr.Status, rr.Body, rr.Err).Unreachable, rr.Reason != "", rr.Err)
 		})
 	}
 }
@@ -438,32 +441,32 @@ func TestFetchRobotsReasons(t *testing.T) {
 // robots.txt is unreachable.
 func TestDeadWebReasons(t *testing.T) {
 	web, err := testweb.StartDead(testweb.DeadConfig{Base: 64, LiveHosts: 2, PagesPerHost: 4})
-	must(t, err == nil, err)
+	require.True(t, err == nil, err)
 	t.Cleanup(func() { web.Close() })
 	cfg := campaign.Config{ID: "dead", Seeds: web.Seeds(), Scope: web.Scope(), AllowPrivate: true}.WithDefaults()
 	f, err := New(cfg, WithTimeouts(shortTimeouts()))
-	must(t, err == nil, err)
+	require.True(t, err == nil, err)
 	t.Cleanup(f.Close)
 
 	for _, u := range web.Live() {
 		res := f.Fetch(testCtx(t), Request{URL: u, Attempt: 1, MaxAttempts: 3})
-		must(t, res.Page != nil && res.Page.Status == 200, u, res.Err)
-		equal(t, res.Reason, "", u)
+		require.True(t, res.Page != nil && res.Page.Status == 200, fmt.Sprint(u, res.Err))
+		assert.Equal(t, "", res.Reason, u)
 	}
 	for _, h := range web.DeadHosts() {
 		if h.Kind == testweb.DeadRobots {
 			rr := f.FetchRobots(testCtx(t), h.Root)
-			check(t, urlrule.ParseRobots(rr.Status, rr.Body, rr.Err).Unreachable, "robots.txt 503 is unreachable")
-			equal(t, rr.Reason, page.Reason5xx)
-			check(t, !rr.HostDown)
-			equal(t, h.Reason, page.ReasonRobots)
+			assert.True(t, urlrule.ParseRobots(rr.Status, rr.Body, rr.Err).Unreachable, "robots.txt 503 is unreachable")
+			assert.Equal(t, page.Reason5xx, rr.Reason)
+			assert.True(t, !rr.HostDown)
+			assert.Equal(t, page.ReasonRobots, h.Reason)
 			continue
 		}
 		for _, u := range h.URLs {
 			res := f.Fetch(testCtx(t), Request{URL: u, Attempt: 1, MaxAttempts: 3})
-			check(t, res.Retry, u)
-			equal(t, res.Reason, h.Reason, u, res.Err)
-			check(t, res.HostDown, u, " does not count against its host")
+			assert.True(t, res.Retry, u)
+			assert.Equal(t, h.Reason, res.Reason, fmt.Sprint(u, res.Err))
+			assert.True(t, res.HostDown, fmt.Sprint(u, " does not count against its host"))
 		}
 	}
 }

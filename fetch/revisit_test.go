@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/drover-crawl/drover/page"
 )
 
@@ -60,30 +63,30 @@ func TestConditionalFetchRevisitsANotModifiedPage(t *testing.T) {
 	srv := newConditionalServer(t)
 	f := newTestFetcher(t, testConfig(srv.URL))
 	first := f.Fetch(testCtx(t), Request{URL: srv.URL + "/page", Attempt: 1, MaxAttempts: 1})
-	must(t, first.Capture != nil, "a 200 has a capture")
+	require.True(t, first.Capture != nil, "a 200 has a capture")
 	c := first.Capture
-	equal(t, c.Status, 200)
-	equal(t, c.ETag, `"v1"`)
-	equal(t, c.LastModified, lastModified)
-	equal(t, c.Digest, page.PayloadDigest([]byte(srv.body)))
-	equal(t, c.Date, first.Page.FetchedAt)
-	check(t, srv.last().Get("If-None-Match") == "" && srv.last().Get("If-Modified-Since") == "", "a first fetch is unconditional")
-	equal(t, first.Unchanged, "")
+	assert.Equal(t, 200, c.Status)
+	assert.Equal(t, `"v1"`, c.ETag)
+	assert.Equal(t, lastModified, c.LastModified)
+	assert.Equal(t, page.PayloadDigest([]byte(srv.body)), c.Digest)
+	assert.Equal(t, first.Page.FetchedAt, c.Date)
+	assert.True(t, srv.last().Get("If-None-Match") == "" && srv.last().Get("If-Modified-Since") == "", "a first fetch is unconditional")
+	assert.Equal(t, "", first.Unchanged)
 
 	again := f.Fetch(testCtx(t), Request{URL: srv.URL + "/page", Attempt: 1, MaxAttempts: 1, Prior: c})
-	equal(t, srv.last().Get("If-None-Match"), `"v1"`)
-	equal(t, srv.last().Get("If-Modified-Since"), lastModified)
-	must(t, again.Page != nil && again.Page.Revisit != nil, "a 304 is a revisit")
-	equal(t, again.Page.Status, 304)
-	equal(t, again.Unchanged, page.RevisitNotModified)
-	equal(t, *again.Page.Revisit, page.Revisit{Profile: page.RevisitNotModified, RefersToURI: srv.URL + "/page", RefersToDate: c.Date, Digest: c.Digest})
-	equal(t, len(again.Page.Body), 0)
-	equal(t, len(again.Links), 0)
-	equal(t, again.Reason, "")
+	assert.Equal(t, `"v1"`, srv.last().Get("If-None-Match"))
+	assert.Equal(t, lastModified, srv.last().Get("If-Modified-Since"))
+	require.True(t, again.Page != nil && again.Page.Revisit != nil, "a 304 is a revisit")
+	assert.Equal(t, 304, again.Page.Status)
+	assert.Equal(t, page.RevisitNotModified, again.Unchanged)
+	assert.Equal(t, page.Revisit{Profile: page.RevisitNotModified, RefersToURI: srv.URL + "/page", RefersToDate: c.Date, Digest: c.Digest}, *again.Page.Revisit)
+	assert.Equal(t, 0, len(again.Page.Body))
+	assert.Equal(t, 0, len(again.Links))
+	assert.Equal(t, "", again.Reason)
 	// The history keeps pointing at the first capture.
-	equal(t, again.Capture.Date, c.Date)
-	equal(t, again.Capture.Digest, c.Digest)
-	equal(t, again.Capture.ETag, `"v1"`)
+	assert.Equal(t, c.Date, again.Capture.Date)
+	assert.Equal(t, c.Digest, again.Capture.Digest)
+	assert.Equal(t, `"v1"`, again.Capture.ETag)
 }
 
 // A page sent in full again with the payload digest of its prior capture
@@ -94,26 +97,26 @@ func TestConditionalFetchRevisitsAnIdenticalPayload(t *testing.T) {
 	f := newTestFetcher(t, testConfig(srv.URL))
 	prior := &page.Capture{Status: 200, Digest: page.PayloadDigest([]byte(srv.body)), Date: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)}
 	res := f.Fetch(testCtx(t), Request{URL: srv.URL + "/page", Attempt: 1, MaxAttempts: 1, Prior: prior})
-	check(t, srv.last().Get("If-None-Match") == "" && srv.last().Get("If-Modified-Since") == "", "no validator to send")
-	must(t, res.Page != nil && res.Page.Revisit != nil, "the same digest is a revisit")
-	equal(t, res.Page.Status, 200)
-	equal(t, res.Unchanged, page.RevisitIdenticalDigest)
-	equal(t, res.Page.Revisit.RefersToDate, prior.Date)
-	equal(t, len(res.Page.Body), 0)
-	equal(t, len(res.Links), 2, linkURLs(res.Links))
-	equal(t, res.Capture.Date, prior.Date)
-	equal(t, res.Capture.ETag, `"v1"`)
+	assert.True(t, srv.last().Get("If-None-Match") == "" && srv.last().Get("If-Modified-Since") == "", "no validator to send")
+	require.True(t, res.Page != nil && res.Page.Revisit != nil, "the same digest is a revisit")
+	assert.Equal(t, 200, res.Page.Status)
+	assert.Equal(t, page.RevisitIdenticalDigest, res.Unchanged)
+	assert.Equal(t, prior.Date, res.Page.Revisit.RefersToDate)
+	assert.Equal(t, 0, len(res.Page.Body))
+	assert.Equal(t, 2, len(res.Links), linkURLs(res.Links))
+	assert.Equal(t, prior.Date, res.Capture.Date)
+	assert.Equal(t, `"v1"`, res.Capture.ETag)
 
 	// A changed page is a capture of its own.
 	srv.mu.Lock()
 	srv.body, srv.etag = srv.body+"<p>changed</p>", `"v2"`
 	srv.mu.Unlock()
 	res = f.Fetch(testCtx(t), Request{URL: srv.URL + "/page", Attempt: 1, MaxAttempts: 1, Prior: prior})
-	check(t, res.Page.Revisit == nil, "a changed page is no revisit")
-	equal(t, res.Unchanged, "")
-	equal(t, string(res.Page.Body), srv.body)
-	equal(t, res.Capture.Date, res.Page.FetchedAt)
-	equal(t, res.Capture.ETag, `"v2"`)
+	assert.True(t, res.Page.Revisit == nil, "a changed page is no revisit")
+	assert.Equal(t, "", res.Unchanged)
+	assert.Equal(t, srv.body, string(res.Page.Body))
+	assert.Equal(t, res.Page.FetchedAt, res.Capture.Date)
+	assert.Equal(t, `"v2"`, res.Capture.ETag)
 }
 
 // A 304 to a request that carried no validator refers to nothing: it is
@@ -123,12 +126,12 @@ func TestNotModifiedUnaskedIsAFailure(t *testing.T) {
 	f := newTestFetcher(t, testConfig(srv.URL))
 	for _, prior := range []*page.Capture{nil, {Status: 200, Digest: "sha1:X"}} {
 		res := f.Fetch(testCtx(t), Request{URL: srv.URL + "/unasked", Attempt: 1, MaxAttempts: 1, Prior: prior})
-		must(t, res.Page != nil, res.Err)
-		equal(t, res.Page.Status, 304)
-		check(t, res.Page.Revisit == nil, "no revisit without a validator")
-		equal(t, res.Reason, page.ReasonNotModified)
-		check(t, res.Page.Err != "", "the page says why")
-		check(t, res.Capture == nil, "nothing for the history")
+		require.True(t, res.Page != nil, res.Err)
+		assert.Equal(t, 304, res.Page.Status)
+		assert.True(t, res.Page.Revisit == nil, "no revisit without a validator")
+		assert.Equal(t, page.ReasonNotModified, res.Reason)
+		assert.True(t, res.Page.Err != "", "the page says why")
+		assert.True(t, res.Capture == nil, "nothing for the history")
 	}
 }
 
@@ -139,6 +142,6 @@ func TestNoHistoryNoCapture(t *testing.T) {
 	cfg.NoHistory = true
 	f := newTestFetcher(t, cfg)
 	res := f.Fetch(testCtx(t), Request{URL: srv.URL + "/page", Attempt: 1, MaxAttempts: 1})
-	check(t, res.Capture == nil, "no capture")
-	equal(t, string(res.Page.Body), srv.body)
+	assert.True(t, res.Capture == nil, "no capture")
+	assert.Equal(t, srv.body, string(res.Page.Body))
 }

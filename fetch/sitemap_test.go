@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"slices"
 	"testing"
+	"time"
 )
 
 func TestSitemapLocs(t *testing.T) {
@@ -33,9 +34,42 @@ func TestSitemapLocs(t *testing.T) {
 			if !c.sitemap {
 				return
 			}
-			if got := sitemapLocs([]byte(c.body), base, []string{"utm_source"}); !slices.Equal(got, c.want) {
+			var got []string
+			for _, e := range sitemapLocs([]byte(c.body), base, []string{"utm_source"}) {
+				got = append(got, e.loc)
+			}
+			if !slices.Equal(got, c.want) {
 				t.Errorf("locs = %q, want %q", got, c.want)
 			}
 		})
+	}
+}
+
+// A <lastmod> in any W3C datetime form goes with its <loc>, whichever
+// comes first; one that is not a date is none.
+func TestSitemapLastmod(t *testing.T) {
+	base, _ := url.Parse("http://example.com/sitemap.xml")
+	body := `<urlset>
+<url><loc>http://example.com/a</loc><lastmod>2026-01-05</lastmod></url>
+<url><lastmod>2026-01-05T10:30:00+01:00</lastmod><loc>http://example.com/b</loc></url>
+<url><loc>http://example.com/c</loc><lastmod>2026-01-05T10:30Z</lastmod></url>
+<url><loc>http://example.com/d</loc><lastmod>yesterday</lastmod></url>
+<url><loc>http://example.com/e</loc></url>
+</urlset>`
+	want := map[string]time.Time{
+		"http://example.com/a": time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC),
+		"http://example.com/b": time.Date(2026, 1, 5, 9, 30, 0, 0, time.UTC),
+		"http://example.com/c": time.Date(2026, 1, 5, 10, 30, 0, 0, time.UTC),
+		"http://example.com/d": {},
+		"http://example.com/e": {},
+	}
+	got := sitemapLocs([]byte(body), base, nil)
+	if len(got) != len(want) {
+		t.Fatalf("%d entries, want %d: %+v", len(got), len(want), got)
+	}
+	for _, e := range got {
+		if w, ok := want[e.loc]; !ok || !e.lastmod.Equal(w) {
+			t.Errorf("%s: lastmod %v, want %v", e.loc, e.lastmod, w)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package fetch
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +11,9 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/drover-crawl/drover/page"
 )
@@ -58,32 +62,32 @@ func TestSpoolLargeBody(t *testing.T) {
 	srv := spoolServer(t, 200, body)
 	dir := t.TempDir()
 	f, err := New(testConfig(srv.URL), WithSpool(dir, 64<<10))
-	must(t, err == nil, err)
+	require.True(t, err == nil, err)
 	t.Cleanup(f.Close)
 
 	res := f.Fetch(testCtx(t), Request{URL: srv.URL + "/big"})
-	must(t, res.Page != nil && res.Page.Status == 200, res.Err)
+	require.True(t, res.Page != nil && res.Page.Status == 200, res.Err)
 	p := res.Page
-	must(t, p.BodyFile != nil, "not spooled")
-	equal(t, len(p.Body), 0)
-	check(t, !p.Truncated)
-	equal(t, p.BodySize(), int64(len(body)))
-	equal(t, p.BodyDigest(), page.PayloadDigest(body))
+	require.True(t, p.BodyFile != nil, "not spooled")
+	assert.Equal(t, 0, len(p.Body))
+	assert.True(t, !p.Truncated)
+	assert.Equal(t, int64(len(body)), p.BodySize())
+	assert.Equal(t, page.PayloadDigest(body), p.BodyDigest())
 	got, err := io.ReadAll(p.BodyReader())
-	must(t, err == nil, err)
-	check(t, bytes.Equal(got, body), "spooled body differs")
+	require.True(t, err == nil, err)
+	assert.True(t, bytes.Equal(got, body), "spooled body differs")
 	ents, _ := os.ReadDir(dir)
-	equal(t, len(ents), 0, "the spool file is unlinked at creation")
-	equal(t, linkURLs(res.Links), []string{srv.URL + "/first"})
+	assert.Equal(t, 0, len(ents), "the spool file is unlinked at creation")
+	assert.Equal(t, []string{srv.URL + "/first"}, linkURLs(res.Links))
 
-	must(t, p.Release() == nil)
+	require.True(t, p.Release() == nil)
 	_, err = io.ReadAll(p.BodyReader())
-	check(t, err != nil, "read after Release")
+	assert.True(t, err != nil, "read after Release")
 
 	small := spoolServer(t, 200, spoolBody(32<<10))
 	res = f.Fetch(testCtx(t), Request{URL: small.URL + "/small"})
-	must(t, res.Page != nil && res.Page.Status == 200, res.Err)
-	check(t, res.Page.BodyFile == nil && len(res.Page.Body) == 32<<10, "a small body is spooled")
+	require.True(t, res.Page != nil && res.Page.Status == 200, res.Err)
+	assert.True(t, res.Page.BodyFile == nil && len(res.Page.Body) == 32<<10, "a small body is spooled")
 }
 
 // TestSpoolCapped: a campaign's cap above the threshold cuts a spooled
@@ -94,14 +98,14 @@ func TestSpoolCapped(t *testing.T) {
 	cfg := testConfig(srv.URL)
 	cfg.BodyCap = 200 << 10
 	f, err := New(cfg, WithSpool(t.TempDir(), 64<<10))
-	must(t, err == nil, err)
+	require.True(t, err == nil, err)
 	t.Cleanup(f.Close)
 	res := f.Fetch(testCtx(t), Request{URL: srv.URL + "/"})
-	must(t, res.Page != nil && res.Page.BodyFile != nil, res.Err)
+	require.True(t, res.Page != nil && res.Page.BodyFile != nil, res.Err)
 	defer res.Page.Release()
-	check(t, res.Page.Truncated)
-	equal(t, res.Page.BodySize(), cfg.BodyCap)
-	equal(t, res.Page.BodyDigest(), page.PayloadDigest(body[:cfg.BodyCap]))
+	assert.True(t, res.Page.Truncated)
+	assert.Equal(t, cfg.BodyCap, res.Page.BodySize())
+	assert.Equal(t, page.PayloadDigest(body[:cfg.BodyCap]), res.Page.BodyDigest())
 }
 
 // TestSpoolNoLeak: a body cut by the server, and a 503 that is retried,
@@ -122,7 +126,7 @@ func TestSpoolNoLeak(t *testing.T) {
 	t.Cleanup(cut.Close)
 	unavailable := spoolServer(t, 503, spoolBody(1<<20))
 	f, err := New(testConfig(cut.URL), WithSpool(t.TempDir(), 64<<10))
-	must(t, err == nil, err)
+	require.True(t, err == nil, err)
 	t.Cleanup(f.Close)
 
 	// No collection meanwhile: an *os.File's finalizer would close a
@@ -131,13 +135,13 @@ func TestSpoolNoLeak(t *testing.T) {
 	before := openFDs()
 	for range 20 {
 		res := f.Fetch(testCtx(t), Request{URL: cut.URL + "/", Attempt: 1, MaxAttempts: 3})
-		check(t, res.Retry && res.Page == nil, "a cut body is retried")
+		assert.True(t, res.Retry && res.Page == nil, "a cut body is retried")
 		res = f.Fetch(testCtx(t), Request{URL: unavailable.URL + "/", Attempt: 1, MaxAttempts: 3})
-		check(t, res.Retry && res.Page == nil, "a 503 is retried")
+		assert.True(t, res.Retry && res.Page == nil, "a 503 is retried")
 	}
 	f.Close() // idle connections
 	after := openFDs()
-	check(t, after <= before+2, "descriptors: ", before, " before, ", after, " after 40 fetches")
+	assert.True(t, after <= before+2, fmt.Sprint("descriptors: ", before, " before, ", after, " after 40 fetches"))
 }
 
 // paced serves n bytes of body in chunks every interval, then stalls
@@ -178,7 +182,7 @@ func TestSpoolEarnsTime(t *testing.T) {
 	to := Timeouts{DNS: time.Second, Connect: time.Second, TLSHandshake: time.Second, ResponseHeader: time.Second, Response: 500 * time.Millisecond}
 	fetchURL := func(u string) (Result, time.Duration) {
 		f, err := New(testConfig(u), WithSpool(t.TempDir(), 64<<10), WithTimeouts(to))
-		must(t, err == nil, err)
+		require.True(t, err == nil, err)
 		t.Cleanup(f.Close)
 		start := time.Now()
 		res := f.Fetch(testCtx(t), Request{URL: u, Attempt: 1, MaxAttempts: 2})
@@ -186,16 +190,16 @@ func TestSpoolEarnsTime(t *testing.T) {
 	}
 
 	res, took := fetchURL(paced(t, 6<<20, 256<<10, 50*time.Millisecond, false))
-	must(t, res.Page != nil && res.Page.BodyFile != nil, "a body arriving at 5 MiB/s for ", took, ": ", res.Err)
+	require.True(t, res.Page != nil && res.Page.BodyFile != nil, fmt.Sprint("a body arriving at 5 MiB/s for ", took, ": ", res.Err))
 	defer res.Page.Release()
-	check(t, took > to.Response, "the body came within the plain timeout: nothing tested (", took, ")")
-	check(t, !res.Page.Truncated && res.Page.BodySize() == 6<<20, "size ", res.Page.BodySize())
+	assert.True(t, took > to.Response, fmt.Sprint("the body came within the plain timeout: nothing tested (", took, ")"))
+	assert.True(t, !res.Page.Truncated && res.Page.BodySize() == 6<<20, fmt.Sprint("size ", res.Page.BodySize()))
 
 	res, took = fetchURL(paced(t, 2<<20, 256<<10, time.Millisecond, true))
-	must(t, res.Retry && res.Page == nil, "a stalled body is retried: ", res.Err)
-	equal(t, res.Reason, page.ReasonTimeout, res.Err)
+	require.True(t, res.Retry && res.Page == nil, fmt.Sprint("a stalled body is retried: ", res.Err))
+	assert.Equal(t, page.ReasonTimeout, res.Reason, res.Err)
 	// 500 ms, and about 2 s for the 2 MiB past the 64 KiB kept in memory.
-	check(t, took > 2*time.Second && took < 5*time.Second, "a stalled body timed out after ", took)
+	assert.True(t, took > 2*time.Second && took < 5*time.Second, fmt.Sprint("a stalled body timed out after ", took))
 }
 
 // TestSpoolRevisit: a spooled body with the digest of the earlier capture
@@ -205,21 +209,21 @@ func TestSpoolRevisit(t *testing.T) {
 	body := spoolBody(2 << 20)
 	srv := spoolServer(t, 200, body)
 	f, err := New(testConfig(srv.URL), WithSpool(t.TempDir(), 64<<10))
-	must(t, err == nil, err)
+	require.True(t, err == nil, err)
 	t.Cleanup(f.Close)
 	prior := &page.Capture{Status: 200, Digest: page.PayloadDigest(body), Date: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	defer debug.SetGCPercent(debug.SetGCPercent(-1)) // see TestSpoolNoLeak
 	before := openFDs()
 	for range 10 {
 		res := f.Fetch(testCtx(t), Request{URL: srv.URL + "/", Prior: prior})
-		must(t, res.Page != nil && res.Page.Revisit != nil, "not a revisit: ", res.Err)
-		check(t, res.Page.BodyFile == nil && len(res.Page.Body) == 0, "a revisit keeps its body")
-		equal(t, res.Page.Revisit.Digest, prior.Digest)
-		equal(t, res.Unchanged, page.RevisitIdenticalDigest)
+		require.True(t, res.Page != nil && res.Page.Revisit != nil, fmt.Sprint("not a revisit: ", res.Err))
+		assert.True(t, res.Page.BodyFile == nil && len(res.Page.Body) == 0, "a revisit keeps its body")
+		assert.Equal(t, prior.Digest, res.Page.Revisit.Digest)
+		assert.Equal(t, page.RevisitIdenticalDigest, res.Unchanged)
 	}
 	f.Close()
 	if before >= 0 {
 		after := openFDs()
-		check(t, after <= before+2, "descriptors: ", before, " before, ", after, " after 10 revisits")
+		assert.True(t, after <= before+2, fmt.Sprint("descriptors: ", before, " before, ", after, " after 10 revisits"))
 	}
 }

@@ -152,6 +152,14 @@ type campaignActor struct {
 
 	reasonsMu sync.Mutex
 	reasons   map[string]int64 // failures by reason
+
+	// revisits: the campaign's revisit rules (nil: not continuous), and
+	// what its schedule held at its last count (revisit.go).
+	revisits                     *campaign.Revisits
+	scheduled, nextDue           atomic.Int64
+	revisited, scheduleE, bumped atomic.Int64
+	// noRevisits closes when the actor stops: the release loop ends.
+	noRevisits chan struct{}
 }
 
 func newCampaignActor(srv *Server, cfg campaign.Config) (*campaignActor, error) {
@@ -164,6 +172,10 @@ func newCampaignActor(srv *Server, cfg campaign.Config) (*campaignActor, error) 
 		return nil, err
 	}
 	live, err := compileRules(cfg.Live)
+	if err != nil {
+		return nil, err
+	}
+	revisits, err := campaign.CompileRevisits(cfg.Revisit)
 	if err != nil {
 		return nil, err
 	}
@@ -191,11 +203,16 @@ func newCampaignActor(srv *Server, cfg campaign.Config) (*campaignActor, error) 
 		publishing:  map[seen.Key]*linkPublish{},
 		reasons:     map[string]int64{},
 		timer:       time.NewTimer(time.Hour),
+		revisits:    revisits,
+		noRevisits:  make(chan struct{}),
 	}
 	a.live.Store(&live)
 	a.deadLog = newDeadLog(cfg.CrawlLog, a.key, srv.cfg.Name, a.log)
 	a.ctx, a.cancel = context.WithCancel(context.Background())
 	srv.m().open(cfg.ID)
+	if revisits != nil {
+		a.spawn(a.releaseDue)
+	}
 	go a.loop()
 	return a, nil
 }
@@ -292,7 +309,7 @@ func (a *campaignActor) loop() {
 // --- stats and close ---------------------------------------------------
 
 func (a *campaignActor) stats() session.Stats {
-	return session.Stats{
+	s := session.Stats{
 		Campaign:      a.cfg.ID,
 		Held:          a.unacked.Load(),
 		InFlight:      a.inflight.Load(),
@@ -322,6 +339,8 @@ func (a *campaignActor) stats() session.Stats {
 		ConsumeError:  a.consumeErrText(),
 		Vanished:      a.vanishedQueues(),
 	}
+	a.revisitStats(&s)
+	return s
 }
 
 func (a *campaignActor) consumeErrText() string {
@@ -338,6 +357,9 @@ func (a *campaignActor) consumeErrText() string {
 // to the seen store.
 func (a *campaignActor) stop(grace time.Duration) {
 	a.call(func() {
+		if !a.stopping {
+			close(a.noRevisits)
+		}
 		a.stopping = true
 		for s := range a.sessions {
 			a.removeSession(s)

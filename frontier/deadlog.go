@@ -47,7 +47,7 @@ func (d *deadLog) write(outcome string, m urlMsg, attempts int, reason, why stri
 		w, err := crawllog.Create(d.root, d.key, d.name)
 		if err != nil {
 			d.failed = true
-			d.log.Error("crawl log not opened: dead-lettered URLs have no line", "error", err)
+			d.log.Error("crawl log not opened: dead-lettered URLs have no line", "err", err)
 			return
 		}
 		d.w = w
@@ -58,7 +58,7 @@ func (d *deadLog) write(outcome string, m urlMsg, attempts int, reason, why stri
 	l := crawllog.Line{Time: time.Now().UTC(), Outcome: outcome, URL: m.URL, Path: m.Path, Via: m.Parent,
 		Attempt: attempts, Reason: reason, Error: why, Worker: d.name}
 	if err := d.w.Write(l); err != nil {
-		d.log.Error("crawl log line not written", "url", m.URL, "error", err)
+		d.log.Error("crawl log line not written", "url", m.URL, "err", err)
 	}
 }
 
@@ -72,7 +72,7 @@ func (d *deadLog) close() {
 	d.closed = true
 	if d.w != nil {
 		if err := d.w.Close(); err != nil {
-			d.log.Error("closing the crawl log", "error", err)
+			d.log.Error("closing the crawl log", "err", err)
 		}
 		d.w = nil
 	}

@@ -112,7 +112,14 @@ func (a *campaignActor) onURL(e *entry, now time.Time) {
 		a.ackEntry(e)
 		return
 	}
-	if done, err := a.srv.store.Done(a.key, k); err != nil {
+	if m.Revisit != 0 {
+		// Back from the revisit schedule: done, and due again.
+		if a.revisitDuplicate(k, m.Revisit) {
+			a.duplicates.Add(1)
+			a.ackEntry(e)
+			return
+		}
+	} else if done, err := a.srv.store.Done(a.key, k); err != nil {
 		a.log.Error("seen store", "err", err)
 	} else if done {
 		a.duplicates.Add(1)

@@ -59,3 +59,9 @@ func SetSitemapRetry(tries int, wait time.Duration) {
 	}
 	sitemapRetryOverride.Store(&[2]time.Duration{time.Duration(tries), wait})
 }
+
+// PublishRevisit publishes url to the queue key as the revisit schedule
+// releases it, due at due: a copy of a released message.
+func PublishRevisit(s *Server, key, url string, due time.Time) error {
+	return s.pub.publish(context.Background(), []outMsg{{key: key, msg: encodeMsg(urlMsg{URL: url, Revisit: due.UnixNano()}, 0, nil)}})
+}

@@ -19,8 +19,21 @@ import (
 )
 
 // historyVersion is the first byte of an encoded history; a value of
-// another version reads as no history (a full fetch).
-const historyVersion = 1
+// another version reads as no history (a full fetch). Version 1 had no
+// revisit state; it reads as a history without one.
+const (
+	historyVersion   = 2
+	historyVersionV1 = 1
+)
+
+// revisitState is what a continuous campaign keeps of a URL's schedule in
+// its history: the interval that led to its next fetch, that fetch's time
+// (the entry of the revisit schedule, which the next one replaces) and
+// when it was last fetched, all on the scheduler's clock. Zero: none.
+type revisitState struct {
+	Interval     time.Duration
+	Due, Fetched time.Time
+}
 
 // encodeHistory encodes a URL's capture and, when the capture has a
 // validator, its links: a later 304 says the page is unchanged without
@@ -28,13 +41,14 @@ const historyVersion = 1
 // validator is never answered 304; its links come from its body again.
 //
 // Layout: version, status (uvarint), date (varint Unix ns), ETag,
-// Last-Modified, digest (uvarint length and bytes each), the link count
+// Last-Modified, digest (uvarint length and bytes each), the revisit
+// state (interval, due and fetched, varint ns each), the link count
 // (uvarint) and the links sorted by URL, front-coded: the length of the
 // prefix shared with the previous URL, the rest (length and bytes), a
 // flags byte (1 hops, 2 embeds, 4 score) and the fields it names. A site's
 // links share their origin and path, so a link costs its distinct tail,
 // about 10-20 bytes on the test web, before Pebble's block compression.
-func encodeHistory(c *page.Capture, links []urlrule.Link) []byte {
+func encodeHistory(c *page.Capture, links []urlrule.Link, rs revisitState) []byte {
 	b := make([]byte, 0, 64+len(c.ETag)+len(c.LastModified)+len(c.Digest)+16*len(links))
 	b = append(b, historyVersion)
 	b = binary.AppendUvarint(b, uint64(max(c.Status, 0)))
@@ -42,6 +56,9 @@ func encodeHistory(c *page.Capture, links []urlrule.Link) []byte {
 	for _, s := range []string{c.ETag, c.LastModified, c.Digest} {
 		b = appendString(b, s)
 	}
+	b = binary.AppendVarint(b, int64(rs.Interval))
+	b = binary.AppendVarint(b, unixNano(rs.Due))
+	b = binary.AppendVarint(b, unixNano(rs.Fetched))
 	if !c.Conditional() {
 		links = nil
 	}
@@ -57,6 +74,21 @@ func encodeHistory(c *page.Capture, links []urlrule.Link) []byte {
 		prev = l.URL
 	}
 	return b
+}
+
+// unixNano is t in Unix nanoseconds, 0 for the zero time.
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromUnixNano(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
 }
 
 func appendLinkFields(b []byte, l urlrule.Link) []byte {
@@ -127,26 +159,47 @@ func (r *historyReader) bytes(n uint64) []byte {
 
 func (r *historyReader) string() string { return string(r.bytes(r.uvarint())) }
 
-// decodeHistory reads what encodeHistory wrote: the capture, and the links
-// when withLinks.
-func decodeHistory(b []byte, withLinks bool) (*page.Capture, []urlrule.Link, error) {
-	if len(b) == 0 || b[0] != historyVersion {
-		return nil, nil, errHistory
+func (r *historyReader) varint() int64 {
+	v, n := binary.Varint(r.b)
+	if n <= 0 {
+		r.err, r.b = errHistory, nil
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+// decodedHistory is what decodeHistory read.
+type decodedHistory struct {
+	capture *page.Capture
+	revisit revisitState
+	links   []urlrule.Link
+}
+
+// decodeHistory reads what encodeHistory wrote: the capture, the revisit
+// state, and the links when withLinks.
+func decodeHistory(b []byte, withLinks bool) (decodedHistory, error) {
+	var d decodedHistory
+	if len(b) == 0 || (b[0] != historyVersion && b[0] != historyVersionV1) {
+		return d, errHistory
 	}
 	r := &historyReader{b: b[1:]}
 	c := &page.Capture{Status: int(r.uvarint())}
-	date, n := binary.Varint(r.b)
-	if n <= 0 {
-		return nil, nil, errHistory
-	}
-	r.b = r.b[n:]
-	c.Date = time.Unix(0, date).UTC()
+	c.Date = time.Unix(0, r.varint()).UTC()
 	c.ETag, c.LastModified, c.Digest = r.string(), r.string(), r.string()
-	if r.err != nil || !withLinks {
-		return c, nil, r.err
+	if b[0] == historyVersion {
+		d.revisit = revisitState{Interval: time.Duration(r.varint()), Due: fromUnixNano(r.varint()), Fetched: fromUnixNano(r.varint())}
+	}
+	if r.err != nil {
+		return d, r.err
+	}
+	d.capture = c
+	if !withLinks {
+		return d, nil
 	}
 	links, err := r.links()
-	return c, links, err
+	d.links = links
+	return d, err
 }
 
 func (r *historyReader) links() ([]urlrule.Link, error) {
@@ -191,7 +244,7 @@ func (r *historyReader) links() ([]urlrule.Link, error) {
 // reads no history). A history that cannot be read is no history: the URL
 // is fetched in full.
 func (a *campaignActor) prior(k seen.Key) (*page.Capture, []byte) {
-	if a.cfg.From == "" {
+	if a.cfg.From == "" && a.revisits == nil {
 		return nil, nil
 	}
 	b, err := a.srv.store.History(a.lineage, k)
@@ -202,23 +255,23 @@ func (a *campaignActor) prior(k seen.Key) (*page.Capture, []byte) {
 	if b == nil {
 		return nil, nil
 	}
-	c, _, err := decodeHistory(b, false)
+	d, err := decodeHistory(b, false)
 	if err != nil {
 		a.log.Warn("a URL's fetch history is unreadable; it is fetched in full", "err", err)
 		return nil, nil
 	}
-	return c, b
+	return d.capture, b
 }
 
 // unchangedLinks are the links a page answered 304 had when it was last
 // captured, from the history its lease was given (entry.history): a 304
 // comes only to a request whose validators that history held.
 func (a *campaignActor) unchangedLinks(history []byte) []urlrule.Link {
-	_, links, err := decodeHistory(history, true)
+	d, err := decodeHistory(history, true)
 	if err != nil {
 		a.log.Warn("a page answered 304 but its history is unreadable: its links are not followed", "err", err)
 	}
-	return links
+	return d.links
 }
 
 // historyOf is what the record job writes to the URL's history: nil when
@@ -227,7 +280,7 @@ func (a *campaignActor) historyOf(o session.Outcome) []byte {
 	if a.cfg.NoHistory || o.Capture == nil {
 		return nil
 	}
-	return encodeHistory(o.Capture, o.Links)
+	return encodeHistory(o.Capture, o.Links, revisitState{})
 }
 
 // writeHistory stores the histories of jobs, before their URLs are marked

@@ -1,6 +1,7 @@
 package frontier
 
 import (
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"strings"
@@ -22,13 +23,18 @@ func TestHistoryRoundTrip(t *testing.T) {
 		{URL: "http://h.example/assets/a.png", Embeds: 1},
 		{URL: "http://other.example/", Hops: 2, Embeds: 3},
 	}
-	b := encodeHistory(c, links)
-	got, gotLinks, err := decodeHistory(b, true)
+	rs := revisitState{Interval: 90 * time.Minute, Due: time.Date(2026, 1, 2, 5, 0, 0, 1, time.UTC), Fetched: time.Date(2026, 1, 2, 3, 30, 0, 0, time.UTC)}
+	b := encodeHistory(c, links, rs)
+	d, err := decodeHistory(b, true)
 	if err != nil {
 		t.Fatal(err)
 	}
+	got, gotLinks := d.capture, d.links
 	if *got != *c {
 		t.Errorf("capture %+v, want %+v", *got, *c)
+	}
+	if d.revisit != rs {
+		t.Errorf("revisit state %+v, want %+v", d.revisit, rs)
 	}
 	want := slices.Clone(links)
 	slices.SortFunc(want, func(x, y urlrule.Link) int { return strings.Compare(x.URL, y.URL) })
@@ -37,8 +43,33 @@ func TestHistoryRoundTrip(t *testing.T) {
 	}
 	// Without a validator no 304 can come: the links are not kept.
 	c.ETag, c.LastModified = "", ""
-	if _, l, err := decodeHistory(encodeHistory(c, links), true); err != nil || len(l) != 0 {
-		t.Errorf("links kept without a validator: %v %v", l, err)
+	if d, err := decodeHistory(encodeHistory(c, links, revisitState{}), true); err != nil || len(d.links) != 0 {
+		t.Errorf("links kept without a validator: %v %v", d.links, err)
+	}
+}
+
+// A history written before the revisit state (version 1) reads as it was,
+// with none.
+func TestHistoryVersion1(t *testing.T) {
+	b := []byte{historyVersionV1}
+	b = binary.AppendUvarint(b, 200)
+	b = binary.AppendVarint(b, time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC).UnixNano())
+	for _, s := range []string{`"e1"`, "", "sha1:AAAA"} {
+		b = appendString(b, s)
+	}
+	b = binary.AppendUvarint(b, 1)
+	b = binary.AppendUvarint(b, 0)
+	b = appendString(b, "http://h.example/")
+	b = append(b, 0)
+	d, err := decodeHistory(b, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.capture.ETag != `"e1"` || d.capture.Digest != "sha1:AAAA" || d.capture.Status != 200 || len(d.links) != 1 || d.links[0].URL != "http://h.example/" {
+		t.Errorf("version 1 read as %+v, links %+v", *d.capture, d.links)
+	}
+	if d.revisit != (revisitState{}) {
+		t.Errorf("version 1 has a revisit state: %+v", d.revisit)
 	}
 }
 
@@ -52,7 +83,7 @@ func TestHistoryLinksAreFrontCoded(t *testing.T) {
 		links = append(links, l)
 		total += len(l.URL)
 	}
-	b := encodeHistory(&page.Capture{Status: 200, ETag: `"x"`, Digest: "sha1:" + strings.Repeat("A", 32)}, links)
+	b := encodeHistory(&page.Capture{Status: 200, ETag: `"x"`, Digest: "sha1:" + strings.Repeat("A", 32)}, links, revisitState{})
 	if len(b) > total/2 {
 		t.Errorf("history of 40 links is %d bytes; the URLs are %d", len(b), total)
 	}
@@ -63,9 +94,10 @@ func TestHistoryLinksAreFrontCoded(t *testing.T) {
 // error or to some history, never a panic.
 func TestHistoryHostileBytes(t *testing.T) {
 	c := &page.Capture{Status: 200, ETag: `"e"`, Digest: "sha1:D", Date: time.Unix(1, 0)}
-	b := encodeHistory(c, []urlrule.Link{{URL: "http://a/x"}, {URL: "http://a/y", Score: 2, Hops: 1, Embeds: 1}})
+	b := encodeHistory(c, []urlrule.Link{{URL: "http://a/x"}, {URL: "http://a/y", Score: 2, Hops: 1, Embeds: 1}},
+		revisitState{Interval: time.Hour, Due: time.Unix(7200, 0), Fetched: time.Unix(3600, 0)})
 	for n := range len(b) {
-		if _, _, err := decodeHistory(b[:n], true); err == nil {
+		if _, err := decodeHistory(b[:n], true); err == nil {
 			t.Errorf("a history cut at %d of %d bytes decoded", n, len(b))
 		}
 	}
@@ -73,7 +105,7 @@ func TestHistoryHostileBytes(t *testing.T) {
 		for _, v := range []byte{0, 0x7f, 0x80, 0xff} {
 			bad := slices.Clone(b)
 			bad[i] = v
-			_, _, _ = decodeHistory(bad, true)
+			_, _ = decodeHistory(bad, true)
 		}
 	}
 }

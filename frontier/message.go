@@ -24,6 +24,11 @@ type urlMsg struct {
 	// Path is the hop path from a seed (urlrule.Link.HopPath), for the
 	// crawl log; empty for a seed.
 	Path string `json:"t,omitempty"`
+	// Revisit: the URL comes back from a continuous campaign's revisit
+	// schedule, due at this time (Unix ns on the scheduler's clock); it is
+	// fetched although marked done, unless its history says it was
+	// fetched since (a second copy of the message).
+	Revisit int64 `json:"r,omitempty"`
 }
 
 // Headers of a frontier message.

@@ -189,6 +189,9 @@ func (a *campaignActor) fetchedJob(h *host, e *entry, o session.Outcome, now tim
 		a.countReason(j.fail.Reason)
 	}
 	j.disallowed = a.disallowedLinks(o.Links, now)
+	if a.revisits != nil {
+		a.planRevisit(&j, o)
+	}
 	return j
 }
 

@@ -39,6 +39,9 @@ type recordJob struct {
 	// history is the URL's new fetch history (historyOf), written with
 	// its done mark.
 	history []byte
+	// due, in a continuous campaign, is the URL's next fetch, and undue
+	// the entry it replaces (planRevisit), written with its history.
+	due, undue *seen.Due
 }
 
 // record publishes the discovered links not yet queued (confirmed), marks
@@ -139,6 +142,14 @@ func (a *campaignActor) writeRecord(ctx context.Context, jobs []recordJob) error
 	}
 	if err := a.writeHistory(jobs); err != nil {
 		return fmt.Errorf("seen store (fetch history): %w", err)
+	}
+	if a.revisits != nil {
+		if err := a.bumpLastmods(jobs); err != nil {
+			return fmt.Errorf("seen store (revisit schedule): %w", err)
+		}
+	}
+	if err := a.writeSchedule(jobs); err != nil {
+		return fmt.Errorf("seen store (revisit schedule): %w", err)
 	}
 	if len(keys) > 0 {
 		if err := a.srv.store.MarkDone(a.key, keys); err != nil {
@@ -568,7 +579,7 @@ func (a *campaignActor) countDead(reason string) {
 // why, and its failure record (nil for a URL that could not be read).
 func (a *campaignActor) deadMessage(e *entry, reason, why string) (outMsg, *session.FailureRecord) {
 	reason = orOther(reason)
-	a.log.Warn("dead-lettering", "url", e.msg.URL, "reason", reason, "error", why)
+	a.log.Warn("dead-lettering", "url", e.msg.URL, "reason", reason, "err", why)
 	hdr := amqp.Table{hdrError: why, hdrReason: reason, hdrAttempt: int32(e.attempt)}
 	pub := encodeMsg(e.msg, 0, hdr)
 	if e.unread {

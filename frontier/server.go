@@ -74,6 +74,13 @@ type ServerConfig struct {
 	// here wins). A campaign naming a policy the scheduler has not is
 	// refused (ErrUnknownPolicy).
 	Policies map[string]Policy
+	// Clock is the time a continuous campaign's revisits are scheduled
+	// and released by (revisit.go); nil is the wall clock. Tests run it
+	// faster, to live days of a campaign in minutes.
+	Clock func() time.Time
+	// RevisitPoll is how often a continuous campaign's schedule is read
+	// for the URLs due (and how far ahead it releases them).
+	RevisitPoll time.Duration
 }
 
 // DefaultServerConfig returns the defaults.
@@ -90,6 +97,7 @@ func DefaultServerConfig() ServerConfig {
 		KeepAlive:    5 * time.Second,
 		IdleRelease:  30 * time.Second,
 		RobotsTTL:    24 * time.Hour,
+		RevisitPoll:  time.Second,
 	}
 }
 
@@ -116,6 +124,9 @@ func (c ServerConfig) Validate() error {
 	}
 	if c.Self != "" && len(c.Peers) > 0 && !slices.Contains(c.Peers, c.Self) {
 		errs = append(errs, fmt.Errorf("self %q: must be one of the peers %q (DROVER_SCHEDULER), as the other schedulers dial it", c.Self, c.Peers))
+	}
+	if c.RevisitPoll < 10*time.Millisecond || c.RevisitPoll > time.Minute {
+		errs = append(errs, fmt.Errorf("revisit poll %s: must be between 10ms and 1m", c.RevisitPoll))
 	}
 	if c.RobotsTTL < time.Second {
 		errs = append(errs, fmt.Errorf("robots TTL %s: must be at least 1s", c.RobotsTTL))

@@ -1,6 +1,9 @@
 package frontier
 
 import (
+	"strings"
+
+	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/urlrule"
@@ -11,6 +14,35 @@ import (
 // record, a done or queued mark), else unknown. raw is normalized as the
 // campaign normalizes its URLs.
 func (s *Server) urlState(key, raw string) (session.URLState, error) {
+	st, err := s.urlMarks(key, raw)
+	if err == nil && st.URL != "" {
+		st.Last = s.lastFetch(key, seen.KeyOf(st.URL))
+	}
+	return st, err
+}
+
+// lastFetch reads what the fetch history of the campaign's lineage holds
+// of k: the running actor's lineage, else the ID of key (a run that read
+// another lineage with From, once ended, is looked up under its own ID).
+func (s *Server) lastFetch(key string, k seen.Key) *session.LastFetch {
+	lineage, _, _ := strings.Cut(key, campaign.RunSep)
+	if a, _ := s.existingActor(key); a != nil {
+		lineage = a.lineage
+	}
+	b, err := s.store.History(lineage, k)
+	if err != nil || b == nil {
+		return nil
+	}
+	d, err := decodeHistory(b, false)
+	if err != nil {
+		return nil
+	}
+	return &session.LastFetch{Lineage: lineage, Status: d.capture.Status, Date: d.capture.Date, Digest: d.capture.Digest,
+		Fetched: d.revisit.Fetched, NextDue: d.revisit.Due}
+}
+
+// urlMarks is urlState without the history.
+func (s *Server) urlMarks(key, raw string) (session.URLState, error) {
 	a, ended := s.existingActor(key)
 	var drop []string
 	if a != nil {

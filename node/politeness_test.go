@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"sort"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/internal/testenv"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"
 	"github.com/drover-crawl/drover/workflows"
@@ -32,6 +34,16 @@ func TestLiveHostRuleMidCrawl(t *testing.T) {
 	sendRules(t, s.temporal.Client(), cfg.ID, workflows.RulesRequest{Host: &campaign.HostRule{Host: name, Delay: new(delay)}})
 	returned := time.Now()
 	wait()
+	n := checkHostGaps(t, web, target, returned, delay)
+	t.Logf("%d requests to %s after the rule, each %s or more apart", n, target, delay)
+}
+
+// checkHostGaps: the requests to target that started after the rule
+// returned, at least 5 of them, are at least delay apart by the server's
+// clock, but for the first two (a lease granted before the rule); it
+// returns how many there were.
+func checkHostGaps(t *testing.T, web *testweb.Web, target string, returned time.Time, delay time.Duration) int {
+	t.Helper()
 	var after []time.Time
 	for _, r := range web.Requests() {
 		if r.Host == target && r.Start.After(returned) {
@@ -42,13 +54,12 @@ func TestLiveHostRuleMidCrawl(t *testing.T) {
 	if len(after) < 5 {
 		t.Fatalf("%d requests to %s after the rule: the crawl of it was over, nothing tested", len(after), target)
 	}
-	// The first may come from a lease granted before the rule.
 	for i := 2; i < len(after); i++ {
 		if gap := after[i].Sub(after[i-1]); gap < delay {
 			t.Errorf("requests %d and %d to %s %s apart at the server, after a rule of %s", i-1, i, target, gap.Round(time.Millisecond), delay)
 		}
 	}
-	t.Logf("%d requests to %s after the rule, each %s or more apart", len(after), target, delay)
+	return len(after)
 }
 
 func cutPort(hostport string) (host, port string, ok bool) {
@@ -110,4 +121,36 @@ func TestAdaptiveDelayFollowsASlowServer(t *testing.T) {
 	if reached < 0 || reached-fastFor >= 5 {
 		t.Errorf("the gaps did not reach %s within 5 requests of the slowdown: %v", 2*slow, gaps)
 	}
+}
+
+// A host rule outlives a scheduler SIGKILLed right after it returned,
+// while the crawl of the host is in full swing: the scheduler started
+// again on the same seen store reads the rule back, and the server sees
+// the host's requests at least the rule's delay apart until the end.
+func TestLiveHostRuleSurvivesSchedulerKill(t *testing.T) {
+	testenv.Long(t)
+	web := webtest.Start(t, testweb.Config{Hosts: 2, PagesPerHost: 60, CrossHost: true, Base: 147})
+	s := startServices(t)
+	addr := freeAddr(t)
+	seenPath := filepath.Join(t.TempDir(), "seen-0")
+	sched := startSchedulerProc(t, addr, 0, 1, seenPath)
+	startWorkerProc(t, "worker-0", []string{addr}, s.temporal.Address(), s.kafka.Addr())
+	cfg := s.newCampaign("hostrule-kill", web, 2)
+	cfg.PerHostDelay = new(5 * time.Millisecond)
+	wait := runCampaign(t, s.temporal.Client(), cfg, 6*time.Minute)
+	target := web.Hosts()[0]
+	name, _, _ := cutPort(target)
+	awaitRequests(t, web, 20)
+	const delay = 250 * time.Millisecond
+	sendRules(t, s.temporal.Client(), cfg.ID, workflows.RulesRequest{Host: &campaign.HostRule{Host: name, Delay: new(delay)}})
+	returned := time.Now()
+	sched.Kill()
+	atKill := web.Total()
+	startSchedulerProc(t, addr, 0, 1, seenPath)
+	if atKill >= len(web.Pages()) {
+		t.Fatalf("the crawl was over (%d requests) before the kill: nothing tested", atKill)
+	}
+	wait()
+	n := checkHostGaps(t, web, target, returned, delay)
+	t.Logf("killed at request %d of %d; %d requests to %s after the rule, each %s or more apart", atKill, len(web.Pages()), n, target, delay)
 }

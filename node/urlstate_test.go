@@ -67,6 +67,9 @@ func TestURLStateAgreesWithTheServer(t *testing.T) {
 			if n == 0 {
 				t.Errorf("%s said %s during the crawl, but the server never saw it", u, st.State)
 			}
+			if st.State == session.URLDone && (st.Last == nil || st.Last.Status != 200 || st.Last.Date.IsZero()) {
+				t.Errorf("%s said done during the crawl, with last capture %+v", u, st.Last)
+			}
 		case session.URLUnknown:
 			if n > 0 {
 				t.Errorf("%s said unknown, but the server had seen it", u)
@@ -87,9 +90,14 @@ func TestURLStateAgreesWithTheServer(t *testing.T) {
 			t.Fatal(err)
 		}
 		// A closed run's marks are gone with its queues: its URLs are
-		// "ended", the failed ones "failed".
+		// "ended", the failed ones "failed"; the fetch history, which
+		// outlives the run, says when and with what status each was
+		// captured.
 		if st.State != session.URLEnded || web.Count(pages[i]) != 1 {
 			t.Errorf("after the crawl, %s: %s, requested %d times", pages[i], st.State, web.Count(pages[i]))
+		}
+		if l := st.Last; l == nil || l.Status != 200 || l.Lineage != cfg.ID || l.Date.IsZero() || l.Date.After(time.Now()) {
+			t.Errorf("after the crawl, %s: last capture %+v", pages[i], l)
 		}
 	}
 }

@@ -5,7 +5,8 @@ import "sync"
 // Location is where a sink stored a page: the crawl log's account of it.
 // Kind says which fields are set.
 type Location struct {
-	// Kind is the sink's: "warc", "kafka" or "postgres".
+	// Kind is the sink's: "warc", "kafka" or "postgres" (the name of its
+	// kind in sink/sinkuri).
 	Kind string `json:"kind"`
 	// File and Offset: the WARC file (its path) and the byte offset of the
 	// page's response or revisit record (its gzip member) in it, or for a

@@ -43,6 +43,7 @@ func run() int {
 	seen := flag.String("seen", "", "seen-set directory (default data/seen/NAME; \"mem\" keeps it in memory)")
 	pprofAddr := flag.String("pprof-addr", "", "serve Go's profiles (net/http/pprof) on `ADDR`/debug/pprof/ (empty: off; bind loopback)")
 	flag.DurationVar(&cfg.RobotsTTL, "robots-ttl", cfg.RobotsTTL, "how long a host's robots.txt is trusted; then it is fetched again before the host's next page (at least 1s)")
+	flag.DurationVar(&cfg.RevisitPoll, "revisit-poll", cfg.RevisitPoll, "how often a continuous campaign's revisit schedule is read for the URLs due, and how far ahead they are released (10ms-1m)")
 	seenMemTable := flag.Int64("seen-memtable-bytes", 0, "the seen store's memtable size (0: Pebble's default, 4 MB); small ones flush and compact often")
 	sec := tlsconf.FromEnv(nil)
 	sec.Flags(flag.CommandLine, true)
@@ -52,6 +53,9 @@ func run() int {
 		return 2
 	}
 	serverTLS, err := sec.Server()
+	if err == nil {
+		err = peers(&cfg, env.Schedulers, *listen, sec, serverTLS != nil)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "scheduler:", err)
 		return 2
@@ -78,10 +82,6 @@ func run() int {
 	}
 	defer ms.Close()
 	servePprof(*pprofAddr, log)
-	if err := peers(&cfg, env.Schedulers, *listen, sec, serverTLS != nil); err != nil {
-		fmt.Fprintln(os.Stderr, "scheduler:", err)
-		return 2
-	}
 	amqpTLS, err := sec.AMQPTLS(env.AMQPURL)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "scheduler:", err)
@@ -109,7 +109,7 @@ func run() int {
 	return 0
 }
 
-// servePprof serves Go's profiles on addr (empty: not at all).
+// servePprof serves Go's profiles on addr, when it is not empty.
 func servePprof(addr string, log *slog.Logger) {
 	if addr == "" {
 		return

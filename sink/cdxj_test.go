@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nlnwa/gowarc"
+	"github.com/stretchr/testify/require"
 
 	"github.com/drover-crawl/drover/page"
 )

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/page"
+	"github.com/drover-crawl/drover/sink/sinkuri"
 	"github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/sasl"
 )
@@ -164,7 +165,7 @@ func (k *Kafka) completed(msgs []kafka.Message, err error) {
 			continue
 		}
 		if v, ok := k.placed.Load(&m.Headers[0]); ok {
-			v.(*page.Locations).Add(page.Location{Kind: "kafka", Topic: m.Topic, Partition: m.Partition, Offset: m.Offset})
+			v.(*page.Locations).Add(page.Location{Kind: sinkuri.Kafka.Name, Topic: m.Topic, Partition: m.Partition, Offset: m.Offset})
 		}
 	}
 }

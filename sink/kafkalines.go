@@ -8,7 +8,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/sink/sinkuri"
 )
 
 // lineCap is the record limit of a line topic: a crawl log line is a few
@@ -20,12 +20,12 @@ const lineCap = 64 << 10
 // WriteLine: the crawl log's topic. Its records are at most 64 KiB plus
 // headers, which a broker's default limit takes.
 func OpenKafkaLines(ctx context.Context, uri string, opts Options) (*Kafka, error) {
-	if err := campaign.CheckSinkURI(uri); err != nil {
+	if err := sinkuri.Check(uri); err != nil {
 		return nil, err
 	}
 	u, err := url.Parse(uri)
-	if err != nil || u.Scheme != "kafka" {
-		return nil, fmt.Errorf("topic %q: must be kafka://HOST:PORT/TOPIC (or kafka:///TOPIC for the worker's KAFKA_BROKERS)", campaign.Redact(uri))
+	if err != nil || sinkuri.Lookup(uri) != sinkuri.Kafka {
+		return nil, fmt.Errorf("topic %q: must be kafka://HOST:PORT/TOPIC (or kafka:///TOPIC for the worker's KAFKA_BROKERS)", sinkuri.Redact(uri))
 	}
 	opts.BodyCap = lineCap
 	cfg, err := kafkaConfig(u, opts)

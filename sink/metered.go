@@ -3,8 +3,6 @@ package sink
 import (
 	"context"
 	"math"
-	"net/url"
-	"strings"
 	"time"
 
 	"github.com/drover-crawl/drover/page"
@@ -44,22 +42,6 @@ func (m *Metrics) Metered(s Sink, campaign, kind string) Sink {
 		return s
 	}
 	return &metered{s: s, latency: m.latency.WithLabelValues(campaign, kind), errors: m.errors.WithLabelValues(campaign, kind)}
-}
-
-// Kind is a sink URI's kind for a label: its scheme (postgresql reads as
-// postgres), or "other".
-func Kind(uri string) string {
-	u, err := url.Parse(uri)
-	if err != nil {
-		return "other"
-	}
-	switch s := strings.ToLower(u.Scheme); s {
-	case "kafka", "warc", "postgres":
-		return s
-	case "postgresql":
-		return "postgres"
-	}
-	return "other"
 }
 
 type metered struct {

@@ -8,9 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drover-crawl/drover/page"
 	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/drover-crawl/drover/page"
 )
 
 // pointerPages are a page whose spooled body is over a 64 KiB max_body,

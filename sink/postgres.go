@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/page"
+	"github.com/drover-crawl/drover/sink/sinkuri"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -267,7 +268,7 @@ func (s *Postgres) Store(ctx context.Context, p *page.Page) error {
 	if err != nil {
 		return fmt.Errorf("postgres %s table %s: store %s: %w", s.addr, s.cfg.Table, p.URL, err)
 	}
-	p.Stored.Add(page.Location{Kind: "postgres", Table: s.cfg.Table})
+	p.Stored.Add(page.Location{Kind: sinkuri.Postgres.Name, Table: s.cfg.Table})
 	return nil
 }
 

@@ -6,9 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/internal/testenv"
 	"github.com/drover-crawl/drover/page"
-	"github.com/jackc/pgx/v5"
 )
 
 // testPostgresURI is the test database: 127.0.0.1:5432, trust auth.
@@ -215,33 +218,28 @@ func TestPostgresReconnectsAfterKilledConnection(t *testing.T) {
 	pgExec(t, `SELECT pg_terminate_backend($1)`, pid)
 	// pg_terminate_backend only signals the backend: wait until it is gone,
 	// so the next Store cannot slip through on it.
-	checkGone := time.Now().Add(pgReconnectWithin)
-	for {
+	await.For(t, pgReconnectWithin, 20*time.Millisecond, fmt.Sprintf("backend %d gone after pg_terminate_backend", pid), func() error {
 		var n int
 		conn, err := pgx.Connect(ctx, testPostgresURI)
 		require.NoError(t, err)
 		err = conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE pid = $1`, pid).Scan(&n)
 		conn.Close(ctx)
 		require.NoError(t, err)
-		if n == 0 {
-			break
+		if n > 0 {
+			return fmt.Errorf("backend %d still in pg_stat_activity", pid)
 		}
-		require.True(t, time.Now().Before(checkGone), "backend %d still there %s after pg_terminate_backend", pid, pgReconnectWithin)
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	var failures []error
-	deadline := time.Now().Add(pgReconnectWithin)
-	for {
+	await.For(t, pgReconnectWithin, 100*time.Millisecond, "a Store to succeed after the kill", func() error {
 		err := s.Store(ctx, pages[1])
 		if err == nil {
-			break
+			return nil
 		}
 		require.True(t, !Permanent(err), "a killed connection made the page permanent: %v", err)
 		failures = append(failures, err)
-		require.True(t, time.Now().Before(deadline), "no Store succeeded within %s of the kill: %d failed, the first with %v, the last with %v",
-			pgReconnectWithin, len(failures), failures[0], err)
-		time.Sleep(100 * time.Millisecond)
-	}
+		return fmt.Errorf("%d Stores failed, the first with %v, the last with %w", len(failures), failures[0], err)
+	})
 	t.Logf("%d Stores failed after the kill: %v", len(failures), failures)
 	require.True(t, len(failures) <= 1, "%d Stores failed after the kill, want at most the one that found the connection dead", len(failures))
 	require.True(t, s.conns[0] != nil && s.conns[0].PgConn().PID() != pid, "the sink still uses the killed backend %d", pid)

@@ -15,8 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drover-crawl/drover/page"
 	"github.com/nlnwa/gowarc"
+	"github.com/stretchr/testify/require"
+
+	"github.com/drover-crawl/drover/page"
 )
 
 // bigBody is n deterministic bytes, not all alike.

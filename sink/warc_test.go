@@ -20,9 +20,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nlnwa/gowarc"
+	"github.com/stretchr/testify/require"
+
 	"github.com/drover-crawl/drover/internal/testenv"
 	"github.com/drover-crawl/drover/page"
-	"github.com/nlnwa/gowarc"
 )
 
 // warcRec is one record as read back by gowarc, with its raw block.

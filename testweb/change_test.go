@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -14,6 +15,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/drover-crawl/drover/internal/await"
 )
 
 // answer is a response with the headers the validator tests look at.
@@ -472,10 +475,16 @@ func TestChangeWhileServing(t *testing.T) {
 			}
 		})
 	}
-	for fetched.Load() < 400 && !t.Failed() {
+	defer wg.Wait()
+	defer close(stop)
+	await.For(t, 30*time.Second, 100*time.Microsecond, "400 fetches while the pages change", func() error {
+		if t.Failed() {
+			return fmt.Errorf("a client failed: %w", await.ErrFinal)
+		}
 		w.Change(0.3)
-		time.Sleep(100 * time.Microsecond)
-	}
-	close(stop)
-	wg.Wait()
+		if n := fetched.Load(); n < 400 {
+			return fmt.Errorf("%d fetched", n)
+		}
+		return nil
+	})
 }

@@ -2,8 +2,11 @@ package urlrule
 
 import (
 	"errors"
+	"fmt"
 	"net/url"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
 )
 
 // hostKeySlow is HostKey without its fast path: the parse every input
@@ -37,7 +40,7 @@ func TestHostKeyFastAgreesWithTheParse(t *testing.T) {
 	// The fast path must take what Normalize writes, or it is no fast path.
 	for _, s := range []string{"http://example.com/", "https://a.example.com:8443/x?y=1#z", "http://e.com/a%41", "http://e.com", "http://127.0.0.1:8080/p?q"} {
 		_, ok := hostKeyFast(s)
-		check(t, ok, "fast path refused ", s)
+		assert.True(t, ok, fmt.Sprint("fast path refused ", s))
 	}
 }
 
@@ -84,9 +87,9 @@ func checkHostKeyFast(t *testing.T, s string) bool {
 func TestHTTPHostKeyRefusesOtherSchemes(t *testing.T) {
 	for _, s := range []string{"ftp://e.com/", "mailto:x@e.com", "javascript:alert(1)"} {
 		_, err := HTTPHostKey(s)
-		check(t, errors.Is(err, ErrScheme), s, ": ", err)
+		assert.True(t, errors.Is(err, ErrScheme), fmt.Sprint(s, ": ", err))
 	}
 	h, err := HTTPHostKey("HTTP://Example.com:81/")
-	check(t, err == nil, err)
-	equal(t, h, "example.com")
+	assert.True(t, err == nil, err)
+	assert.Equal(t, "example.com", h)
 }

@@ -3,6 +3,7 @@ package urlrule
 import (
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Link is a URL a fetch discovered: normalized, in scope (or an embed
@@ -22,6 +23,10 @@ type Link struct {
 	// Score is the link's score for the "score" priority policy, set by
 	// the fetcher's link scorer; 0 when none is set.
 	Score float64 `json:"score,omitempty"`
+	// LastMod is a sitemap's <lastmod> for the URL (zero when it gives
+	// none): a continuous campaign fetches a URL it knows again soon when
+	// this is after its last fetch.
+	LastMod time.Time `json:"lastmod,omitzero"`
 }
 
 // Depth is the crawl depth of the link's page, found on a page of depth

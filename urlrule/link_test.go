@@ -3,6 +3,8 @@ package urlrule
 import (
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
 )
 
 func TestLinkDepth(t *testing.T) {
@@ -21,7 +23,7 @@ func TestLinkDepth(t *testing.T) {
 		{"so is an embed of an embed", Link{URL: "http://cdn.example/f.woff", Embeds: 2}, 3, 3},
 	}
 	for _, c := range cases {
-		equal(t, c.link.Depth(c.parent), c.want, c.name)
+		assert.Equal(t, c.want, c.link.Depth(c.parent), c.name)
 	}
 }
 

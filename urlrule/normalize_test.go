@@ -2,9 +2,12 @@ package urlrule
 
 import (
 	"errors"
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
 )
 
 func TestNormalize(t *testing.T) {
@@ -64,9 +67,9 @@ func checkNormalized(t *testing.T, drop []string, cases []struct{ in, want strin
 			t.Errorf("Normalize(%q): %v", c.in, err)
 			continue
 		}
-		equal(t, got, c.want, "for ", c.in)
+		assert.Equal(t, c.want, got, fmt.Sprint("for ", c.in))
 		again, err := Normalize(got, nil, drop)
-		check(t, err == nil && again == got, "not idempotent: ", got, " -> ", again)
+		assert.True(t, err == nil && again == got, fmt.Sprint("not idempotent: ", got, " -> ", again))
 	}
 }
 
@@ -119,14 +122,14 @@ func TestNormalizeResolve(t *testing.T) {
 	for _, c := range cases {
 		got, err := Normalize(c.ref, base, nil)
 		if c.want == "" {
-			check(t, err != nil, "Normalize(", c.ref, ") = ", got, ", want an error")
+			assert.True(t, err != nil, fmt.Sprint("Normalize(", c.ref, ") = ", got, ", want an error"))
 			continue
 		}
 		if err != nil {
 			t.Errorf("Normalize(%q): %v", c.ref, err)
 			continue
 		}
-		equal(t, got, c.want, "for ", c.ref)
+		assert.Equal(t, c.want, got, fmt.Sprint("for ", c.ref))
 	}
 }
 
@@ -168,7 +171,7 @@ func TestNormalizeRefused(t *testing.T) {
 	}
 	for _, c := range cases {
 		got, err := Normalize(c.in, nil, nil)
-		check(t, errors.Is(err, c.want), "Normalize(", c.in[:min(len(c.in), 40)], ") = ", got, ", ", err, "; want ", c.want)
+		assert.True(t, errors.Is(err, c.want), fmt.Sprint("Normalize(", c.in[:min(len(c.in), 40)], ") = ", got, ", ", err, "; want ", c.want))
 	}
 }
 
@@ -181,9 +184,9 @@ func TestHostKey(t *testing.T) {
 	}
 	for _, c := range cases {
 		got, err := HostKey(c.in)
-		check(t, err == nil, err)
-		equal(t, got, c.want)
+		assert.True(t, err == nil, err)
+		assert.Equal(t, c.want, got)
 	}
 	_, err := HostKey("mailto:x@y")
-	check(t, err != nil, "mailto has no host")
+	assert.True(t, err != nil, "mailto has no host")
 }

@@ -2,9 +2,13 @@ package urlrule
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // robotsCase is one robots.txt, one agent, one URL and the expected answer.
@@ -140,7 +144,7 @@ func TestRobotsCases(t *testing.T) {
 	for _, c := range robotsCases {
 		t.Run(c.name, func(t *testing.T) {
 			r := parseRobotsBody([]byte(c.robots), c.agent)
-			equal(t, r.Allowed(c.url), c.allowed, "robots.txt:\n"+c.robots)
+			assert.Equal(t, c.allowed, r.Allowed(c.url), "robots.txt:\n"+c.robots)
 		})
 	}
 }
@@ -150,8 +154,8 @@ func TestRobotsCases(t *testing.T) {
 func TestRobotsLineTooLong(t *testing.T) {
 	long := "/x/" + strings.Repeat("a", maxRobotsLine)
 	r := parseRobotsBody([]byte("user-agent: FooBot\ndisallow: "+long+"/qux\n"), "foobot")
-	check(t, r.Allowed("/fux"))
-	check(t, !r.Allowed(long+"/fux"))
+	assert.True(t, r.Allowed("/fux"))
+	assert.True(t, !r.Allowed(long+"/fux"))
 }
 
 func TestParseRobotsStatus(t *testing.T) {
@@ -173,11 +177,11 @@ func TestParseRobotsStatus(t *testing.T) {
 	}
 	for _, c := range cases {
 		r := ParseRobots(c.status, body, c.err)
-		equal(t, r.Allowed("/public"), c.allowed, "status ", c.status)
-		equal(t, r.Unreachable, c.unreachable, "status ", c.status)
-		check(t, r.Allowed("/robots.txt"))
+		assert.Equal(t, c.allowed, r.Allowed("/public"), fmt.Sprint("status ", c.status))
+		assert.Equal(t, c.unreachable, r.Unreachable, fmt.Sprint("status ", c.status))
+		assert.True(t, r.Allowed("/robots.txt"))
 	}
-	check(t, !ParseRobots(200, body, nil).Allowed("/private/x"))
+	assert.True(t, !ParseRobots(200, body, nil).Allowed("/private/x"))
 }
 
 func TestRobotsCrawlDelayAndSitemaps(t *testing.T) {
@@ -187,13 +191,13 @@ func TestRobotsCrawlDelayAndSitemaps(t *testing.T) {
 		"user-agent: other\ncrawl-delay: 99\n" +
 		"sitemap: https://example.com/s2.xml\nsitemap: https://example.com/s1.xml\nsitemap: /relative.xml\n"
 	r := ParseRobots(200, []byte(body), nil)
-	equal(t, r.CrawlDelay(), 1500*time.Millisecond)
-	equal(t, r.Sitemaps(), []string{"https://example.com/s1.xml", "https://example.com/s2.xml"})
-	check(t, r.Allowed("/a"), "the drover group replaces *")
-	check(t, !r.Allowed("/b"))
+	assert.Equal(t, 1500*time.Millisecond, r.CrawlDelay())
+	assert.Equal(t, []string{"https://example.com/s1.xml", "https://example.com/s2.xml"}, r.Sitemaps())
+	assert.True(t, r.Allowed("/a"), "the drover group replaces *")
+	assert.True(t, !r.Allowed("/b"))
 
 	r = ParseRobots(200, []byte("user-agent: *\ncrawl-delay: -1\ncrawl-delay: NaN\ncrawl-delay: 1e300\n"), nil)
-	equal(t, r.CrawlDelay(), maxCrawlDelay)
+	assert.Equal(t, maxCrawlDelay, r.CrawlDelay())
 }
 
 func TestRobotsGarbage(t *testing.T) {
@@ -206,10 +210,10 @@ func TestRobotsGarbage(t *testing.T) {
 	}
 	for _, g := range garbage {
 		r := ParseRobots(200, []byte(g), nil)
-		must(t, r != nil)
+		require.True(t, r != nil)
 		r.Allowed("/" + strings.Repeat("a", 3000))
 		r.Allowed("/x")
 	}
 	r := ParseRobots(200, []byte(garbage[3]), nil)
-	check(t, !r.Allowed("/x/1"), "a good line survives garbage around it")
+	assert.True(t, !r.Allowed("/x/1"), "a good line survives garbage around it")
 }

@@ -6,13 +6,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/drover-crawl/drover/campaign"
 )
 
 func mustScope(t testing.TB, cfg campaign.Config) *Scope {
 	t.Helper()
 	s, err := NewScope(cfg.WithDefaults())
-	must(t, err == nil, err)
+	require.True(t, err == nil, err)
 	return s
 }
 
@@ -68,8 +71,8 @@ func TestScopeRules(t *testing.T) {
 	}
 	for _, c := range cases {
 		ok, reason := allow(c.s, c.url, c.depth)
-		equal(t, reason, c.reason, c.url[:min(60, len(c.url))])
-		equal(t, ok, c.reason == "", c.url[:min(60, len(c.url))])
+		assert.Equal(t, c.reason, reason, c.url[:min(60, len(c.url))])
+		assert.Equal(t, c.reason == "", ok, c.url[:min(60, len(c.url))])
 	}
 }
 
@@ -85,30 +88,30 @@ func TestScopeGeneratedSpace(t *testing.T) {
 	for i := 1; ; i++ {
 		ok, reason := s.Allow(month(i), i+1, month(i-1))
 		if !ok {
-			equal(t, reason, ReasonGenerated)
+			assert.Equal(t, ReasonGenerated, reason)
 			break
 		}
 		fetched++
-		must(t, fetched < 10*MaxPatternDepth, "the calendar chain never ended")
+		require.True(t, fetched < 10*MaxPatternDepth, "the calendar chain never ended")
 	}
-	equal(t, fetched, MaxPatternDepth-1)
+	assert.Equal(t, MaxPatternDepth-1, fetched)
 	// Numbered pages at shallow depth pass however many there are, and a
 	// deep link of another pattern than its page passes.
 	root, _ := url.Parse("http://example.com/")
 	for i := range 5000 {
 		u, _ := url.Parse(fmt.Sprintf("http://example.com/p/%d.html", i))
 		ok, _ := s.Allow(u, 12, root)
-		must(t, ok)
+		require.True(t, ok)
 	}
 	ok, _ := s.Allow(month(500), MaxPatternDepth+50, root)
-	check(t, ok, "a link from a page of another pattern passes")
+	assert.True(t, ok, "a link from a page of another pattern passes")
 }
 
 func TestUrlPattern(t *testing.T) {
 	u, _ := url.Parse("http://h1.example/cal/2024/05/x7y?d=12&e=abc")
-	equal(t, urlPattern(u), "h1.example/cal/N/N/xNy?d=N&e=abc")
+	assert.Equal(t, "h1.example/cal/N/N/xNy?d=N&e=abc", urlPattern(u))
 	u, _ = url.Parse("http://h1.example/about")
-	equal(t, urlPattern(u), "")
+	assert.Equal(t, "", urlPattern(u))
 }
 
 // An embed within its hops may leave the scope, by host or by regex; every
@@ -132,13 +135,13 @@ func TestScopeEmbeds(t *testing.T) {
 	}
 	for _, c := range cases {
 		ok, reason := c.s.AllowEmbedNormal(c.url, c.depth, nil)
-		equal(t, reason, c.reason, c.url)
-		equal(t, ok, c.reason == "", c.url)
+		assert.Equal(t, c.reason, reason, c.url)
+		assert.Equal(t, c.reason == "", ok, c.url)
 		// The same URL as a link: out of scope (or refused for its own rule).
 		if c.reason == "" {
 			ok, reason = c.s.AllowNormal(c.url, c.depth, nil)
-			equal(t, reason, ReasonOutOfScope, c.url, " as a link")
-			check(t, !ok, c.url)
+			assert.Equal(t, ReasonOutOfScope, reason, fmt.Sprint(c.url, " as a link"))
+			assert.True(t, !ok, c.url)
 		}
 	}
 }

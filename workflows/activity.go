@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/campaign"
-	"github.com/drover-crawl/drover/frontier/session"
 )
 
 // The inputs and results of the activities the Campaign workflow calls (by
@@ -58,7 +57,7 @@ type MonitorResult struct {
 	Drained bool
 	// CapReached: max-pages reached.
 	CapReached bool
-	Stats      session.Stats
+	Stats      Counts
 	// ReadAt is when Stats was read from the schedulers.
 	ReadAt time.Time `json:",omitempty"`
 	// Unread: no scheduler answered during the whole window, so Stats is
@@ -94,7 +93,20 @@ type CloseInput struct {
 
 // CloseResult is the result of Close: the last stats before the queues went.
 type CloseResult struct {
-	Stats session.Stats
+	Stats Counts
+}
+
+// Counts are the schedulers' counts that the workflow keeps: a type of
+// its own, which the activities copy from the session protocol's
+// (session.Stats), so that a change to the wire does not change what a
+// workflow's history holds. Its JSON names are session.Stats's, so the
+// results recorded when the workflow kept that type decode as before.
+type Counts struct {
+	Fetched    int64 `json:"fetched"`
+	Failed     int64 `json:"failed"`
+	Queued     int64 `json:"queued"`
+	InFlight   int64 `json:"in_flight"`
+	CapReached bool  `json:"cap_reached,omitempty"`
 }
 
 // NotifyInput is an exception notification.

@@ -297,7 +297,7 @@ func (r *run) finish() (Status, error) {
 		Delete: r.ending != campaign.StateFailed,
 	}).Get(r.ctx, &closed)
 	if err != nil {
-		workflow.GetLogger(r.ctx).Error("close failed", "error", err)
+		workflow.GetLogger(r.ctx).Error("close failed", "err", err)
 		r.closeErr = err.Error()
 		r.st.Reason += "; close failed: " + err.Error()
 	} else {

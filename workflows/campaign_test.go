@@ -22,7 +22,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/drover-crawl/drover/campaign"
-	"github.com/drover-crawl/drover/frontier/session"
 )
 
 // harness runs Campaign in the testsuite on virtual time with mocked
@@ -110,7 +109,7 @@ func newHarness(t *testing.T, before func(env *testsuite.TestWorkflowEnvironment
 				ReadAt:     h.env.Now(),
 				Drained:    h.drained.Load(),
 				CapReached: h.capped.Load(),
-				Stats:      session.Stats{Fetched: n, Failed: 1 + h.failed.Load(), Queued: 7, InFlight: 3},
+				Stats:      Counts{Fetched: n, Failed: 1 + h.failed.Load(), Queued: 7, InFlight: 3},
 			}, nil
 		}).Maybe()
 	env.OnActivity(acts.Close, mock.Anything, mock.Anything).Return(
@@ -120,7 +119,7 @@ func newHarness(t *testing.T, before func(env *testsuite.TestWorkflowEnvironment
 			defer h.mu.Unlock()
 			h.closes = append(h.closes, in)
 			h.closedAt = h.env.Now()
-			return CloseResult{Stats: session.Stats{Fetched: h.fetched.Load(), Failed: 1}}, nil
+			return CloseResult{Stats: Counts{Fetched: h.fetched.Load(), Failed: 1}}, nil
 		}).Maybe()
 	env.OnActivity(acts.EndSessions, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in EndSessionsInput) (EndSessionsResult, error) {

@@ -131,7 +131,7 @@ func decodeSignal(ctx workflow.Context, name string, raw converter.RawValue, v a
 		return true
 	}
 	if err := converter.GetDefaultDataConverter().FromPayload(raw.Payload(), v); err != nil {
-		workflow.GetLogger(ctx).Warn("signal payload not understood", "signal", name, "error", err)
+		workflow.GetLogger(ctx).Warn("signal payload not understood", "signal", name, "err", err)
 		return false
 	}
 	return true

@@ -55,7 +55,7 @@ func (r *run) publish() {
 		updates = append(updates, PagesFetchedKey.ValueSet(r.st.PagesFetched))
 	}
 	if err := workflow.UpsertTypedSearchAttributes(r.ctx, updates...); err != nil {
-		workflow.GetLogger(r.ctx).Warn("search attributes not upserted (are CampaignState and PagesFetched registered?)", "error", err)
+		workflow.GetLogger(r.ctx).Warn("search attributes not upserted (are CampaignState and PagesFetched registered?)", "err", err)
 		return
 	}
 	r.upserted.done, r.upserted.state, r.upserted.pages = true, r.st.State, r.st.PagesFetched

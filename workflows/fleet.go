@@ -201,7 +201,7 @@ func (r *run) sessionEnded(e event) {
 	fs.Restarts++
 	r.st.Restarts++
 	r.st.RecentFailures = append(r.st.RecentFailures, now)
-	workflow.GetLogger(r.ctx).Warn("fetcher failed; restarting", "fetcher", e.index, "ran", ran, "error", msg)
+	workflow.GetLogger(r.ctx).Warn("fetcher failed; restarting", "fetcher", e.index, "ran", ran, "err", msg)
 	r.checkRestartAlert(now)
 
 	if ran > backoffReset || s.backoff == 0 {
@@ -358,7 +358,7 @@ func (r *run) endStopped() {
 	workflow.Go(r.ctx, func(ctx workflow.Context) {
 		var res EndSessionsResult
 		if err := f.Get(ctx, &res); err != nil {
-			workflow.GetLogger(ctx).Warn("ending sessions through the schedulers failed; their cancellation ends them", "sessions", len(keys), "error", err)
+			workflow.GetLogger(ctx).Warn("ending sessions through the schedulers failed; their cancellation ends them", "sessions", len(keys), "err", err)
 		}
 	})
 }

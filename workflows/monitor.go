@@ -62,7 +62,7 @@ func (r *run) startMonitor() {
 		if err != nil && mctx.Err() == nil {
 			// Monitor retries on its own; an error here is non-retryable.
 			// Counts are only informative: wait and watch again.
-			workflow.GetLogger(ctx).Error("monitor failed; retrying in a minute", "error", err)
+			workflow.GetLogger(ctx).Error("monitor failed; retrying in a minute", "err", err)
 			_ = workflow.Sleep(mctx, monitorReport)
 		}
 		r.events.Send(ctx, event{kind: evMonitor, monitor: res, err: err})
@@ -89,7 +89,9 @@ func (r *run) monitored(e event) {
 		case e.monitor.CapReached || s.CapReached:
 			r.beginEnd(campaign.StateCompleted, "max pages reached")
 			return
-		case e.monitor.Drained && r.st.State != campaign.StatePaused && r.seeding == 0:
+		case e.monitor.Drained && r.st.State != campaign.StatePaused && r.seeding == 0 && !r.cfg.Continuous():
+			// A continuous campaign's frontier drains between its
+			// revisits: it ends only when stopped (or at a limit).
 			r.beginEnd(campaign.StateCompleted, "frontier drained")
 			return
 		}
@@ -158,6 +160,6 @@ func (r *run) notifyInput(ev, text string) NotifyInput {
 func (r *run) notify(ctx workflow.Context, in NotifyInput) {
 	actx := workflow.WithActivityOptions(r.ctx, smallOptions(30*time.Second, 3))
 	if err := workflow.ExecuteActivity(actx, NotifyActivity, in).Get(ctx, nil); err != nil {
-		workflow.GetLogger(ctx).Error("notify failed", "event", in.Event, "error", err)
+		workflow.GetLogger(ctx).Error("notify failed", "event", in.Event, "err", err)
 	}
 }

@@ -37,12 +37,12 @@ func nameRun(ctx workflow.Context, cfg *campaign.Config, first bool) {
 		}).Get(&run)
 		if err != nil {
 			// Only a broken data converter gets here; the ID then stays the key.
-			workflow.GetLogger(ctx).Error("naming the run failed; its frontier key is the campaign ID", "error", err)
+			workflow.GetLogger(ctx).Error("naming the run failed; its frontier key is the campaign ID", "err", err)
 			return
 		}
 		cfg.Run = run
 	}
 	if err := workflow.UpsertMemo(ctx, map[string]any{MemoFrontier: cfg.FrontierKey()}); err != nil {
-		workflow.GetLogger(ctx).Warn("frontier key not put in the memo", "error", err)
+		workflow.GetLogger(ctx).Warn("frontier key not put in the memo", "err", err)
 	}
 }

@@ -16,6 +16,7 @@ type Memory struct {
 	f  map[string]map[string]session.FailureRecord
 	r  map[string][]byte
 	h  map[string]map[Key][]byte
+	v  map[string]map[string]Due // revisit schedule, by scheduleKey
 }
 
 // NewMemory returns an empty Memory.
@@ -78,6 +79,7 @@ func (s *Memory) Drop(c string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.m, c)
+	delete(s.v, c)
 	return nil
 }
 

@@ -435,7 +435,9 @@ func (s *Pebble) write(db *pebble.DB, c string, keys []Key, op func(*pebble.Batc
 
 // Drop implements Store: one range delete over the campaign's marks.
 func (s *Pebble) Drop(c string) error {
-	return s.use(c, func(db *pebble.DB) error { return s.deleteSpan(db, kindMark, c) },
+	return s.use(c, func(db *pebble.DB) error {
+		return errors.Join(s.deleteSpan(db, kindMark, c), s.deleteSpan(db, kindSchedule, c))
+	},
 		func(mem *Memory) error { return mem.Drop(c) })
 }
 

@@ -63,7 +63,7 @@ func (s *Pebble) salvage(aside string, db *pebble.DB) {
 	defer b.Close()
 	n := 0
 	var errs []error
-	for _, kind := range []byte{kindFailure, kindRules, kindHistory} {
+	for _, kind := range []byte{kindFailure, kindRules, kindHistory, kindSchedule} {
 		it, err := old.NewIter(&pebble.IterOptions{LowerBound: []byte{kind}, UpperBound: []byte{kind + 1}})
 		if err != nil {
 			errs = append(errs, err)
@@ -86,7 +86,7 @@ func (s *Pebble) salvage(aside string, db *pebble.DB) {
 		s.log.Error("SEEN STORE: some failure records of the damaged store could not be read; the others were kept", "kept", n, "moved_to", aside, "err", err)
 		return
 	}
-	s.log.Warn("seen store: the damaged store's failure records, live rules and fetch history were kept", "kept", n, "moved_to", aside)
+	s.log.Warn("seen store: the damaged store's failure records, live rules, fetch history and revisit schedules were kept", "kept", n, "moved_to", aside)
 }
 
 // condemn marks the store opened as generation gen damaged (a block failed

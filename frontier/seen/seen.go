@@ -10,6 +10,7 @@ import (
 	"hash/fnv"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/drover-crawl/drover/frontier/session"
 )
@@ -90,6 +91,17 @@ type Store interface {
 	History(lineage string, k Key) ([]byte, error)
 	SetHistory(lineage string, keys []Key, values [][]byte) error
 	DropHistory(lineage string) error
+
+	// Schedule stores when a continuous campaign's URLs are fetched
+	// again, in one durable write: each of add is set, each of remove
+	// (an entry written before, by its Key and At) deleted. DueBy
+	// returns the entries due at or before t, earliest first, at most
+	// limit; Scheduled counts them and gives the earliest time. Drop
+	// forgets them with the marks. A lost entry is a URL no longer
+	// revisited: Pebble writes them with the WAL synced.
+	Schedule(campaign string, add, remove []Due) error
+	DueBy(campaign string, t time.Time, limit int) ([]Due, error)
+	Scheduled(campaign string) (n int64, next time.Time, err error)
 
 	Close() error
 }

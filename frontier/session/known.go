@@ -120,7 +120,8 @@ func (k *KnownLinks) filter(sc knownScope, links []urlrule.Link) (kept []urlrule
 	defer k.mu.Unlock()
 	set := k.set(sc, true)
 	for i, key := range all {
-		if set.has(key) {
+		// A sitemap's lastmod is news of a known URL: it is sent.
+		if set.has(key) && links[i].LastMod.IsZero() {
 			if dropped == 0 {
 				kept = append(make([]urlrule.Link, 0, len(links)-1), links[:i]...)
 			}

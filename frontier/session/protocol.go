@@ -263,6 +263,9 @@ type Outcome struct {
 	// Lease.Prior. A 304's Links are empty: the scheduler takes them from
 	// the URL's history.
 	Unchanged string `json:"unchanged,omitempty"`
+	// MIME is the response's Content-Type, for the revisit rules that
+	// match by media type; empty without a response.
+	MIME string `json:"mime,omitempty"`
 }
 
 // RobotsBody is a fetched robots.txt.

@@ -1,6 +1,9 @@
 package session
 
-import "slices"
+import (
+	"slices"
+	"time"
+)
 
 // Stats is what a scheduler knows of one campaign. `starter status` and the
 // workflow's drain check read it over a control session; several schedulers'
@@ -86,6 +89,22 @@ type Stats struct {
 	Answering int64 `json:"answering,omitempty"`
 	// Missing lists the schedulers that did not answer (CampaignStats).
 	Missing []string `json:"missing,omitempty"`
+
+	// Continuous: the campaign revisits (campaign.Config.Revisit).
+	// Scheduled counts the URLs its schedule holds for a later fetch, as
+	// last counted, NextDue is when the first is due, and Revisited
+	// counts the URLs released to be fetched again, Bumped those brought
+	// forward by a sitemap's lastmod.
+	Continuous bool  `json:"continuous,omitempty"`
+	Scheduled  int64 `json:"scheduled,omitempty"`
+	Revisited  int64 `json:"revisited,omitempty"`
+	Bumped     int64 `json:"bumped,omitempty"`
+	// ReleaseErrors counts the releases of due URLs that failed (RabbitMQ
+	// refused or did not confirm the publish, or the store its write):
+	// the URLs stay scheduled and go out on a later poll; the scheduler's
+	// log says why.
+	ReleaseErrors int64     `json:"release_errors,omitempty"`
+	NextDue       time.Time `json:"next_due,omitzero"`
 }
 
 // Add accumulates o into s.
@@ -123,6 +142,14 @@ func (s *Stats) Add(o Stats) {
 	s.RecordFailed += o.RecordFailed
 	s.AckFailed += o.AckFailed
 	s.HostsDown += o.HostsDown
+	s.Continuous = s.Continuous || o.Continuous
+	s.Scheduled += o.Scheduled
+	s.Revisited += o.Revisited
+	s.Bumped += o.Bumped
+	s.ReleaseErrors += o.ReleaseErrors
+	if !o.NextDue.IsZero() && (s.NextDue.IsZero() || o.NextDue.Before(s.NextDue)) {
+		s.NextDue = o.NextDue
+	}
 	for k, v := range o.FailedBy {
 		if s.FailedBy == nil {
 			s.FailedBy = map[string]int64{}

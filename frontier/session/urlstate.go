@@ -39,6 +39,22 @@ type URLState struct {
 	Attempt int `json:"attempt,omitempty"`
 	// Failure is its failure record (failed).
 	Failure *FailureRecord `json:"failure,omitempty"`
+	// Last is what the campaign's fetch history holds of the URL's last
+	// capture, from this run or an earlier one of its lineage, and, in a
+	// continuous campaign, its next fetch; nil when it holds nothing.
+	Last *LastFetch `json:"last_fetch,omitempty"`
+}
+
+// LastFetch is a URL's fetch history as `starter url` shows it.
+type LastFetch struct {
+	Lineage string    `json:"lineage"`
+	Status  int       `json:"status"`
+	Date    time.Time `json:"date"`
+	Digest  string    `json:"digest,omitempty"`
+	// Fetched is the URL's last fetch and NextDue its next, in a
+	// continuous campaign (the scheduler's clock).
+	Fetched time.Time `json:"fetched,omitzero"`
+	NextDue time.Time `json:"next_due,omitzero"`
 }
 
 // rank orders states: the most telling one of several schedulers' answers
@@ -86,7 +102,9 @@ func (cl Client) URLState(ctx context.Context, addrs []string, key, raw string) 
 	})
 	best := URLState{URL: raw, State: URLUnknown}
 	for i, st := range states {
-		if errs[i] == nil && st.rank() > best.rank() {
+		// Of two answers alike, the one with the URL's history (its
+		// host's scheduler's) says more.
+		if errs[i] == nil && (st.rank() > best.rank() || (st.rank() == best.rank() && st.Last != nil && best.Last == nil)) {
 			best = st
 		}
 	}

@@ -140,3 +140,16 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// TestWorkflowImportsNoWireType: what the Campaign workflow keeps in its
+// history is its own types (workflows.Counts, copied from the session
+// protocol's Stats by the activities), so that a change to the session
+// protocol never changes what a recorded history decodes to. The workflow
+// links no package of the session protocol, nor the scheduler.
+func TestWorkflowImportsNoWireType(t *testing.T) {
+	for _, dep := range deps(t, "workflows") {
+		if strings.HasPrefix(dep, mod+"frontier") {
+			t.Errorf("workflows links %s; `go list -deps -f '{{.ImportPath}}: {{.Imports}}' ./workflows` shows which import brings it", dep)
+		}
+	}
+}

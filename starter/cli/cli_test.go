@@ -516,3 +516,55 @@ func TestStopNoWait(t *testing.T) {
 	assert.Len(t, fake.signals, 1)
 	assert.Zero(t, r.n, "--no-wait looked at the campaign")
 }
+
+// A continuous campaign's revisit rules come from -f as YAML and from
+// --revisit, whose list replaces the file's; a bad rule is a usage error.
+func TestStartRevisitRules(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "campaign.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(`
+id: news
+seeds: [https://news.example/]
+revisit:
+  - {match: '/live/', min: 5m, max: 1h, factor: 1.5}
+  - {mime: text/html, min: 1h, max: 168h}
+`), 0o600))
+	fake := newFake()
+	code, _, errOut := run(t, fake, nil, "start", "-f", path)
+	require.Equal(t, ExitOK, code, errOut)
+	assert.Equal(t, []campaign.RevisitRule{
+		{Match: "/live/", Min: 5 * time.Minute, Max: time.Hour, Factor: 1.5},
+		{MIME: "text/html", Min: time.Hour, Max: 168 * time.Hour},
+	}, startedConfig(t, fake).Revisit)
+
+	fake = newFake()
+	code, _, errOut = run(t, fake, nil, "start", "-f", path, "--revisit", "min=10m,max=7d,factor=4")
+	require.Equal(t, ExitOK, code, errOut)
+	assert.Equal(t, []campaign.RevisitRule{{Min: 10 * time.Minute, Max: 7 * 24 * time.Hour, Factor: 4}}, startedConfig(t, fake).Revisit)
+
+	fake = newFake()
+	code, _, errOut = run(t, fake, nil, "start", "--id", "c", "--seed", "https://a/", "--revisit", "max=1h")
+	assert.Equal(t, ExitUsage, code)
+	assert.Contains(t, errOut, "--revisit: revisit \"max=1h\": min is required")
+	assert.Empty(t, fake.started)
+}
+
+// A continuous campaign's status shows its schedule: how many URLs wait,
+// when the first is due, how many were released.
+func TestStatusShowsTheRevisitSchedule(t *testing.T) {
+	fake := newFake()
+	fake.add("news", workflows.Status{State: campaign.StateRunning, FetchersDesired: 1},
+		Execution{Status: StatusRunning, StartTime: clock.Add(-time.Hour)})
+	next := clock.Add(3*time.Minute + 12*time.Second)
+	stats := func(context.Context, []string, string, string) (session.Stats, error) {
+		return session.Stats{Continuous: true, Scheduled: 1043, NextDue: next, Revisited: 8211, ReleaseErrors: 2, Schedulers: []string{"s0"}}, nil
+	}
+	code, out, errOut := run(t, fake, stats, "status", "news")
+	require.Equal(t, ExitOK, code, errOut)
+	assert.Contains(t, out, "revisits  1043 scheduled, next due "+next.Local().Format(time.DateTime)+" (in 3m12s), 8211 released to be fetched again; 2 releases failed")
+
+	code, out, _ = run(t, fake, func(context.Context, []string, string, string) (session.Stats, error) {
+		return session.Stats{Schedulers: []string{"s0"}}, nil
+	}, "status", "news")
+	require.Equal(t, ExitOK, code)
+	assert.NotContains(t, out, "revisits", "a campaign that is not continuous has no schedule")
+}

@@ -30,6 +30,7 @@ type startFlags struct {
 	// only when given.
 	maxDepth, hostRetries, embedHops      int
 	perHostDelay, retryBackoff, failAfter time.Duration
+	revisit                               []string
 }
 
 func (a *App) startCommand() *cobra.Command {
@@ -62,6 +63,7 @@ failed or was stopped, 2 on a usage error.`,
 	fl.StringVar(&c.SeedsFile, "seeds-file", "", "a list of seeds, one URL a line: a path (plain or gzip), - for standard input, or an http(s) URL; streamed to the schedulers, never put in the workflow's input")
 	fl.StringVar(&c.From, "from", "", "crawl again: read the fetch history of this campaign ID (its lineage), ask with validators, store unchanged pages as revisits")
 	fl.BoolVar(&c.NoHistory, "no-history", false, "keep no fetch history: a later --from run cannot read this one")
+	fl.StringArrayVar(&f.revisit, "revisit", nil, "crawl continuously: fetch the URLs this rule fits again, min=10m,max=7d,factor=2[,mime=text/html][,match=REGEX] (repeatable, first fit wins; the campaign then runs until stopped)")
 	fl.StringArrayVar(&c.Scope, "scope", nil, "a URL is in scope when it matches any of these regexes (repeatable; default: the seeds' hosts)")
 	fl.StringArrayVar(&c.Exclude, "exclude", nil, "skip URLs matching this regex (repeatable)")
 	fl.IntVar(&c.Fetchers, "fetchers", campaign.DefaultFetchers, "number of concurrent fetchers (1-1024)")
@@ -152,6 +154,16 @@ func buildConfig(fl *pflag.FlagSet, f startFlags) (cfg campaign.Config, zeros []
 			zeros = append(zeros, fmt.Errorf("%s 0: %s", key, rule))
 		}
 	})
+	if fl.Changed("revisit") {
+		cfg.Revisit = nil
+		for _, r := range f.revisit {
+			rule, err := campaign.ParseRevisitRule(r)
+			if err != nil {
+				return cfg, nil, usagef("--revisit: %v", err)
+			}
+			cfg.Revisit = append(cfg.Revisit, rule)
+		}
+	}
 	switch {
 	case cfg.ID == "":
 		return cfg, nil, usagef("required flag --id not set (nor id: in a -f file)")

@@ -37,6 +37,10 @@ stands, and prints the most telling answer:
   unknown  never queued in this run of the campaign (out of scope, not found
            yet, or excluded before it was found)
 
+A URL the campaign's fetch history knows also shows its last capture (its
+date and status, from this run or an earlier one of its lineage) and, in a
+continuous campaign, when it is due again.
+
 The URL is normalized as the campaign normalizes its links.`,
 		Args: exactArgs("ID", "URL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -89,6 +93,12 @@ func urlText(st session.URLState) string {
 		b.WriteString(": published and not settled yet (in a shard queue, parked for a retry, or held by a scheduler that did not answer)")
 	default:
 		b.WriteString(": never queued in this run of the campaign")
+	}
+	if l := st.Last; l != nil {
+		fmt.Fprintf(&b, "\n  last capture %s, status %d (history of %s)", stamp(l.Date), l.Status, l.Lineage)
+		if !l.NextDue.IsZero() {
+			fmt.Fprintf(&b, "; fetched again %s, next fetch due %s", stamp(l.Fetched), stamp(l.NextDue))
+		}
 	}
 	return b.String()
 }

@@ -24,6 +24,10 @@ func TestURLCommand(t *testing.T) {
 		{session.URLState{URL: "http://a.example/x", State: session.URLFailed, Failure: &session.FailureRecord{Reason: "4xx", Attempts: 1, LastError: "404 Not Found", Last: at}},
 			nil, []string{"is failed: 4xx after 1 attempts", "404 Not Found"}},
 		{session.URLState{URL: "http://a.example/x", State: session.URLDone}, nil, []string{"is done: its page is stored"}},
+		{session.URLState{URL: "http://a.example/x", State: session.URLEnded, Last: &session.LastFetch{Lineage: "news", Status: 200, Date: at}},
+			nil, []string{"is ended", "last capture " + stamp(at) + ", status 200 (history of news)"}},
+		{session.URLState{URL: "http://a.example/x", State: session.URLDone, Last: &session.LastFetch{Lineage: "news", Status: 200, Date: at, Fetched: at.Add(time.Hour), NextDue: at.Add(3 * time.Hour)}},
+			nil, []string{"fetched again " + stamp(at.Add(time.Hour)) + ", next fetch due " + stamp(at.Add(3*time.Hour))}},
 		{session.URLState{URL: "http://a.example/x", State: session.URLUnknown}, errors.New("scheduler s2: refused"),
 			[]string{"is unknown: never queued"}},
 	} {

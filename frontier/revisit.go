@@ -1,0 +1,270 @@
+// Continuous campaigns: a URL that a revisit rule fits is fetched again
+// at its next-fetch time. The schedule lives in the seen store, beside
+// the URL's history, one entry per URL keyed by its time; RabbitMQ holds
+// only what is due within the next poll.
+//
+// The chain that loses no URL: the entry of a URL's next fetch is written
+// (synced) with its history, before its done mark and the ack of the
+// delivery that fetched it. The release loop publishes the entries that
+// are due to their shard queues (confirmed), then deletes them. A crash in
+// between publishes an entry twice: the second copy finds, in the URL's
+// history, a fetch at or after its time, and is acked as a duplicate.
+
+package frontier
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/drover-crawl/drover/frontier/seen"
+	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/page"
+	"github.com/drover-crawl/drover/urlrule"
+)
+
+// now is the scheduler's time for revisits (ServerConfig.Clock).
+func (s *Server) now() time.Time {
+	if s.cfg.Clock != nil {
+		return s.cfg.Clock()
+	}
+	return time.Now()
+}
+
+// planRevisit, for a fetched URL of a continuous campaign that a rule
+// fits, sets j's history to carry the URL's next fetch and j's schedule
+// entry for it (replacing the one the URL had). A page that changed since
+// its last fetch comes back sooner, one that did not later
+// (campaign.RevisitRule.Next). A fetch without a capture (a failure) keeps
+// the capture and links the history had.
+func (a *campaignActor) planRevisit(j *recordJob, o session.Outcome) {
+	rule := a.revisits.For(j.e.msg.URL, o.MIME)
+	if rule == nil {
+		return
+	}
+	var prev decodedHistory
+	if j.e.history != nil {
+		// Unreadable: no history, the URL starts at the rule's minimum.
+		prev, _ = decodeHistory(j.e.history, o.Capture == nil)
+	}
+	now := a.srv.now()
+	changed := o.Capture != nil && o.Unchanged == ""
+	interval := rule.Next(prev.revisit.Interval, changed)
+	rs := revisitState{Interval: interval, Due: now.Add(interval), Fetched: now}
+	capture, links := o.Capture, o.Links
+	if capture == nil {
+		capture, links = prev.capture, prev.links
+	}
+	if capture == nil {
+		capture = &page.Capture{Status: o.Status}
+	}
+	j.history = encodeHistory(capture, links, rs)
+	m := j.e.msg
+	m.Revisit = rs.Due.UnixNano()
+	body, _ := json.Marshal(m) // a struct of strings and numbers always encodes
+	j.due = &seen.Due{Key: j.e.key, At: rs.Due, Msg: body}
+	if !prev.revisit.Due.IsZero() {
+		j.undue = &seen.Due{Key: j.e.key, At: prev.revisit.Due}
+	}
+}
+
+// writeSchedule stores the schedule entries of jobs, and deletes those
+// they replace, in one synced write: before the URLs are marked done, as
+// their histories.
+func (a *campaignActor) writeSchedule(jobs []recordJob) error {
+	var add, remove []seen.Due
+	for _, j := range jobs {
+		if j.due != nil {
+			add = append(add, *j.due)
+		}
+		if j.undue != nil {
+			remove = append(remove, *j.undue)
+		}
+	}
+	if len(add) == 0 && len(remove) == 0 {
+		return nil
+	}
+	return a.srv.store.Schedule(a.key, add, remove)
+}
+
+// bumpLastmods, in a continuous campaign, brings forward the next fetch
+// of each URL a sitemap of jobs lists with a <lastmod> after that URL's
+// last fetch: to the rule's minimum interval after the last fetch, or now
+// when that has passed. The URL's history must be on this scheduler (its
+// host's shard is consumed here); a URL the campaign never fetched is a
+// new link, queued as any other. The entry is written before the history
+// that names it: a crash between the two leaves two entries, and the
+// fetch of the first deletes the other (the one its history names).
+func (a *campaignActor) bumpLastmods(jobs []recordJob) error {
+	now := a.srv.now()
+	for _, j := range jobs {
+		for _, l := range j.links {
+			if l.LastMod.IsZero() {
+				continue
+			}
+			if err := a.bumpLastmod(j, l, now); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (a *campaignActor) bumpLastmod(j recordJob, l urlrule.Link, now time.Time) error {
+	rule := a.revisits.For(l.URL, "text/html")
+	if rule == nil {
+		rule = a.revisits.For(l.URL, "")
+	}
+	if rule == nil {
+		return nil
+	}
+	k := seen.KeyOf(l.URL)
+	b, err := a.srv.store.History(a.lineage, k)
+	if err != nil || b == nil {
+		return err
+	}
+	d, err := decodeHistory(b, true)
+	if err != nil || d.revisit.Due.IsZero() || !l.LastMod.After(d.revisit.Fetched) {
+		return nil
+	}
+	due := maxTime(now, d.revisit.Fetched.Add(rule.Min))
+	if !due.Before(d.revisit.Due) {
+		return nil
+	}
+	m := urlMsg{URL: l.URL, Depth: l.Depth(j.e.msg.Depth), Parent: j.e.msg.URL, Path: l.HopPath(j.e.msg.Path), Revisit: due.UnixNano()}
+	body, _ := json.Marshal(m) // a struct of strings and numbers always encodes
+	if err := a.srv.store.Schedule(a.key, []seen.Due{{Key: k, At: due, Msg: body}}, []seen.Due{{Key: k, At: d.revisit.Due}}); err != nil {
+		return err
+	}
+	d.revisit.Due = due
+	if err := a.srv.store.SetHistory(a.lineage, []seen.Key{k}, [][]byte{encodeHistory(d.capture, d.links, d.revisit)}); err != nil {
+		return err
+	}
+	a.bumped.Add(1)
+	if n := a.nextDue.Load(); n == 0 || due.UnixNano() < n {
+		a.nextDue.Store(due.UnixNano()) // until the next count
+	}
+	return nil
+}
+
+// revisitDuplicate reports whether a URL back from the revisit schedule
+// was fetched at or after its time already: a second copy of its
+// message (a release that published it, then died before deleting its
+// entry). A history that cannot be read is no fetch: the URL is fetched.
+func (a *campaignActor) revisitDuplicate(k seen.Key, due int64) bool {
+	b, err := a.srv.store.History(a.lineage, k)
+	if err != nil || b == nil {
+		return false
+	}
+	d, err := decodeHistory(b, false)
+	return err == nil && !d.revisit.Fetched.IsZero() && d.revisit.Fetched.UnixNano() >= due
+}
+
+// revisitBatch bounds the entries one release reads and publishes.
+const revisitBatch = 2000
+
+// releaseDue is a continuous campaign's release loop: every RevisitPoll,
+// while fetchers are connected (a paused campaign has none), the URLs due
+// within the next poll go to their shard queues, confirmed, and their
+// entries are deleted. It also counts the schedule for the stats.
+func (a *campaignActor) releaseDue(ctx context.Context) {
+	poll := a.srv.cfg.RevisitPoll
+	tick := time.NewTicker(poll)
+	defer tick.Stop()
+	var counted time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-a.noRevisits:
+			return
+		case <-tick.C:
+		}
+		if time.Since(counted) >= min(10*poll, 10*time.Second) {
+			a.countSchedule()
+			counted = time.Now()
+		}
+		if a.nsessions.Load() == 0 {
+			continue
+		}
+		for {
+			n, err := a.releaseSome(ctx, a.srv.now().Add(poll))
+			if err != nil {
+				a.scheduleE.Add(1)
+				a.log.Error("releasing the URLs due again failed; they stay scheduled and are tried again next poll", "err", err)
+				break
+			}
+			if n < revisitBatch {
+				break
+			}
+		}
+	}
+}
+
+// releaseSome publishes up to revisitBatch entries due by t and deletes
+// them; it returns how many.
+func (a *campaignActor) releaseSome(ctx context.Context, t time.Time) (int, error) {
+	due, err := a.srv.store.DueBy(a.key, t, revisitBatch)
+	if err != nil || len(due) == 0 {
+		return 0, err
+	}
+	us := make([]shardURL, 0, len(due))
+	for _, d := range due {
+		m, err := decodeMsg(d.Msg)
+		if err != nil {
+			a.log.Error("an unreadable revisit entry is dropped", "err", err)
+			continue
+		}
+		host, err := urlrule.HostKey(m.URL)
+		if err != nil {
+			a.log.Error("a revisit entry of an unparseable URL is dropped", "url", m.URL, "err", err)
+			continue
+		}
+		prio := a.policy.Priority(Item{URL: m.URL, Host: host, Depth: m.Depth, Embed: m.Embeds > 0, Score: m.Score})
+		us = append(us, shardURL{queue: a.topo.Shard(ShardOf(a.clockKey(host))), host: host, m: m, level: priorityLevel(prio)})
+	}
+	if len(us) > 0 {
+		out := batchMessages(us, a.srv.cfg.Batch)
+		pctx, cancel := context.WithTimeout(ctx, time.Minute)
+		err := a.srv.pub.publish(pctx, out)
+		cancel()
+		if err != nil {
+			return 0, err
+		}
+		a.published.Add(int64(len(us)))
+		a.messages.Add(int64(len(out)))
+		a.revisited.Add(int64(len(us)))
+	}
+	if err := a.srv.store.Schedule(a.key, nil, due); err != nil {
+		return 0, err
+	}
+	a.scheduled.Add(-int64(len(due)))
+	return len(due), nil
+}
+
+// countSchedule reads how many URLs the schedule holds and when the first
+// is due, for the stats.
+func (a *campaignActor) countSchedule() {
+	n, next, err := a.srv.store.Scheduled(a.key)
+	if err != nil {
+		a.log.Warn("counting the revisit schedule", "err", err)
+		return
+	}
+	a.scheduled.Store(n)
+	a.nextDue.Store(unixNano(next))
+}
+
+// revisitStats fills the stats of a continuous campaign.
+func (a *campaignActor) revisitStats(s *session.Stats) {
+	if a.revisits == nil {
+		return
+	}
+	s.Continuous = true
+	s.Scheduled = a.scheduled.Load()
+	s.Revisited = a.revisited.Load()
+	s.Bumped = a.bumped.Load()
+	s.ReleaseErrors = a.scheduleE.Load()
+	if n := a.nextDue.Load(); n != 0 {
+		s.NextDue = time.Unix(0, n).UTC()
+	}
+}

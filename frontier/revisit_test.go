@@ -1,0 +1,162 @@
+package frontier_test
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/seen"
+	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/page"
+	"github.com/drover-crawl/drover/urlrule"
+)
+
+// stepClock is a scheduler clock a test moves by hand.
+type stepClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *stepClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *stepClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// failUnschedule fails, while armed, the writes that only delete schedule
+// entries: those of a release, after its publish was confirmed.
+type failUnschedule struct {
+	seen.Store
+	armed atomic.Int32
+}
+
+func (s *failUnschedule) Schedule(c string, add, remove []seen.Due) error {
+	if len(add) == 0 && len(remove) > 0 && s.armed.Add(-1) >= 0 {
+		return errors.New("injected: the schedule entry could not be deleted")
+	}
+	return s.Store.Schedule(c, add, remove)
+}
+
+// A continuous campaign's URL comes back at its next-fetch time with the
+// validator of its last capture. Copies of its message are acked as
+// duplicates, never leased: those a release published again because it
+// could not delete its entries (here twice, while the URL's lease is
+// out), and one that comes after the fetch was recorded (a release that
+// died between its publish and its delete). Its next fetch is further
+// off, the page having been unchanged.
+func TestRevisitCopiesAreNotFetched(t *testing.T) {
+	clock := &stepClock{t: time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)}
+	scfg := frontier.DefaultServerConfig()
+	scfg.Clock, scfg.RevisitPoll = clock.Now, 20*time.Millisecond
+	store := &failUnschedule{Store: seen.NewMemory()}
+	sched := startScheduler(t, scfg, store)
+	const root = "http://127.66.77.1:9/"
+	cfg := handCampaign(t, root)
+	cfg.Revisit = []campaign.RevisitRule{{Min: time.Hour, Max: 24 * time.Hour, Factor: 2}}
+	ctl, f := seedHand(t, sched.addr, cfg)
+
+	capture := &page.Capture{Status: 200, ETag: `"a"`, Digest: "sha1:A", Date: clock.Now()}
+	f.pages(t, 4, time.Minute, nil, func(l session.Lease) bool {
+		f.report(t, session.Outcome{LeaseID: l.ID, Stored: true, Status: 200, Capture: capture, MIME: "text/html"})
+		return true
+	})
+	waitStats(t, ctl, cfg.ID, 10*time.Second, "the root scheduled an hour on", func(st session.Stats) bool {
+		return st.Continuous && st.Scheduled == 1 && st.NextDue.Equal(clock.Now().Add(time.Hour))
+	})
+
+	store.armed.Store(2)
+	clock.advance(time.Hour)
+	due := clock.Now()
+	var lease session.Lease
+	f.pages(t, 4, time.Minute, nil, func(l session.Lease) bool { lease = l; return true })
+	if p := lease.Prior; p == nil || p.ETag != `"a"` {
+		t.Errorf("the revisit was leased with prior %+v, want the last capture's validator", p)
+	}
+	waitStats(t, ctl, cfg.ID, 10*time.Second, "three releases of the root, two of them duplicates, two failed", func(st session.Stats) bool {
+		return st.Revisited == 3 && st.Duplicates == 2 && st.ReleaseErrors == 2
+	})
+	f.report(t, session.Outcome{LeaseID: lease.ID, Stored: true, Status: 304, Capture: lease.Prior, Unchanged: page.RevisitNotModified})
+	// Unchanged: twice the interval.
+	waitStats(t, ctl, cfg.ID, 10*time.Second, "the root scheduled two hours on", func(st session.Stats) bool {
+		return st.Unchanged == 1 && st.Scheduled == 1 && st.NextDue.Equal(clock.Now().Add(2*time.Hour))
+	})
+
+	if err := frontier.PublishRevisit(sched.srv, shardQueue(cfg, root), root, due); err != nil {
+		t.Fatal(err)
+	}
+	st := waitStats(t, ctl, cfg.ID, 10*time.Second, "a late copy acked as a duplicate", func(st session.Stats) bool {
+		return st.Duplicates == 3
+	})
+	for _, l := range readLeases(t, f, 2*time.Second) {
+		t.Errorf("leased again: %s", l.URL)
+	}
+	t.Logf("%d releases, %d duplicates, %d fetched", st.Revisited, st.Duplicates, st.Fetched)
+}
+
+// A sitemap that lists a URL the campaign fetched with a <lastmod> after
+// that fetch brings its next fetch forward, to the rule's minimum after
+// the last fetch (four times that far off before: the page had been
+// unchanged).
+func TestSitemapLastmodBringsARevisitForward(t *testing.T) {
+	t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	clock := &stepClock{t: t0}
+	scfg := frontier.DefaultServerConfig()
+	scfg.Clock, scfg.RevisitPoll = clock.Now, 20*time.Millisecond
+	sched := startScheduler(t, scfg, seen.NewMemory())
+	const sitemap, pageURL = "http://127.66.77.2:9/sitemap.xml", "http://127.66.77.2:9/page"
+	cfg := handCampaign(t, sitemap)
+	cfg.Revisit = []campaign.RevisitRule{{Min: 10 * time.Minute, Max: 7 * 24 * time.Hour, Factor: 4}}
+	cfg.PerHostConcurrency = 2 // both out at once at t0+10m
+	ctl, f := seedHand(t, sched.addr, cfg)
+	capture := func(tag string) *page.Capture {
+		return &page.Capture{Status: 200, ETag: `"` + tag + `"`, Digest: "sha1:" + tag, Date: clock.Now()}
+	}
+	// t0: the sitemap lists the page (no lastmod), the page is fetched.
+	leased := map[string]session.Lease{}
+	f.pages(t, 4, time.Minute, nil, func(l session.Lease) bool {
+		leased[l.URL] = l
+		o := session.Outcome{LeaseID: l.ID, Stored: true, Status: 200, Capture: capture("1"), MIME: "text/html"}
+		if l.URL == sitemap {
+			o.Links = []urlrule.Link{{URL: pageURL}}
+		}
+		f.report(t, o)
+		return len(leased) == 2
+	})
+	waitStats(t, ctl, cfg.ID, 10*time.Second, "both scheduled at t0+10m", func(st session.Stats) bool {
+		return st.Scheduled == 2 && st.NextDue.Equal(t0.Add(10*time.Minute))
+	})
+	// t0+10m: both come back. The page, unchanged, goes to t0+50m.
+	clock.advance(10 * time.Minute)
+	clear(leased)
+	f.pages(t, 4, time.Minute, nil, func(l session.Lease) bool { leased[l.URL] = l; return len(leased) == 2 })
+	pl := leased[pageURL]
+	f.report(t, session.Outcome{LeaseID: pl.ID, Stored: true, Status: 304, Capture: pl.Prior, Unchanged: page.RevisitNotModified})
+	waitStats(t, ctl, cfg.ID, 10*time.Second, "the page recorded unchanged", func(st session.Stats) bool { return st.Unchanged == 1 })
+	// t0+15m: the sitemap, changed, says the page changed at t0+14m.
+	clock.advance(5 * time.Minute)
+	f.report(t, session.Outcome{LeaseID: leased[sitemap].ID, Stored: true, Status: 200, Capture: capture("2"), MIME: "application/xml",
+		Links: []urlrule.Link{{URL: pageURL, LastMod: t0.Add(14 * time.Minute)}}})
+	waitStats(t, ctl, cfg.ID, 10*time.Second, "the page brought forward to t0+20m", func(st session.Stats) bool {
+		return st.Bumped == 1 && st.Scheduled == 2 && st.NextDue.Equal(t0.Add(20*time.Minute))
+	})
+	for _, l := range readLeases(t, f, time.Second) {
+		t.Errorf("%s leased before its time", l.URL)
+	}
+	clock.advance(5 * time.Minute)
+	f.pages(t, 1, time.Minute, nil, func(l session.Lease) bool {
+		if l.URL != pageURL {
+			t.Errorf("leased %s, want the page brought forward", l.URL)
+		}
+		return true
+	})
+}

@@ -1,0 +1,65 @@
+package seen_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/drover-crawl/drover/frontier/seen"
+)
+
+// A revisit schedule gives its entries back earliest first, up to a time
+// and a limit; replacing an entry (remove and add in one write) leaves the
+// URL one; a campaign's is its own, counted with its earliest time, and
+// goes with Drop; a reopened Pebble still has it.
+func TestSeenStoreSchedule(t *testing.T) {
+	for _, impl := range seenImpls() {
+		t.Run(impl.name, func(t *testing.T) {
+			s, reopen := impl.open(t)
+			base := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+			k := keys("v", 4)
+			var add []seen.Due
+			for i := range k {
+				// Written latest first: the store orders them.
+				add = append(add, seen.Due{Key: k[i], At: base.Add(time.Duration(4-i) * time.Hour), Msg: []byte(fmt.Sprint(i))})
+			}
+			if err := s.Schedule("news~r1", add, nil); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Schedule("other", add[:1], nil); err != nil {
+				t.Fatal(err)
+			}
+			due, err := s.DueBy("news~r1", base.Add(2*time.Hour), 10)
+			if err != nil || len(due) != 2 || string(due[0].Msg) != "3" || string(due[1].Msg) != "2" || !due[0].At.Equal(base.Add(time.Hour)) {
+				t.Fatalf("due by 2h: %+v, %v; want keys 3 and 2, earliest first", due, err)
+			}
+			if due, _ := s.DueBy("news~r1", base.Add(10*time.Hour), 3); len(due) != 3 {
+				t.Errorf("limit 3: %d entries", len(due))
+			}
+			// Key 3 fetched: its entry at 1h replaced by one at 6h.
+			if err := s.Schedule("news~r1", []seen.Due{{Key: k[3], At: base.Add(6 * time.Hour), Msg: []byte("3b")}}, due[:1]); err != nil {
+				t.Fatal(err)
+			}
+			if reopen != nil {
+				s = reopen(s)
+			}
+			n, next, err := s.Scheduled("news~r1")
+			if err != nil || n != 4 || !next.Equal(base.Add(2*time.Hour)) {
+				t.Errorf("scheduled: %d, next %v, %v; want 4, next at 2h", n, next, err)
+			}
+			all, _ := s.DueBy("news~r1", base.Add(24*time.Hour), 10)
+			if len(all) != 4 || string(all[3].Msg) != "3b" {
+				t.Errorf("after the replace: %+v", all)
+			}
+			if err := s.Drop("news~r1"); err != nil {
+				t.Fatal(err)
+			}
+			if n, _, _ := s.Scheduled("news~r1"); n != 0 {
+				t.Errorf("%d entries after Drop", n)
+			}
+			if n, _, _ := s.Scheduled("other"); n != 1 {
+				t.Errorf("another campaign's schedule: %d entries, want 1", n)
+			}
+		})
+	}
+}
