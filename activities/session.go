@@ -123,7 +123,7 @@ func (a *Activities) serveSessions(ctx context.Context, r *Runner, cfg campaign.
 		}
 		addr := a.Schedulers[(index+attempt)%len(a.Schedulers)]
 		cl := a.sessions()
-		cl.Known = r.known
+		cl.Known, cl.Resolves = r.known, true
 		sess, err := cl.DialSessionKey(ctx, addr, client, key, cfg, cfg.FetcherConcurrency)
 		if err != nil {
 			if errors.Is(err, session.ErrEnded) {
@@ -309,8 +309,11 @@ loop:
 // that reaches the fetch has its crawl log line, written before the
 // outcome is reported (a stored page's once it is stored).
 func (r *Runner) handle(ctx context.Context, l session.Lease) session.Outcome {
-	if l.Kind == session.KindRobots {
+	switch l.Kind {
+	case session.KindRobots:
 		return r.handleRobots(ctx, l)
+	case session.KindResolve:
+		return r.handleResolve(ctx, l)
 	}
 	o := session.Outcome{LeaseID: l.ID}
 	start := time.Now()
@@ -339,7 +342,7 @@ func (r *Runner) handle(ctx context.Context, l session.Lease) session.Outcome {
 	if res.Err != nil {
 		o.Error = res.Err.Error()
 	}
-	o.Reason, o.HostDown = res.Reason, res.HostDown
+	o.Reason, o.HostDown, o.IP = res.Reason, res.HostDown, res.IP
 	if res.Retry {
 		o.Retry, o.RetryAfter, o.Status = true, res.RetryAfter, res.Status
 		o.Backoff = o.Status == 429 || o.Status == 503
@@ -378,8 +381,26 @@ func (r *Runner) handleRobots(ctx context.Context, l session.Lease) session.Outc
 	if rr.Err != nil {
 		o.Robots.Error = rr.Err.Error()
 	}
-	o.Reason, o.HostDown = rr.Reason, rr.HostDown
+	o.Reason, o.HostDown, o.IP = rr.Reason, rr.HostDown, rr.IP
 	o.Took = since(rr.Answered, done) // robots.txt counts as a request for politeness
+	return o
+}
+
+// handleResolve answers a resolve lease with the address a request to the
+// host would go to: no request is made, no crawl log line written. A host
+// that does not resolve reports the error and no IP; its robots.txt lease
+// then fails the way a page's would.
+func (r *Runner) handleResolve(ctx context.Context, l session.Lease) session.Outcome {
+	o := session.Outcome{LeaseID: l.ID}
+	ip, err := r.f.ResolveIP(ctx, l.URL)
+	if ctx.Err() != nil {
+		o.Released = true
+		return o
+	}
+	if err != nil {
+		o.Error = err.Error()
+	}
+	o.IP = ip
 	return o
 }
 

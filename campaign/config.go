@@ -166,8 +166,10 @@ type Config struct {
 	// PolitenessKey is what the delay counts per, on the clocks a
 	// scheduler's campaigns share (ClockKey): "host" (or empty, the
 	// default), "domain" (the registered domain, by the public suffix
-	// list) or "group" (PolitenessGroups). A campaign's URLs go to the
-	// shard of their key, so it is fixed for the campaign's life.
+	// list), "group" (PolitenessGroups) or "ip" (the address the fetcher
+	// dialed, shared by the schedulers: see docs/design.md). A campaign's
+	// URLs go to the shard of their key (of their host name under "ip"),
+	// so it is fixed for the campaign's life.
 	PolitenessKey string `json:"politeness_key,omitempty" yaml:"politeness_key,omitempty"`
 	// PolitenessGroups maps a host name or a registered domain to a group
 	// name, for PolitenessKey "group": the hosts of a group, in every

@@ -53,7 +53,11 @@ func TestValidate(t *testing.T) {
 		{"group key", func(c *Config) {
 			c.PolitenessKey, c.PolitenessGroups = KeyGroup, map[string]string{"example.org": "ex", "cdn.example.net": "ex"}
 		}, ""},
-		{"unknown key", func(c *Config) { c.PolitenessKey = "ip" }, `politeness_key "ip": must be host, domain or group`},
+		{"ip key", func(c *Config) { c.PolitenessKey = KeyIP }, ""},
+		{"unknown key", func(c *Config) { c.PolitenessKey = "asn" }, `politeness_key "asn": must be host, domain, group or ip`},
+		{"groups with the ip key", func(c *Config) {
+			c.PolitenessKey, c.PolitenessGroups = KeyIP, map[string]string{"a.org": "g"}
+		}, `politeness_groups: used only with politeness_key "group"`},
 		{"group key without groups", func(c *Config) { c.PolitenessKey = KeyGroup }, "politeness_groups must map at least one"},
 		{"groups without the group key", func(c *Config) { c.PolitenessGroups = map[string]string{"a.org": "g"} }, `politeness_groups: used only with politeness_key "group"`},
 		{"group of a URL", func(c *Config) {

@@ -14,7 +14,15 @@ const (
 	KeyHost   = "host"
 	KeyDomain = "domain"
 	KeyGroup  = "group"
+	// KeyIP keys a host's clock by the IP address its fetcher dialed
+	// (IPKey), once a fetcher reported it; until then, and for its
+	// shard, by its host name (ClockKey).
+	KeyIP = "ip"
 )
+
+// IPKey is the politeness key of the hosts served from ip, in a campaign
+// keyed by IP: "ip:" and the address as the fetcher reported it.
+func IPKey(ip string) string { return "ip:" + ip }
 
 // groupPattern is what a group name may be.
 var groupPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
@@ -29,7 +37,10 @@ var groupPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 //     www.example.co.uk); an IP address or a public suffix keeps its host
 //     key;
 //   - group: "group:" and the group PolitenessGroups gives the host name,
-//     else its registered domain; a host in no group keeps its host key.
+//     else its registered domain; a host in no group keeps its host key;
+//   - ip: the host name: the IP is known only once a fetcher resolved
+//     the host, so the shard stays the host's and the scheduler moves
+//     the host to the clock IPKey names when it learns the IP.
 func (c Config) ClockKey(host string) string {
 	switch c.PolitenessKey {
 	case KeyDomain:
@@ -66,7 +77,7 @@ func registeredDomain(host string) string {
 func (c Config) checkPolitenessKey() []error {
 	var errs []error
 	switch c.PolitenessKey {
-	case "", KeyHost, KeyDomain:
+	case "", KeyHost, KeyDomain, KeyIP:
 		if len(c.PolitenessGroups) > 0 {
 			errs = append(errs, fmt.Errorf("politeness_groups: used only with politeness_key %q (it is %q)", KeyGroup, c.PolitenessKey))
 		}
@@ -75,7 +86,7 @@ func (c Config) checkPolitenessKey() []error {
 			errs = append(errs, fmt.Errorf("politeness_key %q: politeness_groups must map at least one host or domain to a group", KeyGroup))
 		}
 	default:
-		errs = append(errs, fmt.Errorf("politeness_key %q: must be host, domain or group (or unset: host)", c.PolitenessKey))
+		errs = append(errs, fmt.Errorf("politeness_key %q: must be host, domain, group or ip (or unset: host)", c.PolitenessKey))
 	}
 	for name, g := range c.PolitenessGroups {
 		if name == "" || name != strings.ToLower(name) || strings.ContainsAny(name, ":/ ") {

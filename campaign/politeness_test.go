@@ -22,6 +22,7 @@ func TestClockKey(t *testing.T) {
 		{KeyGroup, "cdn.example.net", "group:two"},   // by its registered domain
 		{KeyGroup, "www.example.com", "group:two"},
 		{KeyGroup, "example.com", "example.com"},
+		{KeyIP, "www.example.org", "www.example.org"}, // until a fetcher reports its IP
 	}
 	for _, c := range cases {
 		cfg := Config{PolitenessKey: c.key}

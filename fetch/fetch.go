@@ -89,6 +89,9 @@ type Result struct {
 	// Unchanged is the revisit profile of a page found unchanged since
 	// Request.Prior (Page.Revisit is set; Page.Body is empty).
 	Unchanged string
+	// IP is the address the request went to (Page.IP), also for a
+	// response that is retried rather than stored; empty without one.
+	IP string
 }
 
 // RobotsResult is the raw outcome of fetching a host's robots.txt; the
@@ -103,4 +106,7 @@ type RobotsResult struct {
 	// robots.txt unreachable, as in Result (see FetchRobots).
 	Reason   string
 	HostDown bool
+	// IP is the address the request (its last hop) went to; empty
+	// without a response.
+	IP string
 }

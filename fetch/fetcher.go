@@ -183,6 +183,21 @@ func (f *Fetcher) newDialer() *guardedDialer {
 	}
 }
 
+// ResolveIP is the address a request to the host of rootURL would dial
+// first: the first the resolver (or the lookup hook) answers that the
+// address guard allows. Nothing is sent to the host.
+func (f *Fetcher) ResolveIP(ctx context.Context, rootURL string) (string, error) {
+	u, err := url.Parse(rootURL)
+	if err != nil || u.Hostname() == "" {
+		return "", fmt.Errorf("resolve %q: %w", rootURL, urlrule.ErrInvalidURL)
+	}
+	ips, err := f.newDialer().addrs(ctx, u.Hostname())
+	if err != nil {
+		return "", fmt.Errorf("resolve %s: %w", u.Hostname(), err)
+	}
+	return ips[0].Unmap().String(), nil
+}
+
 // Scope is the fetcher's scope, shared by every Fetch (its trap guard counts
 // across them).
 func (f *Fetcher) Scope() *urlrule.Scope { return f.scope }
@@ -359,7 +374,7 @@ func (f *Fetcher) fetch(ctx context.Context, req Request, answered *time.Time) R
 	pg.IP = r.ip
 	pg.ContentType = resp.Header.Get("Content-Type")
 	pg.ContentEncoding = resp.Header.Get("Content-Encoding")
-	res := Result{Page: pg}
+	res := Result{Page: pg, IP: r.ip}
 
 	switch code := resp.StatusCode; {
 	case code >= 500 || code == http.StatusTooManyRequests:
@@ -371,7 +386,7 @@ func (f *Fetcher) fetch(ctx context.Context, req Request, answered *time.Time) R
 			return res
 		}
 		pg.Release() // the page is not stored
-		return Result{Retry: true, Status: code, RetryAfter: retryAfter(resp.Header.Get("Retry-After"), f.now()), Err: err, Reason: reason}
+		return Result{Retry: true, Status: code, RetryAfter: retryAfter(resp.Header.Get("Retry-After"), f.now()), Err: err, Reason: reason, IP: r.ip}
 	case code == http.StatusNotModified:
 		f.notModified(&res, req, resp.Header)
 	case code >= 300 && code < 400:

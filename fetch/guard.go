@@ -111,6 +111,42 @@ func (d *guardedDialer) DialContext(ctx context.Context, network, addr string) (
 	if err != nil {
 		return nil, err
 	}
+	allowed, err := d.addrs(ctx, host)
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, d.connectTimeout)
+	defer cancel()
+	var errs []error
+	for i, ip := range allowed {
+		// Each address gets its share of what is left, so that a first
+		// address that drops packets does not use up the whole timeout.
+		actx := cctx
+		if dl, ok := cctx.Deadline(); ok {
+			share := time.Until(dl) / time.Duration(len(allowed)-i)
+			if share < minConnectShare && time.Until(dl) > minConnectShare {
+				share = minConnectShare
+			}
+			var acancel context.CancelFunc
+			actx, acancel = context.WithTimeout(cctx, share)
+			defer acancel()
+		}
+		c, err := d.dialer.DialContext(actx, network, net.JoinHostPort(ip.Unmap().String(), port))
+		if err == nil {
+			return c, nil
+		}
+		errs = append(errs, err)
+		if cctx.Err() != nil {
+			break
+		}
+	}
+	return nil, errors.Join(errs...)
+}
+
+// addrs resolves host (an IP address is its own answer) and keeps the
+// addresses the guard allows, in the resolver's order: the order they
+// are dialed in.
+func (d *guardedDialer) addrs(ctx context.Context, host string) ([]netip.Addr, error) {
 	var ips []netip.Addr
 	if ip, err := netip.ParseAddr(host); err == nil {
 		ips = []netip.Addr{ip}
@@ -143,30 +179,5 @@ func (d *guardedDialer) DialContext(ctx context.Context, network, addr string) (
 	if len(allowed) == 0 {
 		return nil, fmt.Errorf("dial %s: no address", host)
 	}
-	cctx, cancel := context.WithTimeout(ctx, d.connectTimeout)
-	defer cancel()
-	var errs []error
-	for i, ip := range allowed {
-		// Each address gets its share of what is left, so that a first
-		// address that drops packets does not use up the whole timeout.
-		actx := cctx
-		if dl, ok := cctx.Deadline(); ok {
-			share := time.Until(dl) / time.Duration(len(allowed)-i)
-			if share < minConnectShare && time.Until(dl) > minConnectShare {
-				share = minConnectShare
-			}
-			var acancel context.CancelFunc
-			actx, acancel = context.WithTimeout(cctx, share)
-			defer acancel()
-		}
-		c, err := d.dialer.DialContext(actx, network, net.JoinHostPort(ip.Unmap().String(), port))
-		if err == nil {
-			return c, nil
-		}
-		errs = append(errs, err)
-		if cctx.Err() != nil {
-			break
-		}
-	}
-	return nil, errors.Join(errs...)
+	return allowed, nil
 }

@@ -153,3 +153,32 @@ func TestLookupGuarded(t *testing.T) {
 	assert.Equal(t, "127.0.0.1", res.Page.IP)
 	assert.Equal(t, []string{"host7.sim:" + rec.port}, rec.got())
 }
+
+// ResolveIP answers the address a fetch of the host would dial first,
+// through the hook and the guard, and sends nothing to the host; the
+// fetch then reports that address, in the Result too.
+func TestResolveIPIsTheAddressDialed(t *testing.T) {
+	rec := newHostRecorder(t)
+	u := "http://host7.sim:" + rec.port + "/"
+	var asked []string
+	f, err := New(virtualConfig(u, true), WithLookup(answer(&asked, "127.0.0.1", "127.0.0.2")))
+	require.NoError(t, err)
+	t.Cleanup(f.Close)
+	ip, err := f.ResolveIP(testCtx(t), "http://host7.sim:"+rec.port)
+	require.NoError(t, err)
+	assert.Equal(t, "127.0.0.1", ip)
+	assert.Empty(t, rec.got(), "requests at the listener after a resolve")
+	res := f.Fetch(testCtx(t), Request{URL: u})
+	require.True(t, res.Err == nil && res.Page != nil, fmt.Sprint("fetch failed: ", res.Err))
+	assert.Equal(t, ip, res.IP)
+	assert.Equal(t, ip, res.Page.IP)
+
+	// Refused by the guard: no address, and the guard's error.
+	g, err := New(virtualConfig(u, false), WithLookup(answer(&asked, "127.0.0.1")))
+	require.NoError(t, err)
+	t.Cleanup(g.Close)
+	ip, err = g.ResolveIP(testCtx(t), "http://host7.sim:"+rec.port)
+	var ge *GuardError
+	assert.True(t, errors.As(err, &ge), "a guarded address resolved: %q %v", ip, err)
+	assert.Empty(t, ip)
+}

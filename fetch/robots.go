@@ -61,7 +61,7 @@ func (f *Fetcher) fetchRobots(ctx context.Context, rootURL string, answered *tim
 				body = d
 			}
 		}
-		rr := RobotsResult{Status: code, Body: body}
+		rr := RobotsResult{Status: code, Body: body, IP: r.ip}
 		if code >= 500 || code == http.StatusTooManyRequests {
 			rr.Reason = statusReason(code)
 		}

@@ -28,8 +28,13 @@ const maxLost = 3
 
 // lease is a URL handed to a session.
 type lease struct {
-	id       uint64
-	e        *entry // nil for a robots lease
+	id uint64
+	e  *entry // nil for a robots or a resolve lease
+	// resolve: a resolve lease (session.KindResolve), no request.
+	resolve bool
+	// key: the politeness key the lease counts against (keyconc.go), ""
+	// for none.
+	key      string
 	h        *host
 	s        *fetcherSession
 	deadline time.Time
@@ -86,14 +91,18 @@ type campaignActor struct {
 	// campaign keyed by domain or group (keyconc.go).
 	keyInflight map[string]int
 	keyWaiting  map[string]map[*host]struct{}
-	ready       hostHeap
-	waiting     hostHeap
-	sessions    map[*fetcherSession]struct{}
-	leases      map[uint64]*lease
-	held        map[seen.Key]*entry // URLs held in memory or leased, by key
-	seq         uint64
-	timer       *time.Timer
-	timerAt     time.Time
+	// keyAsks: the asks in flight to the owners of IP keys, by key, and
+	// askSeq their last number (ipkey.go).
+	keyAsks  map[string]*keyAsk
+	askSeq   uint64
+	ready    hostHeap
+	waiting  hostHeap
+	sessions map[*fetcherSession]struct{}
+	leases   map[uint64]*lease
+	held     map[seen.Key]*entry // URLs held in memory or leased, by key
+	seq      uint64
+	timer    *time.Timer
+	timerAt  time.Time
 
 	consumeCh *amqp.Channel
 	consuming bool
@@ -133,10 +142,12 @@ type campaignActor struct {
 	skipped, discovered, published, recordFailed atomic.Int64
 	robotsDropped, ackFailed, messages           atomic.Int64
 	clockWaits                                   atomic.Int64
-	inflight                                     atomic.Int64
-	nhosts, nsessions, hostsDown                 atomic.Int64
-	capped                                       atomic.Bool
-	isConsuming                                  atomic.Bool // consuming, for Stats
+	// remoteAsks: starts asked of another scheduler's clock (ipkey.go).
+	remoteAsks                   atomic.Int64
+	inflight                     atomic.Int64
+	nhosts, nsessions, hostsDown atomic.Int64
+	capped                       atomic.Bool
+	isConsuming                  atomic.Bool // consuming, for Stats
 	// live: the campaign's live rules (rules.go), read by the record
 	// goroutines too; replaced whole, by the actor.
 	live atomic.Pointer[liveRules]
@@ -187,6 +198,7 @@ func newCampaignActor(srv *Server, cfg campaign.Config) (*campaignActor, error) 
 		hosts:       map[string]*host{},
 		keyInflight: map[string]int{},
 		keyWaiting:  map[string]map[*host]struct{}{},
+		keyAsks:     map[string]*keyAsk{},
 		ready:       hostHeap{ready: true},
 		sessions:    map[*fetcherSession]struct{}{},
 		leases:      map[uint64]*lease{},
@@ -324,6 +336,7 @@ func (a *campaignActor) stats() session.Stats {
 		AckFailed:     a.ackFailed.Load(),
 		HostsDown:     a.hostsDown.Load(),
 		RobotsDropped: a.robotsDropped.Load(),
+		SlotAsks:      a.remoteAsks.Load(),
 		Consuming:     a.isConsuming.Load(),
 		FailedBy:      a.reasonCounts(),
 		ConsumeError:  a.consumeErrText(),

@@ -29,7 +29,9 @@ import (
 //
 // A key's URLs of every campaign go to one scheduler when the campaigns'
 // shards are owned alike (a shard is a hash of the key); a campaign whose
-// shard another scheduler owns keeps its own pace there.
+// shard another scheduler owns keeps its own pace there. An IP key is the
+// exception: its hosts' shards are their host names', and one scheduler
+// owns its clock for all the others (peers.go, ipkey.go).
 type hostClocks struct {
 	seed   maphash.Seed
 	shards [clockShards]clockShard
@@ -80,6 +82,12 @@ func (c *hostClocks) slot(key, campaign string, delay time.Duration, now time.Ti
 	hc := sh.clocks[key]
 	if hc == nil {
 		hc = &hostClock{}
+		if sharedKey(key) {
+			// Another scheduler may have had this IP's clock until now
+			// (its owner went, or came back, or this one restarted):
+			// its last start is not known here, so count one now.
+			hc.took, hc.last = now, now
+		}
 		sh.clocks[key] = hc
 	}
 	hc.dropStale(now, delay)
@@ -199,10 +207,14 @@ func (sh *clockShard) sweep(now time.Time) {
 // campaign's request comes first, h waits for the slot reserved for this
 // campaign. The clock spaces starts by the delay; the adaptive delay
 // (delay_factor) is the campaign's own, kept by h.next. A host without
-// delay shares nothing. Actor goroutine only.
+// delay shares nothing. A clock another scheduler owns is asked without
+// waiting (takeRemoteSlot). Actor goroutine only.
 func (a *campaignActor) takeSlot(h *host, now time.Time) bool {
 	if h.delay <= 0 || a.srv.clocks == nil {
 		return true
+	}
+	if owner := a.srv.peers.ownerOf(h.clock); owner != nil {
+		return a.takeRemoteSlot(h, owner, now)
 	}
 	at := a.srv.clocks.slot(h.clock, a.key, h.delay, now)
 	if at.After(now) {

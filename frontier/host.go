@@ -101,6 +101,11 @@ type host struct {
 	// down for the campaign, and every URL of it fails without a fetch.
 	downs map[string]*downState
 	down  bool // the whole host is down
+	// ip: in a campaign keyed by IP, whether the host's address is known
+	// (its clock is then the IP's); remote: the state of a start asked of
+	// the scheduler that owns that IP's clock (ipkey.go).
+	ip     ipState
+	remote remoteSlot
 	// heap bookkeeping: which heap the host is in and where.
 	where hostWhere
 	index int
@@ -128,7 +133,7 @@ func (h *host) needsRobots(now time.Time) bool {
 
 // hasWork reports whether the host has something to lease.
 func (h *host) hasWork() bool {
-	if h.robotsState == robotsFetching || h.down {
+	if h.robotsState == robotsFetching || h.ip == ipResolving || h.down {
 		return false
 	}
 	return len(h.queue) > 0

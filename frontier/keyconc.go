@@ -27,24 +27,28 @@ func (a *campaignActor) waitKey(h *host) {
 	w[h] = struct{}{}
 }
 
-// keyLeased counts a lease of h against its key.
-func (a *campaignActor) keyLeased(h *host) {
-	if h.keyed() {
-		a.keyInflight[h.clock]++
+// keyLeased counts a lease of h against its key, and returns the key it
+// counted against ("" for none): a host keyed by IP may change keys
+// while the lease is out.
+func (a *campaignActor) keyLeased(h *host) string {
+	if !h.keyed() {
+		return ""
 	}
+	a.keyInflight[h.clock]++
+	return h.clock
 }
 
-// keyEnded counts a lease of h off its key, and places the hosts that
+// keyEnded counts a lease off key (keyLeased's), and places the hosts that
 // waited for it.
-func (a *campaignActor) keyEnded(h *host, now time.Time) {
-	if !h.keyed() {
+func (a *campaignActor) keyEnded(key string, now time.Time) {
+	if key == "" {
 		return
 	}
-	if a.keyInflight[h.clock]--; a.keyInflight[h.clock] <= 0 {
-		delete(a.keyInflight, h.clock)
+	if a.keyInflight[key]--; a.keyInflight[key] <= 0 {
+		delete(a.keyInflight, key)
 	}
-	w := a.keyWaiting[h.clock]
-	delete(a.keyWaiting, h.clock)
+	w := a.keyWaiting[key]
+	delete(a.keyWaiting, key)
 	for hh := range w {
 		a.place(hh, now)
 	}

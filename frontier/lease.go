@@ -34,6 +34,9 @@ func (a *campaignActor) place(h *host, now time.Time) {
 		return
 	}
 	h.wake = h.next
+	if h.remote.asking {
+		h.wake = maxTime(h.wake, h.remote.askBy)
+	}
 	if h.robots != nil && h.robots.Unreachable {
 		h.wake = maxTime(h.wake, h.robotsAt)
 	}
@@ -146,7 +149,11 @@ func (a *campaignActor) leaseFrom(h *host, s *fetcherSession, now time.Time) (se
 	}
 	l := &lease{id: a.srv.nextLease.Add(1), h: h, s: s, deadline: now.Add(a.srv.cfg.LeaseTimeout), start: now}
 	out := session.Lease{ID: l.id, Deadline: l.deadline}
-	if h.needsRobots(now) {
+	if a.needsResolve(h, s) {
+		h.ip = ipResolving
+		l.resolve = true
+		out.Kind, out.URL = session.KindResolve, h.root
+	} else if h.needsRobots(now) {
 		if !a.takeSlot(h, now) {
 			return session.Lease{}, false
 		}
@@ -192,7 +199,14 @@ func (a *campaignActor) leaseFrom(h *host, s *fetcherSession, now time.Time) (se
 		}
 	}
 	h.inflight++
-	a.keyLeased(h)
+	if l.resolve {
+		// No request: nothing to space, nothing counted against a key.
+		a.leases[l.id] = l
+		s.leases[l.id] = struct{}{}
+		a.inflight.Add(1)
+		return out, true
+	}
+	l.key = a.keyLeased(h)
 	h.next = now.Add(h.spacing())
 	a.srv.m().leaseGranted(a.cfg.ID, l.e == nil)
 	if l.e != nil && !l.e.arrived.IsZero() {
@@ -211,12 +225,17 @@ func (a *campaignActor) endLease(l *lease, now time.Time) {
 	delete(l.s.leases, l.id)
 	l.h.inflight--
 	a.inflight.Add(-1)
-	a.keyEnded(l.h, now)
+	a.keyEnded(l.key, now)
 }
 
 // returnLease puts a lost lease's URL back (or dead-letters a poison URL).
 func (a *campaignActor) returnLease(l *lease, why string, now time.Time) {
 	a.endLease(l, now)
+	if l.resolve {
+		l.h.ip = ipUnknown
+		a.place(l.h, now)
+		return
+	}
 	if l.e == nil {
 		if l.h.robotsState == robotsFetching {
 			l.h.robotsState = robotsUnknown
@@ -250,6 +269,9 @@ func (a *campaignActor) expireLeases() {
 }
 
 func (l *lease) urlOf() string {
+	if l.resolve {
+		return l.h.root + " (resolve)"
+	}
 	if l.e == nil {
 		return l.h.root + "/robots.txt"
 	}

@@ -181,7 +181,8 @@ func newServerCollector(s *Server) *serverCollector {
 		"record_failures_total":      "Outcome batches whose recording failed (publish or seen store); their URLs went back.",
 		"urls_skipped_total":         "URLs dropped by max-pages-per-host.",
 		"robots_dropped_links_total": "Links robots.txt forbids, recorded instead of published.",
-		"shared_clock_waits_total":   "Leases put off because another request under the host's politeness key (host, domain or group), of any campaign, came first (the clocks all campaigns share).",
+		"shared_clock_waits_total":   "Leases put off because another request under the host's politeness key (host, domain, group or IP), of any campaign, came first (the clocks all campaigns share).",
+		"remote_slot_asks_total":     "Starts asked of the scheduler that owns an IP key's clock (politeness_key ip), one round trip each.",
 	} {
 		col.counters[n] = prometheus.NewDesc(name(n), help, c, nil)
 	}
@@ -253,6 +254,7 @@ func (col *serverCollector) Collect(ch chan<- prometheus.Metric) {
 		counter("urls_skipped_total", a.skipped.Load())
 		counter("robots_dropped_links_total", a.robotsDropped.Load())
 		counter("shared_clock_waits_total", a.clockWaits.Load())
+		counter("remote_slot_asks_total", a.remoteAsks.Load())
 		gauge("deliveries_held", a.unacked.Load())
 		gauge("leases_in_flight", a.inflight.Load())
 		gauge("publishes_pending", a.pending.Load())

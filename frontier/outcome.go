@@ -31,6 +31,11 @@ func (a *campaignActor) onOutcomes(s *fetcherSession, items []session.Outcome) {
 		}
 		a.endLease(l, now)
 		h := l.h
+		if l.resolve {
+			a.onResolved(h, o, now)
+			continue
+		}
+		a.learnIP(h, o.IP)
 		if l.e == nil {
 			// robots.txt may set a Crawl-delay: apply it before spacing.
 			a.onRobots(h, o, now)
@@ -85,7 +90,7 @@ func (a *campaignActor) onOutcomes(s *fetcherSession, items []session.Outcome) {
 func (a *campaignActor) spaceAfter(h *host, l *lease, o session.Outcome, now time.Time) {
 	head := now.Add(-o.Took)
 	if h.delay > 0 && a.srv.clocks != nil {
-		a.srv.clocks.started(h.clock, head, h.delay, now)
+		a.reportStart(h, head, now)
 	}
 	from := maxTime(head.Add(-o.Latency), l.start)
 	h.next = maxTime(h.next, maxTime(head.Add(h.delay), from.Add(h.adapt)))

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/frontier"
@@ -63,6 +65,59 @@ func TestPolitenessKeyChoosesTheShard(t *testing.T) {
 				t.Errorf("keyed by host, URLs by shard %v; want the hosts spread", per)
 			}
 			t.Logf("keyed by %s: URLs by shard %v", key, per)
+		})
+	}
+}
+
+// Keyed by IP, a new host's first lease resolves it (no request to the
+// host), for a session that takes resolve leases; its robots.txt and its
+// pages come after. A session that does not is leased robots.txt first,
+// as before, its host on its own clock.
+func TestIPKeyResolvesFirst(t *testing.T) {
+	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory())
+	for _, resolves := range []bool{true, false} {
+		t.Run(fmt.Sprintf("resolves=%v", resolves), func(t *testing.T) {
+			cfg := newCampaign(t, fmt.Sprintf("t-ipkey-%d", rand.IntN(1e9)), []string{"http://h1.example.org/"}, 0)
+			cfg.PolitenessKey = campaign.KeyIP
+			seed(t, sched, cfg)
+			cl := session.Client{Token: session.DevToken, Resolves: resolves}
+			sess, err := cl.DialSession(context.Background(), sched.addr, "t", cfg, 4)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sess.Close()
+			next := func() session.Lease {
+				sess.Credit(1)
+				select {
+				case l := <-sess.Leases():
+					return l
+				case <-time.After(10 * time.Second):
+					t.Fatal("no lease in 10 s")
+					return session.Lease{}
+				}
+			}
+			var kinds []session.LeaseKind
+			l := next()
+			kinds = append(kinds, l.Kind)
+			if l.Kind == session.KindResolve {
+				if l.URL != "http://h1.example.org" {
+					t.Errorf("resolve lease of %q, want the host's root", l.URL)
+				}
+				sess.Report(session.Outcome{LeaseID: l.ID, IP: "192.0.2.9"})
+				l = next()
+				kinds = append(kinds, l.Kind)
+			}
+			sess.Report(session.Outcome{LeaseID: l.ID, Robots: &session.RobotsBody{Status: 404}, IP: "192.0.2.9"})
+			l = next()
+			kinds = append(kinds, l.Kind)
+			sess.Report(session.Outcome{LeaseID: l.ID, Released: true})
+			want := []session.LeaseKind{session.KindRobots, session.KindPage}
+			if resolves {
+				want = append([]session.LeaseKind{session.KindResolve}, want...)
+			}
+			if !slices.Equal(kinds, want) {
+				t.Errorf("leases %q, want %q", kinds, want)
+			}
 		})
 	}
 }

@@ -4,10 +4,12 @@ import (
 	"cmp"
 	"context"
 	"crypto/subtle"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -57,6 +59,16 @@ type ServerConfig struct {
 	// host's next lease fetches it again, and until then its rules no
 	// longer settle links.
 	RobotsTTL time.Duration
+	// Peers are the addresses of every scheduler (DROVER_SCHEDULER), and
+	// Self this one's among them: the clock of an IP key is owned by one
+	// of them (peers.go). Without Self, or without another peer, this
+	// scheduler owns every IP key it meets. PeerTLS and
+	// PeerInsecurePlaintext are how it dials the others (as a worker
+	// does; Token is theirs too).
+	Peers                 []string
+	Self                  string
+	PeerTLS               *tls.Config
+	PeerInsecurePlaintext bool
 	// Policies are priority policies of your own, by the name a campaign's
 	// `--priority` gives, besides the built-in bfs, score and fair (a name
 	// here wins). A campaign naming a policy the scheduler has not is
@@ -110,6 +122,9 @@ func (c ServerConfig) Validate() error {
 	if c.KeepAlive < 100*time.Millisecond || c.KeepAlive*3 > c.LeaseTimeout {
 		errs = append(errs, fmt.Errorf("keepalive %s: must be at least 100ms and at most a third of the lease timeout", c.KeepAlive))
 	}
+	if c.Self != "" && len(c.Peers) > 0 && !slices.Contains(c.Peers, c.Self) {
+		errs = append(errs, fmt.Errorf("self %q: must be one of the peers %q (DROVER_SCHEDULER), as the other schedulers dial it", c.Self, c.Peers))
+	}
 	if c.RevisitPoll < 10*time.Millisecond || c.RevisitPoll > time.Minute {
 		errs = append(errs, fmt.Errorf("revisit poll %s: must be between 10ms and 1m", c.RevisitPoll))
 	}
@@ -131,6 +146,9 @@ type Server struct {
 	nextLease atomic.Uint64
 	// clocks: the politeness clocks its campaigns share (clocks.go).
 	clocks *hostClocks
+	// peers: the other schedulers, owners of IP keys (peers.go); nil
+	// when there are none.
+	peers *peerSet
 	// metrics: RegisterMetrics's hooks (metrics.go); nil without.
 	metrics atomic.Pointer[schedMetrics]
 
@@ -179,7 +197,13 @@ func newServer(cfg ServerConfig, mq *rabbit, store seen.Store, log *slog.Logger)
 	if err != nil {
 		return nil, err
 	}
+	client := session.Client{Token: cfg.Token, TLS: cfg.PeerTLS, InsecurePlaintext: cfg.PeerInsecurePlaintext}
+	var peers *peerSet
+	if cfg.Self != "" {
+		peers = newPeerSet(cfg.Self, cfg.Peers, func(addr string) slotAsker { return newPeerLink(addr, client, log) })
+	}
 	return &Server{
+		peers:     peers,
 		cfg:       cfg,
 		mq:        mq,
 		pub:       pub,
@@ -258,6 +282,7 @@ func (s *Server) Close() error {
 	for _, a := range actors {
 		a.stop(10 * time.Second)
 	}
+	s.peers.close()
 	err := s.pub.close()
 	s.mq.close()
 	return err
@@ -438,8 +463,10 @@ type fetcherSession struct {
 	// the session gets no more leases and its credit is ignored.
 	key    string
 	ending bool
-	// recorded: the fetcher asked for FrameRecorded (Hello.Recorded).
+	// recorded: the fetcher asked for FrameRecorded (Hello.Recorded);
+	// resolves: it takes resolve leases (Hello.Resolve).
 	recorded bool
+	resolves bool
 	credit   int
 	leases   map[uint64]struct{}
 	out      chan outFrame
@@ -515,7 +542,7 @@ func (s *Server) serveFetcher(c net.Conn, fr *session.FrameReader, fw *session.F
 // why, and ok is false.
 func (s *Server) joinFetcher(c net.Conn, fw *session.FrameWriter, a *campaignActor, hello session.Hello) (sess *fetcherSession, ok bool) {
 	client := hello.Client
-	sess = &fetcherSession{client: client, key: hello.Key, recorded: hello.Recorded, leases: map[uint64]struct{}{}, out: make(chan outFrame, 1024), quit: make(chan struct{})}
+	sess = &fetcherSession{client: client, key: hello.Key, recorded: hello.Recorded, resolves: hello.Resolve, leases: map[uint64]struct{}{}, out: make(chan outFrame, 1024), quit: make(chan struct{})}
 	var err error
 	if !a.call(func() { err = a.addSession(sess) }) {
 		err = fmt.Errorf("campaign %s is closing on this scheduler", a.cfg.ID)
@@ -632,6 +659,8 @@ func (s *Server) serveControl(c net.Conn, fr *session.FrameReader, fw *session.F
 			rep.Error = fmt.Sprintf("unexpected %s frame on a control session", t)
 		} else if err := session.Decode(t, payload, &req); err != nil {
 			rep.Error = err.Error()
+		} else if req.Op == session.OpSlots {
+			rep.Waits = s.clocks.answer(req.Slots, req.Started, time.Now())
 		} else if req.Campaign == nil || req.Campaign.ID == "" {
 			rep.Error = "request without a campaign"
 		} else {

@@ -42,6 +42,7 @@ type domainWeb struct {
 	latency        time.Duration
 	mu             sync.Mutex
 	starts         []time.Time
+	agents         []string       // the User-Agent of each of starts
 	seen           map[string]int // host+path -> requests
 	inflight, most int
 }
@@ -58,6 +59,7 @@ func (w *domainWeb) serve(rw http.ResponseWriter, r *http.Request) {
 	host, _, _ := net.SplitHostPort(r.Host)
 	w.mu.Lock()
 	w.starts = append(w.starts, time.Now())
+	w.agents = append(w.agents, r.UserAgent())
 	w.seen[host+r.URL.Path]++
 	w.inflight++
 	w.most = max(w.most, w.inflight)

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"syscall"
 
 	"github.com/drover-crawl/drover/envconf"
@@ -34,6 +35,7 @@ func run() int {
 	flag.StringVar(&cfg.Name, "name", "", "scheduler name (default: scheduler-INDEX)")
 	flag.IntVar(&cfg.Index, "index", 0, "this scheduler's index among -replicas")
 	flag.IntVar(&cfg.Replicas, "replicas", 1, "number of schedulers sharing the campaigns")
+	flag.StringVar(&cfg.Self, "self", "", "this scheduler's address among $DROVER_SCHEDULER, where the others reach it for the IP keys it owns (default: -listen when listed, else the -index'th)")
 	flag.IntVar(&cfg.Prefetch, "prefetch", cfg.Prefetch, "URLs held per shard consumer (RabbitMQ counts messages: prefetch/batch of them, at least min(prefetch, 64))")
 	flag.IntVar(&cfg.Batch, "batch", cfg.Batch, "new links of one shard queue per RabbitMQ message (1: one URL a message)")
 	flag.StringVar(&cfg.QueueType, "queue-type", env.QueueType, "shard queue type of a campaign that names none: quorum or classic (default $DROVER_QUEUE_TYPE, else quorum when AMQP_URL names several nodes, classic for one)")
@@ -51,6 +53,9 @@ func run() int {
 		return 2
 	}
 	serverTLS, err := sec.Server()
+	if err == nil {
+		err = peers(&cfg, env.Schedulers, *listen, sec, serverTLS != nil)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "scheduler:", err)
 		return 2
@@ -92,7 +97,7 @@ func run() int {
 	if ms != nil {
 		metricsURL = ms.URL()
 	}
-	log.Info("scheduler listening", "addr", s.Addr(), "index", cfg.Index, "replicas", cfg.Replicas, "metrics", metricsURL, "tls", serverTLS != nil, "mtls", sec.ClientCA != "")
+	log.Info("scheduler listening", "addr", s.Addr(), "self", cfg.Self, "peers", len(cfg.Peers), "index", cfg.Index, "replicas", cfg.Replicas, "metrics", metricsURL, "tls", serverTLS != nil, "mtls", sec.ClientCA != "")
 	select {
 	case <-ctx.Done():
 		s.Close()
@@ -113,4 +118,32 @@ func servePprof(addr string, log *slog.Logger) {
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	go func() { log.Error("pprof server ended", "err", http.ListenAndServe(addr, mux)) }()
+}
+
+// peers sets how cfg's scheduler reaches the others, which own IP keys:
+// their addresses, its own among them, and, when it serves TLS, a client
+// TLS config from the same options.
+func peers(cfg *frontier.ServerConfig, schedulers []string, listen string, sec tlsconf.Options, serveTLS bool) error {
+	cfg.Peers, cfg.Self = schedulers, selfAddr(cfg.Self, listen, schedulers, cfg.Index)
+	cfg.PeerInsecurePlaintext = sec.InsecurePlaintext
+	if serveTLS {
+		var err error
+		cfg.PeerTLS, err = sec.Client()
+		return err
+	}
+	return nil
+}
+
+// selfAddr is this scheduler's address among peers: self when given, else
+// listen when peers name it, else the index'th peer.
+func selfAddr(self, listen string, peers []string, index int) string {
+	switch {
+	case self != "":
+		return self
+	case slices.Contains(peers, listen):
+		return listen
+	case index < len(peers):
+		return peers[index]
+	}
+	return ""
 }

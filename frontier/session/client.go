@@ -42,6 +42,9 @@ type Client struct {
 	// sessions dialled: they ask for FrameRecorded, leave the links it
 	// knows out of their outcomes, and teach it those recorded.
 	Known *KnownLinks
+	// Resolves: the fetcher sessions dialled take KindResolve leases
+	// (Hello.Resolve).
+	Resolves bool
 }
 
 // handshake opens a connection and exchanges Hello / Welcome.
@@ -167,7 +170,7 @@ func (cl Client) DialSession(ctx context.Context, addr, client string, cfg campa
 // channel (the fetcher's concurrency). A key the campaign already ended
 // is refused with ErrEnded.
 func (cl Client) DialSessionKey(ctx context.Context, addr, client, key string, cfg campaign.Config, buffer int) (*Session, error) {
-	c, fr, fw, w, err := cl.handshake(ctx, addr, Hello{Role: RoleFetcher, Client: client, Campaign: &cfg, Key: key, Recorded: cl.Known != nil})
+	c, fr, fw, w, err := cl.handshake(ctx, addr, Hello{Role: RoleFetcher, Client: client, Campaign: &cfg, Key: key, Recorded: cl.Known != nil, Resolve: cl.Resolves})
 	if err != nil {
 		return nil, err
 	}
@@ -500,6 +503,16 @@ func (c *Control) do(ctx context.Context, req Request) (Reply, error) {
 		return rep, &replyError{fmt.Sprintf("scheduler %s: %s", c.addr, rep.Error)}
 	}
 	return rep, nil
+}
+
+// Slots asks the scheduler for starts on the clocks it owns, and reports
+// starts under them (OpSlots): one wait per ask, in order.
+func (c *Control) Slots(ctx context.Context, asks []SlotAsk, started []SlotStart) ([]time.Duration, error) {
+	rep, err := c.do(ctx, Request{Op: OpSlots, Slots: asks, Started: started})
+	if err == nil && len(rep.Waits) != len(asks) {
+		err = fmt.Errorf("scheduler %s: %d waits for %d slots asked: %w", c.addr, len(rep.Waits), len(asks), ErrBadFrame)
+	}
+	return rep.Waits, err
 }
 
 // Seed publishes seed URLs (normalized, confirmed) for the campaign.

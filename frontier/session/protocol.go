@@ -120,6 +120,10 @@ type Hello struct {
 	// does not know the field ignores it, and says so by leaving
 	// Welcome.Recorded unset.
 	Recorded bool `json:"recorded,omitempty"`
+	// Resolve: the fetcher takes KindResolve leases and reports the IP it
+	// dialed (Outcome.IP). A campaign keyed by IP resolves a new host
+	// first, so that its robots.txt is on the IP's clock too.
+	Resolve bool `json:"resolve,omitempty"`
 }
 
 // Welcome accepts a session.
@@ -157,6 +161,10 @@ type LeaseKind string
 const (
 	KindPage   LeaseKind = ""       // fetch the URL as a page
 	KindRobots LeaseKind = "robots" // fetch the host's robots.txt (URL is the host's root)
+	// KindResolve asks for the address the fetcher would dial for the
+	// host of URL (its root), without a request to it: the outcome's IP.
+	// Only a session whose Hello says Resolve gets one.
+	KindResolve LeaseKind = "resolve"
 )
 
 // Lease hands one URL to a fetcher until Deadline.
@@ -227,6 +235,10 @@ type Outcome struct {
 	// its response head (0 without a response). A campaign with a
 	// delay_factor spaces the host's requests by it.
 	Latency time.Duration `json:"latency,omitempty"`
+	// IP is the address the request went to (or, for a KindResolve
+	// lease, the one it would go to); empty when no connection was made.
+	// A campaign keyed by IP keys the host's clock by it.
+	IP string `json:"ip,omitempty"`
 	// Reason classifies a failure in one word (page.Reason*: "dns",
 	// "refused", "timeout", "tls", "reset", "4xx", "5xx", "sink", ...), for
 	// the failure report and the counts by reason.
@@ -293,6 +305,28 @@ type Request struct {
 	Live bool `json:"live,omitempty"`
 	// List (urls): which URLs of the campaign to list.
 	List *URLQuery `json:"list,omitempty"`
+	// Slots (slots, between schedulers): starts asked of the clocks this
+	// scheduler owns; Started: starts fetchers reported under them.
+	Slots   []SlotAsk   `json:"slots,omitempty"`
+	Started []SlotStart `json:"started,omitempty"`
+}
+
+// SlotAsk asks the scheduler that owns Key's clock (a politeness key
+// shared by the schedulers: campaign.IPKey) for a start, as a campaign of
+// its own named From spaced by Delay.
+type SlotAsk struct {
+	Key   string        `json:"key"`
+	From  string        `json:"from"`
+	Delay time.Duration `json:"delay"`
+}
+
+// SlotStart reports that a request under Key started Ago before the
+// report was sent (the fetcher's own report of it): the owner moves the
+// clock there, as for its own campaigns' outcomes.
+type SlotStart struct {
+	Key   string        `json:"key"`
+	Ago   time.Duration `json:"ago"`
+	Delay time.Duration `json:"delay"`
 }
 
 // Control operations.
@@ -315,6 +349,12 @@ const (
 	// (Campaign.Live, campaign.Rules; Campaign.ID is the frontier key). It
 	// answers once they apply and no lease of a URL they exclude is out.
 	OpRules = "rules"
+	// OpSlots is a scheduler asking another for starts on the clocks the
+	// other owns (Request.Slots, Started); no Campaign. The reply's
+	// Waits say, in the asks' order, how long each must wait: 0 is a
+	// start taken now, for the asker to use at once; more is a turn
+	// reserved for it, which it asks for again when it comes.
+	OpSlots = "slots"
 )
 
 // Reply answers a Request.
@@ -333,6 +373,8 @@ type Reply struct {
 	URL *URLState `json:"url,omitempty"`
 	// Page answers OpURLs.
 	Page *URLPage `json:"page,omitempty"`
+	// Waits answers OpSlots.
+	Waits []time.Duration `json:"waits,omitempty"`
 }
 
 // MaxFailuresReply bounds the failure records in one reply (well within

@@ -35,11 +35,14 @@ type Stats struct {
 	// RobotsDropped: links robots.txt forbids, recorded instead of being
 	// published (their host's robots.txt was known when they were found).
 	RobotsDropped int64 `json:"robots_dropped,omitempty"`
-	Duplicates    int64 `json:"duplicates"`    // deliveries dropped as already done or in flight
-	DeadLettered  int64 `json:"dead_lettered"` // URLs moved to the dead-letter queue
-	Skipped       int64 `json:"skipped"`       // URLs dropped by max-pages-per-host
-	Discovered    int64 `json:"discovered"`    // links published (confirmed)
-	Published     int64 `json:"published"`     // all confirmed publishes, in URLs
+	// SlotAsks: starts asked of the scheduler that owns an IP key's
+	// clock (campaign.KeyIP), one round trip each.
+	SlotAsks     int64 `json:"slot_asks,omitempty"`
+	Duplicates   int64 `json:"duplicates"`    // deliveries dropped as already done or in flight
+	DeadLettered int64 `json:"dead_lettered"` // URLs moved to the dead-letter queue
+	Skipped      int64 `json:"skipped"`       // URLs dropped by max-pages-per-host
+	Discovered   int64 `json:"discovered"`    // links published (confirmed)
+	Published    int64 `json:"published"`     // all confirmed publishes, in URLs
 	// Messages: the messages those publishes took (a batch of new links
 	// is one message).
 	Messages int64 `json:"messages,omitempty"`
@@ -133,6 +136,7 @@ func (s *Stats) Add(o Stats) {
 	s.Retried += o.Retried
 	s.Disallowed += o.Disallowed
 	s.RobotsDropped += o.RobotsDropped
+	s.SlotAsks += o.SlotAsks
 	s.Duplicates += o.Duplicates
 	s.DeadLettered += o.DeadLettered
 	s.Skipped += o.Skipped

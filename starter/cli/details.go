@@ -83,6 +83,8 @@ func Details(cfg campaign.Config) string {
 	switch cfg.PolitenessKey {
 	case campaign.KeyDomain:
 		row("politeness key", "registered domain: the hosts of a domain share its delay")
+	case campaign.KeyIP:
+		row("politeness key", "IP address: the hosts served from one address share its delay, across schedulers")
 	case campaign.KeyGroup:
 		row("politeness key", fmt.Sprintf("group (%d hosts or domains in groups; the others by host)", len(cfg.PolitenessGroups)))
 	}

@@ -22,8 +22,18 @@ func TestStartPolitenessGroups(t *testing.T) {
 
 func TestStartPolitenessKeyRefused(t *testing.T) {
 	fake := newFake()
-	code, _, errOut := run(t, fake, nil, "start", "--id", "c1", "--seed", "https://a.example/", "--politeness-key", "ip")
+	code, _, errOut := run(t, fake, nil, "start", "--id", "c1", "--seed", "https://a.example/", "--politeness-key", "asn")
 	assert.Equal(t, ExitUsage, code)
-	assert.Contains(t, errOut, `politeness_key "ip": must be host, domain or group`)
+	assert.Contains(t, errOut, `politeness_key "asn": must be host, domain, group or ip`)
 	assert.Empty(t, fake.started)
+}
+
+func TestStartPolitenessKeyIP(t *testing.T) {
+	fake := newFake()
+	code, _, errOut := run(t, fake, nil, "start", "--id", "c1", "--seed", "https://a.example/", "--politeness-key", "ip")
+	require.Equal(t, ExitOK, code, errOut)
+	cfg := startedConfig(t, fake)
+	assert.Equal(t, campaign.KeyIP, cfg.PolitenessKey)
+	assert.Equal(t, "a.example", cfg.ClockKey("a.example"), "the shard stays the host's")
+	assert.Contains(t, fake.started[0].Details, "IP address")
 }

@@ -76,7 +76,7 @@ failed or was stopped, 2 on a usage error.`,
 	fl.IntVar(&c.PerHostConcurrency, "per-host-concurrency", campaign.DefaultPerHostConcurrency, "requests at a time per host (1-256)")
 	fl.DurationVar(&f.perHostDelay, "per-host-delay", campaign.DefaultPerHostDelay, "time between request starts per host, 0 for none (robots.txt Crawl-delay wins when larger)")
 	fl.Float64Var(&c.DelayFactor, "delay-factor", 0, "space a host's requests by this many times its last response time, at least --per-host-delay and at most 1m (0: off)")
-	fl.StringVar(&c.PolitenessKey, "politeness-key", "", "what the delay counts per, shared with the other campaigns on the same key: host, domain (the registered domain) or group (--politeness-group) (default host)")
+	fl.StringVar(&c.PolitenessKey, "politeness-key", "", "what the delay counts per, shared with the other campaigns on the same key: host, domain (the registered domain), group (--politeness-group) or ip (the address the fetcher dialed) (default host)")
 	fl.StringToStringVar(&c.PolitenessGroups, "politeness-group", nil, "HOST=GROUP or DOMAIN=GROUP: with --politeness-key group, the hosts of a group share one delay (repeatable)")
 	fl.IntVar(&f.hostRetries, "host-retries", campaign.DefaultHostRetries, "retries of a host whose connections fail before it is failed for the campaign (0: the first failure decides)")
 	fl.DurationVar(&f.retryBackoff, "retry-backoff", campaign.DefaultRetryBackoff, "wait before a failing host's first retry; each further one waits twice as long, ±50% jitter (0: at once)")

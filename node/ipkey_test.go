@@ -1,0 +1,328 @@
+package node_test
+
+// Politeness keyed by IP, by the server's own clock: eight host names on
+// one address, held by schedulers that are not the IP's owner (a host's
+// shard is a hash of its name), are one address's worth of requests: one
+// at a time, whichever campaign and scheduler made them.
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/drover-crawl/drover/activities"
+	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/node"
+	"github.com/drover-crawl/drover/node/nodetest"
+)
+
+const ipHosts, ipPages = 8, 4
+
+func TestIPKeyOneRequestAtATimeOverTwoSchedulers(t *testing.T) {
+	const delay = 300 * time.Millisecond
+	web := startDomainWeb(t, ipHosts, ipPages, 30*time.Millisecond)
+	sv := startServices(t)
+	ss := startPeeredSchedulers(t)
+	// Every session to scheduler 0, which then holds every host and asks
+	// scheduler 1 for each start.
+	startIPWorker(t, sv, ss.addrs[:1], "ip-worker", 0)
+	cfg := ipCampaign(sv, web, delay, "ipkey")
+	wait := runCampaign(t, sv.temporal.Client(), cfg, 4*time.Minute)
+	seen := ss.watch(cfg.ID)
+	wait()
+	got := seen()
+	checkEveryPage(t, web, 1)
+	most, least, _ := serverSaw(web)
+	if most != 1 {
+		t.Errorf("the server had %d requests at once; the hosts of one IP share one clock over both schedulers", most)
+	}
+	if least < delay {
+		t.Errorf("two requests to the IP %s apart at the server; its delay is %s", least.Round(time.Millisecond), delay)
+	}
+	if got[0].asks == 0 {
+		t.Error("scheduler 0 asked scheduler 1, the IP's owner, for no start")
+	}
+	t.Logf("%d requests to %d host names of 127.0.0.1; at most %d at once; smallest gap %s; hosts held and starts asked of the owner (scheduler 1) by scheduler: %+v",
+		len(web.starts), web.hosts, most, least.Round(time.Millisecond), got)
+}
+
+// Two campaigns keyed by IP crawl the eight host names at once, each held
+// by a scheduler of its own: the IP's owner leases its campaign's starts
+// on its own clock, the other asks it for each of its campaign's, and the
+// server still has one request at a time.
+func TestIPKeySharedByTwoCampaignsOnTwoSchedulers(t *testing.T) {
+	const delay = 300 * time.Millisecond
+	web := startDomainWeb(t, ipHosts, ipPages, 100*time.Millisecond)
+	sv := startServices(t)
+	ss := startPeeredSchedulers(t)
+	// A worker of two sessions, both to scheduler 0: campaign a's two
+	// sessions run there, and scheduler 0 consumes its shards.
+	startIPWorker(t, sv, ss.addrs[:1], "ip-worker-0", 2)
+	a := ipCampaign(sv, web, delay, "ipkey-a")
+	a.Fetchers, a.UserAgent = 2, "drover-test-a"
+	waitA := runCampaign(t, sv.temporal.Client(), a, 4*time.Minute)
+	seenA := ss.watch(a.ID)
+	for deadline := time.Now().Add(time.Minute); ss.now(0, a.ID).hosts == 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("scheduler 0 holds no host of campaign a after a minute")
+		}
+	}
+	// Then, the first worker busy with a's sessions, a worker whose
+	// sessions go to scheduler 1, the IP's owner: b's shards are consumed
+	// there.
+	startIPWorker(t, sv, ss.addrs[1:], "ip-worker-1", 2)
+	b := ipCampaign(sv, web, delay, "ipkey-b")
+	b.Fetchers, b.UserAgent = 2, "drover-test-b"
+	waitB := runCampaign(t, sv.temporal.Client(), b, 4*time.Minute)
+	seenB := ss.watch(b.ID)
+	waitA()
+	waitB()
+	gotA, gotB := seenA(), seenB()
+	checkEveryPage(t, web, 2)
+	most, least, by := serverSaw(web)
+	if most != 1 {
+		t.Errorf("the server had %d requests at once; two campaigns on two schedulers share the IP's clock", most)
+	}
+	if least < delay {
+		t.Errorf("two requests to the IP %s apart at the server; its delay is %s", least.Round(time.Millisecond), delay)
+	}
+	if gotA[0].hosts == 0 || gotB[1].hosts == 0 {
+		t.Errorf("the test needs a's hosts on scheduler 0 and b's on scheduler 1: a %+v, b %+v", gotA, gotB)
+	}
+	if gotA[0].asks == 0 {
+		t.Error("scheduler 0 asked scheduler 1, the IP's owner, for no start")
+	}
+	for _, ua := range []string{a.UserAgent, b.UserAgent} {
+		if by[ua] < 40 {
+			t.Errorf("campaign %s made %d requests, want 40 (32 pages, 8 robots.txt)", ua, by[ua])
+		}
+	}
+	t.Logf("%d requests to %d host names of 127.0.0.1 by two campaigns; at most %d at once; smallest gap %s; requests by campaign %v; hosts held and starts asked of the owner (scheduler 1) by scheduler: a %+v, b %+v",
+		len(web.starts), web.hosts, most, least.Round(time.Millisecond), by, gotA, gotB)
+}
+
+func ipCampaign(sv *services, web *domainWeb, delay time.Duration, name string) campaign.Config {
+	return campaign.Config{ID: fmt.Sprintf("%s-%d", name, rand.IntN(1e9)), Seeds: web.seeds(), Fetchers: 4, AllowPrivate: true,
+		PerHostDelay: new(delay), PolitenessKey: campaign.KeyIP, Sinks: []string{"kafka://" + sv.kafka.Addr() + "/" + sv.topic}}
+}
+
+// checkEveryPage checks that each page of the web was requested, n times
+// at least.
+func checkEveryPage(t *testing.T, web *domainWeb, n int) {
+	t.Helper()
+	web.mu.Lock()
+	defer web.mu.Unlock()
+	for h := range web.hosts {
+		for p := range web.pages {
+			path := "/"
+			if p > 0 {
+				path = fmt.Sprintf("/p/%d", p)
+			}
+			if got := web.seen[fmt.Sprintf("h%d.drover.test%s", h, path)]; got < n {
+				t.Errorf("h%d.drover.test%s requested %d times, want %d", h, path, got, n)
+			}
+		}
+	}
+}
+
+// serverSaw is what the web's server saw: the most requests at once, the
+// smallest gap between two starts, and the requests by User-Agent.
+func serverSaw(web *domainWeb) (most int, least time.Duration, by map[string]int) {
+	web.mu.Lock()
+	defer web.mu.Unlock()
+	starts := slices.SortedFunc(slices.Values(web.starts), time.Time.Compare)
+	least = time.Hour
+	for i := 1; i < len(starts); i++ {
+		least = min(least, starts[i].Sub(starts[i-1]))
+	}
+	by = map[string]int{}
+	for _, ua := range web.agents {
+		by[ua]++
+	}
+	return web.most, least, by
+}
+
+// peeredSchedulers are two schedulers that know each other (Peers, Self),
+// scheduler 1 the owner of 127.0.0.1's clock, each with its metrics.
+type peeredSchedulers struct {
+	addrs  []string
+	regs   [2]*prometheus.Registry
+	scheds [2]*node.Scheduler
+}
+
+func startPeeredSchedulers(t *testing.T) *peeredSchedulers {
+	ss := &peeredSchedulers{addrs: freeAddrs(t, 2)}
+	for frontier.IPOwner(ss.addrs, "127.0.0.1") != ss.addrs[1] {
+		ss.addrs = freeAddrs(t, 2)
+	}
+	for i := range 2 {
+		c := frontier.DefaultServerConfig()
+		c.Name, c.Index, c.Replicas = fmt.Sprintf("ipsched-%d", i), i, 2
+		c.Peers, c.Self = ss.addrs, ss.addrs[i]
+		ss.regs[i] = prometheus.NewRegistry()
+		ss.scheds[i] = nodetest.StartScheduler(t, node.SchedulerConfig{Server: c, Listen: ss.addrs[i], SeenPath: filepath.Join(t.TempDir(), "seen"), Metrics: ss.regs[i]})
+	}
+	return ss
+}
+
+// startIPWorker starts a worker whose sessions go to schedulers (the
+// K'th session to the K'th), all host names resolving to 127.0.0.1; at
+// most sessions FetchSessions (0: the default).
+func startIPWorker(t *testing.T, sv *services, schedulers []string, identity string, sessions int) {
+	w, err := node.StartWorkers(sv.temporal.Client(), node.WorkerConfig{Identity: identity, MaxSessions: sessions, Activities: &activities.Activities{
+		Schedulers: schedulers, Token: session.DevToken, KafkaBrokers: sv.kafka.Addr(), Identity: identity, Lookup: (&domainWeb{}).lookup,
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+}
+
+// schedSeen is what one scheduler's metrics showed of a campaign: the
+// hosts it held and the starts it asked of another scheduler.
+type schedSeen struct{ hosts, asks float64 }
+
+func (ss *peeredSchedulers) now(i int, id string) schedSeen {
+	return schedSeen{hosts: gathered(ss.regs[i], "drover_scheduler_hosts", id), asks: gathered(ss.regs[i], "drover_scheduler_remote_slot_asks_total", id)}
+}
+
+// watch polls the campaign's series on both schedulers until the
+// returned func is called, which returns the most each showed (the
+// series go when the campaign closes).
+func (ss *peeredSchedulers) watch(id string) func() [2]schedSeen {
+	var seen [2]schedSeen
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			for i := range ss.regs {
+				n := ss.now(i, id)
+				seen[i].hosts, seen[i].asks = max(seen[i].hosts, n.hosts), max(seen[i].asks, n.asks)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	return func() [2]schedSeen {
+		close(stop)
+		wg.Wait()
+		return seen
+	}
+}
+
+// freeAddrs returns n loopback addresses with a port free a moment ago,
+// for schedulers that must know one another's address before they start.
+func freeAddrs(t *testing.T, n int) []string {
+	var out []string
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, ln.Addr().String())
+		ln.Close()
+	}
+	return out
+}
+
+// gathered is the value of the series name of campaign in r (0 without).
+func gathered(r *prometheus.Registry, name, campaign string) float64 {
+	mfs, err := r.Gather()
+	if err != nil {
+		return 0
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "campaign" && l.GetValue() == campaign {
+					if c := m.GetCounter(); c != nil {
+						return c.GetValue()
+					}
+					return m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// The IP's owner goes away mid-crawl (closed, its sessions cut): the
+// scheduler that asked it passes it over and keeps the IP's clock itself
+// from then on, its first start a delay after it took the clock over, so
+// that a request the owner had just started is not overlapped. The crawl
+// ends with every page, every two starts at the server the delay apart,
+// before the owner went and after (in some runs the owner also held
+// hosts, which the other scheduler takes over).
+func TestIPKeyOwnerGone(t *testing.T) {
+	const delay = 300 * time.Millisecond
+	web := startDomainWeb(t, ipHosts, 8, 30*time.Millisecond)
+	sv := startServices(t)
+	ss := startPeeredSchedulers(t)
+	startIPWorker(t, sv, ss.addrs, "ip-worker", 0)
+	cfg := ipCampaign(sv, web, delay, "ipkey-gone")
+	wait := runCampaign(t, sv.temporal.Client(), cfg, 4*time.Minute)
+	seen := ss.watch(cfg.ID)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		if n := ss.now(0, cfg.ID); n.asks >= 20 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("scheduler 0 asked the owner for fewer than 20 starts in a minute: %+v, %+v", ss.now(0, cfg.ID), ss.now(1, cfg.ID))
+		}
+	}
+	web.mu.Lock()
+	before, gone := len(web.starts), time.Now()
+	web.mu.Unlock()
+	ss.scheds[1].Close()
+	st := wait()
+	got := seen()
+	checkEveryPage(t, web, 1)
+	most, least, _ := serverSaw(web)
+	web.mu.Lock()
+	starts := slices.SortedFunc(slices.Values(web.starts), time.Time.Compare)
+	web.mu.Unlock()
+	// Gaps under the delay, by whether the later start came before the
+	// owner went or after.
+	var shortBefore, shortAfter, after int
+	for i := range starts {
+		if starts[i].After(gone) {
+			after++
+		}
+		if i == 0 || starts[i].Sub(starts[i-1]) >= delay {
+			continue
+		}
+		if starts[i].After(gone) {
+			shortAfter++
+		} else {
+			shortBefore++
+		}
+	}
+	if after < 20 {
+		t.Errorf("only %d requests after the owner went: it did not go mid-crawl", after)
+	}
+	if shortBefore+shortAfter > 0 {
+		t.Errorf("gaps under the delay: %d while the owner was up, %d after it went", shortBefore, shortAfter)
+	}
+	if most != 1 {
+		t.Errorf("the server had %d requests at once", most)
+	}
+	t.Logf("owner gone after %d requests; %d requests after; gaps under %s: %d before, %d after; at most %d at once, smallest gap %s; hosts held and starts asked by scheduler %+v; reason %q",
+		before, after, delay, shortBefore, shortAfter, most, least.Round(time.Millisecond), got, st.Reason)
+}
