@@ -15,6 +15,7 @@ import (
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/crawllog"
 	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/internal/testenv"
 	"github.com/drover-crawl/drover/testweb"
 )
 
@@ -25,6 +26,7 @@ import (
 // itself within 3 minutes, every live page is fetched, and every dead URL
 // is listed among the failures with its reason.
 func TestDeadHostsCampaignCompletes(t *testing.T) {
+	testenv.Long(t) // about 100 s of real retry backoffs
 	web, err := testweb.StartDead(testweb.DeadConfig{Base: 65})
 	if err != nil {
 		t.Fatal(err)
