@@ -163,19 +163,9 @@ func checkConditional(web *testweb.Web, answered200, changed []string) []string 
 	if without > 0 {
 		failed = append(failed, fmt.Sprintf("run 2: %d of the %d pages that answered 200 in run 1 got no validator", without, len(answered200)))
 	}
-	isChanged := map[string]bool{}
-	for _, u := range changed {
-		isChanged[u] = true
-	}
-	var want []string
-	for _, u := range web.Pages() {
-		if !isChanged[u] {
-			want = append(want, u)
-		}
-	}
+	want := web.Unchanged(changed)
 	got := web.Answered(304)
 	slices.Sort(got)
-	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		failed = append(failed, fmt.Sprintf("run 2: %d pages answered 304, want exactly the %d unchanged", len(got), len(want)))
 	}

@@ -167,19 +167,9 @@ func checkConditional(t *testing.T, web *testweb.Web, answered200, changed []str
 			t.Errorf("%s answered 200 in run 1 but got no validator in run 2", u)
 		}
 	}
-	isChanged := map[string]bool{}
-	for _, u := range changed {
-		isChanged[u] = true
-	}
-	var want []string
-	for _, u := range web.Pages() {
-		if !isChanged[u] {
-			want = append(want, u)
-		}
-	}
+	want := web.Unchanged(changed)
 	got := web.Answered(304)
 	slices.Sort(got)
-	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Errorf("%d pages answered 304, want the %d unchanged of %d", len(got), len(want), len(web.Pages()))
 	}

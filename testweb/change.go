@@ -151,6 +151,24 @@ func (w *Web) Change(frac float64) []string {
 	return w.bump(sample(w.changes.rng, total, k))
 }
 
+// Unchanged returns, sorted, the web's pages (Pages) not in changed (what
+// Change and ChangePages returned): those a recrawl should find
+// unchanged.
+func (w *Web) Unchanged(changed []string) []string {
+	isChanged := make(map[string]bool, len(changed))
+	for _, u := range changed {
+		isChanged[u] = true
+	}
+	var out []string
+	for _, u := range w.Pages() {
+		if !isChanged[u] {
+			out = append(out, u)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // ChangePages bumps the version of the pages of urls (page URLs or second
 // URLs; a page named twice changes once). A changed page carries a
 // "Revision N" paragraph, N its version, and the same links; its ETag
