@@ -28,6 +28,7 @@ import (
 	"github.com/drover-crawl/drover/devstack"
 	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/internal/await"
+	"github.com/drover-crawl/drover/internal/testenv"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"
 	"github.com/drover-crawl/drover/workflows"
@@ -419,6 +420,7 @@ const restartWithin = 90 * time.Second
 // the survivor (and count the restarts) while the crawl goes on, and the
 // campaign completes with every page requested and landed in Kafka.
 func TestWorkerKilledMidCrawl(t *testing.T) {
+	testenv.Long(t) // two minutes: 1,600 pages, a worker process killed and restarted
 	bin := filepath.Join(binaries(t), "worker")
 	web := webtest.Start(t, testweb.Config{Hosts: 4, PagesPerHost: 400, CrossHost: true, Base: 51})
 	s := startBareStack(t)
