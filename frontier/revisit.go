@@ -97,54 +97,83 @@ func (a *campaignActor) writeSchedule(jobs []recordJob) error {
 // fetch of the first deletes the other (the one its history names).
 func (a *campaignActor) bumpLastmods(jobs []recordJob) error {
 	now := a.srv.now()
+	var add, remove []seen.Due
+	var keys []seen.Key
+	var hists [][]byte
 	for _, j := range jobs {
 		for _, l := range j.links {
 			if l.LastMod.IsZero() {
 				continue
 			}
-			if err := a.bumpLastmod(j, l, now); err != nil {
+			bump, err := a.bumpOf(j, l, now)
+			if err != nil {
 				return err
 			}
+			if bump != nil {
+				add, remove = append(add, bump.add), append(remove, bump.remove)
+				keys, hists = append(keys, bump.add.Key), append(hists, bump.history)
+			}
+		}
+	}
+	if len(add) == 0 {
+		return nil
+	}
+	// One synced write for the record's entries, then their histories: a
+	// sitemap of 50,000 URLs costs two writes, not 50,000 fsyncs.
+	if err := a.srv.store.Schedule(a.key, add, remove); err != nil {
+		return err
+	}
+	if err := a.srv.store.SetHistory(a.lineage, keys, hists); err != nil {
+		return err
+	}
+	a.bumped.Add(int64(len(add)))
+	for _, d := range add {
+		if n := a.nextDue.Load(); n == 0 || d.At.UnixNano() < n {
+			a.nextDue.Store(d.At.UnixNano()) // until the next count
 		}
 	}
 	return nil
 }
 
-func (a *campaignActor) bumpLastmod(j recordJob, l urlrule.Link, now time.Time) error {
+// lastmodBump is one URL's entry brought forward, the entry it replaces,
+// and its history naming the new one.
+type lastmodBump struct {
+	add, remove seen.Due
+	history     []byte
+}
+
+// bumpOf is the bump a sitemap's link l asks for, nil when none: the URL
+// has no history here, no rule, or a next fetch sooner already.
+func (a *campaignActor) bumpOf(j recordJob, l urlrule.Link, now time.Time) (*lastmodBump, error) {
 	rule := a.revisits.For(l.URL, "text/html")
 	if rule == nil {
 		rule = a.revisits.For(l.URL, "")
 	}
 	if rule == nil {
-		return nil
+		return nil, nil
 	}
 	k := seen.KeyOf(l.URL)
 	b, err := a.srv.store.History(a.lineage, k)
 	if err != nil || b == nil {
-		return err
+		return nil, err
 	}
 	d, err := decodeHistory(b, true)
 	if err != nil || d.revisit.Due.IsZero() || !l.LastMod.After(d.revisit.Fetched) {
-		return nil
+		return nil, nil
 	}
 	due := maxTime(now, d.revisit.Fetched.Add(rule.Min))
 	if !due.Before(d.revisit.Due) {
-		return nil
+		return nil, nil
 	}
 	m := urlMsg{URL: l.URL, Depth: l.Depth(j.e.msg.Depth), Parent: j.e.msg.URL, Path: l.HopPath(j.e.msg.Path), Revisit: due.UnixNano()}
 	body, _ := json.Marshal(m) // a struct of strings and numbers always encodes
-	if err := a.srv.store.Schedule(a.key, []seen.Due{{Key: k, At: due, Msg: body}}, []seen.Due{{Key: k, At: d.revisit.Due}}); err != nil {
-		return err
-	}
+	old := d.revisit.Due
 	d.revisit.Due = due
-	if err := a.srv.store.SetHistory(a.lineage, []seen.Key{k}, [][]byte{encodeHistory(d.capture, d.links, d.revisit)}); err != nil {
-		return err
-	}
-	a.bumped.Add(1)
-	if n := a.nextDue.Load(); n == 0 || due.UnixNano() < n {
-		a.nextDue.Store(due.UnixNano()) // until the next count
-	}
-	return nil
+	return &lastmodBump{
+		add:     seen.Due{Key: k, At: due, Msg: body},
+		remove:  seen.Due{Key: k, At: old},
+		history: encodeHistory(d.capture, d.links, d.revisit),
+	}, nil
 }
 
 // revisitDuplicate reports whether a URL back from the revisit schedule
