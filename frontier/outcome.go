@@ -168,7 +168,7 @@ func (a *campaignActor) fetchedJob(h *host, e *entry, o session.Outcome, now tim
 		o.Links = a.unchangedLinks(e.history)
 	}
 	a.countLinks(o)
-	j := recordJob{e: e, links: o.Links, history: a.historyOf(o)}
+	j := recordJob{e: e, links: o.Links}
 	if o.Error != "" && o.Status == 0 {
 		a.failed.Add(1)
 		j.fail = &session.FailureRecord{Reason: orOther(o.Reason), LastError: o.Error}
@@ -189,8 +189,10 @@ func (a *campaignActor) fetchedJob(h *host, e *entry, o session.Outcome, now tim
 		a.countReason(j.fail.Reason)
 	}
 	j.disallowed = a.disallowedLinks(o.Links, now)
-	if a.revisits != nil {
-		a.planRevisit(&j, o)
+	// A page a revisit rule fits gets its history with its next fetch;
+	// the others the plain one, encoded once either way.
+	if a.revisits == nil || !a.planRevisit(&j, o) {
+		j.history = a.historyOf(o)
 	}
 	return j
 }

@@ -36,11 +36,12 @@ func (s *Server) now() time.Time {
 // entry for it (replacing the one the URL had). A page that changed since
 // its last fetch comes back sooner, one that did not later
 // (campaign.RevisitRule.Next). A fetch without a capture (a failure) keeps
-// the capture and links the history had.
-func (a *campaignActor) planRevisit(j *recordJob, o session.Outcome) {
+// the capture and links the history had. It reports whether a rule fit
+// (and so whether j's history is set).
+func (a *campaignActor) planRevisit(j *recordJob, o session.Outcome) bool {
 	rule := a.revisits.For(j.e.msg.URL, o.MIME)
 	if rule == nil {
-		return
+		return false
 	}
 	var prev decodedHistory
 	if j.e.history != nil {
@@ -66,6 +67,7 @@ func (a *campaignActor) planRevisit(j *recordJob, o session.Outcome) {
 	if !prev.revisit.Due.IsZero() {
 		j.undue = &seen.Due{Key: j.e.key, At: prev.revisit.Due}
 	}
+	return true
 }
 
 // writeSchedule stores the schedule entries of jobs, and deletes those
