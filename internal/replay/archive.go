@@ -245,7 +245,10 @@ func (a *Archive) Served() []string {
 }
 
 // Misses returns the URL of every request for a URL not in the archive, in
-// arrival order.
+// arrival order, but for a site's /favicon.ico when the archive lacks it:
+// the browser asks for that on its own, for the tab's icon, at any time
+// around a page's load and past the tab's blocked URLs, and no page of a
+// test web links it.
 func (a *Archive) Misses() []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -255,9 +258,17 @@ func (a *Archive) Misses() []string {
 func (a *Archive) note(u string, found bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if found {
+	switch {
+	case found:
 		a.served = append(a.served, u)
-	} else {
+	case browserIcon(u):
+	default:
 		a.misses = append(a.misses, u)
 	}
+}
+
+// browserIcon reports whether u is a site's /favicon.ico.
+func browserIcon(u string) bool {
+	p, err := url.Parse(u)
+	return err == nil && p.Path == "/favicon.ico"
 }

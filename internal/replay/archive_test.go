@@ -146,6 +146,14 @@ func TestHandlerServesAsArchived(t *testing.T) {
 	if resp.StatusCode != http.StatusNotFound || !strings.Contains(string(body), site+"/elsewhere") {
 		t.Errorf("GET /elsewhere: %d %q, want 404 naming the URL", resp.StatusCode, body)
 	}
+	// The browser's own icon request: answered 404, not a miss.
+	if resp, err = client.Get(site + "/favicon.ico"); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("GET /favicon.ico: %d, want 404", resp.StatusCode)
+	}
 	req, _ := http.NewRequest(http.MethodConnect, srv.URL, nil)
 	req.Host = "example.test:443"
 	if resp, err = http.DefaultClient.Do(req); err != nil {
