@@ -11,8 +11,8 @@ import (
 )
 
 // RevisitRule says when a continuous campaign fetches a URL again. The
-// first rule whose Match and MIME both fit a fetched URL decides its next
-// fetch; a URL no rule fits is fetched once.
+// first rule whose Match, MIME and Depth all fit a fetched URL decides its
+// next fetch; a URL no rule fits is fetched once.
 //
 // The interval adapts to the page, as StormCrawler's adaptive schedule
 // does: the first is Min; after a fetch that found the page changed it is
@@ -26,6 +26,11 @@ type RevisitRule struct {
 	// "image/"); empty fits every type. A fetch without a response (a
 	// failure) fits only a rule without MIME.
 	MIME string `json:"mime,omitempty" yaml:"mime,omitempty"`
+	// Depth, when set, fits only URLs at most that many links from a seed:
+	// 0 fits the seeds alone (the campaign's and `starter seed`'s), which a
+	// news crawl revisits often to find new articles. Unset fits every
+	// depth.
+	Depth *int `json:"depth,omitempty" yaml:"depth,omitempty"`
 	// Min is the shortest interval, and the first: at least MinRevisit.
 	Min time.Duration `json:"min" yaml:"min"`
 	// Max is the longest interval; 0: Min (a fixed interval).
@@ -71,14 +76,18 @@ func CompileRevisits(rules []RevisitRule) (*Revisits, error) {
 	return rs, nil
 }
 
-// For is the first rule that fits url and mime (mime "" when the fetch
-// had no response), nil when none does (or rs is nil).
-func (rs *Revisits) For(url, mime string) *RevisitRule {
+// For is the first rule that fits url at depth links from a seed and
+// mime (mime "" when the fetch had no response), nil when none does (or
+// rs is nil).
+func (rs *Revisits) For(url string, depth int, mime string) *RevisitRule {
 	if rs == nil {
 		return nil
 	}
 	for i := range rs.rules {
 		r := &rs.rules[i]
+		if r.Depth != nil && depth > *r.Depth {
+			continue
+		}
 		if r.MIME != "" && (mime == "" || !strings.HasPrefix(strings.ToLower(mime), strings.ToLower(r.MIME))) {
 			continue
 		}
@@ -120,6 +129,9 @@ func (c Config) checkRevisit() []error {
 		if r.Min < MinRevisit {
 			errs = append(errs, fmt.Errorf("revisit rule %d: min %s: must be at least %s", i+1, r.Min, MinRevisit))
 		}
+		if r.Depth != nil && *r.Depth < 0 {
+			errs = append(errs, fmt.Errorf("revisit rule %d: depth %d: must be 0 (the seeds) or more", i+1, *r.Depth))
+		}
 		if r.Max != 0 && r.Max < r.Min {
 			errs = append(errs, fmt.Errorf("revisit rule %d: max %s: must be at least min %s (or unset: a fixed interval)", i+1, r.Max, r.Min))
 		}
@@ -134,7 +146,7 @@ func (c Config) checkRevisit() []error {
 }
 
 // ParseRevisitRule reads a rule as `starter start --revisit` takes it:
-// comma-separated min=D, max=D, factor=F, mime=TYPE and match=REGEX, in
+// comma-separated min=D, max=D, factor=F, mime=TYPE, depth=N and match=REGEX, in
 // any order but match last (its regex runs to the end, commas and all).
 // Durations are Go's (10m, 168h) or days (7d).
 func ParseRevisitRule(s string) (RevisitRule, error) {
@@ -149,7 +161,7 @@ func ParseRevisitRule(s string) (RevisitRule, error) {
 		}
 		k, v, ok := strings.Cut(part, "=")
 		if !ok {
-			return r, fmt.Errorf("revisit %q: %q is not key=value (min=10m,max=168h,factor=2,mime=text/html,match=REGEX)", s, part)
+			return r, fmt.Errorf("revisit %q: %q is not key=value (min=10m,max=168h,factor=2,mime=text/html,depth=0,match=REGEX)", s, part)
 		}
 		var err error
 		switch k {
@@ -164,10 +176,16 @@ func ParseRevisitRule(s string) (RevisitRule, error) {
 			}
 		case "mime":
 			r.MIME = v
+		case "depth":
+			var n int
+			if n, err = strconv.Atoi(v); err == nil && n < 0 {
+				err = errors.New("must be 0 (the seeds) or more")
+			}
+			r.Depth = &n
 		case "match":
 			r.Match = v
 		default:
-			err = errors.New("unknown key (min, max, factor, mime, match)")
+			err = errors.New("unknown key (min, max, factor, mime, depth, match)")
 		}
 		if err != nil {
 			return r, fmt.Errorf("revisit %q: %s: %v", s, k, err)

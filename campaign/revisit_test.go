@@ -1,6 +1,7 @@
 package campaign
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -37,9 +38,13 @@ func TestRevisitRuleNext(t *testing.T) {
 	}
 }
 
-// The first rule that fits decides, by URL regex and media type prefix.
+// The first rule that fits decides, by depth, URL regex and media type
+// prefix.
 func TestRevisitsFor(t *testing.T) {
+	seeds, sections := 0, 1
 	rs, err := CompileRevisits([]RevisitRule{
+		{Depth: &seeds, Min: 30 * time.Second},
+		{Depth: &sections, Match: "/section/", Min: 45 * time.Second},
 		{Match: "/news/", MIME: "text/html", Min: time.Minute},
 		{MIME: "image/", Min: time.Hour},
 		{Match: `\.pdf$`, Min: 2 * time.Hour},
@@ -48,24 +53,30 @@ func TestRevisitsFor(t *testing.T) {
 		t.Fatal(err)
 	}
 	cases := []struct {
-		url, mime string
-		want      time.Duration // 0: none
+		url   string
+		depth int
+		mime  string
+		want  time.Duration // 0: none
 	}{
-		{"http://a/news/1", "text/html; charset=utf-8", time.Minute},
-		{"http://a/news/1", "TEXT/HTML", time.Minute},
-		{"http://a/news/1.png", "image/png", time.Hour},
-		{"http://a/news/1", "", 0}, // a failure: no rule without a MIME fits
-		{"http://a/x.pdf", "", 2 * time.Hour},
-		{"http://a/about", "text/html", 0},
+		{"http://a/news/1", 2, "text/html; charset=utf-8", time.Minute},
+		{"http://a/news/1", 2, "TEXT/HTML", time.Minute},
+		{"http://a/news/1.png", 2, "image/png", time.Hour},
+		{"http://a/news/1", 2, "", 0}, // a failure: no rule without a MIME fits
+		{"http://a/x.pdf", 2, "", 2 * time.Hour},
+		{"http://a/about", 2, "text/html", 0},
+		{"http://a/about", 0, "", 30 * time.Second}, // a seed, failed or not
+		{"http://a/section/1", 1, "text/html", 45 * time.Second},
+		{"http://a/section/1", 2, "text/html", 0},
+		{"http://a/news/1", 1, "text/html", time.Minute},
 	}
 	for _, c := range cases {
-		r := rs.For(c.url, c.mime)
+		r := rs.For(c.url, c.depth, c.mime)
 		switch {
 		case r == nil && c.want != 0, r != nil && r.Min != c.want:
-			t.Errorf("For(%s, %q) = %+v, want the rule of min %s", c.url, c.mime, r, c.want)
+			t.Errorf("For(%s, %d, %q) = %+v, want the rule of min %s", c.url, c.depth, c.mime, r, c.want)
 		}
 	}
-	if none, _ := CompileRevisits(nil); none.For("http://a/", "text/html") != nil {
+	if none, _ := CompileRevisits(nil); none.For("http://a/", 0, "text/html") != nil {
 		t.Error("no rules fit something")
 	}
 }
@@ -73,12 +84,13 @@ func TestRevisitsFor(t *testing.T) {
 // --revisit reads its keys in any order, match last with its commas,
 // days as a unit; a bad one is one clear error.
 func TestParseRevisitRule(t *testing.T) {
-	r, err := ParseRevisitRule("min=10m,max=7d,factor=1.5,mime=text/html,match=^https://a/(b|c),d")
+	r, err := ParseRevisitRule("min=10m,max=7d,factor=1.5,mime=text/html,depth=0,match=^https://a/(b|c),d")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := RevisitRule{Min: 10 * time.Minute, Max: 7 * 24 * time.Hour, Factor: 1.5, MIME: "text/html", Match: "^https://a/(b|c),d"}
-	if r != want {
+	zero := 0
+	want := RevisitRule{Min: 10 * time.Minute, Max: 7 * 24 * time.Hour, Factor: 1.5, MIME: "text/html", Depth: &zero, Match: "^https://a/(b|c),d"}
+	if !reflect.DeepEqual(r, want) {
 		t.Errorf("parsed %+v, want %+v", r, want)
 	}
 	for in, msg := range map[string]string{
@@ -90,6 +102,8 @@ func TestParseRevisitRule(t *testing.T) {
 		"min=10m,max=1.5d":  "days must be a whole number",
 		"min=10m,max=-3d":   "days must be a whole number",
 		"min=10m,max=9999d": "days must be a whole number",
+		"min=10m,depth=-1":  "0 (the seeds) or more",
+		"min=10m,depth=one": "depth",
 	} {
 		if _, err := ParseRevisitRule(in); err == nil || !strings.Contains(err.Error(), msg) {
 			t.Errorf("%q: %v, want an error saying %q", in, err, msg)
@@ -110,6 +124,7 @@ func TestValidateRevisit(t *testing.T) {
 		{[]RevisitRule{{Min: time.Hour, Factor: 0.5}}, false, "factor 0.5"},
 		{[]RevisitRule{{Min: time.Hour, Match: "("}}, false, "match"},
 		{[]RevisitRule{{Min: time.Hour}}, true, "no_history"},
+		{[]RevisitRule{{Min: time.Hour, Depth: new(-1)}}, false, "depth -1"},
 	} {
 		cfg := base
 		cfg.Revisit, cfg.NoHistory = c.rules, c.noHistory

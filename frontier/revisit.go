@@ -39,7 +39,7 @@ func (s *Server) now() time.Time {
 // the capture and links the history had. It reports whether a rule fit
 // (and so whether j's history is set).
 func (a *campaignActor) planRevisit(j *recordJob, o session.Outcome) bool {
-	rule := a.revisits.For(j.e.msg.URL, o.MIME)
+	rule := a.revisits.For(j.e.msg.URL, j.e.msg.Depth, o.MIME)
 	if rule == nil {
 		return false
 	}
@@ -147,9 +147,10 @@ type lastmodBump struct {
 // bumpOf is the bump a sitemap's link l asks for, nil when none: the URL
 // has no history here, no rule, or a next fetch sooner already.
 func (a *campaignActor) bumpOf(j recordJob, l urlrule.Link, now time.Time) (*lastmodBump, error) {
-	rule := a.revisits.For(l.URL, "text/html")
+	depth := l.Depth(j.e.msg.Depth)
+	rule := a.revisits.For(l.URL, depth, "text/html")
 	if rule == nil {
-		rule = a.revisits.For(l.URL, "")
+		rule = a.revisits.For(l.URL, depth, "")
 	}
 	if rule == nil {
 		return nil, nil
@@ -167,7 +168,7 @@ func (a *campaignActor) bumpOf(j recordJob, l urlrule.Link, now time.Time) (*las
 	if !due.Before(d.revisit.Due) {
 		return nil, nil
 	}
-	m := urlMsg{URL: l.URL, Depth: l.Depth(j.e.msg.Depth), Parent: j.e.msg.URL, Path: l.HopPath(j.e.msg.Path), Revisit: due.UnixNano()}
+	m := urlMsg{URL: l.URL, Depth: depth, Parent: j.e.msg.URL, Path: l.HopPath(j.e.msg.Path), Revisit: due.UnixNano()}
 	body, _ := json.Marshal(m) // a struct of strings and numbers always encodes
 	old := d.revisit.Due
 	d.revisit.Due = due

@@ -160,3 +160,53 @@ func TestSitemapLastmodBringsARevisitForward(t *testing.T) {
 		return true
 	})
 }
+
+// A rule with depth 0 fits the seeds alone: a news crawl's front page
+// comes back every 10 minutes, the article it links to (depth 1) only
+// after the catch-all rule's hour.
+func TestRevisitRuleByDepth(t *testing.T) {
+	t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	clock := &stepClock{t: t0}
+	scfg := frontier.DefaultServerConfig()
+	scfg.Clock, scfg.RevisitPoll = clock.Now, 20*time.Millisecond
+	sched := startScheduler(t, scfg, seen.NewMemory())
+	const front, article = "http://127.66.77.3:9/", "http://127.66.77.3:9/article"
+	cfg := handCampaign(t, front)
+	cfg.Revisit = []campaign.RevisitRule{{Depth: new(0), Min: 10 * time.Minute}, {Min: time.Hour}}
+	ctl, f := seedHand(t, sched.addr, cfg)
+	capture := &page.Capture{Status: 200, ETag: `"a"`, Digest: "sha1:A", Date: clock.Now()}
+	leased := map[string]int{}
+	f.pages(t, 4, time.Minute, nil, func(l session.Lease) bool {
+		leased[l.URL]++
+		o := session.Outcome{LeaseID: l.ID, Stored: true, Status: 200, Capture: capture, MIME: "text/html"}
+		if l.URL == front {
+			o.Links = []urlrule.Link{{URL: article}}
+		}
+		f.report(t, o)
+		return len(leased) == 2
+	})
+	waitStats(t, ctl, cfg.ID, 10*time.Second, "both scheduled, the front page first at t0+10m", func(st session.Stats) bool {
+		return st.Scheduled == 2 && st.NextDue.Equal(t0.Add(10*time.Minute))
+	})
+	// Five rounds of 10 minutes: the front page each time, the article not.
+	for round := 1; round <= 5; round++ {
+		clock.advance(10 * time.Minute)
+		f.pages(t, 1, time.Minute, nil, func(l session.Lease) bool {
+			leased[l.URL]++
+			f.report(t, session.Outcome{LeaseID: l.ID, Stored: true, Status: 304, Capture: l.Prior, Unchanged: page.RevisitNotModified})
+			return true
+		})
+		waitStats(t, ctl, cfg.ID, 10*time.Second, "the revisit recorded", func(st session.Stats) bool { return st.Unchanged == int64(round) })
+	}
+	if leased[front] != 6 || leased[article] != 1 {
+		t.Errorf("fetched the front page %d times and the article %d times in 50 minutes, want 6 and 1", leased[front], leased[article])
+	}
+	// t0+60m: the article's hour is up too.
+	clock.advance(10 * time.Minute)
+	back := map[string]bool{}
+	f.pages(t, 2, time.Minute, nil, func(l session.Lease) bool {
+		back[l.URL] = true
+		f.report(t, session.Outcome{LeaseID: l.ID, Stored: true, Status: 304, Capture: l.Prior, Unchanged: page.RevisitNotModified})
+		return len(back) == 2
+	})
+}

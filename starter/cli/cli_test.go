@@ -525,6 +525,7 @@ func TestStartRevisitRules(t *testing.T) {
 id: news
 seeds: [https://news.example/]
 revisit:
+  - {depth: 0, min: 2m, max: 10m}
   - {match: '/live/', min: 5m, max: 1h, factor: 1.5}
   - {mime: text/html, min: 1h, max: 168h}
 `), 0o600))
@@ -532,6 +533,7 @@ revisit:
 	code, _, errOut := run(t, fake, nil, "start", "-f", path)
 	require.Equal(t, ExitOK, code, errOut)
 	assert.Equal(t, []campaign.RevisitRule{
+		{Depth: new(0), Min: 2 * time.Minute, Max: 10 * time.Minute},
 		{Match: "/live/", Min: 5 * time.Minute, Max: time.Hour, Factor: 1.5},
 		{MIME: "text/html", Min: time.Hour, Max: 168 * time.Hour},
 	}, startedConfig(t, fake).Revisit)
