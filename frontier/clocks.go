@@ -27,6 +27,10 @@ import (
 // never taken (its campaign stopped, or its URLs of the host went away)
 // costs the key one slot, and is dropped once it is stale (staleAfter).
 //
+// A clock a scheduler creates counts a start at its creation: the first
+// request to a key waits one delay, whatever happened to the key before
+// (a scheduler SIGKILLed, a failover) keeps its spacing.
+//
 // A key's URLs of every campaign go to one scheduler when the campaigns'
 // shards are owned alike (a shard is a hash of the key); a campaign whose
 // shard another scheduler owns keeps its own pace there. An IP key is the
@@ -81,13 +85,12 @@ func (c *hostClocks) slot(key, campaign string, delay time.Duration, now time.Ti
 	}
 	hc := sh.clocks[key]
 	if hc == nil {
-		hc = &hostClock{}
-		if sharedKey(key) {
-			// Another scheduler may have had this IP's clock until now
-			// (its owner went, or came back, or this one restarted):
-			// its last start is not known here, so count one now.
-			hc.took, hc.last = now, now
-		}
+		// The key's last start is not known here: this scheduler just
+		// (re)started, or took the key's shards over from one that died
+		// (or, for an IP key, from an owner that went or came back), or
+		// the clock was idle and dropped. Count one now, so that the
+		// first start here is a delay after any the key had before.
+		hc = &hostClock{took: now, last: now}
 		sh.clocks[key] = hc
 	}
 	hc.dropStale(now, delay)

@@ -14,6 +14,10 @@ func TestHostClockDropsAStaleReservation(t *testing.T) {
 	c := newHostClocks()
 	const d = 100 * time.Millisecond
 	t0 := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	// The clock, made a delay ago, reserved its first start for a.
+	if at := c.slot("h", "a", d, t0.Add(-d)); !at.Equal(t0) {
+		t.Fatalf("a's first slot %s, want a delay after the clock was made", at)
+	}
 	if at := c.slot("h", "a", d, t0); !at.Equal(t0) {
 		t.Fatalf("a's first start %s, want now", at)
 	}
@@ -38,6 +42,29 @@ func TestHostClockDropsAStaleReservation(t *testing.T) {
 	last := starts[len(starts)-1].Sub(starts[len(starts)-2])
 	if last != d+5*time.Millisecond {
 		t.Errorf("a's starts end %s apart, want %s: b's old reservation still holds slots", last, d+5*time.Millisecond)
+	}
+}
+
+// A clock a scheduler makes counts a start at once: the first request to
+// a key it did not know waits a delay, since another scheduler, or this
+// one before a restart, may have given the key a start a moment ago. It
+// does again once the clock was dropped, idle.
+func TestNewHostClockWaitsADelay(t *testing.T) {
+	c := newHostClocks()
+	const d = time.Second
+	t0 := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	for _, key := range []string{"example.org", "domain:example.org", "ip:127.0.0.1"} {
+		if at := c.slot(key, "a", d, t0); !at.Equal(t0.Add(d)) {
+			t.Errorf("%s: the first slot %s, want a delay after the clock was made (%s)", key, at, t0.Add(d))
+		}
+		if at := c.slot(key, "a", d, t0.Add(d)); !at.Equal(t0.Add(d)) {
+			t.Errorf("%s: coming back for the slot at %s: %s, want it taken", key, t0.Add(d), at)
+		}
+	}
+	later := t0.Add(d + clockIdle + time.Minute)
+	c.shard("example.org").sweep(later)
+	if at := c.slot("example.org", "a", d, later); !at.Equal(later.Add(d)) {
+		t.Errorf("after the idle clock was dropped: %s, want a delay on (%s)", at, later.Add(d))
 	}
 }
 

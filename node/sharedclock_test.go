@@ -5,10 +5,12 @@ package node_test
 // apart, whichever campaign made them, and the campaigns take turns.
 
 import (
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/drover-crawl/drover/internal/testenv"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"
 )
@@ -30,6 +32,50 @@ func TestTwoCampaignsShareAHostsPoliteness(t *testing.T) {
 	}
 	reqs, least, n := checkSharedClock(t, web, delay, "the host's")
 	t.Logf("%d requests, the smallest gap %s; first half by campaign: %v", len(reqs), least.Round(time.Millisecond), n)
+}
+
+// The shared clock outlives its scheduler: SIGKILLed right after a
+// request to the host, with both campaigns' leases out, and started again
+// at once on its seen store, it spaces its first start a delay after the
+// last one before the kill (its clocks died with it), and the server sees
+// every two requests at least the delay apart to the end.
+func TestSharedClockSurvivesSchedulerKill(t *testing.T) {
+	testenv.Long(t)
+	web := webtest.Start(t, testweb.Config{Hosts: 1, PagesPerHost: 8, NoExtras: true, Base: 148})
+	s := startServices(t)
+	addr := freeAddr(t)
+	seenPath := filepath.Join(t.TempDir(), "seen-0")
+	sched := startSchedulerProc(t, addr, 0, 1, seenPath)
+	startWorkerProc(t, "worker-0", []string{addr}, s.temporal.Address(), s.kafka.Addr())
+	// The delay is longer than a restart takes, so that a scheduler that
+	// forgot the last start would give the next one too soon.
+	const delay = 3 * time.Second
+	var waits []func()
+	for _, ua := range []string{"drover-test-a", "drover-test-b"} {
+		cfg := s.newCampaign("shared-kill", web, 1)
+		cfg.PerHostDelay = new(delay)
+		cfg.UserAgent = ua
+		w := runCampaign(t, s.temporal.Client(), cfg, 4*time.Minute)
+		waits = append(waits, func() { w() })
+	}
+	awaitRequests(t, web, 6)
+	sched.Kill()
+	atKill := web.Requests()
+	startSchedulerProc(t, addr, 0, 1, seenPath)
+	if len(atKill) >= 2*len(web.Pages()) {
+		t.Fatalf("the crawl was over (%d requests) before the kill: nothing tested", len(atKill))
+	}
+	for _, w := range waits {
+		w()
+	}
+	reqs, least, _ := checkSharedClock(t, web, delay, "the host's")
+	last := slices.MaxFunc(atKill, func(a, b testweb.Request) int { return a.Start.Compare(b.Start) })
+	i := slices.IndexFunc(reqs, func(r testweb.Request) bool { return r.Start.After(last.Start) })
+	if i < 0 {
+		t.Fatal("no request after the kill")
+	}
+	t.Logf("killed after request %d of %d; the first after it came %s later; the smallest gap %s",
+		len(atKill), len(reqs), reqs[i].Start.Sub(last.Start).Round(time.Millisecond), least.Round(time.Millisecond))
 }
 
 // checkSharedClock: the server saw every page from each of the campaigns
