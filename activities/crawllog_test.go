@@ -14,8 +14,8 @@ import (
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/crawllog"
 	"github.com/drover-crawl/drover/fetch"
-	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/page"
+	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/sink"
 )
 

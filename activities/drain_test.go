@@ -14,12 +14,12 @@ import (
 
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/envconf"
-	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/internal/relay"
 	"github.com/drover-crawl/drover/internal/testenv"
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/node/nodetest"
+	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"

@@ -7,8 +7,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/drover-crawl/drover/fetch"
-	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/page"
+	"github.com/drover-crawl/drover/session"
 )
 
 // Metrics are a worker's fetch metrics (drover_*), labelled by campaign

@@ -16,8 +16,8 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/drover-crawl/drover/campaign"
-	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/seedfile"
+	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/workflows"
 )
 

@@ -19,8 +19,8 @@ import (
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/devstack"
 	"github.com/drover-crawl/drover/frontier"
-	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/node"
+	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/workflows"
 )
 

@@ -20,9 +20,9 @@ import (
 	"github.com/drover-crawl/drover/activities"
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/devstack"
-	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/internal/dirsize"
 	"github.com/drover-crawl/drover/node"
+	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/testweb"
 )
 

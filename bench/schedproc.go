@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/campaign"
-	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/session"
 )
 
 // buildScheduler builds ./scheduler into a new temporary directory, which

@@ -9,8 +9,8 @@ import (
 
 	"go.temporal.io/api/enums/v1"
 
-	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/internal/await"
+	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/workflows"
 )
 

@@ -12,8 +12,8 @@ import (
 
 	"go.temporal.io/api/enums/v1"
 
-	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/internal/await"
+	"github.com/drover-crawl/drover/session"
 )
 
 // busy is a moment in the middle of a crawl: pages missing, the campaign

@@ -21,9 +21,9 @@ import (
 
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/devstack"
-	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/node"
+	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/workflows"
 )

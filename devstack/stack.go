@@ -19,9 +19,9 @@ import (
 	"go.temporal.io/sdk/log"
 
 	"github.com/drover-crawl/drover/campaign"
-	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/metrics"
 	"github.com/drover-crawl/drover/node"
+	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/workflows"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/frontier/seen"
-	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/session"
 )
 
 // Two campaigns crawling one host on one scheduler share its politeness:

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/session"
 )
 
 // endedFor is how long a scheduler refuses a fetcher session key after

@@ -6,8 +6,8 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/page"
+	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/urlrule"
 )
 

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/frontier/seen"
-	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/page"
+	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/urlrule"
 )
 

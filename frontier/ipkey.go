@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/campaign"
-	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/session"
 )
 
 // A campaign keyed by IP (campaign.KeyIP) holds a host by its host name,

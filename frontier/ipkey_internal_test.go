@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/campaign"
-	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/session"
 )
 
 // fakePeer is a slotAsker that keeps its asks for the test to answer.

@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/urlrule"
 )
 

@@ -13,8 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/page"
+	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/urlrule"
 )
 

@@ -11,7 +11,7 @@ import (
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/frontier/seen"
-	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/session"
 )
 
 // A campaign's URLs go to the shard of their host's politeness key: keyed

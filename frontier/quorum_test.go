@@ -10,7 +10,7 @@ import (
 
 	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/frontier/seen"
-	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/session"
 )
 
 // A campaign that asks for quorum shards gets them, on a scheduler whose

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/campaign"
-	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/session"
 )
 
 // Live rules (campaign.Rules): excludes and host rules an operator adds to

@@ -8,7 +8,7 @@ import (
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/frontier/seen"
-	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/session"
 )
 
 // A run of a campaign ID that failed keeps its queues and marks (its Close

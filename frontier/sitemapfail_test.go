@@ -10,7 +10,7 @@ import (
 
 	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/frontier/seen"
-	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/session"
 )
 
 // The sitemaps a robots.txt names that cannot be queued (every publish to

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/urlrule"
 )
 

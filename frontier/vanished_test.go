@@ -12,9 +12,9 @@ import (
 
 	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/frontier/seen"
-	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/internal/testenv"
+	"github.com/drover-crawl/drover/session"
 )
 
 // lockedBuffer is a bytes.Buffer a logger and the test share.

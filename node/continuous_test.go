@@ -15,11 +15,11 @@ import (
 
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/frontier"
-	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/internal/testenv"
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/node/nodetest"
+	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/starter/cli"
 	"github.com/drover-crawl/drover/workflows"
 )

@@ -15,9 +15,9 @@ import (
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/devstack"
 	"github.com/drover-crawl/drover/envconf"
-	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/node/nodetest"
+	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"
 )

@@ -23,8 +23,8 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/drover-crawl/drover/crawllog"
-	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/page"
+	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/starter/cli"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"

@@ -20,9 +20,9 @@ import (
 	"github.com/drover-crawl/drover/activities"
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/frontier"
-	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/node/nodetest"
+	"github.com/drover-crawl/drover/session"
 )
 
 const ipHosts, ipPages = 8, 4

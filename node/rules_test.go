@@ -18,8 +18,8 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/drover-crawl/drover/frontier"
-	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/internal/await"
+	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"
 	"github.com/drover-crawl/drover/workflows"

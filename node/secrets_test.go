@@ -31,11 +31,11 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/drover-crawl/drover/devstack"
-	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/internal/testenv"
 	"github.com/drover-crawl/drover/metrics"
 	"github.com/drover-crawl/drover/node"
+	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"
 	"github.com/drover-crawl/drover/tlsconf"

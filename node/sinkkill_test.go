@@ -15,9 +15,9 @@ import (
 
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/devstack"
-	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/internal/testenv"
+	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"
 )

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/campaign"
-	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/internal/await"
+	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"
 )

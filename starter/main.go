@@ -11,8 +11,8 @@ import (
 	"syscall"
 
 	"github.com/drover-crawl/drover/envconf"
-	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/seedfile"
+	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/starter/cli"
 	"github.com/drover-crawl/drover/tlsconf"

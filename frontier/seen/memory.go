@@ -5,7 +5,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/session"
 )
 
 // Memory is an in-memory Store for tests and throwaway runs; it

@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
-	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/session"
 )
 
 // Failure records of a Pebble: key 'f', the campaign, 0x00, the URL's

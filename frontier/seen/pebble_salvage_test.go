@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/session"
 )
 
 // A store whose tables of marks are damaged is replaced, and its marks are

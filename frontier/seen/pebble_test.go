@@ -17,8 +17,8 @@ import (
 
 	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/frontier/seen/seentest"
-	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/internal/testenv"
+	"github.com/drover-crawl/drover/session"
 )
 
 func TestPebbleSeenSurvivesReopen(t *testing.T) {

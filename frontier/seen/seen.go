@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/session"
 )
 
 // Key is the 128-bit dedup key of a normalized URL.

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/frontier/seen"
-	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/session"
 )
 
 // seenImpl opens a Store; reopen (nil for a store that does not

@@ -93,7 +93,7 @@ var scheduler = map[string]string{
 
 // TestClientsLinkOnlyTheSession: a fetcher (activities) and the operator's
 // CLI (starter) talk to a scheduler over a session, through package
-// frontier/session, so they link neither the scheduler server (package
+// session, so they link neither the scheduler server (package
 // frontier) nor what only it needs. The session protocol and its client
 // live apart from the server so that this holds.
 func TestClientsLinkOnlyTheSession(t *testing.T) {
@@ -113,6 +113,19 @@ func TestClientsLinkOnlyTheSession(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSessionLinksNoFrontier: the session protocol is what a scheduler
+// and its clients share; it sits beside the scheduler (package frontier
+// and its seen store), not inside, and links none of it.
+func TestSessionLinksNoFrontier(t *testing.T) {
+	for _, pkg := range []string{"session", "session/sessiontest"} {
+		for _, dep := range deps(t, pkg) {
+			if dep == mod+"frontier" || strings.HasPrefix(dep, mod+"frontier/") {
+				t.Errorf("%s links %s; `go list -deps -f '{{.ImportPath}}: {{.Imports}}' ./%s` shows which import brings it", pkg, dep, pkg)
+			}
+		}
 	}
 }
 

@@ -26,7 +26,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/drover-crawl/drover/envconf"
-	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/tlsconf"
 )

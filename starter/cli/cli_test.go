@@ -16,7 +16,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/drover-crawl/drover/campaign"
-	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/workflows"
 )
 

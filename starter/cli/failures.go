@@ -13,7 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/drover-crawl/drover/campaign"
-	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/session"
 	"github.com/spf13/cobra"
 )
 

@@ -20,10 +20,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/drover-crawl/drover/campaign"
-	"github.com/drover-crawl/drover/frontier/session"
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/node/nodetest"
+	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/workflows"
 )
 

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/campaign"
-	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/sink"
 )
 

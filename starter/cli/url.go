@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/session"
 	"github.com/spf13/cobra"
 )
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/session"
 )
 
 func TestURLCommand(t *testing.T) {

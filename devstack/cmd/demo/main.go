@@ -20,7 +20,7 @@ import (
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/devstack"
 	"github.com/drover-crawl/drover/envconf"
-	"github.com/drover-crawl/drover/frontier/session"
+	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/workflows"
 )
