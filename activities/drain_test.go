@@ -76,7 +76,7 @@ func testDrainAfterACut(t *testing.T) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		session.CloseEverywhere(ctx, []string{sched}, session.DevToken, cfg.ID, true)
+		session.Client{Token: session.DevToken}.CloseEverywhere(ctx, []string{sched}, cfg.ID, true)
 	})
 
 	// The seed, the crawl's only URL so far, is leased and held: the fault
@@ -136,7 +136,7 @@ func waitReading(t *testing.T, addr, id, what string, ok func(session.Stats) boo
 	await.For(t, monitorWait, 50*time.Millisecond, what, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		st, err := session.CampaignStats(ctx, []string{addr}, session.DevToken, id)
+		st, err := session.Client{Token: session.DevToken}.CampaignStats(ctx, []string{addr}, id)
 		if err != nil {
 			return err
 		}

@@ -129,7 +129,7 @@ func ctlStats(t *testing.T, addr, id string) session.Stats {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	st, err := session.CampaignStats(ctx, []string{addr}, session.DevToken, id)
+	st, err := session.Client{Token: session.DevToken}.CampaignStats(ctx, []string{addr}, id)
 	require.NoError(t, err)
 	return st
 }
@@ -150,7 +150,7 @@ func seedURLs(t *testing.T, addr string, cfg campaign.Config, urls ...string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	ctl, err := session.DialControl(ctx, addr, session.DevToken)
+	ctl, err := session.Client{Token: session.DevToken}.DialControl(ctx, addr)
 	require.NoError(t, err)
 	defer ctl.Close()
 	n, err := ctl.Seed(ctx, cfg, urls)
@@ -175,7 +175,7 @@ func holdLease(t *testing.T, addr string, cfg campaign.Config) (*session.Session
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	sess, err := session.DialSession(ctx, addr, session.DevToken, "holder", cfg, 4)
+	sess, err := session.Client{Token: session.DevToken}.DialSession(ctx, addr, "holder", cfg, 4)
 	require.NoError(t, err)
 	t.Cleanup(func() { sess.Close() })
 	sess.Credit(4)
@@ -212,7 +212,7 @@ func TestMonitorDrainRule(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		session.CloseVia(ctx, []string{sched}, func(ctx context.Context, addr string) (session.CampaignCloser, error) {
-			return session.DialControl(ctx, addr, session.DevToken)
+			return session.Client{Token: session.DevToken}.DialControl(ctx, addr)
 		}, cfg.ID, true)
 	})
 	a := &Activities{Schedulers: []string{gate.ln.Addr().String()}, Token: session.DevToken}
@@ -341,7 +341,7 @@ func TestMonitorCapCountsFailedPages(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		session.CloseVia(ctx, []string{sched}, func(ctx context.Context, addr string) (session.CampaignCloser, error) {
-			return session.DialControl(ctx, addr, session.DevToken)
+			return session.Client{Token: session.DevToken}.DialControl(ctx, addr)
 		}, cfg.ID, true)
 	})
 
@@ -372,7 +372,7 @@ func TestMonitorCapCountsFailedPages(t *testing.T) {
 	// keeps only the counts.
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	full, err := session.CampaignStats(sctx, []string{sched}, session.DevToken, cfg.FrontierKey())
+	full, err := session.Client{Token: session.DevToken}.CampaignStats(sctx, []string{sched}, cfg.FrontierKey())
 	require.NoError(t, err)
 	require.Equal(t, full.Failed, full.FailedBy["timeout"], "every failure is a held body timing out: %v", full.FailedBy)
 	require.Positive(t, full.FailedBy["4xx"], "the 404, a page, not among the outcomes: %v", full.FailedBy)

@@ -254,7 +254,7 @@ func watchSchedulerStats(ctx context.Context, addr, id string) (last func() sess
 				return
 			case <-time.After(200 * time.Millisecond):
 			}
-			st, err := session.CampaignStats(ctx, []string{addr}, session.DevToken, id)
+			st, err := session.Client{Token: session.DevToken}.CampaignStats(ctx, []string{addr}, id)
 			if err == nil && st.Fetched >= cur.Fetched {
 				mu.Lock()
 				cur = st

@@ -134,7 +134,7 @@ func (o Options) runHostsOne(ctx context.Context, bin, dir string, n int) (res H
 		return res, err
 	}
 	defer idle.Close()
-	ctl, err := session.DialControl(ctx, sp.addr, session.DevToken)
+	ctl, err := session.Client{Token: session.DevToken}.DialControl(ctx, sp.addr)
 	if err != nil {
 		return res, err
 	}

@@ -203,7 +203,7 @@ func (o Options) holdScheduler(ctx context.Context, bin, dir, id string, res *Qu
 	addr := sp.addr
 	pid := sp.pid()
 	fmt.Fprintf(o.Log, "bench: queued: scheduler pid %d holding for %s, no credit given ...\n", pid, o.QueuedHold)
-	ctl, err := session.DialControl(ctx, addr, session.DevToken)
+	ctl, err := session.Client{Token: session.DevToken}.DialControl(ctx, addr)
 	if err != nil {
 		return err
 	}

@@ -116,7 +116,7 @@ func (p *schedProc) stop() {
 // scheduler starts.
 func (p *schedProc) dialSession(ctx context.Context, cfg campaign.Config, client string, buffer int) (*session.Session, error) {
 	for deadline := time.Now().Add(15 * time.Second); ; {
-		sess, err := session.DialSession(ctx, p.addr, session.DevToken, client, cfg, buffer)
+		sess, err := session.Client{Token: session.DevToken}.DialSession(ctx, p.addr, client, cfg, buffer)
 		if err == nil {
 			return sess, nil
 		}

@@ -175,7 +175,7 @@ func (r *rig) measure(ctx context.Context, id, key string, pick func(map[string]
 		m.Worker = pick(m.Sessions)
 	}
 	sctx, cancel := context.WithTimeout(ctx, statsWithin)
-	m.Stats, m.StatsErr = session.CampaignStats(sctx, []string{r.schedAddr}, chaosToken, key)
+	m.Stats, m.StatsErr = session.Client{Token: chaosToken}.CampaignStats(sctx, []string{r.schedAddr}, key)
 	cancel()
 	return m
 }

@@ -235,7 +235,7 @@ func (r *rig) waitScheduler(ctx context.Context) error {
 	return await.Until(ctx, readyWithin, pollEvery, func() error {
 		for _, addr := range r.schedAddrs {
 			actx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			c, err := session.DialControl(actx, addr, chaosToken)
+			c, err := session.Client{Token: chaosToken}.DialControl(actx, addr)
 			cancel()
 			if err != nil {
 				return fmt.Errorf("scheduler %s: %w", addr, err)

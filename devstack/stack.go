@@ -260,7 +260,7 @@ func (s *Stack) waitReady(ctx context.Context) error {
 	}{
 		{s.Kafka, func(ctx context.Context) error { return CheckKafka(ctx, []string{s.KafkaAddr()}) }},
 		{s.Scheduler, func(ctx context.Context) error {
-			cc, err := session.DialControl(ctx, s.SchedulerAddr(), s.Opts.Token)
+			cc, err := session.Client{Token: s.Opts.Token}.DialControl(ctx, s.SchedulerAddr())
 			if err != nil {
 				return err
 			}

@@ -101,7 +101,7 @@ func newCampaign(t *testing.T, id string, seeds []string, delay time.Duration) c
 // seed opens a control session to sched and seeds cfg's seeds.
 func seed(t *testing.T, sched *scheduler, cfg campaign.Config) *session.Control {
 	t.Helper()
-	ctl, err := session.DialControl(context.Background(), sched.addr, session.DevToken)
+	ctl, err := session.Client{Token: session.DevToken}.DialControl(context.Background(), sched.addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func waitDrained(t *testing.T, addrs []string, id string, within time.Duration) 
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		var err error
-		if st, err = session.CampaignStats(ctx, addrs, session.DevToken, id); err != nil || !st.Idle() {
+		if st, err = (session.Client{Token: session.DevToken}).CampaignStats(ctx, addrs, id); err != nil || !st.Idle() {
 			prev = nil
 			return fmt.Errorf("stats %+v (%v)", st, err)
 		}
@@ -181,13 +181,13 @@ func TestCrawlCompletes(t *testing.T) {
 	web := webtest.Start(t, testweb.Config{Hosts: 4, PagesPerHost: 60, CrossHost: true, Base: 21})
 	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory())
 	cfg := testCampaign(t, web)
-	ctl, err := session.DialControl(context.Background(), sched.addr, session.DevToken)
+	ctl, err := session.Client{Token: session.DevToken}.DialControl(context.Background(), sched.addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ctl.Close()
 	t.Cleanup(func() {
-		session.ReleaseCampaign(context.Background(), []string{sched.addr}, session.DevToken, cfg.ID)
+		session.Client{Token: session.DevToken}.ReleaseCampaign(context.Background(), []string{sched.addr}, cfg.ID)
 	})
 	n, err := ctl.Seed(context.Background(), cfg, cfg.Seeds)
 	if err != nil || n != len(cfg.Seeds) {
@@ -359,7 +359,7 @@ func TestSeedBurstPriority(t *testing.T) {
 	for i := range 100 {
 		urls = append(urls, fmt.Sprintf("http://big.example/p/%d", i))
 	}
-	ctl, err := session.DialControl(context.Background(), sched.addr, session.DevToken)
+	ctl, err := session.Client{Token: session.DevToken}.DialControl(context.Background(), sched.addr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,9 @@ func TestSchedulerGoneForGoodDoesNotHoldTheCampaign(t *testing.T) {
 	scheds := startReplicas(t, 2)
 	addrs := addrsOf(scheds)
 	cfg := testCampaign(t, web)
-	t.Cleanup(func() { session.ReleaseCampaign(context.Background(), addrs[1:], session.DevToken, cfg.ID) })
+	t.Cleanup(func() {
+		session.Client{Token: session.DevToken}.ReleaseCampaign(context.Background(), addrs[1:], cfg.ID)
+	})
 	ctl := control(t, addrs[1])
 	if _, err := ctl.Seed(context.Background(), cfg, cfg.Seeds); err != nil {
 		t.Fatal(err)
@@ -58,7 +60,7 @@ func TestSchedulerCutOffButAliveKeepsTheCampaignOpen(t *testing.T) {
 	var st session.Stats
 	await.For(t, 10*time.Second, 50*time.Millisecond, "the two schedulers both consuming", func() error {
 		var err error
-		if st, err = session.CampaignStats(context.Background(), addrs, session.DevToken, cfg.ID); err != nil {
+		if st, err = (session.Client{Token: session.DevToken}).CampaignStats(context.Background(), addrs, cfg.ID); err != nil {
 			t.Fatal(err)
 		}
 		if st.Consumers != 2 {

@@ -295,7 +295,7 @@ func TestHoleSeenMarksGoWithTheQueues(t *testing.T) {
 	web := webtest.Start(t, testweb.Config{Hosts: 4, PagesPerHost: 15, CrossHost: true, Base: 61})
 	addrs := addrsOf(startReplicas(t, 2))
 	cfg := testCampaign(t, web)
-	t.Cleanup(func() { session.ReleaseCampaign(context.Background(), addrs, session.DevToken, cfg.ID) })
+	t.Cleanup(func() { session.Client{Token: session.DevToken}.ReleaseCampaign(context.Background(), addrs, cfg.ID) })
 	for run := 1; run <= 2; run++ {
 		web.Reset()
 		ctl := control(t, addrs[0])
@@ -309,7 +309,7 @@ func TestHoleSeenMarksGoWithTheQueues(t *testing.T) {
 		fl.Stop()
 		checkCrawl(t, web, sk, false)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		if err := session.ReleaseCampaign(ctx, addrs, session.DevToken, cfg.ID); err != nil {
+		if err := (session.Client{Token: session.DevToken}).ReleaseCampaign(ctx, addrs, cfg.ID); err != nil {
 			t.Fatalf("run %d: release: %v", run, err)
 		}
 		cancel()
@@ -540,7 +540,7 @@ func TestHoleOutcomesSplitAcrossFrames(t *testing.T) {
 	seedCampaign(t, ctl, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	sess, err := session.DialSession(ctx, sched.addr, session.DevToken, "big", cfg, 1)
+	sess, err := session.Client{Token: session.DevToken}.DialSession(ctx, sched.addr, "big", cfg, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -708,7 +708,7 @@ func TestCrawlUnderPublishAndStoreFaults(t *testing.T) {
 func waitCrawling(t *testing.T, addrs []string, id string, n int64) {
 	t.Helper()
 	await.For(t, 30*time.Second, 50*time.Millisecond, "the crawl under way", func() error {
-		st, err := session.CampaignStats(context.Background(), addrs, session.DevToken, id)
+		st, err := session.Client{Token: session.DevToken}.CampaignStats(context.Background(), addrs, id)
 		if err == nil && st.Fetched <= n {
 			err = fmt.Errorf("stats %+v", st)
 		}

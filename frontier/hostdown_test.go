@@ -66,7 +66,7 @@ func TestHostDownFailsItsURLs(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	fs, total, err := session.Failures(ctx, []string{sched.addr}, session.DevToken, cfg.ID, "refused")
+	fs, total, err := session.Client{Token: session.DevToken}.Failures(ctx, []string{sched.addr}, cfg.ID, "refused")
 	if err != nil || total != 4 || len(fs) != 4 {
 		t.Fatalf("failures: %d listed of %d: %v", len(fs), total, err)
 	}

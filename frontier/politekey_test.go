@@ -27,7 +27,7 @@ func TestPolitenessKeyChoosesTheShard(t *testing.T) {
 		t.Run(key, func(t *testing.T) {
 			cfg := campaign.Config{ID: fmt.Sprintf("t-key-%s-%d", key, rand.IntN(1e9)), Seeds: urls[:1], PolitenessKey: key,
 				Sinks: []string{"warc:/unused"}}.WithDefaults()
-			ctl, err := session.DialControl(context.Background(), sched.addr, session.DevToken)
+			ctl, err := session.Client{Token: session.DevToken}.DialControl(context.Background(), sched.addr)
 			if err != nil {
 				t.Fatal(err)
 			}

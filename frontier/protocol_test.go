@@ -119,7 +119,7 @@ func control(t *testing.T, addr string) *session.Control {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	ctl, err := session.DialControl(ctx, addr, session.DevToken)
+	ctl, err := session.Client{Token: session.DevToken}.DialControl(ctx, addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,7 +307,7 @@ func TestHostileHandshake(t *testing.T) {
 	// And a real client's refusal says why too.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := session.DialControl(ctx, sched.addr, "wrong"); !errors.Is(err, session.ErrRefused) || !strings.Contains(err.Error(), "token") {
+	if _, err := (session.Client{Token: "wrong"}).DialControl(ctx, sched.addr); !errors.Is(err, session.ErrRefused) || !strings.Contains(err.Error(), "token") {
 		t.Errorf("DialControl with a wrong token: %v", err)
 	}
 }
@@ -623,7 +623,7 @@ func startHung(t *testing.T, addr string, cfg campaign.Config, credit int) *hung
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	sess, err := session.DialSession(ctx, addr, session.DevToken, "hung", cfg, credit)
+	sess, err := session.Client{Token: session.DevToken}.DialSession(ctx, addr, "hung", cfg, credit)
 	if err != nil {
 		t.Fatal(err)
 	}

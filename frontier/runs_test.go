@@ -51,7 +51,7 @@ func TestNewRunAfterAFailedRun(t *testing.T) {
 	}
 	failures := func(key string) []session.FailureRecord {
 		t.Helper()
-		fs, _, err := session.Failures(ctx, []string{sched.addr}, session.DevToken, key, "")
+		fs, _, err := session.Client{Token: session.DevToken}.Failures(ctx, []string{sched.addr}, key, "")
 		if err != nil {
 			t.Fatal(err)
 		}

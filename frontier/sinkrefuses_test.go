@@ -52,7 +52,7 @@ func TestPageRefusedBySinkIsDeadLettered(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	fs, _, err := session.Failures(ctx, []string{sched.addr}, session.DevToken, cfg.ID, frontier.ReasonSink)
+	fs, _, err := session.Client{Token: session.DevToken}.Failures(ctx, []string{sched.addr}, cfg.ID, frontier.ReasonSink)
 	if err != nil || len(fs) != 1 || fs[0].URL != refused {
 		t.Fatalf("failures with reason sink: %+v %v", fs, err)
 	}

@@ -52,7 +52,7 @@ func TestHoleSitemapsNotQueuedAreRecorded(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	fs, _, err := session.Failures(ctx, []string{sched.addr}, session.DevToken, cfg.ID, "")
+	fs, _, err := session.Client{Token: session.DevToken}.Failures(ctx, []string{sched.addr}, cfg.ID, "")
 	if err != nil || len(fs) != 1 || fs[0].URL != sitemap || fs[0].Reason != frontier.ReasonOther ||
 		!strings.Contains(fs[0].LastError, "sitemap") || fs[0].Attempts != 3 {
 		t.Fatalf("failure records %+v, %v; want the sitemap's, reason other, 3 attempts", fs, err)

@@ -93,7 +93,7 @@ func TestHoleVanishedShardQueueIsTold(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			fs, _, err := session.Failures(ctx, []string{sched.addr}, session.DevToken, cfg.ID, session.ReasonVanished)
+			fs, _, err := session.Client{Token: session.DevToken}.Failures(ctx, []string{sched.addr}, cfg.ID, session.ReasonVanished)
 			if err != nil || len(fs) != 1 || fs[0].URL != queue {
 				t.Errorf("failure records of reason vanished: %+v, %v (want one for %s)", fs, err, queue)
 			}

@@ -20,6 +20,7 @@ import (
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/node/nodetest"
 	"github.com/drover-crawl/drover/session"
+	"github.com/drover-crawl/drover/session/sessiontest"
 	"github.com/drover-crawl/drover/starter/cli"
 	"github.com/drover-crawl/drover/workflows"
 )
@@ -248,7 +249,7 @@ func pauseContinuous(t *testing.T, s *stack, id string, web *changingWeb) pause 
 	await.For(t, pauseTakesEffectWithin, 20*time.Millisecond, "no fetcher session left", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		st, err := session.CampaignStats(ctx, []string{s.sched.Addr()}, session.DevToken, id)
+		st, err := session.Client{Token: session.DevToken}.CampaignStats(ctx, []string{s.sched.Addr()}, id)
 		if err == nil && (st.Sessions != 0 || st.InFlight != 0) {
 			err = fmt.Errorf("%d sessions, %d in flight", st.Sessions, st.InFlight)
 		}
@@ -276,7 +277,7 @@ func checkScheduleShown(t *testing.T, s *stack, id string, pages int) {
 		app := &cli.App{
 			Env: cli.Env{TemporalAddress: s.temporal.Address(), TemporalNamespace: s.temporal.Namespace(),
 				Schedulers: []string{s.sched.Addr()}, Token: session.DevToken},
-			Out: &out, Err: &errb, Dial: cli.DialTemporal, Stats: session.CampaignStats,
+			Out: &out, Err: &errb, Dial: cli.DialTemporal, Stats: sessiontest.CampaignStats,
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()

@@ -25,6 +25,7 @@ import (
 	"github.com/drover-crawl/drover/crawllog"
 	"github.com/drover-crawl/drover/page"
 	"github.com/drover-crawl/drover/session"
+	"github.com/drover-crawl/drover/session/sessiontest"
 	"github.com/drover-crawl/drover/starter/cli"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"
@@ -270,7 +271,7 @@ func checkReport(t *testing.T, s *stack, id string, lines []crawllog.Line, dropp
 		return &cli.App{
 			Env: cli.Env{TemporalAddress: s.temporal.Address(), TemporalNamespace: s.temporal.Namespace(),
 				Schedulers: []string{s.sched.Addr()}, Token: session.DevToken},
-			Out: &out, Err: &errb, Dial: cli.DialTemporal, Stats: session.CampaignStats,
+			Out: &out, Err: &errb, Dial: cli.DialTemporal, Stats: sessiontest.CampaignStats,
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -65,7 +65,7 @@ func TestDeadHostsCampaignCompletes(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	fs, total, err := session.Failures(ctx, []string{s.sched.Addr()}, session.DevToken, st.Frontier, "")
+	fs, total, err := session.Client{Token: session.DevToken}.Failures(ctx, []string{s.sched.Addr()}, st.Frontier, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/drover-crawl/drover/devstack"
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/session"
+	"github.com/drover-crawl/drover/session/sessiontest"
 	"github.com/drover-crawl/drover/starter/cli"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"
@@ -51,7 +52,7 @@ func TestMissingKafkaTopicFailsCampaign(t *testing.T) {
 		return &cli.App{
 			Env: cli.Env{TemporalAddress: s.temporal.Address(), TemporalNamespace: s.temporal.Namespace(),
 				Schedulers: []string{s.sched.Addr()}, Token: session.DevToken},
-			Out: out, Err: errw, Dial: cli.DialTemporal, Stats: session.CampaignStats,
+			Out: out, Err: errw, Dial: cli.DialTemporal, Stats: sessiontest.CampaignStats,
 			Interval: 500 * time.Millisecond,
 		}
 	}

@@ -118,7 +118,7 @@ func startSchedulerProc(t *testing.T, addr string, index, replicas int, seen str
 		checkRunning(t, p)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		c, err := session.DialControl(ctx, addr, testToken)
+		c, err := session.Client{Token: testToken}.DialControl(ctx, addr)
 		if err != nil {
 			return err
 		}

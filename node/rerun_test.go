@@ -140,7 +140,7 @@ func TestSameIDAfterACloseThatMissedAScheduler(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			if fs, _, err := session.Failures(ctx, addrs, session.DevToken, st2.Frontier, "4xx"); err != nil || len(fs) == 0 {
+			if fs, _, err := (session.Client{Token: session.DevToken}).Failures(ctx, addrs, st2.Frontier, "4xx"); err != nil || len(fs) == 0 {
 				t.Errorf("run 2 recorded no 4xx failure (%v): the page that failed in run 1 was not tried again", err)
 			}
 			t.Logf("%s (scheduler %s): run 1 %s (%s); run 2 %s, %d pages, %d fetched twice", fault, victim.name, st1.State, st1.Reason,

@@ -180,7 +180,7 @@ func excludedRecords(t *testing.T, addrs []string, token, key string) []session.
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	fs, _, err := session.Failures(ctx, addrs, token, key, frontier.ReasonExcluded)
+	fs, _, err := session.Client{Token: token}.Failures(ctx, addrs, key, frontier.ReasonExcluded)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/internal/testenv"
 	"github.com/drover-crawl/drover/session"
+	"github.com/drover-crawl/drover/session/sessiontest"
 	"github.com/drover-crawl/drover/starter/cli"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"
@@ -60,7 +61,7 @@ func TestWebUIInBrowser(t *testing.T) {
 		app := &cli.App{
 			Env: cli.Env{TemporalAddress: s.temporal.Address(), TemporalNamespace: s.temporal.Namespace(),
 				TemporalUIURL: ui, Schedulers: []string{s.sched.Addr()}, Token: session.DevToken},
-			Out: &out, Err: &errb, Dial: cli.DialTemporal, Stats: session.CampaignStats,
+			Out: &out, Err: &errb, Dial: cli.DialTemporal, Stats: sessiontest.CampaignStats,
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()

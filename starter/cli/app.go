@@ -183,7 +183,7 @@ func isLoopbackHost(host string) bool {
 }
 
 // StatsFunc sums the schedulers' stats of one campaign;
-// session.CampaignStats in production.
+// session.Client.CampaignStats in production.
 type StatsFunc func(ctx context.Context, addrs []string, token, campaignID string) (session.Stats, error)
 
 // DialFunc connects to Temporal; DialTemporal in production. It returns an

@@ -173,7 +173,7 @@ func (a *App) signal(ctx context.Context, id, name string, arg any) error {
 }
 
 // ReleaseFunc removes a campaign's queues from the schedulers;
-// session.ReleaseCampaign in production.
+// session.Client.ReleaseCampaign in production.
 type ReleaseFunc func(ctx context.Context, addrs []string, token, id string) error
 
 // releaseEnded finishes what a campaign that ended without closing left in

@@ -19,11 +19,11 @@ import (
 
 // FailuresFunc lists a campaign's failure records from every scheduler, by
 // URL, with their total (which exceeds the list when a scheduler cut it);
-// frontier.Failures in production.
+// session.Client.Failures in production.
 type FailuresFunc func(ctx context.Context, addrs []string, token, campaignID, reason string) ([]session.FailureRecord, int, error)
 
 // DropFailuresFunc forgets a campaign's failure records on every
-// scheduler; session.DropFailures in production.
+// scheduler; the starter's main gives session.Client.DropFailures.
 type DropFailuresFunc func(ctx context.Context, addrs []string, token, campaignID string) error
 
 // FailureList is `failures --json`: the records listed, by URL, and how many

@@ -24,6 +24,7 @@ import (
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/node/nodetest"
 	"github.com/drover-crawl/drover/session"
+	"github.com/drover-crawl/drover/session/sessiontest"
 	"github.com/drover-crawl/drover/workflows"
 )
 
@@ -100,7 +101,7 @@ func failingCampaign(t *testing.T, addr string) string {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	ctl, err := session.DialControl(ctx, addr, session.DevToken)
+	ctl, err := session.Client{Token: session.DevToken}.DialControl(ctx, addr)
 	require.NoError(t, err)
 	t.Cleanup(func() { ctl.Close() })
 	n, err := ctl.Seed(ctx, cfg, cfg.Seeds)
@@ -114,7 +115,7 @@ func failingCampaign(t *testing.T, addr string) string {
 		}
 	})
 
-	sess, err := session.DialSession(ctx, addr, session.DevToken, "cli-test", cfg, 8)
+	sess, err := session.Client{Token: session.DevToken}.DialSession(ctx, addr, "cli-test", cfg, 8)
 	require.NoError(t, err)
 	defer sess.Close()
 	var mu sync.Mutex
@@ -194,7 +195,7 @@ func lineOf(t *testing.T, out, s string) string {
 func TestFailuresFromScheduler(t *testing.T) {
 	addr := startScheduler(t)
 	id := failingCampaign(t, addr)
-	d := deps{schedulers: []string{addr}, failures: session.Failures, drop: session.DropFailures, stats: session.CampaignStats}
+	d := deps{schedulers: []string{addr}, failures: sessiontest.Failures, drop: sessiontest.DropFailures, stats: sessiontest.CampaignStats}
 
 	// Text: a header counting by reason, then one row per URL, by URL.
 	code, out, errOut := runCLI(t, d, "failures", id)
@@ -339,7 +340,7 @@ func TestFailuresSchedulerUnreachable(t *testing.T) {
 	require.NoError(t, err)
 	addr := ln.Addr().String()
 	ln.Close() // nothing listens there now
-	d := deps{schedulers: []string{addr}, failures: session.Failures, drop: session.DropFailures}
+	d := deps{schedulers: []string{addr}, failures: sessiontest.Failures, drop: sessiontest.DropFailures}
 	for _, args := range [][]string{{"failures", "c1"}, {"failures", "c1", "--json"}, {"failures", "c1", "--clear"}} {
 		code, out, errOut := runCLI(t, d, args...)
 		assert.Equal(t, ExitFailure, code, args)

@@ -24,6 +24,7 @@ import (
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/node/nodetest"
 	"github.com/drover-crawl/drover/session"
+	"github.com/drover-crawl/drover/session/sessiontest"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"
@@ -71,8 +72,8 @@ func startRealStack(t *testing.T) *realStack {
 func (s *realStack) starter(t *testing.T, timeout time.Duration, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	app := &App{Env: s.env, Out: &out, Err: &errb, Dial: DialTemporal, Stats: session.CampaignStats,
-		Preflight: Preflight, Release: session.ReleaseCampaign, Interval: 200 * time.Millisecond,
+	app := &App{Env: s.env, Out: &out, Err: &errb, Dial: DialTemporal, Stats: sessiontest.CampaignStats,
+		Preflight: Preflight, Release: sessiontest.ReleaseCampaign, Interval: 200 * time.Millisecond,
 		Failures: func(ctx context.Context, addrs []string, token, id, reason string) ([]session.FailureRecord, int, error) {
 			return session.Client{Token: token}.Failures(ctx, addrs, id, reason)
 		}}

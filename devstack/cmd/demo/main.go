@@ -118,7 +118,7 @@ func run(ctx context.Context, seed string, maxPages int64) error {
 func progress(ctx context.Context, s *devstack.Stack, key string, started time.Time) {
 	qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	fs, err := session.CampaignStats(qctx, []string{s.SchedulerAddr()}, s.Opts.Token, key)
+	fs, err := session.Client{Token: s.Opts.Token}.CampaignStats(qctx, []string{s.SchedulerAddr()}, key)
 	if err != nil {
 		return
 	}
