@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/drover-crawl/drover/failure"
 	"github.com/drover-crawl/drover/page"
 	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/urlrule"
@@ -161,7 +162,7 @@ func (a *campaignActor) reasonCounts() map[string]int64 {
 
 // recordFailures writes failure records to the seen store, which keeps
 // them readable after the campaign ended (seen.Store.RecordFailures).
-func (a *campaignActor) recordFailures(fs []session.FailureRecord) error {
+func (a *campaignActor) recordFailures(fs []failure.Record) error {
 	if len(fs) == 0 {
 		return nil
 	}

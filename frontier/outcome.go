@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/drover-crawl/drover/failure"
 	"github.com/drover-crawl/drover/page"
 	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/urlrule"
@@ -171,7 +172,7 @@ func (a *campaignActor) fetchedJob(h *host, e *entry, o session.Outcome, now tim
 	j := recordJob{e: e, links: o.Links}
 	if o.Error != "" && o.Status == 0 {
 		a.failed.Add(1)
-		j.fail = &session.FailureRecord{Reason: orOther(o.Reason), LastError: o.Error}
+		j.fail = &failure.Record{Reason: orOther(o.Reason), LastError: o.Error}
 	} else {
 		a.fetched.Add(1)
 		if o.Unchanged != "" {
@@ -179,9 +180,9 @@ func (a *campaignActor) fetchedJob(h *host, e *entry, o session.Outcome, now tim
 		}
 		switch {
 		case o.Status >= 400:
-			j.fail = &session.FailureRecord{Reason: statusReason(o.Status), LastError: o.Error}
+			j.fail = &failure.Record{Reason: statusReason(o.Status), LastError: o.Error}
 		case o.Reason == page.ReasonNotModified:
-			j.fail = &session.FailureRecord{Reason: o.Reason, LastError: o.Error}
+			j.fail = &failure.Record{Reason: o.Reason, LastError: o.Error}
 		}
 	}
 	if j.fail != nil {
@@ -373,10 +374,10 @@ func sitemapRetry() (int, time.Duration) {
 // failures`, rather than known to a log line only.
 func (a *campaignActor) sitemapsFailed(links []urlrule.Link, tries int, err error) {
 	now := time.Now()
-	recs := make([]session.FailureRecord, 0, len(links))
+	recs := make([]failure.Record, 0, len(links))
 	for _, l := range links {
 		a.countReason(ReasonOther)
-		recs = append(recs, session.FailureRecord{URL: l.URL, Reason: ReasonOther, Attempts: tries,
+		recs = append(recs, failure.Record{URL: l.URL, Reason: ReasonOther, Attempts: tries,
 			LastError: fmt.Sprintf("sitemap not queued after %d tries: %v", tries, err), First: now, Last: now})
 	}
 	if rerr := a.recordFailures(recs); rerr != nil {

@@ -17,6 +17,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/drover-crawl/drover/crawllog"
+	"github.com/drover-crawl/drover/failure"
 	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/urlrule"
@@ -25,7 +26,7 @@ import (
 type recordJob struct {
 	e     *entry
 	links []urlrule.Link
-	fail  *session.FailureRecord // a page with an error status, or a failure stored as a page
+	fail  *failure.Record // a page with an error status, or a failure stored as a page
 	// disallowed: links robots.txt forbids (disallowedLinks), recorded as
 	// failures and marked queued instead of being published.
 	disallowed map[string]bool
@@ -125,7 +126,7 @@ func (a *campaignActor) writeRecord(ctx context.Context, jobs []recordJob) error
 		return err
 	}
 	keys := make([]seen.Key, 0, len(jobs))
-	var fails []session.FailureRecord
+	var fails []failure.Record
 	var dead []outMsg
 	for _, j := range jobs {
 		if j.dead != nil {
@@ -420,14 +421,14 @@ func (a *campaignActor) recordDisallowed(keys []seen.Key, urls []urlMsg) error {
 		return fmt.Errorf("seen store: %w", err)
 	}
 	now := time.Now()
-	var fs []session.FailureRecord
+	var fs []failure.Record
 	var ks []seen.Key
 	var ms []urlMsg
 	for i, k := range keys {
 		if queued[i] {
 			continue
 		}
-		fs = append(fs, session.FailureRecord{URL: urls[i].URL, Reason: ReasonRobots, LastError: "disallowed by robots.txt", First: now, Last: now})
+		fs = append(fs, failure.Record{URL: urls[i].URL, Reason: ReasonRobots, LastError: "disallowed by robots.txt", First: now, Last: now})
 		ks = append(ks, k)
 		ms = append(ms, urls[i])
 	}
@@ -579,7 +580,7 @@ func (a *campaignActor) countDead(reason string) {
 
 // deadMessage is e's message for the dead-letter queue with reason and
 // why, and its failure record (nil for a URL that could not be read).
-func (a *campaignActor) deadMessage(e *entry, reason, why string) (outMsg, *session.FailureRecord) {
+func (a *campaignActor) deadMessage(e *entry, reason, why string) (outMsg, *failure.Record) {
 	reason = orOther(reason)
 	a.log.Warn("dead-lettering", "url", e.msg.URL, "reason", reason, "err", why)
 	hdr := amqp.Table{hdrError: why, hdrReason: reason, hdrAttempt: int32(e.attempt)}
@@ -591,16 +592,16 @@ func (a *campaignActor) deadMessage(e *entry, reason, why string) (outMsg, *sess
 		pub = amqp.Publishing{ContentType: e.dl.raw.ContentType, Body: e.dl.raw.Body, Headers: hdr}
 	}
 	now := time.Now()
-	var fail *session.FailureRecord
+	var fail *failure.Record
 	if e.msg.URL != "" {
-		fail = &session.FailureRecord{URL: e.msg.URL, Reason: reason, Attempts: e.attempt, LastError: why, First: now, Last: now}
+		fail = &failure.Record{URL: e.msg.URL, Reason: reason, Attempts: e.attempt, LastError: why, First: now, Last: now}
 	}
 	return outMsg{key: a.topo.Dead(), msg: pub}, fail
 }
 
 // repost publishes msg (confirmed) and then acks e's delivery, in a
 // goroutine; if the publish fails, the delivery goes back to its queue.
-func (a *campaignActor) repost(e *entry, msg outMsg, fail *session.FailureRecord) {
+func (a *campaignActor) repost(e *entry, msg outMsg, fail *failure.Record) {
 	a.repostAll([]*entry{e}, msg, fail, nil)
 }
 
@@ -608,7 +609,7 @@ func (a *campaignActor) repost(e *entry, msg outMsg, fail *session.FailureRecord
 // recorded after the publish): each is acked once the message is
 // confirmed (after done, when set, is called), or all go back to their
 // queues.
-func (a *campaignActor) repostAll(es []*entry, msg outMsg, fail *session.FailureRecord, done func()) {
+func (a *campaignActor) repostAll(es []*entry, msg outMsg, fail *failure.Record, done func()) {
 	a.pending.Add(1)
 	ok := a.spawn(func(ctx context.Context) {
 		defer a.pending.Add(-1)
@@ -619,7 +620,7 @@ func (a *campaignActor) repostAll(es []*entry, msg outMsg, fail *session.Failure
 			a.parks.settle(msg.msg.Headers) // a park not published is not owed
 		}
 		if err == nil && fail != nil {
-			err = a.recordFailures([]session.FailureRecord{*fail})
+			err = a.recordFailures([]failure.Record{*fail})
 		}
 		if err != nil {
 			a.recordFailed.Add(int64(len(es)))
@@ -650,12 +651,12 @@ func (a *campaignActor) repostAll(es []*entry, msg outMsg, fail *session.Failure
 func (a *campaignActor) dropRecorded(e *entry, reason, why string) {
 	a.countReason(reason)
 	now := time.Now()
-	fail := session.FailureRecord{URL: e.msg.URL, Reason: reason, Attempts: e.attempt, LastError: why, First: now, Last: now}
+	fail := failure.Record{URL: e.msg.URL, Reason: reason, Attempts: e.attempt, LastError: why, First: now, Last: now}
 	m := e.msg
 	a.pending.Add(1)
 	ok := a.spawn(func(context.Context) {
 		defer a.pending.Add(-1)
-		if err := a.recordFailures([]session.FailureRecord{fail}); err != nil {
+		if err := a.recordFailures([]failure.Record{fail}); err != nil {
 			a.recordFailed.Add(1)
 			a.log.Error("recording a dropped URL failed; it goes back to its queue", "url", m.URL, "err", err)
 			a.nackEntry(e)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/failure"
 	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/session"
@@ -49,7 +50,7 @@ func TestNewRunAfterAFailedRun(t *testing.T) {
 			return st.Held == 0 && st.InFlight == 0 && st.Queued == 0 && st.Pending == 0 && st.Fetched == 1
 		})
 	}
-	failures := func(key string) []session.FailureRecord {
+	failures := func(key string) []failure.Record {
 		t.Helper()
 		fs, _, err := session.Client{Token: session.DevToken}.Failures(ctx, []string{sched.addr}, key, "")
 		if err != nil {

@@ -17,6 +17,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/drover-crawl/drover/failure"
 	"github.com/drover-crawl/drover/session"
 )
 
@@ -67,11 +68,11 @@ func (a *campaignActor) shardsVanished(qs []string) {
 		return
 	}
 	now := time.Now()
-	recs := make([]session.FailureRecord, 0, len(fresh))
+	recs := make([]failure.Record, 0, len(fresh))
 	for _, q := range fresh {
 		a.log.Error("a shard queue of the campaign vanished from RabbitMQ; the URLs it held are lost, and it is declared again, empty", "queue", q)
 		a.countReason(session.ReasonVanished)
-		recs = append(recs, session.FailureRecord{URL: q, Reason: session.ReasonVanished,
+		recs = append(recs, failure.Record{URL: q, Reason: session.ReasonVanished,
 			LastError: "shard queue vanished from RabbitMQ while the campaign ran (deleted, or lost with its node): the URLs it held are lost",
 			First:     now, Last: now})
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/crawllog"
+	"github.com/drover-crawl/drover/failure"
 	"github.com/drover-crawl/drover/internal/testenv"
 	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/testweb"
@@ -69,7 +70,7 @@ func TestDeadHostsCampaignCompletes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]session.FailureRecord{}
+	got := map[string]failure.Record{}
 	for _, f := range fs {
 		got[f.URL] = f
 	}

@@ -17,6 +17,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"github.com/drover-crawl/drover/failure"
 	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/session"
@@ -176,7 +177,7 @@ func sendRules(t *testing.T, c client.Client, id string, req workflows.RulesRequ
 
 // excludedRecords are the failure records of reason excluded of a
 // campaign's run.
-func excludedRecords(t *testing.T, addrs []string, token, key string) []session.FailureRecord {
+func excludedRecords(t *testing.T, addrs []string, token, key string) []failure.Record {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

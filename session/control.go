@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/failure"
 )
 
 // Control is a control session: seeding, stats and closing campaigns.
@@ -128,7 +129,7 @@ func (c *Control) EndSessions(ctx context.Context, id string, keys []string) (in
 
 // Failures lists the campaign's failure records on this scheduler (reason
 // "" for all) and how many there are.
-func (c *Control) Failures(ctx context.Context, id, reason string) ([]FailureRecord, int, error) {
+func (c *Control) Failures(ctx context.Context, id, reason string) ([]failure.Record, int, error) {
 	rep, err := c.do(ctx, Request{Op: OpFailures, Campaign: &campaign.Config{ID: id}, Reason: reason})
 	return rep.Failures, rep.FailuresTotal, err
 }

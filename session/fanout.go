@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/failure"
 	"github.com/drover-crawl/drover/tlsconf"
 )
 
@@ -67,8 +68,8 @@ func (cl Client) CampaignStats(ctx context.Context, addrs []string, id string) (
 // URL (a URL recorded by two schedulers, after a failover, is merged), and
 // the total count, which may exceed the list (MaxFailuresReply per
 // scheduler).
-func (cl Client) Failures(ctx context.Context, addrs []string, id, reason string) ([]FailureRecord, int, error) {
-	byURL := map[string]FailureRecord{}
+func (cl Client) Failures(ctx context.Context, addrs []string, id, reason string) ([]failure.Record, int, error) {
+	byURL := map[string]failure.Record{}
 	total := 0
 	for _, addr := range addrs {
 		c, err := cl.DialControl(ctx, addr)
@@ -85,7 +86,7 @@ func (cl Client) Failures(ctx context.Context, addrs []string, id, reason string
 			byURL[f.URL] = byURL[f.URL].Merge(f)
 		}
 	}
-	out := make([]FailureRecord, 0, len(byURL))
+	out := make([]failure.Record, 0, len(byURL))
 	for _, f := range byURL {
 		out = append(out, f)
 	}

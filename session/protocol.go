@@ -19,6 +19,7 @@ import (
 	fastjson "github.com/segmentio/encoding/json"
 
 	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/failure"
 	"github.com/drover-crawl/drover/page"
 	"github.com/drover-crawl/drover/urlrule"
 )
@@ -365,8 +366,8 @@ type Reply struct {
 	Seeded int `json:"seeded,omitempty"`
 	// Failures answers OpFailures, at most MaxFailuresReply of them;
 	// FailuresTotal is how many there are.
-	Failures      []FailureRecord `json:"failures,omitempty"`
-	FailuresTotal int             `json:"failures_total,omitempty"`
+	Failures      []failure.Record `json:"failures,omitempty"`
+	FailuresTotal int              `json:"failures_total,omitempty"`
 	// Ended answers OpEnd: how many of the named sessions were open here.
 	Ended int `json:"ended,omitempty"`
 	// URL answers OpURL.

@@ -64,28 +64,6 @@ func TestFrameCodec(t *testing.T) {
 	}
 }
 
-// A URL recorded by two schedulers (after a failover) keeps the newer
-// record with the earliest First.
-func TestFailureRecordMerge(t *testing.T) {
-	t1, t2 := time.Unix(100, 0), time.Unix(200, 0)
-	cases := []struct {
-		name      string
-		old, f    FailureRecord
-		wantFirst time.Time
-	}{
-		{"older first kept", FailureRecord{First: t1}, FailureRecord{First: t2, Attempts: 3}, t1},
-		{"newer first is earlier", FailureRecord{First: t2}, FailureRecord{First: t1, Attempts: 3}, t1},
-		{"none before", FailureRecord{}, FailureRecord{First: t2, Attempts: 3}, t2},
-		{"none in the new one", FailureRecord{First: t1}, FailureRecord{Attempts: 3}, t1},
-	}
-	for _, c := range cases {
-		got := c.old.Merge(c.f)
-		if !got.First.Equal(c.wantFirst) || got.Attempts != 3 {
-			t.Errorf("%s: %+v, want First %v and the new record's Attempts", c.name, got, c.wantFirst)
-		}
-	}
-}
-
 // outcomesFrame is a typical outcomes frame: 8 pages of 25 links each.
 func outcomesFrame() Outcomes {
 	var os Outcomes

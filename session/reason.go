@@ -3,7 +3,7 @@ package session
 import "github.com/drover-crawl/drover/page"
 
 // Reasons of failures that the scheduler itself decides, which reach its
-// clients in FailureRecord.Reason and Stats.FailedBy. The words a fetcher
+// clients in failure.Record.Reason and Stats.FailedBy. The words a fetcher
 // reports in Outcome.Reason (dns, refused, timeout, tls, reset, 4xx, 5xx,
 // ...) are package page's.
 const (

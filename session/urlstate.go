@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/failure"
 )
 
 // OpURL asks a scheduler where one URL of a campaign stands (Request.URLs
@@ -16,7 +17,7 @@ const OpURL = "url"
 const (
 	URLLeased  = "leased"  // a fetcher has it now
 	URLHeld    = "held"    // the scheduler holds it, waiting for its host
-	URLFailed  = "failed"  // settled without a page, or with an error status: FailureRecord says why
+	URLFailed  = "failed"  // settled without a page, or with an error status: failure.Record says why
 	URLDone    = "done"    // its outcome is recorded (a page stored)
 	URLQueued  = "queued"  // published (a seed or a link) and not yet settled: in a shard queue, parked, or held by another scheduler
 	URLEnded   = "ended"   // the run ended and its marks went with its queues: done, or never queued (a failure would say failed)
@@ -38,7 +39,7 @@ type URLState struct {
 	// Attempt is the attempts made before its delivery (held, leased).
 	Attempt int `json:"attempt,omitempty"`
 	// Failure is its failure record (failed).
-	Failure *FailureRecord `json:"failure,omitempty"`
+	Failure *failure.Record `json:"failure,omitempty"`
 	// Last is what the campaign's fetch history holds of the URL's last
 	// capture, from this run or an earlier one of its lineage, and, in a
 	// continuous campaign, its next fetch; nil when it holds nothing.

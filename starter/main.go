@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/drover-crawl/drover/envconf"
+	"github.com/drover-crawl/drover/failure"
 	"github.com/drover-crawl/drover/seedfile"
 	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/sink"
@@ -61,7 +62,7 @@ func main() {
 			return sessions(token).ReleaseCampaign(ctx, addrs, id)
 		},
 		// `failures` and an ended campaign's counts by reason.
-		Failures: func(ctx context.Context, addrs []string, token, id, reason string) ([]session.FailureRecord, int, error) {
+		Failures: func(ctx context.Context, addrs []string, token, id, reason string) ([]failure.Record, int, error) {
 			return sessions(token).Failures(ctx, addrs, id, reason)
 		},
 		DropFailures: func(ctx context.Context, addrs []string, token, id string) error {

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/drover-crawl/drover/session"
+	"github.com/drover-crawl/drover/failure"
 )
 
 // Memory is an in-memory Store for tests and throwaway runs; it
@@ -13,7 +13,7 @@ import (
 type Memory struct {
 	mu sync.Mutex
 	m  map[string]map[Key]byte
-	f  map[string]map[string]session.FailureRecord
+	f  map[string]map[string]failure.Record
 	r  map[string][]byte
 	h  map[string]map[Key][]byte
 	v  map[string]map[string]Due // revisit schedule, by scheduleKey
@@ -21,7 +21,7 @@ type Memory struct {
 
 // NewMemory returns an empty Memory.
 func NewMemory() *Memory {
-	return &Memory{m: map[string]map[Key]byte{}, f: map[string]map[string]session.FailureRecord{}}
+	return &Memory{m: map[string]map[Key]byte{}, f: map[string]map[string]failure.Record{}}
 }
 
 func (s *Memory) set(c string) map[Key]byte {
@@ -84,11 +84,11 @@ func (s *Memory) Drop(c string) error {
 }
 
 // RecordFailures implements Store.
-func (s *Memory) RecordFailures(c string, fs []session.FailureRecord) error {
+func (s *Memory) RecordFailures(c string, fs []failure.Record) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.f[c] == nil {
-		s.f[c] = map[string]session.FailureRecord{}
+		s.f[c] = map[string]failure.Record{}
 	}
 	for _, f := range fs {
 		s.f[c][f.URL] = s.f[c][f.URL].Merge(f)
@@ -97,10 +97,10 @@ func (s *Memory) RecordFailures(c string, fs []session.FailureRecord) error {
 }
 
 // Failures implements Store.
-func (s *Memory) Failures(c, reason string) ([]session.FailureRecord, error) {
+func (s *Memory) Failures(c, reason string) ([]failure.Record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []session.FailureRecord
+	var out []failure.Record
 	for _, f := range s.f[c] {
 		if reason == "" || f.Reason == reason {
 			out = append(out, f)

@@ -6,30 +6,30 @@ import (
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
-	"github.com/drover-crawl/drover/session"
+	"github.com/drover-crawl/drover/failure"
 )
 
 // Failure records of a Pebble: key 'f', the campaign, 0x00, the URL's
-// hash; value the FailureRecord as JSON. They are few beside the marks (one
+// hash; value the failure.Record as JSON. They are few beside the marks (one
 // per URL that did not become a page), so Failures scans the campaign's
 // span and filters by reason.
 
 // RecordFailures implements Store.
-func (s *Pebble) RecordFailures(c string, fs []session.FailureRecord) error {
+func (s *Pebble) RecordFailures(c string, fs []failure.Record) error {
 	if len(fs) == 0 {
 		return checkCampaign(c)
 	}
 	s.fmu.Lock()
 	defer s.fmu.Unlock()
 	return s.use(c, func(db *pebble.DB) error {
-		batch := map[Key]session.FailureRecord{}
+		batch := map[Key]failure.Record{}
 		for _, f := range fs {
 			k := KeyOf(f.URL)
 			old, ok := batch[k]
 			if !ok {
 				err := s.get(db, storeKey(nil, kindFailure, c, k), func(v []byte) {
 					if json.Unmarshal(v, &old) != nil || old.URL != f.URL {
-						old = session.FailureRecord{} // unreadable, or another URL of the same hash
+						old = failure.Record{} // unreadable, or another URL of the same hash
 					}
 				})
 				if err != nil {
@@ -57,7 +57,7 @@ func (s *Pebble) RecordFailures(c string, fs []session.FailureRecord) error {
 }
 
 // Failures implements Store.
-func (s *Pebble) Failures(c, reason string) (out []session.FailureRecord, err error) {
+func (s *Pebble) Failures(c, reason string) (out []failure.Record, err error) {
 	err = s.use(c, func(db *pebble.DB) error {
 		lo, hi := span(kindFailure, c)
 		it, err := db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
@@ -65,7 +65,7 @@ func (s *Pebble) Failures(c, reason string) (out []session.FailureRecord, err er
 			return fmt.Errorf("seen store: %w", err)
 		}
 		for it.First(); it.Valid(); it.Next() {
-			var f session.FailureRecord
+			var f failure.Record
 			if err := json.Unmarshal(it.Value(), &f); err != nil {
 				s.log.Error("seen store: unreadable failure record skipped", "campaign", c, "key", fmt.Sprintf("%x", it.Key()), "err", err)
 				continue

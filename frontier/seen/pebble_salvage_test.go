@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/drover-crawl/drover/session"
+	"github.com/drover-crawl/drover/failure"
 )
 
 // A store whose tables of marks are damaged is replaced, and its marks are
@@ -25,7 +25,7 @@ func TestPebbleSeenDamagedKeepsFailureRecords(t *testing.T) {
 	if err := s.Compact(); err != nil {
 		t.Fatal(err)
 	}
-	fails := []session.FailureRecord{{URL: "http://f.example/a", Reason: "dns", Attempts: 3}, {URL: "http://f.example/b", Reason: "excluded"}}
+	fails := []failure.Record{{URL: "http://f.example/a", Reason: "dns", Attempts: 3}, {URL: "http://f.example/b", Reason: "excluded"}}
 	if err := s.RecordFailures("c", fails); err != nil {
 		t.Fatal(err)
 	}

@@ -15,10 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-crawl/drover/failure"
 	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/frontier/seen/seentest"
 	"github.com/drover-crawl/drover/internal/testenv"
-	"github.com/drover-crawl/drover/session"
 )
 
 func TestPebbleSeenSurvivesReopen(t *testing.T) {
@@ -179,7 +179,7 @@ func TestPebbleSeenDamaged(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := s.RecordFailures("c", []session.FailureRecord{{URL: "http://f.example/", Reason: "dns"}}); err != nil {
+	if err := s.RecordFailures("c", []failure.Record{{URL: "http://f.example/", Reason: "dns"}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/drover-crawl/drover/session"
+	"github.com/drover-crawl/drover/failure"
 )
 
 // Key is the 128-bit dedup key of a normalized URL.
@@ -63,10 +63,10 @@ type Store interface {
 	// RecordFailures stores failure records, one per URL. Recording a URL
 	// again takes the new Reason, Attempts, LastError and Last and keeps
 	// the earliest First.
-	RecordFailures(campaign string, fs []session.FailureRecord) error
+	RecordFailures(campaign string, fs []failure.Record) error
 	// Failures returns a campaign's failure records with the given reason
 	// ("" for all), sorted by URL.
-	Failures(campaign string, reason string) ([]session.FailureRecord, error)
+	Failures(campaign string, reason string) ([]failure.Record, error)
 	// DropFailures forgets a campaign's failure records.
 	DropFailures(campaign string) error
 	// Campaigns lists, sorted, the campaigns that hold marks or failure
@@ -113,6 +113,6 @@ const (
 	markDone   byte = 2
 )
 
-func sortFailures(fs []session.FailureRecord) {
-	slices.SortFunc(fs, func(a, b session.FailureRecord) int { return strings.Compare(a.URL, b.URL) })
+func sortFailures(fs []failure.Record) {
+	slices.SortFunc(fs, func(a, b failure.Record) int { return strings.Compare(a.URL, b.URL) })
 }

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-crawl/drover/failure"
 	"github.com/drover-crawl/drover/frontier/seen"
-	"github.com/drover-crawl/drover/session"
 )
 
 // seenImpl opens a Store; reopen (nil for a store that does not
@@ -247,7 +247,7 @@ func TestSeenStoreFailures(t *testing.T) {
 	for _, impl := range seenImpls() {
 		t.Run(impl.name, func(t *testing.T) {
 			s, reopen := impl.open(t)
-			wantFailures := func(c, reason string, want ...session.FailureRecord) {
+			wantFailures := func(c, reason string, want ...failure.Record) {
 				t.Helper()
 				got, err := s.Failures(c, reason)
 				if err != nil {
@@ -270,9 +270,9 @@ func TestSeenStoreFailures(t *testing.T) {
 			if err := s.RecordFailures("c1", nil); err != nil {
 				t.Errorf("RecordFailures of none: %v", err)
 			}
-			a := session.FailureRecord{URL: "http://a.example/", Reason: "host_down", Attempts: 3, LastError: "dial: refused", First: t0, Last: t0.Add(time.Minute)}
-			b := session.FailureRecord{URL: "http://b.example/x", Reason: "robots", Attempts: 1, LastError: "disallowed", First: t0, Last: t0}
-			if err := s.RecordFailures("c1", []session.FailureRecord{b, a}); err != nil {
+			a := failure.Record{URL: "http://a.example/", Reason: "host_down", Attempts: 3, LastError: "dial: refused", First: t0, Last: t0.Add(time.Minute)}
+			b := failure.Record{URL: "http://b.example/x", Reason: "robots", Attempts: 1, LastError: "disallowed", First: t0, Last: t0}
+			if err := s.RecordFailures("c1", []failure.Record{b, a}); err != nil {
 				t.Fatal(err)
 			}
 			wantFailures("c1", "", a, b) // sorted by URL
@@ -282,10 +282,10 @@ func TestSeenStoreFailures(t *testing.T) {
 
 			// Again: attempts, last, last error and reason are the new
 			// ones; first is kept, also within one call.
-			a2 := session.FailureRecord{URL: a.URL, Reason: "dns", Attempts: 5, LastError: "no such host", First: t0.Add(time.Hour), Last: t0.Add(2 * time.Hour)}
+			a2 := failure.Record{URL: a.URL, Reason: "dns", Attempts: 5, LastError: "no such host", First: t0.Add(time.Hour), Last: t0.Add(2 * time.Hour)}
 			a3 := a2
 			a3.Attempts, a3.Last = 6, t0.Add(3*time.Hour)
-			if err := s.RecordFailures("c1", []session.FailureRecord{a2, a3}); err != nil {
+			if err := s.RecordFailures("c1", []failure.Record{a2, a3}); err != nil {
 				t.Fatal(err)
 			}
 			want := a3
@@ -298,7 +298,7 @@ func TestSeenStoreFailures(t *testing.T) {
 			if err := s.MarkDone("c1", keys("f", 2)); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.RecordFailures("c2", []session.FailureRecord{b}); err != nil {
+			if err := s.RecordFailures("c2", []failure.Record{b}); err != nil {
 				t.Fatal(err)
 			}
 			if err := s.Drop("c1"); err != nil {
@@ -333,7 +333,7 @@ func TestSeenStoreDropPrefix(t *testing.T) {
 				if err := s.MarkDone(c, k); err != nil {
 					t.Fatal(err)
 				}
-				if err := s.RecordFailures(c, []session.FailureRecord{{URL: "http://x.example/", Reason: "r"}}); err != nil {
+				if err := s.RecordFailures(c, []failure.Record{{URL: "http://x.example/", Reason: "r"}}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -378,7 +378,7 @@ func TestSeenStoreCampaigns(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if err := s.RecordFailures("c~3c", []session.FailureRecord{{URL: "http://x.example/", Reason: "r"}}); err != nil {
+			if err := s.RecordFailures("c~3c", []failure.Record{{URL: "http://x.example/", Reason: "r"}}); err != nil {
 				t.Fatal(err)
 			}
 			want := func(want ...string) {

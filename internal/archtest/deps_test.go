@@ -129,6 +129,17 @@ func TestSessionLinksNoFrontier(t *testing.T) {
 	}
 }
 
+// TestFailureIsALeaf: a failure record is shared by the seen store, the
+// session protocol and the starter, so it links no other package of the
+// project.
+func TestFailureIsALeaf(t *testing.T) {
+	for _, dep := range deps(t, "failure") {
+		if strings.HasPrefix(dep, mod) && dep != mod+"failure" {
+			t.Errorf("failure links %s", dep)
+		}
+	}
+}
+
 const mod = "github.com/drover-crawl/drover/"
 
 // deps is `go list -deps` of the module's package pkg: every package its

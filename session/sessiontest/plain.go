@@ -3,6 +3,7 @@ package sessiontest
 import (
 	"context"
 
+	"github.com/drover-crawl/drover/failure"
 	"github.com/drover-crawl/drover/session"
 )
 
@@ -16,7 +17,7 @@ func CampaignStats(ctx context.Context, addrs []string, token, id string) (sessi
 }
 
 // Failures is session.Client.Failures with token.
-func Failures(ctx context.Context, addrs []string, token, id, reason string) ([]session.FailureRecord, int, error) {
+func Failures(ctx context.Context, addrs []string, token, id, reason string) ([]failure.Record, int, error) {
 	return session.Client{Token: token}.Failures(ctx, addrs, id, reason)
 }
 

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/failure"
 	"github.com/drover-crawl/drover/session"
 	"github.com/spf13/cobra"
 )
@@ -20,7 +21,7 @@ import (
 // FailuresFunc lists a campaign's failure records from every scheduler, by
 // URL, with their total (which exceeds the list when a scheduler cut it);
 // session.Client.Failures in production.
-type FailuresFunc func(ctx context.Context, addrs []string, token, campaignID, reason string) ([]session.FailureRecord, int, error)
+type FailuresFunc func(ctx context.Context, addrs []string, token, campaignID, reason string) ([]failure.Record, int, error)
 
 // DropFailuresFunc forgets a campaign's failure records on every
 // scheduler; the starter's main gives session.Client.DropFailures.
@@ -29,10 +30,10 @@ type DropFailuresFunc func(ctx context.Context, addrs []string, token, campaignI
 // FailureList is `failures --json`: the records listed, by URL, and how many
 // there are (Total > len(Failures) when the list was cut).
 type FailureList struct {
-	ID       string                  `json:"id"`
-	Total    int                     `json:"total"`
-	Reason   string                  `json:"reason,omitempty"`
-	Failures []session.FailureRecord `json:"failures"`
+	ID       string           `json:"id"`
+	Total    int              `json:"total"`
+	Reason   string           `json:"reason,omitempty"`
+	Failures []failure.Record `json:"failures"`
 }
 
 // failuresTimeout bounds one listing: every scheduler is asked in turn, and
@@ -132,7 +133,7 @@ func (a *App) listFailures(ctx context.Context, id, key, reason string, asJSON b
 		return failf("cannot read the failures of campaign %s: %v", id, err)
 	}
 	if fs == nil {
-		fs = []session.FailureRecord{}
+		fs = []failure.Record{}
 	}
 	if asJSON {
 		return writeJSON(a.Out, FailureList{ID: id, Total: total, Reason: reason, Failures: fs})
@@ -157,7 +158,7 @@ func (a *App) clearFailures(ctx context.Context, id, key string, asJSON bool) er
 
 // renderFailures prints the records as a table under a line that counts
 // them by reason and says when the list was cut.
-func renderFailures(w io.Writer, id, reason string, fs []session.FailureRecord, total int, schedulers []string) {
+func renderFailures(w io.Writer, id, reason string, fs []failure.Record, total int, schedulers []string) {
 	if len(fs) == 0 {
 		what := "no failure records"
 		if reason != "" {

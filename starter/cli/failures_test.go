@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/failure"
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/node/nodetest"
@@ -304,7 +305,7 @@ func TestFailuresFromScheduler(t *testing.T) {
 func TestFailuresUsage(t *testing.T) {
 	called := false
 	d := deps{
-		failures: func(context.Context, []string, string, string, string) ([]session.FailureRecord, int, error) {
+		failures: func(context.Context, []string, string, string, string) ([]failure.Record, int, error) {
 			called = true
 			return nil, 0, nil
 		},
@@ -356,11 +357,11 @@ func TestFailuresSchedulerUnreachable(t *testing.T) {
 func TestFailuresCutAndTrimmed(t *testing.T) {
 	long := "tls: failed to verify certificate: " + strings.Repeat("x509: certificate signed by unknown authority; ", 10)
 	at := time.Date(2026, 11, 29, 11, 0, 0, 0, time.UTC)
-	recs := []session.FailureRecord{
+	recs := []failure.Record{
 		{URL: "https://a.example/", Reason: "tls", Attempts: 3, LastError: long, First: at, Last: at.Add(time.Minute)},
 		{URL: "https://b.example/x", Reason: "5xx", Attempts: 3, LastError: "retryable status: 503 Service Unavailable", First: at, Last: at},
 	}
-	d := deps{failures: func(_ context.Context, _ []string, _, _, reason string) ([]session.FailureRecord, int, error) {
+	d := deps{failures: func(_ context.Context, _ []string, _, _, reason string) ([]failure.Record, int, error) {
 		return recs, 60_000, nil
 	}}
 	code, out, errOut := runCLI(t, d, "failures", "c1")
@@ -421,7 +422,7 @@ func TestStatusConsumeErrorAndUnknownCounts(t *testing.T) {
 // No records is an empty array for scripts, not null, whatever the
 // scheduler client returned.
 func TestFailuresJSONEmptyIsArray(t *testing.T) {
-	d := deps{failures: func(context.Context, []string, string, string, string) ([]session.FailureRecord, int, error) {
+	d := deps{failures: func(context.Context, []string, string, string, string) ([]failure.Record, int, error) {
 		return nil, 0, nil
 	}}
 	code, out, errOut := runCLI(t, d, "failures", "c1", "--json")

@@ -19,6 +19,7 @@ import (
 	"github.com/drover-crawl/drover/activities"
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/devstack"
+	"github.com/drover-crawl/drover/failure"
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/internal/testenv"
 	"github.com/drover-crawl/drover/node"
@@ -74,7 +75,7 @@ func (s *realStack) starter(t *testing.T, timeout time.Duration, args ...string)
 	var out, errb bytes.Buffer
 	app := &App{Env: s.env, Out: &out, Err: &errb, Dial: DialTemporal, Stats: sessiontest.CampaignStats,
 		Preflight: Preflight, Release: sessiontest.ReleaseCampaign, Interval: 200 * time.Millisecond,
-		Failures: func(ctx context.Context, addrs []string, token, id, reason string) ([]session.FailureRecord, int, error) {
+		Failures: func(ctx context.Context, addrs []string, token, id, reason string) ([]failure.Record, int, error) {
 			return session.Client{Token: token}.Failures(ctx, addrs, id, reason)
 		}}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)

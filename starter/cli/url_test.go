@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-crawl/drover/failure"
 	"github.com/drover-crawl/drover/session"
 )
 
@@ -21,7 +22,7 @@ func TestURLCommand(t *testing.T) {
 	}{
 		{session.URLState{URL: "http://a.example/x", State: session.URLLeased, Scheduler: "s1", LeaseDeadline: at, Host: "a.example", HostQueue: 3},
 			nil, []string{"campaign news~0abc: http://a.example/x is leased (on scheduler s1, until ", "host a.example holds 3 URLs here"}},
-		{session.URLState{URL: "http://a.example/x", State: session.URLFailed, Failure: &session.FailureRecord{Reason: "4xx", Attempts: 1, LastError: "404 Not Found", Last: at}},
+		{session.URLState{URL: "http://a.example/x", State: session.URLFailed, Failure: &failure.Record{Reason: "4xx", Attempts: 1, LastError: "404 Not Found", Last: at}},
 			nil, []string{"is failed: 4xx after 1 attempts", "404 Not Found"}},
 		{session.URLState{URL: "http://a.example/x", State: session.URLDone}, nil, []string{"is done: its page is stored"}},
 		{session.URLState{URL: "http://a.example/x", State: session.URLEnded, Last: &session.LastFetch{Lineage: "news", Status: 200, Date: at}},

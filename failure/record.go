@@ -1,11 +1,14 @@
-package session
+// Package failure holds what a scheduler keeps of a URL that did not
+// become a page. A leaf: the seen store, the session protocol and the
+// starter share it without linking one another.
+package failure
 
 import "time"
 
-// FailureRecord is a URL that did not become a page: why, how many times
+// Record is a URL that did not become a page: why, how many times
 // it was tried, the last error, and when it failed first and last. The
 // scheduler's seen store keeps them; OpFailures returns them.
-type FailureRecord struct {
+type Record struct {
 	URL       string    `json:"url"`
 	Reason    string    `json:"reason"`
 	Attempts  int       `json:"attempts"`
@@ -16,7 +19,7 @@ type FailureRecord struct {
 
 // Merge returns old updated by a newer record of the same URL: f, with
 // the earlier of the two First times.
-func (old FailureRecord) Merge(f FailureRecord) FailureRecord {
+func (old Record) Merge(f Record) Record {
 	if !old.First.IsZero() && (f.First.IsZero() || old.First.Before(f.First)) {
 		f.First = old.First
 	}
