@@ -1,9 +1,12 @@
 package frontier_test
 
 import (
+	"context"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/page"
@@ -62,5 +65,74 @@ func TestHistoryCarriesARunToTheNext(t *testing.T) {
 		t.Errorf("the child, linked only in run 1's history, was not leased in run 2")
 	} else if p == nil || p.Digest != "sha1:"+child {
 		t.Errorf("run 2 leased the child with prior %+v", p)
+	}
+}
+
+// `starter forget` drops a lineage's history: refused while a campaign of
+// the lineage is open on the scheduler (run 1, then run 2 reading it with
+// --from), done once they closed; the next run that reads the lineage
+// then leases its URLs with no prior capture.
+func TestForgetHistory(t *testing.T) {
+	store := seen.NewMemory()
+	sched := startScheduler(t, frontier.DefaultServerConfig(), store)
+	const root = "http://127.66.76.2:9/"
+	forget := func(lineage string) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return session.Client{Token: session.DevToken}.ForgetHistory(ctx, []string{sched.addr}, lineage)
+	}
+	closeRun := func(ctl *session.Control, id string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := ctl.CloseCampaign(ctx, id, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	capture := &page.Capture{Status: 200, ETag: `"r1"`, Digest: "sha1:ROOT", Date: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	fetch := func(cfg campaign.Config) (*session.Control, *page.Capture) {
+		ctl, f := seedHand(t, sched.addr, cfg)
+		var prior *page.Capture
+		f.pages(t, 4, time.Minute, nil, func(l session.Lease) bool {
+			prior = l.Prior
+			f.report(t, session.Outcome{LeaseID: l.ID, Stored: true, Status: 200, Capture: capture})
+			return true
+		})
+		waitStats(t, ctl, cfg.ID, 10*time.Second, "the root recorded", func(st session.Stats) bool { return st.Fetched == 1 })
+		return ctl, prior
+	}
+
+	run1 := handCampaign(t, root)
+	ctl1, _ := fetch(run1)
+	if b, err := store.History(run1.ID, seen.KeyOf(root)); err != nil || b == nil {
+		t.Fatalf("run 1 left no history of the root (%v)", err)
+	}
+	if err := forget(run1.ID); err == nil || !strings.Contains(err.Error(), run1.ID+", open") {
+		t.Errorf("forget while run 1 is open: %v, want a refusal naming it", err)
+	}
+	closeRun(ctl1, run1.ID)
+	run2 := handCampaign(t, root)
+	run2.From = run1.ID
+	ctl2, prior := fetch(run2)
+	if prior == nil {
+		t.Fatal("run 2 leased the root with no prior capture: the history was gone before forget")
+	}
+	if err := forget(run1.ID); err == nil || !strings.Contains(err.Error(), run2.ID) {
+		t.Errorf("forget while run 2 reads the lineage: %v, want a refusal naming it", err)
+	}
+	closeRun(ctl2, run2.ID)
+
+	if err := forget(run1.ID); err != nil {
+		t.Fatalf("forget once no run is open: %v", err)
+	}
+	if b, err := store.History(run1.ID, seen.KeyOf(root)); err != nil || b != nil {
+		t.Errorf("the root's history after forget: %d bytes (%v), want none", len(b), err)
+	}
+	run3 := handCampaign(t, root)
+	run3.From = run1.ID
+	if _, prior := fetch(run3); prior != nil {
+		t.Errorf("run 3 leased the root with prior %+v after forget, want a full fetch", *prior)
+	}
+	if err := forget(""); err == nil {
+		t.Error("forget with no lineage: no error")
 	}
 }

@@ -710,6 +710,11 @@ func (s *Server) control(req session.Request) session.Reply {
 		rep := session.Reply{FailuresTotal: len(fs)}
 		rep.Failures = fs[:min(len(fs), session.MaxFailuresReply)]
 		return rep
+	case session.OpForgetHistory:
+		if err := s.forgetHistory(req.Campaign.ID); err != nil {
+			return session.Reply{Error: err.Error()}
+		}
+		return session.Reply{}
 	case session.OpEnd:
 		return session.Reply{Ended: s.endSessions(req.Campaign.ID, req.Keys)}
 	case session.OpURL:

@@ -111,6 +111,25 @@ func (cl Client) DropFailures(ctx context.Context, addrs []string, id string) er
 	return nil
 }
 
+// ForgetHistory drops a lineage's fetch history on every scheduler, and
+// returns the error of each that could not (unreachable, or a campaign
+// of the lineage open there): the others have dropped theirs, and the
+// call may be made again.
+func (cl Client) ForgetHistory(ctx context.Context, addrs []string, lineage string) error {
+	var errs []error
+	for _, addr := range addrs {
+		c, err := cl.DialControl(ctx, addr)
+		if err == nil {
+			_, err = c.do(ctx, Request{Op: OpForgetHistory, Campaign: &campaign.Config{ID: lineage}})
+			c.Close()
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("scheduler %s: %w", addr, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // endSessionsWithin bounds EndSessions' call to one scheduler, so that a
 // scheduler that hangs does not hold back the others' ends.
 const endSessionsWithin = 5 * time.Second

@@ -339,6 +339,10 @@ const (
 	// OpForget drops them.
 	OpFailures = "failures"
 	OpForget   = "forget"
+	// OpForgetHistory drops a lineage's fetch history (Campaign.ID names
+	// the lineage: `starter forget`). Refused while a campaign open on
+	// the scheduler reads or writes it.
+	OpForgetHistory = "forget_history"
 	// OpCheck asks whether the scheduler can run a campaign (a valid config,
 	// a policy it has) without creating anything: the starter's preflight.
 	OpCheck = "check"

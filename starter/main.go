@@ -68,6 +68,9 @@ func main() {
 		DropFailures: func(ctx context.Context, addrs []string, token, id string) error {
 			return sessions(token).DropFailures(ctx, addrs, id)
 		},
+		ForgetHistory: func(ctx context.Context, addrs []string, token, lineage string) error {
+			return sessions(token).ForgetHistory(ctx, addrs, lineage)
+		},
 		URLState: func(ctx context.Context, addrs []string, token, key, url string) (session.URLState, error) {
 			return sessions(token).URLState(ctx, addrs, key, url)
 		},

@@ -207,6 +207,8 @@ type App struct {
 	// without them `failures` fails and `status` leaves the counts out.
 	Failures     FailuresFunc
 	DropFailures DropFailuresFunc
+	// ForgetHistory drops a lineage's fetch history (`forget`).
+	ForgetHistory ForgetHistoryFunc
 	// URLState says where one URL stands (`url`).
 	URLState URLStateFunc
 	// URLs lists one host's URLs in one state (`urls`).
@@ -330,6 +332,7 @@ KAFKA_BROKERS (default 127.0.0.1:9092: where start checks the default sink).`,
 		a.startCommand(),
 		a.statusCommand(),
 		a.failuresCommand(),
+		a.forgetCommand(),
 		a.urlCommand(),
 		a.urlsCommand(),
 		a.signalCommand("pause", "Pause a campaign: fetchers stop, the frontier keeps its URLs"),
