@@ -48,7 +48,6 @@ const maxFileLines = 500
 // they are split.
 var longFilesAllowed = []string{
 	"campaign/config.go",
-	"frontier/record.go",
 	"frontier/seen/pebble.go",
 }
 

@@ -1,0 +1,241 @@
+// A record's links: those not yet seen are published to their shards,
+// confirmed, and marked queued, before the page's URL is marked done;
+// records that found the same link wait for one publish of it.
+
+package frontier
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/drover-crawl/drover/crawllog"
+	"github.com/drover-crawl/drover/failure"
+	"github.com/drover-crawl/drover/frontier/seen"
+	"github.com/drover-crawl/drover/urlrule"
+)
+
+// linkPublish is one record's publish of a link, which other records that
+// found the same link wait for.
+type linkPublish struct {
+	done chan struct{}
+	err  error // set before done is closed
+}
+
+// publishLinks publishes the jobs' links that are not queued yet and
+// returns once every one of them is confirmed and marked queued: by this
+// call, or by another record's publish of the same link that it waited for
+// (and did again itself when that one failed).
+func (a *campaignActor) publishLinks(ctx context.Context, jobs []recordJob) error {
+	keys, cands, robotsKeys, robotsURLs := a.linkCandidates(jobs)
+	if err := a.recordDisallowed(robotsKeys, robotsURLs); err != nil {
+		return err
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	queued, err := a.srv.store.Queued(a.key, keys)
+	if err != nil {
+		return fmt.Errorf("seen store: %w", err)
+	}
+	// A link is encoded only once the lookup says it is new: most of a
+	// page's links are queued already (the host key, the policy and the
+	// JSON of every link were a few % of the scheduler's CPU).
+	msgs := make([]shardURL, len(keys))
+	for i, c := range cands {
+		if !queued[i] {
+			msgs[i] = a.linkMessage(c)
+		}
+	}
+	var mine []int
+	var mineW []*linkPublish
+	type other struct {
+		i int
+		w *linkPublish
+	}
+	var others []other
+	a.publishingMu.Lock()
+	for i := range msgs {
+		if queued[i] {
+			continue
+		}
+		if w := a.publishing[keys[i]]; w != nil {
+			others = append(others, other{i, w})
+			continue
+		}
+		w := &linkPublish{done: make(chan struct{})}
+		a.publishing[keys[i]] = w
+		mine = append(mine, i)
+		mineW = append(mineW, w)
+	}
+	a.publishingMu.Unlock()
+	fresh, err := a.stillNew(keys, mine)
+	if err == nil {
+		err = a.publishSome(ctx, keys, msgs, fresh)
+	}
+	a.publishingMu.Lock()
+	for n, i := range mine {
+		delete(a.publishing, keys[i])
+		mineW[n].err = err
+		close(mineW[n].done)
+	}
+	a.publishingMu.Unlock()
+	if err != nil {
+		return err
+	}
+	var again []int
+	for _, o := range others {
+		select {
+		case <-o.w.done:
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for a link's publish: %w", ctx.Err())
+		}
+		if o.w.err != nil {
+			again = append(again, o.i)
+		}
+	}
+	return a.publishSome(ctx, keys, msgs, again)
+}
+
+// stillNew returns the links of mine (indexes into keys) that are still
+// not queued, once this record has claimed them. Another record may have
+// published one of them, marked it queued and dropped its claim between
+// this record's lookup and its claim: the lookup again, after the claim,
+// sees that mark (a record marks before it drops a claim), so a link
+// found by two pages is published once (TestHoleLinkFoundTwicePublishedOnce).
+// A link published meanwhile is still claimed by this record until it
+// returns; its waiters see its publish succeed.
+func (a *campaignActor) stillNew(keys []seen.Key, mine []int) ([]int, error) {
+	if len(mine) == 0 {
+		return nil, nil
+	}
+	ks := make([]seen.Key, len(mine))
+	for n, i := range mine {
+		ks[n] = keys[i]
+	}
+	queued, err := a.srv.store.Queued(a.key, ks)
+	if err != nil {
+		return nil, fmt.Errorf("seen store: %w", err)
+	}
+	var out []int
+	for n, i := range mine {
+		if !queued[n] {
+			out = append(out, i)
+		}
+	}
+	return out, nil
+}
+
+// linkCand is a link of a recorded page, found new or not by the seen
+// store before it is encoded.
+type linkCand struct {
+	link   urlrule.Link
+	host   string
+	depth  int
+	parent string
+	path   string // the link's hop path
+}
+
+// linkCandidates collects the links of jobs, once each, apart from those
+// robots.txt forbids; a link with no host, or that a live exclude
+// matches, is never published.
+func (a *campaignActor) linkCandidates(jobs []recordJob) (keys []seen.Key, cands []linkCand, robotsKeys []seen.Key, robotsURLs []urlMsg) {
+	collected := map[seen.Key]bool{}
+	live := a.live.Load()
+	for _, j := range jobs {
+		for _, l := range j.links {
+			if live.excluded(l.URL) != "" {
+				continue // out of scope since an operator's exclude
+			}
+			k := seen.KeyOf(l.URL)
+			if collected[k] {
+				continue
+			}
+			collected[k] = true
+			if j.disallowed[l.URL] {
+				robotsKeys, robotsURLs = append(robotsKeys, k), append(robotsURLs, urlMsg{URL: l.URL, Parent: j.e.msg.URL, Path: l.HopPath(j.e.msg.Path)})
+				continue
+			}
+			host, err := urlrule.HostKey(l.URL)
+			if err != nil {
+				continue
+			}
+			keys = append(keys, k)
+			cands = append(cands, linkCand{link: l, host: host, depth: l.Depth(j.e.msg.Depth), parent: j.e.msg.URL, path: l.HopPath(j.e.msg.Path)})
+		}
+	}
+	return keys, cands, robotsKeys, robotsURLs
+}
+
+// linkMessage is a new link for its shard, at its policy's priority.
+func (a *campaignActor) linkMessage(c linkCand) shardURL {
+	l := c.link
+	m := urlMsg{URL: l.URL, Depth: c.depth, Hops: l.Hops, Embeds: l.Embeds, Parent: c.parent, Score: l.Score, Path: c.path}
+	prio := a.policy.Priority(Item{URL: l.URL, Host: c.host, Depth: c.depth, Embed: l.Embeds > 0, Score: l.Score})
+	return shardURL{queue: a.topo.Shard(ShardOf(a.clockKey(c.host))), host: c.host, m: m, level: priorityLevel(prio)}
+}
+
+// recordDisallowed records the links robots.txt forbids that are not
+// queued or recorded yet, and marks them queued, so that the next page that
+// links to them finds them settled; each has its crawl log line.
+func (a *campaignActor) recordDisallowed(keys []seen.Key, urls []urlMsg) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	queued, err := a.srv.store.Queued(a.key, keys)
+	if err != nil {
+		return fmt.Errorf("seen store: %w", err)
+	}
+	now := time.Now()
+	var fs []failure.Record
+	var ks []seen.Key
+	var ms []urlMsg
+	for i, k := range keys {
+		if queued[i] {
+			continue
+		}
+		fs = append(fs, failure.Record{URL: urls[i].URL, Reason: ReasonRobots, LastError: "disallowed by robots.txt", First: now, Last: now})
+		ks = append(ks, k)
+		ms = append(ms, urls[i])
+	}
+	if len(ks) == 0 {
+		return nil
+	}
+	if err := a.recordFailures(fs); err != nil {
+		return err
+	}
+	if err := a.srv.store.MarkQueued(a.key, ks); err != nil {
+		return fmt.Errorf("seen store: %w", err)
+	}
+	a.robotsDropped.Add(int64(len(ks)))
+	for _, m := range ms {
+		a.countReason(ReasonRobots)
+		a.deadLog.write(crawllog.OutcomeDropped, m, 0, ReasonRobots, "disallowed by robots.txt")
+	}
+	return nil
+}
+
+// publishSome publishes msgs[i] for each i in idx, in batches of up to
+// the scheduler's Batch URLs per message, confirmed, and marks their keys
+// queued.
+func (a *campaignActor) publishSome(ctx context.Context, keys []seen.Key, msgs []shardURL, idx []int) error {
+	if len(idx) == 0 {
+		return nil
+	}
+	us := make([]shardURL, len(idx))
+	ks := make([]seen.Key, len(idx))
+	for n, i := range idx {
+		us[n], ks[n] = msgs[i], keys[i]
+	}
+	out := batchMessages(us, a.srv.cfg.Batch)
+	if err := a.srv.pub.publish(ctx, out); err != nil {
+		return err
+	}
+	a.published.Add(int64(len(us)))
+	a.discovered.Add(int64(len(us)))
+	a.messages.Add(int64(len(out)))
+	if err := a.srv.store.MarkQueued(a.key, ks); err != nil {
+		return fmt.Errorf("seen store: %w", err)
+	}
+	return nil
+}
