@@ -46,30 +46,47 @@ type Env struct {
 }
 
 // Load reads the environment through getenv (os.Getenv in a main; a
-// map in tests).
+// map in tests), with the defaults applied (WithDefaults).
 func Load(getenv func(string) string) Env {
-	or := func(key, def string) string {
-		if v := strings.TrimSpace(getenv(key)); v != "" {
-			return v
-		}
-		return def
-	}
-	e := Env{
-		TemporalAddress:   or("TEMPORAL_ADDRESS", DefaultTemporalAddress),
-		TemporalNamespace: or("TEMPORAL_NAMESPACE", DefaultNamespace),
+	get := func(key string) string { return strings.TrimSpace(getenv(key)) }
+	return Env{
+		TemporalAddress:   get("TEMPORAL_ADDRESS"),
+		TemporalNamespace: get("TEMPORAL_NAMESPACE"),
 		TemporalUIURL:     getenv("TEMPORAL_UI_URL"),
 		TemporalUI:        getenv("TEMPORAL_UI"),
-		AMQPURL:           or("AMQP_URL", DefaultAMQPURL),
-		QueueType:         strings.TrimSpace(getenv("DROVER_QUEUE_TYPE")),
-		KafkaBrokers:      or("KAFKA_BROKERS", DefaultKafkaBrokers),
-		Schedulers:        session.ParseAddrs(or("DROVER_SCHEDULER", DefaultScheduler)),
+		AMQPURL:           get("AMQP_URL"),
+		QueueType:         get("DROVER_QUEUE_TYPE"),
+		KafkaBrokers:      get("KAFKA_BROKERS"),
+		Schedulers:        session.ParseAddrs(getenv("DROVER_SCHEDULER")),
 		Token:             getenv("DROVER_TOKEN"),
+	}.WithDefaults()
+}
+
+// WithDefaults is e with the default of every field left empty: the one
+// place the defaults are applied, for Load and for an Env built by hand
+// (the starter's, in tests). Schedulers are trimmed, empty ones dropped.
+func (e Env) WithDefaults() Env {
+	or := func(v *string, def string) {
+		if *v == "" {
+			*v = def
+		}
 	}
+	or(&e.TemporalAddress, DefaultTemporalAddress)
+	or(&e.TemporalNamespace, DefaultNamespace)
+	or(&e.AMQPURL, DefaultAMQPURL)
+	or(&e.KafkaBrokers, DefaultKafkaBrokers)
+	var addrs []string
+	for _, a := range e.Schedulers {
+		if a = strings.TrimSpace(a); a != "" {
+			addrs = append(addrs, a)
+		}
+	}
+	if len(addrs) == 0 {
+		addrs = []string{DefaultScheduler}
+	}
+	e.Schedulers = addrs
 	if e.Token == "" {
 		e.Token, e.DevToken = session.DevToken, true
-	}
-	if len(e.Schedulers) == 0 {
-		e.Schedulers = []string{DefaultScheduler}
 	}
 	return e
 }

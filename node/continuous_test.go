@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/envconf"
 	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/internal/testenv"
@@ -275,8 +276,7 @@ func checkScheduleShown(t *testing.T, s *stack, id string, pages int) {
 	await.For(t, 30*time.Second, 100*time.Millisecond, "the schedule in starter status", func() error {
 		var out, errb bytes.Buffer
 		app := &cli.App{
-			Env: cli.Env{TemporalAddress: s.temporal.Address(), TemporalNamespace: s.temporal.Namespace(),
-				Schedulers: []string{s.sched.Addr()}, Token: session.DevToken},
+			Env: cli.Env{Env: envconf.Env{TemporalAddress: s.temporal.Address(), TemporalNamespace: s.temporal.Namespace(), Schedulers: []string{s.sched.Addr()}, Token: session.DevToken}},
 			Out: &out, Err: &errb, Dial: cli.DialTemporal, Stats: sessiontest.CampaignStats,
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

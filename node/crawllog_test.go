@@ -23,6 +23,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/drover-crawl/drover/crawllog"
+	"github.com/drover-crawl/drover/envconf"
 	"github.com/drover-crawl/drover/page"
 	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/session/sessiontest"
@@ -269,8 +270,7 @@ func checkReport(t *testing.T, s *stack, id string, lines []crawllog.Line, dropp
 	var out, errb bytes.Buffer
 	app := func() *cli.App { // one a Run: Run closes its Temporal client
 		return &cli.App{
-			Env: cli.Env{TemporalAddress: s.temporal.Address(), TemporalNamespace: s.temporal.Namespace(),
-				Schedulers: []string{s.sched.Addr()}, Token: session.DevToken},
+			Env: cli.Env{Env: envconf.Env{TemporalAddress: s.temporal.Address(), TemporalNamespace: s.temporal.Namespace(), Schedulers: []string{s.sched.Addr()}, Token: session.DevToken}},
 			Out: &out, Err: &errb, Dial: cli.DialTemporal, Stats: sessiontest.CampaignStats,
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/devstack"
+	"github.com/drover-crawl/drover/envconf"
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/session/sessiontest"
@@ -50,8 +51,7 @@ func TestMissingKafkaTopicFailsCampaign(t *testing.T) {
 	}
 	app := func(out, errw io.Writer) *cli.App {
 		return &cli.App{
-			Env: cli.Env{TemporalAddress: s.temporal.Address(), TemporalNamespace: s.temporal.Namespace(),
-				Schedulers: []string{s.sched.Addr()}, Token: session.DevToken},
+			Env: cli.Env{Env: envconf.Env{TemporalAddress: s.temporal.Address(), TemporalNamespace: s.temporal.Namespace(), Schedulers: []string{s.sched.Addr()}, Token: session.DevToken}},
 			Out: out, Err: errw, Dial: cli.DialTemporal, Stats: sessiontest.CampaignStats,
 			Interval: 500 * time.Millisecond,
 		}

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/drover-crawl/drover/devstack"
+	"github.com/drover-crawl/drover/envconf"
 	"github.com/drover-crawl/drover/internal/relay"
 	"github.com/drover-crawl/drover/internal/testenv"
 	"github.com/drover-crawl/drover/node"
@@ -74,7 +75,7 @@ func TestTemporalTLS(t *testing.T) {
 	}
 	c.Close()
 	// The starter's client too.
-	camps, err := cli.DialTemporal(context.Background(), cli.Env{TemporalAddress: tlsAddr, TemporalNamespace: tmp.Namespace(), Temporal: mtls})
+	camps, err := cli.DialTemporal(context.Background(), cli.Env{Env: envconf.Env{TemporalAddress: tlsAddr, TemporalNamespace: tmp.Namespace()}, Temporal: mtls})
 	if err != nil {
 		t.Fatalf("starter over mTLS: %v", err)
 	}
@@ -116,7 +117,7 @@ func TestTemporalTLS(t *testing.T) {
 				t.Errorf("worker's dial gave up after %s, want within 15s", took)
 			}
 			start = time.Now()
-			_, err = cli.DialTemporal(context.Background(), cli.Env{TemporalAddress: tc.addr, TemporalNamespace: tmp.Namespace(), Temporal: tc.sec})
+			_, err = cli.DialTemporal(context.Background(), cli.Env{Env: envconf.Env{TemporalAddress: tc.addr, TemporalNamespace: tmp.Namespace()}, Temporal: tc.sec})
 			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 				t.Errorf("starter's dial: %v; want one line saying %q", err, tc.want)
 			}

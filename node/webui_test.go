@@ -21,6 +21,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/drover-crawl/drover/devstack"
+	"github.com/drover-crawl/drover/envconf"
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/internal/testenv"
 	"github.com/drover-crawl/drover/session"
@@ -59,8 +60,7 @@ func TestWebUIInBrowser(t *testing.T) {
 		t.Helper()
 		var out, errb strings.Builder
 		app := &cli.App{
-			Env: cli.Env{TemporalAddress: s.temporal.Address(), TemporalNamespace: s.temporal.Namespace(),
-				TemporalUIURL: ui, Schedulers: []string{s.sched.Addr()}, Token: session.DevToken},
+			Env: cli.Env{Env: envconf.Env{TemporalAddress: s.temporal.Address(), TemporalNamespace: s.temporal.Namespace(), TemporalUIURL: ui, Schedulers: []string{s.sched.Addr()}, Token: session.DevToken}},
 			Out: &out, Err: &errb, Dial: cli.DialTemporal, Stats: sessiontest.CampaignStats,
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -21,17 +21,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	e := envconf.Load(os.Getenv)
-	env := cli.Env{
-		TemporalAddress:   e.TemporalAddress,
-		TemporalNamespace: e.TemporalNamespace,
-		TemporalUIURL:     e.TemporalUIURL,
-		TemporalUI:        e.TemporalUI, // deprecated: TEMPORAL_UI_URL's old name
-		Schedulers:        e.Schedulers,
-		Token:             e.Token,
-		KafkaBrokers:      e.KafkaBrokers,
-		Temporal:          tlsconf.TemporalFromEnv(nil),
-	}
+	env := cli.Env{Env: envconf.Load(os.Getenv), Temporal: tlsconf.TemporalFromEnv(nil)}
 	sec := tlsconf.FromEnv(nil)
 	var err error
 	if env.SessionTLS, err = sec.Client(); err == nil {

@@ -39,14 +39,6 @@ const (
 	ExitInterrupted = 130
 )
 
-// Default addresses and names, the dev stack's (`make dev`).
-const (
-	DefaultTemporalAddress = envconf.DefaultTemporalAddress
-	DefaultNamespace       = envconf.DefaultNamespace
-	DefaultScheduler       = envconf.DefaultScheduler
-	DefaultKafkaBrokers    = envconf.DefaultKafkaBrokers
-)
-
 // The dev server (`temporal server start-dev`) serves its Web UI on its
 // frontend port + 1000 unless told otherwise.
 const (
@@ -54,29 +46,13 @@ const (
 	defaultWebUIPort = 8233
 )
 
-// Env is the starter's environment, read by the main: TEMPORAL_ADDRESS,
-// TEMPORAL_NAMESPACE, TEMPORAL_UI_URL (or its old name TEMPORAL_UI),
-// DROVER_SCHEDULER (split on commas), DROVER_TOKEN and KAFKA_BROKERS.
-// Empty fields take the defaults above.
+// Env is the starter's environment: what every drover process reads
+// (envconf.Env: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_UI_URL or
+// its old name TEMPORAL_UI, DROVER_SCHEDULER, DROVER_TOKEN, KAFKA_BROKERS),
+// whose empty fields take envconf's defaults, and the security the main
+// reads beside it.
 type Env struct {
-	TemporalAddress   string
-	TemporalNamespace string
-	// TemporalUIURL (TEMPORAL_UI_URL) is the Temporal Web UI's base URL,
-	// which the links the starter prints start with; empty derives it from
-	// TemporalAddress where that can be done (see WebUIBase).
-	TemporalUIURL string
-	// TemporalUI is TEMPORAL_UI, the old name of TEMPORAL_UI_URL: used when
-	// TemporalUIURL is empty, and Run warns that it is deprecated.
-	//
-	// Deprecated: set TemporalUIURL.
-	TemporalUI string
-	Schedulers []string
-	// Token is the schedulers' session token; empty means session.DevToken.
-	Token string
-	// KafkaBrokers (KAFKA_BROKERS) is where the preflight checks a sink
-	// kafka:///TOPIC that names no brokers; empty means
-	// DefaultKafkaBrokers, as for the workers.
-	KafkaBrokers string
+	envconf.Env
 	// Security: the TLS of scheduler sessions (DROVER_TLS_CA, ...), the
 	// sinks' secrets for the preflight (KAFKA_SASL_PASSWORD, ...) and
 	// Temporal's TLS or API key (TEMPORAL_TLS_*, TEMPORAL_API_KEY); see
@@ -92,31 +68,12 @@ func (e Env) Sessions() session.Client {
 	return session.Client{Token: e.Token, TLS: e.SessionTLS, InsecurePlaintext: e.InsecurePlaintext}
 }
 
+// withDefaults applies envconf's defaults; TEMPORAL_UI, deprecated,
+// stands in for an unset TEMPORAL_UI_URL.
 func (e Env) withDefaults() Env {
-	if e.TemporalAddress == "" {
-		e.TemporalAddress = DefaultTemporalAddress
-	}
-	if e.TemporalNamespace == "" {
-		e.TemporalNamespace = DefaultNamespace
-	}
+	e.Env = e.Env.WithDefaults()
 	if e.TemporalUIURL == "" {
 		e.TemporalUIURL = e.TemporalUI
-	}
-	var addrs []string
-	for _, a := range e.Schedulers {
-		if a = strings.TrimSpace(a); a != "" {
-			addrs = append(addrs, a)
-		}
-	}
-	if len(addrs) == 0 {
-		addrs = []string{DefaultScheduler}
-	}
-	e.Schedulers = addrs
-	if e.Token == "" {
-		e.Token = session.DevToken
-	}
-	if e.KafkaBrokers == "" {
-		e.KafkaBrokers = DefaultKafkaBrokers
 	}
 	return e
 }

@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/envconf"
 	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/workflows"
 )
@@ -184,7 +185,7 @@ func TestStartJSON(t *testing.T) {
 func TestTemporalUnreachable(t *testing.T) {
 	var errb strings.Builder
 	app := &App{Out: &strings.Builder{}, Err: &errb, Dial: DialTemporal,
-		Env: Env{TemporalAddress: "127.0.0.1:1"}}
+		Env: Env{Env: envconf.Env{TemporalAddress: "127.0.0.1:1"}}}
 	code := app.Run(context.Background(), []string{"status", "c1"})
 	assert.Equal(t, ExitFailure, code)
 	assert.Regexp(t, "^cannot reach Temporal at 127.0.0.1:1: .+; start the dev stack with `make dev` or set TEMPORAL_ADDRESS\n$", errb.String())
@@ -285,7 +286,7 @@ func TestStatusJSON(t *testing.T) {
 			Counters: &workflows.SessionCounters{Index: 0}},
 	}})
 	stats := func(_ context.Context, addrs []string, token, id string) (session.Stats, error) {
-		assert.Equal(t, []string{DefaultScheduler}, addrs)
+		assert.Equal(t, []string{envconf.DefaultScheduler}, addrs)
 		assert.Equal(t, "c1~0mxb1", id, "the schedulers know the run by its frontier key")
 		return session.Stats{Fetched: 110, Failed: 4, Queued: 30, Held: 12, InFlight: 5}, nil
 	}

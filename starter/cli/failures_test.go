@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/envconf"
 	"github.com/drover-crawl/drover/failure"
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/node"
@@ -43,7 +44,7 @@ type deps struct {
 func runCLI(t *testing.T, d deps, args ...string) (int, string, string) {
 	t.Helper()
 	return runApp(t, &App{
-		Env: Env{Schedulers: d.schedulers},
+		Env: Env{Env: envconf.Env{Schedulers: d.schedulers}},
 		Dial: func(context.Context, Env) (Campaigns, error) {
 			if d.temporal == nil {
 				return nil, errors.New("no Temporal in this test")

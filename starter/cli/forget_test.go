@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/drover-crawl/drover/envconf"
 	"github.com/drover-crawl/drover/session"
 )
 
@@ -22,7 +23,7 @@ func TestForgetFromScheduler(t *testing.T) {
 		return session.Client{Token: token}.ForgetHistory(ctx, addrs, lineage)
 	}
 	app := func(addrs ...string) *App {
-		return &App{Env: Env{Schedulers: addrs}, ForgetHistory: forget}
+		return &App{Env: Env{Env: envconf.Env{Schedulers: addrs}}, ForgetHistory: forget}
 	}
 
 	code, out, errOut := runApp(t, app(addr), "forget", "old-news")

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/envconf"
 	"github.com/drover-crawl/drover/session"
 )
 
@@ -36,7 +37,9 @@ func TestPreflight(t *testing.T) {
 	file := filepath.Join(dir, "file")
 	require.NoError(t, os.WriteFile(file, nil, 0o600))
 	ctx := context.Background()
-	env := func(schedulers ...string) Env { return Env{Schedulers: schedulers, Token: session.DevToken} }
+	env := func(schedulers ...string) Env {
+		return Env{Env: envconf.Env{Schedulers: schedulers, Token: session.DevToken}}
+	}
 	// A campaign the scheduler can run (its check validates the config).
 	seeds := []string{"http://127.0.0.1:9/"}
 	good := campaign.Config{ID: "preflight", Seeds: seeds, Sinks: []string{"warc:" + dir}}

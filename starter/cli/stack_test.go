@@ -19,6 +19,7 @@ import (
 	"github.com/drover-crawl/drover/activities"
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/devstack"
+	"github.com/drover-crawl/drover/envconf"
 	"github.com/drover-crawl/drover/failure"
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/internal/testenv"
@@ -62,7 +63,7 @@ func startRealStack(t *testing.T) *realStack {
 	require.NoError(t, err)
 	t.Cleanup(w.Stop)
 	return &realStack{
-		env:   Env{TemporalAddress: tmp.Address(), TemporalNamespace: tmp.Namespace(), Schedulers: []string{sched.Addr()}},
+		env:   Env{Env: envconf.Env{TemporalAddress: tmp.Address(), TemporalNamespace: tmp.Namespace(), Schedulers: []string{sched.Addr()}}},
 		kafka: k,
 		topic: topic,
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-crawl/drover/envconf"
 	"github.com/drover-crawl/drover/failure"
 	"github.com/drover-crawl/drover/session"
 )
@@ -34,7 +35,7 @@ func TestURLCommand(t *testing.T) {
 	} {
 		var out, errb bytes.Buffer
 		var gotKey, gotURL string
-		app := &App{Out: &out, Err: &errb, Env: Env{Schedulers: []string{"s1", "s2"}},
+		app := &App{Out: &out, Err: &errb, Env: Env{Env: envconf.Env{Schedulers: []string{"s1", "s2"}}},
 			URLState: func(_ context.Context, addrs []string, _, key, url string) (session.URLState, error) {
 				gotKey, gotURL = key, url
 				return c.st, c.err
