@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -97,6 +98,7 @@ func TestCrawlLogAccountsForEveryRequest(t *testing.T) {
 	checkHopPaths(t, web, lines)
 	checkLocations(t, lines, readTopic(t, s.kafka.Addr(), s.topic, int(st.PagesFetched)))
 	checkReport(t, s, cfg.ID, lines, int64(len(dropped)), st.PagesFetched, st.PagesFailed)
+	checkDoneURLs(t, s, cfg.ID, web, lines)
 }
 
 // checkTopicLines: the crawl log's topic holds the workers' lines as the
@@ -260,6 +262,49 @@ func checkWARCRecord(t *testing.T, l crawllog.Line, loc page.Location) {
 	_, body, _ := bytes.Cut(block, []byte("\r\n\r\n"))
 	if d := page.PayloadDigest(body); d != l.Digest || int64(len(body)) != l.Size {
 		t.Errorf("%s: the record's payload has %d bytes and digest %s, logged %d and %s", l.URL, len(body), d, l.Size, l.Digest)
+	}
+}
+
+// checkDoneURLs runs `starter urls ID --host H --state done` for each host
+// of the web: the URLs it lists, from the crawl log the campaign named,
+// are the host's pages the log holds, each once (the log's lines being
+// checked against the server's requests above).
+func checkDoneURLs(t *testing.T, s *stack, id string, web *testweb.Web, lines []crawllog.Line) {
+	t.Helper()
+	for _, hp := range web.Hosts() {
+		host, _, _ := cutPort(hp)
+		want := map[string]bool{}
+		for _, l := range lines {
+			if u, err := url.Parse(l.URL); err == nil && l.Outcome == crawllog.OutcomePage && u.Hostname() == host {
+				want[l.URL] = true
+			}
+		}
+		var out, errb bytes.Buffer
+		app := &cli.App{
+			Env: cli.Env{Env: envconf.Env{TemporalAddress: s.temporal.Address(), TemporalNamespace: s.temporal.Namespace(), Schedulers: []string{s.sched.Addr()}, Token: session.DevToken}},
+			Out: &out, Err: &errb, Dial: cli.DialTemporal,
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		code := app.Run(ctx, []string{"urls", id, "--host", host, "--state", "done", "--limit", "1000", "--json"})
+		cancel()
+		if code != 0 {
+			t.Fatalf("starter urls --state done: exit %d: %s", code, errb.String())
+		}
+		var page struct {
+			URLs []string `json:"urls"`
+			Next string   `json:"next"`
+		}
+		if err := json.Unmarshal(out.Bytes(), &page); err != nil {
+			t.Fatalf("starter urls --json: %v\n%s", err, out.String())
+		}
+		got := map[string]bool{}
+		for _, u := range page.URLs {
+			got[u] = true
+		}
+		if len(want) == 0 || !maps.Equal(got, want) || len(page.URLs) != len(got) || page.Next != "" {
+			t.Errorf("starter urls %s --host %s --state done listed %d URLs (%d distinct, next %q); the crawl log has %d pages of the host",
+				id, host, len(page.URLs), len(got), page.Next, len(want))
+		}
 	}
 }
 

@@ -3,11 +3,14 @@ package cli
 import (
 	"context"
 	"fmt"
+	"maps"
+	"net/url"
 	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/drover-crawl/drover/crawllog"
 	"github.com/drover-crawl/drover/session"
 )
 
@@ -16,16 +19,16 @@ import (
 type URLsFunc func(ctx context.Context, addrs []string, token, key string, q session.URLQuery) (session.URLPage, error)
 
 type urlsFlags struct {
-	host, state, after string
-	limit              int
-	json               bool
+	host, state, after, log string
+	limit                   int
+	json                    bool
 }
 
 func (a *App) urlsCommand() *cobra.Command {
 	var f urlsFlags
 	cmd := &cobra.Command{
 		Use:   "urls ID --host H --state S [--limit N] [--after URL]",
-		Short: "List the URLs of one host of a campaign in one state (leased, held or failed), a page at a time",
+		Short: "List the URLs of one host of a campaign in one state (leased, held, failed or done), a page at a time",
 		Long: `urls asks every scheduler (DROVER_SCHEDULER) for the URLs of one host of a
 running campaign in one state, and prints them one a line, in URL order:
 
@@ -34,8 +37,17 @@ running campaign in one state, and prints them one a line, in URL order:
   failed   settled without a page, or with an error status (also after the
            campaign ended, until its ID runs again)
 
-Done and queued URLs cannot be listed: the schedulers keep a hash of each,
-not the URL (starter url says where one URL stands).
+  done     fetched and stored (any status), read from the campaign's crawl
+           log (start --crawl-log DIR), not from the schedulers: during the
+           run and after it
+
+Queued URLs cannot be listed: they wait in RabbitMQ, and the schedulers keep
+a hash of each, not the URL (starter url says where one URL stands). Done
+URLs need the crawl log because the schedulers keep only their hashes too;
+each page of them reads the run's whole log (a second or so per million
+lines), where the workers' DIR can be read (--log names it when it is
+mounted elsewhere). A URL is listed once a worker logged its page, a moment
+before its scheduler records it.
 
 A page holds at most --limit URLs (1-1000, default 100); when there are more,
 it says how to ask for the next one (--after the page's last URL). Each
@@ -48,13 +60,21 @@ scheme, port or path.`,
 			if err := f.check(); err != nil {
 				return err
 			}
-			if a.URLs == nil {
+			if a.URLs == nil && f.state != session.URLDone {
 				return failf("no scheduler client configured")
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), urlTimeout)
 			defer cancel()
 			q := session.URLQuery{Host: f.host, State: f.state, After: f.after, Limit: f.limit}
-			page, err := a.URLs(ctx, a.Env.Schedulers, a.Env.Token, a.frontierKey(ctx, id), q)
+			var page session.URLPage
+			var err error
+			if f.state == session.URLDone {
+				if page, err = a.doneURLs(ctx, id, q, f.log); err != nil {
+					return err
+				}
+			} else {
+				page, err = a.URLs(ctx, a.Env.Schedulers, a.Env.Token, a.frontierKey(ctx, id), q)
+			}
 			if err != nil && len(page.URLs) == 0 {
 				return failf("cannot list the %s URLs of %s in campaign %s: %v", f.state, f.host, id, err)
 			}
@@ -78,7 +98,8 @@ scheme, port or path.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.host, "host", "", "the host (required)")
-	fl.StringVar(&f.state, "state", "", "leased, held or failed (required)")
+	fl.StringVar(&f.state, "state", "", "leased, held, failed or done (required)")
+	fl.StringVar(&f.log, "log", "", "done: the crawl log directory (default: the campaign's crawl_log)")
 	fl.IntVar(&f.limit, "limit", 100, fmt.Sprintf("URLs in a page (1-%d)", session.MaxURLsPage))
 	fl.StringVar(&f.after, "after", "", "list the URLs after this one (the last of the previous page)")
 	fl.BoolVar(&f.json, "json", false, `print the page as JSON: {"urls": [...], "next": URL}`)
@@ -89,11 +110,52 @@ func (f urlsFlags) check() error {
 	if err := checkHostName(f.host); err != nil {
 		return err
 	}
-	if !slices.Contains(session.ListableStates, f.state) {
-		return usagef("--state %q: give one of %s (done and queued URLs cannot be listed)", f.state, strings.Join(session.ListableStates, ", "))
+	if f.state != session.URLDone && !slices.Contains(session.ListableStates, f.state) {
+		return usagef("--state %q: give one of %s or done (queued URLs cannot be listed)", f.state, strings.Join(session.ListableStates, ", "))
+	}
+	if f.log != "" && f.state != session.URLDone {
+		return usagef("--log reads the crawl log, which only --state done does")
 	}
 	if f.limit < 1 || f.limit > session.MaxURLsPage {
 		return usagef("--limit %d: must be between 1 and %d", f.limit, session.MaxURLsPage)
 	}
 	return nil
+}
+
+// doneURLs is a page of the URLs of q.Host that the campaign's latest run
+// stored, in URL order, from its crawl log (under dir, or the campaign's
+// crawl_log): every line of the run is read, and only the host's URLs
+// kept.
+func (a *App) doneURLs(ctx context.Context, id string, q session.URLQuery, dir string) (session.URLPage, error) {
+	key, root := id, dir
+	v, verr := a.view(ctx, id)
+	if verr == nil {
+		key = v.Frontier
+		if root == "" {
+			root = v.CrawlLog
+		}
+	} else if dir == "" {
+		return session.URLPage{}, verr
+	}
+	if root == "" {
+		return session.URLPage{}, failf("campaign %s keeps no crawl log, which done URLs are listed from (start it with --crawl-log DIR), or name its directory with --log", id)
+	}
+	host := strings.ToLower(q.Host)
+	done := map[string]bool{}
+	logDir := crawllog.Dir(root, key)
+	files, _, err := crawllog.ReadDir(logDir, func(l crawllog.Line) {
+		if l.Outcome != crawllog.OutcomePage || done[l.URL] {
+			return
+		}
+		if u, err := url.Parse(l.URL); err == nil && strings.ToLower(u.Hostname()) == host {
+			done[l.URL] = true
+		}
+	})
+	if err != nil {
+		return session.URLPage{}, failf("%v", err)
+	}
+	if len(files) == 0 {
+		return session.URLPage{}, failf("no crawl log files in %s: run urls where the workers' crawl_log can be read, or name it with --log", logDir)
+	}
+	return q.Cut(slices.Sorted(maps.Keys(done))), nil
 }
