@@ -56,44 +56,10 @@ a scheduler. HOST is a host name as URLs have it (news.example), without
 scheme, port or path.`,
 		Args: exactArgs("ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id := args[0]
 			if err := f.check(); err != nil {
 				return err
 			}
-			if a.URLs == nil && f.state != session.URLDone {
-				return failf("no scheduler client configured")
-			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), urlTimeout)
-			defer cancel()
-			q := session.URLQuery{Host: f.host, State: f.state, After: f.after, Limit: f.limit}
-			var page session.URLPage
-			var err error
-			if f.state == session.URLDone {
-				if page, err = a.doneURLs(ctx, id, q, f.log); err != nil {
-					return err
-				}
-			} else {
-				page, err = a.URLs(ctx, a.Env.Schedulers, a.Env.Token, a.frontierKey(ctx, id), q)
-			}
-			if err != nil && len(page.URLs) == 0 {
-				return failf("cannot list the %s URLs of %s in campaign %s: %v", f.state, f.host, id, err)
-			}
-			if f.json {
-				if jerr := writeJSON(a.Out, page); jerr != nil {
-					return jerr
-				}
-			} else {
-				for _, u := range page.URLs {
-					fmt.Fprintln(a.Out, u)
-				}
-				if page.Next != "" {
-					fmt.Fprintf(a.Err, "more: starter urls %s --host %s --state %s --limit %d --after '%s'\n", id, f.host, f.state, f.limit, page.Next)
-				}
-			}
-			if err != nil {
-				fmt.Fprintf(a.Err, "warning: not every scheduler answered, so the list may miss URLs: %v\n", err)
-			}
-			return nil
+			return a.listURLs(cmd.Context(), args[0], f)
 		},
 	}
 	fl := cmd.Flags()
@@ -158,4 +124,42 @@ func (a *App) doneURLs(ctx context.Context, id string, q session.URLQuery, dir s
 		return session.URLPage{}, failf("no crawl log files in %s: run urls where the workers' crawl_log can be read, or name it with --log", logDir)
 	}
 	return q.Cut(slices.Sorted(maps.Keys(done))), nil
+}
+
+// listURLs prints a page of one host's URLs in one state (`urls`).
+func (a *App) listURLs(ctx context.Context, id string, f urlsFlags) error {
+	if a.URLs == nil && f.state != session.URLDone {
+		return failf("no scheduler client configured")
+	}
+	ctx, cancel := context.WithTimeout(ctx, urlTimeout)
+	defer cancel()
+	q := session.URLQuery{Host: f.host, State: f.state, After: f.after, Limit: f.limit}
+	var page session.URLPage
+	var err error
+	if f.state == session.URLDone {
+		if page, err = a.doneURLs(ctx, id, q, f.log); err != nil {
+			return err
+		}
+	} else {
+		page, err = a.URLs(ctx, a.Env.Schedulers, a.Env.Token, a.frontierKey(ctx, id), q)
+	}
+	if err != nil && len(page.URLs) == 0 {
+		return failf("cannot list the %s URLs of %s in campaign %s: %v", f.state, f.host, id, err)
+	}
+	if f.json {
+		if jerr := writeJSON(a.Out, page); jerr != nil {
+			return jerr
+		}
+	} else {
+		for _, u := range page.URLs {
+			fmt.Fprintln(a.Out, u)
+		}
+		if page.Next != "" {
+			fmt.Fprintf(a.Err, "more: starter urls %s --host %s --state %s --limit %d --after '%s'\n", id, f.host, f.state, f.limit, page.Next)
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(a.Err, "warning: not every scheduler answered, so the list may miss URLs: %v\n", err)
+	}
+	return nil
 }
