@@ -50,23 +50,23 @@ test: bin/temporal
 	$(GO) vet ./... && $(GO) test -race -count=1 -timeout 20m ./...
 	cd bench && $(GO) vet ./... && $(GO) test -count=1 -timeout 5m ./...
 
-# The faults on a private three-node RabbitMQ cluster (node/cluster_test.go):
+# The faults on a private three-node RabbitMQ cluster (systest/cluster_test.go):
 # two minutes, left out of `make test`'s 20; .ci/run runs both.
-# The long tier: the node and frontier tests that call testenv.Long (a
+# The long tier: the system and frontier tests that call testenv.Long (a
 # million seeds, a 300 MiB body, a scheduler or worker killed in the middle
 # of a recrawl or a crawl log, a parked URL RabbitMQ hands back after its
 # 3-minute confirm timeout), which `make test` skips to stay within its 20
 # minutes (docs/testing.md). The lists are read from the tests themselves.
 long_tests = $(shell awk '/^func Test/{n=substr($$2, 1, index($$2, "\050") - 1)} /testenv\.Long/{print n}' $(1)/*_test.go | sort -u | paste -sd'|' -)
-LONG_TESTS = $(call long_tests,node)
+LONG_TESTS = $(call long_tests,systest)
 LONG_FRONTIER_TESTS = $(call long_tests,frontier)
 test-long: bin/temporal
-	@test -n '$(LONG_TESTS)' || { echo "no test calls testenv.Long in node/"; exit 1; }
-	DROVER_LONG=1 $(GO) test -race -count=1 -timeout 20m -run '^($(LONG_TESTS))$$' ./node
+	@test -n '$(LONG_TESTS)' || { echo "no test calls testenv.Long in systest/"; exit 1; }
+	DROVER_LONG=1 $(GO) test -race -count=1 -timeout 20m -run '^($(LONG_TESTS))$$' ./systest
 	@test -z '$(LONG_FRONTIER_TESTS)' || DROVER_LONG=1 $(GO) test -race -count=1 -timeout 10m -run '^($(LONG_FRONTIER_TESTS))$$' ./frontier
 
 test-cluster: bin/temporal
-	DROVER_CLUSTER=1 $(GO) test -race -count=1 -timeout 15m -run 'TestQuorumShardsOnACluster' ./node
+	DROVER_CLUSTER=1 $(GO) test -race -count=1 -timeout 15m -run 'TestQuorumShardsOnACluster' ./systest
 
 # The benchmark suite (bench/README.md): drover's whole stack at fleets 1, 4
 # and 16, Colly v2 and raw GETs on one test web, then a politeness-bound web;

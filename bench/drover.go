@@ -24,7 +24,7 @@ import (
 	"github.com/drover-crawl/drover/workflows"
 )
 
-// runDrover brings up the whole stack in this process as node/crawl_test.go
+// runDrover brings up the whole stack in this process as systest/crawl_test.go
 // does (Temporal dev server as a child process, in-memory Kafka, a scheduler
 // over the machine's RabbitMQ, the workers), then times one campaign of
 // Fleet fetchers from ExecuteWorkflow to its result. Temporal's and

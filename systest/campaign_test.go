@@ -1,4 +1,4 @@
-package node_test
+package systest_test
 
 // Integration tests of the campaign workflow driven from outside
 // (the real `temporal` CLI, worker processes killed with SIGKILL, the scale

@@ -1,4 +1,4 @@
-package node_test
+package systest_test
 
 // The crawl log of a crawl of the test web, with assets, a redirect and a
 // 404, stored in WARC files and Kafka: one line per request the server

@@ -2,7 +2,7 @@
 
 // Linux only: the kill waits for a worker in fsync (warcInFsync).
 
-package node_test
+package systest_test
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package node_test
+package systest_test
 
 // A crawl with embeds, as an archivist runs one: pages with images,
 // stylesheets (url() and @import), scripts, srcset and a CDN host out of

@@ -1,4 +1,4 @@
-package node_test
+package systest_test
 
 // Politeness keyed by IP, by the server's own clock: eight host names on
 // one address, held by schedulers that are not the IP's owner (a host's

@@ -2,7 +2,7 @@
 
 // Linux only: the test reads the worker's peak RSS from /proc/PID/status.
 
-package node_test
+package systest_test
 
 import (
 	"bufio"

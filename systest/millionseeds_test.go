@@ -1,4 +1,4 @@
-package node_test
+package systest_test
 
 // A million seeds from a gzip list, added to a running (paused) campaign
 // with `starter seed`: RabbitMQ's shard queues then hold each of them

@@ -1,4 +1,4 @@
-package node_test
+package systest_test
 
 // Politeness keyed by registered domain or by a named group, by the
 // server's own clock: eight host names of one domain, crawled through two

@@ -1,4 +1,4 @@
-package node_test
+package systest_test
 
 // Politeness steered while a crawl runs, by the server's own clock: a host
 // rule sent mid-crawl spaces the host's requests from the next lease on,

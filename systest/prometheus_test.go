@@ -1,4 +1,4 @@
-package node_test
+package systest_test
 
 // A real Prometheus (Debian's `prometheus`) scrapes a worker's
 // and a scheduler's /metrics during a crawl of the test web; its HTTP API

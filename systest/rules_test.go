@@ -1,4 +1,4 @@
-package node_test
+package systest_test
 
 // An operator excludes part of a site while its crawl runs, through the
 // campaign workflow's "rules" Update (what `starter exclude` sends). From

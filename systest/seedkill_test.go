@@ -1,4 +1,4 @@
-package node_test
+package systest_test
 
 // A seed list the workflow streams (SeedFile, from a URL) while its
 // scheduler is SIGKILLed and started again on the same seen store: the

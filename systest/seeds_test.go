@@ -1,4 +1,4 @@
-package node_test
+package systest_test
 
 // Seeds from lists, through the starter binary: a campaign started with
 // --seeds-file (gzip) fetches every seed once; `starter seed` refuses a

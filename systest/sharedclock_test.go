@@ -1,4 +1,4 @@
-package node_test
+package systest_test
 
 // Two campaigns crawl one host through one scheduler: the test web's
 // server sees every two requests to the host at least the host's delay

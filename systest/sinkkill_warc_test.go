@@ -2,7 +2,7 @@
 
 // Linux only: the test reads /proc/PID/task/TID/syscall.
 
-package node_test
+package systest_test
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package node_test
+package systest_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package node_test
+package systest_test
 
 // `starter urls` against the test web's own log. While every page body is
 // held half-sent, the URLs a host has leased are exactly the pages the

@@ -1,4 +1,4 @@
-package node_test
+package systest_test
 
 // `starter url` against the test web's own log: during a crawl, a URL
 // said done or failed was requested by then (the state is read before the

@@ -1,4 +1,4 @@
-package node_test
+package systest_test
 
 // The Temporal Web UI, the campaign's admin console, checked in a
 // real browser (Debian's headless Chromium, driven over the DevTools
