@@ -33,6 +33,16 @@ func (c *stepClock) advance(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
+// clockedScheduler starts a scheduler on a memory store whose clock the
+// test moves (from t0), releasing what is due every 20 ms.
+func clockedScheduler(t *testing.T) (time.Time, *stepClock, *scheduler) {
+	t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	clock := &stepClock{t: t0}
+	scfg := frontier.DefaultServerConfig()
+	scfg.Clock, scfg.RevisitPoll = clock.Now, 20*time.Millisecond
+	return t0, clock, startScheduler(t, scfg, seen.NewMemory())
+}
+
 // failUnschedule fails, while armed, the writes that only delete schedule
 // entries: those of a release, after its publish was confirmed.
 type failUnschedule struct {
@@ -108,11 +118,7 @@ func TestRevisitCopiesAreNotFetched(t *testing.T) {
 // the last fetch (four times that far off before: the page had been
 // unchanged).
 func TestSitemapLastmodBringsARevisitForward(t *testing.T) {
-	t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
-	clock := &stepClock{t: t0}
-	scfg := frontier.DefaultServerConfig()
-	scfg.Clock, scfg.RevisitPoll = clock.Now, 20*time.Millisecond
-	sched := startScheduler(t, scfg, seen.NewMemory())
+	t0, clock, sched := clockedScheduler(t)
 	const sitemap, pageURL = "http://127.66.77.2:9/sitemap.xml", "http://127.66.77.2:9/page"
 	cfg := handCampaign(t, sitemap)
 	cfg.Revisit = []campaign.RevisitRule{{Min: 10 * time.Minute, Max: 7 * 24 * time.Hour, Factor: 4}}
@@ -165,11 +171,7 @@ func TestSitemapLastmodBringsARevisitForward(t *testing.T) {
 // comes back every 10 minutes, the article it links to (depth 1) only
 // after the catch-all rule's hour.
 func TestRevisitRuleByDepth(t *testing.T) {
-	t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
-	clock := &stepClock{t: t0}
-	scfg := frontier.DefaultServerConfig()
-	scfg.Clock, scfg.RevisitPoll = clock.Now, 20*time.Millisecond
-	sched := startScheduler(t, scfg, seen.NewMemory())
+	t0, clock, sched := clockedScheduler(t)
 	const front, article = "http://127.66.77.3:9/", "http://127.66.77.3:9/article"
 	cfg := handCampaign(t, front)
 	cfg.Revisit = []campaign.RevisitRule{{Depth: new(0), Min: 10 * time.Minute}, {Min: time.Hour}}
