@@ -107,7 +107,7 @@ func (a *campaignActor) bumpLastmods(jobs []recordJob) error {
 			if l.LastMod.IsZero() {
 				continue
 			}
-			bump, err := a.bumpOf(j, l, now)
+			bump, err := a.bumpOf(l, now)
 			if err != nil {
 				return err
 			}
@@ -145,16 +145,11 @@ type lastmodBump struct {
 }
 
 // bumpOf is the bump a sitemap's link l asks for, nil when none: the URL
-// has no history here, no rule, or a next fetch sooner already.
-func (a *campaignActor) bumpOf(j recordJob, l urlrule.Link, now time.Time) (*lastmodBump, error) {
-	depth := l.Depth(j.e.msg.Depth)
-	rule := a.revisits.For(l.URL, depth, "text/html")
-	if rule == nil {
-		rule = a.revisits.For(l.URL, depth, "")
-	}
-	if rule == nil {
-		return nil, nil
-	}
+// has no history here, no entry in this campaign's schedule, no rule, or
+// a next fetch sooner already. The entry keeps its message (the depth,
+// parent and path the URL was queued with, by which its rule is found):
+// only its time moves.
+func (a *campaignActor) bumpOf(l urlrule.Link, now time.Time) (*lastmodBump, error) {
 	k := seen.KeyOf(l.URL)
 	b, err := a.srv.store.History(a.lineage, k)
 	if err != nil || b == nil {
@@ -164,12 +159,27 @@ func (a *campaignActor) bumpOf(j recordJob, l urlrule.Link, now time.Time) (*las
 	if err != nil || d.revisit.Due.IsZero() || !l.LastMod.After(d.revisit.Fetched) {
 		return nil, nil
 	}
+	body, err := a.srv.store.Entry(a.key, d.revisit.Due, k)
+	if err != nil || body == nil {
+		return nil, err // released already (its fetch comes), or another run's
+	}
+	var m urlMsg
+	if json.Unmarshal(body, &m) != nil {
+		return nil, nil
+	}
+	rule := a.revisits.For(l.URL, m.Depth, "text/html")
+	if rule == nil {
+		rule = a.revisits.For(l.URL, m.Depth, "")
+	}
+	if rule == nil {
+		return nil, nil
+	}
 	due := maxTime(now, d.revisit.Fetched.Add(rule.Min))
 	if !due.Before(d.revisit.Due) {
 		return nil, nil
 	}
-	m := urlMsg{URL: l.URL, Depth: depth, Parent: j.e.msg.URL, Path: l.HopPath(j.e.msg.Path), Revisit: due.UnixNano()}
-	body, _ := json.Marshal(m) // a struct of strings and numbers always encodes
+	m.Revisit = due.UnixNano()
+	body, _ = json.Marshal(m) // a struct of strings and numbers always encodes
 	old := d.revisit.Due
 	d.revisit.Due = due
 	return &lastmodBump{

@@ -212,3 +212,59 @@ func TestRevisitRuleByDepth(t *testing.T) {
 		return len(back) == 2
 	})
 }
+
+// A sitemap's lastmod moves a URL's entry, not its depth: a front page
+// that is a seed (depth 0), listed in the campaign's sitemap (where a link
+// is depth 1), is brought forward by the seeds' rule, and its entry keeps
+// depth 0, so that the seeds' rule still fits it after.
+func TestSitemapLastmodKeepsTheURLsDepth(t *testing.T) {
+	t0, clock, sched := clockedScheduler(t)
+	const sitemap, front = "http://127.66.77.4:9/sitemap.xml", "http://127.66.77.4:9/"
+	cfg := handCampaign(t, sitemap, front)
+	cfg.Revisit = []campaign.RevisitRule{{Depth: new(0), Min: 10 * time.Minute, Max: 7 * 24 * time.Hour, Factor: 4}}
+	cfg.PerHostConcurrency = 2
+	ctl, f := seedHand(t, sched.addr, cfg)
+	capture := func(tag string) *page.Capture {
+		return &page.Capture{Status: 200, ETag: `"` + tag + `"`, Digest: "sha1:" + tag, Date: clock.Now()}
+	}
+	leased := map[string]session.Lease{}
+	f.pages(t, 4, time.Minute, nil, func(l session.Lease) bool {
+		leased[l.URL] = l
+		o := session.Outcome{LeaseID: l.ID, Stored: true, Status: 200, Capture: capture("1"), MIME: "text/html"}
+		if l.URL == sitemap {
+			o.Links = []urlrule.Link{{URL: front}}
+		}
+		f.report(t, o)
+		return len(leased) == 2
+	})
+	waitStats(t, ctl, cfg.ID, 10*time.Second, "both seeds scheduled at t0+10m", func(st session.Stats) bool {
+		return st.Scheduled == 2 && st.NextDue.Equal(t0.Add(10*time.Minute))
+	})
+	// t0+10m: both back; the front page, unchanged, goes to t0+50m.
+	clock.advance(10 * time.Minute)
+	clear(leased)
+	f.pages(t, 4, time.Minute, nil, func(l session.Lease) bool { leased[l.URL] = l; return len(leased) == 2 })
+	fl := leased[front]
+	f.report(t, session.Outcome{LeaseID: fl.ID, Stored: true, Status: 304, Capture: fl.Prior, Unchanged: page.RevisitNotModified})
+	waitStats(t, ctl, cfg.ID, 10*time.Second, "the front page recorded unchanged", func(st session.Stats) bool { return st.Unchanged == 1 })
+	// t0+15m: the sitemap says the front page changed at t0+14m.
+	clock.advance(5 * time.Minute)
+	f.report(t, session.Outcome{LeaseID: leased[sitemap].ID, Stored: true, Status: 200, Capture: capture("2"), MIME: "application/xml",
+		Links: []urlrule.Link{{URL: front, LastMod: t0.Add(14 * time.Minute)}}})
+	waitStats(t, ctl, cfg.ID, 10*time.Second, "the front page brought forward to t0+20m by the seeds' rule", func(st session.Stats) bool {
+		return st.Bumped == 1 && st.Scheduled == 2 && st.NextDue.Equal(t0.Add(20*time.Minute))
+	})
+	clock.advance(5 * time.Minute)
+	f.pages(t, 1, time.Minute, nil, func(l session.Lease) bool {
+		if l.URL != front {
+			t.Errorf("leased %s, want the front page brought forward", l.URL)
+		}
+		// Unchanged again: the seeds' rule (its depth kept) multiplies
+		// its 40 minutes by 4.
+		f.report(t, session.Outcome{LeaseID: l.ID, Stored: true, Status: 304, Capture: l.Prior, Unchanged: page.RevisitNotModified})
+		return true
+	})
+	waitStats(t, ctl, cfg.ID, 10*time.Second, "the front page next at t0+20m+160m, the sitemap at t0+25m", func(st session.Stats) bool {
+		return st.Unchanged == 2 && st.Scheduled == 2 && st.NextDue.Equal(t0.Add(25*time.Minute))
+	})
+}

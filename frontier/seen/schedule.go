@@ -57,6 +57,14 @@ func (s *Pebble) Schedule(c string, add, remove []Due) error {
 	}, func(mem *Memory) error { return mem.Schedule(c, add, remove) })
 }
 
+// Entry implements Store: one key's get.
+func (s *Pebble) Entry(c string, at time.Time, k Key) (msg []byte, err error) {
+	err = s.use(c, func(db *pebble.DB) error {
+		return s.get(db, scheduleKey(nil, c, at, k), func(v []byte) { msg = slices.Clone(v) })
+	}, func(mem *Memory) (err error) { msg, err = mem.Entry(c, at, k); return err })
+	return msg, err
+}
+
 // DueBy implements Store: the span's first keys, up to the one after t.
 func (s *Pebble) DueBy(c string, t time.Time, limit int) (out []Due, err error) {
 	err = s.use(c, func(db *pebble.DB) error {
@@ -141,6 +149,17 @@ func (s *Memory) Schedule(c string, add, remove []Due) error {
 		s.v[c][string(scheduleKey(nil, c, d.At, d.Key))] = d
 	}
 	return nil
+}
+
+// Entry implements Store.
+func (s *Memory) Entry(c string, at time.Time, k Key) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d, ok := s.v[c][string(scheduleKey(nil, c, at, k))]
+	if !ok {
+		return nil, nil
+	}
+	return slices.Clone(d.Msg), nil
 }
 
 // DueBy implements Store.

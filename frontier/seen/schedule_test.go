@@ -51,6 +51,18 @@ func TestSeenStoreSchedule(t *testing.T) {
 			if len(all) != 4 || string(all[3].Msg) != "3b" {
 				t.Errorf("after the replace: %+v", all)
 			}
+			// An entry by its key and time: the replaced one is gone.
+			if msg, err := s.Entry("news~r1", base.Add(6*time.Hour), k[3]); err != nil || string(msg) != "3b" {
+				t.Errorf("Entry of key 3 at 6h: %q, %v; want 3b", msg, err)
+			}
+			for _, at := range []time.Time{base.Add(time.Hour), base.Add(5 * time.Hour)} {
+				if msg, err := s.Entry("news~r1", at, k[3]); err != nil || msg != nil {
+					t.Errorf("Entry of key 3 at %s: %q, %v; want none", at.Sub(base), msg, err)
+				}
+			}
+			if msg, _ := s.Entry("other", base.Add(6*time.Hour), k[3]); msg != nil {
+				t.Errorf("Entry of another campaign: %q, want none", msg)
+			}
 			if err := s.Drop("news~r1"); err != nil {
 				t.Fatal(err)
 			}

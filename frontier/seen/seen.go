@@ -100,6 +100,9 @@ type Store interface {
 	// forgets them with the marks. A lost entry is a URL no longer
 	// revisited: Pebble writes them with the WAL synced.
 	Schedule(campaign string, add, remove []Due) error
+	// Entry is the message of k's entry due at at; nil when there is
+	// none.
+	Entry(campaign string, at time.Time, k Key) ([]byte, error)
 	DueBy(campaign string, t time.Time, limit int) ([]Due, error)
 	Scheduled(campaign string) (n int64, next time.Time, err error)
 
