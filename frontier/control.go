@@ -88,7 +88,7 @@ func (s *Server) control(req session.Request) session.Reply {
 		rep.Failures = fs[:min(len(fs), session.MaxFailuresReply)]
 		return rep
 	case session.OpForgetHistory:
-		if err := s.forgetHistory(req.Campaign.ID); err != nil {
+		if err := s.forgetHistory(req.Campaign.ID, req.Probe); err != nil {
 			return session.Reply{Error: err.Error()}
 		}
 		return session.Reply{}
@@ -253,6 +253,9 @@ func (s *Server) closeCampaign(id string, final, del bool) (session.Stats, error
 	s.mu.Lock()
 	a := s.campaigns[id]
 	delete(s.campaigns, id)
+	if a != nil {
+		s.closing[a] = true
+	}
 	if final {
 		s.m().forget(campaign.KeyID(id))
 		// At once, under the lock that creates actors: a fetcher session
@@ -264,6 +267,9 @@ func (s *Server) closeCampaign(id string, final, del bool) (session.Stats, error
 	if a != nil {
 		a.stop(30 * time.Second)
 		st = a.stats()
+		s.mu.Lock()
+		delete(s.closing, a)
+		s.mu.Unlock()
 	}
 	st.Campaign = id
 	st.Schedulers = []string{s.cfg.Name}

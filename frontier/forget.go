@@ -11,26 +11,36 @@ import (
 // (`starter forget`): its URLs are fetched in full by the next run that
 // reads it, and its history no longer takes disk. It refuses while a
 // campaign open here reads or writes the lineage (its run would go on
-// writing it, and would find some URLs' history and not others'); no
-// campaign is made while it looks and drops.
-func (s *Server) forgetHistory(lineage string) error {
+// writing it, and would find some URLs' history and not others'), or one
+// closing here still records its last outcomes; no campaign is made while
+// it looks and drops. probe: it only looks.
+func (s *Server) forgetHistory(lineage string, probe bool) error {
 	if lineage == "" {
 		return errors.New("forget: name a lineage (a campaign ID)")
 	}
 	s.createMu.Lock()
 	defer s.createMu.Unlock()
 	var users []string
+	uses := func(a *campaignActor) bool { return a.lineage == lineage && (a.cfg.From != "" || !a.cfg.NoHistory) }
 	s.mu.Lock()
 	for key, a := range s.campaigns {
-		if a.lineage == lineage && (a.cfg.From != "" || !a.cfg.NoHistory) {
+		if uses(a) {
 			users = append(users, key)
+		}
+	}
+	for a := range s.closing {
+		if uses(a) {
+			users = append(users, a.key+" (closing)")
 		}
 	}
 	s.mu.Unlock()
 	if len(users) > 0 {
 		slices.Sort(users)
-		return fmt.Errorf("lineage %s is read or written by campaign %s, open on scheduler %s: stop it (or wait for its end) first",
-			lineage, strings.Join(users, ", "), s.cfg.Name)
+		return fmt.Errorf("lineage %s is in use on scheduler %s by campaign %s: stop it (or wait for its end) first",
+			lineage, s.cfg.Name, strings.Join(users, ", "))
+	}
+	if probe {
+		return nil
 	}
 	if err := s.store.DropHistory(lineage); err != nil {
 		return fmt.Errorf("forget lineage %s: %w", lineage, err)

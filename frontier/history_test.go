@@ -2,13 +2,17 @@ package frontier_test
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/frontier/seen"
+	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/page"
 	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/urlrule"
@@ -106,7 +110,7 @@ func TestForgetHistory(t *testing.T) {
 	if b, err := store.History(run1.ID, seen.KeyOf(root)); err != nil || b == nil {
 		t.Fatalf("run 1 left no history of the root (%v)", err)
 	}
-	if err := forget(run1.ID); err == nil || !strings.Contains(err.Error(), run1.ID+", open") {
+	if err := forget(run1.ID); err == nil || !strings.Contains(err.Error(), "by campaign "+run1.ID) {
 		t.Errorf("forget while run 1 is open: %v, want a refusal naming it", err)
 	}
 	closeRun(ctl1, run1.ID)
@@ -121,6 +125,24 @@ func TestForgetHistory(t *testing.T) {
 	}
 	closeRun(ctl2, run2.ID)
 
+	// A scheduler that cannot be reached: the first round fails there,
+	// and nothing is dropped anywhere.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	err = session.Client{Token: session.DevToken}.ForgetHistory(ctx, []string{sched.addr, dead}, run1.ID)
+	cancel()
+	if err == nil || !strings.Contains(err.Error(), dead) {
+		t.Errorf("forget with a scheduler down: %v, want an error naming it", err)
+	}
+	if b, _ := store.History(run1.ID, seen.KeyOf(root)); b == nil {
+		t.Error("the root's history was dropped though a scheduler could not be asked")
+	}
+
 	if err := forget(run1.ID); err != nil {
 		t.Fatalf("forget once no run is open: %v", err)
 	}
@@ -134,5 +156,73 @@ func TestForgetHistory(t *testing.T) {
 	}
 	if err := forget(""); err == nil {
 		t.Error("forget with no lineage: no error")
+	}
+}
+
+// holdHistory holds, while armed, the next write of a URL's history until
+// released: a record in flight as its campaign closes.
+type holdHistory struct {
+	seen.Store
+	armed   atomic.Bool
+	held    chan struct{} // closed when a write is held
+	release chan struct{}
+}
+
+func (s *holdHistory) SetHistory(lineage string, keys []seen.Key, values [][]byte) error {
+	if s.armed.CompareAndSwap(true, false) {
+		close(s.held)
+		<-s.release
+	}
+	return s.Store.SetHistory(lineage, keys, values)
+}
+
+// A campaign closing while a record still writes its history is a user
+// of its lineage until its actor stopped: forget refuses it meanwhile
+// (it was out of the open campaigns, and the record wrote the history
+// back after the drop), and forgets it once the close returned.
+func TestForgetHistoryWaitsForAClosingCampaign(t *testing.T) {
+	store := &holdHistory{Store: seen.NewMemory(), held: make(chan struct{}), release: make(chan struct{})}
+	sched := startScheduler(t, frontier.DefaultServerConfig(), store)
+	const root = "http://127.66.76.3:9/"
+	cfg := handCampaign(t, root)
+	ctl, f := seedHand(t, sched.addr, cfg)
+	store.armed.Store(true)
+	f.pages(t, 4, time.Minute, nil, func(l session.Lease) bool {
+		f.report(t, session.Outcome{LeaseID: l.ID, Stored: true, Status: 200, Capture: &page.Capture{Status: 200, Digest: "sha1:A"}})
+		return true
+	})
+	<-store.held // the root's record is writing its history
+	closed := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_, err := ctl.CloseCampaign(ctx, cfg.ID, true)
+		closed <- err
+	}()
+	forget := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return session.Client{Token: session.DevToken}.ForgetHistory(ctx, []string{sched.addr}, cfg.ID)
+	}
+	// The close is under way once the campaign is no longer open: its
+	// stats say closed, or the refusal names it closing.
+	var refusal error
+	await.For(t, 10*time.Second, 20*time.Millisecond, "forget refused for a closing campaign", func() error {
+		refusal = forget()
+		if refusal == nil || !strings.Contains(refusal.Error(), "(closing)") {
+			return fmt.Errorf("forget: %v", refusal)
+		}
+		return nil
+	})
+	t.Logf("while the record was held: %v", refusal)
+	close(store.release)
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if err := forget(); err != nil {
+		t.Fatalf("forget after the close: %v", err)
+	}
+	if b, _ := store.History(cfg.ID, seen.KeyOf(root)); b != nil {
+		t.Errorf("the root's history is back after forget: %d bytes", len(b))
 	}
 }

@@ -152,6 +152,9 @@ type Server struct {
 	createMu  sync.Mutex
 	mu        sync.Mutex
 	campaigns map[string]*campaignActor
+	// closing are the actors closeCampaign took out of campaigns and is
+	// stopping: their records still write history (forgetHistory).
+	closing map[*campaignActor]bool
 	// tombs remembers campaigns closed with their queues deleted, so that
 	// a straggling fetcher session cannot declare them again.
 	tombs map[string]time.Time
@@ -205,6 +208,7 @@ func newServer(cfg ServerConfig, mq *rabbit, store seen.Store, log *slog.Logger)
 		store:     seen.NewQueuedCache(store),
 		log:       log,
 		campaigns: map[string]*campaignActor{},
+		closing:   map[*campaignActor]bool{},
 		tombs:     map[string]time.Time{},
 		ended:     map[string]time.Time{},
 		conns:     map[net.Conn]struct{}{},

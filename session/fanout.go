@@ -111,23 +111,31 @@ func (cl Client) DropFailures(ctx context.Context, addrs []string, id string) er
 	return nil
 }
 
-// ForgetHistory drops a lineage's fetch history on every scheduler, and
-// returns the error of each that could not (unreachable, or a campaign
-// of the lineage open there): the others have dropped theirs, and the
-// call may be made again.
+// ForgetHistory drops a lineage's fetch history on every scheduler, in
+// two rounds: each is asked first whether it could (no campaign of the
+// lineage open or closing there), and only when every one said yes is
+// the history dropped, so that a refusal leaves every history whole. It
+// returns the error of each scheduler that refused or could not be
+// reached; one that fails in the second round leaves the others' dropped,
+// and the call may be made again.
 func (cl Client) ForgetHistory(ctx context.Context, addrs []string, lineage string) error {
-	var errs []error
-	for _, addr := range addrs {
-		c, err := cl.DialControl(ctx, addr)
-		if err == nil {
-			_, err = c.do(ctx, Request{Op: OpForgetHistory, Campaign: &campaign.Config{ID: lineage}})
-			c.Close()
+	for _, probe := range []bool{true, false} {
+		var errs []error
+		for _, addr := range addrs {
+			c, err := cl.DialControl(ctx, addr)
+			if err == nil {
+				_, err = c.do(ctx, Request{Op: OpForgetHistory, Campaign: &campaign.Config{ID: lineage}, Probe: probe})
+				c.Close()
+			}
+			if err != nil {
+				errs = append(errs, err) // it names the scheduler
+			}
 		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("scheduler %s: %w", addr, err))
+		if len(errs) > 0 {
+			return errors.Join(errs...)
 		}
 	}
-	return errors.Join(errs...)
+	return nil
 }
 
 // endSessionsWithin bounds EndSessions' call to one scheduler, so that a

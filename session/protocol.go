@@ -304,6 +304,9 @@ type Request struct {
 	// a scheduler that closed it refuses them rather than declare its
 	// queues again.
 	Live bool `json:"live,omitempty"`
+	// Probe (forget_history): only check that the lineage could be
+	// dropped here, dropping nothing.
+	Probe bool `json:"probe,omitempty"`
 	// List (urls): which URLs of the campaign to list.
 	List *URLQuery `json:"list,omitempty"`
 	// Slots (slots, between schedulers): starts asked of the clocks this

@@ -25,8 +25,9 @@ func (a *App) forgetCommand() *cobra.Command {
 every scheduler: validators, digests, links and the captures revisits refer
 to. The next run that reads it (--from LINEAGE) fetches every URL in full;
 the archives already written are untouched. A scheduler on which a campaign
-of the lineage is open refuses: stop it first. Run it again after an error:
-the schedulers that answered have dropped theirs.`,
+of the lineage is open refuses, and so does the starter while the campaign
+whose ID is LINEAGE runs (Temporal says so): stop it first. Nothing is
+dropped unless every scheduler can drop its share.`,
 		Args: exactArgs("LINEAGE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			lineage := strings.TrimSpace(args[0])
@@ -38,6 +39,9 @@ the schedulers that answered have dropped theirs.`,
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), forgetTimeout)
 			defer cancel()
+			if err := a.lineageIdle(ctx, lineage); err != nil {
+				return err
+			}
 			if err := a.ForgetHistory(ctx, a.Env.Schedulers, a.Env.Token, lineage); err != nil {
 				return failf("the fetch history of lineage %s is not forgotten everywhere: %v", lineage, err)
 			}
@@ -50,4 +54,21 @@ the schedulers that answered have dropped theirs.`,
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON: {lineage, forgotten, schedulers}")
 	return cmd
+}
+
+// lineageIdle refuses to forget the lineage of a campaign that runs: the
+// campaign whose ID it is writes it (runs --from it under other IDs are
+// found by the schedulers). Temporal out of reach is not a refusal: the
+// schedulers still check the campaigns open on them.
+func (a *App) lineageIdle(ctx context.Context, lineage string) error {
+	c, err := a.temporal(ctx)
+	if err != nil {
+		fmt.Fprintf(a.Err, "warning: Temporal not reached, so only the schedulers check that no campaign uses lineage %s: %v\n", lineage, err)
+		return nil
+	}
+	ex, err := c.Describe(ctx, lineage)
+	if err == nil && ex.Status == StatusRunning {
+		return failf("campaign %s is running and writes lineage %s: stop it first (starter stop %s)", lineage, lineage, lineage)
+	}
+	return nil
 }
