@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/crawllog"
 	"github.com/drover-crawl/drover/session"
 )
@@ -121,7 +122,11 @@ func (a *App) doneURLs(ctx context.Context, id string, q session.URLQuery, dir s
 		return session.URLPage{}, failf("%v", err)
 	}
 	if len(files) == 0 {
-		return session.URLPage{}, failf("no crawl log files in %s: run urls where the workers' crawl_log can be read, or name it with --log", logDir)
+		hint := "run urls where the workers' crawl_log can be read, or name it with --log"
+		if verr != nil && !strings.Contains(id, campaign.RunSep) {
+			hint = fmt.Sprintf("Temporal could not say which run is the latest (%v): give the run's key, ID%sRUN, as the logs' directory names it", verr, campaign.RunSep)
+		}
+		return session.URLPage{}, failf("no crawl log files in %s: %s", logDir, hint)
 	}
 	return q.Cut(slices.Sorted(maps.Keys(done))), nil
 }

@@ -57,6 +57,10 @@ func TestURLsDoneFromTheCrawlLog(t *testing.T) {
 	assert.Equal(t, ExitFailure, code)
 	assert.Contains(t, errOut, "no crawl log files in "+crawllog.Dir(root, "other~r1"))
 
+	code, _, errOut = runApp(t, app(), "urls", "news", "--host", "a.example", "--state", "done", "--log", root)
+	assert.Equal(t, ExitFailure, code)
+	assert.Contains(t, errOut, "give the run's key, ID~RUN")
+
 	code, _, errOut = runApp(t, app(), "urls", key, "--host", "a.example", "--state", "held", "--log", root)
 	assert.Equal(t, ExitUsage, code)
 	assert.True(t, strings.Contains(errOut, "--log reads the crawl log"), errOut)
