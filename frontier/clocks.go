@@ -53,11 +53,16 @@ type hostClock struct {
 	took time.Time            // the latest start taken, or reported by an outcome
 	last time.Time            // the latest start taken or reserved
 	res  map[string]time.Time // campaign -> its reserved start
+	// delay is the longest delay asked of the clock: it is kept that long
+	// past its last start besides clockIdle, so that a host paced slower
+	// than clockIdle (a long Crawl-delay) keeps its clock between two
+	// requests instead of paying a new clock's delay each time.
+	delay time.Duration
 }
 
-// clockIdle: a clock whose last start is this old and that holds no
-// reservation is dropped (its host is idle), so that the clocks do not
-// grow with every host a scheduler ever saw.
+// clockIdle: a clock whose last start is this old (past its delay) and
+// that holds no reservation is dropped (its host is idle), so that the
+// clocks do not grow with every host a scheduler ever saw.
 const clockIdle = 10 * time.Minute
 
 func newHostClocks() *hostClocks {
@@ -93,6 +98,7 @@ func (c *hostClocks) slot(key, campaign string, delay time.Duration, now time.Ti
 		hc = &hostClock{took: now, last: now}
 		sh.clocks[key] = hc
 	}
+	hc.delay = max(hc.delay, delay)
 	hc.dropStale(now, delay)
 	earliest := hc.took.Add(delay)
 	if at, ok := hc.res[campaign]; ok {
@@ -200,7 +206,7 @@ func (hc *hostClock) dropStale(now time.Time, delay time.Duration) {
 func (sh *clockShard) sweep(now time.Time) {
 	for h, hc := range sh.clocks {
 		hc.dropStale(now, clockIdle)
-		if len(hc.res) == 0 && now.Sub(hc.last) > clockIdle {
+		if len(hc.res) == 0 && now.Sub(hc.last) > clockIdle+hc.delay {
 			delete(sh.clocks, h)
 		}
 	}

@@ -68,6 +68,29 @@ func TestNewHostClockWaitsADelay(t *testing.T) {
 	}
 }
 
+// A host paced slower than clockIdle (a Crawl-delay of an hour) keeps its
+// clock from one request to the next: a new clock would make it wait a
+// second hour. Idle past its delay and clockIdle, it is dropped.
+func TestSlowHostKeepsItsClock(t *testing.T) {
+	c := newHostClocks()
+	const d = time.Hour
+	t0 := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	c.slot("slow.example", "a", d, t0)
+	if at := c.slot("slow.example", "a", d, t0.Add(d)); !at.Equal(t0.Add(d)) {
+		t.Fatalf("the first start %s, want %s", at, t0.Add(d))
+	}
+	next := t0.Add(2*d + time.Minute) // a minute late
+	c.shard("slow.example").sweep(next)
+	if at := c.slot("slow.example", "a", d, next); !at.Equal(next) {
+		t.Errorf("the second start %s, want now (%s): the clock was dropped between two requests", at, next)
+	}
+	later := next.Add(d + clockIdle + time.Second)
+	c.shard("slow.example").sweep(later)
+	if at := c.slot("slow.example", "a", d, later); !at.Equal(later.Add(d)) {
+		t.Errorf("after %s idle: %s, want a new clock's delay (%s)", d+clockIdle, at, later.Add(d))
+	}
+}
+
 // Two campaigns share a key's clock and come for their slots late at
 // random (their hosts waited for a session's credit): every two starts
 // the clock gives stay the delay apart, and each campaign still gets its
