@@ -106,8 +106,12 @@ func TestURLsAgreeWithTheServer(t *testing.T) {
 		}
 		t.Logf("host %s during the crawl: %d leased (the server serves %d), %d held", ip, len(leased), len(serving), len(held))
 	}
-	if out, err := starter(time.Minute, "urls", id, "--host", web.IPs()[0], "--state", "done"); err == nil || !strings.Contains(out, "cannot be listed") {
-		t.Errorf("urls --state done: want a usage error saying it cannot be listed, got %v: %s", err, out)
+	if out, err := starter(time.Minute, "urls", id, "--host", web.IPs()[0], "--state", "queued"); err == nil || !strings.Contains(out, "queued URLs cannot be listed") {
+		t.Errorf("urls --state queued: want a usage error saying it cannot be listed, got %v: %s", err, out)
+	}
+	// Done URLs come from the crawl log, which this campaign does not keep.
+	if out, err := starter(time.Minute, "urls", id, "--host", web.IPs()[0], "--state", "done"); err == nil || !strings.Contains(out, "keeps no crawl log") {
+		t.Errorf("urls --state done without a crawl log: want an error saying so, got %v: %s", err, out)
 	}
 
 	web.ReleaseBodies()
