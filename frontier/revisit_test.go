@@ -123,38 +123,7 @@ func TestSitemapLastmodBringsARevisitForward(t *testing.T) {
 	cfg := handCampaign(t, sitemap)
 	cfg.Revisit = []campaign.RevisitRule{{Min: 10 * time.Minute, Max: 7 * 24 * time.Hour, Factor: 4}}
 	cfg.PerHostConcurrency = 2 // both out at once at t0+10m
-	ctl, f := seedHand(t, sched.addr, cfg)
-	capture := func(tag string) *page.Capture {
-		return &page.Capture{Status: 200, ETag: `"` + tag + `"`, Digest: "sha1:" + tag, Date: clock.Now()}
-	}
-	// t0: the sitemap lists the page (no lastmod), the page is fetched.
-	leased := map[string]session.Lease{}
-	f.pages(t, 4, time.Minute, nil, func(l session.Lease) bool {
-		leased[l.URL] = l
-		o := session.Outcome{LeaseID: l.ID, Stored: true, Status: 200, Capture: capture("1"), MIME: "text/html"}
-		if l.URL == sitemap {
-			o.Links = []urlrule.Link{{URL: pageURL}}
-		}
-		f.report(t, o)
-		return len(leased) == 2
-	})
-	waitStats(t, ctl, cfg.ID, 10*time.Second, "both scheduled at t0+10m", func(st session.Stats) bool {
-		return st.Scheduled == 2 && st.NextDue.Equal(t0.Add(10*time.Minute))
-	})
-	// t0+10m: both come back. The page, unchanged, goes to t0+50m.
-	clock.advance(10 * time.Minute)
-	clear(leased)
-	f.pages(t, 4, time.Minute, nil, func(l session.Lease) bool { leased[l.URL] = l; return len(leased) == 2 })
-	pl := leased[pageURL]
-	f.report(t, session.Outcome{LeaseID: pl.ID, Stored: true, Status: 304, Capture: pl.Prior, Unchanged: page.RevisitNotModified})
-	waitStats(t, ctl, cfg.ID, 10*time.Second, "the page recorded unchanged", func(st session.Stats) bool { return st.Unchanged == 1 })
-	// t0+15m: the sitemap, changed, says the page changed at t0+14m.
-	clock.advance(5 * time.Minute)
-	f.report(t, session.Outcome{LeaseID: leased[sitemap].ID, Stored: true, Status: 200, Capture: capture("2"), MIME: "application/xml",
-		Links: []urlrule.Link{{URL: pageURL, LastMod: t0.Add(14 * time.Minute)}}})
-	waitStats(t, ctl, cfg.ID, 10*time.Second, "the page brought forward to t0+20m", func(st session.Stats) bool {
-		return st.Bumped == 1 && st.Scheduled == 2 && st.NextDue.Equal(t0.Add(20*time.Minute))
-	})
+	_, f := bumpBySitemap(t, t0, clock, sched, cfg, sitemap, pageURL)
 	for _, l := range readLeases(t, f, time.Second) {
 		t.Errorf("%s leased before its time", l.URL)
 	}
@@ -223,37 +192,7 @@ func TestSitemapLastmodKeepsTheURLsDepth(t *testing.T) {
 	cfg := handCampaign(t, sitemap, front)
 	cfg.Revisit = []campaign.RevisitRule{{Depth: new(0), Min: 10 * time.Minute, Max: 7 * 24 * time.Hour, Factor: 4}}
 	cfg.PerHostConcurrency = 2
-	ctl, f := seedHand(t, sched.addr, cfg)
-	capture := func(tag string) *page.Capture {
-		return &page.Capture{Status: 200, ETag: `"` + tag + `"`, Digest: "sha1:" + tag, Date: clock.Now()}
-	}
-	leased := map[string]session.Lease{}
-	f.pages(t, 4, time.Minute, nil, func(l session.Lease) bool {
-		leased[l.URL] = l
-		o := session.Outcome{LeaseID: l.ID, Stored: true, Status: 200, Capture: capture("1"), MIME: "text/html"}
-		if l.URL == sitemap {
-			o.Links = []urlrule.Link{{URL: front}}
-		}
-		f.report(t, o)
-		return len(leased) == 2
-	})
-	waitStats(t, ctl, cfg.ID, 10*time.Second, "both seeds scheduled at t0+10m", func(st session.Stats) bool {
-		return st.Scheduled == 2 && st.NextDue.Equal(t0.Add(10*time.Minute))
-	})
-	// t0+10m: both back; the front page, unchanged, goes to t0+50m.
-	clock.advance(10 * time.Minute)
-	clear(leased)
-	f.pages(t, 4, time.Minute, nil, func(l session.Lease) bool { leased[l.URL] = l; return len(leased) == 2 })
-	fl := leased[front]
-	f.report(t, session.Outcome{LeaseID: fl.ID, Stored: true, Status: 304, Capture: fl.Prior, Unchanged: page.RevisitNotModified})
-	waitStats(t, ctl, cfg.ID, 10*time.Second, "the front page recorded unchanged", func(st session.Stats) bool { return st.Unchanged == 1 })
-	// t0+15m: the sitemap says the front page changed at t0+14m.
-	clock.advance(5 * time.Minute)
-	f.report(t, session.Outcome{LeaseID: leased[sitemap].ID, Stored: true, Status: 200, Capture: capture("2"), MIME: "application/xml",
-		Links: []urlrule.Link{{URL: front, LastMod: t0.Add(14 * time.Minute)}}})
-	waitStats(t, ctl, cfg.ID, 10*time.Second, "the front page brought forward to t0+20m by the seeds' rule", func(st session.Stats) bool {
-		return st.Bumped == 1 && st.Scheduled == 2 && st.NextDue.Equal(t0.Add(20*time.Minute))
-	})
+	ctl, f := bumpBySitemap(t, t0, clock, sched, cfg, sitemap, front)
 	clock.advance(5 * time.Minute)
 	f.pages(t, 1, time.Minute, nil, func(l session.Lease) bool {
 		if l.URL != front {
@@ -267,4 +206,44 @@ func TestSitemapLastmodKeepsTheURLsDepth(t *testing.T) {
 	waitStats(t, ctl, cfg.ID, 10*time.Second, "the front page next at t0+20m+160m, the sitemap at t0+25m", func(st session.Stats) bool {
 		return st.Unchanged == 2 && st.Scheduled == 2 && st.NextDue.Equal(t0.Add(25*time.Minute))
 	})
+}
+
+// bumpBySitemap runs cfg (seeded with sitemap, its PerHostConcurrency 2)
+// to the point where sitemap brought target forward: at t0 both are
+// fetched (the sitemap listing target, without lastmod) and scheduled at
+// t0+10m; then both come back, target unchanged (to t0+50m); at t0+15m
+// the sitemap, changed, says target changed at t0+14m, and target is due
+// at t0+20m. The clock is then at t0+15m.
+func bumpBySitemap(t *testing.T, t0 time.Time, clock *stepClock, sched *scheduler, cfg campaign.Config, sitemap, target string) (*session.Control, *rawFetcher) {
+	t.Helper()
+	ctl, f := seedHand(t, sched.addr, cfg)
+	capture := func(tag string) *page.Capture {
+		return &page.Capture{Status: 200, ETag: `"` + tag + `"`, Digest: "sha1:" + tag, Date: clock.Now()}
+	}
+	leased := map[string]session.Lease{}
+	f.pages(t, 4, time.Minute, nil, func(l session.Lease) bool {
+		leased[l.URL] = l
+		o := session.Outcome{LeaseID: l.ID, Stored: true, Status: 200, Capture: capture("1"), MIME: "text/html"}
+		if l.URL == sitemap {
+			o.Links = []urlrule.Link{{URL: target}}
+		}
+		f.report(t, o)
+		return len(leased) == 2
+	})
+	waitStats(t, ctl, cfg.ID, 10*time.Second, "both scheduled at t0+10m", func(st session.Stats) bool {
+		return st.Scheduled == 2 && st.NextDue.Equal(t0.Add(10*time.Minute))
+	})
+	clock.advance(10 * time.Minute)
+	clear(leased)
+	f.pages(t, 4, time.Minute, nil, func(l session.Lease) bool { leased[l.URL] = l; return len(leased) == 2 })
+	tl := leased[target]
+	f.report(t, session.Outcome{LeaseID: tl.ID, Stored: true, Status: 304, Capture: tl.Prior, Unchanged: page.RevisitNotModified})
+	waitStats(t, ctl, cfg.ID, 10*time.Second, "the target recorded unchanged", func(st session.Stats) bool { return st.Unchanged == 1 })
+	clock.advance(5 * time.Minute)
+	f.report(t, session.Outcome{LeaseID: leased[sitemap].ID, Stored: true, Status: 200, Capture: capture("2"), MIME: "application/xml",
+		Links: []urlrule.Link{{URL: target, LastMod: t0.Add(14 * time.Minute)}}})
+	waitStats(t, ctl, cfg.ID, 10*time.Second, "the target brought forward to t0+20m", func(st session.Stats) bool {
+		return st.Bumped == 1 && st.Scheduled == 2 && st.NextDue.Equal(t0.Add(20*time.Minute))
+	})
+	return ctl, f
 }
