@@ -111,8 +111,13 @@ type campaignActor struct {
 	resubscribeAt   time.Time
 	resubscribeWait time.Duration
 	consumeErr      atomic.Pointer[string]
-	// parks: the park messages not back yet (parkowed.go).
-	parks *parkOwed
+	// parks: the park messages not back yet (parkowed.go), for park
+	// queues that dead-letter (legacyParks).
+	parks       *parkOwed
+	legacyParks bool
+	// mover: the park mover while the actor consumes; lastMover the one
+	// stop waits for (parkmove.go).
+	mover, lastMover *parkMover
 	// vanished: shard queues found gone from RabbitMQ (vanished.go).
 	vanishedMu sync.Mutex
 	vanished   []string
@@ -134,7 +139,10 @@ type campaignActor struct {
 	// counters (atomic: Stats reads them from the request goroutine too).
 	// unacked counts URLs received and not yet settled (acked, nacked, or
 	// void because their channel closed), and messages not yet read.
-	unacked, acked, pending                                    atomic.Int64
+	unacked, acked, pending atomic.Int64
+	// parkMoving: park messages the mover holds; parksMoved, moveErrors:
+	// moved back to their shards, and moves refused (parkmove.go).
+	parkMoving, parksMoved, moveErrors                         atomic.Int64
 	fetched, failed, retried, disallowed, duplicates, deadLtrd atomic.Int64
 	// unchanged: pages recorded as revisits of their last capture (fetch
 	// history), counted in fetched too.
@@ -342,6 +350,7 @@ func (a *campaignActor) stats() session.Stats {
 		ConsumeError:  a.consumeErrText(),
 		Vanished:      a.vanishedQueues(),
 		ParkedOwed:    a.parkedOwed(),
+		ParkedMoving:  a.parkMoving.Load(),
 	}
 	a.revisitStats(&s)
 	return s
@@ -377,12 +386,21 @@ func (a *campaignActor) stop(grace time.Duration) {
 			a.log.Error("outcome recording did not end a minute after its cancel")
 		}
 	}
+	var mover *parkMover
 	a.call(func() {
 		a.release()
 		a.stopped = true
 		close(a.done)
+		mover = a.lastMover
 	})
 	a.cancel()
+	if mover != nil {
+		select {
+		case <-mover.done:
+		case <-time.After(moveTimeout + 5*time.Second):
+			a.log.Error("the park mover did not end after its cancel")
+		}
+	}
 	a.deadLog.close()
 }
 

@@ -57,6 +57,7 @@ func (a *campaignActor) subscribe() error {
 	}()
 	a.consumeCh = ch
 	a.consuming = true
+	a.startMover()
 	a.isConsuming.Store(true)
 	a.resubscribeAt, a.resubscribeWait = time.Time{}, 0
 	a.consumeErr.Store(nil)
@@ -108,6 +109,7 @@ func (a *campaignActor) consumeLost(ch *amqp.Channel, why string) {
 	a.consumeCh = nil
 	a.consuming = false
 	a.isConsuming.Store(false)
+	a.stopMover()
 	a.dropHeld()
 	go ch.Close() // may wait on RabbitMQ; the actor does not
 	a.setConsumeErr(why)
@@ -163,6 +165,7 @@ func (a *campaignActor) release() {
 	a.consumeCh = nil
 	a.consuming = false
 	a.isConsuming.Store(false)
+	a.stopMover()
 	a.dropHeld()
 	if ch != nil {
 		ch.Close()

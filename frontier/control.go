@@ -167,7 +167,7 @@ func (s *Server) seed(ctx context.Context, cfg campaign.Config, urls []string, l
 	if closed && live {
 		return 0, fmt.Errorf("campaign %s has closed on scheduler %s: it takes no more seeds", key, s.cfg.Name)
 	}
-	if err := s.declare(cfg); err != nil {
+	if _, err := s.declare(cfg); err != nil {
 		return 0, err
 	}
 	var keys []seen.Key

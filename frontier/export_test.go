@@ -65,3 +65,15 @@ func SetSitemapRetry(tries int, wait time.Duration) {
 func PublishRevisit(s *Server, key, url string, due time.Time) error {
 	return s.pub.publish(context.Background(), []outMsg{{key: key, msg: encodeMsg(urlMsg{URL: url, Revisit: due.UnixNano()}, 0, nil)}})
 }
+
+// ParkMoves returns how many park messages campaign id's park mover on s
+// moved back to their shards, and how many moves RabbitMQ refused.
+func ParkMoves(s *Server, id string) (moved, refused int64) {
+	s.mu.Lock()
+	a := s.campaigns[id]
+	s.mu.Unlock()
+	if a == nil {
+		return 0, 0
+	}
+	return a.parksMoved.Load(), a.moveErrors.Load()
+}

@@ -183,6 +183,8 @@ func newServerCollector(s *Server) *serverCollector {
 		"robots_dropped_links_total": "Links robots.txt forbids, recorded instead of published.",
 		"shared_clock_waits_total":   "Leases put off because another request under the host's politeness key (host, domain, group or IP), of any campaign, came first (the clocks all campaigns share).",
 		"remote_slot_asks_total":     "Starts asked of the scheduler that owns an IP key's clock (politeness_key ip), one round trip each.",
+		"parks_moved_total":          "Park messages this scheduler's park mover published back to their shards when their wait ended.",
+		"park_move_errors_total":     "Moves of park messages back to their shards that RabbitMQ refused or did not confirm in time; each is tried again while the mover holds the messages.",
 	} {
 		col.counters[n] = prometheus.NewDesc(name(n), help, c, nil)
 	}
@@ -194,6 +196,7 @@ func newServerCollector(s *Server) *serverCollector {
 		"hosts":             "Hosts known to this scheduler.",
 		"hosts_down":        "Hosts failed for the campaign (unreachable after their retries).",
 		"consuming":         "1 when this scheduler consumes the campaign's shards.",
+		"parked_moving":     "Park messages this scheduler's park mover holds until their wait ends (unacked in their park queue).",
 	} {
 		col.gauges[n] = prometheus.NewDesc(name(n), help, c, nil)
 	}
@@ -255,6 +258,9 @@ func (col *serverCollector) Collect(ch chan<- prometheus.Metric) {
 		counter("robots_dropped_links_total", a.robotsDropped.Load())
 		counter("shared_clock_waits_total", a.clockWaits.Load())
 		counter("remote_slot_asks_total", a.remoteAsks.Load())
+		counter("parks_moved_total", a.parksMoved.Load())
+		counter("park_move_errors_total", a.moveErrors.Load())
+		gauge("parked_moving", a.parkMoving.Load())
 		gauge("deliveries_held", a.unacked.Load())
 		gauge("leases_in_flight", a.inflight.Load())
 		gauge("publishes_pending", a.pending.Load())

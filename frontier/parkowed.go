@@ -1,4 +1,5 @@
-// Parked URLs owed: a URL parked is in its park queue until its TTL ends,
+// Parked URLs owed, in the park queues of campaigns started before the
+// park movers (parkmove.go): a URL parked is in its park queue until its TTL ends,
 // counted there; then the quorum park queue dead-letters it (at-least-
 // once) and RabbitMQ's dead-letter worker hands it over to its shard.
 // While the shard refuses the hand-over (a quorum shard whose leader does
@@ -85,6 +86,17 @@ func (p *parkOwed) count(now time.Time) (owed, givenUp int64) {
 		}
 	}
 	return int64(len(p.owed)), givenUp
+}
+
+// parkHeaders adds to hdr, the headers of a message parked now in the
+// park queue of TTL index i, when it is due back (for the movers) and, if
+// its park queue dead-letters, its token. It returns hdr.
+func (a *campaignActor) parkHeaders(hdr amqp.Table, i int, now time.Time) amqp.Table {
+	hdr[hdrDue] = now.Add(parkTTLs[i]).UnixMilli()
+	if a.legacyParks {
+		hdr[hdrPark] = a.parks.owe(i, now)
+	}
+	return hdr
 }
 
 // parkedOwed is Stats.ParkedOwed; a message given up is logged.

@@ -48,7 +48,8 @@ func (s *Server) actorOf(cfg campaign.Config) (*campaignActor, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.declare(cfg); err != nil {
+	version, err := s.declare(cfg)
+	if err != nil {
 		return nil, err
 	}
 	// The live rules stored here may be newer than the config's (a fetcher
@@ -60,6 +61,7 @@ func (s *Server) actorOf(cfg campaign.Config) (*campaignActor, error) {
 	if err != nil {
 		return nil, err
 	}
+	a.legacyParks = !movedParks(version)
 	if len(vanished) > 0 {
 		a.shardsVanished(vanished)
 	}
@@ -97,9 +99,8 @@ func (s *Server) existingActorLocked(id string) (*campaignActor, error) {
 }
 
 // declare declares the campaign's queues, of cfg's queue type or this
-// scheduler's default, keeping the shards of a campaign started before
-// with their arguments.
-func (s *Server) declare(cfg campaign.Config) error {
-	_, err := Topology{Campaign: cfg.FrontierKey()}.declareKeeping(s.mq.channel, cmp.Or(cfg.QueueType, s.cfg.QueueType))
-	return err
+// scheduler's default, keeping the queues of a campaign started before
+// with their arguments. It returns the topology version declared.
+func (s *Server) declare(cfg campaign.Config) (int, error) {
+	return Topology{Campaign: cfg.FrontierKey()}.declareKeeping(s.mq.channel, cmp.Or(cfg.QueueType, s.cfg.QueueType))
 }

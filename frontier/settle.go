@@ -36,7 +36,7 @@ func (a *campaignActor) park(e *entry, wait time.Duration, attempt, lost int, re
 	if why != "" {
 		hdr[hdrError] = why
 	}
-	hdr[hdrPark] = a.parks.owe(i, time.Now())
+	a.parkHeaders(hdr, i, time.Now())
 	// A parked URL comes back at the lowest priority: a slow host's
 	// backlog must not come back ahead of the other hosts of its shard.
 	msg := outMsg{exchange: a.topo.Park(i), key: a.topo.Shard(e.shard), msg: encodeMsg(e.msg, 0, hdr)}
@@ -77,7 +77,7 @@ func (a *campaignActor) flushParks() {
 	now := time.Now()
 	for _, g := range order {
 		hdr := func() amqp.Table {
-			return amqp.Table{hdrAttempt: int32(g.attempt), hdrLost: int32(g.lost), hdrSinkFails: int32(g.sinkFails), hdrPark: a.parks.owe(g.queue, now)}
+			return a.parkHeaders(amqp.Table{hdrAttempt: int32(g.attempt), hdrLost: int32(g.lost), hdrSinkFails: int32(g.sinkFails)}, g.queue, now)
 		}
 		for es := by[g]; len(es) > 0; {
 			n := min(len(es), size)

@@ -24,10 +24,12 @@ const Shards = 16
 // (topoPriority).
 const MaxPriority = 9
 
-// parkTTLs are the parking queues' message TTLs. A URL whose host must wait
+// parkTTLs are the parking queues' waits. A URL whose host must wait
 // (politeness, backoff, retry) is re-published to the parking queue whose
-// TTL best fits the wait, confirmed, then acked; the quorum parking queue
-// dead-letters it back to its shard at-least-once when the TTL ends.
+// wait best fits its own, confirmed, then acked; when the wait ends a
+// scheduler's park mover publishes it back to its shard (parkmove.go). A
+// campaign started before the movers has park queues with these as
+// message TTLs, which dead-letter back to the shards at-least-once.
 var parkTTLs = []time.Duration{time.Second, 10 * time.Second, time.Minute, 10 * time.Minute}
 
 // Topology names a campaign's queues and exchanges.
@@ -88,7 +90,21 @@ const (
 	// (x-queue-leader-locator balanced). They outlive the loss of a
 	// minority of the nodes, disks included.
 	topoQuorum = 3
+	// topoClassicMoved and topoQuorumMoved: the shards of topoClassic and
+	// topoQuorum, with park queues that neither expire nor dead-letter:
+	// the schedulers' park movers take each parked message, hold it until
+	// its wait ends and publish it back to its shard (parkmove.go).
+	// RabbitMQ's at-least-once dead-lettering, which earlier park queues
+	// relied on, can strand messages after a partition in a cluster (its
+	// dead-letter worker lost with a leader change): in no queue's count,
+	// never handed over.
+	topoClassicMoved = 4
+	topoQuorumMoved  = 5
 )
+
+// movedParks reports whether a topology's park queues are emptied by the
+// park movers alone (no TTL, no dead-lettering).
+func movedParks(version int) bool { return version >= topoClassicMoved }
 
 // Queue types a campaign or a scheduler may ask for
 // (campaign.Config.QueueType, ServerConfig.QueueType).
@@ -100,10 +116,13 @@ const (
 // topoOf is the topology of a queue type ("" or unknown: classic).
 func topoOf(queueType string) int {
 	if queueType == QueueQuorum {
-		return topoQuorum
+		return topoQuorumMoved
 	}
-	return topoClassic
+	return topoClassicMoved
 }
+
+// quorumShards reports whether a topology's shards are quorum queues.
+func quorumShards(version int) bool { return version == topoQuorum || version == topoQuorumMoved }
 
 // quorumDeliveryLimit is the x-delivery-limit of quorum shards: RabbitMQ
 // 4 dead-letters (or drops, without a dead-letter exchange) a message
@@ -117,7 +136,7 @@ func shardArgs(version int) amqp.Table {
 	switch version {
 	case topoPriority:
 		args["x-max-priority"] = int32(MaxPriority)
-	case topoQuorum:
+	case topoQuorum, topoQuorumMoved:
 		args["x-queue-type"] = "quorum"
 		args["x-queue-leader-locator"] = "balanced"
 		args["x-delivery-limit"] = int64(quorumDeliveryLimit)
@@ -126,33 +145,53 @@ func shardArgs(version int) amqp.Table {
 }
 
 func deadArgs(version int) amqp.Table {
-	if version == topoQuorum {
+	if quorumShards(version) {
 		return amqp.Table{"x-queue-type": "quorum", "x-queue-leader-locator": "balanced"}
 	}
 	return nil
 }
 
+// parkArgs are the arguments of the park queue of TTL index i. Park
+// queues are quorum queues in every topology: a parked URL outlives the
+// loss of a node. Those of topologies before the movers expire their
+// messages after their TTL and dead-letter them at-least-once, through
+// the default exchange by the message's routing key (its shard queue's
+// name); the movers' keep their messages until a mover takes them, with
+// no delivery limit (RabbitMQ 4 drops a quorum queue's message
+// redelivered 20 times by default).
+func parkArgs(version, i int) amqp.Table {
+	if movedParks(version) {
+		return amqp.Table{"x-queue-type": "quorum", "x-queue-leader-locator": "balanced", "x-delivery-limit": int64(quorumDeliveryLimit)}
+	}
+	return amqp.Table{
+		"x-queue-type":           "quorum",
+		"x-message-ttl":          int64(parkTTLs[i] / time.Millisecond),
+		"x-dead-letter-exchange": "",
+		"x-dead-letter-strategy": "at-least-once",
+		"x-overflow":             "reject-publish",
+	}
+}
+
 // Declare creates the campaign's queues if they do not exist, as classic
-// shards. It is idempotent; the scheduler itself uses declareKeeping,
-// which keeps an earlier campaign's shards as they are.
+// shards with moved park queues. It is idempotent; the scheduler itself
+// uses declareKeeping, which keeps an earlier campaign's queues as they
+// are.
 //
 // Shards have single-active-consumer (one owning scheduler per shard,
-// failover to a standby). Parking queues are quorum queues, because only
-// they dead-letter at-least-once; they route back through the default
-// exchange by the message's routing key, which is its shard queue's name.
+// failover to a standby).
 func (t Topology) Declare(ch *amqp.Channel) error {
-	return t.declare(ch, topoClassic)
+	return t.declare(ch, topoClassicMoved)
 }
 
 // declareKeeping declares the campaign's queues with the topology of
-// queueType or, when RabbitMQ says its shards exist with other arguments
+// queueType or, when RabbitMQ says its queues exist with other arguments
 // (PRECONDITION_FAILED: a campaign started before, or by a scheduler with
 // another default), with each other one in turn, on a new channel. It
 // returns the version declared.
 func (t Topology) declareKeeping(open func() (*amqp.Channel, error), queueType string) (int, error) {
 	first := topoOf(queueType)
 	order := []int{first}
-	for _, v := range []int{topoQuorum, topoClassic, topoPriority} {
+	for _, v := range []int{topoQuorumMoved, topoClassicMoved, topoQuorum, topoClassic, topoPriority} {
 		if v != first {
 			order = append(order, v)
 		}
@@ -182,15 +221,9 @@ func (t Topology) declare(ch *amqp.Channel, version int) error {
 	if _, err := ch.QueueDeclare(t.Dead(), true, false, false, false, deadArgs(version)); err != nil {
 		return fmt.Errorf("declare %s: %w", t.Dead(), err)
 	}
-	for i, ttl := range parkTTLs {
+	for i := range parkTTLs {
 		name := t.Park(i)
-		if _, err := ch.QueueDeclare(name, true, false, false, false, amqp.Table{
-			"x-queue-type":           "quorum",
-			"x-message-ttl":          int64(ttl / time.Millisecond),
-			"x-dead-letter-exchange": "",
-			"x-dead-letter-strategy": "at-least-once",
-			"x-overflow":             "reject-publish",
-		}); err != nil {
+		if _, err := ch.QueueDeclare(name, true, false, false, false, parkArgs(version, i)); err != nil {
 			return fmt.Errorf("declare %s: %w", name, err)
 		}
 		if err := ch.ExchangeDeclare(name, amqp.ExchangeFanout, true, false, false, false, nil); err != nil {

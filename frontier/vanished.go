@@ -94,9 +94,11 @@ func (a *campaignActor) subscribeOrRepair() error {
 		return err
 	}
 	a.shardsVanished(vanished)
-	if derr := a.srv.declare(a.cfg); derr != nil {
+	version, derr := a.srv.declare(a.cfg)
+	if derr != nil {
 		return fmt.Errorf("declaring the vanished shard queues again: %w", derr)
 	}
+	a.legacyParks = !movedParks(version)
 	return a.subscribe()
 }
 

@@ -94,6 +94,11 @@ type Stats struct {
 	// that answers), until RabbitMQ tries again; the frontier is not idle
 	// meanwhile. Each is waited for its TTL and 10 minutes at most.
 	ParkedOwed int64 `json:"parked_owed,omitempty"`
+	// ParkedMoving: park messages this scheduler's park mover holds, taken
+	// from their park queue (unacked there, so in none of RabbitMQ's
+	// ready counts) until their wait ends and they are back in their
+	// shard. The frontier is not idle while any mover holds one.
+	ParkedMoving int64 `json:"parked_moving,omitempty"`
 	// Missing lists the schedulers that did not answer (CampaignStats).
 	Missing []string `json:"missing,omitempty"`
 
@@ -130,6 +135,7 @@ func (s *Stats) Add(o Stats) {
 	s.InFlight += o.InFlight
 	s.Pending += o.Pending
 	s.ParkedOwed += o.ParkedOwed
+	s.ParkedMoving += o.ParkedMoving
 	s.Fetched += o.Fetched
 	s.Unchanged += o.Unchanged
 	s.Failed += o.Failed
@@ -193,7 +199,7 @@ func (s *Stats) Add(o Stats) {
 // scheduler's connection is gone, and RabbitMQ put its deliveries back in
 // the queues (counted in Queued).
 func (s Stats) Idle() bool {
-	if s.Queued != 0 || s.Held != 0 || s.InFlight != 0 || s.Pending != 0 || s.Uncounted != 0 || s.ParkedOwed != 0 {
+	if s.Queued != 0 || s.Held != 0 || s.InFlight != 0 || s.Pending != 0 || s.Uncounted != 0 || s.ParkedOwed != 0 || s.ParkedMoving != 0 {
 		return false
 	}
 	answering := s.Answering
