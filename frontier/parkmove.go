@@ -118,19 +118,19 @@ func (a *campaignActor) moveParks(ctx context.Context) error {
 		return err
 	}
 	var held atomic.Int64
+	var wg sync.WaitGroup
+	ctx, cancel := context.WithCancel(ctx)
 	defer func() {
-		ch.Close()
+		cancel()
+		wg.Wait()
+		ch.Close() // what the mover held goes back to the park queues
 		a.parkMoving.Add(-held.Load())
 	}()
 	if err := ch.Qos(parkMovePrefetch, 0, false); err != nil {
 		return err
 	}
 	closed := ch.NotifyClose(make(chan *amqp.Error, 1))
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
 	errs := make(chan error, len(parkTTLs))
-	defer wg.Wait() // after cancel, before ch.Close and the count
 	for i := range parkTTLs {
 		ds, err := ch.Consume(a.topo.Park(i), "", false, false, false, false, nil)
 		if err != nil {
@@ -183,6 +183,21 @@ func (a *campaignActor) moveQueue(ctx context.Context, ds <-chan amqp.Delivery, 
 			held.Add(1)
 			a.parkMoving.Add(1)
 			waiting = append(waiting, d)
+			// And what else came with it: messages due at once (back from
+			// a mover that died) move together.
+			for more := true; more && len(waiting) < parkMovePrefetch; {
+				select {
+				case d, ok := <-ds:
+					if !ok {
+						return amqp.ErrClosed
+					}
+					held.Add(1)
+					a.parkMoving.Add(1)
+					waiting = append(waiting, d)
+				default:
+					more = false
+				}
+			}
 		case <-tick:
 		}
 		now := time.Now()
