@@ -88,13 +88,28 @@ func (a *campaignActor) stopMover() {
 	}
 }
 
-// runMover moves parked messages until ctx ends, starting again (after
-// 1 s, doubling to moveRetryMax) when its channel breaks.
+// runMover moves parked messages until ctx ends: each park queue on a
+// channel of its own, so that one that fails (a queue deleted by hand)
+// holds up none of the others.
 func (a *campaignActor) runMover(ctx context.Context) {
+	var wg sync.WaitGroup
+	for i := range parkTTLs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a.runQueueMover(ctx, i)
+		}()
+	}
+	wg.Wait()
+}
+
+// runQueueMover moves park queue i's messages until ctx ends, starting
+// again (after 1 s, doubling to moveRetryMax) when its channel breaks.
+func (a *campaignActor) runQueueMover(ctx context.Context, i int) {
 	var wait time.Duration
 	for {
 		began := time.Now()
-		err := a.moveParks(ctx)
+		err := a.moveParks(ctx, i)
 		if ctx.Err() != nil {
 			return
 		}
@@ -102,57 +117,34 @@ func (a *campaignActor) runMover(ctx context.Context) {
 			wait = 0
 		}
 		wait = min(max(2*wait, time.Second), moveRetryMax)
-		a.log.Warn("moving parked URLs back to their shards stopped; starting again", "err", err, "in", wait)
+		a.log.Warn("moving parked URLs back to their shards stopped; starting again", "queue", a.topo.Park(i), "err", err, "in", wait)
 		if !sleepCtx(ctx, wait) {
 			return
 		}
 	}
 }
 
-// moveParks consumes the campaign's park queues on a channel of its own
-// and moves their messages until the channel breaks or ctx ends; what it
-// held goes back to the park queues with the channel.
-func (a *campaignActor) moveParks(ctx context.Context) error {
+// moveParks consumes park queue i on a channel of its own and moves its
+// messages until the channel breaks or ctx ends; what it held goes back
+// to the queue with the channel.
+func (a *campaignActor) moveParks(ctx context.Context, i int) error {
 	ch, err := a.srv.mq.channel()
 	if err != nil {
 		return err
 	}
 	var held atomic.Int64
-	var wg sync.WaitGroup
-	ctx, cancel := context.WithCancel(ctx)
 	defer func() {
-		cancel()
-		wg.Wait()
-		ch.Close() // what the mover held goes back to the park queues
+		ch.Close() // what the mover held goes back to the park queue
 		a.parkMoving.Add(-held.Load())
 	}()
 	if err := ch.Qos(parkMovePrefetch, 0, false); err != nil {
 		return err
 	}
-	closed := ch.NotifyClose(make(chan *amqp.Error, 1))
-	errs := make(chan error, len(parkTTLs))
-	for i := range parkTTLs {
-		ds, err := ch.Consume(a.topo.Park(i), "", false, false, false, false, nil)
-		if err != nil {
-			return err
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs <- a.moveQueue(ctx, ds, &held)
-		}()
-	}
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case err := <-errs:
+	ds, err := ch.Consume(a.topo.Park(i), "", false, false, false, false, nil)
+	if err != nil {
 		return err
-	case err, ok := <-closed:
-		if ok && err != nil {
-			return err
-		}
-		return amqp.ErrClosed
 	}
+	return a.moveQueue(ctx, ds, &held)
 }
 
 // moveQueue moves one park queue's messages as they come due.

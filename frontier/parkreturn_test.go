@@ -217,3 +217,27 @@ func TestLegacyParkQueuesStillServed(t *testing.T) {
 	})
 	fetchAgain(t, sched, ctl, cfg, u, time.Minute)
 }
+
+// A park queue deleted by hand stops its own mover, which tries again,
+// and no other: a URL parked in another park queue still comes back.
+func TestParkMoverOutlivesADeletedParkQueue(t *testing.T) {
+	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory())
+	u := "http://127.66.78.4:9/"
+	cfg := handCampaign(t, u)
+	ctl, f := seedHand(t, sched.addr, cfg)
+	ids := f.leaseAll(t, u)
+	ch, err := sched.conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := frontier.Topology{Campaign: cfg.FrontierKey()}.Park(frontier.ParkQueues() - 1)
+	if _, err := ch.QueueDelete(gone, false, false, false); err != nil {
+		t.Fatal(err)
+	}
+	ch.Close()
+	f.report(t, session.Outcome{LeaseID: ids[u], Retry: true, Status: 503, Error: "503 Service Unavailable"})
+	waitStats(t, ctl, cfg.ID, 10*time.Second, "the URL parked, with the mover", func(st session.Stats) bool {
+		return st.Held == 0 && st.Acked == 1 && st.ParkedMoving == 1
+	})
+	fetchAgain(t, sched, ctl, cfg, u, time.Minute)
+}
