@@ -322,6 +322,12 @@ func recrawlSinks(j Job, core *droverCore, run int, tables *[]string) ([]string,
 				return nil, err
 			}
 			uris = append(uris, "warc:"+dir)
+		case "warc-captures":
+			dir := filepath.Join(core.dir, fmt.Sprintf("warc-captures-%d", run))
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return nil, err
+			}
+			uris = append(uris, "warc:"+dir+"?records=captures")
 		case "postgres":
 			u, err := url.Parse(j.PostgresURI)
 			if err != nil {
@@ -338,7 +344,7 @@ func recrawlSinks(j Job, core *droverCore, run int, tables *[]string) ([]string,
 		}
 	}
 	if len(uris) == 0 {
-		return nil, errors.New("recrawl: no sink; give -recrawl-sinks one of kafka, warc, postgres")
+		return nil, errors.New("recrawl: no sink; give -recrawl-sinks one of kafka, warc, warc-captures, postgres")
 	}
 	return uris, nil
 }
@@ -353,6 +359,8 @@ func recrawlBytes(ctx context.Context, j Job, core *droverCore, run int, id stri
 		switch s {
 		case "warc":
 			out[s] = dirsize.Of(filepath.Join(core.dir, fmt.Sprintf("warc-%d", run)))
+		case "warc-captures":
+			out[s] = dirsize.Of(filepath.Join(core.dir, fmt.Sprintf("warc-captures-%d", run)))
 		case "kafka":
 			rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 			msgs, err := devstack.ReadTopic(rctx, core.kafka.Addr(), core.topic)

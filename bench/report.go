@@ -348,7 +348,7 @@ func errNote(err string) string {
 }
 
 // sinkNames are the recrawl table's column names of the sinks.
-var sinkNames = map[string]string{"kafka": "Kafka", "warc": "WARC", "postgres": "PostgreSQL"}
+var sinkNames = map[string]string{"kafka": "Kafka", "warc": "WARC", "warc-captures": "WARC captures", "postgres": "PostgreSQL"}
 
 func (r *Report) markdownRecrawl(w io.Writer) {
 	rc, o := r.Recrawl, r.Opts

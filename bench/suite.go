@@ -152,7 +152,7 @@ func DefaultOptions() Options {
 		RecrawlHosts:  20, RecrawlPages: 500, RecrawlDuplicates: 500,
 		RecrawlFleet:  4,
 		RecrawlChange: 0.1,
-		RecrawlSinks:  sinkKinds,
+		RecrawlSinks:  append(slices.Clone(sinkKinds), "warc-captures"),
 		Timeout:       10 * time.Minute,
 		Log:           os.Stderr,
 	}

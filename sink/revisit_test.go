@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -358,4 +360,64 @@ func TestMemoryCopiesRevisit(t *testing.T) {
 	require.NoError(t, m.Store(context.Background(), p))
 	p.Revisit.Digest, p.Revisit.RefersToURI = "sha1:CHANGED", "http://changed.test/"
 	require.Equal(t, want, *m.Pages()[0].Revisit)
+}
+
+// warc:DIR?records=captures writes each page's response or revisit record
+// alone: no request and no metadata record, a failure's metadata record
+// excepted (its only one). The revisits still resolve to their capture,
+// by gowarc and by warcio, and cost less than half the bytes of full
+// records.
+func TestWARCCapturesOnly(t *testing.T) {
+	sizes := map[string]int64{}
+	for _, records := range []string{"full", "captures"} {
+		dir := t.TempDir()
+		s, err := Open(context.Background(), "warc:"+dir+"?records="+records, Options{Campaign: "camp-1"})
+		require.NoError(t, err)
+		capture, revisits := revisitCrawl(t)
+		failed := &page.Page{URL: "http://127.0.0.1:9/gone", Campaign: "camp-1", FetchedAt: capture.FetchedAt, Err: "dial tcp: connection refused"}
+		storeAll(t, s, []*page.Page{capture, failed})
+		before := dirBytes(t, dir)
+		storeAll(t, s, revisits)
+		require.NoError(t, s.Close())
+		sizes[records] = dirBytes(t, dir) - before
+
+		files, recs := readWARCs(t, dir)
+		types := map[string]int{}
+		for _, r := range recs {
+			types[r.typ]++
+		}
+		if records == "full" {
+			require.Equal(t, map[string]int{"warcinfo": 1, "request": 3, "response": 1, "revisit": 3, "metadata": 5}, types, "records of %s", records)
+			continue
+		}
+		require.Equal(t, map[string]int{"warcinfo": 1, "response": 1, "revisit": 3, "metadata": 1}, types, "records of %s", records)
+		for _, r := range recs {
+			if r.typ == "revisit" {
+				resolveRevisit(t, recs, r)
+			}
+			if r.typ == "metadata" {
+				require.Equal(t, failed.URL, r.uri, "the one metadata record")
+			}
+		}
+		t.Run("warcio", func(t *testing.T) {
+			warcioIndex(t, files, recs)
+			warcioResolvesRevisits(t, files, len(revisits))
+		})
+	}
+	t.Logf("three revisits: %d bytes with full records, %d with captures", sizes["full"], sizes["captures"])
+	require.Less(t, 2*sizes["captures"], sizes["full"], "captures should cost less than half of full records")
+}
+
+// dirBytes is the size of the WARC files in dir.
+func dirBytes(t *testing.T, dir string) int64 {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.warc.gz"))
+	require.NoError(t, err)
+	var n int64
+	for _, f := range files {
+		fi, err := os.Stat(f)
+		require.NoError(t, err)
+		n += fi.Size()
+	}
+	return n
 }

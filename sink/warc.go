@@ -29,6 +29,11 @@ type WARCConfig struct {
 	MaxFileSize int64
 	// MaxBatch is the most pages written per fsync (default 256).
 	MaxBatch int
+	// Captures writes a page's response or revisit record alone, without
+	// its request and metadata records (warc:DIR?records=captures, as
+	// Heritrix's writeRequests and writeMetadata off): a recrawl's revisits
+	// cost a third of their bytes. A failure keeps its metadata record.
+	Captures bool
 	// Log says when a file's CDXJ index could not be written (nil:
 	// slog.Default()); the pages are stored all the same.
 	Log *slog.Logger
@@ -149,12 +154,12 @@ func (w *WARC) Store(ctx context.Context, p *page.Page) error {
 	var ep encodedPage
 	if p.BodyFile != nil && p.Revisit == nil && p.Status != 0 {
 		var err error
-		if ep, err = encodeSpooled(p, w.cfg.Dir); err != nil {
+		if ep, err = encodeSpooled(p, w.cfg.Dir, w.cfg.Captures); err != nil {
 			return fmt.Errorf("warc %s: store %s: %w", w.cfg.Dir, p.URL, err)
 		}
 		defer ep.big.release()
 	} else {
-		ep = encodePage(p)
+		ep = encodePage(p, w.cfg.Captures)
 	}
 	if err := w.b.store(ctx, ep); err != nil {
 		return fmt.Errorf("warc %s: store %s: %w", w.cfg.Dir, p.URL, err)

@@ -14,13 +14,21 @@ import (
 
 // openWARC is Open of a warc:DIR URI.
 func openWARC(_ context.Context, uri string, opts Options) (Sink, error) {
-	return orNil(NewWARC(WARCConfig{Dir: sinkuri.WARC.Rest(uri), Campaign: opts.Campaign, MaxFileSize: opts.WARCMaxFileSize}))
+	w, err := sinkuri.ParseWARC(uri)
+	if err != nil {
+		return nil, err
+	}
+	return orNil(NewWARC(WARCConfig{Dir: w.Dir, Campaign: opts.Campaign, MaxFileSize: opts.WARCMaxFileSize, Captures: w.Captures}))
 }
 
 // checkWARC is Check of a warc:DIR URI: DIR, or its nearest existing
 // parent, is a directory this process can create a file in.
 func checkWARC(_ context.Context, uri string, _ Options) error {
-	p := filepath.Clean(sinkuri.WARC.Rest(uri))
+	w, err := sinkuri.ParseWARC(uri)
+	if err != nil {
+		return err
+	}
+	p := filepath.Clean(w.Dir)
 	for {
 		fi, err := os.Stat(p)
 		if err == nil {

@@ -60,18 +60,25 @@ func (e *recordEncoder) done() []byte {
 }
 
 // encodePage returns p's records (request, response or revisit, metadata),
-// each a gzip member. Page records carry no WARC-Warcinfo-ID (an optional
-// field): the file they land in is chosen later, by the writer.
-func encodePage(p *page.Page) encodedPage {
+// each a gzip member; with captures, its response or revisit record alone
+// (a failure keeps its metadata record, its only one). Page records carry
+// no WARC-Warcinfo-ID (an optional field): the file they land in is
+// chosen later, by the writer.
+func encodePage(p *page.Page, captures bool) encodedPage {
 	e := newRecordEncoder()
 	e.out.Grow(len(p.Body)/2 + len(p.Header) + len(p.Request) + 1024)
 	date, common := recordCommon(p)
-	mainID := e.request(p, common)
+	mainID := ""
+	if !captures {
+		mainID = e.request(p, common)
+	}
 	var idx *cdxEntry
 	if p.Revisit != nil || p.Status != 0 {
 		mainID, idx = e.capture(p, date, common, mainID)
 	}
-	e.metadata(p, common, mainID)
+	if !captures || idx == nil {
+		e.metadata(p, common, mainID)
+	}
 	return encodedPage{data: e.done(), idx: idx, where: p.Stored}
 }
 

@@ -69,10 +69,13 @@ func (c *countWriter) Write(b []byte) (int, error) {
 // unlinked at once. The spool is read twice, once for the
 // WARC-Block-Digest, which the header carries before the block, and once
 // to compress it; its payload digest was computed as it was spooled.
-func encodeSpooled(p *page.Page, tmpDir string) (encodedPage, error) {
+func encodeSpooled(p *page.Page, tmpDir string, captures bool) (encodedPage, error) {
 	e := newRecordEncoder()
 	date, common := recordCommon(p)
-	reqID := e.request(p, common)
+	reqID := ""
+	if !captures {
+		reqID = e.request(p, common)
+	}
 	data := append([]byte(nil), e.out.Bytes()...)
 	e.out.Reset()
 	big, id, idx, err := e.streamResponse(p, date, common, reqID, tmpDir)
@@ -80,7 +83,9 @@ func encodeSpooled(p *page.Page, tmpDir string) (encodedPage, error) {
 		e.done()
 		return encodedPage{}, err
 	}
-	e.metadata(p, common, id)
+	if !captures {
+		e.metadata(p, common, id)
+	}
 	idx.offset, idx.length = int64(len(data)), big.size
 	return encodedPage{data: data, big: big, tail: e.done(), idx: idx, where: p.Stored}, nil
 }

@@ -50,10 +50,8 @@ var (
 		Prefixes: []string{"warc:"},
 		Form:     "warc:DIR",
 		rule: func(s string, _ *url.URL) error {
-			if strings.TrimPrefix(s, "warc:") == "" {
-				return fmt.Errorf("sink %q: warc:DIR needs a directory", s)
-			}
-			return nil
+			_, err := ParseWARC(s)
+			return err
 		},
 	}
 	Postgres = &Kind{
@@ -63,6 +61,41 @@ var (
 		PasswordEnv: "PGPASSWORD (or PGPASSFILE)",
 	}
 )
+
+// WARCSink is what a warc:DIR[?OPTIONS] URI says.
+type WARCSink struct {
+	Dir string
+	// Captures: records=captures, each page's response or revisit record
+	// alone (records=full, the default: its request and metadata records
+	// too).
+	Captures bool
+}
+
+// ParseWARC reads a warc:DIR[?OPTIONS] URI. DIR ends at the first "?";
+// the one option is records (full or captures), and any other is refused.
+func ParseWARC(s string) (WARCSink, error) {
+	dir, query, _ := strings.Cut(strings.TrimPrefix(s, "warc:"), "?")
+	if dir == "" {
+		return WARCSink{}, fmt.Errorf("sink %q: warc:DIR needs a directory", s)
+	}
+	w := WARCSink{Dir: dir}
+	opts, err := url.ParseQuery(query)
+	if err != nil {
+		return w, fmt.Errorf("sink %q: its options: %v", s, err)
+	}
+	for k, vs := range opts {
+		switch v := vs[len(vs)-1]; {
+		case k == "records" && v == "full":
+		case k == "records" && v == "captures":
+			w.Captures = true
+		case k == "records":
+			return w, fmt.Errorf("sink %q: records=%s: must be full (request, response or revisit, metadata) or captures (the response or revisit record alone)", s, v)
+		default:
+			return w, fmt.Errorf("sink %q: unknown option %q; warc:DIR takes records=full|captures", s, k)
+		}
+	}
+	return w, nil
+}
 
 // Kinds are every kind of sink, in the order an unknown kind's message
 // lists them.

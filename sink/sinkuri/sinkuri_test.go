@@ -82,3 +82,28 @@ func TestKindsAreDistinct(t *testing.T) {
 		}
 	}
 }
+
+func TestParseWARC(t *testing.T) {
+	for uri, want := range map[string]sinkuri.WARCSink{
+		"warc:/d/e":                     {Dir: "/d/e"},
+		"warc:/d/e?records=full":        {Dir: "/d/e"},
+		"warc:/d/e?records=captures":    {Dir: "/d/e", Captures: true},
+		"warc:rel/dir?records=captures": {Dir: "rel/dir", Captures: true},
+	} {
+		got, err := sinkuri.ParseWARC(uri)
+		assert.NoError(t, err, uri)
+		assert.Equal(t, want, got, uri)
+		assert.NoError(t, sinkuri.Check(uri), uri)
+	}
+	for uri, says := range map[string]string{
+		"warc:":                  "needs a directory",
+		"warc:?records=captures": "needs a directory",
+		"warc:/d?records=some":   "must be full",
+		"warc:/d?max_body=10":    `unknown option "max_body"`,
+		"warc:/d?records=%zz":    "its options",
+	} {
+		_, err := sinkuri.ParseWARC(uri)
+		assert.ErrorContains(t, err, says, uri)
+		assert.ErrorContains(t, sinkuri.Check(uri), says, uri)
+	}
+}

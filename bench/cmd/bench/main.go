@@ -78,9 +78,9 @@ func main() {
 	flag.IntVar(&o.RecrawlPageBytes, "recrawl-page-bytes", o.RecrawlPageBytes, "approximate bytes of a recrawl web page (0: testweb's 8 KiB)")
 	flag.IntVar(&o.RecrawlFleet, "recrawl-fleet", o.RecrawlFleet, "drover fleet size of both recrawl runs")
 	flag.Float64Var(&o.RecrawlChange, "recrawl-change", o.RecrawlChange, "share of the recrawl web's pages changed between the two runs")
-	recrawlSinks := flag.String("recrawl-sinks", strings.Join(o.RecrawlSinks, ","), "sinks of both recrawl runs, comma-separated (kafka, warc, postgres: -postgres)")
+	recrawlSinks := flag.String("recrawl-sinks", strings.Join(o.RecrawlSinks, ","), "sinks of both recrawl runs, comma-separated (kafka, warc, warc-captures: warc:DIR?records=captures, postgres: -postgres)")
 	flag.Parse()
-	o.RecrawlSinks = parseList("-recrawl-sinks", *recrawlSinks, "kafka", "warc", "postgres")
+	o.RecrawlSinks = parseList("-recrawl-sinks", *recrawlSinks, "kafka", "warc", "warc-captures", "postgres")
 	o.Scenarios = parseList("-scenarios", *scenarios, bench.AllScenarios...)
 	o.Sinks = parseList("-sinks", *sinks)
 	if u := os.Getenv("AMQP_URL"); u != "" {
