@@ -216,6 +216,12 @@ func TestLegacyParkQueuesStillServed(t *testing.T) {
 		return st.Held == 0 && st.Acked == 1 && st.ParkedOwed == 1
 	})
 	fetchAgain(t, sched, ctl, cfg, u, time.Minute)
+	// The mover held the URL past its TTL: RabbitMQ expires no message a
+	// consumer holds, so it did not come back twice.
+	time.Sleep(2 * time.Second)
+	if st := waitStats(t, ctl, cfg.ID, 10*time.Second, "idle", session.Stats.Idle); st.Duplicates != 0 {
+		t.Errorf("the parked URL came back twice (the mover's move and RabbitMQ's dead-lettering): %+v", st)
+	}
 }
 
 // A park queue deleted by hand stops its own mover, which tries again,
