@@ -140,9 +140,8 @@ type campaignActor struct {
 	// unacked counts URLs received and not yet settled (acked, nacked, or
 	// void because their channel closed), and messages not yet read.
 	unacked, acked, pending atomic.Int64
-	// parkMoving: park messages the mover holds; parksMoved, moveErrors:
-	// moved back to their shards, and moves refused (parkmove.go).
-	parkMoving, parksMoved, moveErrors                         atomic.Int64
+	// parkMoves: the park mover's counts (parkmove.go).
+	parkMoves                                                  parkMoves
 	fetched, failed, retried, disallowed, duplicates, deadLtrd atomic.Int64
 	// unchanged: pages recorded as revisits of their last capture (fetch
 	// history), counted in fetched too.
@@ -350,7 +349,7 @@ func (a *campaignActor) stats() session.Stats {
 		ConsumeError:  a.consumeErrText(),
 		Vanished:      a.vanishedQueues(),
 		ParkedOwed:    a.parkedOwed(),
-		ParkedMoving:  a.parkMoving.Load(),
+		ParkedMoving:  a.parkMoves.moving.Load(),
 	}
 	a.revisitStats(&s)
 	return s

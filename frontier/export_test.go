@@ -75,5 +75,5 @@ func ParkMoves(s *Server, id string) (moved, refused int64) {
 	if a == nil {
 		return 0, 0
 	}
-	return a.parksMoved.Load(), a.moveErrors.Load()
+	return a.parkMoves.moved.Load(), a.parkMoves.refused.Load()
 }

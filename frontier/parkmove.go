@@ -23,6 +23,7 @@ package frontier
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -57,8 +58,23 @@ func dueOf(h amqp.Table) time.Time {
 	return time.Time{}
 }
 
+// parkMoves are a campaign's park mover counts, which the actor reports:
+// messages held now, moved back, and moves refused.
+type parkMoves struct {
+	moving, moved, refused atomic.Int64
+}
+
 // parkMover is a running mover: cancel ends it, done closes when it has.
 type parkMover struct {
+	mq     *rabbit
+	pub    *publisher
+	topo   Topology
+	log    *slog.Logger
+	counts *parkMoves
+	// published and messages are the actor's counts of confirmed
+	// publishes, in URLs and messages: a move is one (for the drain rule).
+	published, messages *atomic.Int64
+
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -70,17 +86,18 @@ func (a *campaignActor) startMover() {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	m := &parkMover{cancel: cancel, done: make(chan struct{})}
+	m := &parkMover{mq: a.srv.mq, pub: a.srv.pub, topo: a.topo, log: a.log, counts: &a.parkMoves,
+		published: &a.published, messages: &a.messages, cancel: cancel, done: make(chan struct{})}
 	a.mover, a.lastMover = m, m
 	go func() {
 		defer close(m.done)
-		a.runMover(ctx)
+		m.run(ctx)
 	}()
 }
 
 // stopMover ends the park mover, if one runs, without waiting: closing
-// its channel gives what it held back to the park queues. Actor goroutine
-// only.
+// its channels gives what it held back to the park queues. Actor
+// goroutine only.
 func (a *campaignActor) stopMover() {
 	if a.mover != nil {
 		a.mover.cancel()
@@ -88,28 +105,28 @@ func (a *campaignActor) stopMover() {
 	}
 }
 
-// runMover moves parked messages until ctx ends: each park queue on a
-// channel of its own, so that one that fails (a queue deleted by hand)
-// holds up none of the others.
-func (a *campaignActor) runMover(ctx context.Context) {
+// run moves parked messages until ctx ends: each park queue on a channel
+// of its own, so that one that fails (a queue deleted by hand) holds up
+// none of the others.
+func (m *parkMover) run(ctx context.Context) {
 	var wg sync.WaitGroup
 	for i := range parkTTLs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			a.runQueueMover(ctx, i)
+			m.runQueue(ctx, i)
 		}()
 	}
 	wg.Wait()
 }
 
-// runQueueMover moves park queue i's messages until ctx ends, starting
-// again (after 1 s, doubling to moveRetryMax) when its channel breaks.
-func (a *campaignActor) runQueueMover(ctx context.Context, i int) {
+// runQueue moves park queue i's messages until ctx ends, starting again
+// (after 1 s, doubling to moveRetryMax) when its channel breaks.
+func (m *parkMover) runQueue(ctx context.Context, i int) {
 	var wait time.Duration
 	for {
 		began := time.Now()
-		err := a.moveParks(ctx, i)
+		err := m.consume(ctx, i)
 		if ctx.Err() != nil {
 			return
 		}
@@ -117,52 +134,54 @@ func (a *campaignActor) runQueueMover(ctx context.Context, i int) {
 			wait = 0
 		}
 		wait = min(max(2*wait, time.Second), moveRetryMax)
-		a.log.Warn("moving parked URLs back to their shards stopped; starting again", "queue", a.topo.Park(i), "err", err, "in", wait)
+		m.log.Warn("moving parked URLs back to their shards stopped; starting again", "queue", m.topo.Park(i), "err", err, "in", wait)
 		if !sleepCtx(ctx, wait) {
 			return
 		}
 	}
 }
 
-// moveParks consumes park queue i on a channel of its own and moves its
+// consume consumes park queue i on a channel of its own and moves its
 // messages until the channel breaks or ctx ends; what it held goes back
 // to the queue with the channel.
-func (a *campaignActor) moveParks(ctx context.Context, i int) error {
-	ch, err := a.srv.mq.channel()
+func (m *parkMover) consume(ctx context.Context, i int) error {
+	ch, err := m.mq.channel()
 	if err != nil {
 		return err
 	}
 	var held atomic.Int64
 	defer func() {
 		ch.Close() // what the mover held goes back to the park queue
-		a.parkMoving.Add(-held.Load())
+		m.counts.moving.Add(-held.Load())
 	}()
 	if err := ch.Qos(parkMovePrefetch, 0, false); err != nil {
 		return err
 	}
-	ds, err := ch.Consume(a.topo.Park(i), "", false, false, false, false, nil)
+	ds, err := ch.Consume(m.topo.Park(i), "", false, false, false, false, nil)
 	if err != nil {
 		return err
 	}
-	return a.moveQueue(ctx, ds, &held)
+	return m.moveQueue(ctx, ds, &held)
 }
 
 // moveQueue moves one park queue's messages as they come due.
-func (a *campaignActor) moveQueue(ctx context.Context, ds <-chan amqp.Delivery, held *atomic.Int64) error {
+func (m *parkMover) moveQueue(ctx context.Context, ds <-chan amqp.Delivery, held *atomic.Int64) error {
 	var waiting []amqp.Delivery
+	take := func(d amqp.Delivery) {
+		held.Add(1)
+		m.counts.moving.Add(1)
+		waiting = append(waiting, d)
+	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		var due time.Time
+		var tick <-chan time.Time
 		if len(waiting) > 0 {
-			due = dueOf(waiting[0].Headers)
+			due := dueOf(waiting[0].Headers)
 			for _, d := range waiting[1:] {
 				due = minTime(due, dueOf(d.Headers))
 			}
 			timer.Reset(time.Until(due))
-		}
-		var tick <-chan time.Time
-		if len(waiting) > 0 {
 			tick = timer.C
 		}
 		select {
@@ -172,9 +191,7 @@ func (a *campaignActor) moveQueue(ctx context.Context, ds <-chan amqp.Delivery, 
 			if !ok {
 				return amqp.ErrClosed
 			}
-			held.Add(1)
-			a.parkMoving.Add(1)
-			waiting = append(waiting, d)
+			take(d)
 			// And what else came with it: messages due at once (back from
 			// a mover that died) move together.
 			for more := true; more && len(waiting) < parkMovePrefetch; {
@@ -183,9 +200,7 @@ func (a *campaignActor) moveQueue(ctx context.Context, ds <-chan amqp.Delivery, 
 					if !ok {
 						return amqp.ErrClosed
 					}
-					held.Add(1)
-					a.parkMoving.Add(1)
-					waiting = append(waiting, d)
+					take(d)
 				default:
 					more = false
 				}
@@ -206,11 +221,11 @@ func (a *campaignActor) moveQueue(ctx context.Context, ds <-chan amqp.Delivery, 
 		if len(move) == 0 {
 			continue
 		}
-		if err := a.move(ctx, move); err != nil {
+		if err := m.move(ctx, move); err != nil {
 			return err
 		}
 		held.Add(-int64(len(move)))
-		a.parkMoving.Add(-int64(len(move)))
+		m.counts.moving.Add(-int64(len(move)))
 	}
 }
 
@@ -218,7 +233,7 @@ func (a *campaignActor) moveQueue(ctx context.Context, ds <-chan amqp.Delivery, 
 // RabbitMQ refuses, then acks them. An error means the channel or ctx
 // ended: what was not acked goes back to its park queue, and may come
 // back to a shard twice (a duplicate the shard's owner absorbs).
-func (a *campaignActor) move(ctx context.Context, ds []amqp.Delivery) error {
+func (m *parkMover) move(ctx context.Context, ds []amqp.Delivery) error {
 	msgs := make([]outMsg, len(ds))
 	for i, d := range ds {
 		msgs[i] = outMsg{key: d.RoutingKey, msg: amqp.Publishing{
@@ -229,7 +244,7 @@ func (a *campaignActor) move(ctx context.Context, ds []amqp.Delivery) error {
 	var wait time.Duration
 	for {
 		pctx, cancel := context.WithTimeout(ctx, moveTimeout)
-		err := a.srv.pub.publish(pctx, msgs)
+		err := m.pub.publish(pctx, msgs)
 		cancel()
 		if err == nil {
 			break
@@ -237,9 +252,9 @@ func (a *campaignActor) move(ctx context.Context, ds []amqp.Delivery) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		a.moveErrors.Add(1)
+		m.counts.refused.Add(1)
 		wait = min(max(2*wait, time.Second), moveRetryMax)
-		a.log.Warn("moving parked URLs back to their shard failed; trying again", "messages", len(ds), "shard", ds[0].RoutingKey, "err", err, "in", wait)
+		m.log.Warn("moving parked URLs back to their shard failed; trying again", "messages", len(ds), "shard", ds[0].RoutingKey, "err", err, "in", wait)
 		if !sleepCtx(ctx, wait) {
 			return ctx.Err()
 		}
@@ -252,9 +267,9 @@ func (a *campaignActor) move(ctx context.Context, ds []amqp.Delivery) error {
 	for _, d := range ds {
 		urls += max(headerInt(d.Headers, hdrBatch), 1)
 	}
-	a.published.Add(int64(urls))
-	a.messages.Add(int64(len(ds)))
-	a.parksMoved.Add(int64(len(ds)))
+	m.published.Add(int64(urls))
+	m.messages.Add(int64(len(ds)))
+	m.counts.moved.Add(int64(len(ds)))
 	for _, d := range ds {
 		if err := d.Ack(false); err != nil {
 			return err
