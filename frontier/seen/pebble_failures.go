@@ -90,6 +90,6 @@ func (s *Pebble) Failures(c, reason string) (out []failure.Record, err error) {
 // DropFailures implements Store: one range delete over the campaign's
 // failure records.
 func (s *Pebble) DropFailures(c string) error {
-	return s.use(c, func(db *pebble.DB) error { return s.deleteSpan(db, kindFailure, c) },
+	return s.use(c, func(db *pebble.DB) error { return deleteSpan(db, s.wo, kindFailure, c) },
 		func(mem *Memory) error { return mem.DropFailures(c) })
 }

@@ -49,6 +49,6 @@ func (s *Pebble) SetHistory(lineage string, keys []Key, values [][]byte) error {
 
 // DropHistory implements Store: one range delete over the lineage's span.
 func (s *Pebble) DropHistory(lineage string) error {
-	return s.use(lineage, func(db *pebble.DB) error { return s.deleteSpan(db, kindHistory, lineage) },
+	return s.use(lineage, func(db *pebble.DB) error { return deleteSpan(db, s.wo, kindHistory, lineage) },
 		func(mem *Memory) error { return mem.DropHistory(lineage) })
 }

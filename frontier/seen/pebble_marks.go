@@ -165,18 +165,20 @@ func (s *Pebble) Done(c string, k Key) (done bool, err error) {
 // MarkQueued implements Store.
 func (s *Pebble) MarkQueued(c string, keys []Key) error {
 	return s.use(c, func(db *pebble.DB) error {
-		return s.write(db, c, keys, func(b *pebble.Batch, key []byte) error { return b.Merge(key, []byte{markQueued}, nil) })
+		return writeMarks(db, s.wo, c, keys, func(b *pebble.Batch, key []byte) error { return b.Merge(key, []byte{markQueued}, nil) })
 	}, func(mem *Memory) error { return mem.MarkQueued(c, keys) })
 }
 
 // MarkDone implements Store.
 func (s *Pebble) MarkDone(c string, keys []Key) error {
 	return s.use(c, func(db *pebble.DB) error {
-		return s.write(db, c, keys, func(b *pebble.Batch, key []byte) error { return b.Set(key, []byte{markDone}, nil) })
+		return writeMarks(db, s.wo, c, keys, func(b *pebble.Batch, key []byte) error { return b.Set(key, []byte{markDone}, nil) })
 	}, func(mem *Memory) error { return mem.MarkDone(c, keys) })
 }
 
-func (s *Pebble) write(db *pebble.DB, c string, keys []Key, op func(*pebble.Batch, []byte) error) error {
+// writeMarks applies op to the mark key of each of c's keys, in one
+// batch committed with wo.
+func writeMarks(db *pebble.DB, wo *pebble.WriteOptions, c string, keys []Key, op func(*pebble.Batch, []byte) error) error {
 	if len(keys) == 0 {
 		return nil
 	}
@@ -189,7 +191,7 @@ func (s *Pebble) write(db *pebble.DB, c string, keys []Key, op func(*pebble.Batc
 			return fmt.Errorf("seen store: %w", err)
 		}
 	}
-	if err := b.Commit(s.wo); err != nil {
+	if err := b.Commit(wo); err != nil {
 		return fmt.Errorf("seen store: %w", err)
 	}
 	return nil
@@ -198,7 +200,7 @@ func (s *Pebble) write(db *pebble.DB, c string, keys []Key, op func(*pebble.Batc
 // Drop implements Store: one range delete over the campaign's marks.
 func (s *Pebble) Drop(c string) error {
 	return s.use(c, func(db *pebble.DB) error {
-		return errors.Join(s.deleteSpan(db, kindMark, c), s.deleteSpan(db, kindSchedule, c))
+		return errors.Join(deleteSpan(db, s.wo, kindMark, c), deleteSpan(db, s.wo, kindSchedule, c))
 	},
 		func(mem *Memory) error { return mem.Drop(c) })
 }
@@ -254,9 +256,10 @@ func campaignsOf(db *pebble.DB, kind byte, id, sep string) ([]string, error) {
 	return out, nil
 }
 
-func (s *Pebble) deleteSpan(db *pebble.DB, kind byte, c string) error {
+// deleteSpan deletes every key of kind of c, with wo.
+func deleteSpan(db *pebble.DB, wo *pebble.WriteOptions, kind byte, c string) error {
 	lo, hi := span(kind, c)
-	if err := db.DeleteRange(lo, hi, s.wo); err != nil {
+	if err := db.DeleteRange(lo, hi, wo); err != nil {
 		return fmt.Errorf("seen store: %w", err)
 	}
 	return nil

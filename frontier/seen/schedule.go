@@ -70,7 +70,7 @@ func (s *Pebble) DueBy(c string, t time.Time, limit int) (out []Due, err error) 
 	err = s.use(c, func(db *pebble.DB) error {
 		lo, _ := span(kindSchedule, c)
 		hi := scheduleKey(nil, c, t, Key{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
-		out, err = s.scanSchedule(db, c, lo, append(hi, 0), limit)
+		out, err = scanSchedule(db, lo, append(hi, 0), limit)
 		return err
 	}, func(mem *Memory) (err error) { out, err = mem.DueBy(c, t, limit); return err })
 	return out, err
@@ -99,7 +99,8 @@ func (s *Pebble) Scheduled(c string) (n int64, next time.Time, err error) {
 	return n, next, err
 }
 
-func (s *Pebble) scanSchedule(db *pebble.DB, c string, lo, hi []byte, limit int) ([]Due, error) {
+// scanSchedule reads up to limit schedule entries from lo to hi.
+func scanSchedule(db *pebble.DB, lo, hi []byte, limit int) ([]Due, error) {
 	it, err := db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
 		return nil, fmt.Errorf("seen store: %w", err)
