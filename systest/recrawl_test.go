@@ -28,8 +28,8 @@ const recrawlPG = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 
 // recrawlRun is one run of the two-run test, with a sink of every kind.
 type recrawlRun struct {
-	cfg   campaign.Config
-	warc  string
+	cfg  campaign.Config
+	warc string
 	// captures is a second WARC sink's directory, of records=captures.
 	captures string
 	table    string
