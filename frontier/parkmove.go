@@ -74,9 +74,124 @@ type parkMover struct {
 	// published and messages are the actor's counts of confirmed
 	// publishes, in URLs and messages: a move is one (for the drain rule).
 	published, messages *atomic.Int64
+	// holds are the messages held, per park queue (`starter url` and
+	// `urls` read them).
+	holds []parkHold
 
 	cancel context.CancelFunc
 	done   chan struct{}
+}
+
+// parkHold is the messages a mover holds of one park queue, until due.
+// Its mover's goroutine changes it; a reader locks it.
+type parkHold struct {
+	mu sync.Mutex
+	ds []amqp.Delivery
+}
+
+// add holds d.
+func (h *parkHold) add(d amqp.Delivery) {
+	h.mu.Lock()
+	h.ds = append(h.ds, d)
+	h.mu.Unlock()
+}
+
+// len is the number of messages held.
+func (h *parkHold) len() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.ds)
+}
+
+// next is when the first message held is due (ok false: none held).
+func (h *parkHold) next() (due time.Time, ok bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i, d := range h.ds {
+		if at := dueOf(d.Headers); i == 0 || at.Before(due) {
+			due = at
+		}
+	}
+	return due, len(h.ds) > 0
+}
+
+// due returns up to n messages due by now, which stay held until
+// moved (a move refused for a while still shows them).
+func (h *parkHold) due(now time.Time, n int) []amqp.Delivery {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []amqp.Delivery
+	for _, d := range h.ds {
+		if len(out) == n {
+			break
+		}
+		if !dueOf(d.Headers).After(now) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// remove forgets the messages ds (moved), by delivery tag.
+func (h *parkHold) remove(ds []amqp.Delivery) {
+	tags := make(map[uint64]bool, len(ds))
+	for _, d := range ds {
+		tags[d.DeliveryTag] = true
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	kept := h.ds[:0]
+	for _, d := range h.ds {
+		if !tags[d.DeliveryTag] {
+			kept = append(kept, d)
+		}
+	}
+	clear(h.ds[len(kept):])
+	h.ds = kept
+}
+
+// reset forgets every message held (their channel closed: RabbitMQ has
+// them back) and returns how many there were.
+func (h *parkHold) reset() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := len(h.ds)
+	h.ds = nil
+	return n
+}
+
+// each calls f with each URL held and its message's due time, until f
+// returns false.
+func (h *parkHold) each(f func(m urlMsg, due time.Time) bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, d := range h.ds {
+		ms, err := decodeDelivery(d.Body, d.Headers)
+		if err != nil {
+			continue
+		}
+		due := dueOf(d.Headers)
+		for _, m := range ms {
+			if !f(m, due) {
+				return
+			}
+		}
+	}
+}
+
+// parkedURLs calls f with each URL the mover holds and when it is due,
+// until f returns false.
+func (m *parkMover) parkedURLs(f func(m urlMsg, due time.Time) bool) {
+	for i := range m.holds {
+		done := false
+		m.holds[i].each(func(u urlMsg, due time.Time) bool {
+			done = !f(u, due)
+			return !done
+		})
+		if done {
+			return
+		}
+	}
 }
 
 // startMover starts the campaign's park mover, unless one runs. Actor
@@ -87,7 +202,8 @@ func (a *campaignActor) startMover() {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &parkMover{mq: a.srv.mq, pub: a.srv.pub, topo: a.topo, log: a.log, counts: &a.parkMoves,
-		published: &a.published, messages: &a.messages, cancel: cancel, done: make(chan struct{})}
+		published: &a.published, messages: &a.messages, holds: make([]parkHold, len(parkTTLs)),
+		cancel: cancel, done: make(chan struct{})}
 	a.mover, a.lastMover = m, m
 	go func() {
 		defer close(m.done)
@@ -149,10 +265,10 @@ func (m *parkMover) consume(ctx context.Context, i int) error {
 	if err != nil {
 		return err
 	}
-	var held atomic.Int64
+	hold := &m.holds[i]
 	defer func() {
 		ch.Close() // what the mover held goes back to the park queue
-		m.counts.moving.Add(-held.Load())
+		m.counts.moving.Add(-int64(hold.reset()))
 	}()
 	if err := ch.Qos(parkMovePrefetch, 0, false); err != nil {
 		return err
@@ -161,26 +277,20 @@ func (m *parkMover) consume(ctx context.Context, i int) error {
 	if err != nil {
 		return err
 	}
-	return m.moveQueue(ctx, ds, &held)
+	return m.moveQueue(ctx, ds, hold)
 }
 
 // moveQueue moves one park queue's messages as they come due.
-func (m *parkMover) moveQueue(ctx context.Context, ds <-chan amqp.Delivery, held *atomic.Int64) error {
-	var waiting []amqp.Delivery
+func (m *parkMover) moveQueue(ctx context.Context, ds <-chan amqp.Delivery, hold *parkHold) error {
 	take := func(d amqp.Delivery) {
-		held.Add(1)
+		hold.add(d)
 		m.counts.moving.Add(1)
-		waiting = append(waiting, d)
 	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
 		var tick <-chan time.Time
-		if len(waiting) > 0 {
-			due := dueOf(waiting[0].Headers)
-			for _, d := range waiting[1:] {
-				due = minTime(due, dueOf(d.Headers))
-			}
+		if due, ok := hold.next(); ok {
 			timer.Reset(time.Until(due))
 			tick = timer.C
 		}
@@ -194,7 +304,7 @@ func (m *parkMover) moveQueue(ctx context.Context, ds <-chan amqp.Delivery, held
 			take(d)
 			// And what else came with it: messages due at once (back from
 			// a mover that died) move together.
-			for more := true; more && len(waiting) < parkMovePrefetch; {
+			for more := true; more && hold.len() < parkMovePrefetch; {
 				select {
 				case d, ok := <-ds:
 					if !ok {
@@ -207,24 +317,14 @@ func (m *parkMover) moveQueue(ctx context.Context, ds <-chan amqp.Delivery, held
 			}
 		case <-tick:
 		}
-		now := time.Now()
-		var move []amqp.Delivery
-		kept := waiting[:0]
-		for _, d := range waiting {
-			if len(move) < moveBatch && !dueOf(d.Headers).After(now) {
-				move = append(move, d)
-			} else {
-				kept = append(kept, d)
-			}
-		}
-		waiting = kept
+		move := hold.due(time.Now(), moveBatch)
 		if len(move) == 0 {
 			continue
 		}
 		if err := m.move(ctx, move); err != nil {
-			return err
+			return err // not acked: back to the park queue with the channel
 		}
-		held.Add(-int64(len(move)))
+		hold.remove(move)
 		m.counts.moving.Add(-int64(len(move)))
 	}
 }

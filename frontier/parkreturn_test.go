@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -100,6 +101,18 @@ func TestParkedURLMoveRefusedStaysCounted(t *testing.T) {
 		t.Fatalf("%d park messages moved, %d moves refused: want none moved and the move refused (the test proves nothing)", moved, refused)
 	}
 	t.Logf("15 s after the park: the URL held by the mover, %d moves refused", refused)
+	// `starter url` and `starter urls` see it: parked, due 10 s after the
+	// park (the 10 s park queue), past now.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := ctl.URLState(ctx, cfg.FrontierKey(), u)
+	if err != nil || st.State != session.URLParked || st.ParkedUntil.Before(parkedAt.Add(9*time.Second)) || st.ParkedUntil.After(parkedAt.Add(11*time.Second)) {
+		t.Errorf("starter url of the parked URL: %+v, %v; want parked until about %s", st, err, parkedAt.Add(10*time.Second).Format(time.TimeOnly))
+	}
+	page, err := ctl.URLs(ctx, cfg.FrontierKey(), session.URLQuery{Host: "127.66.78.2", State: session.URLParked, Limit: 10})
+	if err != nil || !slices.Equal(page.URLs, []string{u}) {
+		t.Errorf("starter urls --state parked: %+v, %v; want %s", page, err, u)
+	}
 	refusing.Store(false)
 	fetchAgain(t, sched, ctl, cfg, u, 30*time.Second)
 }

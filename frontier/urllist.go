@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/urlrule"
@@ -13,8 +14,10 @@ import (
 // of the campaign key in one state, in URL order. Leased and held URLs come
 // from the campaign's actor, which copies those of the host (its queue and
 // its leases: bounded by what the scheduler holds of one host) and sorts
-// nothing on its loop; failed ones from the failure records, read off the
-// loop. Done and queued URLs are not listable (session.ListableStates).
+// nothing on its loop; parked ones from its park mover (what it holds:
+// parkMovePrefetch messages per park queue at most), off the loop; failed
+// ones from the failure records, read off the loop. Done and queued URLs
+// are not listable (session.ListableStates).
 func (s *Server) urlList(key string, q session.URLQuery) (session.URLPage, error) {
 	if q.Limit <= 0 || q.Limit > session.MaxURLsPage {
 		return session.URLPage{}, fmt.Errorf("urls: limit %d: must be between 1 and %d", q.Limit, session.MaxURLsPage)
@@ -26,6 +29,20 @@ func (s *Server) urlList(key string, q session.URLQuery) (session.URLPage, error
 		a, _ := s.existingActor(key) // a closed campaign holds nothing
 		if a != nil {
 			a.call(func() { urls = a.hostURLs(host, q.State == session.URLLeased) })
+		}
+	case session.URLParked:
+		a, _ := s.existingActor(key)
+		var m *parkMover
+		if a != nil {
+			a.call(func() { m = a.mover })
+		}
+		if m != nil {
+			m.parkedURLs(func(u urlMsg, _ time.Time) bool {
+				if h, err := urlrule.HTTPHostKey(u.URL); err == nil && h == host {
+					urls = append(urls, u.URL)
+				}
+				return true
+			})
 		}
 	case session.URLFailed:
 		fs, err := s.store.Failures(key, "")

@@ -2,6 +2,7 @@ package frontier
 
 import (
 	"strings"
+	"time"
 
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/frontier/seen"
@@ -91,6 +92,15 @@ func (s *Server) urlMarks(key, raw string) (session.URLState, error) {
 func (a *campaignActor) fillURLState(st *session.URLState, k seen.Key) {
 	e, ok := a.held[k]
 	if !ok {
+		if a.mover != nil {
+			a.mover.parkedURLs(func(m urlMsg, due time.Time) bool {
+				if seen.KeyOf(m.URL) == k {
+					st.State, st.ParkedUntil = session.URLParked, due
+					return false
+				}
+				return true
+			})
+		}
 		return
 	}
 	st.State, st.Attempt = session.URLHeld, e.attempt

@@ -12,10 +12,11 @@ import (
 // (Request.List), a page at a time: `starter urls`.
 const OpURLs = "urls"
 
-// The states OpURLs lists: what a scheduler holds in memory and its
-// failure records. Done and queued URLs are not listable: the seen store
-// keeps a URL's 128-bit hash, not the URL.
-var ListableStates = []string{URLLeased, URLHeld, URLFailed}
+// The states OpURLs lists: what a scheduler holds in memory (parked: the
+// park messages its park mover holds, the first due of each park queue)
+// and its failure records. Done and queued URLs are not listable: the
+// seen store keeps a URL's 128-bit hash, not the URL.
+var ListableStates = []string{URLLeased, URLHeld, URLParked, URLFailed}
 
 // MaxURLsPage bounds URLQuery.Limit.
 const MaxURLsPage = 1000

@@ -17,6 +17,7 @@ const OpURL = "url"
 const (
 	URLLeased  = "leased"  // a fetcher has it now
 	URLHeld    = "held"    // the scheduler holds it, waiting for its host
+	URLParked  = "parked"  // parked until ParkedUntil (a retry, a host far behind): its park message is with the scheduler's park mover
 	URLFailed  = "failed"  // settled without a page, or with an error status: failure.Record says why
 	URLDone    = "done"    // its outcome is recorded (a page stored)
 	URLQueued  = "queued"  // published (a seed or a link) and not yet settled: in a shard queue, parked, or held by another scheduler
@@ -36,6 +37,9 @@ type URLState struct {
 	HostNext  time.Time `json:"host_next,omitzero"`
 	// LeaseDeadline: when a leased URL's lease ends unless reported.
 	LeaseDeadline time.Time `json:"lease_deadline,omitzero"`
+	// ParkedUntil: when a parked URL is due back in its shard (past, while
+	// its move back is refused).
+	ParkedUntil time.Time `json:"parked_until,omitzero"`
 	// Attempt is the attempts made before its delivery (held, leased).
 	Attempt int `json:"attempt,omitempty"`
 	// Failure is its failure record (failed).
@@ -63,8 +67,10 @@ type LastFetch struct {
 func (u URLState) rank() int {
 	switch u.State {
 	case URLLeased:
-		return 6
+		return 7
 	case URLHeld:
+		return 6
+	case URLParked:
 		return 5
 	case URLFailed:
 		return 4
@@ -92,7 +98,7 @@ func (c *Control) URLState(ctx context.Context, key, raw string) (URLState, erro
 }
 
 // URLState asks every scheduler and returns the most telling answer
-// (leased, held, failed, done, queued, unknown, in that order) with every
+// (leased, held, parked, failed, done, queued, unknown, in that order) with every
 // error: an answer while a scheduler was unreachable may be less telling
 // than the truth, and the error says so.
 func (cl Client) URLState(ctx context.Context, addrs []string, key, raw string) (URLState, error) {

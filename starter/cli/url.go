@@ -21,7 +21,7 @@ func (a *App) urlCommand() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "url ID URL",
-		Short: "Say where one URL of a campaign stands: leased, held, failed (why), done, queued or unknown",
+		Short: "Say where one URL of a campaign stands: leased, held, parked (until when), failed (why), done, queued or unknown",
 		Long: `url asks every scheduler (DROVER_SCHEDULER) where one URL of a campaign
 stands, and prints the most telling answer:
 
@@ -81,6 +81,8 @@ func urlText(st session.URLState) string {
 		fmt.Fprintf(&b, " (on scheduler %s", st.Scheduler)
 		urlHostText(&b, st)
 		b.WriteString(")")
+	case session.URLParked:
+		fmt.Fprintf(&b, " until %s (with scheduler %s's park mover)", stamp(st.ParkedUntil), st.Scheduler)
 	case session.URLFailed:
 		if f := st.Failure; f != nil {
 			fmt.Fprintf(&b, ": %s after %d attempts, last %s: %s", f.Reason, f.Attempts, stamp(f.Last), orElse(oneLine(f.LastError), "-"))

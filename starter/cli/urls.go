@@ -29,12 +29,15 @@ func (a *App) urlsCommand() *cobra.Command {
 	var f urlsFlags
 	cmd := &cobra.Command{
 		Use:   "urls ID --host H --state S [--limit N] [--after URL]",
-		Short: "List the URLs of one host of a campaign in one state (leased, held, failed or done), a page at a time",
+		Short: "List the URLs of one host of a campaign in one state (leased, held, parked, failed or done), a page at a time",
 		Long: `urls asks every scheduler (DROVER_SCHEDULER) for the URLs of one host of a
 running campaign in one state, and prints them one a line, in URL order:
 
   leased   a fetcher has it now
   held     a scheduler holds it, waiting for the host's turn
+  parked   parked for a later try (a retry, a host far behind), its park
+           message with a scheduler's park mover: the first due of each
+           park queue (256 messages of each at most), not the rest
   failed   settled without a page, or with an error status (also after the
            campaign ended, until its ID runs again)
 
@@ -65,7 +68,7 @@ scheme, port or path.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.host, "host", "", "the host (required)")
-	fl.StringVar(&f.state, "state", "", "leased, held, failed or done (required)")
+	fl.StringVar(&f.state, "state", "", "leased, held, parked, failed or done (required)")
 	fl.StringVar(&f.log, "log", "", "done: the crawl log directory (default: the campaign's crawl_log)")
 	fl.IntVar(&f.limit, "limit", 100, fmt.Sprintf("URLs in a page (1-%d)", session.MaxURLsPage))
 	fl.StringVar(&f.after, "after", "", "list the URLs after this one (the last of the previous page)")
