@@ -389,8 +389,8 @@ func (a *campaignActor) stop(grace time.Duration) {
 	a.call(func() {
 		a.release()
 		a.stopped = true
+		mover = a.lastMover // before done closes: call may return then
 		close(a.done)
-		mover = a.lastMover
 	})
 	a.cancel()
 	if mover != nil {

@@ -8,7 +8,13 @@ import (
 // SetPublishFault makes s's publisher ask f before each message it
 // publishes; an error from f fails that publish. Tests use it to widen the
 // failure paths of the ack chain on purpose.
-func SetPublishFault(s *Server, f func(exchange, key string) error) { s.pub.fault = f }
+func SetPublishFault(s *Server, f func(exchange, key string) error) {
+	if f == nil {
+		s.pub.fault.Store(nil)
+		return
+	}
+	s.pub.fault.Store(&f)
+}
 
 // Publish publishes one small message through s's publisher, as the
 // scheduler's own parks and links are published.

@@ -31,8 +31,9 @@ type publisher struct {
 
 	// fault, when set (tests only, through export_test.go), is asked before
 	// each message is published; an error fails the publish as RabbitMQ
-	// would.
-	fault func(exchange, key string) error
+	// would. Tests set it while the scheduler runs (the park movers
+	// publish at any time), hence atomic.
+	fault atomic.Pointer[func(exchange, key string) error]
 	// confirmed, when set (RegisterMetrics), is told how long each
 	// confirmed batch took.
 	confirmed atomic.Pointer[func(time.Duration)]
@@ -151,8 +152,8 @@ func (p *publisher) publish(ctx context.Context, msgs []outMsg) error {
 		}
 	}()
 	for _, m := range msgs {
-		if p.fault != nil {
-			if err := p.fault(m.exchange, m.key); err != nil {
+		if f := p.fault.Load(); f != nil {
+			if err := (*f)(m.exchange, m.key); err != nil {
 				return fmt.Errorf("publish to %q: %w", m.key, err)
 			}
 		}
