@@ -421,3 +421,33 @@ func dirBytes(t *testing.T, dir string) int64 {
 	}
 	return n
 }
+
+// A campaign may store into two WARC sinks at once (full records and
+// captures, as the recrawl test does): Multi stores them concurrently,
+// and both set the page's WARC location (race detector).
+func TestTwoWARCSinksStoreOnePage(t *testing.T) {
+	full, captures := t.TempDir(), t.TempDir()
+	s, err := OpenAll(context.Background(), []string{"warc:" + full, "warc:" + captures + "?records=captures"}, Options{Campaign: "camp-1"})
+	require.NoError(t, err)
+	pages := testPages(t, 8)
+	storeAll(t, s, pages)
+	require.NoError(t, s.Close())
+	fetched := 0
+	for _, p := range pages {
+		if p.Status != 0 {
+			fetched++
+			require.NotNil(t, p.WARC, "the WARC location of %s", p.URL)
+		}
+	}
+	require.NotZero(t, fetched, "pages with a response")
+	for _, dir := range []string{full, captures} {
+		_, recs := readWARCs(t, dir)
+		responses := 0
+		for _, r := range recs {
+			if r.typ == "response" {
+				responses++
+			}
+		}
+		require.Equal(t, fetched, responses, "responses in %s", dir)
+	}
+}

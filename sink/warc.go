@@ -165,10 +165,19 @@ func (w *WARC) Store(ctx context.Context, p *page.Page) error {
 		return fmt.Errorf("warc %s: store %s: %w", w.cfg.Dir, p.URL, err)
 	}
 	if ep.idx != nil && ep.idx.file != "" {
+		// A campaign may write two WARC sinks (full records and captures),
+		// which Multi stores at once: either's record serves.
+		pageWARCMu.Lock()
 		p.WARC = &page.WARCLocation{File: ep.idx.file, Offset: ep.idx.offset}
+		pageWARCMu.Unlock()
 	}
 	return nil
 }
+
+// pageWARCMu guards page.Page.WARC, which every WARC sink of a campaign
+// sets. Its readers (the Kafka and PostgreSQL sinks' pointer records) read
+// it only after the WARC sinks returned (Multi.Store).
+var pageWARCMu sync.Mutex
 
 func (w *WARC) placesBody() bool { return true }
 
