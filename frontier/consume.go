@@ -134,7 +134,7 @@ func (a *campaignActor) resubscribeIfDue() {
 		return
 	}
 	if err := a.subscribeOrRepair(); err != nil {
-		a.resubscribeWait = min(max(2*a.resubscribeWait, time.Second), 5*time.Second)
+		a.resubscribeWait = backoff(a.resubscribeWait)
 		a.resubscribeAt = time.Now().Add(a.resubscribeWait)
 		a.setConsumeErr(err.Error())
 		a.log.Error("consuming again failed; retrying", "err", err, "in", a.resubscribeWait)

@@ -249,7 +249,7 @@ func (m *parkMover) runQueue(ctx context.Context, i int) {
 		if time.Since(began) > time.Minute {
 			wait = 0
 		}
-		wait = min(max(2*wait, time.Second), moveRetryMax)
+		wait = backoff(wait)
 		m.log.Warn("moving parked URLs back to their shards stopped; starting again", "queue", m.topo.Park(i), "err", err, "in", wait)
 		if !sleepCtx(ctx, wait) {
 			return
@@ -353,7 +353,7 @@ func (m *parkMover) move(ctx context.Context, ds []amqp.Delivery) error {
 			return ctx.Err()
 		}
 		m.counts.refused.Add(1)
-		wait = min(max(2*wait, time.Second), moveRetryMax)
+		wait = backoff(wait)
 		m.log.Warn("moving parked URLs back to their shard failed; trying again", "messages", len(ds), "shard", ds[0].RoutingKey, "err", err, "in", wait)
 		if !sleepCtx(ctx, wait) {
 			return ctx.Err()
@@ -378,11 +378,10 @@ func (m *parkMover) move(ctx context.Context, ds []amqp.Delivery) error {
 	return nil
 }
 
-func minTime(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
+// backoff is the wait after wait before trying again: 1 s, doubling to
+// moveRetryMax (also consuming's, resubscribeIfDue).
+func backoff(wait time.Duration) time.Duration {
+	return min(max(2*wait, time.Second), moveRetryMax)
 }
 
 // sleepCtx waits d, or until ctx ends (false).
