@@ -22,6 +22,7 @@ type Metrics struct {
 	robots   *prometheus.CounterVec   // campaign, class
 	sessions *prometheus.GaugeVec     // campaign
 	inFlight *prometheus.GaugeVec     // campaign
+	dedup    *prometheus.CounterVec   // campaign, result
 }
 
 // NewMetrics registers the fetch metrics on reg.
@@ -43,8 +44,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "FetchSession activities running in this worker: summed over the workers, the campaign's fleet."}, c),
 		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "drover_fetches_in_flight",
 			Help: "Leases being fetched or stored in this worker."}, c),
+		dedup: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "drover_dedup_lookups_total",
+			Help: "Payload digests looked up in the lineage's digest index before storing a page (campaigns with dedup), by result: hit (stored as a revisit), miss or error (stored in full)."}, []string{"campaign", "result"}),
 	}
-	for _, col := range []prometheus.Collector{m.pages, m.failures, m.latency, m.bytes, m.robots, m.sessions, m.inFlight} {
+	for _, col := range []prometheus.Collector{m.pages, m.failures, m.latency, m.bytes, m.robots, m.sessions, m.inFlight, m.dedup} {
 		if err := reg.Register(col); err != nil {
 			return nil, err
 		}
@@ -105,6 +108,12 @@ func (m *Metrics) fetched(c string, res fetch.Result, took time.Duration) {
 }
 
 // sinkFailed counts a page no sink stored.
+func (m *Metrics) dedupLookup(c, result string) {
+	if m != nil {
+		m.dedup.WithLabelValues(c, result).Inc()
+	}
+}
+
 func (m *Metrics) sinkFailed(c string) {
 	if m != nil {
 		m.failures.WithLabelValues(c, page.ReasonSink).Inc()

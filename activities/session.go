@@ -147,7 +147,14 @@ func (a *Activities) serveSessions(ctx context.Context, r *Runner, cfg campaign.
 		}
 		backoff = 100 * time.Millisecond
 		r.setScheduler(sess.Scheduler())
+		if cfg.Dedup {
+			r.digests = newDigestAsker(func(ctx context.Context) (*session.Control, error) { return cl.DialControl(ctx, addr) }, cfg.HistoryKey())
+		}
 		r.Run(ctx, sess)
+		if r.digests != nil {
+			r.digests.close()
+			r.digests = nil
+		}
 		if sessionEnded(sess) {
 			// The campaign ended it (pause, stop, scale-down, restart):
 			// its outcomes are reported and its leases back, as after a
@@ -196,6 +203,9 @@ type Runner struct {
 	known *session.KnownLinks
 	// log is the campaign's crawl log (nil: it keeps none).
 	log *crawlLog
+	// digests looks payloads up in the digest index of the session's
+	// scheduler (a campaign with Dedup; nil otherwise).
+	digests *digestAsker
 
 	mu sync.Mutex
 	c  workflows.SessionCounters
@@ -338,6 +348,9 @@ func (r *Runner) handle(ctx context.Context, l session.Lease) session.Outcome {
 	// (report time - Took), which must not be before this request reached
 	// the server; parsing and storing the page do not count.
 	done := time.Now()
+	if r.digests != nil && fetch.Dedupable(res) {
+		r.dedup(ctx, &res)
+	}
 	line := fetchLine(req, res, took)
 	if res.Err != nil {
 		o.Error = res.Err.Error()
@@ -362,45 +375,6 @@ func (r *Runner) handle(ctx context.Context, l session.Lease) session.Outcome {
 		o.MIME = res.Page.ContentType
 	}
 	o.Took = since(res.Answered, done)
-	return o
-}
-
-// handleRobots fetches a host's robots.txt for the scheduler.
-func (r *Runner) handleRobots(ctx context.Context, l session.Lease) session.Outcome {
-	o := session.Outcome{LeaseID: l.ID}
-	start := time.Now()
-	rr := r.f.FetchRobots(ctx, l.URL)
-	done := time.Now()
-	if ctx.Err() != nil {
-		o.Released = true
-		return o
-	}
-	r.m.robotsFetched(r.cfg.ID, rr)
-	r.logLine(ctx, robotsLine(l.URL, rr, done.Sub(start)))
-	o.Robots = &session.RobotsBody{Status: rr.Status, Body: rr.Body}
-	if rr.Err != nil {
-		o.Robots.Error = rr.Err.Error()
-	}
-	o.Reason, o.HostDown, o.IP = rr.Reason, rr.HostDown, rr.IP
-	o.Took = since(rr.Answered, done) // robots.txt counts as a request for politeness
-	return o
-}
-
-// handleResolve answers a resolve lease with the address a request to the
-// host would go to: no request is made, no crawl log line written. A host
-// that does not resolve reports the error and no IP; its robots.txt lease
-// then fails the way a page's would.
-func (r *Runner) handleResolve(ctx context.Context, l session.Lease) session.Outcome {
-	o := session.Outcome{LeaseID: l.ID}
-	ip, err := r.f.ResolveIP(ctx, l.URL)
-	if ctx.Err() != nil {
-		o.Released = true
-		return o
-	}
-	if err != nil {
-		o.Error = err.Error()
-	}
-	o.IP = ip
 	return o
 }
 

@@ -81,6 +81,9 @@ type Job struct {
 	// Sinks (KindRecrawl): the sinks of both runs, of kafka, warc and
 	// postgres (PostgresURI).
 	Sinks []string `json:"sinks,omitempty"`
+	// Dedup (KindRecrawl): both runs store a payload another URL stored
+	// as a revisit of it (campaign.Config.Dedup).
+	Dedup bool `json:"dedup,omitempty"`
 }
 
 // Result is what a child measured, as JSON on its stdout, completed by the

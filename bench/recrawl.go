@@ -68,8 +68,8 @@ func (o Options) runRecrawlScenario(ctx context.Context) (RecrawlResult, error) 
 	defer web.Close()
 	out.Pages = len(web.Pages())
 	j := Job{Kind: KindRecrawl, Seeds: web.Seeds(), Fleet: o.RecrawlFleet, PerHostConcurrency: o.PerHostConcurrency,
-		PerHostDelay: o.PerHostDelay, AMQPURL: o.AMQPURL, Timeout: o.Timeout, Sinks: o.RecrawlSinks, PostgresURI: o.PostgresURI}
-	fmt.Fprintf(o.Log, "bench: recrawl on %d hosts x %d pages (%d URLs), sinks %v ...\n", o.RecrawlHosts, o.RecrawlPages, out.Pages, o.RecrawlSinks)
+		PerHostDelay: o.PerHostDelay, AMQPURL: o.AMQPURL, Timeout: o.Timeout, Sinks: o.RecrawlSinks, PostgresURI: o.PostgresURI, Dedup: o.RecrawlDedup}
+	fmt.Fprintf(o.Log, "bench: recrawl on %d hosts x %d pages (%d URLs), sinks %v, dedup %v ...\n", o.RecrawlHosts, o.RecrawlPages, out.Pages, o.RecrawlSinks, o.RecrawlDedup)
 	var answered200 []string
 	var changed []string
 	cpu0, _ := selfUsage()
@@ -285,7 +285,7 @@ func recrawlRun(ctx context.Context, j Job, core *droverCore, run int, id, from 
 	if err != nil {
 		return res, err
 	}
-	cfg.From = from
+	cfg.From, cfg.Dedup = from, j.Dedup
 	res.InFlight = inFlight
 	_, port, _ := net.SplitHostPort(core.temporal.Address())
 	temporal, rabbit := sampleProc(temporalPID(port)), sampleProc(rabbitPID())

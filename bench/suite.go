@@ -101,6 +101,9 @@ type Options struct {
 	RecrawlPageBytes, RecrawlFleet                int
 	RecrawlChange                                 float64
 	RecrawlSinks                                  []string
+	// RecrawlDedup: both runs deduplicate by payload (--dedup), so that
+	// the second URLs are revisits of their pages' captures.
+	RecrawlDedup bool
 
 	// Scenarios selects what runs: plain, polite, slowhost, queued, sinks,
 	// hosts, recrawl (nil: all).
@@ -152,6 +155,7 @@ func DefaultOptions() Options {
 		RecrawlHosts:  20, RecrawlPages: 500, RecrawlDuplicates: 500,
 		RecrawlFleet:  4,
 		RecrawlChange: 0.1,
+		RecrawlDedup:  true,
 		RecrawlSinks:  append(slices.Clone(sinkKinds), "warc-captures"),
 		Timeout:       10 * time.Minute,
 		Log:           os.Stderr,

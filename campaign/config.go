@@ -92,6 +92,15 @@ type Config struct {
 	// one's. Otherwise every page's validators, payload digest, capture
 	// date and links are kept under HistoryKey, by the schedulers.
 	NoHistory bool `json:"no_history,omitempty" yaml:"no_history,omitempty"`
+	// Dedup stores a page whose payload another URL of the lineage
+	// already stored as a revisit of that capture (identical-payload-digest,
+	// refers-to that URL and date), not as a second copy. The schedulers
+	// keep a digest index in the lineage's history, one entry per payload
+	// stored in full; the fetcher asks the scheduler that leased the URL
+	// before it stores. A body is compared with the captures of the hosts
+	// that scheduler holds (with one scheduler, every host). Needs the
+	// history (not NoHistory).
+	Dedup bool `json:"dedup,omitempty" yaml:"dedup,omitempty"`
 	// Revisit makes the campaign continuous: a URL that a rule matches is
 	// fetched again at its next-fetch time (RevisitRule.Next), and the
 	// campaign does not end when its frontier drains, only when stopped

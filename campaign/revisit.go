@@ -122,6 +122,9 @@ func (c Config) checkRevisit() []error {
 	if c.NoHistory && len(c.Revisit) > 0 {
 		errs = append(errs, errors.New("revisit: a continuous campaign keeps its URLs' fetch history (drop no_history)"))
 	}
+	if c.NoHistory && c.Dedup {
+		errs = append(errs, errors.New("dedup: the digest index lives in the fetch history (drop no_history)"))
+	}
 	if len(c.Revisit) > MaxRevisitRules {
 		errs = append(errs, fmt.Errorf("revisit: %d rules, at most %d", len(c.Revisit), MaxRevisitRules))
 	}

@@ -132,6 +132,11 @@ func TestValidateRevisit(t *testing.T) {
 			t.Errorf("%+v (no_history %v): %v, want an error saying %q", c.rules, c.noHistory, err, c.msg)
 		}
 	}
+	dedup := base
+	dedup.Dedup, dedup.NoHistory = true, true
+	if err := dedup.Validate(); err == nil || !strings.Contains(err.Error(), "dedup") {
+		t.Errorf("dedup without a history: %v, want an error saying dedup", err)
+	}
 	ok := base
 	ok.Revisit = []RevisitRule{{Min: time.Hour, Max: 24 * time.Hour, Factor: 2, Match: "/news/"}}
 	if err := ok.Validate(); err != nil || !ok.Continuous() {

@@ -22,9 +22,9 @@ func (f *Fetcher) notModified(res *Result, req Request, h http.Header) {
 		return
 	}
 	pg.Body, pg.Truncated = nil, false
-	pg.Revisit = &page.Revisit{Profile: page.RevisitNotModified, RefersToURI: pg.URL, RefersToDate: req.Prior.Date, Digest: req.Prior.Digest}
+	pg.Revisit = &page.Revisit{Profile: page.RevisitNotModified, RefersToURI: req.Prior.RefersTo(pg.URL), RefersToDate: req.Prior.Date, Digest: req.Prior.Digest}
 	res.Unchanged = page.RevisitNotModified
-	res.Capture = validators(&page.Capture{Status: req.Prior.Status, Digest: req.Prior.Digest, Date: req.Prior.Date}, h, req.Prior)
+	res.Capture = validators(&page.Capture{Status: req.Prior.Status, Digest: req.Prior.Digest, Date: req.Prior.Date, URI: req.Prior.URI}, h, req.Prior)
 }
 
 // capture records what the fetch history keeps of a 2xx page, unless the
@@ -38,15 +38,33 @@ func (f *Fetcher) capture(res *Result, req Request, h http.Header) {
 	}
 	pg := res.Page
 	digest := pg.BodyDigest()
-	if req.Prior != nil && !pg.Truncated && digest == req.Prior.Digest {
-		pg.Release()
-		pg.Body, pg.BodyFile = nil, nil
-		pg.Revisit = &page.Revisit{Profile: page.RevisitIdenticalDigest, RefersToURI: pg.URL, RefersToDate: req.Prior.Date, Digest: digest}
-		res.Unchanged = page.RevisitIdenticalDigest
-		res.Capture = validators(&page.Capture{Status: pg.Status, Digest: digest, Date: req.Prior.Date}, h, nil)
-		return
-	}
 	res.Capture = validators(&page.Capture{Status: pg.Status, Digest: digest, Date: pg.FetchedAt}, h, nil)
+	if req.Prior != nil && !pg.Truncated && digest == req.Prior.Digest {
+		SameAs(res, *req.Prior)
+	}
+}
+
+// Dedupable reports whether res is a page stored in full that a capture
+// of the same payload elsewhere could replace (SameAs): a 2xx with its
+// whole body and a capture, not already a revisit.
+func Dedupable(res Result) bool {
+	pg := res.Page
+	return res.Capture != nil && res.Unchanged == "" && pg != nil && pg.Err == "" && !pg.Truncated &&
+		pg.Status >= 200 && pg.Status < 300 && res.Capture.Digest != ""
+}
+
+// SameAs makes res, a Dedupable page, a revisit of ref, an earlier
+// capture of the same payload (ref.Digest is res's): of the URL's own
+// last capture (ref.URI empty), or another URL's (ref.URI names it). Its
+// body is dropped, not stored again; its links were extracted all the
+// same (they are the page's), and its history refers to ref's record.
+func SameAs(res *Result, ref page.Capture) {
+	pg := res.Page
+	pg.Release()
+	pg.Body, pg.BodyFile = nil, nil
+	pg.Revisit = &page.Revisit{Profile: page.RevisitIdenticalDigest, RefersToURI: ref.RefersTo(pg.URL), RefersToDate: ref.Date, Digest: ref.Digest}
+	res.Unchanged = page.RevisitIdenticalDigest
+	res.Capture.Date, res.Capture.URI = ref.Date, ref.URI
 }
 
 // validators sets c's ETag and Last-Modified from the response header h,

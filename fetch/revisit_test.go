@@ -119,6 +119,41 @@ func TestConditionalFetchRevisitsAnIdenticalPayload(t *testing.T) {
 	assert.Equal(t, `"v2"`, res.Capture.ETag)
 }
 
+// A capture of another URL's identical payload (campaign.Config.Dedup)
+// is referred to by that URL: a 200 of the same payload made a revisit by
+// SameAs, and, later, a 304 or an identical payload to a request with the
+// history that capture left, refer to the other URL's record and date.
+func TestRevisitOfAnotherURLsCapture(t *testing.T) {
+	srv := newConditionalServer(t)
+	f := newTestFetcher(t, testConfig(srv.URL))
+	other := page.Capture{Status: 200, Digest: page.PayloadDigest([]byte(srv.body)), Date: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC), URI: srv.URL + "/first"}
+	res := f.Fetch(testCtx(t), Request{URL: srv.URL + "/page", Attempt: 1, MaxAttempts: 1})
+	require.True(t, Dedupable(res), "a 200 stored whole can be deduplicated")
+	SameAs(&res, other)
+	assert.Equal(t, page.Revisit{Profile: page.RevisitIdenticalDigest, RefersToURI: other.URI, RefersToDate: other.Date, Digest: other.Digest}, *res.Page.Revisit)
+	assert.Equal(t, page.RevisitIdenticalDigest, res.Unchanged)
+	assert.Equal(t, 0, len(res.Page.Body))
+	assert.Equal(t, 2, len(res.Links), "its links are the page's")
+	assert.False(t, Dedupable(res), "a revisit is deduplicated already")
+	// Its history keeps its own validators, and the other URL's capture.
+	hist := res.Capture
+	assert.Equal(t, `"v1"`, hist.ETag)
+	assert.Equal(t, other.URI, hist.URI)
+	assert.Equal(t, other.Date, hist.Date)
+
+	again := f.Fetch(testCtx(t), Request{URL: srv.URL + "/page", Attempt: 1, MaxAttempts: 1, Prior: hist})
+	require.True(t, again.Page.Revisit != nil, "a 304 is a revisit")
+	assert.Equal(t, page.Revisit{Profile: page.RevisitNotModified, RefersToURI: other.URI, RefersToDate: other.Date, Digest: other.Digest}, *again.Page.Revisit)
+	assert.Equal(t, other.URI, again.Capture.URI)
+
+	unconditional := *hist
+	unconditional.ETag, unconditional.LastModified = "", ""
+	same := f.Fetch(testCtx(t), Request{URL: srv.URL + "/page", Attempt: 1, MaxAttempts: 1, Prior: &unconditional})
+	require.True(t, same.Page.Revisit != nil, "the same digest is a revisit")
+	assert.Equal(t, other.URI, same.Page.Revisit.RefersToURI)
+	assert.Equal(t, other.URI, same.Capture.URI)
+}
+
 // A 304 to a request that carried no validator refers to nothing: it is
 // stored as answered, with its reason, and is no revisit.
 func TestNotModifiedUnaskedIsAFailure(t *testing.T) {

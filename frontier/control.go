@@ -14,7 +14,7 @@ import (
 
 // Control sessions: one request, one reply, for the starter, the
 // workflow's activities and the other schedulers (seed, check, stats,
-// close, failures, forget, end, rules, urls, slots).
+// close, failures, forget, end, rules, urls, slots, digests).
 
 func (s *Server) serveControl(c net.Conn, fr *session.FrameReader, fw *session.FrameWriter) {
 	for {
@@ -94,6 +94,12 @@ func (s *Server) control(req session.Request) session.Reply {
 		return session.Reply{}
 	case session.OpEnd:
 		return session.Reply{Ended: s.endSessions(req.Campaign.ID, req.Keys)}
+	case session.OpDigests:
+		cs, err := s.digestCaptures(req.Campaign.ID, req.Digests)
+		if err != nil {
+			return session.Reply{Error: err.Error()}
+		}
+		return session.Reply{Captures: cs}
 	case session.OpURL:
 		if len(req.URLs) != 1 {
 			return session.Reply{Error: "url: give one URL"}

@@ -20,9 +20,11 @@ import (
 
 // historyVersion is the first byte of an encoded history; a value of
 // another version reads as no history (a full fetch). Version 1 had no
-// revisit state; it reads as a history without one.
+// revisit state, version 2 no capture URI; they read as histories
+// without them.
 const (
-	historyVersion   = 2
+	historyVersion   = 3
+	historyVersionV2 = 2
 	historyVersionV1 = 1
 )
 
@@ -41,7 +43,8 @@ type revisitState struct {
 // validator is never answered 304; its links come from its body again.
 //
 // Layout: version, status (uvarint), date (varint Unix ns), ETag,
-// Last-Modified, digest (uvarint length and bytes each), the revisit
+// Last-Modified, digest, capture URI (uvarint length and bytes each;
+// the URI is empty for the URL's own capture), the revisit
 // state (interval, due and fetched, varint ns each), the link count
 // (uvarint) and the links sorted by URL, front-coded: the length of the
 // prefix shared with the previous URL, the rest (length and bytes), a
@@ -49,11 +52,11 @@ type revisitState struct {
 // links share their origin and path, so a link costs its distinct tail,
 // about 10-20 bytes on the test web, before Pebble's block compression.
 func encodeHistory(c *page.Capture, links []urlrule.Link, rs revisitState) []byte {
-	b := make([]byte, 0, 64+len(c.ETag)+len(c.LastModified)+len(c.Digest)+16*len(links))
+	b := make([]byte, 0, 64+len(c.ETag)+len(c.LastModified)+len(c.Digest)+len(c.URI)+16*len(links))
 	b = append(b, historyVersion)
 	b = binary.AppendUvarint(b, uint64(max(c.Status, 0)))
 	b = binary.AppendVarint(b, c.Date.UnixNano())
-	for _, s := range []string{c.ETag, c.LastModified, c.Digest} {
+	for _, s := range []string{c.ETag, c.LastModified, c.Digest, c.URI} {
 		b = appendString(b, s)
 	}
 	b = binary.AppendVarint(b, int64(rs.Interval))
@@ -180,14 +183,17 @@ type decodedHistory struct {
 // state, and the links when withLinks.
 func decodeHistory(b []byte, withLinks bool) (decodedHistory, error) {
 	var d decodedHistory
-	if len(b) == 0 || (b[0] != historyVersion && b[0] != historyVersionV1) {
+	if len(b) == 0 || b[0] < historyVersionV1 || b[0] > historyVersion {
 		return d, errHistory
 	}
 	r := &historyReader{b: b[1:]}
 	c := &page.Capture{Status: int(r.uvarint())}
 	c.Date = time.Unix(0, r.varint()).UTC()
 	c.ETag, c.LastModified, c.Digest = r.string(), r.string(), r.string()
-	if b[0] == historyVersion {
+	if b[0] >= historyVersion {
+		c.URI = r.string()
+	}
+	if b[0] >= historyVersionV2 {
 		d.revisit = revisitState{Interval: time.Duration(r.varint()), Due: fromUnixNano(r.varint()), Fetched: fromUnixNano(r.varint())}
 	}
 	if r.err != nil {

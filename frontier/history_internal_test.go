@@ -16,7 +16,7 @@ import (
 // URL order) of a page with a validator.
 func TestHistoryRoundTrip(t *testing.T) {
 	c := &page.Capture{Status: 200, ETag: `"e1"`, LastModified: "Thu, 01 Jan 2026 00:00:00 GMT",
-		Digest: "sha1:AAAA", Date: time.Date(2026, 1, 2, 3, 4, 5, 678, time.UTC)}
+		Digest: "sha1:AAAA", Date: time.Date(2026, 1, 2, 3, 4, 5, 678, time.UTC), URI: "http://h.example/p/1.html"}
 	links := []urlrule.Link{
 		{URL: "http://h.example/p/2.html"},
 		{URL: "http://h.example/p/10.html", Score: 0.5},
@@ -70,6 +70,32 @@ func TestHistoryVersion1(t *testing.T) {
 	}
 	if d.revisit != (revisitState{}) {
 		t.Errorf("version 1 has a revisit state: %+v", d.revisit)
+	}
+}
+
+// A history written before the capture URI (version 2) reads as it was,
+// the URL's own capture.
+func TestHistoryVersion2(t *testing.T) {
+	b := []byte{historyVersionV2}
+	b = binary.AppendUvarint(b, 200)
+	b = binary.AppendVarint(b, time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC).UnixNano())
+	for _, s := range []string{"", "Thu, 01 Jan 2026 00:00:00 GMT", "sha1:AAAA"} {
+		b = appendString(b, s)
+	}
+	rs := revisitState{Interval: time.Hour, Due: time.Date(2026, 1, 2, 1, 0, 0, 0, time.UTC), Fetched: time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)}
+	for _, v := range []int64{int64(rs.Interval), rs.Due.UnixNano(), rs.Fetched.UnixNano()} {
+		b = binary.AppendVarint(b, v)
+	}
+	b = binary.AppendUvarint(b, 1)
+	b = binary.AppendUvarint(b, 0)
+	b = appendString(b, "http://h.example/")
+	b = append(b, 0)
+	d, err := decodeHistory(b, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.capture.URI != "" || d.capture.LastModified == "" || d.capture.Digest != "sha1:AAAA" || d.revisit != rs || len(d.links) != 1 || d.links[0].URL != "http://h.example/" {
+		t.Errorf("version 2 read as %+v, revisit %+v, links %+v", *d.capture, d.revisit, d.links)
 	}
 }
 

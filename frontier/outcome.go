@@ -169,7 +169,7 @@ func (a *campaignActor) fetchedJob(h *host, e *entry, o session.Outcome, now tim
 		o.Links = a.unchangedLinks(e.history)
 	}
 	a.countLinks(o)
-	j := recordJob{e: e, links: o.Links}
+	j := recordJob{e: e, links: o.Links, stored: indexedCapture(&a.cfg, o.Capture, o.Unchanged)}
 	if o.Error != "" && o.Status == 0 {
 		a.failed.Add(1)
 		j.fail = &failure.Record{Reason: orOther(o.Reason), LastError: o.Error}

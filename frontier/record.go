@@ -19,6 +19,7 @@ import (
 	"github.com/drover-crawl/drover/crawllog"
 	"github.com/drover-crawl/drover/failure"
 	"github.com/drover-crawl/drover/frontier/seen"
+	"github.com/drover-crawl/drover/page"
 	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/urlrule"
 )
@@ -40,6 +41,8 @@ type recordJob struct {
 	// history is the URL's new fetch history (historyOf), written with
 	// its done mark.
 	history []byte
+	// stored is the capture the digest index takes (indexedCapture).
+	stored *page.Capture
 	// due, in a continuous campaign, is the URL's next fetch, and undue
 	// the entry it replaces (planRevisit), written with its history.
 	due, undue *seen.Due
@@ -122,6 +125,9 @@ func (a *campaignActor) writeSplit(ctx context.Context, jobs []recordJob) (done,
 // for a stored page, in that rare case), never a dead-lettered URL with
 // no record.
 func (a *campaignActor) writeRecord(ctx context.Context, jobs []recordJob) error {
+	if err := indexDigests(a.srv.store, a.lineage, jobs); err != nil {
+		return fmt.Errorf("seen store (digest index): %w", err)
+	}
 	if err := a.publishLinks(ctx, jobs); err != nil {
 		return err
 	}

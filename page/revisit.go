@@ -35,13 +35,27 @@ type Revisit struct {
 
 // Capture is what a fetch history keeps of a URL's last full capture: its
 // status and validators, its payload digest (PayloadDigest) and its fetch
-// time, which with the URL name the stored record a revisit refers to.
+// time, which with the URL (or URI) name the stored record a revisit
+// refers to.
 type Capture struct {
 	Status       int       `json:"status"`
 	ETag         string    `json:"etag,omitempty"`
 	LastModified string    `json:"last_modified,omitempty"`
 	Digest       string    `json:"digest"`
 	Date         time.Time `json:"date"`
+	// URI is the URL whose record holds the capture when it is not the
+	// URL's own: a page stored as a revisit of another URL's identical
+	// payload (campaign.Config.Dedup) refers, then and later, to that
+	// URL's record. Empty: the URL's own.
+	URI string `json:"uri,omitempty"`
+}
+
+// RefersTo is the URL of the record holding the capture: URI, or own.
+func (c *Capture) RefersTo(own string) string {
+	if c.URI != "" {
+		return c.URI
+	}
+	return own
 }
 
 // Conditional reports whether a request for the capture's URL can be

@@ -9,6 +9,7 @@ import (
 
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/failure"
+	"github.com/drover-crawl/drover/page"
 )
 
 // Control is a control session: seeding, stats and closing campaigns.
@@ -69,6 +70,16 @@ func (c *Control) Slots(ctx context.Context, asks []SlotAsk, started []SlotStart
 		err = fmt.Errorf("scheduler %s: %d waits for %d slots asked: %w", c.addr, len(rep.Waits), len(asks), ErrBadFrame)
 	}
 	return rep.Waits, err
+}
+
+// Digests looks payload digests up in a lineage's digest index
+// (OpDigests): one capture per digest, in order, nil where none is known.
+func (c *Control) Digests(ctx context.Context, lineage string, digests []string) ([]*page.Capture, error) {
+	rep, err := c.do(ctx, Request{Op: OpDigests, Campaign: &campaign.Config{ID: lineage}, Digests: digests})
+	if err == nil && len(rep.Captures) != len(digests) {
+		err = fmt.Errorf("scheduler %s: %d captures for %d digests asked: %w", c.addr, len(rep.Captures), len(digests), ErrBadFrame)
+	}
+	return rep.Captures, err
 }
 
 // Seed publishes seed URLs (normalized, confirmed) for the campaign.

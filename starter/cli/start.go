@@ -63,6 +63,7 @@ failed or was stopped, 2 on a usage error.`,
 	fl.StringVar(&c.SeedsFile, "seeds-file", "", "a list of seeds, one URL a line: a path (plain or gzip), - for standard input, or an http(s) URL; streamed to the schedulers, never put in the workflow's input")
 	fl.StringVar(&c.From, "from", "", "crawl again: read the fetch history of this campaign ID (its lineage), ask with validators, store unchanged pages as revisits")
 	fl.BoolVar(&c.NoHistory, "no-history", false, "keep no fetch history: a later --from run cannot read this one")
+	fl.BoolVar(&c.Dedup, "dedup", false, "store a page whose payload another URL already stored as a revisit of that capture (identical-payload-digest), not a second copy")
 	fl.StringArrayVar(&f.revisit, "revisit", nil, "crawl continuously: fetch the URLs this rule fits again, min=10m,max=7d,factor=2[,mime=text/html][,depth=0][,match=REGEX] (repeatable, first fit wins; the campaign then runs until stopped)")
 	fl.StringArrayVar(&c.Scope, "scope", nil, "a URL is in scope when it matches any of these regexes (repeatable; default: the seeds' hosts)")
 	fl.StringArrayVar(&c.Exclude, "exclude", nil, "skip URLs matching this regex (repeatable)")
@@ -116,6 +117,7 @@ func buildConfig(fl *pflag.FlagSet, f startFlags) (cfg campaign.Config, zeros []
 		"from":                 func() { cfg.From = c.From },
 		"queue-type":           func() { cfg.QueueType = c.QueueType },
 		"no-history":           func() { cfg.NoHistory = c.NoHistory },
+		"dedup":                func() { cfg.Dedup = c.Dedup },
 		"scope":                func() { cfg.Scope = c.Scope },
 		"exclude":              func() { cfg.Exclude = c.Exclude },
 		"fetchers":             func() { cfg.Fetchers = c.Fetchers },

@@ -77,6 +77,7 @@ func main() {
 	flag.IntVar(&o.RecrawlDuplicates, "recrawl-dups", o.RecrawlDuplicates, "pages of the recrawl web also served at a second URL")
 	flag.IntVar(&o.RecrawlPageBytes, "recrawl-page-bytes", o.RecrawlPageBytes, "approximate bytes of a recrawl web page (0: testweb's 8 KiB)")
 	flag.IntVar(&o.RecrawlFleet, "recrawl-fleet", o.RecrawlFleet, "drover fleet size of both recrawl runs")
+	flag.BoolVar(&o.RecrawlDedup, "recrawl-dedup", o.RecrawlDedup, "both recrawl runs deduplicate by payload (--dedup): a second URL is a revisit of its page's capture")
 	flag.Float64Var(&o.RecrawlChange, "recrawl-change", o.RecrawlChange, "share of the recrawl web's pages changed between the two runs")
 	recrawlSinks := flag.String("recrawl-sinks", strings.Join(o.RecrawlSinks, ","), "sinks of both recrawl runs, comma-separated (kafka, warc, warc-captures: warc:DIR?records=captures, postgres: -postgres)")
 	flag.Parse()
