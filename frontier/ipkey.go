@@ -170,11 +170,14 @@ func (a *campaignActor) onSlot(key string, seq uint64, ans slotAnswer) {
 }
 
 // reportStart moves h's clock to a request start its outcome reported:
-// the local clock, or the owner's, told without waiting.
+// the owner's, told without waiting, and this scheduler's own clock of
+// the key when it has one (it owns the key, or kept the key's clock
+// while the owner was passed over). The owner may be asked again before
+// it is back: a start granted here and reported only to it would leave
+// this clock spacing the next start from the lease, not the real start.
 func (a *campaignActor) reportStart(h *host, start, now time.Time) {
 	if owner := a.srv.peers.ownerOf(h.clock); owner != nil {
 		owner.started(session.SlotStart{Key: h.clock, Ago: now.Sub(start), Delay: h.delay})
-		return
 	}
 	a.srv.clocks.started(h.clock, start, h.delay, now)
 }

@@ -333,3 +333,37 @@ func TestPeerLinkRedialsAndFails(t *testing.T) {
 		t.Error("an owner that is gone is not passed over")
 	}
 }
+
+// A start granted on this scheduler's clock while the owner was passed
+// over, whose outcome comes once the owner is asked again (its pass-over
+// ran out, at the moment the outcome is reported), moves this scheduler's
+// clock too: a report the owner may never receive (it is still dead)
+// must not leave the local clock spacing the next start from the lease
+// instead of from the request's real start.
+func TestStartReportedToAReturningOwnerMovesTheLocalClock(t *testing.T) {
+	a, owner := ipActor(t)
+	h := a.hosts["h0.example"]
+	owner.isDown = true
+	now := time.Now()
+	if a.takeSlot(h, now) {
+		t.Fatal("this scheduler's new clock of the key started at once")
+	}
+	granted := h.next
+	if !a.takeSlot(h, granted) {
+		t.Fatal("with its owner down, the key's clock is not this scheduler's")
+	}
+	// The request really started 40 ms after the lease; its outcome comes
+	// after the owner's pass-over ran out.
+	owner.isDown = false
+	start := granted.Add(40 * time.Millisecond)
+	a.reportStart(h, start, start.Add(100*time.Millisecond))
+	if len(owner.starts) != 1 {
+		t.Fatalf("%d starts reported to the owner, want 1", len(owner.starts))
+	}
+	owner.isDown = true
+	next := a.srv.clocks.slot(h.clock, a.key, h.delay, granted.Add(h.delay))
+	if want := start.Add(h.delay); next.Before(want) {
+		t.Errorf("the next start on this scheduler's clock at %s after the lease; the request started %s after it, so not before %s",
+			next.Sub(granted), start.Sub(granted), want.Sub(granted))
+	}
+}

@@ -6,11 +6,14 @@ package systest_test
 // at a time, whichever campaign and scheduler made them.
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"net"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -20,7 +23,10 @@ import (
 
 	"github.com/drover-crawl/drover/activities"
 	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/devstack"
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/internal/await"
+	"github.com/drover-crawl/drover/internal/testenv"
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/node/nodetest"
 	"github.com/drover-crawl/drover/session"
@@ -353,4 +359,107 @@ func TestIPKeyOwnerGone(t *testing.T) {
 	}
 	t.Logf("owner gone after %d requests; %d requests after; gaps under %s: %d before, %d after; at most %d at once, smallest gap %s; hosts held and starts asked by scheduler %+v; reason %q",
 		before, after, delay, shortBefore, shortAfter, most, least.Round(time.Millisecond), got, st.Reason)
+}
+
+// The IP's owner, a scheduler process, is SIGKILLed mid-crawl while the
+// other scheduler asks it for every start of its hosts: the other passes the dead owner over and keeps
+// the IP's clock itself, its first start a delay after it took the clock
+// over (the turns the owner had reserved for it are lost with the owner). The crawl ends with every page, one request at a time at the
+// server and every two starts the delay apart, before the kill and after.
+// The owner is not started again: an owner that returns while the other
+// still passes it over keeps a clock of its own meanwhile (NOTES.md).
+func TestIPKeyOwnerKilled(t *testing.T) {
+	testenv.Long(t)
+	const delay = 300 * time.Millisecond
+	web := startDomainWeb(t, ipHosts, 8, 30*time.Millisecond)
+	sv := startServices(t)
+	addrs := freeAddrs(t, 2)
+	for frontier.IPOwner(addrs, "127.0.0.1") != addrs[1] {
+		addrs = freeAddrs(t, 2)
+	}
+	metrics := freeAddrs(t, 2)
+	var procs [2]*devstack.Proc
+	for i := range 2 {
+		procs[i] = startPeeredSchedulerProc(t, addrs, i, metrics[i])
+	}
+	// Every session to scheduler 0, which holds every host and asks the
+	// owner for each start.
+	startIPWorker(t, sv, addrs[:1], "ip-worker", 0)
+	cfg := ipCampaign(sv, web, delay, "ipkey-killed")
+	wait := runCampaign(t, sv.temporal.Client(), cfg, 4*time.Minute)
+	asks := func() float64 {
+		return scrapedSum(t, "http://"+metrics[0]+"/metrics", "drover_scheduler_remote_slot_asks_total", cfg.ID)
+	}
+	await.For(t, 3*time.Minute, 20*time.Millisecond, "scheduler 0 asking the owner for 20 starts", func() error {
+		if n := asks(); n < 20 {
+			return fmt.Errorf("%.0f starts asked", n)
+		}
+		return nil
+	})
+	asked := asks()
+	web.mu.Lock()
+	before, inflight, killed := len(web.starts), web.inflight, time.Now()
+	web.mu.Unlock()
+	procs[1].Kill()
+	st := wait()
+	checkEveryPage(t, web, 1)
+	most, least, _ := serverSaw(web)
+	web.mu.Lock()
+	starts := slices.SortedFunc(slices.Values(web.starts), time.Time.Compare)
+	web.mu.Unlock()
+	after := 0
+	for i, s := range starts {
+		if s.After(killed) {
+			after++
+		}
+		if i > 0 && s.Sub(starts[i-1]) < delay {
+			t.Errorf("start %d, %s after the kill, came %s after the one before; the delay is %s", i, s.Sub(killed).Round(time.Millisecond), s.Sub(starts[i-1]), delay)
+		}
+	}
+	if after < 20 {
+		t.Errorf("only %d requests after the kill: the owner did not die mid-crawl", after)
+	}
+	if most != 1 {
+		t.Errorf("the server had %d requests at once", most)
+	}
+	t.Logf("owner killed after %d requests (%.0f starts asked of it, %d under way); %d requests after; at most %d at once, smallest gap %s; reason %q",
+		before, asked, inflight, after, most, least.Round(time.Millisecond), st.Reason)
+}
+
+// startPeeredSchedulerProc runs scheduler i of addrs as a process that
+// knows the others (DROVER_SCHEDULER), with its metrics on metrics, and
+// the token of startIPWorker's sessions.
+func startPeeredSchedulerProc(t *testing.T, addrs []string, i int, metrics string) *devstack.Proc {
+	t.Helper()
+	name := fmt.Sprintf("ipsched-%d", i)
+	p := startProc(t, name, filepath.Join(binaries(t), "scheduler"),
+		[]string{"-listen", addrs[i], "-index", fmt.Sprint(i), "-replicas", fmt.Sprint(len(addrs)), "-seen", filepath.Join(t.TempDir(), "seen"), "-name", name, "-metrics-addr", metrics},
+		[]string{"DROVER_TOKEN=" + session.DevToken, "AMQP_URL=" + amqpURL(), "DROVER_SCHEDULER=" + strings.Join(addrs, ",")})
+	await.For(t, 20*time.Second, 50*time.Millisecond, name+" answering a control session", func() error {
+		checkRunning(t, p)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		c, err := session.Client{Token: session.DevToken}.DialControl(ctx, addrs[i])
+		if err != nil {
+			return err
+		}
+		return c.Close()
+	})
+	return p
+}
+
+// scrapedSum is the sum of the series of name whose campaign label is
+// campaign, in the exposition at u (0 when none).
+func scrapedSum(t *testing.T, u, name, campaign string) float64 {
+	t.Helper()
+	sum := 0.0
+	for _, line := range strings.Split(string(scrape(t, u)), "\n") {
+		if !strings.HasPrefix(line, name+"{") || !strings.Contains(line, `campaign="`+campaign+`"`) {
+			continue
+		}
+		if v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64); err == nil {
+			sum += v
+		}
+	}
+	return sum
 }
