@@ -21,6 +21,10 @@ func (r *Runner) handleRobots(ctx context.Context, l session.Lease) session.Outc
 		return o
 	}
 	r.m.robotsFetched(r.cfg.ID, rr)
+	if !rr.Answered.IsZero() {
+		// The server's response time, for an adaptive delay, as a page's.
+		o.Latency = rr.Answered.Sub(start)
+	}
 	r.logLine(ctx, robotsLine(l.URL, rr, done.Sub(start)))
 	o.Robots = &session.RobotsBody{Status: rr.Status, Body: rr.Body}
 	if rr.Err != nil {

@@ -11,10 +11,12 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/internal/testenv"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"
@@ -74,18 +76,82 @@ func cutPort(hostport string) (host, port string, ok bool) {
 // A server that answers in 50 ms, then in 2 s: at delay_factor 2 the gaps
 // between its request starts reach 4 s within 5 requests of the slowdown.
 func TestAdaptiveDelayFollowsASlowServer(t *testing.T) {
-	const fast, slow, fastFor = 50 * time.Millisecond, 2 * time.Second, 4
-	var mu sync.Mutex
-	var starts []time.Time
+	const fastFor = 4
+	srv := startSlowingServer(t, fastFor)
+	s := startStack(t)
+	cfg := srv.campaign(s.services, fastFor+5)
+	runCampaign(t, s.temporal.Client(), cfg, 4*time.Minute)()
+	gaps := srv.gaps()
+	t.Logf("gaps between request starts: %v", gaps)
+	if i := reachedAt(gaps, fastFor, 2*slowAnswer); i < 0 || i-fastFor >= 5 {
+		t.Errorf("the gaps did not reach %s within 5 requests of the slowdown: %v", 2*slowAnswer, gaps)
+	}
+}
+
+// The adaptive delay after a SIGKILL of the scheduler, once the gaps
+// had grown to 4 s and with a slow request under way: the scheduler
+// started again on its seen store has lost the server's response time
+// (it is kept in memory), so its first start comes at the campaign's
+// delay, and the gaps reach 4 s again within 5 requests of it.
+func TestAdaptiveDelaySurvivesSchedulerKill(t *testing.T) {
+	testenv.Long(t)
+	const fastFor = 3
+	srv := startSlowingServer(t, fastFor)
+	s := startServices(t)
+	addr := freeAddr(t)
+	seenPath := filepath.Join(t.TempDir(), "seen-0")
+	sched := startSchedulerProc(t, addr, 0, 1, seenPath)
+	startWorkerProc(t, "worker-0", []string{addr}, s.temporal.Address(), s.kafka.Addr())
+	cfg := srv.campaign(s, 0)
+	wait := runCampaign(t, s.temporal.Client(), cfg, 6*time.Minute)
+	await.For(t, 2*time.Minute, 20*time.Millisecond, "the gaps grown to 4 s and a slow request under way", func() error {
+		gaps, inflight := srv.gaps(), srv.inflight.Load()
+		if reachedAt(gaps, fastFor, 2*slowAnswer) < 0 || inflight == 0 {
+			return fmt.Errorf("gaps %v, %d requests under way", gaps, inflight)
+		}
+		return nil
+	})
+	before, inflight := len(srv.gaps())+1, srv.inflight.Load()
+	sched.Kill()
+	startSchedulerProc(t, addr, 0, 1, seenPath)
+	st := wait()
+	gaps := srv.gaps()
+	t.Logf("killed after %d requests, %d under way; gaps between request starts: %v; %s", before, inflight, gaps, st.State)
+	if len(gaps) < before+5 {
+		t.Fatalf("%d requests after the kill: too few to tell", len(gaps)+1-before)
+	}
+	// gaps[before-1] is the gap to the first start after the kill.
+	if i := reachedAt(gaps, before, 2*slowAnswer); i != before {
+		t.Errorf("after the restart the gap after the first request is not %s: %v", 2*slowAnswer, gaps[before-1:])
+	}
+}
+
+// slowAnswer is how long a slowingServer takes once it slowed down.
+const slowAnswer = 2 * time.Second
+
+// slowingServer answers its first fastFor requests in 50 ms, the others
+// in slowAnswer: a page at / and at /p/0../p/11, each linking to all of
+// /p/N, and no robots.txt.
+type slowingServer struct {
+	url      string
+	mu       sync.Mutex
+	starts   []time.Time
+	inflight atomic.Int32
+}
+
+func startSlowingServer(t *testing.T, fastFor int) *slowingServer {
+	s := &slowingServer{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		starts = append(starts, time.Now())
-		n := len(starts)
-		mu.Unlock()
+		s.inflight.Add(1)
+		defer s.inflight.Add(-1)
+		s.mu.Lock()
+		s.starts = append(s.starts, time.Now())
+		n := len(s.starts)
+		s.mu.Unlock()
 		if n <= fastFor {
-			time.Sleep(fast)
+			time.Sleep(50 * time.Millisecond)
 		} else {
-			time.Sleep(slow)
+			time.Sleep(slowAnswer)
 		}
 		if r.URL.Path == "/robots.txt" {
 			http.NotFound(w, r)
@@ -98,29 +164,39 @@ func TestAdaptiveDelayFollowsASlowServer(t *testing.T) {
 		}
 		fmt.Fprint(w, "</body></html>")
 	}))
-	defer srv.Close()
-	s := startStack(t)
-	cfg := campaign.Config{ID: fmt.Sprintf("adaptive-%d", time.Now().UnixNano()), Seeds: []string{srv.URL + "/"}, Fetchers: 2,
-		AllowPrivate: true, PerHostDelay: new(time.Millisecond), DelayFactor: 2, MaxPages: fastFor + 5,
-		Sinks: []string{"kafka://" + s.kafka.Addr() + "/" + s.topic}}
-	runCampaign(t, s.temporal.Client(), cfg, 4*time.Minute)()
-	mu.Lock()
-	defer mu.Unlock()
+	t.Cleanup(srv.Close)
+	s.url = srv.URL
+	return s
+}
+
+// campaign crawls the server at a 1 ms delay, delay_factor 2, into
+// sv's Kafka; maxPages 0 crawls it all.
+func (s *slowingServer) campaign(sv *services, maxPages int64) campaign.Config {
+	return campaign.Config{ID: fmt.Sprintf("adaptive-%d", time.Now().UnixNano()), Seeds: []string{s.url + "/"}, Fetchers: 2,
+		AllowPrivate: true, PerHostDelay: new(time.Millisecond), DelayFactor: 2, MaxPages: maxPages,
+		Sinks: []string{"kafka://" + sv.kafka.Addr() + "/" + sv.topic}}
+}
+
+// gaps are the gaps between the server's request starts so far.
+func (s *slowingServer) gaps() []time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	var gaps []time.Duration
-	for i := 1; i < len(starts); i++ {
-		gaps = append(gaps, starts[i].Sub(starts[i-1]).Round(time.Millisecond))
+	for i := 1; i < len(s.starts); i++ {
+		gaps = append(gaps, s.starts[i].Sub(s.starts[i-1]).Round(time.Millisecond))
 	}
-	t.Logf("gaps between request starts: %v", gaps)
-	reached := -1
-	for i := fastFor; i < len(gaps); i++ {
-		if gaps[i] >= 2*slow {
-			reached = i
-			break
+	return gaps
+}
+
+// reachedAt is the index of the first of gaps, from from on, of at least
+// want; -1 when none.
+func reachedAt(gaps []time.Duration, from int, want time.Duration) int {
+	for i := from; i < len(gaps); i++ {
+		if gaps[i] >= want {
+			return i
 		}
 	}
-	if reached < 0 || reached-fastFor >= 5 {
-		t.Errorf("the gaps did not reach %s within 5 requests of the slowdown: %v", 2*slow, gaps)
-	}
+	return -1
 }
 
 // A host rule outlives a scheduler SIGKILLed right after it returned,
