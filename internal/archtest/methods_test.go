@@ -21,7 +21,6 @@ var manyMethodsAllowed = map[string]int{
 	"frontier/campaignActor": 110,
 	"testweb/Web":            57,
 	"workflows/run":          52,
-	"starter/cli/App":        44,
 }
 
 // TestMethodCount lists every type with more methods than maxMethods, or

@@ -18,6 +18,11 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// views are the commands that read what the schedulers hold of a
+// campaign, not its workflow: its failure records (`failures`), where a
+// URL stands (`url`, `urls`), its lineage's fetch history (`forget`).
+type views struct{ *App }
+
 // FailuresFunc lists a campaign's failure records from every scheduler, by
 // URL, with their total (which exceeds the list when a scheduler cut it);
 // session.Client.Failures in production.
@@ -51,7 +56,7 @@ const (
 // The list of reasons grows with the fetcher, so it is not closed here.
 var reasonWord = regexp.MustCompile(`^[a-z0-9_-]+$`)
 
-func (a *App) failuresCommand() *cobra.Command {
+func (a views) failuresCommand() *cobra.Command {
 	var asJSON, clear bool
 	var reason string
 	cmd := &cobra.Command{
@@ -107,7 +112,7 @@ const frontierKeyWithin = 5 * time.Second
 // by (its memo, workflows.MemoFrontier); id itself when Temporal cannot
 // tell (unreachable, no such campaign, a run started before runs had
 // names, or id is already a key).
-func (a *App) frontierKey(ctx context.Context, id string) string {
+func (a views) frontierKey(ctx context.Context, id string) string {
 	if strings.Contains(id, campaign.RunSep) {
 		return id
 	}
@@ -124,7 +129,7 @@ func (a *App) frontierKey(ctx context.Context, id string) string {
 	return ex.FrontierKey()
 }
 
-func (a *App) listFailures(ctx context.Context, id, key, reason string, asJSON bool) error {
+func (a views) listFailures(ctx context.Context, id, key, reason string, asJSON bool) error {
 	if a.Failures == nil {
 		return failf("no scheduler client configured")
 	}
@@ -142,7 +147,7 @@ func (a *App) listFailures(ctx context.Context, id, key, reason string, asJSON b
 	return nil
 }
 
-func (a *App) clearFailures(ctx context.Context, id, key string, asJSON bool) error {
+func (a views) clearFailures(ctx context.Context, id, key string, asJSON bool) error {
 	if a.DropFailures == nil {
 		return failf("no scheduler client configured")
 	}

@@ -16,7 +16,7 @@ type ForgetHistoryFunc func(ctx context.Context, addrs []string, token, lineage 
 // forgetTimeout bounds `forget`: one range delete per scheduler.
 const forgetTimeout = 30 * time.Second
 
-func (a *App) forgetCommand() *cobra.Command {
+func (a views) forgetCommand() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "forget LINEAGE",
@@ -60,7 +60,7 @@ dropped unless every scheduler can drop its share.`,
 // campaign whose ID it is writes it (runs --from it under other IDs are
 // found by the schedulers). Temporal out of reach is not a refusal: the
 // schedulers still check the campaigns open on them.
-func (a *App) lineageIdle(ctx context.Context, lineage string) error {
+func (a views) lineageIdle(ctx context.Context, lineage string) error {
 	c, err := a.temporal(ctx)
 	if err != nil {
 		fmt.Fprintf(a.Err, "warning: Temporal not reached, so only the schedulers check that no campaign uses lineage %s: %v\n", lineage, err)

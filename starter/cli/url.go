@@ -17,7 +17,7 @@ type URLStateFunc func(ctx context.Context, addrs []string, token, key, url stri
 // urlTimeout bounds `starter url`.
 const urlTimeout = 30 * time.Second
 
-func (a *App) urlCommand() *cobra.Command {
+func (a views) urlCommand() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "url ID URL",

@@ -25,7 +25,7 @@ type urlsFlags struct {
 	json                    bool
 }
 
-func (a *App) urlsCommand() *cobra.Command {
+func (a views) urlsCommand() *cobra.Command {
 	var f urlsFlags
 	cmd := &cobra.Command{
 		Use:   "urls ID --host H --state S [--limit N] [--after URL]",
@@ -96,7 +96,7 @@ func (f urlsFlags) check() error {
 // stored, in URL order, from its crawl log (under dir, or the campaign's
 // crawl_log): every line of the run is read, and only the host's URLs
 // kept.
-func (a *App) doneURLs(ctx context.Context, id string, q session.URLQuery, dir string) (session.URLPage, error) {
+func (a views) doneURLs(ctx context.Context, id string, q session.URLQuery, dir string) (session.URLPage, error) {
 	key, root := id, dir
 	v, verr := a.view(ctx, id)
 	if verr == nil {
@@ -135,7 +135,7 @@ func (a *App) doneURLs(ctx context.Context, id string, q session.URLQuery, dir s
 }
 
 // listURLs prints a page of one host's URLs in one state (`urls`).
-func (a *App) listURLs(ctx context.Context, id string, f urlsFlags) error {
+func (a views) listURLs(ctx context.Context, id string, f urlsFlags) error {
 	if a.URLs == nil && f.state != session.URLDone {
 		return failf("no scheduler client configured")
 	}
