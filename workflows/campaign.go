@@ -192,8 +192,8 @@ func (r *run) loop() (Status, error) {
 	// Signals that came while seeding (or before this run) apply before the
 	// fleet starts, so that a pause sent early starts nothing.
 	r.apply(r.controls.drain(r.ctx))
-	r.reconcile()
-	r.checkFleet()
+	r.fleet().reconcile()
+	r.fleet().checkFleet()
 	r.publish()
 	for r.ending == "" {
 		sel := workflow.NewSelector(r.ctx)
@@ -208,8 +208,8 @@ func (r *run) loop() (Status, error) {
 			r.beginEnd(campaign.StateStopped, "cancelled")
 		})
 		sel.Select(r.ctx)
-		r.reconcile()
-		r.checkFleet()
+		r.fleet().reconcile()
+		r.fleet().checkFleet()
 		r.publish()
 		if r.ending == "" && r.shouldContinueAsNew() {
 			return r.continueAsNew()
@@ -242,21 +242,21 @@ func (r *run) apply(b controlBatch) {
 			// A resume is the operator's new try (say after creating
 			// the missing topic): fail-after counts afresh.
 			for i := range r.st.Fetchers {
-				r.freshStart(i)
+				r.fleet().freshStart(i)
 			}
 		}
 	}
 	for _, k := range b.restarts {
-		r.restartFetcher(k)
+		r.fleet().restartFetcher(k)
 	}
 }
 
 func (r *run) handle(e event) {
 	switch e.kind {
 	case evSession:
-		r.sessionEnded(e)
+		r.fleet().sessionEnded(e)
 	case evBackoff:
-		r.backoffEnded(e)
+		r.fleet().backoffEnded(e)
 	case evMonitor:
 		r.monitored(e)
 	case evDeadline:
@@ -264,7 +264,7 @@ func (r *run) handle(e event) {
 			r.beginEnd(campaign.StateCompleted, fmt.Sprintf("max duration %s reached", r.cfg.MaxDuration))
 		}
 	case evRotate:
-		r.rotate()
+		r.fleet().rotate()
 	case evScaled, evFailAfter:
 		// reconcile and checkFleet, after every event, do the work.
 	}
@@ -328,22 +328,22 @@ func (r *run) stopAll() {
 	if r.deadlineCancel != nil {
 		r.deadlineCancel()
 	}
-	r.cancelFailTimer()
+	r.fleet().cancelFailTimer()
 	for _, s := range r.slots {
-		r.stopSlot(s)
+		r.fleet().stopSlot(s)
 	}
-	r.endStopped()
+	r.fleet().endStopped()
 }
 
 // waitFleet waits until every session returned (they record their
 // in-flight outcomes and hand their leases back first). A session whose
 // worker died ends at its heartbeat timeout, so this wait is bounded.
 func (r *run) waitFleet() {
-	for r.anyRunning() {
+	for r.fleet().anyRunning() {
 		var e event
 		r.events.Receive(r.ctx, &e)
 		if e.kind == evSession {
-			r.sessionEnded(e)
+			r.fleet().sessionEnded(e)
 		}
 	}
 }

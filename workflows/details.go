@@ -19,7 +19,7 @@ func (r *run) status() Status {
 		ID:              r.id,
 		State:           r.st.State,
 		FetchersDesired: r.st.FetchersDesired,
-		FetchersActive:  r.active(),
+		FetchersActive:  r.fleet().active(),
 		Fetchers:        fs,
 		PagesFetched:    r.st.PagesFetched,
 		PagesFailed:     r.st.PagesFailed,
@@ -30,7 +30,7 @@ func (r *run) status() Status {
 		StartedAt:       r.st.StartedAt,
 		Reason:          r.st.Reason,
 		Alert:           r.st.Alert,
-		Failure:         r.failureStatus(),
+		Failure:         r.fleet().failureStatus(),
 		Run:             r.st.Run,
 		Frontier:        r.cfg.FrontierKey(),
 		CrawlLog:        r.cfg.CrawlLog,
@@ -75,7 +75,7 @@ func (r *run) details() string {
 	if r.st.Alert != "" {
 		fmt.Fprintf(&b, "- **alert**: %s\n", r.st.Alert)
 	}
-	if f := r.failureStatus(); f != nil && f.Consecutive > 0 {
+	if f := r.fleet().failureStatus(); f != nil && f.Consecutive > 0 {
 		fmt.Fprintf(&b, "- **fetchers failing**: %d of %d, %d failures in a row since %s: %s\n",
 			f.Failing, f.Desired, f.Consecutive, f.Since.UTC().Format("15:04:05 UTC"), f.Text())
 		if !f.FailAt.IsZero() {
@@ -83,7 +83,7 @@ func (r *run) details() string {
 				f.FailAt.UTC().Format("15:04:05 UTC"), r.cfg.FailAfterDuration())
 		}
 	}
-	fmt.Fprintf(&b, "- fetchers: %d active of %d desired, %d restarts\n", r.active(), r.st.FetchersDesired, r.st.Restarts)
+	fmt.Fprintf(&b, "- fetchers: %d active of %d desired, %d restarts\n", r.fleet().active(), r.st.FetchersDesired, r.st.Restarts)
 	fmt.Fprintf(&b, "- pages: %d fetched, %d failed; URLs: %d queued, %d in flight\n",
 		r.st.PagesFetched, r.st.PagesFailed, r.st.URLsQueued, r.st.URLsInFlight)
 	fmt.Fprintf(&b, "- seeds: %s%s\n", list(r.cfg.Seeds, 5), seedsMore(r.cfg.SeedsFile, r.st.SeedsAdded))

@@ -41,7 +41,7 @@ const versionFailAfter = "fail-after"
 const failingAlertGap = 15 * time.Minute
 
 // fetcherFailed records the failure of fetcher i's session at now.
-func (r *run) fetcherFailed(i int, err error, msg string, now time.Time) {
+func (r fleet) fetcherFailed(i int, err error, msg string, now time.Time) {
 	r.st.Fetchers[i].Failing++
 	f := r.st.Failure
 	if f == nil {
@@ -57,7 +57,7 @@ func (r *run) fetcherFailed(i int, err error, msg string, now time.Time) {
 
 // progressed records that a page was fetched (seen at now): the streak of
 // failures is over and no fetcher counts as failing any more.
-func (r *run) progressed(now time.Time) {
+func (r fleet) progressed(now time.Time) {
 	r.st.ProgressAt = now
 	for i := range r.st.Fetchers {
 		r.st.Fetchers[i].Failing = 0
@@ -69,7 +69,7 @@ func (r *run) progressed(now time.Time) {
 
 // freshStart forgets fetcher i's failures: a resume or restart signal,
 // an operator's new try (say after creating the missing Kafka topic).
-func (r *run) freshStart(i int) {
+func (r fleet) freshStart(i int) {
 	if i >= 0 && i < len(r.st.Fetchers) {
 		r.st.Fetchers[i].Failing = 0
 	}
@@ -77,7 +77,7 @@ func (r *run) freshStart(i int) {
 
 // failing returns how many of the desired fetchers are failing, and the
 // number desired.
-func (r *run) failing() (n, desired int) {
+func (r fleet) failing() (n, desired int) {
 	desired = r.desired()
 	for i := 0; i < desired && i < len(r.st.Fetchers); i++ {
 		if r.st.Fetchers[i].Failing > 0 {
@@ -89,14 +89,14 @@ func (r *run) failing() (n, desired int) {
 
 // allFailing reports whether every desired fetcher is failing; never while
 // paused or ending (none is desired then).
-func (r *run) allFailing() bool {
+func (r fleet) allFailing() bool {
 	n, desired := r.failing()
 	return desired > 0 && n == desired
 }
 
 // failAt is when the campaign fails if nothing changes; zero while some
 // fetcher is not failing.
-func (r *run) failAt() time.Time {
+func (r fleet) failAt() time.Time {
 	if r.st.AllFailingSince.IsZero() || !r.failAfterOn {
 		return time.Time{}
 	}
@@ -110,7 +110,7 @@ func (r *run) failAt() time.Time {
 // checkFleet runs after every event: it notes when every fetcher came to be
 // failing, raises the exception, ends the campaign once FailAfter passed,
 // and otherwise keeps a timer for that moment.
-func (r *run) checkFleet() {
+func (r fleet) checkFleet() {
 	if r.ending != "" || !r.allFailing() {
 		r.st.AllFailingSince = time.Time{}
 		r.cancelFailTimer()
@@ -144,7 +144,7 @@ func (r *run) checkFleet() {
 	})
 }
 
-func (r *run) cancelFailTimer() {
+func (r fleet) cancelFailTimer() {
 	if r.failTimer.cancel != nil {
 		r.failTimer.cancel()
 		r.failTimer.cancel = nil
@@ -153,7 +153,7 @@ func (r *run) cancelFailTimer() {
 
 // checkFailingAlert raises the "fetchers_failing" exception once per streak
 // in which every fetcher is failing and one has failed twice in a row.
-func (r *run) checkFailingAlert(now time.Time) {
+func (r fleet) checkFailingAlert(now time.Time) {
 	f := r.st.Failure
 	if f == nil || f.Since.IsZero() {
 		return
@@ -178,7 +178,7 @@ func (r *run) checkFailingAlert(now time.Time) {
 
 // failureStatus is Failure as the status query shows it, with the live
 // counts filled in.
-func (r *run) failureStatus() *FleetFailure {
+func (r fleet) failureStatus() *FleetFailure {
 	if r.st.Failure == nil {
 		return nil
 	}

@@ -57,8 +57,16 @@ func fetchOptions(index, n int) workflow.ActivityOptions {
 	}
 }
 
+// fleet is the campaign's fetchers, as the workflow runs them: their
+// slots and sessions, restarts with backoff, rotation, and the detection
+// of a fleet that fails (failing.go). It is the run seen from its fleet.
+type fleet struct{ *run }
+
+// fleet returns r's fleet.
+func (r *run) fleet() fleet { return fleet{r} }
+
 // slotAt returns slot i, growing the fleet's slices as needed.
-func (r *run) slotAt(i int) *slot {
+func (r fleet) slotAt(i int) *slot {
 	for len(r.slots) <= i {
 		r.slots = append(r.slots, &slot{})
 	}
@@ -69,7 +77,7 @@ func (r *run) slotAt(i int) *slot {
 }
 
 // desired is how many fetchers should run now.
-func (r *run) desired() int {
+func (r fleet) desired() int {
 	if r.ending != "" || r.st.State != campaign.StateRunning {
 		return 0
 	}
@@ -78,7 +86,7 @@ func (r *run) desired() int {
 
 // reconcile starts and cancels sessions so that exactly the fetchers below
 // desired() run; scaling down cancels the highest indexes.
-func (r *run) reconcile() {
+func (r fleet) reconcile() {
 	want := r.desired()
 	if want > 0 {
 		r.slotAt(want - 1)
@@ -95,7 +103,7 @@ func (r *run) reconcile() {
 }
 
 // stopSlot cancels slot s's session and backoff timer, if any.
-func (r *run) stopSlot(s *slot) {
+func (r fleet) stopSlot(s *slot) {
 	if s.running && !s.stopping {
 		s.stopping = true
 		s.restartNow = false
@@ -112,7 +120,7 @@ func (r *run) stopSlot(s *slot) {
 // rotate ends every running session, to be started again at once by
 // reconcile with the config as it now stands (a live include): not a
 // failure, nor a restart the status counts. Their leases go back.
-func (r *run) rotate() {
+func (r fleet) rotate() {
 	for _, s := range r.slots {
 		if s.running && !s.stopping {
 			s.stopping = true
@@ -124,7 +132,7 @@ func (r *run) rotate() {
 }
 
 // anyRunning reports whether a session is still pending.
-func (r *run) anyRunning() bool {
+func (r fleet) anyRunning() bool {
 	for _, s := range r.slots {
 		if s.running {
 			return true
@@ -133,7 +141,7 @@ func (r *run) anyRunning() bool {
 	return false
 }
 
-func (r *run) active() int {
+func (r fleet) active() int {
 	n := 0
 	for _, s := range r.slots {
 		if s.running && !s.stopping {
@@ -143,7 +151,7 @@ func (r *run) active() int {
 	return n
 }
 
-func (r *run) startSession(i int) {
+func (r fleet) startSession(i int) {
 	s := r.slotAt(i)
 	s.starts++
 	s.token++
@@ -163,7 +171,7 @@ func (r *run) startSession(i int) {
 }
 
 // sessionEnded handles the end of fetcher i's session.
-func (r *run) sessionEnded(e event) {
+func (r fleet) sessionEnded(e event) {
 	s := r.slotAt(e.index)
 	if e.token != s.token || !s.running {
 		return
@@ -225,7 +233,7 @@ func (r *run) sessionEnded(e event) {
 }
 
 // backoffEnded lets fetcher i start again (reconcile starts it).
-func (r *run) backoffEnded(e event) {
+func (r fleet) backoffEnded(e event) {
 	s := r.slotAt(e.index)
 	if e.token == s.token && s.waiting && e.err == nil {
 		s.waiting = false
@@ -235,7 +243,7 @@ func (r *run) backoffEnded(e event) {
 // restartFetcher applies a restart signal for fetcher i: a session that is
 // meant to run is cancelled and started again at once. It counts as a
 // restart, but not towards the failure alert.
-func (r *run) restartFetcher(i int) {
+func (r fleet) restartFetcher(i int) {
 	log := workflow.GetLogger(r.ctx)
 	if i < 0 || i >= r.desired() {
 		log.Warn("restart signal ignored: no such running fetcher", "fetcher", i, "running", r.desired())
@@ -262,7 +270,7 @@ func (r *run) restartFetcher(i int) {
 
 // checkRestartAlert raises the exception notification when failure restarts
 // within the last hour exceed cfg.RestartAlert, at most once an hour.
-func (r *run) checkRestartAlert(now time.Time) {
+func (r fleet) checkRestartAlert(now time.Time) {
 	kept := r.st.RecentFailures[:0]
 	for _, t := range r.st.RecentFailures {
 		if now.Sub(t) < alertWindow {
@@ -343,7 +351,7 @@ const versionEndSessions = "end-sessions"
 // heartbeat throttle later; the scheduler's FrameEnd reaches it at once.
 // Should EndSessions fail (a scheduler away), the cancellation still ends
 // them; the failure is in the history and the log.
-func (r *run) endStopped() {
+func (r fleet) endStopped() {
 	if len(r.toEnd) == 0 {
 		return
 	}

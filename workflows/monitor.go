@@ -80,7 +80,7 @@ func (r *run) monitored(e event) {
 	if e.err == nil && !e.monitor.Unread {
 		s := e.monitor.Stats
 		if s.Fetched > r.st.PagesFetched {
-			r.progressed(workflow.Now(r.ctx))
+			r.fleet().progressed(workflow.Now(r.ctx))
 		}
 		r.checkErrorRate(s.Fetched-r.st.PagesFetched, s.Failed-r.st.PagesFailed)
 		r.setCounts(s.Fetched, s.Failed, s.Queued, s.InFlight)
