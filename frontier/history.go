@@ -292,7 +292,7 @@ func (a *campaignActor) historyOf(o session.Outcome) []byte {
 // writeHistory stores the histories of jobs, before their URLs are marked
 // done: a record whose history could not be written is tried again, as
 // one whose marks could not be.
-func (a *campaignActor) writeHistory(jobs []recordJob) error {
+func (a recorder) writeHistory(jobs []recordJob) error {
 	var keys []seen.Key
 	var vals [][]byte
 	for _, j := range jobs {

@@ -26,7 +26,7 @@ type linkPublish struct {
 // returns once every one of them is confirmed and marked queued: by this
 // call, or by another record's publish of the same link that it waited for
 // (and did again itself when that one failed).
-func (a *campaignActor) publishLinks(ctx context.Context, jobs []recordJob) error {
+func (a recorder) publishLinks(ctx context.Context, jobs []recordJob) error {
 	keys, cands, robotsKeys, robotsURLs := a.linkCandidates(jobs)
 	if err := a.recordDisallowed(robotsKeys, robotsURLs); err != nil {
 		return err
@@ -105,7 +105,7 @@ func (a *campaignActor) publishLinks(ctx context.Context, jobs []recordJob) erro
 // found by two pages is published once (TestHoleLinkFoundTwicePublishedOnce).
 // A link published meanwhile is still claimed by this record until it
 // returns; its waiters see its publish succeed.
-func (a *campaignActor) stillNew(keys []seen.Key, mine []int) ([]int, error) {
+func (a recorder) stillNew(keys []seen.Key, mine []int) ([]int, error) {
 	if len(mine) == 0 {
 		return nil, nil
 	}
@@ -139,7 +139,7 @@ type linkCand struct {
 // linkCandidates collects the links of jobs, once each, apart from those
 // robots.txt forbids; a link with no host, or that a live exclude
 // matches, is never published.
-func (a *campaignActor) linkCandidates(jobs []recordJob) (keys []seen.Key, cands []linkCand, robotsKeys []seen.Key, robotsURLs []urlMsg) {
+func (a recorder) linkCandidates(jobs []recordJob) (keys []seen.Key, cands []linkCand, robotsKeys []seen.Key, robotsURLs []urlMsg) {
 	collected := map[seen.Key]bool{}
 	live := a.live.Load()
 	for _, j := range jobs {
@@ -168,7 +168,7 @@ func (a *campaignActor) linkCandidates(jobs []recordJob) (keys []seen.Key, cands
 }
 
 // linkMessage is a new link for its shard, at its policy's priority.
-func (a *campaignActor) linkMessage(c linkCand) shardURL {
+func (a recorder) linkMessage(c linkCand) shardURL {
 	l := c.link
 	m := urlMsg{URL: l.URL, Depth: c.depth, Hops: l.Hops, Embeds: l.Embeds, Parent: c.parent, Score: l.Score, Path: c.path}
 	prio := a.policy.Priority(Item{URL: l.URL, Host: c.host, Depth: c.depth, Embed: l.Embeds > 0, Score: l.Score})
@@ -178,7 +178,7 @@ func (a *campaignActor) linkMessage(c linkCand) shardURL {
 // recordDisallowed records the links robots.txt forbids that are not
 // queued or recorded yet, and marks them queued, so that the next page that
 // links to them finds them settled; each has its crawl log line.
-func (a *campaignActor) recordDisallowed(keys []seen.Key, urls []urlMsg) error {
+func (a recorder) recordDisallowed(keys []seen.Key, urls []urlMsg) error {
 	if len(keys) == 0 {
 		return nil
 	}
@@ -218,7 +218,7 @@ func (a *campaignActor) recordDisallowed(keys []seen.Key, urls []urlMsg) error {
 // publishSome publishes msgs[i] for each i in idx, in batches of up to
 // the scheduler's Batch URLs per message, confirmed, and marks their keys
 // queued.
-func (a *campaignActor) publishSome(ctx context.Context, keys []seen.Key, msgs []shardURL, idx []int) error {
+func (a recorder) publishSome(ctx context.Context, keys []seen.Key, msgs []shardURL, idx []int) error {
 	if len(idx) == 0 {
 		return nil
 	}

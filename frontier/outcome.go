@@ -76,7 +76,7 @@ func (a *campaignActor) onOutcomes(s *fetcherSession, items []session.Outcome) {
 			a.parkHost(h, wait)
 		}
 	}
-	a.queueRecord(rec)
+	a.recorder().queueRecord(rec)
 }
 
 // spaceAfter spaces h's next start after the request o reports. The
@@ -321,7 +321,7 @@ func (a *campaignActor) seedSitemaps(h *host, urls []string) {
 		tries, wait := sitemapRetry()
 		for try := 1; ; try++ {
 			pctx, cancel := context.WithTimeout(ctx, time.Minute)
-			err := a.publishLinks(pctx, []recordJob{{e: robots, links: links}})
+			err := a.recorder().publishLinks(pctx, []recordJob{{e: robots, links: links}})
 			cancel()
 			if err == nil {
 				return

@@ -24,6 +24,18 @@ import (
 	"github.com/drover-crawl/drover/urlrule"
 )
 
+// recorder is the campaign's actor seen from its record queue: it queues
+// the record jobs of outcomes (queueRecord, startRecord, on the actor's
+// loop) and writes them (record and what it calls, on the record
+// goroutines: splitting a failed record, publishing links, the fetch
+// history, the digest index and the revisit schedule), then acks. There
+// it reads of the actor only what never changes (key, lineage, clockKey),
+// its atomics, and the rest through call.
+type recorder struct{ *campaignActor }
+
+// recorder returns a's recorder.
+func (a *campaignActor) recorder() recorder { return recorder{a} }
+
 type recordJob struct {
 	e     *entry
 	links []urlrule.Link
@@ -58,7 +70,7 @@ type recordJob struct {
 // or nacked: a redelivery that comes after a nack must be taken as the URL
 // again, not as a duplicate of an entry still held, and one that comes
 // after an ack finds the URL marked done.
-func (a *campaignActor) record(ctx context.Context, jobs []recordJob) {
+func (a recorder) record(ctx context.Context, jobs []recordJob) {
 	defer a.pending.Add(-1)
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
@@ -100,7 +112,7 @@ var betweenNacks atomic.Pointer[func(campaign string)]
 // did write stays written and is skipped by the next: links published are
 // marked queued, and a failure record is merged with itself. At most
 // 2n-1 writes for n jobs.
-func (a *campaignActor) writeSplit(ctx context.Context, jobs []recordJob) (done, failed []recordJob, err error) {
+func (a recorder) writeSplit(ctx context.Context, jobs []recordJob) (done, failed []recordJob, err error) {
 	if err = a.writeRecord(ctx, jobs); err == nil {
 		return jobs, nil, nil
 	}
@@ -124,7 +136,7 @@ func (a *campaignActor) writeSplit(ctx context.Context, jobs []recordJob) (done,
 // failure record of a URL that may yet be stored (a record of reason sink
 // for a stored page, in that rare case), never a dead-lettered URL with
 // no record.
-func (a *campaignActor) writeRecord(ctx context.Context, jobs []recordJob) error {
+func (a recorder) writeRecord(ctx context.Context, jobs []recordJob) error {
 	if err := indexDigests(a.srv.store, a.lineage, jobs); err != nil {
 		return fmt.Errorf("seen store (digest index): %w", err)
 	}
@@ -212,7 +224,7 @@ const maxRecording = 2
 // than maxRecording run. The queue, while not empty, holds one count of
 // pending (the campaign is not drained meanwhile), which the record
 // taking it inherits.
-func (a *campaignActor) queueRecord(jobs []recordJob) {
+func (a recorder) queueRecord(jobs []recordJob) {
 	if len(jobs) == 0 {
 		return
 	}
@@ -229,7 +241,7 @@ func (a *campaignActor) queueRecord(jobs []recordJob) {
 // was queued before a stop is recorded within its grace. A stopping actor
 // starts no goroutine: jobs it could not hand over go back to their queues
 // with the channel.
-func (a *campaignActor) startRecord() {
+func (a recorder) startRecord() {
 	if len(a.recQueue) == 0 || a.recording >= maxRecording {
 		return
 	}

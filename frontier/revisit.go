@@ -73,7 +73,7 @@ func (a *campaignActor) planRevisit(j *recordJob, o session.Outcome) bool {
 // writeSchedule stores the schedule entries of jobs, and deletes those
 // they replace, in one synced write: before the URLs are marked done, as
 // their histories.
-func (a *campaignActor) writeSchedule(jobs []recordJob) error {
+func (a recorder) writeSchedule(jobs []recordJob) error {
 	var add, remove []seen.Due
 	for _, j := range jobs {
 		if j.due != nil {
@@ -97,7 +97,7 @@ func (a *campaignActor) writeSchedule(jobs []recordJob) error {
 // new link, queued as any other. The entry is written before the history
 // that names it: a crash between the two leaves two entries, and the
 // fetch of the first deletes the other (the one its history names).
-func (a *campaignActor) bumpLastmods(jobs []recordJob) error {
+func (a recorder) bumpLastmods(jobs []recordJob) error {
 	now := a.srv.now()
 	var add, remove []seen.Due
 	var keys []seen.Key
@@ -149,7 +149,7 @@ type lastmodBump struct {
 // a next fetch sooner already. The entry keeps its message (the depth,
 // parent and path the URL was queued with, by which its rule is found):
 // only its time moves.
-func (a *campaignActor) bumpOf(l urlrule.Link, now time.Time) (*lastmodBump, error) {
+func (a recorder) bumpOf(l urlrule.Link, now time.Time) (*lastmodBump, error) {
 	k := seen.KeyOf(l.URL)
 	b, err := a.srv.store.History(a.lineage, k)
 	if err != nil || b == nil {
