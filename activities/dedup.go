@@ -142,24 +142,31 @@ func (d *digestAsker) loop() {
 	}
 }
 
-// ask sends one request on *ctl, dialled first when nil; a control
-// session that failed is closed, and the next ask dials again.
+// ask sends one request on *ctl, dialled first when nil. A control
+// session that failed is closed; one that had served before is dialled
+// again once at once, since the scheduler ends a session left idle (5
+// minutes without a request, as a continuous campaign's lookups may be).
 func (d *digestAsker) ask(ctl **session.Control, digests []string) ([]*page.Capture, error) {
 	ctx, cancel := context.WithTimeout(d.ctx, digestAskTimeout)
 	defer cancel()
-	if *ctl == nil {
-		c, err := d.dial(ctx)
-		if err != nil {
-			return nil, err
+	for reused := *ctl != nil; ; reused = false {
+		if *ctl == nil {
+			c, err := d.dial(ctx)
+			if err != nil {
+				return nil, err
+			}
+			*ctl = c
 		}
-		*ctl = c
-	}
-	cs, err := (*ctl).Digests(ctx, d.lineage, digests)
-	if err != nil {
+		cs, err := (*ctl).Digests(ctx, d.lineage, digests)
+		if err == nil {
+			return cs, nil
+		}
 		_ = (*ctl).Close()
 		*ctl = nil
+		if !reused || ctx.Err() != nil {
+			return nil, err
+		}
 	}
-	return cs, err
 }
 
 // dedup makes res a revisit of the capture that stored its payload, when
