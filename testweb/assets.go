@@ -246,17 +246,7 @@ func (w *Web) Assets() []string { return append([]string(nil), w.assets.urls...)
 func (w *Web) OffLimits() []string { return append([]string(nil), w.assets.offLimits...) }
 
 // MissingAssets returns the URLs of Assets never requested, in Assets order.
-func (w *Web) MissingAssets() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var out []string
-	for _, u := range w.assets.urls {
-		if w.counts[u] == 0 {
-			out = append(out, u)
-		}
-	}
-	return out
-}
+func (w *Web) MissingAssets() []string { return w.unrequested(w.assets.urls) }
 
 // routeAsset answers path on a host when it is an asset.
 func (w *Web) routeAsset(path string) (response, bool) {

@@ -3,6 +3,7 @@ package testweb
 import (
 	"net/url"
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -25,48 +26,63 @@ type Request struct {
 // If-None-Match or an If-Modified-Since header.
 func (r Request) Conditional() bool { return r.IfNoneMatch != "" || r.IfModifiedSince != "" }
 
-func (w *Web) record(r Request) {
-	w.mu.Lock()
-	w.reqs = append(w.reqs, r)
-	w.counts[r.URL]++
-	w.mu.Unlock()
+// requestLog is what the server saw: every request since Start or Reset,
+// in arrival order, and how many times each URL was requested. Web
+// embeds it, so its methods are Web's.
+type requestLog struct {
+	mu     sync.Mutex
+	counts map[string]int
+	reqs   []Request
 }
 
-// Count returns how many times rawURL was requested, compared as the
-// string "http://" + Host header + request URI.
-func (w *Web) Count(rawURL string) int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.counts[rawURL]
+func (l *requestLog) record(r Request) {
+	l.mu.Lock()
+	if l.counts == nil {
+		l.counts = map[string]int{}
+	}
+	l.reqs = append(l.reqs, r)
+	l.counts[r.URL]++
+	l.mu.Unlock()
 }
 
-// Requests returns every request since Start or Reset, in arrival order.
-func (w *Web) Requests() []Request {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return slices.Clone(w.reqs)
-}
-
-// Missing returns the URLs of Pages never requested, in Pages order.
-func (w *Web) Missing() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
+// unrequested returns those of urls never requested, in order.
+func (l *requestLog) unrequested(urls []string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	var out []string
-	for _, p := range w.pages {
-		if w.counts[p] == 0 {
-			out = append(out, p)
+	for _, u := range urls {
+		if l.counts[u] == 0 {
+			out = append(out, u)
 		}
 	}
 	return out
 }
 
+// Count returns how many times rawURL was requested, compared as the
+// string "http://" + Host header + request URI.
+func (l *requestLog) Count(rawURL string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.counts[rawURL]
+}
+
+// Requests returns every request since Start or Reset, in arrival order.
+func (l *requestLog) Requests() []Request {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.reqs)
+}
+
+// Missing returns the URLs of Pages never requested, in Pages order.
+func (w *Web) Missing() []string { return w.unrequested(w.pages) }
+
 // Duplicates returns the URLs requested more than once, robots.txt
 // excluded, with their counts.
-func (w *Web) Duplicates() map[string]int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
+func (l *requestLog) Duplicates() map[string]int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	out := make(map[string]int)
-	for u, n := range w.counts {
+	for u, n := range l.counts {
 		if n > 1 && !isRobots(u) {
 			out[u] = n
 		}
@@ -76,11 +92,11 @@ func (w *Web) Duplicates() map[string]int {
 
 // Answered returns the URL of every request answered with status, robots.txt
 // excluded, in arrival order (a URL fetched twice appears twice).
-func (w *Web) Answered(status int) []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
+func (l *requestLog) Answered(status int) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	var out []string
-	for _, r := range w.reqs {
+	for _, r := range l.reqs {
 		if r.Status == status && !isRobots(r.URL) {
 			out = append(out, r.URL)
 		}
@@ -90,11 +106,11 @@ func (w *Web) Answered(status int) []string {
 
 // Conditional maps every URL requested, robots.txt excluded, to whether
 // one of its requests at least carried a validator (Request.Conditional).
-func (w *Web) Conditional() map[string]bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
+func (l *requestLog) Conditional() map[string]bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	out := make(map[string]bool)
-	for _, r := range w.reqs {
+	for _, r := range l.reqs {
 		if !isRobots(r.URL) {
 			out[r.URL] = out[r.URL] || r.Conditional()
 		}
@@ -105,10 +121,8 @@ func (w *Web) Conditional() map[string]bool {
 // DisallowedHits returns the URL of every request under /private/, in
 // arrival order (a URL fetched twice appears twice).
 func (w *Web) DisallowedHits() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	var out []string
-	for _, r := range w.reqs {
+	for _, r := range w.Requests() {
 		if w.Disallowed(r.URL) {
 			out = append(out, r.URL)
 		}
@@ -117,18 +131,18 @@ func (w *Web) DisallowedHits() []string {
 }
 
 // Total returns the number of requests counted, robots.txt included.
-func (w *Web) Total() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.reqs)
+func (l *requestLog) Total() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.reqs)
 }
 
 // Reset forgets every request counted so far.
-func (w *Web) Reset() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.reqs = nil
-	clear(w.counts)
+func (l *requestLog) Reset() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.reqs = nil
+	clear(l.counts)
 }
 
 func isRobots(rawURL string) bool {

@@ -46,14 +46,12 @@ type Web struct {
 
 	servers []*http.Server
 	serving sync.WaitGroup
-	hold    holdGate
+	holdGate
 
 	closeOnce sync.Once
 	closeErr  error
 
-	mu     sync.Mutex
-	counts map[string]int
-	reqs   []Request
+	requestLog
 }
 
 // Start binds one listener per host IP (and the CDN's, in asset mode),
@@ -86,7 +84,6 @@ func start(cfg Config, extra []string) (*Web, error) {
 		ips:     ips[:cfg.Hosts],
 		addrs:   make([]string, cfg.Hosts),
 		hostIdx: make(map[string]int, len(ips)),
-		counts:  make(map[string]int),
 
 		extraLinks: extra,
 	}
