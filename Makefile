@@ -62,7 +62,7 @@ LONG_TESTS = $(call long_tests,systest)
 LONG_FRONTIER_TESTS = $(call long_tests,frontier)
 test-long: bin/temporal
 	@test -n '$(LONG_TESTS)' || { echo "no test calls testenv.Long in systest/"; exit 1; }
-	DROVER_LONG=1 $(GO) test -race -count=1 -timeout 20m -run '^($(LONG_TESTS))$$' ./systest
+	DROVER_LONG=1 $(GO) test -race -count=1 -timeout 30m -run '^($(LONG_TESTS))$$' ./systest
 	@test -z '$(LONG_FRONTIER_TESTS)' || DROVER_LONG=1 $(GO) test -race -count=1 -timeout 10m -run '^($(LONG_FRONTIER_TESTS))$$' ./frontier
 
 test-cluster: bin/temporal
