@@ -86,11 +86,9 @@ type campaignActor struct {
 	wg     sync.WaitGroup
 
 	hosts map[string]*host
-	// keyInflight counts the leases out per politeness key, and
-	// keyWaiting holds the hosts waiting for one of them to end, for a
-	// campaign keyed by domain or group (keyconc.go).
-	keyInflight map[string]int
-	keyWaiting  map[string]map[*host]struct{}
+	// keyWaiting holds the hosts waiting for a place under their
+	// politeness key, by key (keyconc.go).
+	keyWaiting map[string]map[*host]struct{}
 	// keyAsks: the asks in flight to the owners of IP keys, by key, and
 	// askSeq their last number (ipkey.go).
 	keyAsks  map[string]*keyAsk
@@ -203,7 +201,6 @@ func newCampaignActor(srv *Server, cfg campaign.Config) (*campaignActor, error) 
 		events:      make(chan func(), 1024),
 		done:        make(chan struct{}),
 		hosts:       map[string]*host{},
-		keyInflight: map[string]int{},
 		keyWaiting:  map[string]map[*host]struct{}{},
 		keyAsks:     map[string]*keyAsk{},
 		ready:       hostHeap{ready: true},
@@ -388,6 +385,7 @@ func (a *campaignActor) stop(grace time.Duration) {
 	var mover *parkMover
 	a.call(func() {
 		a.release()
+		a.keyLine().leave()
 		a.stopped = true
 		mover = a.lastMover // before done closes: call may return then
 		close(a.done)

@@ -175,9 +175,9 @@ func ipActor(t *testing.T) (*campaignActor, *fakePeer) {
 	t.Helper()
 	addrs := []string{"10.0.0.1:7420", "10.0.0.2:7420"}
 	peers, fakes := fakePeers(addrs[0], addrs)
-	srv := &Server{clocks: newHostClocks(), peers: peers, log: slog.Default()}
+	srv := &Server{clocks: newHostClocks(), places: newKeyPlaces(), peers: peers, log: slog.Default()}
 	a := &campaignActor{srv: srv, cfg: campaign.Config{PolitenessKey: campaign.KeyIP}, key: "c~r", log: slog.Default(),
-		hosts: map[string]*host{}, keyInflight: map[string]int{}, keyWaiting: map[string]map[*host]struct{}{},
+		hosts: map[string]*host{}, keyWaiting: map[string]map[*host]struct{}{},
 		keyAsks: map[string]*keyAsk{}, ready: hostHeap{ready: true}, events: make(chan func(), 16), done: make(chan struct{})}
 	var ip string
 	for n := 0; ip == ""; n++ {

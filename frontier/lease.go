@@ -29,8 +29,8 @@ func (a *campaignActor) place(h *host, now time.Time) {
 	if !h.hasWork() {
 		return
 	}
-	if a.keyFull(h) {
-		a.waitKey(h)
+	if a.keyLine().full(h, now) {
+		a.keyLine().wait(h)
 		return
 	}
 	h.wake = h.next
@@ -144,7 +144,7 @@ func (a *campaignActor) sessionsWithCredit() []*fetcherSession {
 
 // leaseFrom takes h's next URL (or its robots.txt) and leases it to s.
 func (a *campaignActor) leaseFrom(h *host, s *fetcherSession, now time.Time) (session.Lease, bool) {
-	if a.keyFull(h) {
+	if a.keyLine().full(h, now) {
 		return session.Lease{}, false // another host of its key took the last place
 	}
 	l := &lease{id: a.srv.nextLease.Add(1), h: h, s: s, deadline: now.Add(a.srv.cfg.LeaseTimeout), start: now}
@@ -206,7 +206,7 @@ func (a *campaignActor) leaseFrom(h *host, s *fetcherSession, now time.Time) (se
 		a.inflight.Add(1)
 		return out, true
 	}
-	l.key = a.keyLeased(h)
+	l.key = a.keyLine().leased(h)
 	h.next = now.Add(h.spacing())
 	a.srv.m().leaseGranted(a.cfg.ID, l.e == nil)
 	if l.e != nil && !l.e.arrived.IsZero() {
@@ -225,7 +225,7 @@ func (a *campaignActor) endLease(l *lease, now time.Time) {
 	delete(l.s.leases, l.id)
 	l.h.inflight--
 	a.inflight.Add(-1)
-	a.keyEnded(l.key, now)
+	a.keyLine().ended(l.key, now)
 }
 
 // returnLease puts a lost lease's URL back (or dead-letters a poison URL).

@@ -141,6 +141,9 @@ type Server struct {
 	nextLease atomic.Uint64
 	// clocks: the politeness clocks its campaigns share (clocks.go).
 	clocks *hostClocks
+	// places: the requests in flight under each politeness key, of
+	// every campaign (keyshare.go).
+	places *keyPlaces
 	// peers: the other schedulers, owners of IP keys (peers.go); nil
 	// when there are none.
 	peers *peerSet
@@ -213,6 +216,7 @@ func newServer(cfg ServerConfig, mq *rabbit, store seen.Store, log *slog.Logger)
 		ended:     map[string]time.Time{},
 		conns:     map[net.Conn]struct{}{},
 		clocks:    newHostClocks(),
+		places:    newKeyPlaces(),
 	}, nil
 }
 

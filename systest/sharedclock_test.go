@@ -5,14 +5,21 @@ package systest_test
 // apart, whichever campaign made them, and the campaigns take turns.
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/internal/testenv"
+	"github.com/drover-crawl/drover/node"
+	"github.com/drover-crawl/drover/node/nodetest"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"
+	"github.com/drover-crawl/drover/workflows"
 )
 
 func TestTwoCampaignsShareAHostsPoliteness(t *testing.T) {
@@ -111,4 +118,43 @@ func checkSharedClock(t *testing.T, web *testweb.Web, delay time.Duration, whose
 		}
 	}
 	return reqs, least, n
+}
+
+// Two campaigns crawl one host with no delay and a per-host concurrency
+// of 1 each, through one scheduler: the host's concurrency is shared as
+// its delay is, so the server never has two requests at once, and the
+// campaigns take turns while both crawl.
+func TestTwoCampaignsShareAHostsConcurrency(t *testing.T) {
+	const pages = 20
+	web := startDomainWeb(t, 1, pages, 50*time.Millisecond)
+	sv := startServices(t)
+	sched := nodetest.StartScheduler(t, node.SchedulerConfig{Server: frontier.DefaultServerConfig(), SeenPath: filepath.Join(t.TempDir(), "seen")})
+	startIPWorker(t, sv, []string{sched.Addr()}, "conc-worker", 0)
+	var waits []func() workflows.Status
+	for _, ua := range []string{"drover-test-a", "drover-test-b"} {
+		cfg := campaign.Config{ID: fmt.Sprintf("sharedconc-%d", rand.IntN(1e9)), Seeds: web.seeds(), Fetchers: 2, AllowPrivate: true,
+			PerHostDelay: new(time.Duration(0)), PerHostConcurrency: 1, UserAgent: ua, Sinks: []string{"kafka://" + sv.kafka.Addr() + "/" + sv.topic}}
+		waits = append(waits, runCampaign(t, sv.temporal.Client(), cfg, 3*time.Minute))
+	}
+	for _, w := range waits {
+		w()
+	}
+	checkEveryPage(t, web, 2)
+	web.mu.Lock()
+	defer web.mu.Unlock()
+	if web.most != 1 {
+		t.Errorf("the server had %d requests at once; two campaigns at a per-host concurrency of 1 share the host's", web.most)
+	}
+	// While both crawl (the first half of the requests), each campaign
+	// gets at least 40% of them.
+	half := map[string]int{}
+	for _, ua := range web.agents[:len(web.agents)/2] {
+		half[ua]++
+	}
+	for _, ua := range []string{"drover-test-a", "drover-test-b"} {
+		if n := half[ua]; 10*n < 4*(len(web.agents)/2) {
+			t.Errorf("campaign %s made %d of the first %d requests, want at least 40%%", ua, n, len(web.agents)/2)
+		}
+	}
+	t.Logf("%d requests; at most %d at once; first half by campaign %v", len(web.agents), web.most, half)
 }
