@@ -52,9 +52,6 @@ func (w *Web) generate() {
 	second, secondMap := w.secondURLs()
 	w.pages = append(w.pages, second...)
 	w.second = secondMap
-	if c.Assets {
-		w.generateAssets()
-	}
 	r := rand.New(rand.NewPCG(0xda7a, 0xb1))
 	w.dataBin = make([]byte, dataBinSize)
 	for i := range w.dataBin {

@@ -22,9 +22,6 @@ type Web struct {
 	hostIdx map[string]int // by "IP:PORT", the CDN's (index Hosts) included
 	pages   []string
 
-	// cdnAddr is "IP:PORT" of the CDN in asset mode, "" otherwise.
-	cdnAddr string
-
 	largeState
 
 	// extraLinks are absolute URLs off the web that its pages link to
@@ -40,7 +37,7 @@ type Web struct {
 	// Generated at Start, read-only afterwards.
 	robots  [][]byte
 	dataBin []byte
-	assets  assetWeb // asset mode only
+	assetWeb
 	// second maps each second URL to its page's URL (Config.Duplicates).
 	second map[string]string
 
@@ -93,7 +90,7 @@ func start(cfg Config, extra []string) (*Web, error) {
 		if i < cfg.Hosts {
 			w.addrs[i] = addr
 		} else {
-			w.cdnAddr = addr
+			w.assetWeb = newAssetWeb(w.addrs, addr, cfg.PagesPerHost) // the CDN, index Hosts, after every host
 		}
 	}
 	w.changes.init(cfg)
