@@ -8,9 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
-	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -22,9 +20,6 @@ import (
 // clockBase is the web's clock at Start, and the Last-Modified of every
 // page that has not changed.
 var clockBase = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
-
-// dupPrefix is the directory of the second URLs.
-const dupPrefix = "/dup/"
 
 // pageState is what a page serves at one version. A change replaces it
 // whole and never modifies it, so a request reads it with one atomic load.
@@ -63,58 +58,6 @@ func (w *Web) render(h, n int, nav []link, v int, modified time.Time) *pageState
 		p.lastMod = modified.Format(http.TimeFormat)
 	}
 	return p
-}
-
-// hasDup reports whether page n of host h is also served at a second URL:
-// it is among the first Duplicates non-root pages in (host, page) order.
-func (w *Web) hasDup(h, n int) bool {
-	return n > 0 && h*(w.cfg.PagesPerHost-1)+n-1 < w.cfg.Duplicates
-}
-
-func dupPath(n int) string { return dupPrefix + strconv.Itoa(n) + ".html" }
-
-// secondURLs lists the second URLs in (host, page) order, with the map
-// from each to its page's URL.
-func (w *Web) secondURLs() ([]string, map[string]string) {
-	var list []string
-	m := make(map[string]string, w.cfg.Duplicates)
-	for i := range w.cfg.Duplicates {
-		h, n := i/(w.cfg.PagesPerHost-1), 1+i%(w.cfg.PagesPerHost-1)
-		u := "http://" + w.addrs[h] + dupPath(n)
-		list = append(list, u)
-		m[u] = w.pageURL(h, n)
-	}
-	return list, m
-}
-
-// SecondURLs maps every second URL of Config.Duplicates to the URL of its
-// page: the same body and validators at both, the page linking to it.
-// It is empty without Duplicates.
-func (w *Web) SecondURLs() map[string]string { return maps.Clone(w.second) }
-
-// pageIndex returns the host and page number rawURL serves: a page's URL
-// or its second URL, with or without a query.
-func (w *Web) pageIndex(rawURL string) (h, n int, ok bool) {
-	u, err := url.Parse(rawURL)
-	if err != nil || u.Scheme != "http" {
-		return 0, 0, false
-	}
-	h, ok = w.hostIdx[u.Host]
-	if !ok || h >= w.cfg.Hosts {
-		return 0, 0, false
-	}
-	p := u.Path
-	switch {
-	case p == "/":
-		return h, 0, true
-	case strings.HasPrefix(p, "/p/") && strings.HasSuffix(p, ".html"):
-		n, ok = pageNumber(p[len("/p/") : len(p)-len(".html")])
-		return h, n, ok && n < w.cfg.PagesPerHost
-	case strings.HasPrefix(p, dupPrefix) && strings.HasSuffix(p, ".html"):
-		n, ok = pageNumber(p[len(dupPrefix) : len(p)-len(".html")])
-		return h, n, ok && n < w.cfg.PagesPerHost && w.hasDup(h, n)
-	}
-	return 0, 0, false
 }
 
 // Now returns the web's clock: 2026-01-01T00:00:00Z at Start, moved on by
@@ -207,7 +150,7 @@ func (w *Web) bump(idx []int) []string {
 		w.html[h][n].Store(w.render(h, n, w.navLinks(h), cur.version+1, now))
 		urls = append(urls, w.pageURL(h, n))
 		if w.hasDup(h, n) {
-			urls = append(urls, "http://"+w.addrs[h]+dupPath(n))
+			urls = append(urls, w.dupURL(h, n))
 		}
 	}
 	return urls

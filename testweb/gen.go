@@ -49,24 +49,13 @@ func (w *Web) generate() {
 			w.pages = append(w.pages, "http://"+w.addrs[0]+p)
 		}
 	}
-	second, secondMap := w.secondURLs()
-	w.pages = append(w.pages, second...)
-	w.second = secondMap
+	w.pages = append(w.pages, w.seconds...)
 	r := rand.New(rand.NewPCG(0xda7a, 0xb1))
 	w.dataBin = make([]byte, dataBinSize)
 	for i := range w.dataBin {
 		w.dataBin[i] = byte(r.Uint32())
 	}
 }
-
-func pagePath(n int) string {
-	if n == 0 {
-		return "/"
-	}
-	return "/p/" + strconv.Itoa(n) + ".html"
-}
-
-func (w *Web) pageURL(h, n int) string { return "http://" + w.addrs[h] + pagePath(n) }
 
 func (w *Web) robotsTxt(h int) []byte {
 	var b bytes.Buffer

@@ -16,11 +16,9 @@ const portTries = 20
 
 // Web is a running test web. Its methods are safe for concurrent use.
 type Web struct {
-	cfg     Config
-	ips     []string       // by host index
-	addrs   []string       // "IP:PORT" by host index
-	hostIdx map[string]int // by "IP:PORT", the CDN's (index Hosts) included
-	pages   []string
+	cfg   Config
+	pages []string
+	layout
 
 	largeState
 
@@ -38,8 +36,6 @@ type Web struct {
 	robots  [][]byte
 	dataBin []byte
 	assetWeb
-	// second maps each second URL to its page's URL (Config.Duplicates).
-	second map[string]string
 
 	servers []*http.Server
 	serving sync.WaitGroup
@@ -77,21 +73,13 @@ func start(cfg Config, extra []string) (*Web, error) {
 	}
 	cfg.Port = port
 	w := &Web{
-		cfg:     cfg,
-		ips:     ips[:cfg.Hosts],
-		addrs:   make([]string, cfg.Hosts),
-		hostIdx: make(map[string]int, len(ips)),
-
+		cfg:        cfg,
+		layout:     newLayout(cfg, ips, port),
 		extraLinks: extra,
 	}
-	for i, ip := range ips {
-		addr := net.JoinHostPort(ip, strconv.Itoa(port))
-		w.hostIdx[addr] = i
-		if i < cfg.Hosts {
-			w.addrs[i] = addr
-		} else {
-			w.assetWeb = newAssetWeb(w.addrs, addr, cfg.PagesPerHost) // the CDN, index Hosts, after every host
-		}
+	if cfg.Assets {
+		cdn := net.JoinHostPort(ips[cfg.Hosts], strconv.Itoa(port))
+		w.assetWeb = newAssetWeb(w.addrs, cdn, cfg.PagesPerHost)
 	}
 	w.changes.init(cfg)
 	// Generated after binding because absolute links carry the port; clients
@@ -170,22 +158,6 @@ func (w *Web) Close() error {
 
 // Config returns the effective config: defaults applied, Port the bound port.
 func (w *Web) Config() Config { return w.cfg }
-
-// Seeds returns the root URL of each host, by host index. The CDN of the
-// asset mode is not among them.
-func (w *Web) Seeds() []string {
-	s := make([]string, len(w.addrs))
-	for i, a := range w.addrs {
-		s[i] = "http://" + a + "/"
-	}
-	return s
-}
-
-// Hosts returns "IP:PORT" of each host, by host index.
-func (w *Web) Hosts() []string { return append([]string(nil), w.addrs...) }
-
-// IPs returns the IP of each host, by host index.
-func (w *Web) IPs() []string { return append([]string(nil), w.ips...) }
 
 // Pages returns every URL a complete crawl that obeys robots.txt must fetch:
 // the HTML pages of every host, on host 0 /redirect, /missing and
