@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
-	"sync/atomic"
 	"time"
 )
 
@@ -33,13 +32,10 @@ var words = []string{
 // generate builds every body that does not depend on the request.
 func (w *Web) generate() {
 	c := w.cfg
-	w.html = make([][]atomic.Pointer[pageState], c.Hosts)
+	w.versions.init(&w.layout, w.renderPage)
 	w.robots = make([][]byte, c.Hosts)
 	for h := range c.Hosts {
-		nav := w.navLinks(h)
-		w.html[h] = make([]atomic.Pointer[pageState], c.PagesPerHost)
 		for n := range c.PagesPerHost {
-			w.html[h][n].Store(w.render(h, n, nav, 0, clockBase))
 			w.pages = append(w.pages, w.pageURL(h, n))
 		}
 		w.robots[h] = w.robotsTxt(h)

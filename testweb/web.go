@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -16,26 +15,21 @@ const portTries = 20
 
 // Web is a running test web. Its methods are safe for concurrent use.
 type Web struct {
-	cfg   Config
-	pages []string
+	cfg Config
+
+	// Built or generated at Start, read-only afterwards.
 	layout
-
-	largeState
-
+	assetWeb // asset mode only
 	// extraLinks are absolute URLs off the web that its pages link to
 	// (StartDead): every root links to all of them, every other page to
 	// one.
 	extraLinks []string
+	pages      []string // what Pages returns
+	robots     [][]byte // by host index
+	dataBin    []byte
 
-	// html is every generated page's current state, [host][page]; a
-	// change replaces a page's state (Change, ChangePages).
-	html    [][]atomic.Pointer[pageState]
-	changes changeState
-
-	// Generated at Start, read-only afterwards.
-	robots  [][]byte
-	dataBin []byte
-	assetWeb
+	versions // the pages' current states and the web's clock
+	largeState
 
 	servers []*http.Server
 	serving sync.WaitGroup
@@ -81,7 +75,6 @@ func start(cfg Config, extra []string) (*Web, error) {
 		cdn := net.JoinHostPort(ips[cfg.Hosts], strconv.Itoa(port))
 		w.assetWeb = newAssetWeb(w.addrs, cdn, cfg.PagesPerHost)
 	}
-	w.changes.init(cfg)
 	// Generated after binding because absolute links carry the port; clients
 	// that connect meanwhile wait in the listen backlog.
 	w.generate()
