@@ -82,9 +82,12 @@ var tinyWebP = []byte{
 // fallback); the request itself succeeds, so no check of requests fails.
 var fontBytes = []byte("wOF2 testweb: a stand-in, not a font\n")
 
-// assetWeb is what the asset mode serves and reports; built at Start,
-// read-only afterwards.
+// assetWeb is the asset mode: the CDN's address and what the hosts and the
+// CDN serve for the pages' embeds. Built at Start and read-only afterwards,
+// it needs no lock; its zero value is a web without assets. Web embeds it,
+// so its methods are Web's.
 type assetWeb struct {
+	cdnAddr   string              // "IP:PORT" of the CDN, "" without assets
 	host      map[string]response // by path; the same on every host
 	cdn       map[string]response // by path
 	urls      []string            // Assets()
@@ -101,10 +104,11 @@ func pageVariants(h, n int) variants {
 	return variants{r.IntN(assetVariants), r.IntN(assetVariants), r.IntN(assetVariants)}
 }
 
-// generateAssets builds the assets' bodies and the list of URLs the pages
-// reference.
-func (w *Web) generateAssets() {
-	a := assetWeb{host: map[string]response{}, cdn: map[string]response{}}
+// newAssetWeb builds the assets' bodies and the list of URLs that the pages
+// of the hosts at addrs, pagesPerHost each, reference, with the CDN at
+// cdnAddr.
+func newAssetWeb(addrs []string, cdnAddr string, pagesPerHost int) assetWeb {
+	a := assetWeb{cdnAddr: cdnAddr, host: map[string]response{}, cdn: map[string]response{}}
 	add := func(m map[string]response, path, ctype string, body []byte) {
 		m[path] = response{status: http.StatusOK, ctype: ctype, body: body, known: true}
 	}
@@ -129,18 +133,18 @@ func (w *Web) generateAssets() {
 	for _, p := range []string{cdnLogo, cdnBg, cdnWidgetImg} {
 		add(a.cdn, p, contentPNG, tinyPNG(p, 1))
 	}
-	a.urls = w.assetURLs()
-	a.offLimits = []string{"http://" + w.cdnAddr + cdnSecret}
-	w.assets = a
+	a.urls = assetURLs(addrs, cdnAddr, pagesPerHost)
+	a.offLimits = []string{"http://" + cdnAddr + cdnSecret}
+	return a
 }
 
 // assetURLs lists what the pages reference: per host the common assets,
 // then the variants its pages use in order of K, then the CDN's.
-func (w *Web) assetURLs() []string {
+func assetURLs(addrs []string, cdnAddr string, pagesPerHost int) []string {
 	var urls []string
-	for h, addr := range w.addrs {
+	for h, addr := range addrs {
 		var used [3][assetVariants]bool
-		for n := range w.cfg.PagesPerHost {
+		for n := range pagesPerHost {
 			v := pageVariants(h, n)
 			used[0][v.bg], used[1][v.img], used[2][v.pic] = true, true, true
 		}
@@ -161,7 +165,7 @@ func (w *Web) assetURLs() []string {
 		}
 	}
 	for _, p := range []string{cdnLogo, cdnCSS, cdnBg, cdnWidget, cdnWidgetImg} {
-		urls = append(urls, "http://"+w.cdnAddr+p)
+		urls = append(urls, "http://"+cdnAddr+p)
 	}
 	return urls
 }
@@ -193,35 +197,35 @@ func tinyPNG(name string, size int) []byte {
 // headAssets is what page n of host h carries in its head: its host's
 // stylesheet, the CDN's, a style block with the page's background and the
 // script. "" without assets.
-func (w *Web) headAssets(h, n int) string {
-	if !w.cfg.Assets {
+func (a *assetWeb) headAssets(h, n int) string {
+	if a.cdnAddr == "" {
 		return ""
 	}
 	v := pageVariants(h, n)
 	return fmt.Sprintf("<link rel=\"stylesheet\" href=\"/assets/site.css\">\n"+
 		"<link rel=\"stylesheet\" href=\"http://%s%s\">\n"+
 		"<style>.banner { min-height: 8px; background-image: url(%s); }</style>\n"+
-		"<script src=\"/assets/app.js\"></script>\n", w.cdnAddr, cdnCSS, bgPath(v.bg))
+		"<script src=\"/assets/app.js\"></script>\n", a.cdnAddr, cdnCSS, bgPath(v.bg))
 }
 
 // bodyAssets opens the body of page n of host h: elements that draw the
 // stylesheets' images, the images themselves and, on host 0's root, the
 // CDN's widget. "" without assets.
-func (w *Web) bodyAssets(h, n int) string {
-	if !w.cfg.Assets {
+func (a *assetWeb) bodyAssets(h, n int) string {
+	if a.cdnAddr == "" {
 		return ""
 	}
 	v := pageVariants(h, n)
 	var b bytes.Buffer
 	b.WriteString("<header class=\"banner\">\n")
-	fmt.Fprintf(&b, "<img src=\"http://%s%s\" alt=\"logo\">\n", w.cdnAddr, cdnLogo)
+	fmt.Fprintf(&b, "<img src=\"http://%s%s\" alt=\"logo\">\n", a.cdnAddr, cdnLogo)
 	b.WriteString("<div class=\"tile\" style=\"background-image:url('/assets/tile.png')\"></div>\n")
 	b.WriteString("<div class=\"hero\"></div><div class=\"base\"></div><div class=\"cdn\"></div>\n")
 	fmt.Fprintf(&b, "<img src=\"%s\" srcset=\"%s 1x, %s 2x\" alt=\"figure\">\n", imgPath(v.img), imgPath(v.img), img2xPath(v.img))
 	fmt.Fprintf(&b, "<picture><source srcset=\"%s\" type=\"image/webp\"><img src=\"%s\" alt=\"picture\"></picture>\n",
 		picWebPPath(v.pic), picPNGPath(v.pic))
 	if h == 0 && n == 0 {
-		fmt.Fprintf(&b, "<object data=\"http://%s%s\" type=\"text/html\"></object>\n", w.cdnAddr, cdnWidget)
+		fmt.Fprintf(&b, "<object data=\"http://%s%s\" type=\"text/html\"></object>\n", a.cdnAddr, cdnWidget)
 	}
 	b.WriteString("</header>\n")
 	return b.String()
@@ -229,7 +233,7 @@ func (w *Web) bodyAssets(h, n int) string {
 
 // CDN returns "IP:PORT" of the asset mode's CDN, "" without assets. It is
 // not among Seeds, Hosts or IPs: a crawl of the seeds sees it out of scope.
-func (w *Web) CDN() string { return w.cdnAddr }
+func (a *assetWeb) CDN() string { return a.cdnAddr }
 
 // Assets returns every URL a crawler that fetches embeds must fetch for
 // Pages, nil without assets: per host the stylesheets, images (every srcset
@@ -238,25 +242,25 @@ func (w *Web) CDN() string { return w.cdnAddr }
 // image, the widget host 0's root embeds and the widget's image. Seen from
 // a page, the CDN's resources are 1 or 2 embeds away. It excludes
 // robots.txt and OffLimits.
-func (w *Web) Assets() []string { return append([]string(nil), w.assets.urls...) }
+func (a *assetWeb) Assets() []string { return append([]string(nil), a.urls...) }
 
 // OffLimits returns the URLs a crawler must never request, nil without
 // assets: the CDN's /cdn/secret.html, to which only an <a href> of the
 // widget leads, a navigational link on a host outside the scope.
-func (w *Web) OffLimits() []string { return append([]string(nil), w.assets.offLimits...) }
+func (a *assetWeb) OffLimits() []string { return append([]string(nil), a.offLimits...) }
 
 // MissingAssets returns the URLs of Assets never requested, in Assets order.
-func (w *Web) MissingAssets() []string { return w.unrequested(w.assets.urls) }
+func (w *Web) MissingAssets() []string { return w.unrequested(w.assetWeb.urls) }
 
 // routeAsset answers path on a host when it is an asset.
-func (w *Web) routeAsset(path string) (response, bool) {
-	res, ok := w.assets.host[path]
+func (a *assetWeb) routeAsset(path string) (response, bool) {
+	res, ok := a.host[path]
 	return res, ok
 }
 
 // routeCDN answers path on the CDN.
-func (w *Web) routeCDN(path string) response {
-	if res, ok := w.assets.cdn[path]; ok {
+func (a *assetWeb) routeCDN(path string) response {
+	if res, ok := a.cdn[path]; ok {
 		return res
 	}
 	return response{status: http.StatusNotFound, ctype: "text/plain; charset=utf-8", body: notFoundBody}

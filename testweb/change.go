@@ -8,23 +8,19 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
-	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
-// Validators (Config.Validators), page versions and the web's clock
-// (Change, ChangePages, Advance) and second URLs (Config.Duplicates).
+// Validators (Config.Validators), and page versions and the web's clock
+// (Change, ChangePages, Advance).
 
 // clockBase is the web's clock at Start, and the Last-Modified of every
 // page that has not changed.
 var clockBase = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
-
-// dupPrefix is the directory of the second URLs.
-const dupPrefix = "/dup/"
 
 // pageState is what a page serves at one version. A change replaces it
 // whole and never modifies it, so a request reads it with one atomic load.
@@ -36,24 +32,45 @@ type pageState struct {
 	version  int
 }
 
-// changeState serializes changes and holds what they draw from. It is
-// never locked on the request path.
-type changeState struct {
-	mu  sync.Mutex
+// versions is what changes between runs: every generated page's current
+// state and the web's clock. A change replaces a page's state whole, so a
+// request reads it with one atomic load and never takes mu. Web embeds it,
+// so its methods are Web's.
+type versions struct {
+	site *layout // the web's; read-only
+	// render renders page n of host h at version v, made at modified.
+	render func(h, n, v int, modified time.Time) *pageState
+
+	// html is every generated page's current state, [host][page].
+	html [][]atomic.Pointer[pageState]
+
+	mu  sync.Mutex // serializes changes; guards now and rng
 	now time.Time  // the web's clock
 	rng *rand.Rand // picks the pages of Change
 }
 
-// init starts the clock at clockBase and seeds the picks with the config's
-// shape, so that two webs of one config change the same pages.
-func (s *changeState) init(c Config) {
+// init renders version 0 of every page of site, starts the clock at
+// clockBase and seeds the picks with the web's shape, so that two webs of
+// one config change the same pages.
+func (s *versions) init(site *layout, render func(h, n, v int, modified time.Time) *pageState) {
+	s.site, s.render = site, render
+	s.html = make([][]atomic.Pointer[pageState], site.hosts)
+	for h := range s.html {
+		s.html[h] = make([]atomic.Pointer[pageState], site.perHost)
+		for n := range s.html[h] {
+			s.html[h][n].Store(render(h, n, 0, clockBase))
+		}
+	}
 	s.now = clockBase
-	s.rng = rand.New(rand.NewPCG(uint64(c.Hosts)<<32|uint64(c.PagesPerHost), 0xc4a17e))
+	s.rng = rand.New(rand.NewPCG(uint64(site.hosts)<<32|uint64(site.perHost), 0xc4a17e))
 }
 
-// render renders page n of host h at version v, made at modified.
-func (w *Web) render(h, n int, nav []link, v int, modified time.Time) *pageState {
-	p := &pageState{body: w.page(h, n, nav, v), modified: modified, version: v}
+// current is page n of host h at its current version.
+func (s *versions) current(h, n int) *pageState { return s.html[h][n].Load() }
+
+// renderPage renders page n of host h at version v, made at modified.
+func (w *Web) renderPage(h, n, v int, modified time.Time) *pageState {
+	p := &pageState{body: w.page(h, n, w.navLinks(h), v), modified: modified, version: v}
 	switch {
 	case !w.cfg.Validators:
 	case n%2 == 0:
@@ -65,72 +82,20 @@ func (w *Web) render(h, n int, nav []link, v int, modified time.Time) *pageState
 	return p
 }
 
-// hasDup reports whether page n of host h is also served at a second URL:
-// it is among the first Duplicates non-root pages in (host, page) order.
-func (w *Web) hasDup(h, n int) bool {
-	return n > 0 && h*(w.cfg.PagesPerHost-1)+n-1 < w.cfg.Duplicates
-}
-
-func dupPath(n int) string { return dupPrefix + strconv.Itoa(n) + ".html" }
-
-// secondURLs lists the second URLs in (host, page) order, with the map
-// from each to its page's URL.
-func (w *Web) secondURLs() ([]string, map[string]string) {
-	var list []string
-	m := make(map[string]string, w.cfg.Duplicates)
-	for i := range w.cfg.Duplicates {
-		h, n := i/(w.cfg.PagesPerHost-1), 1+i%(w.cfg.PagesPerHost-1)
-		u := "http://" + w.addrs[h] + dupPath(n)
-		list = append(list, u)
-		m[u] = w.pageURL(h, n)
-	}
-	return list, m
-}
-
-// SecondURLs maps every second URL of Config.Duplicates to the URL of its
-// page: the same body and validators at both, the page linking to it.
-// It is empty without Duplicates.
-func (w *Web) SecondURLs() map[string]string { return maps.Clone(w.second) }
-
-// pageIndex returns the host and page number rawURL serves: a page's URL
-// or its second URL, with or without a query.
-func (w *Web) pageIndex(rawURL string) (h, n int, ok bool) {
-	u, err := url.Parse(rawURL)
-	if err != nil || u.Scheme != "http" {
-		return 0, 0, false
-	}
-	h, ok = w.hostIdx[u.Host]
-	if !ok || h >= w.cfg.Hosts {
-		return 0, 0, false
-	}
-	p := u.Path
-	switch {
-	case p == "/":
-		return h, 0, true
-	case strings.HasPrefix(p, "/p/") && strings.HasSuffix(p, ".html"):
-		n, ok = pageNumber(p[len("/p/") : len(p)-len(".html")])
-		return h, n, ok && n < w.cfg.PagesPerHost
-	case strings.HasPrefix(p, dupPrefix) && strings.HasSuffix(p, ".html"):
-		n, ok = pageNumber(p[len(dupPrefix) : len(p)-len(".html")])
-		return h, n, ok && n < w.cfg.PagesPerHost && w.hasDup(h, n)
-	}
-	return 0, 0, false
-}
-
 // Now returns the web's clock: 2026-01-01T00:00:00Z at Start, moved on by
 // Advance and by every change. Wall time never moves it.
-func (w *Web) Now() time.Time {
-	w.changes.mu.Lock()
-	defer w.changes.mu.Unlock()
-	return w.changes.now
+func (s *versions) Now() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.now
 }
 
 // Advance moves the web's clock on by d; a negative d leaves it.
-func (w *Web) Advance(d time.Duration) {
-	w.changes.mu.Lock()
-	defer w.changes.mu.Unlock()
+func (s *versions) Advance(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if d > 0 {
-		w.changes.now = w.changes.now.Add(d)
+		s.now = s.now.Add(d)
 	}
 }
 
@@ -140,15 +105,15 @@ func (w *Web) Advance(d time.Duration) {
 // one config, given the same calls, change the same pages. It returns the
 // URLs whose bytes changed in (host, page) order, each page's second URL
 // after it. See ChangePages for what a change does.
-func (w *Web) Change(frac float64) []string {
-	total := w.cfg.Hosts * w.cfg.PagesPerHost
+func (s *versions) Change(frac float64) []string {
+	total := s.site.hosts * s.site.perHost
 	k := 0
 	if frac > 0 {
 		k = int(math.Round(min(frac, 1) * float64(total)))
 	}
-	w.changes.mu.Lock()
-	defer w.changes.mu.Unlock()
-	return w.bump(sample(w.changes.rng, total, k))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.bump(sample(s.rng, total, k))
 }
 
 // Unchanged returns, sorted, the web's pages (Pages) not in changed (what
@@ -176,38 +141,38 @@ func (w *Web) Unchanged(changed []string) []string {
 // first moves on by a second to a whole second, so that every change is
 // strictly later than the one before. It changes nothing and returns an
 // error when a URL is not a generated page of the web.
-func (w *Web) ChangePages(urls ...string) error {
+func (s *versions) ChangePages(urls ...string) error {
 	idx := make([]int, 0, len(urls))
 	for _, u := range urls {
-		h, n, ok := w.pageIndex(u)
+		h, n, ok := s.site.pageIndex(u)
 		if !ok {
 			return fmt.Errorf("testweb: ChangePages: %s is not a page of the web", u)
 		}
-		idx = append(idx, h*w.cfg.PagesPerHost+n)
+		idx = append(idx, h*s.site.perHost+n)
 	}
 	slices.Sort(idx)
-	w.changes.mu.Lock()
-	defer w.changes.mu.Unlock()
-	w.bump(slices.Compact(idx))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.bump(slices.Compact(idx))
 	return nil
 }
 
 // bump makes a new version of the pages idx (h*PagesPerHost+n, sorted,
-// distinct) and returns the URLs whose bytes changed. changes.mu is held.
-func (w *Web) bump(idx []int) []string {
+// distinct) and returns the URLs whose bytes changed. mu is held.
+func (s *versions) bump(idx []int) []string {
 	if len(idx) == 0 {
 		return nil
 	}
-	now := w.changes.now.Add(time.Second).Truncate(time.Second)
-	w.changes.now = now
+	now := s.now.Add(time.Second).Truncate(time.Second)
+	s.now = now
 	urls := make([]string, 0, len(idx))
 	for _, i := range idx {
-		h, n := i/w.cfg.PagesPerHost, i%w.cfg.PagesPerHost
-		cur := w.html[h][n].Load()
-		w.html[h][n].Store(w.render(h, n, w.navLinks(h), cur.version+1, now))
-		urls = append(urls, w.pageURL(h, n))
-		if w.hasDup(h, n) {
-			urls = append(urls, "http://"+w.addrs[h]+dupPath(n))
+		h, n := i/s.site.perHost, i%s.site.perHost
+		cur := s.html[h][n].Load()
+		s.html[h][n].Store(s.render(h, n, cur.version+1, now))
+		urls = append(urls, s.site.pageURL(h, n))
+		if s.site.hasDup(h, n) {
+			urls = append(urls, s.site.dupURL(h, n))
 		}
 	}
 	return urls
@@ -230,24 +195,24 @@ func sample(r *rand.Rand, total, k int) []int {
 // Version returns the version of the page rawURL serves (a page's URL or
 // its second URL): 0 until a change, one more at each. ok is false when
 // rawURL is not a generated page of the web.
-func (w *Web) Version(rawURL string) (v int, ok bool) {
-	h, n, ok := w.pageIndex(rawURL)
+func (s *versions) Version(rawURL string) (v int, ok bool) {
+	h, n, ok := s.site.pageIndex(rawURL)
 	if !ok {
 		return 0, false
 	}
-	return w.html[h][n].Load().version, true
+	return s.current(h, n).version, true
 }
 
 // Validator returns the validators a 200 for rawURL carries now: the
 // quoted ETag of an even page, the Last-Modified HTTP date of an odd one,
 // both "" without Config.Validators. ok is false when rawURL is not a
 // generated page of the web.
-func (w *Web) Validator(rawURL string) (etag, lastModified string, ok bool) {
-	h, n, ok := w.pageIndex(rawURL)
+func (s *versions) Validator(rawURL string) (etag, lastModified string, ok bool) {
+	h, n, ok := s.site.pageIndex(rawURL)
 	if !ok {
 		return "", "", false
 	}
-	p := w.html[h][n].Load()
+	p := s.current(h, n)
 	return p.etag, p.lastMod, true
 }
 

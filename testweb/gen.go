@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
-	"sync/atomic"
 	"time"
 )
 
@@ -33,13 +32,10 @@ var words = []string{
 // generate builds every body that does not depend on the request.
 func (w *Web) generate() {
 	c := w.cfg
-	w.html = make([][]atomic.Pointer[pageState], c.Hosts)
+	w.versions.init(&w.layout, w.renderPage)
 	w.robots = make([][]byte, c.Hosts)
 	for h := range c.Hosts {
-		nav := w.navLinks(h)
-		w.html[h] = make([]atomic.Pointer[pageState], c.PagesPerHost)
 		for n := range c.PagesPerHost {
-			w.html[h][n].Store(w.render(h, n, nav, 0, clockBase))
 			w.pages = append(w.pages, w.pageURL(h, n))
 		}
 		w.robots[h] = w.robotsTxt(h)
@@ -49,27 +45,13 @@ func (w *Web) generate() {
 			w.pages = append(w.pages, "http://"+w.addrs[0]+p)
 		}
 	}
-	second, secondMap := w.secondURLs()
-	w.pages = append(w.pages, second...)
-	w.second = secondMap
-	if c.Assets {
-		w.generateAssets()
-	}
+	w.pages = append(w.pages, w.seconds...)
 	r := rand.New(rand.NewPCG(0xda7a, 0xb1))
 	w.dataBin = make([]byte, dataBinSize)
 	for i := range w.dataBin {
 		w.dataBin[i] = byte(r.Uint32())
 	}
 }
-
-func pagePath(n int) string {
-	if n == 0 {
-		return "/"
-	}
-	return "/p/" + strconv.Itoa(n) + ".html"
-}
-
-func (w *Web) pageURL(h, n int) string { return "http://" + w.addrs[h] + pagePath(n) }
 
 func (w *Web) robotsTxt(h int) []byte {
 	var b bytes.Buffer

@@ -77,7 +77,7 @@ func (w *Web) route(h int, path string) response {
 
 // htmlPage answers page n of host h at its current version.
 func (w *Web) htmlPage(h, n int) response {
-	p := w.html[h][n].Load()
+	p := w.current(h, n)
 	return response{status: http.StatusOK, ctype: contentHTML, body: p.body, page: p, known: true}
 }
 

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -16,33 +15,21 @@ const portTries = 20
 
 // Web is a running test web. Its methods are safe for concurrent use.
 type Web struct {
-	cfg     Config
-	ips     []string       // by host index
-	addrs   []string       // "IP:PORT" by host index
-	hostIdx map[string]int // by "IP:PORT", the CDN's (index Hosts) included
-	pages   []string
+	cfg Config
 
-	// cdnAddr is "IP:PORT" of the CDN in asset mode, "" otherwise.
-	cdnAddr string
-
-	largeState
-
+	// Built or generated at Start, read-only afterwards.
+	layout
+	assetWeb // asset mode only
 	// extraLinks are absolute URLs off the web that its pages link to
 	// (StartDead): every root links to all of them, every other page to
 	// one.
 	extraLinks []string
+	pages      []string // what Pages returns
+	robots     [][]byte // by host index
+	dataBin    []byte
 
-	// html is every generated page's current state, [host][page]; a
-	// change replaces a page's state (Change, ChangePages).
-	html    [][]atomic.Pointer[pageState]
-	changes changeState
-
-	// Generated at Start, read-only afterwards.
-	robots  [][]byte
-	dataBin []byte
-	assets  assetWeb // asset mode only
-	// second maps each second URL to its page's URL (Config.Duplicates).
-	second map[string]string
+	versions // the pages' current states and the web's clock
+	largeState
 
 	servers []*http.Server
 	serving sync.WaitGroup
@@ -80,23 +67,14 @@ func start(cfg Config, extra []string) (*Web, error) {
 	}
 	cfg.Port = port
 	w := &Web{
-		cfg:     cfg,
-		ips:     ips[:cfg.Hosts],
-		addrs:   make([]string, cfg.Hosts),
-		hostIdx: make(map[string]int, len(ips)),
-
+		cfg:        cfg,
+		layout:     newLayout(cfg, ips, port),
 		extraLinks: extra,
 	}
-	for i, ip := range ips {
-		addr := net.JoinHostPort(ip, strconv.Itoa(port))
-		w.hostIdx[addr] = i
-		if i < cfg.Hosts {
-			w.addrs[i] = addr
-		} else {
-			w.cdnAddr = addr
-		}
+	if cfg.Assets {
+		cdn := net.JoinHostPort(ips[cfg.Hosts], strconv.Itoa(port))
+		w.assetWeb = newAssetWeb(w.addrs, cdn, cfg.PagesPerHost)
 	}
-	w.changes.init(cfg)
 	// Generated after binding because absolute links carry the port; clients
 	// that connect meanwhile wait in the listen backlog.
 	w.generate()
@@ -173,22 +151,6 @@ func (w *Web) Close() error {
 
 // Config returns the effective config: defaults applied, Port the bound port.
 func (w *Web) Config() Config { return w.cfg }
-
-// Seeds returns the root URL of each host, by host index. The CDN of the
-// asset mode is not among them.
-func (w *Web) Seeds() []string {
-	s := make([]string, len(w.addrs))
-	for i, a := range w.addrs {
-		s[i] = "http://" + a + "/"
-	}
-	return s
-}
-
-// Hosts returns "IP:PORT" of each host, by host index.
-func (w *Web) Hosts() []string { return append([]string(nil), w.addrs...) }
-
-// IPs returns the IP of each host, by host index.
-func (w *Web) IPs() []string { return append([]string(nil), w.ips...) }
 
 // Pages returns every URL a complete crawl that obeys robots.txt must fetch:
 // the HTML pages of every host, on host 0 /redirect, /missing and
