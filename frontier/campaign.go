@@ -312,7 +312,7 @@ func (a *campaignActor) loop() {
 		if a.consuming {
 			a.dispatch()
 		}
-		a.flushParks()
+		a.settler().flushParks()
 	}
 }
 

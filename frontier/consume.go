@@ -146,7 +146,7 @@ func (a *campaignActor) resubscribeIfDue() {
 // outcomes can no longer ack.
 func (a *campaignActor) dropHeld() {
 	for k, e := range a.held {
-		a.voidEntry(e)
+		a.settler().voidEntry(e)
 		delete(a.held, k)
 	}
 	for _, h := range a.hosts {

@@ -150,7 +150,7 @@ func (a *campaignActor) onURL(e *entry, now time.Time) {
 	e.prio = a.policy.Priority(Item{URL: m.URL, Host: hostName, Depth: m.Depth, Embed: m.Embeds > 0, Score: m.Score, HostFetched: h.fetched})
 	e.arrived = now
 	if wait := a.expectedWait(h, now); wait > holdWindow {
-		a.park(e, wait, e.attempt, e.lost, "", "")
+		a.settler().park(e, wait, e.attempt, e.lost, "", "")
 		return
 	}
 	a.held[k] = e

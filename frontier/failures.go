@@ -71,7 +71,7 @@ func (h *host) answered(origin string) {
 // robots.txt) against h. It reports whether the origin, or the whole host,
 // has now failed for the campaign (its URLs held were failed). Until then
 // the host waits RetryBackoff, doubling, before its next request.
-func (a *campaignActor) hostDown(h *host, origin, reason, lastErr string, now time.Time) bool {
+func (a settler) hostDown(h *host, origin, reason, lastErr string, now time.Time) bool {
 	if h.downs == nil {
 		h.downs = map[string]*downState{}
 	}
@@ -102,7 +102,7 @@ func (d *downState) message(h *host, origin string) string {
 // the campaign: every URL of it held, and every one that comes later, is
 // failed with the reason without a fetch (dead-lettered and recorded),
 // never parked again.
-func (a *campaignActor) failOrigin(h *host, origin string, d *downState, now time.Time) {
+func (a settler) failOrigin(h *host, origin string, d *downState, now time.Time) {
 	d.down = true
 	if origin == "" {
 		h.down = true

@@ -63,7 +63,7 @@ func (a *campaignActor) onOutcomes(s *fetcherSession, items []session.Outcome) {
 			// Counts against the host's origin, and as an attempt of the
 			// URL, so that a URL that always fails on a host that works
 			// ends too.
-			a.hostDown(h, origin, o.Reason, o.Error, now)
+			a.settler().hostDown(h, origin, o.Reason, o.Error, now)
 		}
 		if j, ok := a.settleOutcome(h, e, o, origin, now); ok {
 			if s.recorded {
@@ -137,7 +137,7 @@ func (a *campaignActor) settleOutcome(h *host, e *entry, o session.Outcome, orig
 		}
 		delete(a.held, e.key)
 		if why == "" {
-			a.park(e, max(o.RetryAfter, retryBackoff(0)), e.attempt, e.lost, "", "")
+			a.settler().park(e, max(o.RetryAfter, retryBackoff(0)), e.attempt, e.lost, "", "")
 		} else {
 			a.deadLetter(e, ReasonSink, why)
 		}
@@ -154,7 +154,7 @@ func (a *campaignActor) settleOutcome(h *host, e *entry, o session.Outcome, orig
 		if reason == "" {
 			reason = statusReason(o.Status)
 		}
-		a.park(e, wait, attempt, e.lost, reason, o.Error)
+		a.settler().park(e, wait, attempt, e.lost, reason, o.Error)
 	default:
 		return a.fetchedJob(h, e, o, now), true
 	}
@@ -213,7 +213,7 @@ func (a *campaignActor) countLinks(o session.Outcome) {
 // page the sinks refuse were never crawled.
 func (a *campaignActor) refusedJob(e *entry, o session.Outcome, why string, now time.Time) recordJob {
 	a.countLinks(o)
-	msg, fail := a.deadMessage(e, ReasonSink, why)
+	msg, fail := a.settler().deadMessage(e, ReasonSink, why)
 	fail.Attempts = e.attempt + 1 // it was fetched: an attempt, as fetchedJob counts
 	return recordJob{e: e, links: o.Links, fail: fail, dead: &msg, disallowed: a.disallowedLinks(o.Links, now)}
 }
@@ -269,7 +269,7 @@ func (a *campaignActor) onRobots(h *host, o session.Outcome, now time.Time) {
 		} else if o.Robots != nil && o.Robots.Error != "" {
 			why = o.Robots.Error
 		}
-		if a.hostDown(h, "", reason, why, now) {
+		if a.settler().hostDown(h, "", reason, why, now) {
 			return
 		}
 		h.robotsAt = h.next
@@ -407,7 +407,7 @@ func (a *campaignActor) trimHost(h *host, now time.Time) {
 			continue
 		}
 		delete(a.held, e.key)
-		a.park(e, time.Duration(i)*h.spacing(), e.attempt, e.lost, "", "")
+		a.settler().park(e, time.Duration(i)*h.spacing(), e.attempt, e.lost, "", "")
 	}
 	heap.Init(&kept)
 	h.queue = kept
@@ -417,7 +417,7 @@ func (a *campaignActor) trimHost(h *host, now time.Time) {
 func (a *campaignActor) parkHost(h *host, wait time.Duration) {
 	for _, e := range h.queue {
 		delete(a.held, e.key)
-		a.park(e, wait, e.attempt, e.lost, "", "")
+		a.settler().park(e, wait, e.attempt, e.lost, "", "")
 	}
 	h.queue = nil
 	a.place(h, time.Now())

@@ -94,7 +94,7 @@ func (a recorder) record(ctx context.Context, jobs []recordJob) {
 		if f := betweenNacks.Load(); f != nil && i > 0 {
 			(*f)(a.cfg.ID)
 		}
-		a.nackEntry(j.e)
+		a.settler().nackEntry(j.e)
 	}
 }
 
@@ -182,7 +182,7 @@ func (a recorder) writeRecord(ctx context.Context, jobs []recordJob) error {
 		a.published.Add(int64(len(dead)))
 		a.messages.Add(int64(len(dead)))
 		for range dead {
-			a.countDead(ReasonSink)
+			a.settler().countDead(ReasonSink)
 		}
 		for _, j := range jobs {
 			if j.dead != nil && j.fail != nil {
