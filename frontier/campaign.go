@@ -159,8 +159,8 @@ type campaignActor struct {
 	// goroutines too; replaced whole, by the actor.
 	live atomic.Pointer[liveRules]
 
-	reasonsMu sync.Mutex
-	reasons   map[string]int64 // failures by reason
+	// failReasons: the failures by reason (failures.go).
+	failReasons
 
 	// revisits: the campaign's revisit rules (nil: not continuous), and
 	// what its schedule held at its last count (revisit.go).
@@ -211,7 +211,6 @@ func newCampaignActor(srv *Server, cfg campaign.Config) (*campaignActor, error) 
 		leases:      map[uint64]*lease{},
 		held:        map[seen.Key]*entry{},
 		publishing:  map[seen.Key]*linkPublish{},
-		reasons:     map[string]int64{},
 		timer:       time.NewTimer(time.Hour),
 		revisits:    revisits,
 		noRevisits:  make(chan struct{}),

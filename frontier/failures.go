@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/drover-crawl/drover/failure"
@@ -140,21 +141,31 @@ func (a *campaignActor) requeue(h *host, e *entry) {
 	heap.Push(&h.queue, e)
 }
 
-// countReason counts a failure by its reason for the stats.
-func (a *campaignActor) countReason(reason string) {
-	a.reasonsMu.Lock()
-	a.reasons[reason]++
-	a.reasonsMu.Unlock()
+// failReasons counts a campaign's failures by reason, for the stats. The
+// actor embeds it; any goroutine counts.
+type failReasons struct {
+	reasonsMu sync.Mutex
+	reasons   map[string]int64
 }
 
-func (a *campaignActor) reasonCounts() map[string]int64 {
-	a.reasonsMu.Lock()
-	defer a.reasonsMu.Unlock()
-	if len(a.reasons) == 0 {
+// countReason counts a failure by its reason for the stats.
+func (r *failReasons) countReason(reason string) {
+	r.reasonsMu.Lock()
+	if r.reasons == nil {
+		r.reasons = map[string]int64{}
+	}
+	r.reasons[reason]++
+	r.reasonsMu.Unlock()
+}
+
+func (r *failReasons) reasonCounts() map[string]int64 {
+	r.reasonsMu.Lock()
+	defer r.reasonsMu.Unlock()
+	if len(r.reasons) == 0 {
 		return nil
 	}
-	out := make(map[string]int64, len(a.reasons))
-	for k, v := range a.reasons {
+	out := make(map[string]int64, len(r.reasons))
+	for k, v := range r.reasons {
 		out[k] = v
 	}
 	return out
