@@ -162,13 +162,9 @@ type campaignActor struct {
 	// failReasons: the failures by reason (failures.go).
 	failReasons
 
-	// revisits: the campaign's revisit rules (nil: not continuous), and
-	// what its schedule held at its last count (revisit.go).
-	revisits                     *campaign.Revisits
-	scheduled, nextDue           atomic.Int64
-	revisited, scheduleE, bumped atomic.Int64
-	// noRevisits closes when the actor stops: the release loop ends.
-	noRevisits chan struct{}
+	// revisit: the campaign's revisit rules and schedule counts
+	// (revisit.go).
+	revisit revisitSchedule
 }
 
 func newCampaignActor(srv *Server, cfg campaign.Config) (*campaignActor, error) {
@@ -212,15 +208,14 @@ func newCampaignActor(srv *Server, cfg campaign.Config) (*campaignActor, error) 
 		held:        map[seen.Key]*entry{},
 		publishing:  map[seen.Key]*linkPublish{},
 		timer:       time.NewTimer(time.Hour),
-		revisits:    revisits,
-		noRevisits:  make(chan struct{}),
 	}
 	a.live.Store(&live)
+	a.revisit.rules, a.revisit.stop = revisits, make(chan struct{})
 	a.deadLog = newDeadLog(cfg.CrawlLog, a.key, srv.cfg.Name, a.log)
 	a.ctx, a.cancel = context.WithCancel(context.Background())
 	srv.m().open(cfg.ID)
 	if revisits != nil {
-		a.spawn(a.releaseDue)
+		a.spawn(a.releaser().releaseDue)
 	}
 	go a.loop()
 	return a, nil
@@ -350,7 +345,7 @@ func (a *campaignActor) stats() session.Stats {
 		ParkedOwed:    a.parkedOwed(),
 		ParkedMoving:  a.parkMoves.moving.Load(),
 	}
-	a.revisitStats(&s)
+	a.revisit.stats(&s)
 	return s
 }
 
@@ -369,7 +364,7 @@ func (a *campaignActor) consumeErrText() string {
 func (a *campaignActor) stop(grace time.Duration) {
 	a.call(func() {
 		if !a.stopping {
-			close(a.noRevisits)
+			close(a.revisit.stop)
 		}
 		a.stopping = true
 		for s := range a.sessions {

@@ -117,7 +117,7 @@ func (a *campaignActor) onURL(e *entry, now time.Time) {
 	}
 	if m.Revisit != 0 {
 		// Back from the revisit schedule: done, and due again.
-		if a.revisitDuplicate(k, m.Revisit) {
+		if a.releaser().revisitDuplicate(k, m.Revisit) {
 			a.duplicates.Add(1)
 			a.ackEntry(e)
 			return

@@ -250,7 +250,7 @@ func (r *historyReader) links() ([]urlrule.Link, error) {
 // reads no history). A history that cannot be read is no history: the URL
 // is fetched in full.
 func (a *campaignActor) prior(k seen.Key) (*page.Capture, []byte) {
-	if a.cfg.From == "" && a.revisits == nil {
+	if a.cfg.From == "" && a.revisit.rules == nil {
 		return nil, nil
 	}
 	b, err := a.srv.store.History(a.lineage, k)

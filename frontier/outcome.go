@@ -192,7 +192,7 @@ func (a *campaignActor) fetchedJob(h *host, e *entry, o session.Outcome, now tim
 	j.disallowed = a.disallowedLinks(o.Links, now)
 	// A page a revisit rule fits gets its history with its next fetch;
 	// the others the plain one, encoded once either way.
-	if a.revisits == nil || !a.planRevisit(&j, o) {
+	if a.revisit.rules == nil || !a.revisit.plan(&j, o, a.srv.now()) {
 		j.history = a.historyOf(o)
 	}
 	return j
