@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	amqp "github.com/rabbitmq/amqp091-go"
-
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/session"
@@ -104,13 +102,9 @@ type campaignActor struct {
 	timer    *time.Timer
 	timerAt  time.Time
 
-	consumeCh *amqp.Channel
-	consuming bool
-	// resubscribeAt: consuming broke while sessions need it; try again then
-	// (with backoff resubscribeWait), and show consumeErr in the stats.
-	resubscribeAt   time.Time
-	resubscribeWait time.Duration
-	consumeErr      atomic.Pointer[string]
+	// consumeState: whether and on which channel the actor consumes
+	// (consume.go).
+	consumeState
 	// parks: the park messages not back yet (parkowed.go), for park
 	// queues that dead-letter (legacyParks).
 	parks       *parkOwed
@@ -119,8 +113,7 @@ type campaignActor struct {
 	// stop waits for (parkmove.go).
 	mover, lastMover *parkMover
 	// vanished: shard queues found gone from RabbitMQ (vanished.go).
-	vanishedMu sync.Mutex
-	vanished   []string
+	vanished vanishedShards
 
 	// publishing holds the links being published (not yet marked queued),
 	// shared by the record goroutines: another record that finds one of its
@@ -154,7 +147,6 @@ type campaignActor struct {
 	inflight                     atomic.Int64
 	nhosts, nsessions, hostsDown atomic.Int64
 	capped                       atomic.Bool
-	isConsuming                  atomic.Bool // consuming, for Stats
 	// live: the campaign's live rules (rules.go), read by the record
 	// goroutines too; replaced whole, by the actor.
 	live atomic.Pointer[liveRules]
@@ -295,7 +287,7 @@ func (a *campaignActor) loop() {
 			a.timerAt = time.Time{}
 		case <-tick.C:
 			a.expireLeases()
-			a.releaseIfIdle()
+			a.consumer().releaseIfIdle()
 			a.resubscribeIfDue()
 		case <-a.done:
 			return
@@ -341,19 +333,12 @@ func (a *campaignActor) stats() session.Stats {
 		Consuming:     a.isConsuming.Load(),
 		FailedBy:      a.reasonCounts(),
 		ConsumeError:  a.consumeErrText(),
-		Vanished:      a.vanishedQueues(),
+		Vanished:      a.vanished.list(),
 		ParkedOwed:    a.parkedOwed(),
 		ParkedMoving:  a.parkMoves.moving.Load(),
 	}
 	a.revisit.stats(&s)
 	return s
-}
-
-func (a *campaignActor) consumeErrText() string {
-	if p := a.consumeErr.Load(); p != nil {
-		return *p
-	}
-	return ""
 }
 
 // stop ends the actor: its sessions close and their leases go back, the
@@ -381,7 +366,7 @@ func (a *campaignActor) stop(grace time.Duration) {
 	}
 	var mover *parkMover
 	a.call(func() {
-		a.release()
+		a.consumer().release()
 		a.stopped = true
 		mover = a.lastMover // before done closes: call may return then
 		close(a.done)

@@ -70,7 +70,7 @@ func (d *delivery) Nack(multiple, requeue bool) error {
 	return d.ack.Nack(d.tag, multiple, requeue)
 }
 
-func (a *campaignActor) onDelivery(ch *amqp.Channel, shard int, d amqp.Delivery) {
+func (a consumer) onDelivery(ch *amqp.Channel, shard int, d amqp.Delivery) {
 	// A park message is back in its shard: owed no more, whatever comes of
 	// this delivery (a delivery of a closed channel is in the shard again).
 	a.parks.settle(d.Headers)
@@ -99,7 +99,7 @@ func (a *campaignActor) onDelivery(ch *amqp.Channel, shard int, d amqp.Delivery)
 
 // onURL takes one URL of a delivery: held for its host, parked, or settled
 // at once (a duplicate, a URL of a host that is down, an unreadable URL).
-func (a *campaignActor) onURL(e *entry, now time.Time) {
+func (a consumer) onURL(e *entry, now time.Time) {
 	m := e.msg
 	hostName, err := urlrule.HTTPHostKey(m.URL)
 	if err != nil {
@@ -162,7 +162,7 @@ func (a *campaignActor) onURL(e *entry, now time.Time) {
 // after the URLs queued before it, one delay apart (the delay spaces a
 // host's request starts whatever its concurrency, so a Crawl-delay of 1 s
 // starts one URL a second even at 4 at a time).
-func (a *campaignActor) expectedWait(h *host, now time.Time) time.Duration {
+func (a consumer) expectedWait(h *host, now time.Time) time.Duration {
 	wait := h.next.Sub(now)
 	if wait < 0 {
 		wait = 0
