@@ -5,6 +5,7 @@
 package frontier
 
 import (
+	"container/heap"
 	"context"
 	"fmt"
 	"time"
@@ -16,13 +17,13 @@ import (
 )
 
 // settler is the campaign's actor seen from settling its URLs. On the
-// actor's goroutine it parks them (park, flushParks), dead-letters or
-// re-publishes them (deadMessage, repost) and fails the origins of a host
-// that does not answer (hostDown, failOrigin); settleEntry, sendBack,
-// nackEntry, voidEntry and countDead run on the record and repost
-// goroutines too. deadLetter, dropRecorded, ackEntry, requeue and
-// recordFailures stay campaignActor's: the lease loop and the links'
-// record call them there.
+// actor's goroutine it parks them (park, flushParks, and what a host
+// holds beyond its pace: trimHost, parkHost), dead-letters or re-publishes
+// them (deadMessage, repost) and fails the origins of a host that does not
+// answer (hostDown, failOrigin); settleEntry, sendBack, nackEntry and
+// countDead run on the record and repost goroutines too.
+// deadLetter, dropRecorded, ackEntry, requeue and recordFailures stay
+// campaignActor's: the lease loop and the links' record call them there.
 type settler struct{ *campaignActor }
 
 // settler returns a's settler.
@@ -326,4 +327,42 @@ func (a settler) settleEntry(e *entry, requeue bool) {
 	}
 	a.unacked.Add(-1)
 	a.acked.Add(1)
+}
+
+// trimHost parks the URLs h holds beyond holdWindow of its current pace
+// (a robots.txt Crawl-delay can turn a few seconds of backlog into
+// minutes): held, they would fill their shard's prefetch window and starve
+// the other hosts of the shard.
+func (a settler) trimHost(h *host, now time.Time) {
+	conc := max(h.conc, 1)
+	keep := conc
+	if h.spacing() > 0 {
+		// Starts are a delay apart whatever the concurrency.
+		keep = max(conc, int(holdWindow/h.spacing()))
+	}
+	if len(h.queue) <= keep {
+		return
+	}
+	var kept entryHeap
+	for i := 0; len(h.queue) > 0; i++ {
+		e := heap.Pop(&h.queue).(*entry)
+		if i < keep {
+			kept = append(kept, e)
+			continue
+		}
+		delete(a.held, e.key)
+		a.park(e, time.Duration(i)*h.spacing(), e.attempt, e.lost, "", "")
+	}
+	heap.Init(&kept)
+	h.queue = kept
+}
+
+// parkHost parks every URL h holds: its next request is too far away.
+func (a settler) parkHost(h *host, wait time.Duration) {
+	for _, e := range h.queue {
+		delete(a.held, e.key)
+		a.park(e, wait, e.attempt, e.lost, "", "")
+	}
+	h.queue = nil
+	a.place(h, time.Now())
 }
