@@ -334,7 +334,7 @@ func (a *campaignActor) stats() session.Stats {
 		FailedBy:      a.reasonCounts(),
 		ConsumeError:  a.consumeErrText(),
 		Vanished:      a.vanished.list(),
-		ParkedOwed:    a.parkedOwed(),
+		ParkedOwed:    a.parks.stillOwed(a.log),
 		ParkedMoving:  a.parkMoves.moving.Load(),
 	}
 	a.revisit.stats(&s)

@@ -18,7 +18,7 @@ const maxMethods = 35
 // the most methods each may have: a ratchet, which a change may lower and
 // never raise. A type that comes down to maxMethods leaves the list.
 var manyMethodsAllowed = map[string]int{
-	"frontier/campaignActor": 53,
+	"frontier/campaignActor": 49,
 	"testweb/Web":            45,
 }
 
