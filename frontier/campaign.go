@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	amqp "github.com/rabbitmq/amqp091-go"
-
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/session"
@@ -102,13 +100,9 @@ type campaignActor struct {
 	timer    *time.Timer
 	timerAt  time.Time
 
-	consumeCh *amqp.Channel
-	consuming bool
-	// resubscribeAt: consuming broke while sessions need it; try again then
-	// (with backoff resubscribeWait), and show consumeErr in the stats.
-	resubscribeAt   time.Time
-	resubscribeWait time.Duration
-	consumeErr      atomic.Pointer[string]
+	// consumeState: whether and on which channel the actor consumes
+	// (consume.go).
+	consumeState
 	// parks: the park messages not back yet (parkowed.go), for park
 	// queues that dead-letter (legacyParks).
 	parks       *parkOwed
@@ -117,8 +111,7 @@ type campaignActor struct {
 	// stop waits for (parkmove.go).
 	mover, lastMover *parkMover
 	// vanished: shard queues found gone from RabbitMQ (vanished.go).
-	vanishedMu sync.Mutex
-	vanished   []string
+	vanished vanishedShards
 
 	// publishing holds the links being published (not yet marked queued),
 	// shared by the record goroutines: another record that finds one of its
@@ -152,21 +145,16 @@ type campaignActor struct {
 	inflight                     atomic.Int64
 	nhosts, nsessions, hostsDown atomic.Int64
 	capped                       atomic.Bool
-	isConsuming                  atomic.Bool // consuming, for Stats
 	// live: the campaign's live rules (rules.go), read by the record
 	// goroutines too; replaced whole, by the actor.
 	live atomic.Pointer[liveRules]
 
-	reasonsMu sync.Mutex
-	reasons   map[string]int64 // failures by reason
+	// failReasons: the failures by reason (failures.go).
+	failReasons
 
-	// revisits: the campaign's revisit rules (nil: not continuous), and
-	// what its schedule held at its last count (revisit.go).
-	revisits                     *campaign.Revisits
-	scheduled, nextDue           atomic.Int64
-	revisited, scheduleE, bumped atomic.Int64
-	// noRevisits closes when the actor stops: the release loop ends.
-	noRevisits chan struct{}
+	// revisit: the campaign's revisit rules and schedule counts
+	// (revisit.go).
+	revisit revisitSchedule
 }
 
 func newCampaignActor(srv *Server, cfg campaign.Config) (*campaignActor, error) {
@@ -208,17 +196,15 @@ func newCampaignActor(srv *Server, cfg campaign.Config) (*campaignActor, error) 
 		leases:      map[uint64]*lease{},
 		held:        map[seen.Key]*entry{},
 		publishing:  map[seen.Key]*linkPublish{},
-		reasons:     map[string]int64{},
 		timer:       time.NewTimer(time.Hour),
-		revisits:    revisits,
-		noRevisits:  make(chan struct{}),
 	}
 	a.live.Store(&live)
+	a.revisit.rules, a.revisit.stop = revisits, make(chan struct{})
 	a.deadLog = newDeadLog(cfg.CrawlLog, a.key, srv.cfg.Name, a.log)
 	a.ctx, a.cancel = context.WithCancel(context.Background())
 	srv.m().open(cfg.ID)
 	if revisits != nil {
-		a.spawn(a.releaseDue)
+		a.spawn(a.releaser().releaseDue)
 	}
 	go a.loop()
 	return a, nil
@@ -298,7 +284,7 @@ func (a *campaignActor) loop() {
 			a.timerAt = time.Time{}
 		case <-tick.C:
 			a.expireLeases()
-			a.releaseIfIdle()
+			a.consumer().releaseIfIdle()
 			a.resubscribeIfDue()
 		case <-a.done:
 			return
@@ -309,7 +295,7 @@ func (a *campaignActor) loop() {
 		if a.consuming {
 			a.dispatch()
 		}
-		a.flushParks()
+		a.settler().flushParks()
 	}
 }
 
@@ -344,19 +330,12 @@ func (a *campaignActor) stats() session.Stats {
 		Consuming:     a.isConsuming.Load(),
 		FailedBy:      a.reasonCounts(),
 		ConsumeError:  a.consumeErrText(),
-		Vanished:      a.vanishedQueues(),
-		ParkedOwed:    a.parkedOwed(),
+		Vanished:      a.vanished.list(),
+		ParkedOwed:    a.parks.stillOwed(a.log),
 		ParkedMoving:  a.parkMoves.moving.Load(),
 	}
-	a.revisitStats(&s)
+	a.revisit.stats(&s)
 	return s
-}
-
-func (a *campaignActor) consumeErrText() string {
-	if p := a.consumeErr.Load(); p != nil {
-		return *p
-	}
-	return ""
 }
 
 // stop ends the actor: its sessions close and their leases go back, the
@@ -367,7 +346,7 @@ func (a *campaignActor) consumeErrText() string {
 func (a *campaignActor) stop(grace time.Duration) {
 	a.call(func() {
 		if !a.stopping {
-			close(a.noRevisits)
+			close(a.revisit.stop)
 		}
 		a.stopping = true
 		for s := range a.sessions {
@@ -384,7 +363,7 @@ func (a *campaignActor) stop(grace time.Duration) {
 	}
 	var mover *parkMover
 	a.call(func() {
-		a.release()
+		a.consumer().release()
 		a.keyLine().leave()
 		a.stopped = true
 		mover = a.lastMover // before done closes: call may return then

@@ -264,7 +264,7 @@ func dispatchFetcher(a *campaignActor, sess *fetcherSession, t session.FrameType
 		if err := session.Decode(t, payload, &os); err != nil {
 			return err.Error()
 		}
-		a.post(func() { a.onOutcomes(sess, os.Items) })
+		a.post(func() { a.outcomes().onOutcomes(sess, os.Items) })
 	case session.FramePing:
 		a.post(func() { a.renew(sess) })
 		sess.send(session.FramePong, nil)

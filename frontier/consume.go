@@ -6,15 +6,53 @@ package frontier
 
 import (
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 )
 
+// consumeState is whether and on which channel the actor consumes, and
+// when it tries again after consuming broke. The actor embeds it. Actor
+// goroutine only, but for consumeErr and isConsuming, which Stats reads.
+type consumeState struct {
+	consumeCh *amqp.Channel
+	consuming bool
+	// resubscribeAt: consuming broke while sessions need it; try again then
+	// (with backoff resubscribeWait), and show consumeErr in the stats.
+	resubscribeAt   time.Time
+	resubscribeWait time.Duration
+	consumeErr      atomic.Pointer[string]
+	isConsuming     atomic.Bool // consuming, for Stats
+}
+
+func (c *consumeState) setConsumeErr(why string) { c.consumeErr.Store(&why) }
+
+func (c *consumeState) consumeErrText() string {
+	if p := c.consumeErr.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// consumer is the campaign's actor seen from its shard queues: it
+// subscribes to them and releases them (subscribe, release,
+// releaseIfIdle), takes their deliveries (onDelivery, onURL), and tells
+// that consuming broke (consumeLost) or that queues vanished
+// (shardsVanished). Actor goroutine only, but for forward, a goroutine
+// per shard consumed that posts its deliveries to the actor, and
+// shardsVanished, which only logs, counts and records. resubscribeIfDue
+// and subscribeOrRepair stay campaignActor's: the lease loop calls them
+// there.
+type consumer struct{ *campaignActor }
+
+// consumer returns a's consumer.
+func (a *campaignActor) consumer() consumer { return consumer{a} }
+
 // subscribe starts consuming the campaign's shards: first this scheduler's
 // own share, then, as a standby, the others (single-active-consumer makes
 // the first subscriber of a shard its owner).
-func (a *campaignActor) subscribe() error {
+func (a consumer) subscribe() error {
 	if a.consuming {
 		return nil
 	}
@@ -84,7 +122,7 @@ const minPrefetch = 64
 // forward hands a shard's deliveries to the actor. Its end, other than by
 // release, means consuming broke: the channel closed, or RabbitMQ cancelled
 // the consumer (its queue was deleted).
-func (a *campaignActor) forward(ch *amqp.Channel, shard int, ds <-chan amqp.Delivery) {
+func (a consumer) forward(ch *amqp.Channel, shard int, ds <-chan amqp.Delivery) {
 	for d := range ds {
 		a.unacked.Add(1)
 		if !a.post(func() { a.onDelivery(ch, shard, d) }) {
@@ -101,7 +139,7 @@ func (a *campaignActor) forward(ch *amqp.Channel, shard int, ds <-chan amqp.Deli
 // cancelled. The channel is closed (RabbitMQ requeues every delivery on
 // it), what the scheduler held for it is void, and consuming starts again
 // at once while sessions need it, then with backoff.
-func (a *campaignActor) consumeLost(ch *amqp.Channel, why string) {
+func (a consumer) consumeLost(ch *amqp.Channel, why string) {
 	if ch != a.consumeCh {
 		return
 	}
@@ -118,8 +156,6 @@ func (a *campaignActor) consumeLost(ch *amqp.Channel, why string) {
 		a.resubscribeIfDue()
 	}
 }
-
-func (a *campaignActor) setConsumeErr(why string) { a.consumeErr.Store(&why) }
 
 // resubscribeIfDue retries consuming after it broke, with backoff (1 s,
 // doubling to 5 s). While it fails, the reason is in the campaign's stats
@@ -144,9 +180,9 @@ func (a *campaignActor) resubscribeIfDue() {
 // dropHeld forgets every held delivery (their channel is gone, so RabbitMQ
 // has requeued them); leases out stay valid for their fetchers, but their
 // outcomes can no longer ack.
-func (a *campaignActor) dropHeld() {
+func (a consumer) dropHeld() {
 	for k, e := range a.held {
-		a.voidEntry(e)
+		a.settler().voidEntry(e)
 		delete(a.held, k)
 	}
 	for _, h := range a.hosts {
@@ -157,7 +193,7 @@ func (a *campaignActor) dropHeld() {
 
 // release stops consuming: closing the channel returns every unacked
 // delivery to its queue (and lets a standby scheduler take the shards).
-func (a *campaignActor) release() {
+func (a consumer) release() {
 	if !a.consuming {
 		return
 	}
@@ -173,7 +209,7 @@ func (a *campaignActor) release() {
 	a.log.Info("released shards")
 }
 
-func (a *campaignActor) releaseIfIdle() {
+func (a consumer) releaseIfIdle() {
 	if len(a.sessions) > 0 || !a.consuming {
 		a.idleSince = time.Time{}
 		return

@@ -70,7 +70,7 @@ func (d *delivery) Nack(multiple, requeue bool) error {
 	return d.ack.Nack(d.tag, multiple, requeue)
 }
 
-func (a *campaignActor) onDelivery(ch *amqp.Channel, shard int, d amqp.Delivery) {
+func (a consumer) onDelivery(ch *amqp.Channel, shard int, d amqp.Delivery) {
 	// A park message is back in its shard: owed no more, whatever comes of
 	// this delivery (a delivery of a closed channel is in the shard again).
 	a.parks.settle(d.Headers)
@@ -99,7 +99,7 @@ func (a *campaignActor) onDelivery(ch *amqp.Channel, shard int, d amqp.Delivery)
 
 // onURL takes one URL of a delivery: held for its host, parked, or settled
 // at once (a duplicate, a URL of a host that is down, an unreadable URL).
-func (a *campaignActor) onURL(e *entry, now time.Time) {
+func (a consumer) onURL(e *entry, now time.Time) {
 	m := e.msg
 	hostName, err := urlrule.HTTPHostKey(m.URL)
 	if err != nil {
@@ -117,7 +117,7 @@ func (a *campaignActor) onURL(e *entry, now time.Time) {
 	}
 	if m.Revisit != 0 {
 		// Back from the revisit schedule: done, and due again.
-		if a.revisitDuplicate(k, m.Revisit) {
+		if a.releaser().revisitDuplicate(k, m.Revisit) {
 			a.duplicates.Add(1)
 			a.ackEntry(e)
 			return
@@ -150,7 +150,7 @@ func (a *campaignActor) onURL(e *entry, now time.Time) {
 	e.prio = a.policy.Priority(Item{URL: m.URL, Host: hostName, Depth: m.Depth, Embed: m.Embeds > 0, Score: m.Score, HostFetched: h.fetched})
 	e.arrived = now
 	if wait := a.expectedWait(h, now); wait > holdWindow {
-		a.park(e, wait, e.attempt, e.lost, "", "")
+		a.settler().park(e, wait, e.attempt, e.lost, "", "")
 		return
 	}
 	a.held[k] = e
@@ -162,7 +162,7 @@ func (a *campaignActor) onURL(e *entry, now time.Time) {
 // after the URLs queued before it, one delay apart (the delay spaces a
 // host's request starts whatever its concurrency, so a Crawl-delay of 1 s
 // starts one URL a second even at 4 at a time).
-func (a *campaignActor) expectedWait(h *host, now time.Time) time.Duration {
+func (a consumer) expectedWait(h *host, now time.Time) time.Duration {
 	wait := h.next.Sub(now)
 	if wait < 0 {
 		wait = 0

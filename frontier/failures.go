@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/drover-crawl/drover/failure"
@@ -71,7 +72,7 @@ func (h *host) answered(origin string) {
 // robots.txt) against h. It reports whether the origin, or the whole host,
 // has now failed for the campaign (its URLs held were failed). Until then
 // the host waits RetryBackoff, doubling, before its next request.
-func (a *campaignActor) hostDown(h *host, origin, reason, lastErr string, now time.Time) bool {
+func (a settler) hostDown(h *host, origin, reason, lastErr string, now time.Time) bool {
 	if h.downs == nil {
 		h.downs = map[string]*downState{}
 	}
@@ -102,7 +103,7 @@ func (d *downState) message(h *host, origin string) string {
 // the campaign: every URL of it held, and every one that comes later, is
 // failed with the reason without a fetch (dead-lettered and recorded),
 // never parked again.
-func (a *campaignActor) failOrigin(h *host, origin string, d *downState, now time.Time) {
+func (a settler) failOrigin(h *host, origin string, d *downState, now time.Time) {
 	d.down = true
 	if origin == "" {
 		h.down = true
@@ -140,21 +141,31 @@ func (a *campaignActor) requeue(h *host, e *entry) {
 	heap.Push(&h.queue, e)
 }
 
-// countReason counts a failure by its reason for the stats.
-func (a *campaignActor) countReason(reason string) {
-	a.reasonsMu.Lock()
-	a.reasons[reason]++
-	a.reasonsMu.Unlock()
+// failReasons counts a campaign's failures by reason, for the stats. The
+// actor embeds it; any goroutine counts.
+type failReasons struct {
+	reasonsMu sync.Mutex
+	reasons   map[string]int64
 }
 
-func (a *campaignActor) reasonCounts() map[string]int64 {
-	a.reasonsMu.Lock()
-	defer a.reasonsMu.Unlock()
-	if len(a.reasons) == 0 {
+// countReason counts a failure by its reason for the stats.
+func (r *failReasons) countReason(reason string) {
+	r.reasonsMu.Lock()
+	if r.reasons == nil {
+		r.reasons = map[string]int64{}
+	}
+	r.reasons[reason]++
+	r.reasonsMu.Unlock()
+}
+
+func (r *failReasons) reasonCounts() map[string]int64 {
+	r.reasonsMu.Lock()
+	defer r.reasonsMu.Unlock()
+	if len(r.reasons) == 0 {
 		return nil
 	}
-	out := make(map[string]int64, len(a.reasons))
-	for k, v := range a.reasons {
+	out := make(map[string]int64, len(r.reasons))
+	for k, v := range r.reasons {
 		out[k] = v
 	}
 	return out

@@ -250,7 +250,7 @@ func (r *historyReader) links() ([]urlrule.Link, error) {
 // reads no history). A history that cannot be read is no history: the URL
 // is fetched in full.
 func (a *campaignActor) prior(k seen.Key) (*page.Capture, []byte) {
-	if a.cfg.From == "" && a.revisits == nil {
+	if a.cfg.From == "" && a.revisit.rules == nil {
 		return nil, nil
 	}
 	b, err := a.srv.store.History(a.lineage, k)
@@ -272,7 +272,7 @@ func (a *campaignActor) prior(k seen.Key) (*page.Capture, []byte) {
 // unchangedLinks are the links a page answered 304 had when it was last
 // captured, from the history its lease was given (entry.history): a 304
 // comes only to a request whose validators that history held.
-func (a *campaignActor) unchangedLinks(history []byte) []urlrule.Link {
+func (a outcomes) unchangedLinks(history []byte) []urlrule.Link {
 	d, err := decodeHistory(history, true)
 	if err != nil {
 		a.log.Warn("a page answered 304 but its history is unreadable: its links are not followed", "err", err)
@@ -282,7 +282,7 @@ func (a *campaignActor) unchangedLinks(history []byte) []urlrule.Link {
 
 // historyOf is what the record job writes to the URL's history: nil when
 // the campaign keeps none, or the outcome has no capture.
-func (a *campaignActor) historyOf(o session.Outcome) []byte {
+func (a outcomes) historyOf(o session.Outcome) []byte {
 	if a.cfg.NoHistory || o.Capture == nil {
 		return nil
 	}

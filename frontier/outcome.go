@@ -19,10 +19,20 @@ import (
 	"github.com/drover-crawl/drover/urlrule"
 )
 
+// outcomes is the campaign's actor seen from what its fetchers report:
+// each outcome decides its URL's fate (onOutcomes), and a robots.txt its
+// host's rules and sitemaps (onRobots). Actor goroutine only, but for
+// sitemapsFailed, which the goroutine queueing a robots.txt's sitemaps
+// calls (seedSitemaps), and which only counts, records and logs.
+type outcomes struct{ *campaignActor }
+
+// outcomes returns a's outcomes.
+func (a *campaignActor) outcomes() outcomes { return outcomes{a} }
+
 // onOutcomes handles a batch of outcomes from s. State changes happen here;
 // the I/O (publishing links with confirms, marking done, acking) runs in a
 // goroutine, so the loop never waits on RabbitMQ.
-func (a *campaignActor) onOutcomes(s *fetcherSession, items []session.Outcome) {
+func (a outcomes) onOutcomes(s *fetcherSession, items []session.Outcome) {
 	now := time.Now()
 	var rec []recordJob
 	for _, o := range items {
@@ -46,7 +56,7 @@ func (a *campaignActor) onOutcomes(s *fetcherSession, items []session.Outcome) {
 		}
 		a.spaceAfter(h, l, o, now)
 		if l.e == nil {
-			a.trimHost(h, now)
+			a.settler().trimHost(h, now)
 			a.place(h, now)
 			continue
 		}
@@ -63,7 +73,7 @@ func (a *campaignActor) onOutcomes(s *fetcherSession, items []session.Outcome) {
 			// Counts against the host's origin, and as an attempt of the
 			// URL, so that a URL that always fails on a host that works
 			// ends too.
-			a.hostDown(h, origin, o.Reason, o.Error, now)
+			a.settler().hostDown(h, origin, o.Reason, o.Error, now)
 		}
 		if j, ok := a.settleOutcome(h, e, o, origin, now); ok {
 			if s.recorded {
@@ -73,7 +83,7 @@ func (a *campaignActor) onOutcomes(s *fetcherSession, items []session.Outcome) {
 		}
 		a.place(h, now)
 		if wait := h.next.Sub(now); wait > holdWindow && len(h.queue) > 0 {
-			a.parkHost(h, wait)
+			a.settler().parkHost(h, wait)
 		}
 	}
 	a.recorder().queueRecord(rec)
@@ -88,7 +98,7 @@ func (a *campaignActor) onOutcomes(s *fetcherSession, items []session.Outcome) {
 // time apart, as Heritrix's delayFactor and Scrapy's AutoThrottle space
 // them. The shared clock moves by the delay only: the adaptive delay is
 // the campaign's own pace.
-func (a *campaignActor) spaceAfter(h *host, l *lease, o session.Outcome, now time.Time) {
+func (a outcomes) spaceAfter(h *host, l *lease, o session.Outcome, now time.Time) {
 	head := now.Add(-o.Took)
 	if h.delay > 0 && a.srv.clocks != nil {
 		a.reportStart(h, head, now)
@@ -100,7 +110,7 @@ func (a *campaignActor) spaceAfter(h *host, l *lease, o session.Outcome, now tim
 // settleOutcome applies the outcome o of e's lease on host h: back to the
 // host's queue, a retry, a parking or the dead-letter queue; or, for a
 // fetch whose outcome is to be recorded, its record job (true).
-func (a *campaignActor) settleOutcome(h *host, e *entry, o session.Outcome, origin string, now time.Time) (recordJob, bool) {
+func (a outcomes) settleOutcome(h *host, e *entry, o session.Outcome, origin string, now time.Time) (recordJob, bool) {
 	switch {
 	case o.Released:
 		a.srv.m().leaseReturned(a.cfg.ID)
@@ -137,7 +147,7 @@ func (a *campaignActor) settleOutcome(h *host, e *entry, o session.Outcome, orig
 		}
 		delete(a.held, e.key)
 		if why == "" {
-			a.park(e, max(o.RetryAfter, retryBackoff(0)), e.attempt, e.lost, "", "")
+			a.settler().park(e, max(o.RetryAfter, retryBackoff(0)), e.attempt, e.lost, "", "")
 		} else {
 			a.deadLetter(e, ReasonSink, why)
 		}
@@ -154,7 +164,7 @@ func (a *campaignActor) settleOutcome(h *host, e *entry, o session.Outcome, orig
 		if reason == "" {
 			reason = statusReason(o.Status)
 		}
-		a.park(e, wait, attempt, e.lost, reason, o.Error)
+		a.settler().park(e, wait, attempt, e.lost, reason, o.Error)
 	default:
 		return a.fetchedJob(h, e, o, now), true
 	}
@@ -163,7 +173,7 @@ func (a *campaignActor) settleOutcome(h *host, e *entry, o session.Outcome, orig
 
 // fetchedJob counts a fetch's outcome (a page, or a permanent failure) and
 // returns the job that records it.
-func (a *campaignActor) fetchedJob(h *host, e *entry, o session.Outcome, now time.Time) recordJob {
+func (a outcomes) fetchedJob(h *host, e *entry, o session.Outcome, now time.Time) recordJob {
 	h.fetched++
 	if o.Unchanged == page.RevisitNotModified {
 		o.Links = a.unchangedLinks(e.history)
@@ -192,7 +202,7 @@ func (a *campaignActor) fetchedJob(h *host, e *entry, o session.Outcome, now tim
 	j.disallowed = a.disallowedLinks(o.Links, now)
 	// A page a revisit rule fits gets its history with its next fetch;
 	// the others the plain one, encoded once either way.
-	if a.revisits == nil || !a.planRevisit(&j, o) {
+	if a.revisit.rules == nil || !a.revisit.plan(&j, o, a.srv.now()) {
 		j.history = a.historyOf(o)
 	}
 	return j
@@ -200,7 +210,7 @@ func (a *campaignActor) fetchedJob(h *host, e *entry, o session.Outcome, now tim
 
 // countLinks counts the links o's page had: those it reports, and those
 // its fetcher left out as known (recorded here before).
-func (a *campaignActor) countLinks(o session.Outcome) {
+func (a outcomes) countLinks(o session.Outcome) {
 	known := max(o.Known, 0)
 	a.srv.m().linksDiscovered(a.cfg.ID, len(o.Links)+known)
 	a.srv.m().linksLeftOut(a.cfg.ID, known)
@@ -211,9 +221,9 @@ func (a *campaignActor) countLinks(o session.Outcome) {
 // done, goes to the dead-letter queue with reason sink (confirmed) before
 // its delivery is acked. Without it the pages reachable only through a
 // page the sinks refuse were never crawled.
-func (a *campaignActor) refusedJob(e *entry, o session.Outcome, why string, now time.Time) recordJob {
+func (a outcomes) refusedJob(e *entry, o session.Outcome, why string, now time.Time) recordJob {
 	a.countLinks(o)
-	msg, fail := a.deadMessage(e, ReasonSink, why)
+	msg, fail := a.settler().deadMessage(e, ReasonSink, why)
 	fail.Attempts = e.attempt + 1 // it was fetched: an attempt, as fetchedJob counts
 	return recordJob{e: e, links: o.Links, fail: fail, dead: &msg, disallowed: a.disallowedLinks(o.Links, now)}
 }
@@ -246,7 +256,7 @@ func retryBackoff(attempt int) time.Duration {
 	return min(d, 10*time.Minute)
 }
 
-func (a *campaignActor) onRobots(h *host, o session.Outcome, now time.Time) {
+func (a outcomes) onRobots(h *host, o session.Outcome, now time.Time) {
 	var r *urlrule.Robots
 	if o.Robots == nil {
 		r = urlrule.ParseRobots(0, nil, errors.New(o.Error))
@@ -269,12 +279,12 @@ func (a *campaignActor) onRobots(h *host, o session.Outcome, now time.Time) {
 		} else if o.Robots != nil && o.Robots.Error != "" {
 			why = o.Robots.Error
 		}
-		if a.hostDown(h, "", reason, why, now) {
+		if a.settler().hostDown(h, "", reason, why, now) {
 			return
 		}
 		h.robotsAt = h.next
 		if wait := h.robotsAt.Sub(now); wait > holdWindow {
-			a.parkHost(h, wait)
+			a.settler().parkHost(h, wait)
 		}
 		return
 	}
@@ -291,7 +301,7 @@ func (a *campaignActor) onRobots(h *host, o session.Outcome, now time.Time) {
 
 // seedSitemaps queues the in-scope sitemaps a host's robots.txt names, as
 // links of depth 0; the fetcher reads their <loc> URLs as links.
-func (a *campaignActor) seedSitemaps(h *host, urls []string) {
+func (a outcomes) seedSitemaps(h *host, urls []string) {
 	var links []urlrule.Link
 	for _, raw := range urls {
 		s, err := urlrule.Normalize(raw, nil, a.cfg.DropParams)
@@ -372,7 +382,7 @@ func sitemapRetry() (int, time.Duration) {
 // sitemapsFailed records the sitemaps a robots.txt named that could not be
 // queued, as failures of reason other: settled, and listed by `starter
 // failures`, rather than known to a log line only.
-func (a *campaignActor) sitemapsFailed(links []urlrule.Link, tries int, err error) {
+func (a outcomes) sitemapsFailed(links []urlrule.Link, tries int, err error) {
 	now := time.Now()
 	recs := make([]failure.Record, 0, len(links))
 	for _, l := range links {
@@ -385,44 +395,6 @@ func (a *campaignActor) sitemapsFailed(links []urlrule.Link, tries int, err erro
 	}
 }
 
-// trimHost parks the URLs h holds beyond holdWindow of its current pace
-// (a robots.txt Crawl-delay can turn a few seconds of backlog into
-// minutes): held, they would fill their shard's prefetch window and starve
-// the other hosts of the shard.
-func (a *campaignActor) trimHost(h *host, now time.Time) {
-	conc := max(h.conc, 1)
-	keep := conc
-	if h.spacing() > 0 {
-		// Starts are a delay apart whatever the concurrency.
-		keep = max(conc, int(holdWindow/h.spacing()))
-	}
-	if len(h.queue) <= keep {
-		return
-	}
-	var kept entryHeap
-	for i := 0; len(h.queue) > 0; i++ {
-		e := heap.Pop(&h.queue).(*entry)
-		if i < keep {
-			kept = append(kept, e)
-			continue
-		}
-		delete(a.held, e.key)
-		a.park(e, time.Duration(i)*h.spacing(), e.attempt, e.lost, "", "")
-	}
-	heap.Init(&kept)
-	h.queue = kept
-}
-
-// parkHost parks every URL h holds: its next request is too far away.
-func (a *campaignActor) parkHost(h *host, wait time.Duration) {
-	for _, e := range h.queue {
-		delete(a.held, e.key)
-		a.park(e, wait, e.attempt, e.lost, "", "")
-	}
-	h.queue = nil
-	a.place(h, time.Now())
-}
-
 // disallowedLinks returns the links whose host this scheduler knows the
 // robots.txt of, and which it disallows: they are recorded as robots
 // failures instead of being published, each a publish, a delivery and an
@@ -430,7 +402,7 @@ func (a *campaignActor) parkHost(h *host, wait time.Duration) {
 // on every page). A link of a host this scheduler does not hold, or whose
 // rules are past their TTL (the host fetches them again before its next
 // page), goes through the frontier and is judged when its turn comes.
-func (a *campaignActor) disallowedLinks(links []urlrule.Link, now time.Time) map[string]bool {
+func (a outcomes) disallowedLinks(links []urlrule.Link, now time.Time) map[string]bool {
 	var out map[string]bool
 	for _, l := range links {
 		name, err := urlrule.HostKey(l.URL)

@@ -196,7 +196,7 @@ func (m *parkMover) parkedURLs(f func(m urlMsg, due time.Time) bool) {
 
 // startMover starts the campaign's park mover, unless one runs. Actor
 // goroutine only.
-func (a *campaignActor) startMover() {
+func (a consumer) startMover() {
 	if a.mover != nil {
 		return
 	}
@@ -214,7 +214,7 @@ func (a *campaignActor) startMover() {
 // stopMover ends the park mover, if one runs, without waiting: closing
 // its channels gives what it held back to the park queues. Actor
 // goroutine only.
-func (a *campaignActor) stopMover() {
+func (a consumer) stopMover() {
 	if a.mover != nil {
 		a.mover.cancel()
 		a.mover = nil

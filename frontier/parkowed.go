@@ -21,6 +21,7 @@
 package frontier
 
 import (
+	"log/slog"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -91,7 +92,7 @@ func (p *parkOwed) count(now time.Time) (owed, givenUp int64) {
 // parkHeaders adds to hdr, the headers of a message parked now in the
 // park queue of TTL index i, when it is due back (for the movers) and, if
 // its park queue dead-letters, its token. It returns hdr.
-func (a *campaignActor) parkHeaders(hdr amqp.Table, i int, now time.Time) amqp.Table {
+func (a settler) parkHeaders(hdr amqp.Table, i int, now time.Time) amqp.Table {
 	hdr[hdrDue] = now.Add(parkTTLs[i]).UnixMilli()
 	if a.legacyParks {
 		hdr[hdrPark] = a.parks.owe(i, now)
@@ -99,11 +100,11 @@ func (a *campaignActor) parkHeaders(hdr amqp.Table, i int, now time.Time) amqp.T
 	return hdr
 }
 
-// parkedOwed is Stats.ParkedOwed; a message given up is logged.
-func (a *campaignActor) parkedOwed() int64 {
-	owed, givenUp := a.parks.count(time.Now())
+// stillOwed is Stats.ParkedOwed; a message given up is logged to log.
+func (p *parkOwed) stillOwed(log *slog.Logger) int64 {
+	owed, givenUp := p.count(time.Now())
 	if givenUp > 0 {
-		a.log.Error("parked messages did not come back to this scheduler within their TTL and "+parkReturnGrace.String()+"; the campaign no longer waits for them (another scheduler may have taken them, or RabbitMQ still holds them in its dead-letter hand-over)", "messages", givenUp)
+		log.Error("parked messages did not come back to this scheduler within their TTL and "+parkReturnGrace.String()+"; the campaign no longer waits for them (another scheduler may have taken them, or RabbitMQ still holds them in its dead-letter hand-over)", "messages", givenUp)
 	}
 	return owed
 }

@@ -56,7 +56,7 @@ type recordJob struct {
 	// stored is the capture the digest index takes (indexedCapture).
 	stored *page.Capture
 	// due, in a continuous campaign, is the URL's next fetch, and undue
-	// the entry it replaces (planRevisit), written with its history.
+	// the entry it replaces (revisitSchedule.plan), written with its history.
 	due, undue *seen.Due
 }
 
@@ -94,7 +94,7 @@ func (a recorder) record(ctx context.Context, jobs []recordJob) {
 		if f := betweenNacks.Load(); f != nil && i > 0 {
 			(*f)(a.cfg.ID)
 		}
-		a.nackEntry(j.e)
+		a.settler().nackEntry(j.e)
 	}
 }
 
@@ -162,7 +162,7 @@ func (a recorder) writeRecord(ctx context.Context, jobs []recordJob) error {
 	if err := a.writeHistory(jobs); err != nil {
 		return fmt.Errorf("seen store (fetch history): %w", err)
 	}
-	if a.revisits != nil {
+	if a.revisit.rules != nil {
 		if err := a.bumpLastmods(jobs); err != nil {
 			return fmt.Errorf("seen store (revisit schedule): %w", err)
 		}
@@ -182,7 +182,7 @@ func (a recorder) writeRecord(ctx context.Context, jobs []recordJob) error {
 		a.published.Add(int64(len(dead)))
 		a.messages.Add(int64(len(dead)))
 		for range dead {
-			a.countDead(ReasonSink)
+			a.settler().countDead(ReasonSink)
 		}
 		for _, j := range jobs {
 			if j.dead != nil && j.fail != nil {

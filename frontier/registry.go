@@ -63,7 +63,7 @@ func (s *Server) actorOf(cfg campaign.Config) (*campaignActor, error) {
 	}
 	a.legacyParks = !movedParks(version)
 	if len(vanished) > 0 {
-		a.shardsVanished(vanished)
+		a.consumer().shardsVanished(vanished)
 	}
 	s.mu.Lock()
 	if _, err := s.existingActorLocked(key); err != nil || s.closed {

@@ -15,8 +15,10 @@ package frontier
 import (
 	"context"
 	"encoding/json"
+	"sync/atomic"
 	"time"
 
+	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/page"
 	"github.com/drover-crawl/drover/session"
@@ -31,15 +33,37 @@ func (s *Server) now() time.Time {
 	return time.Now()
 }
 
-// planRevisit, for a fetched URL of a continuous campaign that a rule
-// fits, sets j's history to carry the URL's next fetch and j's schedule
+// revisitSchedule is a continuous campaign's revisit rules (nil: the
+// campaign is not continuous; they never change) and what its schedule
+// held at its last count, for the stats, in atomics: the release loop, the
+// record goroutines and Stats share them.
+type revisitSchedule struct {
+	rules                        *campaign.Revisits
+	scheduled, nextDue           atomic.Int64
+	revisited, scheduleE, bumped atomic.Int64
+	// stop closes when the actor stops: the release loop ends.
+	stop chan struct{}
+}
+
+// releaser is the campaign's actor seen from its revisit schedule: the
+// release loop (releaseDue and what it calls, on a goroutine of its own,
+// which reads of the actor only what never changes, its atomics and the
+// seen store) and revisitDuplicate, which the actor's goroutine asks of
+// each URL released.
+type releaser struct{ *campaignActor }
+
+// releaser returns a's releaser.
+func (a *campaignActor) releaser() releaser { return releaser{a} }
+
+// plan, for a URL of a continuous campaign that a rule fits, fetched
+// now, sets j's history to carry the URL's next fetch and j's schedule
 // entry for it (replacing the one the URL had). A page that changed since
 // its last fetch comes back sooner, one that did not later
 // (campaign.RevisitRule.Next). A fetch without a capture (a failure) keeps
 // the capture and links the history had. It reports whether a rule fit
 // (and so whether j's history is set).
-func (a *campaignActor) planRevisit(j *recordJob, o session.Outcome) bool {
-	rule := a.revisits.For(j.e.msg.URL, j.e.msg.Depth, o.MIME)
+func (r *revisitSchedule) plan(j *recordJob, o session.Outcome, now time.Time) bool {
+	rule := r.rules.For(j.e.msg.URL, j.e.msg.Depth, o.MIME)
 	if rule == nil {
 		return false
 	}
@@ -48,7 +72,6 @@ func (a *campaignActor) planRevisit(j *recordJob, o session.Outcome) bool {
 		// Unreadable: no history, the URL starts at the rule's minimum.
 		prev, _ = decodeHistory(j.e.history, o.Capture == nil)
 	}
-	now := a.srv.now()
 	changed := o.Capture != nil && o.Unchanged == ""
 	interval := rule.Next(prev.revisit.Interval, changed)
 	rs := revisitState{Interval: interval, Due: now.Add(interval), Fetched: now}
@@ -128,10 +151,10 @@ func (a recorder) bumpLastmods(jobs []recordJob) error {
 	if err := a.srv.store.SetHistory(a.lineage, keys, hists); err != nil {
 		return err
 	}
-	a.bumped.Add(int64(len(add)))
+	a.revisit.bumped.Add(int64(len(add)))
 	for _, d := range add {
-		if n := a.nextDue.Load(); n == 0 || d.At.UnixNano() < n {
-			a.nextDue.Store(d.At.UnixNano()) // until the next count
+		if n := a.revisit.nextDue.Load(); n == 0 || d.At.UnixNano() < n {
+			a.revisit.nextDue.Store(d.At.UnixNano()) // until the next count
 		}
 	}
 	return nil
@@ -167,9 +190,9 @@ func (a recorder) bumpOf(l urlrule.Link, now time.Time) (*lastmodBump, error) {
 	if json.Unmarshal(body, &m) != nil {
 		return nil, nil
 	}
-	rule := a.revisits.For(l.URL, m.Depth, "text/html")
+	rule := a.revisit.rules.For(l.URL, m.Depth, "text/html")
 	if rule == nil {
-		rule = a.revisits.For(l.URL, m.Depth, "")
+		rule = a.revisit.rules.For(l.URL, m.Depth, "")
 	}
 	if rule == nil {
 		return nil, nil
@@ -193,7 +216,7 @@ func (a recorder) bumpOf(l urlrule.Link, now time.Time) (*lastmodBump, error) {
 // was fetched at or after its time already: a second copy of its
 // message (a release that published it, then died before deleting its
 // entry). A history that cannot be read is no fetch: the URL is fetched.
-func (a *campaignActor) revisitDuplicate(k seen.Key, due int64) bool {
+func (a releaser) revisitDuplicate(k seen.Key, due int64) bool {
 	b, err := a.srv.store.History(a.lineage, k)
 	if err != nil || b == nil {
 		return false
@@ -209,7 +232,7 @@ const revisitBatch = 2000
 // while fetchers are connected (a paused campaign has none), the URLs due
 // within the next poll go to their shard queues, confirmed, and their
 // entries are deleted. It also counts the schedule for the stats.
-func (a *campaignActor) releaseDue(ctx context.Context) {
+func (a releaser) releaseDue(ctx context.Context) {
 	poll := a.srv.cfg.RevisitPoll
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
@@ -218,7 +241,7 @@ func (a *campaignActor) releaseDue(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-a.noRevisits:
+		case <-a.revisit.stop:
 			return
 		case <-tick.C:
 		}
@@ -232,7 +255,7 @@ func (a *campaignActor) releaseDue(ctx context.Context) {
 		for {
 			n, err := a.releaseSome(ctx, a.srv.now().Add(poll))
 			if err != nil {
-				a.scheduleE.Add(1)
+				a.revisit.scheduleE.Add(1)
 				a.log.Error("releasing the URLs due again failed; they stay scheduled and are tried again next poll", "err", err)
 				break
 			}
@@ -245,7 +268,7 @@ func (a *campaignActor) releaseDue(ctx context.Context) {
 
 // releaseSome publishes up to revisitBatch entries due by t and deletes
 // them; it returns how many.
-func (a *campaignActor) releaseSome(ctx context.Context, t time.Time) (int, error) {
+func (a releaser) releaseSome(ctx context.Context, t time.Time) (int, error) {
 	due, err := a.srv.store.DueBy(a.key, t, revisitBatch)
 	if err != nil || len(due) == 0 {
 		return 0, err
@@ -275,38 +298,38 @@ func (a *campaignActor) releaseSome(ctx context.Context, t time.Time) (int, erro
 		}
 		a.published.Add(int64(len(us)))
 		a.messages.Add(int64(len(out)))
-		a.revisited.Add(int64(len(us)))
+		a.revisit.revisited.Add(int64(len(us)))
 	}
 	if err := a.srv.store.Schedule(a.key, nil, due); err != nil {
 		return 0, err
 	}
-	a.scheduled.Add(-int64(len(due)))
+	a.revisit.scheduled.Add(-int64(len(due)))
 	return len(due), nil
 }
 
 // countSchedule reads how many URLs the schedule holds and when the first
 // is due, for the stats.
-func (a *campaignActor) countSchedule() {
+func (a releaser) countSchedule() {
 	n, next, err := a.srv.store.Scheduled(a.key)
 	if err != nil {
 		a.log.Warn("counting the revisit schedule", "err", err)
 		return
 	}
-	a.scheduled.Store(n)
-	a.nextDue.Store(unixNano(next))
+	a.revisit.scheduled.Store(n)
+	a.revisit.nextDue.Store(unixNano(next))
 }
 
-// revisitStats fills the stats of a continuous campaign.
-func (a *campaignActor) revisitStats(s *session.Stats) {
-	if a.revisits == nil {
+// stats fills the stats of a continuous campaign.
+func (r *revisitSchedule) stats(s *session.Stats) {
+	if r.rules == nil {
 		return
 	}
 	s.Continuous = true
-	s.Scheduled = a.scheduled.Load()
-	s.Revisited = a.revisited.Load()
-	s.Bumped = a.bumped.Load()
-	s.ReleaseErrors = a.scheduleE.Load()
-	if n := a.nextDue.Load(); n != 0 {
+	s.Scheduled = r.scheduled.Load()
+	s.Revisited = r.revisited.Load()
+	s.Bumped = r.bumped.Load()
+	s.ReleaseErrors = r.scheduleE.Load()
+	if n := r.nextDue.Load(); n != 0 {
 		s.NextDue = time.Unix(0, n).UTC()
 	}
 }

@@ -164,9 +164,9 @@ func (a *campaignActor) applyRules(lr liveRules, now time.Time) {
 		// A host blocked, or slowed, past the hold window parks what it
 		// holds, as after an outcome: its deliveries must not sit unacked.
 		if wait := h.next.Sub(now); wait > holdWindow && len(h.queue) > 0 {
-			a.parkHost(h, wait)
+			a.settler().parkHost(h, wait)
 		} else {
-			a.trimHost(h, now)
+			a.settler().trimHost(h, now)
 		}
 		a.place(h, now)
 	}

@@ -5,6 +5,7 @@
 package frontier
 
 import (
+	"container/heap"
 	"context"
 	"fmt"
 	"time"
@@ -15,12 +16,25 @@ import (
 	"github.com/drover-crawl/drover/failure"
 )
 
+// settler is the campaign's actor seen from settling its URLs. On the
+// actor's goroutine it parks them (park, flushParks, and what a host
+// holds beyond its pace: trimHost, parkHost), dead-letters or re-publishes
+// them (deadMessage, repost) and fails the origins of a host that does not
+// answer (hostDown, failOrigin); settleEntry, sendBack, nackEntry and
+// countDead run on the record and repost goroutines too.
+// deadLetter, dropRecorded, ackEntry, requeue and recordFailures stay
+// campaignActor's: the lease loop and the links' record call them there.
+type settler struct{ *campaignActor }
+
+// settler returns a's settler.
+func (a *campaignActor) settler() settler { return settler{a} }
+
 // park re-publishes e's URL to the parking queue that fits wait
 // (confirmed), then acks its delivery.
 //
 // A retry (reason given) that reaches MaxAttempts is dead-lettered
 // instead, with its reason.
-func (a *campaignActor) park(e *entry, wait time.Duration, attempt, lost int, reason, why string) {
+func (a settler) park(e *entry, wait time.Duration, attempt, lost int, reason, why string) {
 	if attempt >= a.cfg.MaxAttempts && reason != "" {
 		a.deadLetter(e, reason, fmt.Sprintf("gave up after %d attempts: %s", attempt, why))
 		return
@@ -57,7 +71,7 @@ type parkReq struct {
 // confirm, and later a delivery and an ack). Each URL's delivery is acked once its message is confirmed, or nacked
 // back when the publish fails; a parked message comes back with its
 // counts, which apply to each of its URLs (onDelivery).
-func (a *campaignActor) flushParks() {
+func (a settler) flushParks() {
 	if len(a.parked) == 0 {
 		return
 	}
@@ -99,11 +113,11 @@ func (a *campaignActor) flushParks() {
 // error, and records it as a failure (for `starter failures`) before its
 // delivery is acked.
 func (a *campaignActor) deadLetter(e *entry, reason, why string) {
-	msg, fail := a.deadMessage(e, reason, why)
+	msg, fail := a.settler().deadMessage(e, reason, why)
 	reason = orOther(reason)
 	m, attempts, unread := e.msg, e.attempt, e.unread
-	a.repostAll([]*entry{e}, msg, fail, func() {
-		a.countDead(reason)
+	a.settler().repostAll([]*entry{e}, msg, fail, func() {
+		a.settler().countDead(reason)
 		if !unread {
 			a.deadLog.write(crawllog.OutcomeDeadLettered, m, attempts, reason, why)
 		}
@@ -113,7 +127,7 @@ func (a *campaignActor) deadLetter(e *entry, reason, why string) {
 // countDead counts a URL dead-lettered with reason, once its message is
 // in the dead-letter queue: a dead-lettering that fails is not counted
 // (the URL comes back, and may be dead-lettered again).
-func (a *campaignActor) countDead(reason string) {
+func (a settler) countDead(reason string) {
 	a.deadLtrd.Add(1)
 	a.srv.m().deadLetter(a.cfg.ID, reason)
 	a.countReason(reason)
@@ -121,7 +135,7 @@ func (a *campaignActor) countDead(reason string) {
 
 // deadMessage is e's message for the dead-letter queue with reason and
 // why, and its failure record (nil for a URL that could not be read).
-func (a *campaignActor) deadMessage(e *entry, reason, why string) (outMsg, *failure.Record) {
+func (a settler) deadMessage(e *entry, reason, why string) (outMsg, *failure.Record) {
 	reason = orOther(reason)
 	a.log.Warn("dead-lettering", "url", e.msg.URL, "reason", reason, "err", why)
 	hdr := amqp.Table{hdrError: why, hdrReason: reason, hdrAttempt: int32(e.attempt)}
@@ -142,7 +156,7 @@ func (a *campaignActor) deadMessage(e *entry, reason, why string) (outMsg, *fail
 
 // repost publishes msg (confirmed) and then acks e's delivery, in a
 // goroutine; if the publish fails, the delivery goes back to its queue.
-func (a *campaignActor) repost(e *entry, msg outMsg, fail *failure.Record) {
+func (a settler) repost(e *entry, msg outMsg, fail *failure.Record) {
 	a.repostAll([]*entry{e}, msg, fail, nil)
 }
 
@@ -150,7 +164,7 @@ func (a *campaignActor) repost(e *entry, msg outMsg, fail *failure.Record) {
 // recorded after the publish): each is acked once the message is
 // confirmed (after done, when set, is called), or all go back to their
 // queues.
-func (a *campaignActor) repostAll(es []*entry, msg outMsg, fail *failure.Record, done func()) {
+func (a settler) repostAll(es []*entry, msg outMsg, fail *failure.Record, done func()) {
 	a.pending.Add(1)
 	ok := a.spawn(func(ctx context.Context) {
 		defer a.pending.Add(-1)
@@ -200,7 +214,7 @@ func (a *campaignActor) dropRecorded(e *entry, reason, why string) {
 		if err := a.recordFailures([]failure.Record{fail}); err != nil {
 			a.recordFailed.Add(1)
 			a.log.Error("recording a dropped URL failed; it goes back to its queue", "url", m.URL, "err", err)
-			a.nackEntry(e)
+			a.settler().nackEntry(e)
 			return
 		}
 		a.deadLog.write(crawllog.OutcomeDropped, m, fail.Attempts, reason, why)
@@ -213,14 +227,14 @@ func (a *campaignActor) dropRecorded(e *entry, reason, why string) {
 
 // ackEntry settles e: its outcome is recorded, it was re-published
 // elsewhere (confirmed), or it was dropped on purpose.
-func (a *campaignActor) ackEntry(e *entry) { a.settleEntry(e, false) }
+func (a *campaignActor) ackEntry(e *entry) { a.settler().settleEntry(e, false) }
 
 // nackEntry settles e as not done: its message goes back to its queue
 // (whole, with the other URLs of its batch, which are then found done).
-func (a *campaignActor) nackEntry(e *entry) { a.settleEntry(e, true) }
+func (a settler) nackEntry(e *entry) { a.settleEntry(e, true) }
 
 // voidEntry settles e whose channel is gone (RabbitMQ requeued its message).
-func (a *campaignActor) voidEntry(e *entry) {
+func (a settler) voidEntry(e *entry) {
 	e.dl.void.Store(true)
 	a.settleEntry(e, false)
 }
@@ -233,7 +247,7 @@ func (a *campaignActor) voidEntry(e *entry) {
 // (confirmed, with their counts), then the message is acked. If that
 // publish fails, the message is nacked back whole after all: a URL twice
 // is better than a URL lost.
-func (a *campaignActor) sendBack(dl *delivery) {
+func (a settler) sendBack(dl *delivery) {
 	dl.backMu.Lock()
 	back := dl.back
 	dl.back = nil
@@ -278,7 +292,7 @@ func (a *campaignActor) sendBack(dl *delivery) {
 // URL of a message acks it, or nacks it back to its queue when one of its
 // URLs asked to (requeue). Stats' Held counts URLs: the message's last
 // count goes only after its ack, so none held means none unacked.
-func (a *campaignActor) settleEntry(e *entry, requeue bool) {
+func (a settler) settleEntry(e *entry, requeue bool) {
 	if !e.settled.CompareAndSwap(false, true) {
 		return
 	}
@@ -313,4 +327,42 @@ func (a *campaignActor) settleEntry(e *entry, requeue bool) {
 	}
 	a.unacked.Add(-1)
 	a.acked.Add(1)
+}
+
+// trimHost parks the URLs h holds beyond holdWindow of its current pace
+// (a robots.txt Crawl-delay can turn a few seconds of backlog into
+// minutes): held, they would fill their shard's prefetch window and starve
+// the other hosts of the shard.
+func (a settler) trimHost(h *host, now time.Time) {
+	conc := max(h.conc, 1)
+	keep := conc
+	if h.spacing() > 0 {
+		// Starts are a delay apart whatever the concurrency.
+		keep = max(conc, int(holdWindow/h.spacing()))
+	}
+	if len(h.queue) <= keep {
+		return
+	}
+	var kept entryHeap
+	for i := 0; len(h.queue) > 0; i++ {
+		e := heap.Pop(&h.queue).(*entry)
+		if i < keep {
+			kept = append(kept, e)
+			continue
+		}
+		delete(a.held, e.key)
+		a.park(e, time.Duration(i)*h.spacing(), e.attempt, e.lost, "", "")
+	}
+	heap.Init(&kept)
+	h.queue = kept
+}
+
+// parkHost parks every URL h holds: its next request is too far away.
+func (a settler) parkHost(h *host, wait time.Duration) {
+	for _, e := range h.queue {
+		delete(a.held, e.key)
+		a.park(e, wait, e.attempt, e.lost, "", "")
+	}
+	h.queue = nil
+	a.place(h, time.Now())
 }

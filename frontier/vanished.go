@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -52,18 +53,37 @@ func (s *Server) vanishedOf(key string) ([]string, error) {
 	return missing, nil
 }
 
-// shardsVanished tells that the shard queues qs vanished: log, stats and
-// failure records. A queue is told once per actor.
-func (a *campaignActor) shardsVanished(qs []string) {
-	a.vanishedMu.Lock()
+// vanishedShards are the shard queues found gone from RabbitMQ, for the
+// stats; any goroutine adds and reads them.
+type vanishedShards struct {
+	mu sync.Mutex
+	qs []string
+}
+
+// add adds qs, and returns those of them not there before.
+func (v *vanishedShards) add(qs []string) []string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
 	var fresh []string
 	for _, q := range qs {
-		if !slices.Contains(a.vanished, q) {
-			a.vanished = append(a.vanished, q)
+		if !slices.Contains(v.qs, q) {
+			v.qs = append(v.qs, q)
 			fresh = append(fresh, q)
 		}
 	}
-	a.vanishedMu.Unlock()
+	return fresh
+}
+
+func (v *vanishedShards) list() []string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return slices.Clone(v.qs)
+}
+
+// shardsVanished tells that the shard queues qs vanished: log, stats and
+// failure records. A queue is told once per actor.
+func (a consumer) shardsVanished(qs []string) {
+	fresh := a.vanished.add(qs)
 	if len(fresh) == 0 {
 		return
 	}
@@ -85,7 +105,7 @@ func (a *campaignActor) shardsVanished(qs []string) {
 // (NOT_FOUND), it tells the queues that vanished, declares them again and
 // subscribes once more.
 func (a *campaignActor) subscribeOrRepair() error {
-	err := a.subscribe()
+	err := a.consumer().subscribe()
 	if !isNotFound(err) {
 		return err
 	}
@@ -93,19 +113,13 @@ func (a *campaignActor) subscribeOrRepair() error {
 	if verr != nil || len(vanished) == 0 {
 		return err
 	}
-	a.shardsVanished(vanished)
+	a.consumer().shardsVanished(vanished)
 	version, derr := a.srv.declare(a.cfg)
 	if derr != nil {
 		return fmt.Errorf("declaring the vanished shard queues again: %w", derr)
 	}
 	a.legacyParks = !movedParks(version)
-	return a.subscribe()
-}
-
-func (a *campaignActor) vanishedQueues() []string {
-	a.vanishedMu.Lock()
-	defer a.vanishedMu.Unlock()
-	return slices.Clone(a.vanished)
+	return a.consumer().subscribe()
 }
 
 // isNotFound reports whether err is RabbitMQ's NOT_FOUND (a queue that
