@@ -216,6 +216,9 @@ func (s *Server) seed(ctx context.Context, cfg campaign.Config, urls []string, l
 	// thousands of URLs ahead of another in its shard is taken a batch a
 	// message, not one URL per prefetch slot (the other host waited for
 	// thousands of park confirms one prefetch window at a time).
+	if err := s.store.IndexURLs(key, indexed(newUs)); err != nil {
+		return 0, err
+	}
 	if err := s.pub.publish(ctx, batchMessages(newUs, s.cfg.Batch)); err != nil {
 		return 0, err
 	}

@@ -217,7 +217,7 @@ func (a recorder) recordDisallowed(keys []seen.Key, urls []urlMsg) error {
 
 // publishSome publishes msgs[i] for each i in idx, in batches of up to
 // the scheduler's Batch URLs per message, confirmed, and marks their keys
-// queued.
+// queued; their URLs go into the URL index first (urllist.go).
 func (a recorder) publishSome(ctx context.Context, keys []seen.Key, msgs []shardURL, idx []int) error {
 	if len(idx) == 0 {
 		return nil
@@ -226,6 +226,12 @@ func (a recorder) publishSome(ctx context.Context, keys []seen.Key, msgs []shard
 	ks := make([]seen.Key, len(idx))
 	for n, i := range idx {
 		us[n], ks[n] = msgs[i], keys[i]
+	}
+	// Indexed before the publish: a URL indexed and not published is
+	// listed by no state (it has no queued mark), and the retry of a
+	// failed publish indexes it again.
+	if err := a.srv.store.IndexURLs(a.key, indexed(us)); err != nil {
+		return fmt.Errorf("seen store: %w", err)
 	}
 	out := batchMessages(us, a.srv.cfg.Batch)
 	if err := a.srv.pub.publish(ctx, out); err != nil {

@@ -13,10 +13,12 @@ import (
 const OpURLs = "urls"
 
 // The states OpURLs lists: what a scheduler holds in memory (parked: the
-// park messages its park mover holds, the first due of each park queue)
-// and its failure records. Done and queued URLs are not listable: the
-// seen store keeps a URL's 128-bit hash, not the URL.
-var ListableStates = []string{URLLeased, URLHeld, URLParked, URLFailed}
+// park messages its park mover holds, the first due of each park queue),
+// its failure records, and the URLs it queued (its seen store's URL
+// index). Done URLs are not listable from the schedulers: their marks
+// keep a URL's 128-bit hash, and the index holds the URLs a scheduler
+// queued, not those it recorded.
+var ListableStates = []string{URLQueued, URLLeased, URLHeld, URLParked, URLFailed}
 
 // MaxURLsPage bounds URLQuery.Limit.
 const MaxURLsPage = 1000
@@ -29,6 +31,12 @@ type URLQuery struct {
 	State string `json:"state"`
 	After string `json:"after,omitempty"`
 	Limit int    `json:"limit"`
+	// Among, when set, asks instead which of these URLs (at most
+	// MaxURLsPage) the scheduler holds past queued: leased, held, parked,
+	// done or failed. A URL one scheduler queued (a link its page had) is
+	// leased and recorded by the scheduler of its shard, so Client.URLs
+	// asks every scheduler this of the queued URLs it lists.
+	Among []string `json:"among,omitempty"`
 }
 
 // URLPage is one page of URLs, in URL order. Next is the cursor of the
@@ -79,7 +87,23 @@ func (cl Client) URLs(ctx context.Context, addrs []string, key string, q URLQuer
 		pages[i], err = c.URLs(ctx, key, q)
 		return err
 	})
-	return mergePages(pages, errs, q.Limit), errors.Join(errs...)
+	page := mergePages(pages, errs, q.Limit)
+	if q.State != URLQueued || len(addrs) < 2 || len(page.URLs) == 0 {
+		return page, errors.Join(errs...)
+	}
+	// Past queued anywhere is not queued: the scheduler that queued a URL
+	// keeps its mark, while the one of its shard leases and records it.
+	past := make([]URLPage, len(addrs))
+	errs2 := cl.eachScheduler(ctx, addrs, func(i int, c *Control) (err error) {
+		past[i], err = c.URLs(ctx, key, URLQuery{Host: q.Host, State: q.State, Limit: MaxURLsPage, Among: page.URLs})
+		return err
+	})
+	var drop []string
+	for _, p := range past {
+		drop = append(drop, p.URLs...)
+	}
+	page.URLs = slices.DeleteFunc(page.URLs, func(u string) bool { return slices.Contains(drop, u) })
+	return page, errors.Join(append(errs, errs2...)...)
 }
 
 // mergePages merges the pages of the schedulers that answered (errs[i]
@@ -109,8 +133,10 @@ func mergePages(pages []URLPage, errs []error, limit int) URLPage {
 		all = all[:n]
 	}
 	page := URLQuery{Limit: limit}.Cut(all)
-	if end != "" && page.Next == "" && len(page.URLs) > 0 {
-		page.Next = page.URLs[len(page.URLs)-1]
+	if end != "" && page.Next == "" {
+		// Every URL up to end is in the page, which may be empty (a
+		// scheduler read its index that far and found none in the state).
+		page.Next = end
 	}
 	return page
 }

@@ -47,3 +47,14 @@ func TestMergedPageLeavesOutASchedulerThatFailed(t *testing.T) {
 	require.Equal(t, URLPage{URLs: []string{"a", "c"}}, page)
 	require.True(t, slices.IsSorted(page.URLs))
 }
+
+// A scheduler that read its index up to a cursor and found nothing in
+// the state answers an empty page with that cursor: the merged page is
+// empty too, and carries it, so that paging goes on from there.
+func TestMergedPageKeepsTheCursorOfAnEmptyPage(t *testing.T) {
+	page := mergePages([]URLPage{{Next: "m"}, {URLs: []string{"z"}}}, []error{nil, nil}, 10)
+	require.Empty(t, page.URLs)
+	require.Equal(t, "m", page.Next)
+	page = mergePages([]URLPage{{URLs: []string{"a"}, Next: "m"}, {URLs: []string{"b", "z"}}}, []error{nil, nil}, 10)
+	require.Equal(t, URLPage{URLs: []string{"a", "b"}, Next: "m"}, page)
+}

@@ -1,6 +1,7 @@
 package seen
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -16,7 +17,8 @@ type Memory struct {
 	f  map[string]map[string]failure.Record
 	r  map[string][]byte
 	h  map[string]map[Key][]byte
-	v  map[string]map[string]Due // revisit schedule, by scheduleKey
+	v  map[string]map[string]Due                 // revisit schedule, by scheduleKey
+	u  map[string]map[string]map[string]struct{} // URL index: campaign -> host -> URLs
 }
 
 // NewMemory returns an empty Memory.
@@ -80,7 +82,42 @@ func (s *Memory) Drop(c string) error {
 	defer s.mu.Unlock()
 	delete(s.m, c)
 	delete(s.v, c)
+	delete(s.u, c)
 	return nil
+}
+
+// IndexURLs implements Store.
+func (s *Memory) IndexURLs(c string, urls []HostURL) error {
+	if err := checkIndexed(urls); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.u == nil {
+		s.u = map[string]map[string]map[string]struct{}{}
+	}
+	if s.u[c] == nil {
+		s.u[c] = map[string]map[string]struct{}{}
+	}
+	for _, u := range urls {
+		if s.u[c][u.Host] == nil {
+			s.u[c][u.Host] = map[string]struct{}{}
+		}
+		s.u[c][u.Host][u.URL] = struct{}{}
+	}
+	return nil
+}
+
+// HostURLs implements Store.
+func (s *Memory) HostURLs(c, host, after string, limit int) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	us := slices.Sorted(maps.Keys(s.u[c][host]))
+	i, found := slices.BinarySearch(us, after)
+	if found {
+		i++
+	}
+	return slices.Clone(us[i:min(len(us), i+max(limit, 0))]), nil
 }
 
 // RecordFailures implements Store.

@@ -99,13 +99,6 @@ func (s *Pebble) get(db *pebble.DB, key []byte, f func(v []byte)) error {
 	return closer.Close()
 }
 
-func (s *Pebble) mark(db *pebble.DB, c string, k Key, buf []byte) (byte, []byte, error) {
-	buf = storeKey(buf, kindMark, c, k)
-	var m byte
-	err := s.get(db, buf, func(v []byte) { m = markOf(v) })
-	return m, buf, err
-}
-
 // Queued implements Store. The keys are looked up in order with one
 // iterator, which keeps its place in each level from one key to the next.
 func (s *Pebble) Queued(c string, keys []Key) (out []bool, err error) {
@@ -155,9 +148,7 @@ func (s *Pebble) Queued(c string, keys []Key) (out []bool, err error) {
 // Done implements Store.
 func (s *Pebble) Done(c string, k Key) (done bool, err error) {
 	err = s.use(c, func(db *pebble.DB) error {
-		m, _, err := s.mark(db, c, k, nil)
-		done = m == markDone
-		return err
+		return s.get(db, storeKey(nil, kindMark, c, k), func(v []byte) { done = markOf(v) == markDone })
 	}, func(mem *Memory) (err error) { done, err = mem.Done(c, k); return err })
 	return done, err
 }
@@ -197,10 +188,11 @@ func writeMarks(db *pebble.DB, wo *pebble.WriteOptions, c string, keys []Key, op
 	return nil
 }
 
-// Drop implements Store: one range delete over the campaign's marks.
+// Drop implements Store: a range delete over each of the campaign's
+// marks, revisit schedule and URL index.
 func (s *Pebble) Drop(c string) error {
 	return s.use(c, func(db *pebble.DB) error {
-		return errors.Join(deleteSpan(db, s.wo, kindMark, c), deleteSpan(db, s.wo, kindSchedule, c))
+		return errors.Join(deleteSpan(db, s.wo, kindMark, c), deleteSpan(db, s.wo, kindSchedule, c), deleteSpan(db, s.wo, kindURL, c))
 	},
 		func(mem *Memory) error { return mem.Drop(c) })
 }

@@ -106,8 +106,21 @@ type Store interface {
 	DueBy(campaign string, t time.Time, limit int) ([]Due, error)
 	Scheduled(campaign string) (n int64, next time.Time, err error)
 
+	// IndexURLs adds URLs to the campaign's index by host; HostURLs lists
+	// the URLs of one host in it, in URL order, after after ("" for the
+	// first), at most limit. The frontier indexes the URLs it marks
+	// queued, so that `starter urls` can list them; the marks alone keep
+	// hashes. Drop forgets the index with the marks. An entry lost (a
+	// crash before the WAL reached the disk, a damaged store) is a URL
+	// missing from a list, never a URL lost.
+	IndexURLs(campaign string, urls []HostURL) error
+	HostURLs(campaign, host, after string, limit int) ([]string, error)
+
 	Close() error
 }
+
+// HostURL is a URL and its host, as the URL index keys it.
+type HostURL struct{ Host, URL string }
 
 // The marks, as Memory keeps them and Pebble stores them (one byte; a
 // higher one beats a lower one).

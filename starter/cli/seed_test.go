@@ -33,7 +33,7 @@ func TestSeedAndURLsUsage(t *testing.T) {
 		want string
 	}{
 		{[]string{"seed", "news"}, "give the seed list: --file PATH"},
-		{[]string{"urls", "news", "--host", "a.example", "--state", "queued"}, `--state "queued": give one of leased, held, parked, failed or done`},
+		{[]string{"urls", "news", "--host", "a.example", "--state", "waiting"}, `--state "waiting": give one of queued, leased, held, parked, failed or done`},
 		{[]string{"urls", "news", "--host", "a.example:80", "--state", "held"}, "a host name such as news.example"},
 		{[]string{"urls", "news", "--host", "a.example", "--state", "held", "--limit", "0"}, "--limit 0: must be between 1 and 1000"},
 		{[]string{"start", "--id", "x"}, "--seeds-file"},

@@ -29,10 +29,13 @@ func (a views) urlsCommand() *cobra.Command {
 	var f urlsFlags
 	cmd := &cobra.Command{
 		Use:   "urls ID --host H --state S [--limit N] [--after URL]",
-		Short: "List the URLs of one host of a campaign in one state (leased, held, parked, failed or done), a page at a time",
+		Short: "List the URLs of one host of a campaign in one state (queued, leased, held, parked, failed or done), a page at a time",
 		Long: `urls asks every scheduler (DROVER_SCHEDULER) for the URLs of one host of a
 running campaign in one state, and prints them one a line, in URL order:
 
+  queued   queued (a seed or a link) and not yet held, leased or settled by
+           any scheduler: waiting in RabbitMQ, from each scheduler's index
+           of the URLs it queued
   leased   a fetcher has it now
   held     a scheduler holds it, waiting for the host's turn
   parked   parked for a later try (a retry, a host far behind), its park
@@ -45,9 +48,12 @@ running campaign in one state, and prints them one a line, in URL order:
            log (start --crawl-log DIR), not from the schedulers: during the
            run and after it
 
-Queued URLs cannot be listed: they wait in RabbitMQ, and the schedulers keep
-a hash of each, not the URL (starter url says where one URL stands). Done
-URLs need the crawl log because the schedulers keep only their hashes too;
+Queued URLs come from the index each scheduler keeps of the URLs it queued
+(one entry per URL, in its seen store); a URL one scheduler queued and
+another leased or recorded is not listed, as every scheduler is asked about
+each page. A page of them reads at most 16,000 entries of a host's index: a
+host whose URLs are mostly done gets short pages, each with its "more" line.
+Done URLs need the crawl log because the schedulers keep only their hashes;
 each page of them reads the run's whole log (a second or so per million
 lines), where the workers' DIR can be read (--log names it when it is
 mounted elsewhere). A URL is listed once a worker logged its page, a moment
@@ -68,7 +74,7 @@ scheme, port or path.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.host, "host", "", "the host (required)")
-	fl.StringVar(&f.state, "state", "", "leased, held, parked, failed or done (required)")
+	fl.StringVar(&f.state, "state", "", "queued, leased, held, parked, failed or done (required)")
 	fl.StringVar(&f.log, "log", "", "done: the crawl log directory (default: the campaign's crawl_log)")
 	fl.IntVar(&f.limit, "limit", 100, fmt.Sprintf("URLs in a page (1-%d)", session.MaxURLsPage))
 	fl.StringVar(&f.after, "after", "", "list the URLs after this one (the last of the previous page)")
@@ -81,7 +87,7 @@ func (f urlsFlags) check() error {
 		return err
 	}
 	if f.state != session.URLDone && !slices.Contains(session.ListableStates, f.state) {
-		return usagef("--state %q: give one of %s or done (queued URLs cannot be listed)", f.state, strings.Join(session.ListableStates, ", "))
+		return usagef("--state %q: give one of %s or done", f.state, strings.Join(session.ListableStates, ", "))
 	}
 	if f.log != "" && f.state != session.URLDone {
 		return usagef("--log reads the crawl log, which only --state done does")

@@ -65,7 +65,7 @@ func TestURLsDoneFromTheCrawlLog(t *testing.T) {
 	assert.Equal(t, ExitUsage, code)
 	assert.True(t, strings.Contains(errOut, "--log reads the crawl log"), errOut)
 
-	code, _, errOut = runApp(t, app(), "urls", key, "--host", "a.example", "--state", "queued")
+	code, _, errOut = runApp(t, app(), "urls", key, "--host", "a.example", "--state", "waiting")
 	assert.Equal(t, ExitUsage, code)
-	assert.Contains(t, errOut, "queued URLs cannot be listed")
+	assert.Contains(t, errOut, `--state "waiting": give one of queued, leased, held, parked, failed or done`)
 }
