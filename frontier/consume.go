@@ -187,7 +187,7 @@ func (a consumer) dropHeld() {
 	}
 	for _, h := range a.hosts {
 		h.queue = nil
-		a.place(h, time.Now())
+		a.leaser().place(h, time.Now())
 	}
 }
 

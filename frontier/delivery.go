@@ -155,7 +155,7 @@ func (a consumer) onURL(e *entry, now time.Time) {
 	}
 	a.held[k] = e
 	heap.Push(&h.queue, e)
-	a.place(h, now)
+	a.leaser().place(h, now)
 }
 
 // expectedWait estimates when a URL added now to h's queue would start:

@@ -122,7 +122,7 @@ func (a settler) failOrigin(h *host, origin string, d *downState, now time.Time)
 	}
 	heap.Init(&kept)
 	h.queue = kept
-	a.place(h, now)
+	a.leaser().place(h, now)
 }
 
 // requeue puts a held entry back into its host's queue, unless its origin

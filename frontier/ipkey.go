@@ -97,7 +97,7 @@ func (a *campaignActor) onResolved(h *host, o session.Outcome, now time.Time) {
 		h.ip = ipSettled
 		a.learnIP(h, o.IP)
 	}
-	a.place(h, now)
+	a.leaser().place(h, now)
 }
 
 // takeRemoteSlot asks owner, the scheduler that owns h's clock, for a
@@ -165,7 +165,7 @@ func (a *campaignActor) onSlot(key string, seq uint64, ans slotAnswer) {
 		default:
 			h.next = maxTime(h.next, now.Add(ans.wait))
 		}
-		a.place(h, now)
+		a.leaser().place(h, now)
 	}
 }
 

@@ -208,7 +208,7 @@ func TestRemoteSlotDoesNotWait(t *testing.T) {
 		if a.takeSlot(h, now) {
 			t.Fatalf("%s started without the owner's answer", name)
 		}
-		a.place(h, now)
+		a.leaser().place(h, now)
 		if h.where != inWaiting {
 			t.Fatalf("%s is not put aside while its ask is out (where %d)", name, h.where)
 		}

@@ -40,7 +40,7 @@ func (a outcomes) onOutcomes(s *fetcherSession, items []session.Outcome) {
 		if l == nil || l.s != s {
 			continue // expired and re-leased: the newer lease's outcome counts
 		}
-		a.endLease(l, now)
+		a.leaser().endLease(l, now)
 		h := l.h
 		if l.resolve {
 			a.onResolved(h, o, now)
@@ -57,12 +57,12 @@ func (a outcomes) onOutcomes(s *fetcherSession, items []session.Outcome) {
 		a.spaceAfter(h, l, o, now)
 		if l.e == nil {
 			a.settler().trimHost(h, now)
-			a.place(h, now)
+			a.leaser().place(h, now)
 			continue
 		}
 		e := l.e
 		if a.held[e.key] != e {
-			a.place(h, now)
+			a.leaser().place(h, now)
 			continue // the delivery is void (channel lost); it came again or will
 		}
 		origin := urlrule.Origin(e.msg.URL)
@@ -81,7 +81,7 @@ func (a outcomes) onOutcomes(s *fetcherSession, items []session.Outcome) {
 			}
 			rec = append(rec, j)
 		}
-		a.place(h, now)
+		a.leaser().place(h, now)
 		if wait := h.next.Sub(now); wait > holdWindow && len(h.queue) > 0 {
 			a.settler().parkHost(h, wait)
 		}

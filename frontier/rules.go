@@ -168,7 +168,7 @@ func (a *campaignActor) applyRules(lr liveRules, now time.Time) {
 		} else {
 			a.settler().trimHost(h, now)
 		}
-		a.place(h, now)
+		a.leaser().place(h, now)
 	}
 	a.log.Info("live rules applied", "version", lr.rules.Version, "excludes", len(lr.rules.Exclude), "hosts", len(lr.rules.Hosts))
 }

@@ -364,5 +364,5 @@ func (a settler) parkHost(h *host, wait time.Duration) {
 		a.park(e, wait, e.attempt, e.lost, "", "")
 	}
 	h.queue = nil
-	a.place(h, time.Now())
+	a.leaser().place(h, time.Now())
 }
