@@ -160,7 +160,7 @@ func (a leaser) leaseFrom(h *host, s *fetcherSession, now time.Time) (session.Le
 	}
 	l := &lease{id: a.srv.nextLease.Add(1), h: h, s: s, deadline: now.Add(a.srv.cfg.LeaseTimeout), start: now}
 	out := session.Lease{ID: l.id, Deadline: l.deadline}
-	if a.needsResolve(h, s) {
+	if a.ipKeys().needsResolve(h, s) {
 		h.ip = ipResolving
 		l.resolve = true
 		out.Kind, out.URL = session.KindResolve, h.root

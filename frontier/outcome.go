@@ -43,10 +43,10 @@ func (a outcomes) onOutcomes(s *fetcherSession, items []session.Outcome) {
 		a.leaser().endLease(l, now)
 		h := l.h
 		if l.resolve {
-			a.onResolved(h, o, now)
+			a.ipKeys().onResolved(h, o, now)
 			continue
 		}
-		a.learnIP(h, o.IP)
+		a.ipKeys().learnIP(h, o.IP)
 		if l.e == nil {
 			// robots.txt may set a Crawl-delay: apply it before spacing.
 			a.onRobots(h, o, now)
@@ -101,7 +101,7 @@ func (a outcomes) onOutcomes(s *fetcherSession, items []session.Outcome) {
 func (a outcomes) spaceAfter(h *host, l *lease, o session.Outcome, now time.Time) {
 	head := now.Add(-o.Took)
 	if h.delay > 0 && a.srv.clocks != nil {
-		a.reportStart(h, head, now)
+		a.ipKeys().reportStart(h, head, now)
 	}
 	from := maxTime(head.Add(-o.Latency), l.start)
 	h.next = maxTime(h.next, maxTime(head.Add(h.delay), from.Add(h.adapt)))
