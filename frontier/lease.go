@@ -179,19 +179,19 @@ func (a leaser) leaseFrom(h *host, s *fetcherSession, now time.Time) (session.Le
 			e := heap.Pop(&h.queue).(*entry)
 			if re := a.live.Load().excluded(e.msg.URL); re != "" {
 				delete(a.held, e.key)
-				a.dropRecorded(e, ReasonExcluded, "excluded by "+re)
+				a.settler().dropRecorded(e, ReasonExcluded, "excluded by "+re)
 				continue
 			}
 			if h.robots != nil && !h.robots.Allowed(urlrule.RobotsPath(e.msg.URL)) {
 				a.disallowed.Add(1)
 				delete(a.held, e.key)
-				a.dropRecorded(e, ReasonRobots, "disallowed by robots.txt")
+				a.settler().dropRecorded(e, ReasonRobots, "disallowed by robots.txt")
 				continue
 			}
 			if a.cfg.MaxPagesPerHost > 0 && h.fetched >= a.cfg.MaxPagesPerHost {
 				a.skipped.Add(1)
 				delete(a.held, e.key)
-				a.ackEntry(e)
+				a.settler().ackEntry(e)
 				continue
 			}
 			if a.hostCapWaits(h) || !a.takeSlot(h, now) {
@@ -260,11 +260,11 @@ func (a leaser) returnLease(l *lease, why string, now time.Time) {
 	l.e.lost++
 	if l.e.lost >= maxLost {
 		delete(a.held, l.e.key)
-		a.deadLetter(l.e, ReasonLost, fmt.Sprintf("lease lost %d times (last: %s)", l.e.lost, why))
+		a.settler().deadLetter(l.e, ReasonLost, fmt.Sprintf("lease lost %d times (last: %s)", l.e.lost, why))
 		a.place(l.h, now)
 		return
 	}
-	a.requeue(l.h, l.e)
+	a.settler().requeue(l.h, l.e)
 	a.place(l.h, now)
 }
 

@@ -114,16 +114,16 @@ func (a outcomes) settleOutcome(h *host, e *entry, o session.Outcome, origin str
 	switch {
 	case o.Released:
 		a.srv.m().leaseReturned(a.cfg.ID)
-		a.requeue(h, e)
+		a.settler().requeue(h, e)
 	case o.HostDown && !o.Stored:
 		e.attempt++
 		switch d := h.downFor(origin); {
 		case d != nil:
 			delete(a.held, e.key)
-			a.deadLetter(e, d.why, d.message(h, origin))
+			a.settler().deadLetter(e, d.why, d.message(h, origin))
 		case e.attempt >= a.cfg.MaxAttempts:
 			delete(a.held, e.key)
-			a.deadLetter(e, o.Reason, fmt.Sprintf("gave up after %d attempts: %s", e.attempt, o.Error))
+			a.settler().deadLetter(e, o.Reason, fmt.Sprintf("gave up after %d attempts: %s", e.attempt, o.Error))
 		default:
 			a.retried.Add(1)
 			heap.Push(&h.queue, e)
@@ -149,7 +149,7 @@ func (a outcomes) settleOutcome(h *host, e *entry, o session.Outcome, origin str
 		if why == "" {
 			a.settler().park(e, max(o.RetryAfter, retryBackoff(0)), e.attempt, e.lost, "", "")
 		} else {
-			a.deadLetter(e, ReasonSink, why)
+			a.settler().deadLetter(e, ReasonSink, why)
 		}
 	case o.Backoff || o.Retry:
 		if o.Backoff {

@@ -153,7 +153,7 @@ func (a *campaignActor) applyRules(lr liveRules, now time.Time) {
 		for _, e := range h.queue {
 			if re := lr.excluded(e.msg.URL); re != "" {
 				delete(a.held, e.key)
-				a.dropRecorded(e, ReasonExcluded, "excluded by "+re)
+				a.settler().dropRecorded(e, ReasonExcluded, "excluded by "+re)
 				continue
 			}
 			kept = append(kept, e)
