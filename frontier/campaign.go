@@ -285,7 +285,7 @@ func (a *campaignActor) loop() {
 		case <-tick.C:
 			a.leaser().expireLeases()
 			a.consumer().releaseIfIdle()
-			a.resubscribeIfDue()
+			a.consumer().resubscribeIfDue()
 		case <-a.done:
 			return
 		}

@@ -300,7 +300,7 @@ func (a leaser) addSession(s *fetcherSession) error {
 	if a.srv.isEnded(s.key) {
 		return errSessionEnded
 	}
-	if err := a.subscribeOrRepair(); err != nil {
+	if err := a.consumer().subscribeOrRepair(); err != nil {
 		// RabbitMQ is away: the session is taken all the same and gets
 		// leases once consuming works again (resubscribeIfDue).
 		a.setConsumeErr(err.Error())
