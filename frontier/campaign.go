@@ -283,9 +283,9 @@ func (a *campaignActor) loop() {
 		case <-a.timer.C:
 			a.timerAt = time.Time{}
 		case <-tick.C:
-			a.expireLeases()
+			a.leaser().expireLeases()
 			a.consumer().releaseIfIdle()
-			a.resubscribeIfDue()
+			a.consumer().resubscribeIfDue()
 		case <-a.done:
 			return
 		}
@@ -293,7 +293,7 @@ func (a *campaignActor) loop() {
 			return // the parks not flushed go back with the channel
 		}
 		if a.consuming {
-			a.dispatch()
+			a.leaser().dispatch()
 		}
 		a.settler().flushParks()
 	}
@@ -350,7 +350,7 @@ func (a *campaignActor) stop(grace time.Duration) {
 		}
 		a.stopping = true
 		for s := range a.sessions {
-			a.removeSession(s)
+			a.leaser().removeSession(s)
 			s.close()
 		}
 	})

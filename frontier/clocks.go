@@ -223,7 +223,7 @@ func (a *campaignActor) takeSlot(h *host, now time.Time) bool {
 		return true
 	}
 	if owner := a.srv.peers.ownerOf(h.clock); owner != nil {
-		return a.takeRemoteSlot(h, owner, now)
+		return a.ipKeys().takeRemoteSlot(h, owner, now)
 	}
 	at := a.srv.clocks.slot(h.clock, a.key, h.delay, now)
 	if at.After(now) {

@@ -151,7 +151,7 @@ func (s *Server) serveFetcher(c net.Conn, fr *session.FrameReader, fw *session.F
 	}
 	defer func() {
 		sess.close()
-		a.post(func() { a.removeSession(sess) })
+		a.post(func() { a.leaser().removeSession(sess) })
 		s.log.Info("fetcher session closed", "campaign", a.cfg.ID, "client", client)
 	}()
 	writerDone := make(chan struct{})
@@ -179,7 +179,7 @@ func (s *Server) joinFetcher(c net.Conn, fw *session.FrameWriter, a *campaignAct
 	client := hello.Client
 	sess = &fetcherSession{client: client, key: hello.Key, recorded: hello.Recorded, resolves: hello.Resolve, leases: map[uint64]struct{}{}, out: make(chan outFrame, 1024), quit: make(chan struct{})}
 	var err error
-	if !a.call(func() { err = a.addSession(sess) }) {
+	if !a.call(func() { err = a.leaser().addSession(sess) }) {
 		err = fmt.Errorf("campaign %s is closing on this scheduler", a.cfg.ID)
 	}
 	if err != nil {
@@ -266,7 +266,7 @@ func dispatchFetcher(a *campaignActor, sess *fetcherSession, t session.FrameType
 		}
 		a.post(func() { a.outcomes().onOutcomes(sess, os.Items) })
 	case session.FramePing:
-		a.post(func() { a.renew(sess) })
+		a.post(func() { a.leaser().renew(sess) })
 		sess.send(session.FramePong, nil)
 	default:
 		return fmt.Sprintf("unexpected %s frame on a fetcher session", t)

@@ -36,14 +36,13 @@ func (c *consumeState) consumeErrText() string {
 }
 
 // consumer is the campaign's actor seen from its shard queues: it
-// subscribes to them and releases them (subscribe, release,
-// releaseIfIdle), takes their deliveries (onDelivery, onURL), and tells
-// that consuming broke (consumeLost) or that queues vanished
-// (shardsVanished). Actor goroutine only, but for forward, a goroutine
-// per shard consumed that posts its deliveries to the actor, and
-// shardsVanished, which only logs, counts and records. resubscribeIfDue
-// and subscribeOrRepair stay campaignActor's: the lease loop calls them
-// there.
+// subscribes to them, declaring vanished ones again, and releases them
+// (subscribe, subscribeOrRepair, release, releaseIfIdle), takes their
+// deliveries (onDelivery, onURL), tells that consuming broke
+// (consumeLost) or that queues vanished (shardsVanished), and tries again
+// after consuming broke (resubscribeIfDue). Actor goroutine only, but for
+// forward, a goroutine per shard consumed that posts its deliveries to the
+// actor, and shardsVanished, which only logs, counts and records.
 type consumer struct{ *campaignActor }
 
 // consumer returns a's consumer.
@@ -161,7 +160,7 @@ func (a consumer) consumeLost(ch *amqp.Channel, why string) {
 // doubling to 5 s). While it fails, the reason is in the campaign's stats
 // (ConsumeError), so `starter status` shows it; the fetchers' sessions stay
 // open and get leases as soon as it works again.
-func (a *campaignActor) resubscribeIfDue() {
+func (a consumer) resubscribeIfDue() {
 	if a.consuming || a.resubscribeAt.IsZero() || a.stopping || time.Now().Before(a.resubscribeAt) {
 		return
 	}
@@ -187,7 +186,7 @@ func (a consumer) dropHeld() {
 	}
 	for _, h := range a.hosts {
 		h.queue = nil
-		a.place(h, time.Now())
+		a.leaser().place(h, time.Now())
 	}
 }
 

@@ -83,7 +83,7 @@ func (a consumer) onDelivery(ch *amqp.Channel, shard int, d amqp.Delivery) {
 	if err != nil {
 		dl.raw = &d
 		dl.left.Store(1)
-		a.deadLetter(&entry{dl: dl, shard: shard, unread: true}, ReasonUnreadable, fmt.Sprintf("unreadable message: %v", err))
+		a.settler().deadLetter(&entry{dl: dl, shard: shard, unread: true}, ReasonUnreadable, fmt.Sprintf("unreadable message: %v", err))
 		return
 	}
 	// unacked counts URLs: the message counted one when it came.
@@ -103,7 +103,7 @@ func (a consumer) onURL(e *entry, now time.Time) {
 	m := e.msg
 	hostName, err := urlrule.HTTPHostKey(m.URL)
 	if err != nil {
-		a.deadLetter(e, ReasonUnreadable, fmt.Sprintf("unparseable URL %q: %v", m.URL, err))
+		a.settler().deadLetter(e, ReasonUnreadable, fmt.Sprintf("unparseable URL %q: %v", m.URL, err))
 		return
 	}
 	k := seen.KeyOf(m.URL)
@@ -112,25 +112,25 @@ func (a consumer) onURL(e *entry, now time.Time) {
 		// In flight here: this copy is a duplicate message (a link published
 		// twice); the entry held settles the URL.
 		a.duplicates.Add(1)
-		a.ackEntry(e)
+		a.settler().ackEntry(e)
 		return
 	}
 	if m.Revisit != 0 {
 		// Back from the revisit schedule: done, and due again.
 		if a.releaser().revisitDuplicate(k, m.Revisit) {
 			a.duplicates.Add(1)
-			a.ackEntry(e)
+			a.settler().ackEntry(e)
 			return
 		}
 	} else if done, err := a.srv.store.Done(a.key, k); err != nil {
 		a.log.Error("seen store", "err", err)
 	} else if done {
 		a.duplicates.Add(1)
-		a.ackEntry(e)
+		a.settler().ackEntry(e)
 		return
 	}
 	if re := a.live.Load().excluded(m.URL); re != "" {
-		a.dropRecorded(e, ReasonExcluded, "excluded by "+re)
+		a.settler().dropRecorded(e, ReasonExcluded, "excluded by "+re)
 		return
 	}
 	h := a.hosts[hostName]
@@ -144,7 +144,7 @@ func (a consumer) onURL(e *entry, now time.Time) {
 	a.seq++
 	e.seq = a.seq
 	if d := h.downFor(urlrule.Origin(m.URL)); d != nil {
-		a.deadLetter(e, d.why, d.message(h, urlrule.Origin(m.URL)))
+		a.settler().deadLetter(e, d.why, d.message(h, urlrule.Origin(m.URL)))
 		return
 	}
 	e.prio = a.policy.Priority(Item{URL: m.URL, Host: hostName, Depth: m.Depth, Embed: m.Embeds > 0, Score: m.Score, HostFetched: h.fetched})
@@ -155,7 +155,7 @@ func (a consumer) onURL(e *entry, now time.Time) {
 	}
 	a.held[k] = e
 	heap.Push(&h.queue, e)
-	a.place(h, now)
+	a.leaser().place(h, now)
 }
 
 // expectedWait estimates when a URL added now to h's queue would start:

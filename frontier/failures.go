@@ -122,7 +122,7 @@ func (a settler) failOrigin(h *host, origin string, d *downState, now time.Time)
 	}
 	heap.Init(&kept)
 	h.queue = kept
-	a.place(h, now)
+	a.leaser().place(h, now)
 }
 
 // requeue puts a held entry back into its host's queue, unless its origin
@@ -131,7 +131,7 @@ func (a settler) failOrigin(h *host, origin string, d *downState, now time.Time)
 // is. A host down for good has no work (hasWork), so an entry pushed back
 // into it would never be leased, nor settled, and its campaign would
 // never drain.
-func (a *campaignActor) requeue(h *host, e *entry) {
+func (a settler) requeue(h *host, e *entry) {
 	origin := urlrule.Origin(e.msg.URL)
 	if d := h.downFor(origin); d != nil {
 		delete(a.held, e.key)

@@ -57,13 +57,23 @@ func grantFor(delay time.Duration) time.Duration {
 	return min(max(delay/4, 10*time.Millisecond), time.Second)
 }
 
+// ipKeys is the campaign's actor seen from keying its clocks by IP: it
+// resolves hosts and moves them to their IP's clock (needsResolve,
+// learnIP, onResolved), asks the clock's owner for starts (takeRemoteSlot,
+// onSlot) and tells it the starts taken (reportStart). Actor goroutine
+// only: an owner's answer comes to the actor as a post (onSlot).
+type ipKeys struct{ *campaignActor }
+
+// ipKeys returns a's ipKeys.
+func (a *campaignActor) ipKeys() ipKeys { return ipKeys{a} }
+
 // byIP reports whether the campaign keys its clocks by IP.
-func (a *campaignActor) byIP() bool { return a.cfg.PolitenessKey == campaign.KeyIP }
+func (a ipKeys) byIP() bool { return a.cfg.PolitenessKey == campaign.KeyIP }
 
 // needsResolve reports whether h's next lease must resolve it (to s). A
 // session that cannot (an older fetcher) leaves the host on its own
 // clock until a request of it reports its IP.
-func (a *campaignActor) needsResolve(h *host, s *fetcherSession) bool {
+func (a ipKeys) needsResolve(h *host, s *fetcherSession) bool {
 	if !a.byIP() || h.ip != ipUnknown {
 		return false
 	}
@@ -76,7 +86,7 @@ func (a *campaignActor) needsResolve(h *host, s *fetcherSession) bool {
 
 // learnIP moves h to the clock of ip, the address a fetcher reported for
 // it. A start asked of another clock is forgotten.
-func (a *campaignActor) learnIP(h *host, ip string) {
+func (a ipKeys) learnIP(h *host, ip string) {
 	if !a.byIP() || ip == "" {
 		return
 	}
@@ -90,20 +100,20 @@ func (a *campaignActor) learnIP(h *host, ip string) {
 // onResolved applies a resolve lease's outcome: the host's clock is its
 // IP's; without an IP (it did not resolve) it stays the host's own, and
 // its robots.txt lease fails the way a page's would.
-func (a *campaignActor) onResolved(h *host, o session.Outcome, now time.Time) {
+func (a ipKeys) onResolved(h *host, o session.Outcome, now time.Time) {
 	if o.Released {
 		h.ip = ipUnknown
 	} else {
 		h.ip = ipSettled
 		a.learnIP(h, o.IP)
 	}
-	a.place(h, now)
+	a.leaser().place(h, now)
 }
 
 // takeRemoteSlot asks owner, the scheduler that owns h's clock, for a
 // start, without waiting: h waits until the answer, which onSlot applies.
 // A start the owner took for h is used once, if still fresh.
-func (a *campaignActor) takeRemoteSlot(h *host, owner slotAsker, now time.Time) bool {
+func (a ipKeys) takeRemoteSlot(h *host, owner slotAsker, now time.Time) bool {
 	r := &h.remote
 	if !r.grant.IsZero() {
 		g := r.grant
@@ -138,7 +148,7 @@ func (a *campaignActor) takeRemoteSlot(h *host, owner slotAsker, now time.Time) 
 // (its asker may lease at once), a turn later (the key's hosts wait for
 // it, then ask again), or a failure (the owner is passed over for a
 // while: the hosts ask the next one).
-func (a *campaignActor) onSlot(key string, seq uint64, ans slotAnswer) {
+func (a ipKeys) onSlot(key string, seq uint64, ans slotAnswer) {
 	ka := a.keyAsks[key]
 	if ka == nil || ka.seq != seq {
 		return // lost, and asked again since
@@ -165,7 +175,7 @@ func (a *campaignActor) onSlot(key string, seq uint64, ans slotAnswer) {
 		default:
 			h.next = maxTime(h.next, now.Add(ans.wait))
 		}
-		a.place(h, now)
+		a.leaser().place(h, now)
 	}
 }
 
@@ -175,7 +185,7 @@ func (a *campaignActor) onSlot(key string, seq uint64, ans slotAnswer) {
 // while the owner was passed over). The owner may be asked again before
 // it is back: a start granted here and reported only to it would leave
 // this clock spacing the next start from the lease, not the real start.
-func (a *campaignActor) reportStart(h *host, start, now time.Time) {
+func (a ipKeys) reportStart(h *host, start, now time.Time) {
 	if owner := a.srv.peers.ownerOf(h.clock); owner != nil {
 		owner.started(session.SlotStart{Key: h.clock, Ago: now.Sub(start), Delay: h.delay})
 	}

@@ -189,7 +189,7 @@ func ipActor(t *testing.T) (*campaignActor, *fakePeer) {
 		h := &host{name: fmt.Sprintf("h%d.example", i), clock: fmt.Sprintf("h%d.example", i), delay: time.Second, conc: 1, index: -1}
 		h.queue = entryHeap{{seq: uint64(i)}}
 		a.hosts[h.name] = h
-		a.learnIP(h, ip)
+		a.ipKeys().learnIP(h, ip)
 	}
 	return a, fakes[addrs[1]]
 }
@@ -208,7 +208,7 @@ func TestRemoteSlotDoesNotWait(t *testing.T) {
 		if a.takeSlot(h, now) {
 			t.Fatalf("%s started without the owner's answer", name)
 		}
-		a.place(h, now)
+		a.leaser().place(h, now)
 		if h.where != inWaiting {
 			t.Fatalf("%s is not put aside while its ask is out (where %d)", name, h.where)
 		}
@@ -356,7 +356,7 @@ func TestStartReportedToAReturningOwnerMovesTheLocalClock(t *testing.T) {
 	// after the owner's pass-over ran out.
 	owner.isDown = false
 	start := granted.Add(40 * time.Millisecond)
-	a.reportStart(h, start, start.Add(100*time.Millisecond))
+	a.ipKeys().reportStart(h, start, start.Add(100*time.Millisecond))
 	if len(owner.starts) != 1 {
 		t.Fatalf("%d starts reported to the owner, want 1", len(owner.starts))
 	}

@@ -63,7 +63,7 @@ func (a keyLine) placeWaiting(key string, now time.Time) {
 	w := a.keyWaiting[key]
 	delete(a.keyWaiting, key)
 	for h := range w {
-		a.place(h, now)
+		a.leaser().place(h, now)
 	}
 }
 

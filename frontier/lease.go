@@ -14,8 +14,19 @@ import (
 	"github.com/drover-crawl/drover/urlrule"
 )
 
+// leaser is the campaign's actor seen from leasing its URLs: it keeps
+// its hosts in the heap their state calls for (place), leases the ready
+// hosts' URLs to the sessions with credit (dispatch, leaseFrom), ends,
+// returns and expires leases (endLease, returnLease, expireLeases), and
+// takes, drops and renews the sessions that hold them (addSession,
+// removeSession, renew). Actor goroutine only.
+type leaser struct{ *campaignActor }
+
+// leaser returns a's leaser.
+func (a *campaignActor) leaser() leaser { return leaser{a} }
+
 // place puts h in the heap its state calls for.
-func (a *campaignActor) place(h *host, now time.Time) {
+func (a leaser) place(h *host, now time.Time) {
 	switch h.where {
 	case inReady:
 		a.ready.remove(h)
@@ -53,7 +64,7 @@ func (a *campaignActor) place(h *host, now time.Time) {
 // hostCapWaits: h's pages fetched and leases out reach max-pages-per-host,
 // but its pages alone do not. Its URLs wait for the leases' outcomes
 // rather than being dropped: a lease that fails leaves room for another.
-func (a *campaignActor) hostCapWaits(h *host) bool {
+func (a leaser) hostCapWaits(h *host) bool {
 	m := a.cfg.MaxPagesPerHost
 	return m > 0 && h.fetched < m && h.fetched+int64(h.inflight) >= m
 }
@@ -66,7 +77,7 @@ func maxTime(a, b time.Time) time.Time {
 }
 
 // dispatch leases ready hosts' URLs to sessions with credit.
-func (a *campaignActor) dispatch() {
+func (a leaser) dispatch() {
 	now := time.Now()
 	for a.waiting.Len() > 0 && !a.waiting.hs[0].wake.After(now) {
 		h := heap.Pop(&a.waiting).(*host)
@@ -105,7 +116,7 @@ func (a *campaignActor) dispatch() {
 	a.setTimer(now)
 }
 
-func (a *campaignActor) setTimer(now time.Time) {
+func (a leaser) setTimer(now time.Time) {
 	if a.waiting.Len() == 0 {
 		return
 	}
@@ -121,7 +132,7 @@ func (a *campaignActor) setTimer(now time.Time) {
 // reach max-pages. The campaign counts as capped (Stats.CapReached) only
 // once pages fetched reach it: a lease in flight may still fail, and its
 // URL's place then goes to another.
-func (a *campaignActor) capReached() bool {
+func (a leaser) capReached() bool {
 	if a.cfg.MaxPages <= 0 {
 		return false
 	}
@@ -132,7 +143,7 @@ func (a *campaignActor) capReached() bool {
 	return done+a.inflight.Load() >= a.cfg.MaxPages
 }
 
-func (a *campaignActor) sessionsWithCredit() []*fetcherSession {
+func (a leaser) sessionsWithCredit() []*fetcherSession {
 	var out []*fetcherSession
 	for s := range a.sessions {
 		if s.credit > 0 {
@@ -143,13 +154,13 @@ func (a *campaignActor) sessionsWithCredit() []*fetcherSession {
 }
 
 // leaseFrom takes h's next URL (or its robots.txt) and leases it to s.
-func (a *campaignActor) leaseFrom(h *host, s *fetcherSession, now time.Time) (session.Lease, bool) {
+func (a leaser) leaseFrom(h *host, s *fetcherSession, now time.Time) (session.Lease, bool) {
 	if a.keyLine().full(h, now) {
 		return session.Lease{}, false // another host of its key took the last place
 	}
 	l := &lease{id: a.srv.nextLease.Add(1), h: h, s: s, deadline: now.Add(a.srv.cfg.LeaseTimeout), start: now}
 	out := session.Lease{ID: l.id, Deadline: l.deadline}
-	if a.needsResolve(h, s) {
+	if a.ipKeys().needsResolve(h, s) {
 		h.ip = ipResolving
 		l.resolve = true
 		out.Kind, out.URL = session.KindResolve, h.root
@@ -168,19 +179,19 @@ func (a *campaignActor) leaseFrom(h *host, s *fetcherSession, now time.Time) (se
 			e := heap.Pop(&h.queue).(*entry)
 			if re := a.live.Load().excluded(e.msg.URL); re != "" {
 				delete(a.held, e.key)
-				a.dropRecorded(e, ReasonExcluded, "excluded by "+re)
+				a.settler().dropRecorded(e, ReasonExcluded, "excluded by "+re)
 				continue
 			}
 			if h.robots != nil && !h.robots.Allowed(urlrule.RobotsPath(e.msg.URL)) {
 				a.disallowed.Add(1)
 				delete(a.held, e.key)
-				a.dropRecorded(e, ReasonRobots, "disallowed by robots.txt")
+				a.settler().dropRecorded(e, ReasonRobots, "disallowed by robots.txt")
 				continue
 			}
 			if a.cfg.MaxPagesPerHost > 0 && h.fetched >= a.cfg.MaxPagesPerHost {
 				a.skipped.Add(1)
 				delete(a.held, e.key)
-				a.ackEntry(e)
+				a.settler().ackEntry(e)
 				continue
 			}
 			if a.hostCapWaits(h) || !a.takeSlot(h, now) {
@@ -220,7 +231,7 @@ func (a *campaignActor) leaseFrom(h *host, s *fetcherSession, now time.Time) (se
 }
 
 // endLease removes a lease; the caller decides what becomes of its URL.
-func (a *campaignActor) endLease(l *lease, now time.Time) {
+func (a leaser) endLease(l *lease, now time.Time) {
 	delete(a.leases, l.id)
 	delete(l.s.leases, l.id)
 	l.h.inflight--
@@ -229,7 +240,7 @@ func (a *campaignActor) endLease(l *lease, now time.Time) {
 }
 
 // returnLease puts a lost lease's URL back (or dead-letters a poison URL).
-func (a *campaignActor) returnLease(l *lease, why string, now time.Time) {
+func (a leaser) returnLease(l *lease, why string, now time.Time) {
 	a.endLease(l, now)
 	if l.resolve {
 		l.h.ip = ipUnknown
@@ -249,15 +260,15 @@ func (a *campaignActor) returnLease(l *lease, why string, now time.Time) {
 	l.e.lost++
 	if l.e.lost >= maxLost {
 		delete(a.held, l.e.key)
-		a.deadLetter(l.e, ReasonLost, fmt.Sprintf("lease lost %d times (last: %s)", l.e.lost, why))
+		a.settler().deadLetter(l.e, ReasonLost, fmt.Sprintf("lease lost %d times (last: %s)", l.e.lost, why))
 		a.place(l.h, now)
 		return
 	}
-	a.requeue(l.h, l.e)
+	a.settler().requeue(l.h, l.e)
 	a.place(l.h, now)
 }
 
-func (a *campaignActor) expireLeases() {
+func (a leaser) expireLeases() {
 	now := time.Now()
 	for _, l := range a.leases {
 		if now.After(l.deadline) {
@@ -280,7 +291,7 @@ func (l *lease) urlOf() string {
 
 // --- sessions ----------------------------------------------------------
 
-func (a *campaignActor) addSession(s *fetcherSession) error {
+func (a leaser) addSession(s *fetcherSession) error {
 	if a.stopping {
 		return fmt.Errorf("campaign %s is closing on this scheduler", a.cfg.ID)
 	}
@@ -289,7 +300,7 @@ func (a *campaignActor) addSession(s *fetcherSession) error {
 	if a.srv.isEnded(s.key) {
 		return errSessionEnded
 	}
-	if err := a.subscribeOrRepair(); err != nil {
+	if err := a.consumer().subscribeOrRepair(); err != nil {
 		// RabbitMQ is away: the session is taken all the same and gets
 		// leases once consuming works again (resubscribeIfDue).
 		a.setConsumeErr(err.Error())
@@ -303,7 +314,7 @@ func (a *campaignActor) addSession(s *fetcherSession) error {
 	return nil
 }
 
-func (a *campaignActor) removeSession(s *fetcherSession) {
+func (a leaser) removeSession(s *fetcherSession) {
 	if _, ok := a.sessions[s]; !ok {
 		return
 	}
@@ -318,7 +329,7 @@ func (a *campaignActor) removeSession(s *fetcherSession) {
 	}
 }
 
-func (a *campaignActor) renew(s *fetcherSession) {
+func (a leaser) renew(s *fetcherSession) {
 	deadline := time.Now().Add(a.srv.cfg.LeaseTimeout)
 	for id := range s.leases {
 		if l := a.leases[id]; l != nil && l.start.Add(a.srv.cfg.MaxLease).After(deadline) {

@@ -40,13 +40,13 @@ func (a outcomes) onOutcomes(s *fetcherSession, items []session.Outcome) {
 		if l == nil || l.s != s {
 			continue // expired and re-leased: the newer lease's outcome counts
 		}
-		a.endLease(l, now)
+		a.leaser().endLease(l, now)
 		h := l.h
 		if l.resolve {
-			a.onResolved(h, o, now)
+			a.ipKeys().onResolved(h, o, now)
 			continue
 		}
-		a.learnIP(h, o.IP)
+		a.ipKeys().learnIP(h, o.IP)
 		if l.e == nil {
 			// robots.txt may set a Crawl-delay: apply it before spacing.
 			a.onRobots(h, o, now)
@@ -57,12 +57,12 @@ func (a outcomes) onOutcomes(s *fetcherSession, items []session.Outcome) {
 		a.spaceAfter(h, l, o, now)
 		if l.e == nil {
 			a.settler().trimHost(h, now)
-			a.place(h, now)
+			a.leaser().place(h, now)
 			continue
 		}
 		e := l.e
 		if a.held[e.key] != e {
-			a.place(h, now)
+			a.leaser().place(h, now)
 			continue // the delivery is void (channel lost); it came again or will
 		}
 		origin := urlrule.Origin(e.msg.URL)
@@ -81,7 +81,7 @@ func (a outcomes) onOutcomes(s *fetcherSession, items []session.Outcome) {
 			}
 			rec = append(rec, j)
 		}
-		a.place(h, now)
+		a.leaser().place(h, now)
 		if wait := h.next.Sub(now); wait > holdWindow && len(h.queue) > 0 {
 			a.settler().parkHost(h, wait)
 		}
@@ -101,7 +101,7 @@ func (a outcomes) onOutcomes(s *fetcherSession, items []session.Outcome) {
 func (a outcomes) spaceAfter(h *host, l *lease, o session.Outcome, now time.Time) {
 	head := now.Add(-o.Took)
 	if h.delay > 0 && a.srv.clocks != nil {
-		a.reportStart(h, head, now)
+		a.ipKeys().reportStart(h, head, now)
 	}
 	from := maxTime(head.Add(-o.Latency), l.start)
 	h.next = maxTime(h.next, maxTime(head.Add(h.delay), from.Add(h.adapt)))
@@ -114,16 +114,16 @@ func (a outcomes) settleOutcome(h *host, e *entry, o session.Outcome, origin str
 	switch {
 	case o.Released:
 		a.srv.m().leaseReturned(a.cfg.ID)
-		a.requeue(h, e)
+		a.settler().requeue(h, e)
 	case o.HostDown && !o.Stored:
 		e.attempt++
 		switch d := h.downFor(origin); {
 		case d != nil:
 			delete(a.held, e.key)
-			a.deadLetter(e, d.why, d.message(h, origin))
+			a.settler().deadLetter(e, d.why, d.message(h, origin))
 		case e.attempt >= a.cfg.MaxAttempts:
 			delete(a.held, e.key)
-			a.deadLetter(e, o.Reason, fmt.Sprintf("gave up after %d attempts: %s", e.attempt, o.Error))
+			a.settler().deadLetter(e, o.Reason, fmt.Sprintf("gave up after %d attempts: %s", e.attempt, o.Error))
 		default:
 			a.retried.Add(1)
 			heap.Push(&h.queue, e)
@@ -149,7 +149,7 @@ func (a outcomes) settleOutcome(h *host, e *entry, o session.Outcome, origin str
 		if why == "" {
 			a.settler().park(e, max(o.RetryAfter, retryBackoff(0)), e.attempt, e.lost, "", "")
 		} else {
-			a.deadLetter(e, ReasonSink, why)
+			a.settler().deadLetter(e, ReasonSink, why)
 		}
 	case o.Backoff || o.Retry:
 		if o.Backoff {

@@ -88,7 +88,7 @@ func (a recorder) record(ctx context.Context, jobs []recordJob) {
 	}
 	tellRecorded(done)
 	for _, j := range done {
-		a.ackEntry(j.e)
+		a.settler().ackEntry(j.e)
 	}
 	for i, j := range failed {
 		if f := betweenNacks.Load(); f != nil && i > 0 {

@@ -153,7 +153,7 @@ func (a *campaignActor) applyRules(lr liveRules, now time.Time) {
 		for _, e := range h.queue {
 			if re := lr.excluded(e.msg.URL); re != "" {
 				delete(a.held, e.key)
-				a.dropRecorded(e, ReasonExcluded, "excluded by "+re)
+				a.settler().dropRecorded(e, ReasonExcluded, "excluded by "+re)
 				continue
 			}
 			kept = append(kept, e)
@@ -168,7 +168,7 @@ func (a *campaignActor) applyRules(lr liveRules, now time.Time) {
 		} else {
 			a.settler().trimHost(h, now)
 		}
-		a.place(h, now)
+		a.leaser().place(h, now)
 	}
 	a.log.Info("live rules applied", "version", lr.rules.Version, "excludes", len(lr.rules.Exclude), "hosts", len(lr.rules.Hosts))
 }

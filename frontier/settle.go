@@ -18,12 +18,13 @@ import (
 
 // settler is the campaign's actor seen from settling its URLs. On the
 // actor's goroutine it parks them (park, flushParks, and what a host
-// holds beyond its pace: trimHost, parkHost), dead-letters or re-publishes
-// them (deadMessage, repost) and fails the origins of a host that does not
-// answer (hostDown, failOrigin); settleEntry, sendBack, nackEntry and
-// countDead run on the record and repost goroutines too.
-// deadLetter, dropRecorded, ackEntry, requeue and recordFailures stay
-// campaignActor's: the lease loop and the links' record call them there.
+// holds beyond its pace: trimHost, parkHost), dead-letters, drops or
+// re-publishes them (deadLetter, deadMessage, dropRecorded, repost), puts
+// a leased URL that comes back in its host's queue (requeue) and fails the
+// origins of a host that does not answer (hostDown, failOrigin);
+// settleEntry, ackEntry, sendBack, nackEntry and countDead run on the
+// record and repost goroutines too. recordFailures stays campaignActor's:
+// the links' record calls it there.
 type settler struct{ *campaignActor }
 
 // settler returns a's settler.
@@ -112,12 +113,12 @@ func (a settler) flushParks() {
 // deadLetter moves a URL to the dead-letter queue with its reason and
 // error, and records it as a failure (for `starter failures`) before its
 // delivery is acked.
-func (a *campaignActor) deadLetter(e *entry, reason, why string) {
-	msg, fail := a.settler().deadMessage(e, reason, why)
+func (a settler) deadLetter(e *entry, reason, why string) {
+	msg, fail := a.deadMessage(e, reason, why)
 	reason = orOther(reason)
 	m, attempts, unread := e.msg, e.attempt, e.unread
-	a.settler().repostAll([]*entry{e}, msg, fail, func() {
-		a.settler().countDead(reason)
+	a.repostAll([]*entry{e}, msg, fail, func() {
+		a.countDead(reason)
 		if !unread {
 			a.deadLog.write(crawllog.OutcomeDeadLettered, m, attempts, reason, why)
 		}
@@ -203,7 +204,7 @@ func (a settler) repostAll(es []*entry, msg outMsg, fail *failure.Record, done f
 // dropRecorded settles a URL dropped on purpose (robots.txt disallows it):
 // its failure is recorded, then its delivery acked; if the record fails,
 // the delivery goes back and the URL is dropped again later.
-func (a *campaignActor) dropRecorded(e *entry, reason, why string) {
+func (a settler) dropRecorded(e *entry, reason, why string) {
 	a.countReason(reason)
 	now := time.Now()
 	fail := failure.Record{URL: e.msg.URL, Reason: reason, Attempts: e.attempt, LastError: why, First: now, Last: now}
@@ -214,7 +215,7 @@ func (a *campaignActor) dropRecorded(e *entry, reason, why string) {
 		if err := a.recordFailures([]failure.Record{fail}); err != nil {
 			a.recordFailed.Add(1)
 			a.log.Error("recording a dropped URL failed; it goes back to its queue", "url", m.URL, "err", err)
-			a.settler().nackEntry(e)
+			a.nackEntry(e)
 			return
 		}
 		a.deadLog.write(crawllog.OutcomeDropped, m, fail.Attempts, reason, why)
@@ -227,7 +228,7 @@ func (a *campaignActor) dropRecorded(e *entry, reason, why string) {
 
 // ackEntry settles e: its outcome is recorded, it was re-published
 // elsewhere (confirmed), or it was dropped on purpose.
-func (a *campaignActor) ackEntry(e *entry) { a.settler().settleEntry(e, false) }
+func (a settler) ackEntry(e *entry) { a.settleEntry(e, false) }
 
 // nackEntry settles e as not done: its message goes back to its queue
 // (whole, with the other URLs of its batch, which are then found done).
@@ -364,5 +365,5 @@ func (a settler) parkHost(h *host, wait time.Duration) {
 		a.park(e, wait, e.attempt, e.lost, "", "")
 	}
 	h.queue = nil
-	a.place(h, time.Now())
+	a.leaser().place(h, time.Now())
 }

@@ -104,8 +104,8 @@ func (a consumer) shardsVanished(qs []string) {
 // subscribeOrRepair subscribes; when a shard queue is not there
 // (NOT_FOUND), it tells the queues that vanished, declares them again and
 // subscribes once more.
-func (a *campaignActor) subscribeOrRepair() error {
-	err := a.consumer().subscribe()
+func (a consumer) subscribeOrRepair() error {
+	err := a.subscribe()
 	if !isNotFound(err) {
 		return err
 	}
@@ -113,13 +113,13 @@ func (a *campaignActor) subscribeOrRepair() error {
 	if verr != nil || len(vanished) == 0 {
 		return err
 	}
-	a.consumer().shardsVanished(vanished)
+	a.shardsVanished(vanished)
 	version, derr := a.srv.declare(a.cfg)
 	if derr != nil {
 		return fmt.Errorf("declaring the vanished shard queues again: %w", derr)
 	}
 	a.legacyParks = !movedParks(version)
-	return a.consumer().subscribe()
+	return a.subscribe()
 }
 
 // isNotFound reports whether err is RabbitMQ's NOT_FOUND (a queue that
