@@ -91,15 +91,21 @@ func (p *keyPlaces) wait(key, campaign string, wake func()) {
 	sh := p.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	u := sh.use(key)
+	if _, ok := u.held[campaign]; ok || u.inLine(campaign) {
+		return
+	}
+	u.line = append(u.line, placeWaiter{campaign, wake})
+}
+
+// use returns key's entry, made when it has none. sh.mu held.
+func (sh *placeShard) use(key string) *keyUse {
 	u := sh.keys[key]
 	if u == nil {
 		u = &keyUse{}
 		sh.keys[key] = u
 	}
-	if _, ok := u.held[campaign]; ok || u.inLine(campaign) {
-		return
-	}
-	u.line = append(u.line, placeWaiter{campaign, wake})
+	return u
 }
 
 func (u *keyUse) inLine(campaign string) bool {
@@ -112,11 +118,7 @@ func (p *keyPlaces) take(key, campaign string) {
 	sh := p.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	u := sh.keys[key]
-	if u == nil {
-		u = &keyUse{}
-		sh.keys[key] = u
-	}
+	u := sh.use(key)
 	delete(u.held, campaign)
 	u.out++
 }
