@@ -31,7 +31,7 @@ type lease struct {
 	// resolve: a resolve lease (session.KindResolve), no request.
 	resolve bool
 	// key: the politeness key the lease counts against (keyconc.go), ""
-	// for none.
+	// for a resolve lease, which makes no request.
 	key      string
 	h        *host
 	s        *fetcherSession
