@@ -28,7 +28,10 @@ import (
 // Kafka topic as sink). Every process's CPU comes from /proc/PID/stat over
 // the crawl window. With j.PerfOut set, `perf record` samples every
 // process of the stack (worker, scheduler, Kafka, Temporal, and RabbitMQ
-// when found) over that window into j.PerfOut.
+// when found) over that window into j.PerfOut. With j.SampleEvery set,
+// every process's CPU and RSS and the scheduler's count of pages fetched
+// are read at the campaign's start, every j.SampleEvery and at its end
+// (Result.Samples).
 func runDroverDev(ctx context.Context, j Job) (res Result, err error) {
 	res.DevStack = true
 	root, err := RepoRoot()
@@ -94,6 +97,17 @@ func runDroverDev(ctx context.Context, j Job) (res Result, err error) {
 			return res, err
 		}
 	}
+	var sampler *stackSampler
+	if j.SampleEvery > 0 {
+		// Named here, so that the sampler reads the scheduler's counts
+		// under this run's frontier key (ID~Run).
+		cfg.Run = campaign.NewRun(time.Now(), rand.Uint64())
+		targets := []sampleTarget{
+			{"scheduler", st.Scheduler.PID}, {"worker", st.Worker.PID}, {"kafka", st.Kafka.PID},
+			{"temporal", st.Temporal.PID}, {"rabbitmq", func() int { return rabbit.pid }},
+		}
+		sampler = startSampler(ctx, j.SampleEvery, targets, schedulerFetched(addr(ports[2]), cfg.FrontierKey()))
+	}
 	cpu0, _ := selfUsage()
 	start := time.Now()
 	status, err := runCampaign(ctx, st.Client(), cfg, j.Timeout, nil)
@@ -101,6 +115,9 @@ func runDroverDev(ctx context.Context, j Job) (res Result, err error) {
 	cpu1, _ := selfUsage()
 	if perf != nil {
 		stopPerf(perf)
+	}
+	if sampler != nil {
+		res.Samples = sampler.stop()
 	}
 	res.CPU = cpu1 - cpu0
 	for i, p := range procs {
