@@ -47,19 +47,36 @@ func writeScalePlot(path string, r ScaleResult) error {
 	l.Width = vg.Points(1.5)
 	rate.Add(plotter.NewGrid(), l)
 	mem.Add(plotter.NewGrid())
-	for name, c := range map[string]color.Color{
-		"scheduler": color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
-		"worker":    color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
+	for _, c := range []struct {
+		name  string
+		color color.Color
+	}{
+		{"scheduler", color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}},
+		{"worker", color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}},
 	} {
+		name := c.name
 		l, err := plotter.NewLine(rss[name])
 		if err != nil {
 			return fmt.Errorf("scale plot: %w", err)
 		}
-		l.Color, l.Width = c, vg.Points(1.5)
+		l.Color, l.Width = c.color, vg.Points(1.5)
 		mem.Add(l)
 		mem.Legend.Add(name, l)
 	}
 
+	// One pages axis for both panels, from 0 to the last sample's pages.
+	for _, p := range []*plot.Plot{rate, mem} {
+		p.X.Min, p.X.Max = 0, float64(r.Rows[len(r.Rows)-1].Pages)
+		p.X.Tick.Marker = plot.TickerFunc(func(min, max float64) []plot.Tick {
+			ticks := plot.DefaultTicks{}.Ticks(min, max)
+			for i := range ticks {
+				if ticks[i].Label != "" {
+					ticks[i].Label = fmt.Sprintf("%.0f", ticks[i].Value)
+				}
+			}
+			return ticks
+		})
+	}
 	img := vgimg.New(10*vg.Inch, 8*vg.Inch)
 	dc := draw.New(img)
 	tiles := draw.Tiles{Rows: 2, Cols: 1, PadTop: vg.Points(8), PadBottom: vg.Points(8), PadLeft: vg.Points(8), PadRight: vg.Points(16), PadY: vg.Points(16)}
