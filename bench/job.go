@@ -46,6 +46,9 @@ type Job struct {
 	// Concurrency is the raw fetcher's number of workers.
 	Concurrency int    `json:"concurrency,omitempty"`
 	AMQPURL     string `json:"amqp_url,omitempty"`
+	// Scope (drover): the campaign's scope regexes (none: the seeds'
+	// hosts).
+	Scope []string `json:"scope,omitempty"`
 	// QueueType (drover): the campaign's shard queue type, quorum or
 	// classic ("" the scheduler's default: classic on one node).
 	QueueType string `json:"queue_type,omitempty"`

@@ -77,7 +77,10 @@ func (o Options) runScale(ctx context.Context) (ScaleResult, error) {
 	}
 	defer web.Close()
 	j := Job{Kind: KindDrover, DevStack: true, Seeds: web.Seeds(), Fleet: o.ScaleFleet, PerHostConcurrency: o.DevPerHost,
-		PerHostDelay: o.DevDelay, AMQPURL: o.AMQPURL, Timeout: o.ScaleTimeout, SampleEvery: o.ScaleEvery}
+		PerHostDelay: o.DevDelay, AMQPURL: o.AMQPURL, Timeout: o.ScaleTimeout, SampleEvery: o.ScaleEvery,
+		// More seed hosts than a config carries as its scope
+		// (campaign.MaxSeedHosts): a user gives --scope.
+		Scope: []string{fmt.Sprintf(`^http://127\.%d\.`, scaleBase)}}
 	fmt.Fprintf(o.Log, "bench: scale: %s (%d URLs), sampled every %s ...\n", out.Name, len(web.Pages()), o.ScaleEvery)
 	webCPU0, _ := selfUsage()
 	child, err := o.child(ctx, j)

@@ -1,12 +1,15 @@
 package bench
 
 import (
+	"fmt"
 	"image/png"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/drover-crawl/drover/campaign"
 )
 
 // scaleSamples: three samples 10 s apart; the worker restarts between the
@@ -103,3 +106,24 @@ func TestCheckDisk(t *testing.T) {
 }
 
 func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
+
+// The scale job's campaign: 10,000 hosts' seeds, too many for a config
+// to carry as its scope, are valid with the scope regexes the job gives,
+// both as the job builds it and once its seeds are streamed (the config
+// then names the run and carries no seed).
+func TestScaleCampaignValid(t *testing.T) {
+	var seeds []string
+	for i := range 10_000 {
+		seeds = append(seeds, fmt.Sprintf("http://127.%d.%d.%d:8080/", scaleBase, (i+1)>>8, (i+1)&0xff))
+	}
+	j := Job{Seeds: seeds, Fleet: 8, PerHostConcurrency: 8, PerHostDelay: time.Millisecond, Timeout: time.Hour,
+		Scope: []string{fmt.Sprintf(`^http://127\.%d\.`, scaleBase)}}
+	cfg, _, err := jobCampaign(j, "bench-scale-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Seeds, cfg.SeedsFile, cfg.Run = nil, "the 10000 seeds of the config", campaign.NewRun(time.Now(), 1)
+	if err := cfg.WithDefaults().Validate(); err != nil {
+		t.Errorf("the streamed config: %v", err)
+	}
+}
