@@ -447,7 +447,7 @@ func writeScaleRows(w io.Writer, rows []ScaleRow) {
 		if row.CPUPerK >= 0 {
 			cpu = fmt.Sprintf("%.2f", row.CPUPerK)
 		}
-		fmt.Fprintf(w, "| %s | %d | %s | %s |", row.Elapsed.Round(time.Second), row.Pages, rate, cpu)
+		fmt.Fprintf(w, "| %s | %d | %s | %s |", row.Elapsed.Round(100*time.Millisecond), row.Pages, rate, cpu)
 		for _, name := range ScaleProcs {
 			fmt.Fprintf(w, " %s |", mb(row.RSS[name]))
 		}
