@@ -26,13 +26,17 @@ func writeScalePlot(path string, r ScaleResult) error {
 	mem.X.Label.Text = "pages fetched"
 	mem.Y.Label.Text = "RSS MB"
 	mem.Y.Min = 0
-	mem.Legend.Top = true
-	mem.Legend.Left = true
+	// Bottom right: under the curves, which start low and stay high.
+	mem.Legend.Top, mem.Legend.Left = false, false
+	mem.Legend.YOffs = vg.Points(8)
 
 	var ps plotter.XYs
 	rss := map[string]plotter.XYs{}
 	for i, row := range r.Rows {
-		if i > 0 {
+		// The end's sample follows the last interval's by moments: its
+		// rate, over no pages, is not a point of the curve.
+		end := i > 0 && i == len(r.Rows)-1 && row.Pages == r.Rows[i-1].Pages
+		if i > 0 && !end {
 			ps = append(ps, plotter.XY{X: float64(row.Pages), Y: row.PagesPerSec})
 		}
 		for _, name := range []string{"scheduler", "worker"} {
