@@ -6,17 +6,22 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/devstack"
+	"github.com/drover-crawl/drover/seedfile"
+	"github.com/drover-crawl/drover/session"
 )
 
 // runDroverDev measures drover the way a user runs it (issue 15): the dev
@@ -28,7 +33,10 @@ import (
 // Kafka topic as sink). Every process's CPU comes from /proc/PID/stat over
 // the crawl window. With j.PerfOut set, `perf record` samples every
 // process of the stack (worker, scheduler, Kafka, Temporal, and RabbitMQ
-// when found) over that window into j.PerfOut.
+// when found) over that window into j.PerfOut. With j.SampleEvery set,
+// every process's CPU and RSS and the scheduler's count of pages fetched
+// are read at the campaign's start, every j.SampleEvery and at its end
+// (Result.Samples).
 func runDroverDev(ctx context.Context, j Job) (res Result, err error) {
 	res.DevStack = true
 	root, err := RepoRoot()
@@ -66,8 +74,19 @@ func runDroverDev(ctx context.Context, j Job) (res Result, err error) {
 		return res, err
 	}
 	res.InFlight = inFlight
+	if len(cfg.Seeds) > campaign.MaxInlineSeeds {
+		if cfg, err = streamSeeds(ctx, cfg, addr(ports[2])); err != nil {
+			return res, err
+		}
+	}
 	res.Config = fmt.Sprintf("make dev's stack (temporal, kafka with fsynced log, scheduler, worker: 4 processes); starter start --fetchers %d --per-host-concurrency %d --per-host-delay %s --allow-private, sink the dev topic",
 		j.Fleet, j.PerHostConcurrency, j.PerHostDelay)
+	if cfg.SeedsFile != "" {
+		res.Config += fmt.Sprintf("; its %d seeds streamed to the scheduler before the start, as the starter streams more than %d", len(j.Seeds), campaign.MaxInlineSeeds)
+		if len(cfg.Scope) > 0 {
+			res.Config += fmt.Sprintf(", --scope %s", strings.Join(cfg.Scope, " --scope "))
+		}
+	}
 
 	procs := []struct {
 		name string
@@ -94,6 +113,19 @@ func runDroverDev(ctx context.Context, j Job) (res Result, err error) {
 			return res, err
 		}
 	}
+	var sampler *stackSampler
+	if j.SampleEvery > 0 {
+		// Named here (unless streamSeeds did), so that the sampler reads
+		// the scheduler's counts under this run's frontier key (ID~Run).
+		if cfg.Run == "" {
+			cfg.Run = campaign.NewRun(time.Now(), rand.Uint64())
+		}
+		targets := []sampleTarget{
+			{"scheduler", st.Scheduler.PID}, {"worker", st.Worker.PID}, {"kafka", st.Kafka.PID},
+			{"temporal", st.Temporal.PID}, {"rabbitmq", func() int { return rabbit.pid }},
+		}
+		sampler = startSampler(ctx, j.SampleEvery, targets, schedulerFetched(addr(ports[2]), cfg.FrontierKey()))
+	}
 	cpu0, _ := selfUsage()
 	start := time.Now()
 	status, err := runCampaign(ctx, st.Client(), cfg, j.Timeout, nil)
@@ -101,6 +133,9 @@ func runDroverDev(ctx context.Context, j Job) (res Result, err error) {
 	cpu1, _ := selfUsage()
 	if perf != nil {
 		stopPerf(perf)
+	}
+	if sampler != nil {
+		res.Samples = sampler.stop()
 	}
 	res.CPU = cpu1 - cpu0
 	for i, p := range procs {
@@ -123,6 +158,39 @@ func runDroverDev(ctx context.Context, j Job) (res Result, err error) {
 		return res, errors.New("campaign " + cfg.ID + " ended " + status.State + ": " + status.Reason)
 	}
 	return res, nil
+}
+
+// streamSeeds queues cfg's seeds on the scheduler at addr before the
+// campaign starts, as `starter start` does with more than
+// campaign.MaxInlineSeeds of them: the run is named, the seeds are
+// streamed into its frontier, and the config carries where they came
+// from and, without scope regexes, their hosts (at most
+// campaign.MaxSeedHosts) instead of the seeds.
+func streamSeeds(ctx context.Context, cfg campaign.Config, addr string) (campaign.Config, error) {
+	seeds := cfg.Seeds
+	cfg.Seeds = nil
+	cfg.SeedsFile = fmt.Sprintf("the %d seeds of the config", len(seeds))
+	cfg.Run = campaign.NewRun(time.Now(), rand.Uint64())
+	hosts := map[string]bool{}
+	o := seedfile.Options{DropParams: cfg.DropParams}
+	if len(cfg.Scope) == 0 {
+		o.Hosts, o.MaxHosts = hosts, campaign.MaxSeedHosts
+	}
+	sd := &seedfile.Seeder{Config: cfg, Addrs: []string{addr}, Dial: func(ctx context.Context, addr string) (seedfile.Control, error) {
+		return session.Client{Token: session.DevToken}.DialControl(ctx, addr)
+	}}
+	defer sd.Close()
+	counts, err := seedfile.Stream(ctx, strings.NewReader(strings.Join(seeds, "\n")), o, sd.Send)
+	switch {
+	case errors.Is(err, seedfile.ErrTooManyHosts):
+		return cfg, fmt.Errorf("seeds on more than %d hosts: give the job scope regexes (Job.Scope), as a user gives starter start --scope", campaign.MaxSeedHosts)
+	case err != nil:
+		return cfg, fmt.Errorf("streaming %d seeds to %s: %w", len(seeds), addr, err)
+	case counts.Seeded != int64(len(seeds)):
+		return cfg, fmt.Errorf("streamed %d seeds, %d queued (%d invalid, %d refused, %d known)", len(seeds), counts.Seeded, counts.Invalid, counts.Refused, counts.Known)
+	}
+	cfg.SeedHosts = slices.Sorted(maps.Keys(hosts))
+	return cfg, nil
 }
 
 // freePorts returns n distinct free TCP ports of 127.0.0.1 (free when

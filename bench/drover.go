@@ -213,6 +213,7 @@ func jobCampaign(j Job, id string, sinks ...string) (cfg campaign.Config, inFlig
 		MaxDuration:        j.Timeout,
 		Sinks:              sinks,
 		QueueType:          j.QueueType,
+		Scope:              j.Scope,
 	}
 	eff := cfg.WithDefaults()
 	if err := eff.Validate(); err != nil {

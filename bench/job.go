@@ -46,6 +46,9 @@ type Job struct {
 	// Concurrency is the raw fetcher's number of workers.
 	Concurrency int    `json:"concurrency,omitempty"`
 	AMQPURL     string `json:"amqp_url,omitempty"`
+	// Scope (drover): the campaign's scope regexes (none: the seeds'
+	// hosts).
+	Scope []string `json:"scope,omitempty"`
 	// QueueType (drover): the campaign's shard queue type, quorum or
 	// classic ("" the scheduler's default: classic on one node).
 	QueueType string `json:"queue_type,omitempty"`
@@ -61,6 +64,9 @@ type Job struct {
 	DevStack   bool   `json:"dev_stack,omitempty"`
 	PerfOut    string `json:"perf_out,omitempty"`
 	PerfEvents string `json:"perf_events,omitempty"`
+	// SampleEvery (drover, DevStack): read the stack's processes every
+	// SampleEvery over the crawl (Result.Samples).
+	SampleEvery time.Duration `json:"sample_every,omitempty"`
 	// Timeout bounds the crawl itself; the parent kills the child a little
 	// after it.
 	Timeout time.Duration `json:"timeout"`
@@ -118,6 +124,8 @@ type Result struct {
 	WorkerProcs []WorkerProc `json:"worker_procs,omitempty"`
 	// DevStack: drover as `make dev` runs it (every part a process).
 	DevStack bool `json:"dev_stack,omitempty"`
+	// Samples: the stack's processes read over the crawl (Job.SampleEvery).
+	Samples []Sample `json:"samples,omitempty"`
 	// InFlight is the most requests the contender can have open at once.
 	InFlight int `json:"in_flight"`
 

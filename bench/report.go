@@ -20,6 +20,7 @@ func (r *Report) Markdown(w io.Writer) {
 	r.markdownSinks(w)
 	r.markdownHosts(w)
 	r.markdownRecrawl(w)
+	r.markdownScale(w)
 }
 
 func (r *Report) markdownPlain(w io.Writer) {
@@ -421,4 +422,57 @@ func perPage(d time.Duration, pages int) float64 {
 		return 0
 	}
 	return d.Seconds() / float64(pages)
+}
+
+func (r *Report) markdownScale(w io.Writer) {
+	if r.Scale == nil {
+		return
+	}
+	sc, o := r.Scale, r.Opts
+	section(w, fmt.Sprintf("Scale: %d hosts x %d pages through make dev's stack, fleet %d, %d per host, %s between starts", sc.Hosts, sc.PagesPerHost, sc.Fleet, o.DevPerHost, o.DevDelay),
+		[]string{fmt.Sprintf("One sample every %s from the campaign's start to its end. pages: unique pages of the web served by the sample's time (the test web's count, each page at its first request); pages/s and CPU s/1k pages: over the interval since the previous sample, CPU of every process below together (utime+stime of /proc/PID/stat; RabbitMQ is the machine's shared broker: its share includes anyone else's traffic); RSS: VmRSS at the sample.", o.ScaleEvery)},
+		"| elapsed | pages | pages/s | CPU s/1k pages | RSS MB: scheduler | worker | kafka | temporal | rabbitmq |",
+		"|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+	writeScaleRows(w, sc.Rows)
+	fmt.Fprintf(w, "\n%s\n", scaleSummary(*sc))
+}
+
+// writeScaleRows writes the scale table's rows.
+func writeScaleRows(w io.Writer, rows []ScaleRow) {
+	for i, row := range rows {
+		rate, cpu := "-", "-"
+		if i > 0 {
+			rate = fmt.Sprintf("%.0f", row.PagesPerSec)
+		}
+		if row.CPUPerK >= 0 {
+			cpu = fmt.Sprintf("%.2f", row.CPUPerK)
+		}
+		fmt.Fprintf(w, "| %s | %d | %s | %s |", row.Elapsed.Round(100*time.Millisecond), row.Pages, rate, cpu)
+		for _, name := range ScaleProcs {
+			fmt.Fprintf(w, " %s |", mb(row.RSS[name]))
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// scaleSummary is the line under the scale table.
+func scaleSummary(sc ScaleResult) string {
+	cpu := "-"
+	if c := sc.ScaleCPUPerK(); c >= 0 {
+		cpu = fmt.Sprintf("%.2f", c)
+	}
+	s := fmt.Sprintf("**%d pages** in %s (%s); pages/s over the first fifth of the pages **%.0f**, over the last fifth **%.0f** (last / first %s); CPU s per 1,000 pages overall **%s**; peak RSS MB (VmHWM) scheduler **%s**, worker **%s**, kafka %s; %d missing, %d duplicates (the test web's count).",
+		sc.Pages, sc.Wall.Round(time.Second), orDash(sc.State), sc.FirstFifth, sc.LastFifth, ratio(sc.LastFifth, sc.FirstFifth), cpu,
+		mb(sc.PeakRSS("scheduler")), mb(sc.PeakRSS("worker")), mb(sc.PeakRSS("kafka")), sc.Missing, sc.Duplicates)
+	if sc.Err != "" {
+		s += " Error: " + firstLine(sc.Err)
+	}
+	return s
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

@@ -105,8 +105,17 @@ type Options struct {
 	// the second URLs are revisits of their pages' captures.
 	RecrawlDedup bool
 
+	// Scenario 8, scale (opt-in: OptInScenarios): drover as `make dev`
+	// runs it on a web of ScaleHosts x ScalePages pages, ScaleFleet
+	// fetchers at DevPerHost per host and DevDelay, its processes
+	// sampled every ScaleEvery, the crawl bounded by ScaleTimeout; the
+	// curve is drawn into ScalePlot (a PNG; "" draws none).
+	ScaleHosts, ScalePages, ScaleFleet int
+	ScaleEvery, ScaleTimeout           time.Duration
+	ScalePlot                          string
+
 	// Scenarios selects what runs: plain, polite, slowhost, queued, sinks,
-	// hosts, recrawl (nil: all).
+	// hosts, recrawl (nil: all of AllScenarios), and scale when named.
 	Scenarios []string
 
 	// Timeout bounds each crawl; the child is killed a minute after it.
@@ -157,13 +166,22 @@ func DefaultOptions() Options {
 		RecrawlChange: 0.1,
 		RecrawlDedup:  true,
 		RecrawlSinks:  append(slices.Clone(sinkKinds), "warc-captures"),
-		Timeout:       10 * time.Minute,
-		Log:           os.Stderr,
+		ScaleHosts:    10_000, ScalePages: 100,
+		ScaleFleet:   8,
+		ScaleEvery:   10 * time.Second,
+		ScaleTimeout: 2 * time.Hour,
+		ScalePlot:    "out/scale.png",
+		Timeout:      10 * time.Minute,
+		Log:          os.Stderr,
 	}
 }
 
 // AllScenarios are the suite's scenarios, in the order they run.
 var AllScenarios = []string{"plain", "polite", "slowhost", "queued", "sinks", "hosts", "recrawl"}
+
+// OptInScenarios run only when -scenarios names them, after the others:
+// scale crawls a million pages, longer than the rest of the suite.
+var OptInScenarios = []string{"scale"}
 
 func (o Options) runs(s string) bool { return o.Scenarios == nil || slices.Contains(o.Scenarios, s) }
 
@@ -177,6 +195,7 @@ type Report struct {
 	Sinks    []Result
 	Hosts    []HostsResult
 	Recrawl  *RecrawlResult
+	Scale    *ScaleResult
 	Start    time.Time
 	Load     string // /proc/loadavg at the start
 }
@@ -305,6 +324,14 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			errs = append(errs, fmt.Errorf("recrawl: %w", err))
 		}
 		rep.Recrawl = &res
+	}
+	if o.ScaleHosts > 0 && slices.Contains(o.Scenarios, "scale") {
+		res, err := o.runScale(ctx)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("scale: %w", err))
+			res.Err = err.Error()
+		}
+		rep.Scale = &res
 	}
 	return rep, errors.Join(errs...)
 }

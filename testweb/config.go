@@ -61,7 +61,7 @@ type Config struct {
 
 // Limits checked by Validate.
 const (
-	maxHosts        = 4096
+	maxHosts        = 16384
 	maxPagesPerHost = 1_000_000
 	maxLinksPerPage = 1000
 	maxPageBytes    = 16 << 20

@@ -3,7 +3,9 @@
 // web, then drover and Colly on a politeness-bound web; then issue 3's slow
 // host and queued backlog, issue 6's sink throughput and issue 15's
 // scheduler cost as hosts grow to 100,000, and issue 29's recrawl: a second
-// run --from the first, against it (-scenarios picks some). It prints markdown tables and writes them to -out. `make bench`
+// run --from the first, against it (-scenarios picks some; scale, a
+// million pages through the dev stack sampled every 10 s, runs only when
+// named). It prints markdown tables and writes them to -out. `make bench`
 // runs it.
 //
 // With -child it runs one contender, a JSON job on stdin and a JSON result
@@ -51,7 +53,13 @@ func main() {
 	flag.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the drover run with -profile-fleet fetchers to this file")
 	flag.IntVar(&o.ProfileFleet, "profile-fleet", o.ProfileFleet, "fleet size of the profiled drover run")
 	flag.DurationVar(&o.Timeout, "timeout", o.Timeout, "bound of each crawl")
-	scenarios := flag.String("scenarios", strings.Join(bench.AllScenarios, ","), "scenarios to run, comma-separated: "+strings.Join(bench.AllScenarios, ", "))
+	scenarios := flag.String("scenarios", strings.Join(bench.AllScenarios, ","), "scenarios to run, comma-separated: "+strings.Join(bench.AllScenarios, ", ")+" (the default), and "+strings.Join(bench.OptInScenarios, ", ")+" when named")
+	flag.IntVar(&o.ScaleHosts, "scale-hosts", o.ScaleHosts, "hosts of the scale scenario's web")
+	flag.IntVar(&o.ScalePages, "scale-pages", o.ScalePages, "pages per host of the scale scenario's web")
+	flag.IntVar(&o.ScaleFleet, "scale-fleet", o.ScaleFleet, "drover fleet of the scale scenario (per host: -dev-per-host, -dev-delay)")
+	flag.DurationVar(&o.ScaleEvery, "scale-every", o.ScaleEvery, "how often the scale scenario samples pages, CPU and RSS")
+	flag.DurationVar(&o.ScaleTimeout, "scale-timeout", o.ScaleTimeout, "bound of the scale scenario's crawl")
+	flag.StringVar(&o.ScalePlot, "scale-plot", o.ScalePlot, "PNG the scale scenario's curve is drawn into (empty: none)")
 	flag.IntVar(&o.SlowHosts, "slow-hosts", o.SlowHosts, "fast hosts of the slow-host scenario (the slow host holds as many URLs as all of them)")
 	flag.IntVar(&o.SlowPages, "slow-pages", o.SlowPages, "pages per fast host of the slow-host scenario")
 	flag.DurationVar(&o.SlowDelay, "slow-delay", o.SlowDelay, "per-host delay of the slow-host scenario's campaign")
@@ -82,7 +90,7 @@ func main() {
 	recrawlSinks := flag.String("recrawl-sinks", strings.Join(o.RecrawlSinks, ","), "sinks of both recrawl runs, comma-separated (kafka, warc, warc-captures: warc:DIR?records=captures, postgres: -postgres)")
 	flag.Parse()
 	o.RecrawlSinks = parseList("-recrawl-sinks", *recrawlSinks, "kafka", "warc", "warc-captures", "postgres")
-	o.Scenarios = parseList("-scenarios", *scenarios, bench.AllScenarios...)
+	o.Scenarios = parseList("-scenarios", *scenarios, append(slices.Clone(bench.AllScenarios), bench.OptInScenarios...)...)
 	o.Sinks = parseList("-sinks", *sinks)
 	if u := os.Getenv("AMQP_URL"); u != "" {
 		o.AMQPURL = u
@@ -95,7 +103,7 @@ func main() {
 		}
 		return
 	}
-	for _, p := range []*string{&o.DevPerf, &o.CPUProfile, &o.HostsPprof} {
+	for _, p := range []*string{&o.DevPerf, &o.CPUProfile, &o.HostsPprof, &o.ScalePlot} {
 		if *p != "" {
 			abs, err := filepath.Abs(*p) // the dev-stack child works in the repository root
 			if err != nil {
