@@ -220,13 +220,14 @@ func keepAliveEvery(timeout time.Duration) time.Duration {
 }
 
 // SetRules gives every scheduler the campaign's live rules and returns
-// once each applies them (session.Client.SetRules); it heartbeats while a
-// scheduler waits for the leases of excluded URLs to come back.
-func (a *Activities) SetRules(ctx context.Context, in workflows.RulesInput) error {
-	_, err := keepAlive(ctx, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, a.sessions().SetRules(ctx, a.Schedulers, in.Campaign, in.Rules)
+// once each applies them (session.Client.SetRules), saying whether the
+// running fetcher sessions have them; it heartbeats while a scheduler
+// waits for the leases of excluded URLs to come back.
+func (a *Activities) SetRules(ctx context.Context, in workflows.RulesInput) (workflows.RulesOutput, error) {
+	return keepAlive(ctx, func(ctx context.Context) (workflows.RulesOutput, error) {
+		t, err := a.sessions().SetRules(ctx, a.Schedulers, in.Campaign, in.Rules)
+		return workflows.RulesOutput{Pushed: t.Pushed, Stale: t.Stale}, err
 	})
-	return err
 }
 
 // countsOf is what the workflow keeps of a scheduler reading.

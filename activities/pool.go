@@ -55,9 +55,13 @@ const sinkOpenTimeout = 30 * time.Second
 
 // acquireFetcher returns the campaign's shared Fetcher and the function
 // that gives it back; lookup, when set, answers its host names
-// (fetch.WithLookup).
+// (fetch.WithLookup). The sessions of one campaign share it whatever live
+// rules their configs carry: its scope takes the newest it is given
+// (urlrule.Scope.TakeRules).
 func acquireFetcher(ctx context.Context, cfg campaign.Config, lookup fetch.LookupFunc) (*fetch.Fetcher, func() error, error) {
-	return fetchers.acquire(ctx, cfg.ID, cfg, func() (*fetch.Fetcher, func() error, error) {
+	made := cfg
+	made.Live = campaign.Rules{}
+	f, release, err := fetchers.acquire(ctx, cfg.ID, made, func() (*fetch.Fetcher, func() error, error) {
 		var opts []fetch.Option
 		if lookup != nil {
 			opts = append(opts, fetch.WithLookup(lookup))
@@ -68,6 +72,14 @@ func acquireFetcher(ctx context.Context, cfg campaign.Config, lookup fetch.Looku
 		}
 		return f, func() error { f.Close(); return nil }, nil
 	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := f.Scope().TakeRules(cfg.Live); err != nil {
+		_ = release()
+		return nil, nil, err
+	}
+	return f, release, nil
 }
 
 // sinksMade is what a campaign's shared sinks are opened with; a session

@@ -123,7 +123,7 @@ func (a *Activities) serveSessions(ctx context.Context, r *Runner, cfg campaign.
 		}
 		addr := a.Schedulers[(index+attempt)%len(a.Schedulers)]
 		cl := a.sessions()
-		cl.Known, cl.Resolves = r.known, true
+		cl.Known, cl.Resolves, cl.Rules = r.known, true, r.takeRules
 		sess, err := cl.DialSessionKey(ctx, addr, client, key, cfg, cfg.FetcherConcurrency)
 		if err != nil {
 			if errors.Is(err, session.ErrEnded) {
@@ -166,6 +166,14 @@ func (a *Activities) serveSessions(ctx context.Context, r *Runner, cfg campaign.
 			activity.GetLogger(ctx).Warn("session ended; reconnecting", "addr", addr, "err", sess.Err())
 		}
 	}
+}
+
+// takeRules widens the fetcher's scope by the newer live rules a
+// scheduler pushed (session.FrameRules): a live include holds from the
+// next page's links on, without a new session.
+func (r *Runner) takeRules(rules campaign.Rules) error {
+	_, err := r.f.Scope().TakeRules(rules)
+	return err
 }
 
 // sessionEnded reports whether the campaign ended sess through its

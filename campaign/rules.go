@@ -23,9 +23,9 @@ type Rules struct {
 	Version int64    `json:"version,omitempty"`
 	Exclude []string `json:"exclude,omitempty"`
 	// Include widens the scope: a URL one matches is in scope, whatever
-	// else the scope says (Config.Scope, or the seeds' hosts). Workers read
-	// it at the start of a fetcher session, so the workflow restarts its
-	// sessions when an include is added.
+	// else the scope says (Config.Scope, or the seeds' hosts). A fetcher
+	// session reads it when it starts, and its scheduler pushes newer
+	// rules to it while it runs (session.FrameRules).
 	Include []string   `json:"include,omitempty"`
 	Hosts   []HostRule `json:"hosts,omitempty"`
 }

@@ -69,7 +69,7 @@ func (s *Server) handle(c net.Conn) {
 			refuse(fmt.Sprintf("opening campaign %s: %v", cfg.ID, err))
 			return
 		}
-		welcome.Recorded, welcome.Incarnation = hello.Recorded, a.incarnation
+		welcome.Recorded, welcome.Rules, welcome.Incarnation = hello.Recorded, hello.Rules, a.incarnation
 		if err := fw.WriteFrame(session.FrameWelcome, welcome); err != nil {
 			return
 		}
@@ -102,11 +102,15 @@ type fetcherSession struct {
 	// resolves: it takes resolve leases (Hello.Resolve).
 	recorded bool
 	resolves bool
-	credit   int
-	leases   map[uint64]struct{}
-	out      chan outFrame
-	quit     chan struct{}
-	once     sync.Once
+	// rules: it takes FrameRules (Hello.Rules); rulesVersion is the
+	// version of the live rules it has (its config's, then pushed).
+	rules        bool
+	rulesVersion int64
+	credit       int
+	leases       map[uint64]struct{}
+	out          chan outFrame
+	quit         chan struct{}
+	once         sync.Once
 }
 
 type outFrame struct {
@@ -177,7 +181,7 @@ func (s *Server) serveFetcher(c net.Conn, fr *session.FrameReader, fw *session.F
 // why, and ok is false.
 func (s *Server) joinFetcher(c net.Conn, fw *session.FrameWriter, a *campaignActor, hello session.Hello) (sess *fetcherSession, ok bool) {
 	client := hello.Client
-	sess = &fetcherSession{client: client, key: hello.Key, recorded: hello.Recorded, resolves: hello.Resolve, leases: map[uint64]struct{}{}, out: make(chan outFrame, 1024), quit: make(chan struct{})}
+	sess = &fetcherSession{client: client, key: hello.Key, recorded: hello.Recorded, resolves: hello.Resolve, rules: hello.Rules, rulesVersion: hello.Campaign.Live.Version, leases: map[uint64]struct{}{}, out: make(chan outFrame, 1024), quit: make(chan struct{})}
 	var err error
 	if !a.call(func() { err = a.leaser().addSession(sess) }) {
 		err = fmt.Errorf("campaign %s is closing on this scheduler", a.cfg.ID)

@@ -74,19 +74,7 @@ func (s *Server) control(req session.Request) session.Reply {
 		}
 		return session.Reply{Stats: &st}
 	case session.OpFailures, session.OpForget:
-		if req.Op == session.OpForget {
-			if err := s.store.DropFailures(req.Campaign.ID); err != nil {
-				return session.Reply{Error: err.Error()}
-			}
-			return session.Reply{}
-		}
-		fs, err := s.store.Failures(req.Campaign.ID, req.Reason)
-		if err != nil {
-			return session.Reply{Error: err.Error()}
-		}
-		rep := session.Reply{FailuresTotal: len(fs)}
-		rep.Failures = fs[:min(len(fs), session.MaxFailuresReply)]
-		return rep
+		return s.failureOp(req)
 	case session.OpForgetHistory:
 		if err := s.forgetHistory(req.Campaign.ID, req.Probe); err != nil {
 			return session.Reply{Error: err.Error()}
@@ -119,10 +107,11 @@ func (s *Server) control(req session.Request) session.Reply {
 		}
 		return session.Reply{Page: &page}
 	case session.OpRules:
-		if err := s.setRules(ctx, req.Campaign.ID, req.Campaign.Live); err != nil {
+		stale, err := s.setRules(ctx, req.Campaign.ID, req.Campaign.Live)
+		if err != nil {
 			return session.Reply{Error: err.Error()}
 		}
-		return session.Reply{}
+		return session.Reply{Pushed: true, Stale: stale}
 	case session.OpClose:
 		st, err := s.closeCampaign(req.Campaign.ID, req.Final || req.Delete, req.Delete)
 		if err != nil {
@@ -131,6 +120,24 @@ func (s *Server) control(req session.Request) session.Reply {
 		return session.Reply{Stats: &st}
 	}
 	return session.Reply{Error: fmt.Sprintf("unknown op %q", req.Op)}
+}
+
+// failureOp answers OpFailures (at most MaxFailuresReply records, and
+// their total) and OpForget.
+func (s *Server) failureOp(req session.Request) session.Reply {
+	if req.Op == session.OpForget {
+		if err := s.store.DropFailures(req.Campaign.ID); err != nil {
+			return session.Reply{Error: err.Error()}
+		}
+		return session.Reply{}
+	}
+	fs, err := s.store.Failures(req.Campaign.ID, req.Reason)
+	if err != nil {
+		return session.Reply{Error: err.Error()}
+	}
+	rep := session.Reply{FailuresTotal: len(fs)}
+	rep.Failures = fs[:min(len(fs), session.MaxFailuresReply)]
+	return rep
 }
 
 // seedBurst is how many seeds of one host keep their priority.

@@ -311,6 +311,8 @@ func (a leaser) addSession(s *fetcherSession) error {
 	}
 	a.sessions[s] = struct{}{}
 	a.nsessions.Store(int64(len(a.sessions)))
+	// Rules newer than its config's (an Update while it was away).
+	a.pushRules(s)
 	return nil
 }
 

@@ -79,17 +79,37 @@ func (s *Server) latestRules(key string, given campaign.Rules) (campaign.Rules, 
 }
 
 // setRules stores a campaign's live rules and has its actor, if it has one
-// here, apply them; it returns once no lease out matches an exclude (at
-// most the longest a lease lives).
-func (s *Server) setRules(ctx context.Context, key string, r campaign.Rules) error {
+// here, apply them (and push them to its fetcher sessions); it returns
+// once no lease out matches an exclude (at most the longest a lease
+// lives), with the count of the campaign's sessions here that did not
+// ask for pushed rules (stale).
+func (s *Server) setRules(ctx context.Context, key string, r campaign.Rules) (stale int, err error) {
 	if err := r.Validate(); err != nil {
-		return err
+		return 0, err
 	}
 	a, err := s.takeRules(key, r)
 	if err != nil || a == nil {
-		return err
+		return 0, err
 	}
-	return a.waitLeasesClear(ctx, s.cfg.MaxLease+time.Second)
+	a.call(func() {
+		for sess := range a.sessions {
+			if !sess.rules {
+				stale++
+			}
+		}
+	})
+	return stale, a.waitLeasesClear(ctx, s.cfg.MaxLease+time.Second)
+}
+
+// pushRules sends the campaign's live rules to fetcher session sess when
+// they are newer than the ones it has and it asked for them (FrameRules):
+// a live include widens its scope from its next page on. Actor goroutine
+// only.
+func (a *campaignActor) pushRules(sess *fetcherSession) {
+	if r := a.cfg.Live; sess.rules && r.Version > sess.rulesVersion {
+		sess.rulesVersion = r.Version
+		sess.send(session.FrameRules, r)
+	}
 }
 
 // takeRules stores r as the campaign's rules unless newer ones are stored,
@@ -138,6 +158,12 @@ func (a *campaignActor) applyRules(lr liveRules, now time.Time) {
 	}
 	a.live.Store(&lr)
 	a.cfg.Live = lr.rules
+	if _, err := a.scope.TakeRules(lr.rules); err != nil {
+		a.log.Error("live includes not taken for sitemaps", "version", lr.rules.Version, "err", err)
+	}
+	for sess := range a.sessions {
+		a.pushRules(sess)
+	}
 	for name, h := range a.hosts {
 		h.delay, h.conc = a.cfg.PolitenessFor(name)
 		if h.robots != nil {

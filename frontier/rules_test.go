@@ -45,7 +45,7 @@ func TestLiveExclude(t *testing.T) {
 	rules := campaign.Rules{}.WithExclude("/cal/")
 	returned := make(chan error, 1)
 	ruler := control(t, sched.addr) // a control session answers one call at a time
-	go func() { returned <- ruler.SetRules(ctx, cfg.FrontierKey(), rules) }()
+	go func() { _, err := ruler.SetRules(ctx, cfg.FrontierKey(), rules); returned <- err }()
 	// The held ones are settled at once...
 	excluded := func() []string {
 		fs, _, err := ctl.Failures(ctx, cfg.FrontierKey(), frontier.ReasonExcluded)
@@ -151,7 +151,7 @@ func TestLiveHostDelay(t *testing.T) {
 
 	const delay = 700 * time.Millisecond
 	rules := campaign.Rules{}.WithHost(campaign.HostRule{Host: "127.66.72.1", Delay: new(delay)})
-	if err := ctl.SetRules(ctx, cfg.FrontierKey(), rules); err != nil {
+	if _, err := ctl.SetRules(ctx, cfg.FrontierKey(), rules); err != nil {
 		t.Fatal(err)
 	}
 	f.report(t, session.Outcome{LeaseID: first.ID, Stored: true, Status: 200})
@@ -197,10 +197,91 @@ func TestLiveRulesFromASessionAndABlock(t *testing.T) {
 	defer cancel()
 	block := time.Now().Add(time.Hour)
 	rules := later.Live.WithHost(campaign.HostRule{Host: "127.66.76.1", BlockUntil: &block})
-	if err := ctl.SetRules(ctx, cfg.FrontierKey(), rules); err != nil {
+	if _, err := ctl.SetRules(ctx, cfg.FrontierKey(), rules); err != nil {
 		t.Fatal(err)
 	}
 	waitStats(t, ctl, cfg.FrontierKey(), 20*time.Second, "the blocked host's URLs parked", func(st session.Stats) bool {
 		return st.Held == 0
 	})
+}
+
+// An include reaches the running fetcher sessions that ask for pushed
+// rules (FrameRules), without a new session: at once for those open, at
+// their hello for one that joins with older rules, newest first whatever
+// order they come in; the reply counts the sessions that did not ask
+// (Stale), which the workflow restarts.
+func TestIncludePushedToRunningSessions(t *testing.T) {
+	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory())
+	cfg := handCampaign(t, "http://127.66.77.1:9/a")
+	ctl, raw := seedHand(t, sched.addr, cfg) // asks for no rules: stale
+	defer raw.c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dial := func(name string, with campaign.Config) chan campaign.Rules {
+		got := make(chan campaign.Rules, 8)
+		cl := session.Client{Token: session.DevToken, Rules: func(r campaign.Rules) error { got <- r; return nil }}
+		s, err := cl.DialSessionKey(ctx, sched.addr, name, name, with, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return got
+	}
+	next := func(got chan campaign.Rules, what string) campaign.Rules {
+		t.Helper()
+		select {
+		case r := <-got:
+			return r
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: no rules pushed within 10s", what)
+		}
+		return campaign.Rules{}
+	}
+	none := func(got chan campaign.Rules, what string) {
+		t.Helper()
+		select {
+		case r := <-got:
+			t.Fatalf("%s: rules version %d pushed, want none", what, r.Version)
+		default:
+		}
+	}
+
+	open := dial("open", cfg)
+	v1 := campaign.Rules{}.WithInclude(`^http://127\.66\.77\.2:9/`)
+	taken, err := ctl.SetRules(ctx, cfg.FrontierKey(), v1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !taken.Pushed || taken.Stale != 1 {
+		t.Errorf("SetRules: %+v, want pushed with 1 stale session (the raw one)", taken)
+	}
+	if r := next(open, "the open session"); r.Version != 1 || !slices.Equal(r.Include, v1.Include) {
+		t.Errorf("the open session got %+v, want %+v", r, v1)
+	}
+
+	joins := dial("joins", cfg) // started before the include
+	if r := next(joins, "a session joining with older rules"); r.Version != 1 {
+		t.Errorf("the joining session got version %d, want 1", r.Version)
+	}
+	withV1 := cfg
+	withV1.Live = v1
+	current := dial("current", withV1)
+
+	// An older version again changes nothing and pushes nothing.
+	if _, err := ctl.SetRules(ctx, cfg.FrontierKey(), campaign.Rules{}.WithInclude("^http://old/")); err != nil {
+		t.Fatal(err)
+	}
+	v2 := v1.WithInclude(`^http://127\.66\.77\.3:9/`)
+	if _, err := ctl.SetRules(ctx, cfg.FrontierKey(), v2); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []struct {
+		got  chan campaign.Rules
+		name string
+	}{{open, "open"}, {joins, "joins"}, {current, "current"}} {
+		if r := next(s.got, s.name); r.Version != 2 || !slices.Equal(r.Include, v2.Include) {
+			t.Errorf("session %s: next rules %+v, want %+v (nothing for the older ones)", s.name, r, v2)
+		}
+		none(s.got, s.name)
+	}
 }

@@ -44,7 +44,7 @@ type Activities interface {
 	Notify(context.Context, workflows.NotifyInput) error
 	FetchSession(context.Context, workflows.FetchSessionInput) (workflows.SessionCounters, error)
 	EndSessions(context.Context, workflows.EndSessionsInput) (workflows.EndSessionsResult, error)
-	SetRules(context.Context, workflows.RulesInput) error
+	SetRules(context.Context, workflows.RulesInput) (workflows.RulesOutput, error)
 	SeedFile(context.Context, workflows.SeedFileInput) (seedfile.Counts, error)
 }
 

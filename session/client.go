@@ -8,6 +8,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/tlsconf"
 )
 
@@ -41,6 +42,11 @@ type Client struct {
 	// Resolves: the fetcher sessions dialled take KindResolve leases
 	// (Hello.Resolve).
 	Resolves bool
+	// Rules, when set, takes the newer live rules a scheduler pushes to
+	// the fetcher sessions dialled (FrameRules): they ask for them. It is
+	// called on the session's reader, one frame at a time; an error ends
+	// the session.
+	Rules func(campaign.Rules) error
 }
 
 // handshake opens a connection and exchanges Hello / Welcome.

@@ -29,6 +29,8 @@ type Session struct {
 	scope       knownScope
 	pending     map[uint64][]linkKey
 	pendingKeys int
+	// rules takes FrameRules (Client.Rules; nil: not asked for).
+	rules func(campaign.Rules) error
 
 	done    chan struct{}
 	closing chan struct{}
@@ -51,7 +53,7 @@ func (cl Client) DialSession(ctx context.Context, addr, client string, cfg campa
 // channel (the fetcher's concurrency). A key the campaign already ended
 // is refused with ErrEnded.
 func (cl Client) DialSessionKey(ctx context.Context, addr, client, key string, cfg campaign.Config, buffer int) (*Session, error) {
-	c, fr, fw, w, err := cl.handshake(ctx, addr, Hello{Role: RoleFetcher, Client: client, Campaign: &cfg, Key: key, Recorded: cl.Known != nil, Resolve: cl.Resolves})
+	c, fr, fw, w, err := cl.handshake(ctx, addr, Hello{Role: RoleFetcher, Client: client, Campaign: &cfg, Key: key, Recorded: cl.Known != nil, Resolve: cl.Resolves, Rules: cl.Rules != nil})
 	if err != nil {
 		return nil, err
 	}
@@ -63,6 +65,9 @@ func (cl Client) DialSessionKey(ctx context.Context, addr, client, key string, c
 		done:    make(chan struct{}),
 		closing: make(chan struct{}),
 		ended:   make(chan struct{}),
+	}
+	if w.Rules {
+		s.rules = cl.Rules
 	}
 	if w.Recorded && w.Incarnation != 0 && cl.Known != nil {
 		s.known, s.pending = cl.Known, map[uint64][]linkKey{}
@@ -223,6 +228,11 @@ func (s *Session) readLoop(fr *FrameReader) {
 				return
 			}
 			s.recorded(r.Leases)
+		case FrameRules:
+			if err := s.takeRules(t, payload); err != nil {
+				s.fail(err)
+				return
+			}
 		case FrameEnd:
 			// Nothing follows but pongs: the reader's work is done, and
 			// the writer goes on until Close sends the last outcomes.
@@ -238,6 +248,21 @@ func (s *Session) readLoop(fr *FrameReader) {
 			return
 		}
 	}
+}
+
+// takeRules hands the rules of a FrameRules to Client.Rules.
+func (s *Session) takeRules(t FrameType, payload []byte) error {
+	if s.rules == nil {
+		return fmt.Errorf("rules frame not asked for: %w", ErrBadFrame)
+	}
+	var r campaign.Rules
+	if err := Decode(t, payload, &r); err != nil {
+		return err
+	}
+	if err := s.rules(r); err != nil {
+		return fmt.Errorf("live rules version %d from %s: %w", r.Version, s.welcome.Scheduler, err)
+	}
+	return nil
 }
 
 // outcomesFrameBytes bounds the estimated size of one outcomes frame, well

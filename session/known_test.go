@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -249,5 +250,43 @@ func TestKnownLinksBounded(t *testing.T) {
 	}
 	if !known("http://h/99") {
 		t.Fatal("the latest link is not known")
+	}
+}
+
+// A rules frame the session did not ask for, or whose welcome did not
+// offer it (this fake scheduler never does), ends the session as a bad
+// frame, whether or not the client takes pushed rules.
+func TestRulesFrameNotAskedForEndsTheSession(t *testing.T) {
+	for _, takes := range []bool{false, true} {
+		fs := startFakeScheduler(t, 0)
+		var took []campaign.Rules
+		cl := Client{Token: "t"}
+		if takes {
+			cl.Rules = func(r campaign.Rules) error { took = append(took, r); return nil }
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		s, err := cl.DialSession(ctx, fs.addr, "c", campaign.Config{ID: "c"}, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fw := <-fs.fw
+		if err := fw.WriteFrame(FrameRules, campaign.Rules{Version: 1, Include: []string{"x"}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := fw.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-s.Done():
+		case <-ctx.Done():
+			t.Fatalf("takes rules %v: the session still runs after a rules frame it did not ask for", takes)
+		}
+		if err := s.Err(); !errors.Is(err, ErrBadFrame) {
+			t.Errorf("takes rules %v: session ended with %v, want ErrBadFrame", takes, err)
+		}
+		if len(took) != 0 {
+			t.Errorf("takes rules %v: rules taken %v", takes, took)
+		}
 	}
 }

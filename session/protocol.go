@@ -83,10 +83,15 @@ const (
 	// asked (Hello.Recorded): the links they carried are known from then on
 	// (KnownLinks).
 	FrameRecorded
+	// FrameRules gives a fetcher session its campaign's live rules
+	// (campaign.Rules) when they are newer than those it started with,
+	// when its hello asked (Hello.Rules): a live include widens its scope
+	// without a new session.
+	FrameRules
 )
 
 func (t FrameType) String() string {
-	names := [...]string{"?", "hello", "welcome", "refused", "credit", "leases", "outcomes", "reserved", "ping", "pong", "request", "reply", "end", "recorded"}
+	names := [...]string{"?", "hello", "welcome", "refused", "credit", "leases", "outcomes", "reserved", "ping", "pong", "request", "reply", "end", "recorded", "rules"}
 	if int(t) < len(names) {
 		return names[t]
 	}
@@ -124,6 +129,11 @@ type Hello struct {
 	// dialed (Outcome.IP). A campaign keyed by IP resolves a new host
 	// first, so that its robots.txt is on the IP's clock too.
 	Resolve bool `json:"resolve,omitempty"`
+	// Rules asks for FrameRules: the fetcher takes newer live rules while
+	// its session runs. A scheduler that does not know the field ignores
+	// it, leaves Welcome.Rules unset, and says in its OpRules reply that
+	// its sessions need new ones (Reply.Pushed).
+	Rules bool `json:"rules,omitempty"`
 }
 
 // Welcome accepts a session.
@@ -135,6 +145,8 @@ type Welcome struct {
 	LeaseTimeout time.Duration `json:"lease_timeout"`
 	// Recorded: this session gets FrameRecorded (Hello.Recorded asked).
 	Recorded bool `json:"recorded,omitempty"`
+	// Rules: this session gets FrameRules (Hello.Rules asked).
+	Rules bool `json:"rules,omitempty"`
 	// Incarnation names the campaign's life on this scheduler (its actor,
 	// from its opening to its close): what a fetcher learnt from one
 	// (KnownLinks) holds only for it.

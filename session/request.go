@@ -120,6 +120,13 @@ type Reply struct {
 	Page *URLPage `json:"page,omitempty"`
 	// Waits answers OpSlots.
 	Waits []time.Duration `json:"waits,omitempty"`
+	// Pushed and Stale answer OpRules: the scheduler sends newer rules to
+	// the campaign's fetcher sessions that asked (Hello.Rules), and Stale
+	// of them did not ask (a worker from before FrameRules): their scope
+	// changes only with a new session. A scheduler from before leaves
+	// Pushed unset.
+	Pushed bool `json:"pushed,omitempty"`
+	Stale  int  `json:"stale,omitempty"`
 	// Captures answers OpDigests.
 	Captures []*page.Capture `json:"captures,omitempty"`
 }

@@ -118,9 +118,30 @@ func TestSeedListsIncludeAndSeedOverHTTP(t *testing.T) {
 	if err == nil || !strings.Contains(out, "1 refused by the scope") || !strings.Contains(out, "out of scope") {
 		t.Fatalf("seed out of scope: want exit 1 naming the refused seed, got %v:\n%s", err, out)
 	}
+	// The include comes while requests are under way, their bodies held:
+	// the fetcher sessions take it running (the schedulers push it), so
+	// that no request is cut and made again.
+	web.HoldBodies()
+	t.Cleanup(web.ReleaseBodies)
+	await.For(t, time.Minute, 10*time.Millisecond, "requests held under way", func() error {
+		if n := web.Held(); n < 2 {
+			return fmt.Errorf("%d held", n)
+		}
+		return nil
+	})
+	held := web.Held()
 	if out, err = starter(time.Minute, "include", id, "^"+regexp.QuoteMeta("http://"+hosts[2]+"/")); err != nil {
 		t.Fatalf("include: %v\n%s", err, out)
 	}
+	// A session restarted for the include would cut its requests within
+	// moments (FrameEnd follows the Update at once): they stay held.
+	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if n := web.Held(); n < held {
+			t.Fatalf("%d of the %d requests under way at the include were cut", held-n, held)
+		}
+	}
+	web.ReleaseBodies()
+	t.Logf("%d requests under way at the include, still under way 2 s later", held)
 	if out, err = starter(time.Minute, "seed", id, "--file", one); err != nil || !strings.Contains(out, "1 seeds queued") {
 		t.Fatalf("seed after include: %v\n%s", err, out)
 	}

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync/atomic"
 
 	"github.com/drover-crawl/drover/campaign"
 )
@@ -50,8 +51,8 @@ const (
 //
 // A URL is in scope when it matches one of cfg.Scope's regexes or, without
 // any, when its host (HostKey) is one of the seeds' hosts (cfg.Seeds' and
-// cfg.SeedHosts); a URL a live include (cfg.Live.Include) matches is in
-// scope too. It is then
+// cfg.SeedHosts); a URL a live include (cfg.Live.Include, and the newer
+// rules TakeRules is given) matches is in scope too. It is then
 // refused when it matches one of cfg.Exclude, is deeper than cfg.MaxDepth
 // (nil: no limit; 0: the seeds only), or trips a trap guard (see the constants above).
 //
@@ -62,7 +63,7 @@ const (
 type Scope struct {
 	hosts   map[string]bool
 	scope   []*regexp.Regexp
-	include []*regexp.Regexp // live includes (campaign.Rules.Include)
+	include atomic.Pointer[includes] // live includes (TakeRules)
 	exclude []*regexp.Regexp
 	depth   int // -1: no limit
 }
@@ -86,12 +87,9 @@ func NewScope(cfg campaign.Config) (*Scope, error) {
 	for _, h := range cfg.SeedHosts {
 		s.hosts[strings.ToLower(h)] = true
 	}
-	for _, r := range cfg.Live.Include {
-		re, err := regexp.Compile(r)
-		if err != nil {
-			return nil, fmt.Errorf("include %q: %w", r, err)
-		}
-		s.include = append(s.include, re)
+	s.include.Store(&includes{version: -1})
+	if _, err := s.TakeRules(cfg.Live); err != nil {
+		return nil, err
 	}
 	for _, r := range cfg.Scope {
 		re, err := regexp.Compile(r)
@@ -108,6 +106,38 @@ func NewScope(cfg campaign.Config) (*Scope, error) {
 		s.exclude = append(s.exclude, re)
 	}
 	return s, nil
+}
+
+// includes are the live includes of one rules version.
+type includes struct {
+	version int64
+	res     []*regexp.Regexp
+}
+
+// TakeRules widens the scope by the live includes of r, when r is newer
+// than the rules it took last (a scheduler pushes them to a running
+// fetcher session: session.FrameRules); older or equal rules are ignored,
+// so that rules reaching it out of order keep the newest. It reports
+// whether it took r. The checks under way finish with the includes they
+// began with.
+func (s *Scope) TakeRules(r campaign.Rules) (bool, error) {
+	next := &includes{version: r.Version}
+	for _, src := range r.Include {
+		re, err := regexp.Compile(src)
+		if err != nil {
+			return false, fmt.Errorf("include %q: %w", src, err)
+		}
+		next.res = append(next.res, re)
+	}
+	for {
+		cur := s.include.Load()
+		if r.Version <= cur.version {
+			return false, nil
+		}
+		if s.include.CompareAndSwap(cur, next) {
+			return true, nil
+		}
+	}
 }
 
 // Allow reports whether u, found at depth on page parent (nil for a seed),
@@ -208,7 +238,7 @@ func (s *Scope) inScope(t target, anyHost bool) string {
 		}
 		return ""
 	}
-	for _, re := range s.include {
+	for _, re := range s.include.Load().res {
 		if re.MatchString(t.str) {
 			return ""
 		}

@@ -145,3 +145,33 @@ func TestScopeEmbeds(t *testing.T) {
 		}
 	}
 }
+
+// A scope takes the includes of newer rules while it is in use (a
+// scheduler pushes them to a running session) and keeps the newest when
+// rules reach it out of order.
+func TestScopeTakesNewerRules(t *testing.T) {
+	s := mustScope(t, campaign.Config{Seeds: []string{"http://example.com/"}, Live: campaign.Rules{Version: 2, Include: []string{`^http://a\.example/`}}})
+	inScope := func(u string) bool { ok, _ := allow(s, u, 1); return ok }
+	require.True(t, inScope("http://a.example/x"), "the config's include")
+	require.False(t, inScope("http://b.example/x"))
+
+	took, err := s.TakeRules(campaign.Rules{Version: 1, Include: []string{`^http://c\.example/`}})
+	require.NoError(t, err)
+	require.False(t, took, "rules older than the config's")
+	require.False(t, inScope("http://c.example/x"))
+
+	took, err = s.TakeRules(campaign.Rules{Version: 3, Include: []string{`^http://a\.example/`, `^http://b\.example/`}})
+	require.NoError(t, err)
+	require.True(t, took)
+	require.True(t, inScope("http://b.example/x"), "the pushed include")
+	require.True(t, inScope("http://example.com/x"), "the seeds' hosts stay")
+
+	took, err = s.TakeRules(campaign.Rules{Version: 3, Include: []string{`^http://d\.example/`}})
+	require.NoError(t, err)
+	require.False(t, took, "the same version again")
+	require.False(t, inScope("http://d.example/x"))
+
+	_, err = s.TakeRules(campaign.Rules{Version: 4, Include: []string{`(`}})
+	require.ErrorContains(t, err, `include "("`)
+	require.True(t, inScope("http://b.example/x"), "a bad include leaves the scope as it was")
+}

@@ -41,7 +41,9 @@ func (*stubActivities) FetchSession(context.Context, FetchSessionInput) (Session
 // acts names the activities in the tests' mocks.
 var acts *stubActivities
 
-func (*stubActivities) SetRules(context.Context, RulesInput) error { return errNotMocked }
+func (*stubActivities) SetRules(context.Context, RulesInput) (RulesOutput, error) {
+	return RulesOutput{}, errNotMocked
+}
 
 func (*stubActivities) SeedFile(context.Context, SeedFileInput) (seedfile.Counts, error) {
 	return seedfile.Counts{}, errNotMocked

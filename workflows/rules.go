@@ -11,13 +11,16 @@ import (
 	"github.com/drover-crawl/drover/campaign"
 )
 
-// Live rules: `starter exclude` and `starter host` (or the Update from the
-// `temporal` CLI) add to a running campaign's campaign.Rules. The workflow
-// records them in its config (so continue-as-new and every fetcher session
-// started later carry them) and sends them to every scheduler
-// (RulesActivity); the Update returns once every scheduler applies them,
-// and a scheduler applies an exclude only once no lease of a URL it
-// matches is out: from then on no matching URL is fetched.
+// Live rules: `starter exclude`, `starter include` and `starter host` (or
+// the Update from the `temporal` CLI) add to a running campaign's
+// campaign.Rules. The workflow records them in its config (so
+// continue-as-new and every fetcher session started later carry them) and
+// sends them to every scheduler (RulesActivity); the Update returns once
+// every scheduler applies them, and a scheduler applies an exclude only
+// once no lease of a URL it matches is out: from then on no matching URL
+// is fetched. A scheduler pushes an include to the running fetcher
+// sessions that take pushed rules; the workflow restarts its sessions
+// only when one does not (RulesOutput).
 const (
 	// UpdateRules takes RulesRequest and returns RulesResult.
 	UpdateRules = "rules"
@@ -31,8 +34,8 @@ type RulesRequest struct {
 	// fetched, and those queued or held are settled as "excluded".
 	Exclude string `json:"exclude,omitempty"`
 	// Include is a regular expression: matching URLs are in scope from
-	// then on (found as links by the fetcher sessions the workflow starts
-	// after it; it restarts the running ones, so that they read it).
+	// then on (found as links in the pages whose links are read after
+	// it: the schedulers push it to the running fetcher sessions).
 	Include string `json:"include,omitempty"`
 	// Host sets one host's delay, concurrency or block, from its next
 	// lease on.
@@ -42,6 +45,17 @@ type RulesRequest struct {
 // RulesResult is the campaign's rules once the change applies everywhere.
 type RulesResult struct {
 	Rules campaign.Rules `json:"rules"`
+}
+
+// RulesOutput is what RulesActivity says of the running fetcher sessions.
+type RulesOutput struct {
+	// Pushed: every scheduler sent the rules to the sessions that take
+	// them while they run (false from an activity or a scheduler from
+	// before pushed rules).
+	Pushed bool
+	// Stale counts the sessions that do not take them: they read an
+	// include only when they start again.
+	Stale int
 }
 
 // RulesInput is the input of RulesActivity: the campaign's frontier key
@@ -79,6 +93,23 @@ func (r *run) validateRules(_ workflow.Context, req RulesRequest) error {
 	return nil
 }
 
+// versionPushedRules is the workflow.GetVersion change ID of leaving the
+// fetcher sessions running on a live include that every scheduler pushed
+// to them.
+const versionPushedRules = "pushed-rules"
+
+// mustRotate says whether an include must restart the running sessions:
+// always in a run from before pushed rules, and whenever a scheduler
+// could not be reached, cannot push, or has sessions that do not take
+// them. A restart cancels the requests under way, which are then made
+// again: pushed rules cost no request.
+func (r *run) mustRotate(ctx workflow.Context, out RulesOutput, err error) bool {
+	if workflow.GetVersion(ctx, versionPushedRules, workflow.DefaultVersion, 1) < 1 {
+		return true
+	}
+	return err != nil || !out.Pushed || out.Stale > 0
+}
+
 func (r *run) nextRules(req RulesRequest) campaign.Rules {
 	next := r.cfg.Live
 	if req.Exclude != "" {
@@ -97,10 +128,12 @@ func (r *run) onRules(ctx workflow.Context, req RulesRequest) (RulesResult, erro
 	r.cfg.Live = r.nextRules(req)
 	rules := r.cfg.Live
 	actx := workflow.WithActivityOptions(ctx, smallOptions(rulesWithin, 5))
-	err := workflow.ExecuteActivity(actx, RulesActivity, RulesInput{Campaign: r.cfg.FrontierKey(), Rules: rules}).Get(ctx, nil)
-	if req.Include != "" {
-		// Workers read the scope when a session starts: the running
-		// sessions end (their leases go back) and start again with it.
+	var out RulesOutput
+	err := workflow.ExecuteActivity(actx, RulesActivity, RulesInput{Campaign: r.cfg.FrontierKey(), Rules: rules}).Get(ctx, &out)
+	if req.Include != "" && r.mustRotate(ctx, out, err) {
+		// A session that does not take pushed rules reads the scope when
+		// it starts: the running sessions end (their leases go back) and
+		// start again with it.
 		r.events.SendAsync(event{kind: evRotate})
 	}
 	if err != nil {

@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -77,44 +78,76 @@ func TestSeedListHoldsTheCampaignOpen(t *testing.T) {
 	require.GreaterOrEqual(t, h.closedAt.Sub(start), 3*time.Minute+30*time.Second, "closed while the list streamed")
 }
 
-// A live include restarts every running fetcher session with the new
-// scope in its config (workers read it when a session starts), without
+// A live include the schedulers pushed to every running fetcher session
+// leaves them running; when one could not take it (a worker or a
+// scheduler from before pushed rules, or a scheduler not reached), every
+// running session starts again with the new scope in its config, without
 // counting a restart.
-func TestIncludeRestartsTheSessionsWithTheScope(t *testing.T) {
-	var withInclude atomic.Int32
-	h := newHarness(t, func(env *testsuite.TestWorkflowEnvironment) {
-		env.OnActivity(acts.SetRules, mock.Anything, mock.Anything).Return(nil)
-		env.OnActivity(acts.FetchSession, mock.Anything, mock.Anything).After(24 * time.Hour).Return(
-			func(_ context.Context, in FetchSessionInput) (SessionCounters, error) {
-				return SessionCounters{}, nil
-			}).Maybe()
-	})
-	h.env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, args converter.EncodedValues) {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		switch info.ActivityType.Name {
-		case "FetchSession":
-			var in FetchSessionInput
-			require.NoError(t, args.Get(&in))
-			h.starts[in.Index]++
-			if slices.Contains(in.Config.Live.Include, "^http://b[.]example/") {
-				withInclude.Add(1)
-			}
-		case "Close", "EndSessions", "Notify":
-			h.calls.Add(1)
-		}
-	})
-	var res RulesResult
-	var rejected error
-	h.update(2*time.Minute, UpdateRules, RulesRequest{Include: "^http://b[.]example/"}, &res, &rejected)
-	h.at(5*time.Minute, func() { h.drained.Store(true) })
-	st := h.run(CampaignInput{Config: testConfig()})
+func TestIncludeRestartsOnlySessionsThatCannotTakeIt(t *testing.T) {
+	cases := []struct {
+		name     string
+		out      RulesOutput
+		err      error
+		restarts bool
+	}{
+		{"pushed to every session", RulesOutput{Pushed: true}, nil, false},
+		{"a session that does not take it", RulesOutput{Pushed: true, Stale: 1}, nil, true},
+		{"a scheduler that cannot push", RulesOutput{Stale: 0}, nil, true},
+		{"a scheduler not reached", RulesOutput{Pushed: true}, errors.New("scheduler 127.0.0.1:1 unreachable"), true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var withInclude atomic.Int32
+			h := newHarness(t, func(env *testsuite.TestWorkflowEnvironment) {
+				env.OnActivity(acts.SetRules, mock.Anything, mock.Anything).Return(c.out, c.err)
+				env.OnActivity(acts.FetchSession, mock.Anything, mock.Anything).After(24 * time.Hour).Return(
+					func(_ context.Context, in FetchSessionInput) (SessionCounters, error) {
+						return SessionCounters{}, nil
+					}).Maybe()
+			})
+			h.env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, args converter.EncodedValues) {
+				h.mu.Lock()
+				defer h.mu.Unlock()
+				switch info.ActivityType.Name {
+				case "FetchSession":
+					var in FetchSessionInput
+					require.NoError(t, args.Get(&in))
+					h.starts[in.Index]++
+					if slices.Contains(in.Config.Live.Include, "^http://b[.]example/") {
+						withInclude.Add(1)
+					}
+				case "Close", "EndSessions", "Notify":
+					h.calls.Add(1)
+				}
+			})
+			var completed, rejected error
+			h.at(2*time.Minute, func() {
+				h.env.UpdateWorkflow(UpdateRules, "", &testsuite.TestUpdateCallback{
+					OnAccept:   func() {},
+					OnReject:   func(err error) { rejected = err },
+					OnComplete: func(_ any, err error) { completed = err },
+				}, RulesRequest{Include: "^http://b[.]example/"})
+			})
+			h.at(5*time.Minute, func() { h.drained.Store(true) })
+			st := h.run(CampaignInput{Config: testConfig()})
 
-	require.NoError(t, rejected)
-	require.Equal(t, []string{"^http://b[.]example/"}, res.Rules.Include)
-	require.Equal(t, campaign.StateCompleted, st.State)
-	require.Equal(t, int32(2), withInclude.Load(), "both fetchers started again with the include")
-	require.Equal(t, 2, h.startsOf(0))
-	require.Equal(t, 2, h.startsOf(1))
-	require.Zero(t, st.Restarts)
+			require.Equal(t, campaign.StateCompleted, st.State)
+			require.Zero(t, st.Restarts)
+			require.NoError(t, rejected)
+			if c.err != nil {
+				require.ErrorContains(t, completed, "not every scheduler took them")
+			} else {
+				require.NoError(t, completed)
+			}
+			if !c.restarts {
+				require.Zero(t, withInclude.Load(), "no session started again")
+				require.Equal(t, 1, h.startsOf(0))
+				require.Equal(t, 1, h.startsOf(1))
+				return
+			}
+			require.Equal(t, int32(2), withInclude.Load(), "both fetchers started again with the include")
+			require.Equal(t, 2, h.startsOf(0))
+			require.Equal(t, 2, h.startsOf(1))
+		})
+	}
 }

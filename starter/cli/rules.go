@@ -91,7 +91,7 @@ prints the campaign's live rules as they now stand.`,
 			if asJSON {
 				return writeJSON(a.Out, res)
 			}
-			fmt.Fprintf(a.Out, "campaign %s: including %s (rules version %d; its fetcher sessions start again with the wider scope)\n", id, quoted(re), res.Rules.Version)
+			fmt.Fprintf(a.Out, "campaign %s: including %s (rules version %d; links are judged by the wider scope from now on)\n", id, quoted(re), res.Rules.Version)
 			return nil
 		},
 	}
