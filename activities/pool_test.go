@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -56,6 +57,35 @@ func TestFetcherPoolSharesPerCampaign(t *testing.T) {
 	require.NoError(t, err)
 	defer rel5()
 	require.NotSame(t, f1, f5, "a Fetcher closed with its last session was handed out again")
+}
+
+// Sessions of one campaign whose configs differ only in their live rules
+// (started before and after an include) share its Fetcher, whose scope
+// holds the newest include whatever order they come in.
+func TestFetcherSharedAcrossLiveRules(t *testing.T) {
+	cfg := campaign.Config{ID: fmt.Sprintf("live-%d", time.Now().UnixNano()), Seeds: []string{"http://127.0.0.1/"}, Fetchers: 2}.WithDefaults()
+	newer := cfg
+	newer.Live = campaign.Rules{}.WithInclude(`^http://127\.0\.0\.2/`)
+	inScope := func(f *fetch.Fetcher, raw string) bool {
+		u, err := url.Parse(raw)
+		require.NoError(t, err)
+		ok, _ := f.Scope().Allow(u, 1, nil)
+		return ok
+	}
+	f1, rel1, err := acquireFetcher(context.Background(), cfg, nil)
+	require.NoError(t, err)
+	defer rel1()
+	require.False(t, inScope(f1, "http://127.0.0.2/a"))
+	f2, rel2, err := acquireFetcher(context.Background(), newer, nil)
+	require.NoError(t, err)
+	defer rel2()
+	require.Same(t, f1, f2, "a session started after an include got a Fetcher of its own")
+	require.True(t, inScope(f1, "http://127.0.0.2/a"), "the shared scope took the newer session's include")
+	f3, rel3, err := acquireFetcher(context.Background(), cfg, nil)
+	require.NoError(t, err)
+	defer rel3()
+	require.Same(t, f1, f3)
+	require.True(t, inScope(f1, "http://127.0.0.2/a"), "an older session's rules undid the include")
 }
 
 // TestSinksSharedAndClosedByTheLastSession: the sessions of a campaign in
