@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/drover-crawl/drover/testweb"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // getAll GETs every page of web once, with the validators of known (URL
@@ -16,9 +18,7 @@ func getAll(t *testing.T, web *testweb.Web, known map[string][2]string, skip str
 	got := map[string][2]string{}
 	for _, u := range web.Pages() {
 		req, err := http.NewRequest(http.MethodGet, u, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		if v, ok := known[u]; ok && u != skip {
 			if v[0] != "" {
 				req.Header.Set("If-None-Match", v[0])
@@ -28,9 +28,7 @@ func getAll(t *testing.T, web *testweb.Web, known map[string][2]string, skip str
 			}
 		}
 		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		resp.Body.Close()
 		if resp.StatusCode == http.StatusOK {
 			got[u] = [2]string{resp.Header.Get("ETag"), resp.Header.Get("Last-Modified")}
@@ -47,15 +45,11 @@ func getAll(t *testing.T, web *testweb.Web, known map[string][2]string, skip str
 func TestRecrawlChecks(t *testing.T) {
 	web, err := testweb.Start(testweb.Config{Hosts: 2, PagesPerHost: 6, CrossHost: true, NoExtras: true,
 		Validators: true, Duplicates: 2, Base: recrawlBase})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer web.Close()
 	validators := getAll(t, web, nil, "")
 	answered200 := web.Answered(200)
-	if len(answered200) != len(web.Pages()) {
-		t.Fatalf("run 1: %d answered 200 of %d pages", len(answered200), len(web.Pages()))
-	}
+	require.Equal(t, len(web.Pages()), len(answered200), "run 1: pages answered 200, against all pages")
 	changed := web.Change(0.25)
 	isChanged := map[string]bool{}
 	for _, u := range changed {
@@ -71,16 +65,13 @@ func TestRecrawlChecks(t *testing.T) {
 
 	web.Reset()
 	getAll(t, web, validators, "")
-	if failed := checkConditional(web, answered200, changed); len(failed) > 0 {
-		t.Errorf("every page asked for with its validators: %v", failed)
-	}
+	assert.Empty(t, checkConditional(web, answered200, changed), "every page asked for with its validators")
 
 	web.Reset()
 	getAll(t, web, validators, unchanged)
 	failed := checkConditional(web, answered200, changed)
-	if len(failed) != 2 || !strings.Contains(failed[0], "1 of the") || !strings.Contains(failed[1], "answered 304") {
-		t.Errorf("%s asked for without its validators: failed %q, want the validator and the 304 checks", unchanged, failed)
-	}
+	assert.Falsef(t, len(failed) != 2 || !strings.Contains(failed[0], "1 of the") || !strings.Contains(failed[1], "answered 304"),
+		"%s asked for without its validators: failed %q, want the validator and the 304 checks", unchanged, failed)
 
 	web.Reset()
 	getAll(t, web, validators, "")
@@ -88,7 +79,6 @@ func TestRecrawlChecks(t *testing.T) {
 	var r Result
 	r.Run = 2
 	fillFromWeb(&r, web)
-	if f := checkOnce(&r); len(f) != 1 || r.Duplicates != len(web.Pages()) {
-		t.Errorf("every page fetched twice: %d duplicates, checkOnce %q", r.Duplicates, f)
-	}
+	f := checkOnce(&r)
+	assert.Falsef(t, len(f) != 1 || r.Duplicates != len(web.Pages()), "every page fetched twice: %d duplicates, checkOnce %q", r.Duplicates, f)
 }

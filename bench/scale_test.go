@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/campaign"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // scaleSamples: three samples 10 s apart; the worker restarts between the
@@ -39,70 +41,51 @@ func TestScaleRows(t *testing.T) {
 		firsts = append(firsts, t0.Add(10*time.Second+time.Duration(i+1)*20*time.Millisecond))
 	}
 	rows := scaleRows(scaleSamples(t0), firsts)
-	if len(rows) != 3 {
-		t.Fatalf("%d rows, want 3", len(rows))
-	}
+	require.Len(t, rows, 3)
 	// The first page at t0 itself counts at the first sample.
-	if rows[0].Pages != 1 || rows[0].CPUPerK != -1 || rows[0].PagesPerSec != 0 {
-		t.Errorf("row 0 = %+v, want 1 page, no rate, no CPU", rows[0])
-	}
+	assert.Falsef(t, rows[0].Pages != 1 || rows[0].CPUPerK != -1 || rows[0].PagesPerSec != 0, "row 0 = %+v, want 1 page, no rate, no CPU", rows[0])
 	// 999 more pages in 10 s; 5 s of CPU (2 scheduler + 3 worker).
-	if r := rows[1]; r.Pages != 1000 || r.Elapsed != 10*time.Second || r.PagesPerSec != 99.9 || !near(r.CPUPerK, 5000.0/999) {
-		t.Errorf("row 1 = %+v, want 1000 pages at 10s, 99.9 pages/s, %.3f CPU s/1k", r, 5000.0/999)
-	}
+	r := rows[1]
+	assert.Falsef(t, r.Pages != 1000 || r.Elapsed != 10*time.Second || r.PagesPerSec != 99.9 || !near(r.CPUPerK, 5000.0/999),
+		"row 1 = %+v, want 1000 pages at 10s, 99.9 pages/s, %.3f CPU s/1k", r, 5000.0/999)
 	// 500 pages in 10 s; 1 s scheduler + 1 s of the restarted worker.
-	if r := rows[2]; r.Pages != 1500 || r.PagesPerSec != 50 || r.CPUPerK != 4 || r.RSS["worker"] != 140<<20 || r.Fetched != -1 {
-		t.Errorf("row 2 = %+v, want 1500 pages, 50 pages/s, 4 CPU s/1k, worker RSS 140 MB", r)
-	}
+	r = rows[2]
+	assert.Falsef(t, r.Pages != 1500 || r.PagesPerSec != 50 || r.CPUPerK != 4 || r.RSS["worker"] != 140<<20 || r.Fetched != -1,
+		"row 2 = %+v, want 1500 pages, 50 pages/s, 4 CPU s/1k, worker RSS 140 MB", r)
 	first, last := fifths(firsts)
 	// A fifth is 300 pages: the first 300 over 3 s, the last 300 over 6 s.
-	if !near(first, 100) || !near(last, 50) {
-		t.Errorf("fifths = %.2f, %.2f; want 100, 50", first, last)
-	}
+	assert.Falsef(t, !near(first, 100) || !near(last, 50), "fifths = %.2f, %.2f; want 100, 50", first, last)
 	if f, l := fifths(firsts[:9]); f != 0 || l != 0 {
-		t.Errorf("fifths of 9 pages = %v, %v; want 0, 0", f, l)
+		assert.Failf(t, "fifths of too few pages", "fifths of 9 pages = %v, %v; want 0, 0", f, l)
 	}
 
 	sc := ScaleResult{Result: Result{Pages: 1500, Samples: scaleSamples(t0), Wall: 20 * time.Second, State: "completed"},
 		Hosts: 15, PagesPerHost: 100, Fleet: 8, Rows: rows, FirstFifth: first, LastFifth: last}
-	if c := sc.ScaleCPUPerK(); c != 7000.0/1500 {
-		t.Errorf("ScaleCPUPerK = %v, want %v", c, 7000.0/1500)
-	}
+	assert.Equal(t, 7000.0/1500, sc.ScaleCPUPerK(), "ScaleCPUPerK")
 	var b strings.Builder
 	writeScaleRows(&b, rows)
 	want := "| 0s | 1 | - | - | 50 | 100 | - | - | - |\n" +
 		"| 10s | 1000 | 100 | 5.01 | 60 | 120 | - | - | - |\n" +
 		"| 20s | 1500 | 50 | 4.00 | 70 | 140 | - | - | - |\n"
-	if b.String() != want {
-		t.Errorf("table rows:\n%s\nwant:\n%s", b.String(), want)
-	}
-	if s := scaleSummary(sc); !strings.Contains(s, "last / first 0.50") || !strings.Contains(s, "overall **4.67**") || !strings.Contains(s, "worker **140**") {
-		t.Errorf("summary %q: want last / first 0.50, 4.67 CPU s/1k, worker peak 140", s)
-	}
+	assert.Equal(t, want, b.String(), "table rows")
+	s := scaleSummary(sc)
+	assert.Falsef(t, !strings.Contains(s, "last / first 0.50") || !strings.Contains(s, "overall **4.67**") || !strings.Contains(s, "worker **140**"),
+		"summary %q: want last / first 0.50, 4.67 CPU s/1k, worker peak 140", s)
 
 	path := filepath.Join(t.TempDir(), "plot", "scale.png")
-	if err := writeScalePlot(path, sc); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, writeScalePlot(path, sc))
 	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer f.Close()
-	if _, err := png.Decode(f); err != nil {
-		t.Errorf("%s: not a PNG: %v", path, err)
-	}
+	_, err = png.Decode(f)
+	assert.NoErrorf(t, err, "%s: not a PNG", path)
 }
 
 func TestCheckDisk(t *testing.T) {
 	dir := t.TempDir()
-	if err := checkDisk(dir, 1, 1); err != nil {
-		t.Errorf("checkDisk for 1 byte: %v", err)
-	}
+	assert.NoError(t, checkDisk(dir, 1, 1), "checkDisk for 1 byte")
 	err := checkDisk(dir, 1<<62, 1e6)
-	if err == nil || !strings.Contains(err.Error(), "-scale-pages") {
-		t.Errorf("checkDisk for 4 EB: %v, want a refusal that names -scale-pages", err)
-	}
+	assert.ErrorContains(t, err, "-scale-pages", "checkDisk for 4 EB: want a refusal that names -scale-pages")
 }
 
 func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
@@ -119,11 +102,7 @@ func TestScaleCampaignValid(t *testing.T) {
 	j := Job{Seeds: seeds, Fleet: 8, PerHostConcurrency: 8, PerHostDelay: time.Millisecond, Timeout: time.Hour,
 		Scope: []string{fmt.Sprintf(`^http://127\.%d\.`, scaleBase)}}
 	cfg, _, err := jobCampaign(j, "bench-scale-test")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	cfg.Seeds, cfg.SeedsFile, cfg.Run = nil, "the 10000 seeds of the config", campaign.NewRun(time.Now(), 1)
-	if err := cfg.WithDefaults().Validate(); err != nil {
-		t.Errorf("the streamed config: %v", err)
-	}
+	assert.NoError(t, cfg.WithDefaults().Validate(), "the streamed config")
 }

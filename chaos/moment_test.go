@@ -14,6 +14,8 @@ import (
 
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/session"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // busy is a moment in the middle of a crawl: pages missing, the campaign
@@ -68,11 +70,11 @@ func TestVerdict(t *testing.T) {
 			err := verdict(tc.needs, m)
 			switch {
 			case tc.want == "" && err != nil:
-				t.Fatalf("verdict: %v, want nil", err)
+				require.FailNowf(t, "unexpected verdict", "verdict: %v, want nil", err)
 			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-				t.Fatalf("verdict: %v, want an error containing %q", err, tc.want)
+				require.FailNowf(t, "unexpected verdict", "verdict: %v, want an error containing %q", err, tc.want)
 			case err != nil && errors.Is(err, await.ErrFinal) != tc.final:
-				t.Fatalf("verdict: %v: final %v, want %v", err, errors.Is(err, await.ErrFinal), tc.final)
+				require.FailNowf(t, "wrong finality of the verdict", "verdict: %v: final %v, want %v", err, errors.Is(err, await.ErrFinal), tc.final)
 			}
 		})
 	}
@@ -88,9 +90,7 @@ func TestBusiestWorker(t *testing.T) {
 		{map[string]int{workerIdentity(0): 2, workerIdentity(1): 6}, workerIdentity(1)},
 		{map[string]int{workerIdentity(1): 4, workerIdentity(0): 4}, workerIdentity(0)},
 	} {
-		if got := busiestWorker(tc.sessions); got != tc.want {
-			t.Errorf("busiestWorker(%v) = %q, want %q", tc.sessions, got, tc.want)
-		}
+		assert.Equalf(t, tc.want, busiestWorker(tc.sessions), "busiestWorker(%v)", tc.sessions)
 	}
 }
 
@@ -98,34 +98,23 @@ func TestBusiestWorker(t *testing.T) {
 // that worker to run a session.
 func TestEveryFaultNeedsWorkInFlight(t *testing.T) {
 	for _, f := range Faults() {
-		if f.needs&needLeases == 0 {
-			t.Errorf("%s: needs no lease in flight", f.Name)
-		}
-		if f.pick != nil && f.needs&needWorker == 0 {
-			t.Errorf("%s: hits a worker without needing it to run a session", f.Name)
-		}
-		if f.needs&needWorker != 0 && f.pick == nil {
-			t.Errorf("%s: needs a worker's session but picks no worker", f.Name)
-		}
+		assert.Falsef(t, f.needs&needLeases == 0, "%s: needs no lease in flight", f.Name)
+		assert.Falsef(t, f.pick != nil && f.needs&needWorker == 0, "%s: hits a worker without needing it to run a session", f.Name)
+		assert.Falsef(t, f.needs&needWorker != 0 && f.pick == nil, "%s: needs a worker's session but picks no worker", f.Name)
 	}
 }
 
 func TestResultRecordsTheMoment(t *testing.T) {
 	r := Result{InFlight: -1}
 	r.record(Moment{})
-	if r.InFlight != -1 || r.Left != 0 {
-		t.Fatalf("record of a moment never measured: %+v, want -1 in flight", r)
-	}
+	require.Falsef(t, r.InFlight != -1 || r.Left != 0, "record of a moment never measured: %+v, want -1 in flight", r)
 	r.record(busy())
-	if r.Left != 1200 || r.InFlight != 4 || r.Sessions != 3 || r.Worker != workerIdentity(1) {
-		t.Fatalf("record: %+v, want 1200 left, 4 in flight, 3 sessions on %s", r, workerIdentity(1))
-	}
+	require.Falsef(t, r.Left != 1200 || r.InFlight != 4 || r.Sessions != 3 || r.Worker != workerIdentity(1),
+		"record: %+v, want 1200 left, 4 in flight, 3 sessions on %s", r, workerIdentity(1))
 	m := busy()
 	m.Worker, m.StatsErr = "", errors.New("refused")
 	r.record(m)
-	if r.InFlight != -1 || r.Sessions != 8 || r.Worker != "" {
-		t.Fatalf("record without stats or worker: %+v, want -1 in flight, 8 sessions", r)
-	}
+	require.Falsef(t, r.InFlight != -1 || r.Sessions != 8 || r.Worker != "", "record without stats or worker: %+v, want -1 in flight, 8 sessions", r)
 }
 
 func TestTableSaysFail(t *testing.T) {
@@ -148,12 +137,9 @@ func TestTableSaysFail(t *testing.T) {
 			var b bytes.Buffer
 			PrintTable(&b, Options{}, []Result{tc.r})
 			lines := strings.Split(strings.TrimSpace(b.String()), "\n")
-			if len(lines) != 3 || !strings.HasPrefix(lines[2], tc.want) {
-				t.Fatalf("table:\n%s\nwant its row to start %q", b.String(), tc.want)
-			}
-			if failed := strings.HasPrefix(lines[2], "| FAIL"); failed != tc.r.Failed() {
-				t.Fatalf("row says FAIL %v, Failed() %v", failed, tc.r.Failed())
-			}
+			require.Falsef(t, len(lines) != 3 || !strings.HasPrefix(lines[2], tc.want), "table:\n%s\nwant its row to start %q", b.String(), tc.want)
+			failed := strings.HasPrefix(lines[2], "| FAIL")
+			require.Equalf(t, tc.r.Failed(), failed, "row says FAIL %v, Failed() %v", failed, tc.r.Failed())
 		})
 	}
 }
@@ -169,10 +155,7 @@ drover_scheduler_leases_in_flight{campaign="chaos-b-2"} 17
 	defer srv.Close()
 	const running, leases = "drover_scheduler_seen_store_compactions", `drover_scheduler_leases_in_flight{campaign="chaos-b-2"}`
 	v, err := scrapeGauges(context.Background(), srv.URL, running, leases)
-	if err != nil || v[running] != 1 || v[leases] != 17 {
-		t.Fatalf("scrapeGauges: %v, %v; want 1 compaction and 17 leases", v, err)
-	}
-	if _, err := scrapeGauges(context.Background(), srv.URL, `drover_scheduler_leases_in_flight{campaign="chaos-c-3"}`); err == nil {
-		t.Fatal("scrapeGauges of a campaign the scrape lacks: no error")
-	}
+	require.Falsef(t, err != nil || v[running] != 1 || v[leases] != 17, "scrapeGauges: %v, %v; want 1 compaction and 17 leases", v, err)
+	_, err = scrapeGauges(context.Background(), srv.URL, `drover_scheduler_leases_in_flight{campaign="chaos-c-3"}`)
+	require.Error(t, err, "scrapeGauges of a campaign the scrape lacks: no error")
 }

@@ -55,7 +55,7 @@ func composeConfig(t *testing.T, root string, env ...string) (string, error) {
 	if err != nil {
 		msg := "no docker-compose on PATH (apt-get install --no-install-recommends docker-compose; .ci/run installs it)"
 		if os.Getenv("CI") != "" {
-			t.Fatal(msg)
+			require.FailNow(t, msg)
 		}
 		t.Skip(msg)
 	}

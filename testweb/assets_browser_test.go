@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/internal/replay"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestAssetsInChromium loads pages of an asset web in headless Chromium,
@@ -29,34 +31,24 @@ func TestAssetsInChromium(t *testing.T) {
 	defer cancel()
 
 	direct, err := replay.LoadPages(ctx, "", pages)
-	if err != nil {
-		t.Fatalf("LoadPages from the web: %v", err)
-	}
+	require.NoError(t, err, "LoadPages from the web")
 	checkLoaded(t, "from the web", w, direct)
 	root := direct.Pages[0].Requests
 	for _, want := range []string{"http://" + w.CDN() + cdnWidgetImg, ".webp", "/assets/fonts/f.woff2", "/assets/base.png"} {
-		if !slices.ContainsFunc(root, func(u string) bool { return strings.HasSuffix(u, want) }) {
-			t.Errorf("loading %s requested no %s; it requested %v", pages[0], want, root)
-		}
+		assert.Truef(t, slices.ContainsFunc(root, func(u string) bool { return strings.HasSuffix(u, want) }),
+			"loading %s requested no %s; it requested %v", pages[0], want, root)
 	}
 
 	a, proxy := archiveWeb(t, w)
 	w.Reset()
 	replayed, err := replay.LoadPages(ctx, proxy, pages)
-	if err != nil {
-		t.Fatalf("LoadPages from the archive: %v", err)
-	}
+	require.NoError(t, err, "LoadPages from the archive")
 	checkLoaded(t, "from the archive", w, replayed)
-	if m := a.Misses(); len(m) != 0 {
-		t.Errorf("replay asked the archive for URLs it lacks: %v", m)
-	}
-	if n := w.Total(); n != 0 {
-		t.Errorf("replay sent %d requests to the web, want all of them to the archive: %v", n, w.Requests())
-	}
+	assert.Empty(t, a.Misses(), "replay asked the archive for URLs it lacks")
+	n := w.Total()
+	assert.Zerof(t, n, "replay sent %d requests to the web, want all of them to the archive: %v", n, w.Requests())
 	for i, p := range replayed.Pages {
-		if !slices.Equal(sorted(p.Requests), sorted(direct.Pages[i].Requests)) {
-			t.Errorf("%s requested %v replayed, %v from the web", p.URL, p.Requests, direct.Pages[i].Requests)
-		}
+		assert.Truef(t, slices.Equal(sorted(p.Requests), sorted(direct.Pages[i].Requests)), "%s requested %v replayed, %v from the web", p.URL, p.Requests, direct.Pages[i].Requests)
 	}
 }
 
@@ -66,16 +58,11 @@ func checkLoaded(t *testing.T, how string, w *Web, rep replay.Report) {
 	t.Helper()
 	assets := w.Assets()
 	for _, p := range rep.Pages {
-		if p.Status != http.StatusOK || len(p.Failures) != 0 || len(p.BrokenImages) != 0 {
-			t.Errorf("%s, %s: status %d, failures %v, broken images %v; want 200 and none", how, p.URL, p.Status, p.Failures, p.BrokenImages)
-		}
-		if len(p.Requests) == 0 {
-			t.Errorf("%s, %s requested no asset", how, p.URL)
-		}
+		assert.Falsef(t, p.Status != http.StatusOK || len(p.Failures) != 0 || len(p.BrokenImages) != 0,
+			"%s, %s: status %d, failures %v, broken images %v; want 200 and none", how, p.URL, p.Status, p.Failures, p.BrokenImages)
+		assert.NotEmptyf(t, p.Requests, "%s, %s requested no asset", how, p.URL)
 		for _, u := range p.Requests {
-			if !slices.Contains(assets, u) {
-				t.Errorf("%s, %s requested %s, which is not in Assets()", how, p.URL, u)
-			}
+			assert.Containsf(t, assets, u, "%s, %s requested %s, which is not in Assets()", how, p.URL, u)
 		}
 	}
 }
@@ -88,24 +75,16 @@ func archiveWeb(t *testing.T, w *Web) (*replay.Archive, string) {
 	var archived []*replay.Response
 	for _, u := range append(w.Pages(), w.Assets()...) {
 		resp, err := c.Get(u)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		body, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if err != nil {
-			t.Fatalf("GET %s: %v", u, err)
-		}
+		require.NoErrorf(t, err, "GET %s", u)
 		archived = append(archived, &replay.Response{URI: u, Status: resp.StatusCode, Header: resp.Header, Body: body})
 	}
 	dir := t.TempDir()
-	if err := replay.WriteWARC(filepath.Join(dir, path.Base(t.Name())+".warc.gz"), archived...); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, replay.WriteWARC(filepath.Join(dir, path.Base(t.Name())+".warc.gz"), archived...))
 	a, err := replay.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	srv := httptest.NewServer(a.Handler())
 	t.Cleanup(srv.Close)
 	return a, srv.Listener.Addr().String()

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"golang.org/x/net/html"
 )
 
@@ -35,63 +37,52 @@ func TestAssetsAreServed(t *testing.T) {
 	w := startWeb(t, assetConfig(41))
 	c := newClient()
 	assets := w.Assets()
-	if missing := w.MissingAssets(); !slices.Equal(missing, assets) {
-		t.Errorf("before any request, MissingAssets() has %d URLs, want all %d of Assets()", len(missing), len(assets))
-	}
+	missing := w.MissingAssets()
+	assert.Truef(t, slices.Equal(missing, assets), "before any request, MissingAssets() has %d URLs, want all %d of Assets()", len(missing), len(assets))
 	pngs := map[string]string{} // body -> path, on one host
 	for _, u := range assets {
 		f := get(t, c, u)
 		want := contentTypes[path.Ext(u)]
-		if f.status != http.StatusOK || want == "" || !strings.HasPrefix(f.ctype, want) {
-			t.Errorf("GET %s: %d %q, want 200 %q", u, f.status, f.ctype, want)
-		}
-		if b, ok := w.Body(u); !ok || !bytes.Equal(b, f.body) {
-			t.Errorf("Body(%s) (known %v) differs from the served bytes", u, ok)
-		}
+		assert.Falsef(t, f.status != http.StatusOK || want == "" || !strings.HasPrefix(f.ctype, want), "GET %s: %d %q, want 200 %q", u, f.status, f.ctype, want)
+		b, ok := w.Body(u)
+		assert.Falsef(t, !ok || !bytes.Equal(b, f.body), "Body(%s) (known %v) differs from the served bytes", u, ok)
 		switch path.Ext(u) {
 		case ".png":
 			checkPNG(t, u, f.body)
 			if strings.HasPrefix(u, "http://"+w.Hosts()[0]+"/") || strings.HasPrefix(u, "http://"+w.CDN()+"/") {
 				p, _ := url.Parse(u)
-				if other, dup := pngs[string(f.body)]; dup {
-					t.Errorf("%s has the same bytes as %s", p.Path, other)
-				}
+				other, dup := pngs[string(f.body)]
+				assert.Falsef(t, dup, "%s has the same bytes as %s", p.Path, other)
 				pngs[string(f.body)] = p.Path
 			}
 		case ".webp":
 			checkWebP(t, u, f.body)
 		}
 	}
-	if m := w.MissingAssets(); len(m) != 0 {
-		t.Errorf("MissingAssets() after fetching every asset = %v", m)
-	}
+	assert.Empty(t, w.MissingAssets(), "MissingAssets() after fetching every asset")
 	for _, u := range w.OffLimits() {
-		if f := get(t, c, u); f.status != http.StatusOK || !strings.HasPrefix(f.ctype, "text/html") {
-			t.Errorf("GET %s: %d %q; the off-limits page must exist, so that fetching it shows", u, f.status, f.ctype)
-		}
-		if slices.Contains(assets, u) {
-			t.Errorf("Assets() lists the off-limits %s", u)
-		}
+		f := get(t, c, u)
+		assert.Falsef(t, f.status != http.StatusOK || !strings.HasPrefix(f.ctype, "text/html"),
+			"GET %s: %d %q; the off-limits page must exist, so that fetching it shows", u, f.status, f.ctype)
+		assert.NotContainsf(t, assets, u, "Assets() lists the off-limits %s", u)
 	}
-	if f := get(t, c, "http://"+w.CDN()+"/robots.txt"); f.status != http.StatusOK || strings.Contains(string(f.body), "Disallow: /") {
-		t.Errorf("the CDN's robots.txt: %d %q, want 200 allowing everything", f.status, f.body)
-	}
+	f := get(t, c, "http://"+w.CDN()+"/robots.txt")
+	assert.Falsef(t, f.status != http.StatusOK || strings.Contains(string(f.body), "Disallow: /"),
+		"the CDN's robots.txt: %d %q, want 200 allowing everything", f.status, f.body)
 }
 
 func checkPNG(t *testing.T, u string, body []byte) {
 	t.Helper()
 	img, err := png.Decode(bytes.NewReader(body))
-	if err != nil {
-		t.Errorf("%s does not decode as PNG: %v", u, err)
+	if !assert.NoErrorf(t, err, "%s does not decode as PNG", u) {
 		return
 	}
 	want := 1
 	if strings.Contains(u, "@2x.") {
 		want = 2
 	}
-	if b := img.Bounds(); b.Dx() != want || b.Dy() != want {
-		t.Errorf("%s is %dx%d, want %dx%d", u, b.Dx(), b.Dy(), want, want)
-	}
+	b := img.Bounds()
+	assert.Falsef(t, b.Dx() != want || b.Dy() != want, "%s is %dx%d, want %dx%d", u, b.Dx(), b.Dy(), want, want)
 }
 
 // checkWebP checks the RIFF container: its size field and an even-sized
@@ -99,14 +90,13 @@ func checkPNG(t *testing.T, u string, body []byte) {
 func checkWebP(t *testing.T, u string, b []byte) {
 	t.Helper()
 	le32 := func(p []byte) int { return int(p[0]) | int(p[1])<<8 | int(p[2])<<16 | int(p[3])<<24 }
-	if len(b) < 20 || string(b[:4]) != "RIFF" || string(b[8:12]) != "WEBP" || le32(b[4:8]) != len(b)-8 {
-		t.Errorf("%s is not a RIFF WEBP file of its length", u)
+	if !assert.Falsef(t, len(b) < 20 || string(b[:4]) != "RIFF" || string(b[8:12]) != "WEBP" || le32(b[4:8]) != len(b)-8,
+		"%s is not a RIFF WEBP file of its length", u) {
 		return
 	}
 	chunk := le32(b[16:20])
-	if kind := string(b[12:16]); kind != "VP8L" && kind != "VP8 " || 20+chunk+chunk%2 != len(b) {
-		t.Errorf("%s: chunk %q of %d bytes does not fill the file of %d", u, b[12:16], chunk, len(b))
-	}
+	kind := string(b[12:16])
+	assert.Falsef(t, kind != "VP8L" && kind != "VP8 " || 20+chunk+chunk%2 != len(b), "%s: chunk %q of %d bytes does not fill the file of %d", u, b[12:16], chunk, len(b))
 }
 
 // TestAssetsAreWhatPagesEmbed follows every embed from every page, as a
@@ -131,9 +121,7 @@ func checkEmbeds(t *testing.T, w *Web) {
 	var queue []string
 	embed := func(base *url.URL, ref string, hop int) {
 		u, err := base.Parse(ref)
-		if err != nil {
-			t.Fatalf("embed %q of %s: %v", ref, base, err)
-		}
+		require.NoErrorf(t, err, "embed %q of %s", ref, base)
 		s := u.String()
 		if old, seen := hops[s]; !seen || hop < old {
 			hops[s] = hop
@@ -148,15 +136,13 @@ func checkEmbeds(t *testing.T, w *Web) {
 		}
 		base, _ := url.Parse(p)
 		embeds, links := scanHTML(t, f.body)
-		if len(embeds) == 0 {
-			t.Errorf("%s embeds nothing", p)
-		}
+		assert.NotEmptyf(t, embeds, "%s embeds nothing", p)
 		for _, ref := range embeds {
 			embed(base, ref, 1)
 		}
 		for _, ref := range links {
 			if u, err := base.Parse(ref); err == nil && u.Host == cdn {
-				t.Errorf("%s links (<a href>) to the CDN: %s", p, u)
+				assert.Failf(t, "a page links to the CDN", "%s links (<a href>) to the CDN: %s", p, u)
 			}
 		}
 	}
@@ -164,8 +150,7 @@ func checkEmbeds(t *testing.T, w *Web) {
 		s := queue[0]
 		queue = queue[1:]
 		f := get(t, c, s)
-		if f.status != http.StatusOK {
-			t.Errorf("embed %s: status %d", s, f.status)
+		if !assert.Equalf(t, http.StatusOK, f.status, "embed %s: status", s) {
 			continue
 		}
 		base, _ := url.Parse(s)
@@ -189,16 +174,13 @@ func checkEmbeds(t *testing.T, w *Web) {
 	var reached []string
 	for s, hop := range hops {
 		reached = append(reached, s)
-		if u, _ := url.Parse(s); u.Host == cdn && hop > 2 {
-			t.Errorf("%s is %d embeds from a page, more than 2", s, hop)
-		}
+		u, _ := url.Parse(s)
+		assert.Falsef(t, u.Host == cdn && hop > 2, "%s is %d embeds from a page, more than 2", s, hop)
 	}
-	if extra, missing := diff(reached, w.Assets()); len(extra)+len(missing) > 0 {
-		t.Errorf("embeds reached from the pages but not in Assets(): %v; in Assets() but not reached: %v", extra, missing)
-	}
-	if !slices.Equal(sorted(cdnLinks), sorted(w.OffLimits())) || len(cdnLinks) == 0 {
-		t.Errorf("links on the CDN's pages %v, OffLimits() %v", cdnLinks, w.OffLimits())
-	}
+	extra, missing := diff(reached, w.Assets())
+	assert.Falsef(t, len(extra)+len(missing) > 0, "embeds reached from the pages but not in Assets(): %v; in Assets() but not reached: %v", extra, missing)
+	assert.Falsef(t, !slices.Equal(sorted(cdnLinks), sorted(w.OffLimits())) || len(cdnLinks) == 0,
+		"links on the CDN's pages %v, OffLimits() %v", cdnLinks, w.OffLimits())
 }
 
 // diff returns what a has and b lacks, and what b has and a lacks.
@@ -238,9 +220,7 @@ func cssRefs(css string) []string {
 func scanHTML(t *testing.T, body []byte) (embeds, links []string) {
 	t.Helper()
 	doc, err := html.Parse(bytes.NewReader(body))
-	if err != nil {
-		t.Fatalf("parsing HTML: %v", err)
-	}
+	require.NoError(t, err, "parsing HTML")
 	for n := range doc.Descendants() {
 		if n.Type != html.ElementNode {
 			continue
@@ -290,30 +270,20 @@ func TestCDNIsNoSeed(t *testing.T) {
 	w := startWeb(t, cfg)
 	cdn := w.CDN()
 	ip, _, err := net.SplitHostPort(cdn)
-	if err != nil || ip != "127.43.0.3" {
-		t.Errorf("CDN() = %q, want 127.43.0.3, the IP after the 2 hosts', and the port", cdn)
-	}
-	if slices.Contains(w.Hosts(), cdn) || slices.Contains(w.IPs(), ip) {
-		t.Errorf("the CDN %s is among Hosts() %v or IPs() %v", cdn, w.Hosts(), w.IPs())
-	}
+	assert.Falsef(t, err != nil || ip != "127.43.0.3", "CDN() = %q, want 127.43.0.3, the IP after the 2 hosts', and the port", cdn)
+	assert.Falsef(t, slices.Contains(w.Hosts(), cdn) || slices.Contains(w.IPs(), ip), "the CDN %s is among Hosts() %v or IPs() %v", cdn, w.Hosts(), w.IPs())
 	for _, u := range append(w.Seeds(), w.Pages()...) {
-		if strings.Contains(u, cdn) {
-			t.Errorf("%s, in Seeds() or Pages(), is on the CDN", u)
-		}
+		assert.NotContainsf(t, u, cdn, "%s, in Seeds() or Pages(), is on the CDN", u)
 	}
 
 	cfg.Assets = false
 	cfg.Base = 44
 	plain := startWeb(t, cfg)
-	if plain.CDN() != "" || plain.Assets() != nil || plain.OffLimits() != nil {
-		t.Errorf("without assets: CDN() %q, Assets() %v, OffLimits() %v; want none", plain.CDN(), plain.Assets(), plain.OffLimits())
-	}
-	if got, want := byHostIndex(plain, plain.Pages()), byHostIndex(w, w.Pages()); !slices.Equal(got, want) {
-		t.Errorf("Pages() differ with and without assets:\n%v\n%v", want, got)
-	}
-	if root, _ := plain.Body(plain.Seeds()[0]); bytes.Contains(root, []byte("/assets/")) {
-		t.Error("a page without assets references /assets/")
-	}
+	assert.Falsef(t, plain.CDN() != "" || plain.Assets() != nil || plain.OffLimits() != nil,
+		"without assets: CDN() %q, Assets() %v, OffLimits() %v; want none", plain.CDN(), plain.Assets(), plain.OffLimits())
+	assert.Equal(t, byHostIndex(w, w.Pages()), byHostIndex(plain, plain.Pages()), "Pages() differ with and without assets")
+	root, _ := plain.Body(plain.Seeds()[0])
+	assert.False(t, bytes.Contains(root, []byte("/assets/")), "a page without assets references /assets/")
 }
 
 // byHostIndex writes each URL's "http://IP:PORT" as "host N".

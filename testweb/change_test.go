@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/internal/await"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // answer is a response with the headers the validator tests look at.
@@ -30,22 +32,16 @@ type answer struct {
 func send(t *testing.T, c *http.Client, method, rawURL string, hdr ...string) answer {
 	t.Helper()
 	req, err := http.NewRequest(method, rawURL, nil)
-	if err != nil {
-		t.Fatalf("request %s: %v", rawURL, err)
-	}
+	require.NoErrorf(t, err, "request %s", rawURL)
 	req.Header.Set("User-Agent", testUA)
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Add(hdr[i], hdr[i+1])
 	}
 	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, rawURL, err)
-	}
+	require.NoErrorf(t, err, "%s %s", method, rawURL)
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("%s %s: reading body: %v", method, rawURL, err)
-	}
+	require.NoErrorf(t, err, "%s %s: reading body", method, rawURL)
 	h := resp.Header
 	return answer{resp.StatusCode, h.Get("ETag"), h.Get("Last-Modified"), h.Get("Content-Type"), body}
 }
@@ -68,30 +64,26 @@ func TestValidators(t *testing.T) {
 			u := w.pageURL(h, n)
 			a := send(t, c, http.MethodGet, u)
 			etag, lastMod, ok := w.Validator(u)
-			if !ok || a.status != http.StatusOK || a.etag != etag || a.lastMod != lastMod {
-				t.Errorf("GET %s: %d ETag %q Last-Modified %q; Validator says %q %q (%v)", u, a.status, a.etag, a.lastMod, etag, lastMod, ok)
-			}
-			if even := n%2 == 0; even && (a.etag != etagOf(a.body) || a.lastMod != "") || !even && (a.etag != "" || a.lastMod != base) {
-				t.Errorf("GET %s (page %d): ETag %q Last-Modified %q, want an ETag of the body on even pages, Last-Modified %q on odd ones", u, n, a.etag, a.lastMod, base)
-			}
+			assert.Falsef(t, !ok || a.status != http.StatusOK || a.etag != etag || a.lastMod != lastMod,
+				"GET %s: %d ETag %q Last-Modified %q; Validator says %q %q (%v)", u, a.status, a.etag, a.lastMod, etag, lastMod, ok)
+			even := n%2 == 0
+			assert.Falsef(t, even && (a.etag != etagOf(a.body) || a.lastMod != "") || !even && (a.etag != "" || a.lastMod != base),
+				"GET %s (page %d): ETag %q Last-Modified %q, want an ETag of the body on even pages, Last-Modified %q on odd ones", u, n, a.etag, a.lastMod, base)
 		}
 	}
 	h0 := "http://" + w.Hosts()[0]
 	for _, p := range []string{"/robots.txt", "/private/secret-0.html", pathDataBin, pathMissing, pathRedirect, "/nowhere"} {
-		if a := send(t, c, http.MethodGet, h0+p, "If-None-Match", "*"); a.etag != "" || a.lastMod != "" || a.status == http.StatusNotModified {
-			t.Errorf("GET %s: %d ETag %q Last-Modified %q, want no validator and no 304", p, a.status, a.etag, a.lastMod)
-		}
+		a := send(t, c, http.MethodGet, h0+p, "If-None-Match", "*")
+		assert.Falsef(t, a.etag != "" || a.lastMod != "" || a.status == http.StatusNotModified,
+			"GET %s: %d ETag %q Last-Modified %q, want no validator and no 304", p, a.status, a.etag, a.lastMod)
 	}
-	if got := w.Now(); !got.Equal(clockBase) {
-		t.Errorf("Now() at Start = %v, want %v", got, clockBase)
-	}
+	assert.Truef(t, w.Now().Equal(clockBase), "Now() at Start = %v, want %v", w.Now(), clockBase)
 
 	off := startWeb(t, Config{Hosts: 1, PagesPerHost: 4, Base: 13})
 	for _, u := range off.Pages()[:4] {
 		a := send(t, c, http.MethodGet, u, "If-None-Match", "*", "If-Modified-Since", base)
-		if a.status != http.StatusOK || a.etag != "" || a.lastMod != "" {
-			t.Errorf("without Validators, GET %s: %d ETag %q Last-Modified %q, want 200 and no validator", u, a.status, a.etag, a.lastMod)
-		}
+		assert.Falsef(t, a.status != http.StatusOK || a.etag != "" || a.lastMod != "",
+			"without Validators, GET %s: %d ETag %q Last-Modified %q, want 200 and no validator", u, a.status, a.etag, a.lastMod)
 	}
 }
 
@@ -130,20 +122,15 @@ func TestConditionalRequests(t *testing.T) {
 	}
 	for _, tt := range tests {
 		a := send(t, c, tt.method, tt.url, tt.hdr...)
-		if a.status != tt.want {
-			t.Errorf("%s: %s %v: %d, want %d", tt.name, tt.method, tt.hdr, a.status, tt.want)
+		if !assert.Equalf(t, tt.want, a.status, "%s: %s %v: status", tt.name, tt.method, tt.hdr) {
 			continue
 		}
 		wantETag, wantLM, _ := w.Validator(tt.url)
-		if a.etag != wantETag || a.lastMod != wantLM {
-			t.Errorf("%s: ETag %q Last-Modified %q, want %q %q", tt.name, a.etag, a.lastMod, wantETag, wantLM)
-		}
-		if tt.want == http.StatusNotModified && (len(a.body) != 0 || a.ctype != "") {
-			t.Errorf("%s: 304 with %d body bytes, Content-Type %q", tt.name, len(a.body), a.ctype)
-		}
-		if body, _ := w.Body(tt.url); tt.want == http.StatusOK && tt.method == "GET" && !bytes.Equal(a.body, body) {
-			t.Errorf("%s: 200 body differs from Body", tt.name)
-		}
+		assert.Falsef(t, a.etag != wantETag || a.lastMod != wantLM, "%s: ETag %q Last-Modified %q, want %q %q", tt.name, a.etag, a.lastMod, wantETag, wantLM)
+		assert.Falsef(t, tt.want == http.StatusNotModified && (len(a.body) != 0 || a.ctype != ""),
+			"%s: 304 with %d body bytes, Content-Type %q", tt.name, len(a.body), a.ctype)
+		body, _ := w.Body(tt.url)
+		assert.Falsef(t, tt.want == http.StatusOK && tt.method == "GET" && !bytes.Equal(a.body, body), "%s: 200 body differs from Body", tt.name)
 	}
 }
 
@@ -165,13 +152,10 @@ func TestChange(t *testing.T) {
 		before[u] = seen{b, e, l}
 	}
 	changed := w.Change(0.1)
-	if len(changed) != 10 || len(slices.Compact(sorted(changed))) != 10 {
-		t.Fatalf("Change(0.1) = %d URLs (%v), want 10 distinct pages", len(changed), changed)
-	}
+	require.Falsef(t, len(changed) != 10 || len(slices.Compact(sorted(changed))) != 10,
+		"Change(0.1) = %d URLs (%v), want 10 distinct pages", len(changed), changed)
 	stamp := w.Now()
-	if want := clockBase.Add(time.Second); !stamp.Equal(want) {
-		t.Errorf("Now() after a change = %v, want %v", stamp, want)
-	}
+	assert.Truef(t, stamp.Equal(clockBase.Add(time.Second)), "Now() after a change = %v, want %v", stamp, clockBase.Add(time.Second))
 	for _, u := range pages {
 		old := before[u]
 		cond := []string{"If-None-Match", old.etag}
@@ -181,28 +165,24 @@ func TestChange(t *testing.T) {
 		a := send(t, c, http.MethodGet, u, cond...)
 		v, _ := w.Version(u)
 		if !slices.Contains(changed, u) {
-			if a.status != http.StatusNotModified || v != 0 {
-				t.Errorf("unchanged %s: %d at version %d, want 304 at 0", u, a.status, v)
-			}
+			assert.Falsef(t, a.status != http.StatusNotModified || v != 0, "unchanged %s: %d at version %d, want 304 at 0", u, a.status, v)
 			continue
 		}
 		body, _ := w.Body(u)
 		switch {
 		case a.status != http.StatusOK || v != 1:
-			t.Errorf("changed %s: %d at version %d, want 200 at 1", u, a.status, v)
+			assert.Failf(t, "changed page: wrong status or version", "changed %s: %d at version %d, want 200 at 1", u, a.status, v)
 		case !bytes.Equal(a.body, body) || bytes.Equal(body, old.body) || !bytes.Contains(body, []byte("Revision 1.")):
-			t.Errorf("changed %s: served body equal to Body %v, to the old body %v", u, bytes.Equal(a.body, body), bytes.Equal(body, old.body))
+			assert.Failf(t, "changed page: wrong body", "changed %s: served body equal to Body %v, to the old body %v", u, bytes.Equal(a.body, body), bytes.Equal(body, old.body))
 		case !slices.Equal(sorted(hrefs(body)), sorted(hrefs(old.body))):
-			t.Errorf("changed %s: links differ", u)
+			assert.Failf(t, "changed page: links differ", "changed %s: links differ", u)
 		case old.etag != "" && (a.etag == old.etag || a.etag != etagOf(body)):
-			t.Errorf("changed %s: ETag %q, was %q", u, a.etag, old.etag)
+			assert.Failf(t, "changed page: wrong ETag", "changed %s: ETag %q, was %q", u, a.etag, old.etag)
 		case old.lastMod != "" && a.lastMod != stamp.Format(http.TimeFormat):
-			t.Errorf("changed %s: Last-Modified %q, want the clock %v", u, a.lastMod, stamp)
+			assert.Failf(t, "changed page: wrong Last-Modified", "changed %s: Last-Modified %q, want the clock %v", u, a.lastMod, stamp)
 		}
 	}
-	if a := send(t, c, http.MethodGet, changed[0], "If-None-Match", "*"); a.status != http.StatusNotModified {
-		t.Errorf("changed page, If-None-Match *: %d, want 304", a.status)
-	}
+	assert.Equal(t, http.StatusNotModified, send(t, c, http.MethodGet, changed[0], "If-None-Match", "*").status, "changed page, If-None-Match *")
 }
 
 // TestChangePagesAndClock: ChangePages changes exactly its pages, each
@@ -211,42 +191,28 @@ func TestChange(t *testing.T) {
 func TestChangePagesAndClock(t *testing.T) {
 	w := startWeb(t, Config{Hosts: 1, PagesPerHost: 10, Validators: true, Base: 16})
 	p3, p5 := w.pageURL(0, 3), w.pageURL(0, 5)
-	if err := w.ChangePages(p3, p3, p5); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, w.ChangePages(p3, p3, p5))
 	w.Advance(90*time.Minute + 500*time.Millisecond)
 	w.Advance(-time.Hour)
-	if got, want := w.Now(), clockBase.Add(90*time.Minute+1500*time.Millisecond); !got.Equal(want) {
-		t.Errorf("Now() = %v, want %v", got, want)
-	}
-	if err := w.ChangePages(p3); err != nil {
-		t.Fatal(err)
-	}
+	got, want := w.Now(), clockBase.Add(90*time.Minute+1500*time.Millisecond)
+	assert.Truef(t, got.Equal(want), "Now() = %v, want %v", got, want)
+	require.NoError(t, w.ChangePages(p3))
 	v3, _ := w.Version(p3)
 	v5, _ := w.Version(p5)
 	_, lm3, _ := w.Validator(p3)
 	_, lm5, _ := w.Validator(p5)
-	if v3 != 2 || v5 != 1 {
-		t.Errorf("versions %d and %d, want 2 and 1 (a page named twice in one call changes once)", v3, v5)
-	}
+	assert.Falsef(t, v3 != 2 || v5 != 1, "versions %d and %d, want 2 and 1 (a page named twice in one call changes once)", v3, v5)
 	want3 := clockBase.Add(90*time.Minute + 2*time.Second)
-	if lm3 != want3.Format(http.TimeFormat) || lm5 != clockBase.Add(time.Second).Format(http.TimeFormat) || !w.Now().Equal(want3) {
-		t.Errorf("Last-Modified %q and %q, clock %v; want %v, base+1s and %v", lm3, lm5, w.Now(), want3, want3)
-	}
+	assert.Falsef(t, lm3 != want3.Format(http.TimeFormat) || lm5 != clockBase.Add(time.Second).Format(http.TimeFormat) || !w.Now().Equal(want3),
+		"Last-Modified %q and %q, clock %v; want %v, base+1s and %v", lm3, lm5, w.Now(), want3, want3)
 	for _, bad := range []string{w.pageURL(0, 10), "http://" + w.Hosts()[0] + "/robots.txt", "http://" + w.Hosts()[0] + "/dup/1.html", "http://example.com/"} {
-		if err := w.ChangePages(p5, bad); err == nil {
-			t.Errorf("ChangePages(%s) = nil, want an error", bad)
-		}
+		assert.Errorf(t, w.ChangePages(p5, bad), "ChangePages(%s) = nil, want an error", bad)
 	}
-	if v, _ := w.Version(p5); v != 1 {
-		t.Errorf("a failed ChangePages changed %s to version %d", p5, v)
-	}
-	if got := w.Change(0); got != nil || !w.Now().Equal(want3) {
-		t.Errorf("Change(0) = %v, clock %v; want nothing changed", got, w.Now())
-	}
-	if got := w.Change(2); len(got) != 10 {
-		t.Errorf("Change(2) changed %d pages, want all 10", len(got))
-	}
+	v, _ := w.Version(p5)
+	assert.Equalf(t, 1, v, "a failed ChangePages changed %s to version %d", p5, v)
+	changed0 := w.Change(0)
+	assert.Falsef(t, changed0 != nil || !w.Now().Equal(want3), "Change(0) = %v, clock %v; want nothing changed", changed0, w.Now())
+	assert.Lenf(t, w.Change(2), 10, "Change(2) should change all 10 pages")
 }
 
 // TestChangeIsDeterministic: two webs of one Config and Port, given the
@@ -257,9 +223,7 @@ func TestChangeIsDeterministic(t *testing.T) {
 	run := func(w *Web) (changed []string, bodies map[string]string) {
 		changed = append(w.Change(0.1), w.Change(0.25)...)
 		w.Advance(time.Minute)
-		if err := w.ChangePages(w.Pages()[7]); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, w.ChangePages(w.Pages()[7]))
 		bodies = map[string]string{}
 		for _, u := range w.Pages() {
 			b, _ := w.Body(u)
@@ -269,30 +233,19 @@ func TestChangeIsDeterministic(t *testing.T) {
 		return changed, bodies
 	}
 	first, err := Start(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	changed1, bodies1 := run(first)
 	cfg.Port = first.Config().Port
-	if err := first.Close(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, first.Close())
 	second := startWeb(t, cfg)
 	changed2, bodies2 := run(second)
-	if !slices.Equal(changed1, changed2) {
-		t.Errorf("the webs changed different pages:\n%v\n%v", changed1, changed2)
-	}
-	if len(changed1) < 12+30 {
-		t.Errorf("Change(0.1), Change(0.25) of 120 pages returned %d URLs, want at least 42", len(changed1))
-	}
-	if !reflect.DeepEqual(bodies1, bodies2) {
-		t.Error("the webs serve different bytes or validators after the same calls")
-	}
+	assert.Equal(t, changed1, changed2, "the webs changed different pages")
+	assert.GreaterOrEqualf(t, len(changed1), 12+30, "Change(0.1), Change(0.25) of 120 pages returned %d URLs, want at least 42", len(changed1))
+	assert.True(t, reflect.DeepEqual(bodies1, bodies2), "the webs serve different bytes or validators after the same calls")
 	c := newClient()
 	for _, u := range second.Pages()[:10] {
-		if got := send(t, c, http.MethodGet, u); bodies2[u] != string(got.body)+"\x00"+got.etag+"\x00"+got.lastMod {
-			t.Errorf("%s: served bytes or validators differ from Body and Validator", u)
-		}
+		got := send(t, c, http.MethodGet, u)
+		assert.Truef(t, bodies2[u] == string(got.body)+"\x00"+got.etag+"\x00"+got.lastMod, "%s: served bytes or validators differ from Body and Validator", u)
 	}
 }
 
@@ -303,50 +256,31 @@ func TestDuplicates(t *testing.T) {
 	w := startWeb(t, Config{Hosts: 2, PagesPerHost: 10, Duplicates: 12, Validators: true, Base: 18})
 	c := newClient()
 	second := w.SecondURLs()
-	if len(second) != 12 || len(w.Pages()) != 20+3+12 {
-		t.Fatalf("%d second URLs, %d pages; want 12 and 35", len(second), len(w.Pages()))
-	}
+	require.Falsef(t, len(second) != 12 || len(w.Pages()) != 20+3+12, "%d second URLs, %d pages; want 12 and 35", len(second), len(w.Pages()))
 	h0, h1 := "http://"+w.Hosts()[0], "http://"+w.Hosts()[1]
-	if second[h0+"/dup/9.html"] != h0+"/p/9.html" || second[h1+"/dup/3.html"] != h1+"/p/3.html" {
-		t.Errorf("SecondURLs() = %v, want host 0's pages 1..9 and host 1's 1..3", second)
-	}
+	assert.Falsef(t, second[h0+"/dup/9.html"] != h0+"/p/9.html" || second[h1+"/dup/3.html"] != h1+"/p/3.html",
+		"SecondURLs() = %v, want host 0's pages 1..9 and host 1's 1..3", second)
 	for dup, orig := range second {
-		if !slices.Contains(w.Pages(), dup) {
-			t.Errorf("Pages() lacks %s", dup)
-		}
+		assert.Containsf(t, w.Pages(), dup, "Pages() lacks %s", dup)
 		a, b := send(t, c, http.MethodGet, dup), send(t, c, http.MethodGet, orig)
-		if a.status != http.StatusOK || !bytes.Equal(a.body, b.body) || a.etag != b.etag || a.lastMod != b.lastMod {
-			t.Errorf("%s and %s differ: %d, same body %v, validators %q %q and %q %q",
-				dup, orig, a.status, bytes.Equal(a.body, b.body), a.etag, a.lastMod, b.etag, b.lastMod)
-		}
+		assert.Falsef(t, a.status != http.StatusOK || !bytes.Equal(a.body, b.body) || a.etag != b.etag || a.lastMod != b.lastMod,
+			"%s and %s differ: %d, same body %v, validators %q %q and %q %q",
+			dup, orig, a.status, bytes.Equal(a.body, b.body), a.etag, a.lastMod, b.etag, b.lastMod)
 		u, _ := url.Parse(dup)
-		if !slices.Contains(hrefs(b.body), u.Path) {
-			t.Errorf("%s does not link to %s", orig, u.Path)
-		}
+		assert.Containsf(t, hrefs(b.body), u.Path, "%s does not link to %s", orig, u.Path)
 	}
 	for _, u := range []string{h1 + "/dup/4.html", h0 + "/dup/0.html", h0 + "/dup/10.html", h0 + "/dup/01.html"} {
-		if a := send(t, c, http.MethodGet, u); a.status != http.StatusNotFound {
-			t.Errorf("GET %s: %d, want 404", u, a.status)
-		}
+		assert.Equalf(t, http.StatusNotFound, send(t, c, http.MethodGet, u).status, "GET %s: status", u)
 	}
 	crawled := crawlPages(t, w, c)
-	if !slices.Equal(sorted(crawled), sorted(w.Pages())) {
-		t.Errorf("a crawl found %d URLs, Pages() has %d", len(crawled), len(w.Pages()))
-	}
-	if m := w.Missing(); len(m) != 0 {
-		t.Errorf("Missing() after a full crawl = %v", m)
-	}
+	assert.Truef(t, slices.Equal(sorted(crawled), sorted(w.Pages())), "a crawl found %d URLs, Pages() has %d", len(crawled), len(w.Pages()))
+	assert.Empty(t, w.Missing(), "Missing() after a full crawl")
 	changed := w.Change(1)
-	if len(changed) != 20+12 {
-		t.Errorf("Change(1) returned %d URLs, want every page and every second URL (32)", len(changed))
-	}
+	assert.Lenf(t, changed, 20+12, "Change(1) should return every page and every second URL (32)")
 	dup := h1 + "/dup/2.html"
-	if err := w.ChangePages(dup); err != nil {
-		t.Fatal(err)
-	}
-	if v, _ := w.Version(h1 + "/p/2.html"); v != 2 {
-		t.Errorf("ChangePages of %s: page version %d, want 2", dup, v)
-	}
+	require.NoError(t, w.ChangePages(dup))
+	v, _ := w.Version(h1 + "/p/2.html")
+	assert.Equalf(t, 2, v, "ChangePages of %s: page version", dup)
 }
 
 // crawlPages fetches every URL reachable from the seeds over the served
@@ -358,9 +292,7 @@ func crawlPages(t *testing.T, w *Web, c *http.Client) []string {
 	var queue []string
 	add := func(base *url.URL, ref string) {
 		u, err := base.Parse(ref)
-		if err != nil {
-			t.Fatalf("link %q on %s: %v", ref, base, err)
-		}
+		require.NoErrorf(t, err, "link %q on %s", ref, base)
 		u.Fragment = ""
 		if s := u.String(); slices.Contains(w.Hosts(), u.Host) && !w.Disallowed(s) && !seen[s] {
 			seen[s] = true
@@ -415,32 +347,21 @@ func TestCountsValidatorsAndStatus(t *testing.T) {
 		{URL: odd, IfModifiedSince: lastMod, Status: 304},
 		{URL: odd, IfNoneMatch: `"a", "b"`, Status: 200},
 	}
-	if len(reqs) != len(want) {
-		t.Fatalf("Requests() has %d, want %d", len(reqs), len(want))
-	}
+	require.Equalf(t, len(want), len(reqs), "number of Requests()")
 	for i, r := range reqs {
 		wr := want[i]
-		if r.URL != wr.URL || r.IfNoneMatch != wr.IfNoneMatch || r.IfModifiedSince != wr.IfModifiedSince || r.Status != wr.Status {
-			t.Errorf("Requests()[%d] = %+v, want %+v", i, r, wr)
-		}
-		if r.Conditional() != (wr.IfNoneMatch != "" || wr.IfModifiedSince != "") {
-			t.Errorf("Requests()[%d].Conditional() = %v", i, r.Conditional())
-		}
+		assert.Falsef(t, r.URL != wr.URL || r.IfNoneMatch != wr.IfNoneMatch || r.IfModifiedSince != wr.IfModifiedSince || r.Status != wr.Status,
+			"Requests()[%d] = %+v, want %+v", i, r, wr)
+		assert.Equalf(t, wr.IfNoneMatch != "" || wr.IfModifiedSince != "", r.Conditional(), "Requests()[%d].Conditional()", i)
 	}
-	if got := w.Answered(http.StatusNotModified); !slices.Equal(got, []string{even, odd}) {
-		t.Errorf("Answered(304) = %v", got)
-	}
-	if got := w.Answered(http.StatusOK); !slices.Equal(got, []string{even, odd}) {
-		t.Errorf("Answered(200) = %v, want robots.txt left out", got)
-	}
-	if got := w.Conditional(); !reflect.DeepEqual(got, map[string]bool{even: true, odd: true}) {
-		t.Errorf("Conditional() = %v", got)
-	}
+	assert.Equal(t, []string{even, odd}, w.Answered(http.StatusNotModified), "Answered(304)")
+	assert.Equal(t, []string{even, odd}, w.Answered(http.StatusOK), "Answered(200), want robots.txt left out")
+	assert.Equal(t, map[string]bool{even: true, odd: true}, w.Conditional(), "Conditional()")
 	w.Reset()
 	send(t, c, http.MethodGet, even)
-	if got := w.Conditional(); !reflect.DeepEqual(got, map[string]bool{even: false}) || len(w.Answered(http.StatusNotModified)) != 0 {
-		t.Errorf("after Reset, Conditional() = %v, Answered(304) = %v", got, w.Answered(http.StatusNotModified))
-	}
+	got := w.Conditional()
+	assert.Falsef(t, !reflect.DeepEqual(got, map[string]bool{even: false}) || len(w.Answered(http.StatusNotModified)) != 0,
+		"after Reset, Conditional() = %v, Answered(304) = %v", got, w.Answered(http.StatusNotModified))
 }
 
 // TestChangeWhileServing: changes while clients fetch never serve a body
@@ -461,14 +382,13 @@ func TestChangeWhileServing(t *testing.T) {
 				}
 				u := w.pageURL(0, 2*((g+i)%10))
 				resp, err := c.Get(u)
-				if err != nil {
-					t.Errorf("GET %s: %v", u, err)
+				if !assert.NoErrorf(t, err, "GET %s", u) {
 					return
 				}
 				body, err := io.ReadAll(resp.Body)
 				resp.Body.Close()
 				if etag := resp.Header.Get("ETag"); err != nil || etag != etagOf(body) {
-					t.Errorf("GET %s: ETag %q of another body (read error %v)", u, etag, err)
+					assert.Failf(t, "ETag of another body", "GET %s: ETag %q of another body (read error %v)", u, etag, err)
 					return
 				}
 				fetched.Add(1)

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/internal/await"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func startDead(t *testing.T, cfg DeadConfig) *DeadWeb {
@@ -54,21 +56,15 @@ func TestDeadWebShape(t *testing.T) {
 		s := queue[0]
 		queue = queue[1:]
 		f := get(t, c, s)
-		if f.status != http.StatusOK {
-			t.Fatalf("live page %s answered %d", s, f.status)
-		}
+		require.Equalf(t, http.StatusOK, f.status, "status of live page %s", s)
 		base, _ := url.Parse(s)
 		deadOnPage := 0
 		for _, ref := range hrefs(f.body) {
 			u, err := base.Parse(ref)
-			if err != nil {
-				t.Fatalf("link %q on %s: %v", ref, s, err)
-			}
+			require.NoErrorf(t, err, "link %q on %s", ref, s)
 			u.Fragment = ""
 			us := u.String()
-			if !inScope(us) {
-				t.Errorf("link %s on %s is out of Scope()", us, s)
-			}
+			assert.Truef(t, inScope(us), "link %s on %s is out of Scope()", us, s)
 			switch {
 			case !live[u.Host]:
 				linkedDead[us]++
@@ -86,42 +82,24 @@ func TestDeadWebShape(t *testing.T) {
 		if base.Path == "/" {
 			want = len(d.Dead())
 		}
-		if deadOnPage != want {
-			t.Errorf("%s links to %d dead URLs, want %d", s, deadOnPage, want)
-		}
+		assert.Equalf(t, want, deadOnPage, "number of dead URLs %s links to", s)
 	}
-	if got, want := sorted(slices.Collect(maps.Keys(seen))), sorted(d.Live()); !slices.Equal(got, want) {
-		t.Errorf("crawl found %d live URLs, Live() has %d", len(got), len(want))
-	}
-	if n := len(d.Live()); n != 3*12 {
-		t.Errorf("len(Live()) = %d, want 36 (3 hosts of 12 pages by default)", n)
-	}
-	if got, want := sorted(slices.Collect(maps.Keys(linkedDead))), sorted(slices.Collect(maps.Keys(d.Dead()))); !slices.Equal(got, want) {
-		t.Errorf("dead links found %v, Dead() has %v", got, want)
-	}
-	if !slices.Equal(sorted(private), sorted(d.Disallowed())) {
-		t.Errorf("disallowed links found %v, Disallowed() = %v", private, d.Disallowed())
-	}
-	if m := d.Web().Missing(); len(m) != 0 {
-		t.Errorf("Missing() after the crawl: %v", m)
-	}
+	assert.Equal(t, sorted(d.Live()), sorted(slices.Collect(maps.Keys(seen))), "live URLs the crawl found, against Live()")
+	assert.Equal(t, 3*12, len(d.Live()), "len(Live()), want 36 (3 hosts of 12 pages by default)")
+	assert.Equal(t, sorted(slices.Collect(maps.Keys(d.Dead()))), sorted(slices.Collect(maps.Keys(linkedDead))), "dead links found, against Dead()")
+	assert.Equal(t, sorted(d.Disallowed()), sorted(private), "disallowed links found, against Disallowed()")
+	assert.Empty(t, d.Web().Missing(), "Missing() after the crawl")
 
 	reasons := map[DeadKind]string{}
 	for _, h := range d.DeadHosts() {
 		reasons[h.Kind] = h.Reason
-		if len(h.URLs) != len(deadPaths) {
-			t.Errorf("%s has %d URLs", h.Kind, len(h.URLs))
-		}
+		assert.Equalf(t, len(deadPaths), len(h.URLs), "number of URLs of %s", h.Kind)
 		for _, u := range h.URLs {
-			if !strings.HasPrefix(u, h.Root+"/") || d.Dead()[u] != h.Reason {
-				t.Errorf("%s: URL %s, reason %q", h.Kind, u, d.Dead()[u])
-			}
+			assert.Falsef(t, !strings.HasPrefix(u, h.Root+"/") || d.Dead()[u] != h.Reason, "%s: URL %s, reason %q", h.Kind, u, d.Dead()[u])
 		}
 	}
 	want := map[DeadKind]string{DeadDNS: "dns", DeadRefused: "refused", DeadSilent: "timeout", DeadTLS: "tls", DeadRobots: "robots"}
-	if !maps.Equal(reasons, want) {
-		t.Errorf("reasons %v, want %v", reasons, want)
-	}
+	assert.Equal(t, want, reasons, "reasons")
 }
 
 // TestDeadHostsAtTheSocket checks that each dead host fails the way its
@@ -130,9 +108,7 @@ func TestDeadHostsAtTheSocket(t *testing.T) {
 	d := startDead(t, DeadConfig{Base: 62})
 	hostport := func(k DeadKind) string {
 		u, err := url.Parse(d.DeadHost(k).Root)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		return u.Host
 	}
 
@@ -141,36 +117,27 @@ func TestDeadHostsAtTheSocket(t *testing.T) {
 		defer cancel()
 		_, err := net.DefaultResolver.LookupHost(ctx, hostport(DeadDNS))
 		var de *net.DNSError
-		if !errors.As(err, &de) {
-			t.Fatalf("lookup of %s: %v, want a DNS error", hostport(DeadDNS), err)
-		}
+		require.ErrorAsf(t, err, &de, "lookup of %s: %v, want a DNS error", hostport(DeadDNS), err)
 	})
 
 	t.Run("refused", func(t *testing.T) {
 		for range 3 { // and it stays refused
 			_, err := net.DialTimeout("tcp", hostport(DeadRefused), 5*time.Second)
-			if !errors.Is(err, syscall.ECONNREFUSED) {
-				t.Fatalf("dial: %v, want connection refused", err)
-			}
+			require.ErrorIsf(t, err, syscall.ECONNREFUSED, "dial: %v, want connection refused", err)
 		}
 	})
 
 	t.Run("silent", func(t *testing.T) {
 		before := d.Conns(DeadSilent)
 		c, err := net.DialTimeout("tcp", hostport(DeadSilent), 5*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		defer c.Close()
-		if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
-			t.Fatal(err)
-		}
+		_, err = io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+		require.NoError(t, err)
 		c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
 		n, err := c.Read(make([]byte, 1))
 		var ne net.Error
-		if n != 0 || !errors.As(err, &ne) || !ne.Timeout() {
-			t.Fatalf("read %d bytes, %v; want nothing until the deadline", n, err)
-		}
+		require.Falsef(t, n != 0 || !errors.As(err, &ne) || !ne.Timeout(), "read %d bytes, %v; want nothing until the deadline", n, err)
 		await.For(t, 5*time.Second, 10*time.Millisecond, "the connection counted", func() error {
 			if n := d.Conns(DeadSilent); n != before+1 {
 				return fmt.Errorf("%d connections counted", n)
@@ -185,12 +152,10 @@ func TestDeadHostsAtTheSocket(t *testing.T) {
 		c, err := tls.DialWithDialer(dialer, "tcp", hostport(DeadTLS), &tls.Config{InsecureSkipVerify: true})
 		if err == nil {
 			c.Close()
-			t.Fatal("the TLS handshake succeeded")
+			require.FailNow(t, "the TLS handshake succeeded")
 		}
 		var rh tls.RecordHeaderError
-		if !errors.As(err, &rh) {
-			t.Fatalf("handshake: %v, want a record that is not TLS", err)
-		}
+		require.ErrorAsf(t, err, &rh, "handshake: %v, want a record that is not TLS", err)
 		await.For(t, 5*time.Second, 10*time.Millisecond, "the connection counted", func() error {
 			if n := d.Conns(DeadTLS); n != before+1 {
 				return fmt.Errorf("%d connections counted", n)
@@ -202,17 +167,12 @@ func TestDeadHostsAtTheSocket(t *testing.T) {
 	t.Run("robots503", func(t *testing.T) {
 		c := newClient()
 		root := d.DeadHost(DeadRobots).Root
-		if f := get(t, c, root+"/robots.txt"); f.status != http.StatusServiceUnavailable {
-			t.Errorf("robots.txt answered %d, want 503", f.status)
-		}
+		assert.Equal(t, http.StatusServiceUnavailable, get(t, c, root+"/robots.txt").status, "status of robots.txt")
 		page := d.DeadHost(DeadRobots).URLs[1]
-		if f := get(t, c, page); f.status != http.StatusOK {
-			t.Errorf("%s answered %d, want 200 (so that a fetch that ignored robots.txt shows)", page, f.status)
-		}
+		assert.Equalf(t, http.StatusOK, get(t, c, page).status, "status of %s (200 so that a fetch that ignored robots.txt shows)", page)
 		reqs := d.DeadRequests()
-		if len(reqs) != 2 || reqs[0].URL != root+"/robots.txt" || reqs[0].Status != 503 || reqs[1].URL != page || reqs[1].UA != testUA {
-			t.Errorf("DeadRequests() = %+v", reqs)
-		}
+		assert.Falsef(t, len(reqs) != 2 || reqs[0].URL != root+"/robots.txt" || reqs[0].Status != 503 || reqs[1].URL != page || reqs[1].UA != testUA,
+			"DeadRequests() = %+v", reqs)
 	})
 }
 
@@ -220,15 +180,11 @@ func TestDeadHostsAtTheSocket(t *testing.T) {
 // stops every host; the refused port is released.
 func TestDeadWebClose(t *testing.T) {
 	d, err := StartDead(DeadConfig{Base: 63, LiveHosts: 1, PagesPerHost: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	silent := strings.TrimPrefix(d.DeadHost(DeadSilent).Root, "http://")
 	refused := strings.TrimPrefix(d.DeadHost(DeadRefused).Root, "http://")
 	c, err := net.DialTimeout("tcp", silent, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer c.Close()
 	await.For(t, 5*time.Second, 10*time.Millisecond, "the connection counted", func() error {
 		if n := d.Conns(DeadSilent); n != 1 {
@@ -241,32 +197,25 @@ func TestDeadWebClose(t *testing.T) {
 	go func() { closed <- d.Close() }()
 	select {
 	case err := <-closed:
-		if err != nil {
-			t.Fatalf("Close: %v", err)
-		}
+		require.NoError(t, err, "Close")
 	case <-time.After(10 * time.Second):
-		t.Fatal("Close did not return while a client held a silent connection")
+		require.FailNow(t, "Close did not return while a client held a silent connection")
 	}
 	c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	var ne net.Error
-	if _, err := c.Read(make([]byte, 1)); err == nil || (errors.As(err, &ne) && ne.Timeout()) {
-		t.Errorf("read after Close: %v, want the connection closed", err)
-	}
+	_, err = c.Read(make([]byte, 1))
+	assert.Falsef(t, err == nil || (errors.As(err, &ne) && ne.Timeout()), "read after Close: %v, want the connection closed", err)
 	for _, addr := range []string{silent, strings.TrimPrefix(d.Seeds()[0], "http://")} {
 		if c, err := net.DialTimeout("tcp", strings.TrimSuffix(addr, "/"), 2*time.Second); err == nil {
 			c.Close()
-			t.Errorf("%s still accepts after Close", addr)
+			assert.Failf(t, "still accepts after Close", "%s still accepts after Close", addr)
 		}
 	}
 	ln, err := net.Listen("tcp", refused)
-	if err != nil {
-		t.Errorf("the refused port is still reserved after Close: %v", err)
-	} else {
+	if assert.NoError(t, err, "the refused port is still reserved after Close") {
 		ln.Close()
 	}
-	if err := d.Close(); err != nil {
-		t.Errorf("second Close: %v", err)
-	}
+	assert.NoError(t, d.Close(), "second Close")
 }
 
 func TestDeadConfigValidate(t *testing.T) {
@@ -281,11 +230,9 @@ func TestDeadConfigValidate(t *testing.T) {
 		{DeadConfig{PagesPerHost: 1}, "PagesPerHost is 1, must be in 2..10000"},
 	} {
 		err := c.cfg.Validate()
-		if (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
-			t.Errorf("Validate(%+v) = %v, want %q", c.cfg, err, c.want)
-		}
+		assert.Falsef(t, (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)),
+			"Validate(%+v) = %v, want %q", c.cfg, err, c.want)
 	}
-	if _, err := StartDead(DeadConfig{PagesPerHost: 1}); err == nil {
-		t.Error("StartDead accepted an invalid config")
-	}
+	_, err := StartDead(DeadConfig{PagesPerHost: 1})
+	assert.Error(t, err, "StartDead accepted an invalid config")
 }

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // TestLargeFile: /large.bin is LargeBytes of lines as documented, its
@@ -15,34 +17,21 @@ import (
 func TestLargeFile(t *testing.T) {
 	const size = 3<<20 + 5 // not a whole number of lines
 	w, err := Start(Config{Hosts: 1, PagesPerHost: 2, LinksPerPage: 4, NavLinks: 2, LargeBytes: size})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { w.Close() })
 	resp, err := http.Get(w.LargeURL())
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	body, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if err != nil || resp.StatusCode != 200 || resp.ContentLength != size || len(body) != size {
-		t.Fatalf("GET %s: %v, status %d, Content-Length %d, %d bytes; want %d", w.LargeURL(), err, resp.StatusCode, resp.ContentLength, len(body), size)
-	}
-	if !bytes.HasPrefix(body, []byte("0000000000000000 drover testweb large body, made as it is sent.\n0000000000000001 ")) {
-		t.Fatalf("starts %q", body[:80])
-	}
+	require.Falsef(t, err != nil || resp.StatusCode != 200 || resp.ContentLength != size || len(body) != size,
+		"GET %s: %v, status %d, Content-Length %d, %d bytes; want %d", w.LargeURL(), err, resp.StatusCode, resp.ContentLength, len(body), size)
+	require.Truef(t, bytes.HasPrefix(body, []byte("0000000000000000 drover testweb large body, made as it is sent.\n0000000000000001 ")), "starts %q", body[:80])
 	s := sha1.Sum(body)
-	if d := "sha1:" + base32.StdEncoding.EncodeToString(s[:]); w.LargeDigest() != d {
-		t.Fatalf("LargeDigest %s, the body's %s", w.LargeDigest(), d)
-	}
+	require.Equal(t, "sha1:"+base32.StdEncoding.EncodeToString(s[:]), w.LargeDigest(), "LargeDigest, against the body's")
 	for _, off := range []int64{0, 1, 63, 64, 1000, size - 10} {
 		b := make([]byte, min(100, size-off))
 		largeAt(b, off)
-		if !bytes.Equal(b, body[off:off+int64(len(b))]) {
-			t.Fatalf("largeAt(%d) differs from the body", off)
-		}
+		require.Truef(t, bytes.Equal(b, body[off:off+int64(len(b))]), "largeAt(%d) differs from the body", off)
 	}
-	if got := w.Count(w.LargeURL()); got != 1 {
-		t.Fatalf("Count(LargeURL) = %d, want 1", got)
-	}
+	require.Equal(t, 1, w.Count(w.LargeURL()), "Count(LargeURL)")
 }

@@ -5,12 +5,14 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"reflect"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 const testUA = "testweb-test/1.0"
@@ -25,13 +27,9 @@ func startWeb(t *testing.T, cfg Config) *Web {
 func started[T io.Closer](t *testing.T, what string, start func() (T, error)) T {
 	t.Helper()
 	v, err := start()
-	if err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
+	require.NoError(t, err, what)
 	t.Cleanup(func() {
-		if err := v.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
+		assert.NoError(t, v.Close(), "Close")
 	})
 	return v
 }
@@ -55,19 +53,13 @@ type fetched struct {
 func get(t *testing.T, c *http.Client, rawURL string) fetched {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, rawURL, nil)
-	if err != nil {
-		t.Fatalf("request %s: %v", rawURL, err)
-	}
+	require.NoError(t, err, "request %s", rawURL)
 	req.Header.Set("User-Agent", testUA)
 	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatalf("GET %s: %v", rawURL, err)
-	}
+	require.NoError(t, err, "GET %s", rawURL)
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("GET %s: reading body: %v", rawURL, err)
-	}
+	require.NoError(t, err, "GET %s: reading body", rawURL)
 	return fetched{resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Location"), body}
 }
 
@@ -112,14 +104,12 @@ func TestCrawlFetchesExactlyPages(t *testing.T) {
 	enqueue := func(base *url.URL, ref string, d int) {
 		classify(forms, base, ref)
 		u, err := base.Parse(ref)
-		if err != nil {
-			t.Fatalf("link %q on %s: %v", ref, base, err)
-		}
+		require.NoError(t, err, "link %q on %s", ref, base)
 		u.Fragment = ""
 		s := u.String()
 		switch {
 		case !inScope[u.Host]:
-			t.Errorf("link %q on %s leaves the web", ref, base)
+			assert.Failf(t, "link leaves the web", "link %q on %s leaves the web", ref, base)
 		case w.Disallowed(s):
 			disallowedSeen++
 		case strings.HasPrefix(u.Path, "/calendar/"):
@@ -136,9 +126,8 @@ func TestCrawlFetchesExactlyPages(t *testing.T) {
 		queue = queue[1:]
 		maxDepth = max(maxDepth, depth[s])
 		f := get(t, c, s)
-		if want, ok := w.Body(s); !ok || !bytes.Equal(want, f.body) {
-			t.Fatalf("served bytes of %s differ from Body (known %v)", s, ok)
-		}
+		want, ok := w.Body(s)
+		require.Falsef(t, !ok || !bytes.Equal(want, f.body), "served bytes of %s differ from Body (known %v)", s, ok)
 		base, _ := url.Parse(s)
 		if f.location != "" {
 			enqueue(base, f.location, depth[s]+1)
@@ -155,34 +144,16 @@ func TestCrawlFetchesExactlyPages(t *testing.T) {
 		crawled = append(crawled, s)
 	}
 	pages := w.Pages()
-	if !slices.Equal(sorted(pages), sorted(crawled)) {
-		t.Errorf("crawl found %d URLs, Pages() has %d", len(crawled), len(pages))
-	}
-	if want := cfg.Hosts*cfg.PagesPerHost + 3; len(pages) != want {
-		t.Errorf("len(Pages()) = %d, want %d", len(pages), want)
-	}
-	if m := w.Missing(); len(m) != 0 {
-		t.Errorf("Missing() after a full crawl = %v", m)
-	}
-	if d := w.Duplicates(); len(d) != 0 {
-		t.Errorf("Duplicates() after a crawl that fetched each URL once = %v", d)
-	}
-	if d := w.DisallowedHits(); len(d) != 0 {
-		t.Errorf("DisallowedHits() = %v", d)
-	}
-	if w.Total() != len(pages) {
-		t.Errorf("Total() = %d, want %d", w.Total(), len(pages))
-	}
-	if disallowedSeen == 0 || calendarSeen == 0 {
-		t.Errorf("links seen: %d to /private/, %d to the calendar; want some of each", disallowedSeen, calendarSeen)
-	}
-	if maxDepth > 12 {
-		t.Errorf("deepest page at depth %d, want <= 12 for 400 pages per host", maxDepth)
-	}
+	assert.Truef(t, slices.Equal(sorted(pages), sorted(crawled)), "crawl found %d URLs, Pages() has %d", len(crawled), len(pages))
+	assert.Equal(t, cfg.Hosts*cfg.PagesPerHost+3, len(pages), "len(Pages())")
+	assert.Empty(t, w.Missing(), "Missing() after a full crawl")
+	assert.Empty(t, w.Duplicates(), "Duplicates() after a crawl that fetched each URL once")
+	assert.Empty(t, w.DisallowedHits(), "DisallowedHits()")
+	assert.Equal(t, len(pages), w.Total(), "Total()")
+	assert.Falsef(t, disallowedSeen == 0 || calendarSeen == 0, "links seen: %d to /private/, %d to the calendar; want some of each", disallowedSeen, calendarSeen)
+	assert.LessOrEqualf(t, maxDepth, 12, "deepest page at depth %d, want <= 12 for 400 pages per host", maxDepth)
 	for _, form := range []string{"absolute", "cross-host", "root-relative", "relative", "dot-segments", "fragment"} {
-		if forms[form] == 0 {
-			t.Errorf("no %s link on the web", form)
-		}
+		assert.NotZerof(t, forms[form], "no %s link on the web", form)
 	}
 }
 
@@ -213,29 +184,19 @@ func TestPageShape(t *testing.T) {
 		for n := range cfg.PagesPerHost {
 			u := w.pageURL(h, n)
 			body, ok := w.Body(u)
-			if !ok {
-				t.Fatalf("Body(%s) unknown", u)
-			}
-			if len(body) < cfg.PageBytes || len(body) > cfg.PageBytes+600 {
-				t.Errorf("%s is %d bytes, want about %d", u, len(body), cfg.PageBytes)
-			}
-			if !bytes.Contains(body, []byte("<title>")) || !bytes.Contains(body, []byte("<p>")) {
-				t.Errorf("%s lacks a title or paragraphs", u)
-			}
+			require.Truef(t, ok, "Body(%s) unknown", u)
+			assert.Falsef(t, len(body) < cfg.PageBytes || len(body) > cfg.PageBytes+600, "%s is %d bytes, want about %d", u, len(body), cfg.PageBytes)
+			assert.Falsef(t, !bytes.Contains(body, []byte("<title>")) || !bytes.Contains(body, []byte("<p>")), "%s lacks a title or paragraphs", u)
 			links := hrefs(body)
 			want := cfg.LinksPerPage
 			if h == 0 && n == 0 {
 				want += 3 // /redirect, /missing, /data.bin
 			}
-			if len(links) != want {
-				t.Fatalf("%s has %d links, want %d", u, len(links), want)
-			}
+			require.Equalf(t, want, len(links), "number of links on %s", u)
 			if nav == nil {
 				nav = links[:cfg.NavLinks]
 			}
-			if !slices.Equal(nav, links[:cfg.NavLinks]) {
-				t.Errorf("navigation of %s = %v, want %v", u, links[:cfg.NavLinks], nav)
-			}
+			assert.Equalf(t, nav, links[:cfg.NavLinks], "navigation of %s", u)
 		}
 	}
 }
@@ -244,53 +205,35 @@ func TestBodiesAreDeterministic(t *testing.T) {
 	cfg := Config{Hosts: 3, PagesPerHost: 50, CrossHost: true, Calendar: true, Base: 11,
 		CrawlDelay: map[int]time.Duration{1: time.Second}}
 	first, err := Start(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	pages := first.Pages()
 	urls := append(slices.Clone(pages), "http://"+first.Hosts()[1]+"/robots.txt", "http://"+first.Hosts()[0]+calendarFirst)
 	want := map[string][]byte{}
 	for _, u := range urls {
 		b, ok := first.Body(u)
-		if !ok {
-			t.Fatalf("Body(%s) unknown", u)
-		}
+		require.Truef(t, ok, "Body(%s) unknown", u)
 		want[u] = b
 	}
 	cfg.Port = first.Config().Port
-	if err := first.Close(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, first.Close())
 
 	second := startWeb(t, cfg)
-	if !slices.Equal(pages, second.Pages()) {
-		t.Fatal("Pages() differ between two starts")
-	}
+	require.Equal(t, pages, second.Pages(), "Pages() differ between two starts")
 	c := newClient()
 	for _, u := range urls {
-		if !bytes.Equal(want[u], get(t, c, u).body) {
-			t.Errorf("%s differs between two starts", u)
-		}
+		assert.Truef(t, bytes.Equal(want[u], get(t, c, u).body), "%s differs between two starts", u)
 	}
 }
 
 func TestTwoWebsCoexist(t *testing.T) {
 	a := startWeb(t, Config{Hosts: 2, PagesPerHost: 10})
 	b := startWeb(t, Config{Hosts: 2, PagesPerHost: 10, Base: 12})
-	if got := a.IPs(); !slices.Equal(got, []string{"127.10.0.1", "127.10.0.2"}) {
-		t.Errorf("a.IPs() = %v", got)
-	}
-	if got := b.IPs(); !slices.Equal(got, []string{"127.12.0.1", "127.12.0.2"}) {
-		t.Errorf("b.IPs() = %v", got)
-	}
+	assert.Equal(t, []string{"127.10.0.1", "127.10.0.2"}, a.IPs(), "a.IPs()")
+	assert.Equal(t, []string{"127.12.0.1", "127.12.0.2"}, b.IPs(), "b.IPs()")
 	c := newClient()
 	for _, w := range []*Web{a, b} {
-		if f := get(t, c, w.Seeds()[1]); f.status != http.StatusOK {
-			t.Errorf("GET %s: status %d", w.Seeds()[1], f.status)
-		}
-		if w.Total() != 1 {
-			t.Errorf("Total() = %d, want 1: each web counts its own requests", w.Total())
-		}
+		assert.Equalf(t, http.StatusOK, get(t, c, w.Seeds()[1]).status, "GET %s: status", w.Seeds()[1])
+		assert.Equal(t, 1, w.Total(), "Total(): each web counts its own requests")
 	}
 }
 
@@ -309,50 +252,29 @@ func TestCounting(t *testing.T) {
 	}
 
 	for u, want := range map[string]int{root: 2, p1: 1, robots: 2, secret: 1, "http://" + h0 + "/p/2.html": 0} {
-		if got := w.Count(u); got != want {
-			t.Errorf("Count(%s) = %d, want %d", u, got, want)
-		}
+		assert.Equalf(t, want, w.Count(u), "Count(%s)", u)
 	}
-	if w.Total() != 7 {
-		t.Errorf("Total() = %d, want 7", w.Total())
-	}
-	if got := w.Duplicates(); !reflect.DeepEqual(got, map[string]int{root: 2}) {
-		t.Errorf("Duplicates() = %v, want only the root (robots.txt excluded)", got)
-	}
-	if got := w.DisallowedHits(); !slices.Equal(got, []string{secret}) {
-		t.Errorf("DisallowedHits() = %v", got)
-	}
+	assert.Equal(t, 7, w.Total(), "Total()")
+	assert.Equal(t, map[string]int{root: 2}, w.Duplicates(), "Duplicates(), want only the root (robots.txt excluded)")
+	assert.Equal(t, []string{secret}, w.DisallowedHits(), "DisallowedHits()")
 	missing := w.Missing()
-	if len(missing) != len(w.Pages())-2 || slices.Contains(missing, root) || slices.Contains(missing, p1) {
-		t.Errorf("Missing() has %d URLs, want all %d pages but %s and %s", len(missing), len(w.Pages()), root, p1)
-	}
+	assert.Falsef(t, len(missing) != len(w.Pages())-2 || slices.Contains(missing, root) || slices.Contains(missing, p1),
+		"Missing() has %d URLs, want all %d pages but %s and %s", len(missing), len(w.Pages()), root, p1)
 
 	reqs := w.Requests()
-	if len(reqs) != 7 {
-		t.Fatalf("Requests() has %d, want 7", len(reqs))
-	}
+	require.Lenf(t, reqs, 7, "Requests()")
 	if r := reqs[0]; r.URL != robots || r.Host != h1 || r.UA != testUA || r.Status != http.StatusOK {
-		t.Errorf("Requests()[0] = %+v", r)
+		assert.Failf(t, "unexpected first request", "Requests()[0] = %+v", r)
 	}
-	if reqs[4].Status != http.StatusOK {
-		t.Errorf("a disallowed page answered %d, want 200", reqs[4].Status)
-	}
-	if reqs[6].Status != http.StatusNotFound {
-		t.Errorf("an unknown path answered %d, want 404", reqs[6].Status)
-	}
+	assert.Equal(t, http.StatusOK, reqs[4].Status, "status of a disallowed page")
+	assert.Equal(t, http.StatusNotFound, reqs[6].Status, "status of an unknown path")
 	for i, r := range reqs {
-		if r.Start.Before(before) || (i > 0 && r.Start.Before(reqs[i-1].Start)) {
-			t.Errorf("request %d starts at %v, out of order", i, r.Start)
-		}
+		assert.Falsef(t, r.Start.Before(before) || (i > 0 && r.Start.Before(reqs[i-1].Start)), "request %d starts at %v, out of order", i, r.Start)
 	}
 
 	w.Reset()
-	if w.Total() != 0 || len(w.Requests()) != 0 || len(w.Duplicates()) != 0 || w.Count(root) != 0 {
-		t.Error("Reset() kept counts")
-	}
-	if !slices.Equal(w.Missing(), w.Pages()) {
-		t.Error("after Reset(), Missing() != Pages()")
-	}
+	assert.False(t, w.Total() != 0 || len(w.Requests()) != 0 || len(w.Duplicates()) != 0 || w.Count(root) != 0, "Reset() kept counts")
+	assert.Equal(t, w.Pages(), w.Missing(), "after Reset(), Missing() != Pages()")
 }
 
 func TestRobots(t *testing.T) {
@@ -366,19 +288,13 @@ func TestRobots(t *testing.T) {
 	for _, tt := range tests {
 		f := get(t, c, "http://"+w.Hosts()[tt.host]+"/robots.txt")
 		body := string(f.body)
-		if f.status != http.StatusOK || !strings.HasPrefix(body, "User-agent: *\nDisallow: /private/\n") {
-			t.Errorf("host %d robots.txt: status %d, body %q", tt.host, f.status, body)
-		}
-		if tt.delay == "" && strings.Contains(body, "Crawl-delay") || tt.delay != "" && !strings.Contains(body, tt.delay) {
-			t.Errorf("host %d robots.txt = %q, want Crawl-delay line %q", tt.host, body, tt.delay)
-		}
+		assert.Falsef(t, f.status != http.StatusOK || !strings.HasPrefix(body, "User-agent: *\nDisallow: /private/\n"),
+			"host %d robots.txt: status %d, body %q", tt.host, f.status, body)
+		assert.Falsef(t, tt.delay == "" && strings.Contains(body, "Crawl-delay") || tt.delay != "" && !strings.Contains(body, tt.delay),
+			"host %d robots.txt = %q, want Crawl-delay line %q", tt.host, body, tt.delay)
 	}
-	if !w.Disallowed("http://" + w.Hosts()[2] + "/private/secret-2.html") {
-		t.Error("Disallowed(/private/secret-2.html) = false")
-	}
-	if w.Disallowed(w.Seeds()[2]) {
-		t.Error("Disallowed(root) = true")
-	}
+	assert.True(t, w.Disallowed("http://"+w.Hosts()[2]+"/private/secret-2.html"), "Disallowed(/private/secret-2.html) = false")
+	assert.False(t, w.Disallowed(w.Seeds()[2]), "Disallowed(root) = true")
 }
 
 func TestSpecialPaths(t *testing.T) {
@@ -404,22 +320,17 @@ func TestSpecialPaths(t *testing.T) {
 	}
 	for _, tt := range tests {
 		f := get(t, c, tt.url)
-		if f.status != tt.status || !strings.HasPrefix(f.ctype, tt.ctype) || f.location != tt.location {
-			t.Errorf("GET %s: %d %q Location %q, want %d %q Location %q",
-				tt.url, f.status, f.ctype, f.location, tt.status, tt.ctype, tt.location)
-		}
+		assert.Falsef(t, f.status != tt.status || !strings.HasPrefix(f.ctype, tt.ctype) || f.location != tt.location,
+			"GET %s: %d %q Location %q, want %d %q Location %q",
+			tt.url, f.status, f.ctype, f.location, tt.status, tt.ctype, tt.location)
 		body, ok := w.Body(tt.url)
-		if ok != tt.known || ok && !bytes.Equal(body, f.body) {
-			t.Errorf("Body(%s): known %v (want %v), equal to served %v", tt.url, ok, tt.known, bytes.Equal(body, f.body))
-		}
+		assert.Falsef(t, ok != tt.known || ok && !bytes.Equal(body, f.body),
+			"Body(%s): known %v (want %v), equal to served %v", tt.url, ok, tt.known, bytes.Equal(body, f.body))
 	}
-	if data, _ := w.Body(h0 + "/data.bin"); len(data) != dataBinSize {
-		t.Errorf("data.bin is %d bytes, want %d", len(data), dataBinSize)
-	}
+	data, _ := w.Body(h0 + "/data.bin")
+	assert.Equal(t, dataBinSize, len(data), "size of data.bin")
 	for _, p := range []string{"/redirect", "/missing", "/data.bin"} {
-		if !slices.Contains(w.Pages(), h0+p) {
-			t.Errorf("Pages() lacks %s", h0+p)
-		}
+		assert.Containsf(t, w.Pages(), h0+p, "Pages() lacks %s", h0+p)
 	}
 }
 
@@ -432,24 +343,16 @@ func TestCalendarIsEndless(t *testing.T) {
 	u := host + calendarFirst
 	seen := map[string]bool{}
 	for range 40 {
-		if seen[u] {
-			t.Fatalf("calendar loops back to %s", u)
-		}
+		require.Falsef(t, seen[u], "calendar loops back to %s", u)
 		seen[u] = true
 		f := get(t, c, u)
 		m := next.FindSubmatch(f.body)
-		if f.status != http.StatusOK || m == nil {
-			t.Fatalf("GET %s: status %d, next month link %v", u, f.status, m != nil)
-		}
+		require.Falsef(t, f.status != http.StatusOK || m == nil, "GET %s: status %d, next month link %v", u, f.status, m != nil)
 		u = host + string(m[1])
 	}
-	if want := host + "/calendar/2029/05"; u != want {
-		t.Errorf("40 months after 2026/01: %s, want %s", u, want)
-	}
+	assert.Equal(t, host+"/calendar/2029/05", u, "40 months after 2026/01")
 	for _, p := range w.Pages() {
-		if strings.Contains(p, "/calendar/") {
-			t.Errorf("Pages() holds calendar page %s", p)
-		}
+		assert.NotContainsf(t, p, "/calendar/", "Pages() holds calendar page %s", p)
 	}
 }
 
@@ -478,17 +381,13 @@ func TestValidate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			err := tt.cfg.Validate()
 			if tt.field == "" {
-				if err != nil {
-					t.Errorf("Validate() = %v, want nil", err)
-				}
+				assert.NoError(t, err, "Validate()")
 				return
 			}
-			if err == nil || !strings.Contains(err.Error(), tt.field) {
-				t.Errorf("Validate() = %v, want an error naming %s", err, tt.field)
-			}
+			assert.ErrorContainsf(t, err, tt.field, "Validate() = %v, want an error naming %s", err, tt.field)
 			if w, err := Start(tt.cfg); err == nil {
 				w.Close()
-				t.Error("Start accepted an invalid config")
+				assert.Fail(t, "Start accepted an invalid config")
 			}
 		})
 	}
@@ -496,45 +395,28 @@ func TestValidate(t *testing.T) {
 
 func TestCloseStopsServing(t *testing.T) {
 	w, err := Start(Config{Hosts: 2, PagesPerHost: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	seed := w.Seeds()[0]
 	get(t, newClient(), seed)
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Errorf("second Close() = %v", err)
-	}
-	if _, err := newClient().Get(seed); err == nil {
-		t.Error("GET after Close succeeded")
-	}
+	require.NoError(t, w.Close())
+	assert.NoError(t, w.Close(), "second Close()")
+	_, err = newClient().Get(seed)
+	assert.Error(t, err, "GET after Close succeeded")
 }
 
 // TestNoExtras: without the extras every host has the same pages, and the
 // extras' paths are plain 404s nobody links to.
 func TestNoExtras(t *testing.T) {
 	w, err := Start(Config{Hosts: 2, PagesPerHost: 10, NoExtras: true, Base: 29})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer w.Close()
-	if got := len(w.Pages()); got != 20 {
-		t.Errorf("%d pages, want 20 (no redirect, 404 or binary on host 0)", got)
-	}
+	assert.Equal(t, 20, len(w.Pages()), "number of pages (no redirect, 404 or binary on host 0)")
 	root, _ := w.Body(w.Seeds()[0])
 	for _, p := range []string{pathRedirect, "missing", pathDataBin} {
-		if strings.Contains(string(root), p+`"`) {
-			t.Errorf("host 0's root still links to %s", p)
-		}
+		assert.Falsef(t, strings.Contains(string(root), p+`"`), "host 0's root still links to %s", p)
 	}
 	resp, err := http.Get("http://" + w.Hosts()[0] + pathRedirect)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusNotFound {
-		t.Errorf("%s: status %d, want 404", pathRedirect, resp.StatusCode)
-	}
+	assert.Equalf(t, http.StatusNotFound, resp.StatusCode, "%s: status", pathRedirect)
 }

@@ -7,15 +7,16 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // A client that dials through Lookup reaches each virtual host by name, on
 // the one listener; the counts see every page, robots.txt and stray request.
 func TestVirtualHosts(t *testing.T) {
 	v, err := StartVirtual(VirtualConfig{Hosts: 3, PagesPerHost: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { _ = v.Close() })
 	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 		name, port, _ := net.SplitHostPort(addr)
@@ -36,27 +37,21 @@ func TestVirtualHosts(t *testing.T) {
 		return resp.StatusCode, string(b)
 	}
 	for h := range 3 {
-		if code, body := get(v.URL(h, 0)); code != 200 || !strings.Contains(body, "<title>host "+string(rune('0'+h))+" page 0</title>") || !strings.Contains(body, `href="/p/1.html"`) {
-			t.Errorf("host %d root: %d %q", h, code, body)
-		}
+		code, body := get(v.URL(h, 0))
+		assert.Falsef(t, code != 200 || !strings.Contains(body, "<title>host "+string(rune('0'+h))+" page 0</title>") || !strings.Contains(body, `href="/p/1.html"`),
+			"host %d root: %d %q", h, code, body)
 	}
-	if code, body := get(v.URL(1, 1)); code != 200 || !strings.Contains(body, "host 1 page 1") {
-		t.Errorf("host 1 page 1: %d %q", code, body)
-	}
+	code, body := get(v.URL(1, 1))
+	assert.Falsef(t, code != 200 || !strings.Contains(body, "host 1 page 1"), "host 1 page 1: %d %q", code, body)
 	_, _ = get(v.URL(1, 1))
-	if code, body := get("http://" + v.Host(2) + "/robots.txt"); code != 200 || body != virtualRobots {
-		t.Errorf("robots.txt: %d %q", code, body)
-	}
+	code, body = get("http://" + v.Host(2) + "/robots.txt")
+	assert.Falsef(t, code != 200 || body != virtualRobots, "robots.txt: %d %q", code, body)
 	for _, u := range []string{"http://" + v.Host(0) + "/p/2.html", "http://" + v.Host(0) + "/p/01.html"} {
-		if code, _ := get(u); code != 404 {
-			t.Errorf("%s: %d, want 404", u, code)
-		}
+		code, _ := get(u)
+		assert.Equalf(t, 404, code, "%s: status", u)
 	}
-	if code, body := get("http://host3.sim:" + v.port + "/"); code != 0 || !strings.Contains(body, "no such host") {
-		t.Errorf("host3.sim (beyond Hosts): %d %q, want a lookup failure", code, body)
-	}
+	code, body = get("http://host3.sim:" + v.port + "/")
+	assert.Falsef(t, code != 0 || !strings.Contains(body, "no such host"), "host3.sim (beyond Hosts): %d %q, want a lookup failure", code, body)
 	want := VirtualCounts{Requests: 8, Missing: 2, Duplicates: 1, Robots: 1, Other: 2}
-	if got := v.Counts(); got != want {
-		t.Errorf("counts %+v, want %+v", got, want)
-	}
+	assert.Equal(t, want, v.Counts(), "counts")
 }

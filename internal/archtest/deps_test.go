@@ -4,6 +4,9 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // heavy are the packages (import path prefixes) that only a worker needs:
@@ -38,9 +41,7 @@ func TestHeavyListsFetchsParser(t *testing.T) {
 		for prefix := range heavy {
 			listed = listed || strings.HasPrefix(dep, prefix)
 		}
-		if !listed {
-			t.Errorf("fetch links %s, which the scheduler does not, and heavy does not list it", dep)
-		}
+		assert.Truef(t, listed, "fetch links %s, which the scheduler does not, and heavy does not list it", dep)
 	}
 }
 
@@ -74,9 +75,8 @@ func TestProcessesLinkOnlyWhatTheyNeed(t *testing.T) {
 				}
 			}
 			for prefix, what := range heavy {
-				if linked[prefix] != "" && !contains(c.allow, prefix) {
-					t.Errorf("%s links %s (%s); `go list -deps -f '{{.ImportPath}}: {{.Imports}}' ./%s` shows which import brings it", c.pkg, linked[prefix], what, c.pkg)
-				}
+				assert.Falsef(t, linked[prefix] != "" && !contains(c.allow, prefix),
+					"%s links %s (%s); `go list -deps -f '{{.ImportPath}}: {{.Imports}}' ./%s` shows which import brings it", c.pkg, linked[prefix], what, c.pkg)
 			}
 		})
 	}
@@ -108,9 +108,8 @@ func TestClientsLinkOnlyTheSession(t *testing.T) {
 				}
 			}
 			for p, what := range scheduler {
-				if linked[p] != "" {
-					t.Errorf("%s links %s (%s); `go list -deps -f '{{.ImportPath}}: {{.Imports}}' ./%s` shows which import brings it", pkg, linked[p], what, pkg)
-				}
+				assert.Emptyf(t, linked[p],
+					"%s links %s (%s); `go list -deps -f '{{.ImportPath}}: {{.Imports}}' ./%s` shows which import brings it", pkg, linked[p], what, pkg)
 			}
 		})
 	}
@@ -122,9 +121,8 @@ func TestClientsLinkOnlyTheSession(t *testing.T) {
 func TestSessionLinksNoFrontier(t *testing.T) {
 	for _, pkg := range []string{"session", "session/sessiontest"} {
 		for _, dep := range deps(t, pkg) {
-			if dep == mod+"frontier" || strings.HasPrefix(dep, mod+"frontier/") {
-				t.Errorf("%s links %s; `go list -deps -f '{{.ImportPath}}: {{.Imports}}' ./%s` shows which import brings it", pkg, dep, pkg)
-			}
+			assert.Falsef(t, dep == mod+"frontier" || strings.HasPrefix(dep, mod+"frontier/"),
+				"%s links %s; `go list -deps -f '{{.ImportPath}}: {{.Imports}}' ./%s` shows which import brings it", pkg, dep, pkg)
 		}
 	}
 }
@@ -134,9 +132,7 @@ func TestSessionLinksNoFrontier(t *testing.T) {
 // project.
 func TestFailureIsALeaf(t *testing.T) {
 	for _, dep := range deps(t, "failure") {
-		if strings.HasPrefix(dep, mod) && dep != mod+"failure" {
-			t.Errorf("failure links %s", dep)
-		}
+		assert.Falsef(t, strings.HasPrefix(dep, mod) && dep != mod+"failure", "failure links %s", dep)
 	}
 }
 
@@ -150,9 +146,7 @@ func deps(t *testing.T, pkg string) []string {
 		t.Skip("no go tool on PATH:", err)
 	}
 	out, err := exec.Command("go", "list", "-deps", mod+pkg).CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)
-	}
+	require.NoErrorf(t, err, "go list -deps %s:\n%s", pkg, out)
 	return strings.Fields(string(out))
 }
 
@@ -172,8 +166,7 @@ func contains(list []string, s string) bool {
 // links no package of the session protocol, nor the scheduler.
 func TestWorkflowImportsNoWireType(t *testing.T) {
 	for _, dep := range deps(t, "workflows") {
-		if strings.HasPrefix(dep, mod+"frontier") {
-			t.Errorf("workflows links %s; `go list -deps -f '{{.ImportPath}}: {{.Imports}}' ./workflows` shows which import brings it", dep)
-		}
+		assert.Falsef(t, strings.HasPrefix(dep, mod+"frontier"),
+			"workflows links %s; `go list -deps -f '{{.ImportPath}}: {{.Imports}}' ./workflows` shows which import brings it", dep)
 	}
 }

@@ -13,6 +13,9 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // maxReadmeLines is the most README.md may hold: a first page (what drover
@@ -38,9 +41,7 @@ func TestDocsHoldTogether(t *testing.T) {
 	root := moduleRoot(t)
 	t.Run("readme-short", func(t *testing.T) {
 		n := len(readLines(t, filepath.Join(root, "README.md")))
-		if n >= maxReadmeLines {
-			t.Errorf("README.md has %d lines, want fewer than %d: move the detail to a page of docs/ and link it", n, maxReadmeLines)
-		}
+		assert.Lessf(t, n, maxReadmeLines, "README.md has %d lines, want fewer than %d: move the detail to a page of docs/ and link it", n, maxReadmeLines)
 	})
 	t.Run("readme-links-docs", func(t *testing.T) { checkReadmeLinksDocs(t, root) })
 	t.Run("links-resolve", func(t *testing.T) { checkLinksResolve(t, root) })
@@ -59,14 +60,11 @@ func checkReadmeLinksDocs(t *testing.T, root string) {
 			return err
 		}
 		rel, _ := filepath.Rel(root, path)
-		if rel = filepath.ToSlash(rel); !linked[rel] {
-			t.Errorf("README.md does not link %s; add it to \"Where to read on\"", rel)
-		}
+		rel = filepath.ToSlash(rel)
+		assert.Truef(t, linked[rel], "README.md does not link %s; add it to \"Where to read on\"", rel)
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 }
 
 // checkLinksResolve: every relative link of linkedDocs and docs/*.md names
@@ -74,9 +72,7 @@ func checkReadmeLinksDocs(t *testing.T, root string) {
 func checkLinksResolve(t *testing.T, root string) {
 	files := slices.Clone(linkedDocs)
 	pages, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for _, p := range pages {
 		rel, _ := filepath.Rel(root, p)
 		files = append(files, filepath.ToSlash(rel))
@@ -85,23 +81,19 @@ func checkLinksResolve(t *testing.T, root string) {
 	for _, f := range files {
 		for _, l := range mdLinks(t, root, f) {
 			info, err := os.Stat(filepath.Join(root, l.target))
-			if err != nil {
-				t.Errorf("%s:%d: link to %s: no such file", f, l.line, l.raw)
+			if !assert.NoErrorf(t, err, "%s:%d: link to %s: no such file", f, l.line, l.raw) {
 				continue
 			}
 			if l.anchor == "" {
 				continue
 			}
-			if info.IsDir() || !strings.HasSuffix(l.target, ".md") {
-				t.Errorf("%s:%d: link to %s: an anchor needs a markdown file", f, l.line, l.raw)
+			if !assert.Falsef(t, info.IsDir() || !strings.HasSuffix(l.target, ".md"), "%s:%d: link to %s: an anchor needs a markdown file", f, l.line, l.raw) {
 				continue
 			}
 			if anchors[l.target] == nil {
 				anchors[l.target] = headingSlugs(t, filepath.Join(root, l.target))
 			}
-			if !anchors[l.target][l.anchor] {
-				t.Errorf("%s:%d: link to %s: %s has no heading #%s", f, l.line, l.raw, l.target, l.anchor)
-			}
+			assert.Truef(t, anchors[l.target][l.anchor], "%s:%d: link to %s: %s has no heading #%s", f, l.line, l.raw, l.target, l.anchor)
 		}
 	}
 }
@@ -138,15 +130,13 @@ func checkNoOutsideCitations(t *testing.T, root string) {
 		for i, line := range readLines(t, path) {
 			for _, c := range outsideFiles {
 				if strings.Contains(line, c) {
-					t.Errorf("%s:%d cites %s, which the repository does not hold: cite a file it holds, or say it in place", rel, i+1, c)
+					assert.Failf(t, "cites a file the repository does not hold", "%s:%d cites %s, which the repository does not hold: cite a file it holds, or say it in place", rel, i+1, c)
 				}
 			}
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 }
 
 // mdLink is a relative link of a markdown file.
@@ -268,17 +258,13 @@ func slug(heading string) string {
 func readLines(t *testing.T, path string) []string {
 	t.Helper()
 	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var lines []string
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 64*1024), 16<<20)
 	for sc.Scan() {
 		lines = append(lines, sc.Text())
 	}
-	if err := sc.Err(); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
+	require.NoErrorf(t, sc.Err(), "%s", path)
 	return lines
 }

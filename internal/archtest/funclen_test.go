@@ -10,6 +10,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // maxFuncLines is the longest a function may be, from its func keyword to
@@ -35,7 +38,7 @@ func TestFunctionLength(t *testing.T) {
 	}
 	slices.Sort(long)
 	if len(long) > 0 {
-		t.Errorf("%d functions over %d lines; split them:\n  %s", len(long), maxFuncLines, strings.Join(long, "\n  "))
+		assert.Failf(t, "functions over maxFuncLines", "%d functions over %d lines; split them:\n  %s", len(long), maxFuncLines, strings.Join(long, "\n  "))
 	}
 }
 
@@ -62,12 +65,10 @@ func TestFileLength(t *testing.T) {
 		}
 	}
 	if len(long) > 0 {
-		t.Errorf("%d files over %d lines; split them by concept:\n  %s", len(long), maxFileLines, strings.Join(long, "\n  "))
+		assert.Failf(t, "files over maxFileLines", "%d files over %d lines; split them by concept:\n  %s", len(long), maxFileLines, strings.Join(long, "\n  "))
 	}
 	for _, rel := range longFilesAllowed {
-		if !over[rel] {
-			t.Errorf("%s is no longer over %d lines: take it out of longFilesAllowed", rel, maxFileLines)
-		}
+		assert.Truef(t, over[rel], "%s is no longer over %d lines: take it out of longFilesAllowed", rel, maxFileLines)
 	}
 }
 
@@ -116,8 +117,6 @@ func parseGo(fset *token.FileSet, path string) (*ast.File, error) {
 // moduleRoot is the directory of the module's go.mod, two levels up.
 func moduleRoot(t *testing.T) string {
 	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return root
 }

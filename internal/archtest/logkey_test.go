@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
 )
 
 // errorKeyAllowed are the files that may still log an error under the key
@@ -40,7 +42,7 @@ func TestLogErrorKeyIsErr(t *testing.T) {
 		})
 	}
 	if len(found) > 0 {
-		t.Errorf("%d log calls give an error under the key \"error\"; use \"err\":\n  %s", len(found), strings.Join(found, "\n  "))
+		assert.Failf(t, `log calls give an error under the key "error"`, "%d log calls give an error under the key \"error\"; use \"err\":\n  %s", len(found), strings.Join(found, "\n  "))
 	}
 }
 

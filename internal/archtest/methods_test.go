@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
 )
 
 // maxMethods is the most methods a type may declare outside tests and
@@ -42,22 +44,21 @@ func TestMethodCount(t *testing.T) {
 		allowed, listed := manyMethodsAllowed[typ]
 		switch {
 		case listed && n <= maxMethods:
-			t.Errorf("%s has %d methods, no more than %d: take it out of manyMethodsAllowed", typ, n, maxMethods)
+			assert.Failf(t, "a type of manyMethodsAllowed is no longer over maxMethods", "%s has %d methods, no more than %d: take it out of manyMethodsAllowed", typ, n, maxMethods)
 		case listed && n > allowed:
 			over = append(over, fmt.Sprintf("%s (%d methods, %d allowed until it is split)", typ, n, allowed))
 		case listed && n < allowed:
-			t.Errorf("%s is down to %d methods: lower its manyMethodsAllowed entry from %d", typ, n, allowed)
+			assert.Failf(t, "a type of manyMethodsAllowed has fewer methods", "%s is down to %d methods: lower its manyMethodsAllowed entry from %d", typ, n, allowed)
 		case !listed && n > maxMethods:
 			over = append(over, fmt.Sprintf("%s (%d methods)", typ, n))
 		}
 	}
 	for typ := range manyMethodsAllowed {
-		if _, ok := count[typ]; !ok {
-			t.Errorf("%s has no methods any more (renamed?): take it out of manyMethodsAllowed", typ)
-		}
+		_, ok := count[typ]
+		assert.Truef(t, ok, "%s has no methods any more (renamed?): take it out of manyMethodsAllowed", typ)
 	}
 	slices.Sort(over)
 	if len(over) > 0 {
-		t.Errorf("%d types over %d methods; split them by concept:\n  %s", len(over), maxMethods, strings.Join(over, "\n  "))
+		assert.Failf(t, "types over maxMethods", "%d types over %d methods; split them by concept:\n  %s", len(over), maxMethods, strings.Join(over, "\n  "))
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/drover-crawl/drover/sink/sinkuri"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // sinkKindsAllowed are the files, besides sink/sinkuri, that may still
@@ -46,7 +48,7 @@ func TestSinkKindsRegisteredOnce(t *testing.T) {
 		})
 	}
 	if len(found) > 0 {
-		t.Errorf("%d decisions on a sink's scheme outside sink/sinkuri; call sinkuri.Lookup (or add the kind to sinkuri.Kinds):\n  %s",
+		assert.Failf(t, "decisions on a sink's scheme outside sink/sinkuri", "%d decisions on a sink's scheme outside sink/sinkuri; call sinkuri.Lookup (or add the kind to sinkuri.Kinds):\n  %s",
 			len(found), strings.Join(found, "\n  "))
 	}
 }
@@ -104,8 +106,6 @@ func goFiles(t *testing.T, tests bool) []goFile {
 		files = append(files, goFile{rel: filepath.ToSlash(rel), fset: fset, ast: f})
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return files
 }

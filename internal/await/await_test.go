@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // fakeT records For's and Holds's failures instead of failing the test.
@@ -39,9 +41,7 @@ func TestUntilReturnsOnceTheConditionHolds(t *testing.T) {
 		}
 		return nil
 	})
-	if err != nil || n != 3 {
-		t.Fatalf("Until: %v after %d calls, want nil after 3", err, n)
-	}
+	require.Falsef(t, err != nil || n != 3, "Until: %v after %d calls, want nil after 3", err, n)
 }
 
 func TestUntilTimesOutWithTheLastError(t *testing.T) {
@@ -50,9 +50,7 @@ func TestUntilTimesOutWithTheLastError(t *testing.T) {
 		n++
 		return fmt.Errorf("n = %d", n)
 	})
-	if err == nil || !strings.HasSuffix(err.Error(), fmt.Sprintf(": n = %d", n)) {
-		t.Fatalf("Until: %v, want the last error (n = %d)", err, n)
-	}
+	require.Falsef(t, err == nil || !strings.HasSuffix(err.Error(), fmt.Sprintf(": n = %d", n)), "Until: %v, want the last error (n = %d)", err, n)
 }
 
 func TestUntilStopsAtAFinalError(t *testing.T) {
@@ -61,9 +59,7 @@ func TestUntilStopsAtAFinalError(t *testing.T) {
 		n++
 		return fmt.Errorf("%w: failed", ErrFinal)
 	})
-	if !errors.Is(err, ErrFinal) || n != 1 {
-		t.Fatalf("Until: %v after %d calls, want ErrFinal after 1", err, n)
-	}
+	require.Falsef(t, !errors.Is(err, ErrFinal) || n != 1, "Until: %v after %d calls, want ErrFinal after 1", err, n)
 }
 
 func TestUntilStopsWithItsContext(t *testing.T) {
@@ -71,9 +67,7 @@ func TestUntilStopsWithItsContext(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	err := Until(ctx, time.Minute, 5*time.Millisecond, func() error { return errors.New("never") })
-	if err == nil || time.Since(start) > 10*time.Second {
-		t.Fatalf("Until: %v after %s, want an error soon after the context ends", err, time.Since(start))
-	}
+	require.Falsef(t, err == nil || time.Since(start) > 10*time.Second, "Until: %v after %s, want an error soon after the context ends", err, time.Since(start))
 }
 
 func TestForFailsNamingTheConditionAndTheLastValue(t *testing.T) {
@@ -81,9 +75,7 @@ func TestForFailsNamingTheConditionAndTheLastValue(t *testing.T) {
 	failed := run(f, func() {
 		For(f, 20*time.Millisecond, time.Millisecond, "16 sessions", func() error { return errors.New("3 sessions open") })
 	})
-	if !strings.Contains(failed, "16 sessions") || !strings.Contains(failed, "3 sessions open") {
-		t.Fatalf("For failed with %q, want the condition and the last value", failed)
-	}
+	require.Falsef(t, !strings.Contains(failed, "16 sessions") || !strings.Contains(failed, "3 sessions open"), "For failed with %q, want the condition and the last value", failed)
 }
 
 func TestHoldsFailsAtTheFirstBreach(t *testing.T) {
@@ -98,11 +90,9 @@ func TestHoldsFailsAtTheFirstBreach(t *testing.T) {
 			return nil
 		})
 	})
-	if !strings.Contains(failed, "paused") || !strings.Contains(failed, "a request started") || n != 3 || time.Since(start) > 10*time.Second {
-		t.Fatalf("Holds failed with %q after %d calls, want the breach at the third", failed, n)
-	}
+	require.Falsef(t, !strings.Contains(failed, "paused") || !strings.Contains(failed, "a request started") || n != 3 || time.Since(start) > 10*time.Second,
+		"Holds failed with %q after %d calls, want the breach at the third", failed, n)
 	f = &fakeT{}
-	if failed := run(f, func() { Holds(f, 10*time.Millisecond, time.Millisecond, "quiet", func() error { return nil }) }); failed != "" {
-		t.Fatalf("Holds failed with %q while the condition held", failed)
-	}
+	failed = run(f, func() { Holds(f, 10*time.Millisecond, time.Millisecond, "quiet", func() error { return nil }) })
+	require.Emptyf(t, failed, "Holds failed with %q while the condition held", failed)
 }

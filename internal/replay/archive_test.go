@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/nlnwa/gowarc"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // gzipped is body in gzip content coding.
@@ -21,12 +23,9 @@ func gzipped(t *testing.T, body string) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	zw := gzip.NewWriter(&b)
-	if _, err := zw.Write([]byte(body)); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
+	_, err := zw.Write([]byte(body))
+	require.NoError(t, err)
+	require.NoError(t, zw.Close())
 	return b.Bytes()
 }
 
@@ -38,12 +37,8 @@ func revisitWARC(t *testing.T, file, uri, refersTo, head string) {
 	err := writeRecord(&out, false, gowarc.Revisit, []byte(head),
 		gowarc.WarcTargetURI, uri, gowarc.WarcRefersToTargetURI, refersTo,
 		gowarc.WarcProfile, gowarc.ProfileIdenticalPayloadDigestV1_1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(file, out.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(file, out.Bytes(), 0o644))
 }
 
 // TestOpenIndexes: of several responses for a URI the first 2xx or 3xx
@@ -62,14 +57,10 @@ func TestOpenIndexes(t *testing.T) {
 		response(site+"/", http.StatusOK, "text/html", []byte("root")))
 	revisitWARC(t, filepath.Join(dir, "3.warc"), site+"/again", site+"/a", "HTTP/1.1 200 OK\r\nContent-Type: text/x-again\r\n\r\n")
 	revisitWARC(t, filepath.Join(dir, "4.warc"), site+"/same", site+"/a", "HTTP/1.1 304 Not Modified\r\nETag: \"x\"\r\n\r\n")
-	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("not WARC"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("not WARC"), 0o644))
 
 	a, err := Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	tests := []struct {
 		url, body, ctype string
 		status           int
@@ -84,15 +75,12 @@ func TestOpenIndexes(t *testing.T) {
 	for _, tt := range tests {
 		res, ok := a.Lookup(tt.url)
 		if !ok || res.Status != tt.status || string(res.Body) != tt.body || res.Header.Get("Content-Type") != tt.ctype {
-			t.Errorf("Lookup(%s) = %+v (found %v), want %d %q %q", tt.url, res, ok, tt.status, tt.ctype, tt.body)
+			assert.Failf(t, "wrong lookup", "Lookup(%s) = %+v (found %v), want %d %q %q", tt.url, res, ok, tt.status, tt.ctype, tt.body)
 		}
 	}
-	if want := []string{site + "/", site + "/a", site + "/again", site + "/b", site + "/same"}; !slices.Equal(a.URIs(), want) {
-		t.Errorf("URIs() = %v, want %v", a.URIs(), want)
-	}
-	if _, err := Open(t.TempDir()); err == nil || !strings.Contains(err.Error(), "no *.warc") {
-		t.Errorf("Open of an empty directory: %v, want an error saying it holds no WARC file", err)
-	}
+	assert.Equal(t, []string{site + "/", site + "/a", site + "/again", site + "/b", site + "/same"}, a.URIs(), "URIs()")
+	_, err = Open(t.TempDir())
+	assert.ErrorContains(t, err, "no *.warc", "Open of an empty directory: want an error saying it holds no WARC file")
 }
 
 // TestHandlerServesAsArchived proxies requests in absolute form: the
@@ -112,9 +100,7 @@ func TestHandlerServesAsArchived(t *testing.T) {
 	res.Header.Set("Content-Length", "99999")
 	writeWARC(t, filepath.Join(dir, "a.warc"), res)
 	a, err := Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	srv := httptest.NewServer(a.Handler())
 	defer srv.Close()
 
@@ -124,46 +110,32 @@ func TestHandlerServesAsArchived(t *testing.T) {
 		DisableCompression: true,
 	}}
 	resp, err := client.Get(site + "/coded")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || !bytes.Equal(body, coded) || resp.ContentLength != int64(len(coded)) {
-		t.Errorf("GET /coded: %d, %d bytes (Content-Length %d), want 200 and the archived %d bytes", resp.StatusCode, len(body), resp.ContentLength, len(coded))
-	}
+	assert.Falsef(t, resp.StatusCode != http.StatusOK || !bytes.Equal(body, coded) || resp.ContentLength != int64(len(coded)),
+		"GET /coded: %d, %d bytes (Content-Length %d), want 200 and the archived %d bytes", resp.StatusCode, len(body), resp.ContentLength, len(coded))
 	h := resp.Header
-	if h.Get("Content-Encoding") != "gzip" || h.Get("X-Kept") != "end to end" || h.Get("X-Private") != "" || len(resp.TransferEncoding) != 0 {
-		t.Errorf("GET /coded: header %v, transfer coding %v; want Content-Encoding and X-Kept, no X-Private, no chunking", h, resp.TransferEncoding)
-	}
+	assert.Falsef(t, h.Get("Content-Encoding") != "gzip" || h.Get("X-Kept") != "end to end" || h.Get("X-Private") != "" || len(resp.TransferEncoding) != 0,
+		"GET /coded: header %v, transfer coding %v; want Content-Encoding and X-Kept, no X-Private, no chunking", h, resp.TransferEncoding)
 
 	resp, err = client.Get(site + "/elsewhere")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	body, _ = io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusNotFound || !strings.Contains(string(body), site+"/elsewhere") {
-		t.Errorf("GET /elsewhere: %d %q, want 404 naming the URL", resp.StatusCode, body)
-	}
+	assert.Falsef(t, resp.StatusCode != http.StatusNotFound || !strings.Contains(string(body), site+"/elsewhere"),
+		"GET /elsewhere: %d %q, want 404 naming the URL", resp.StatusCode, body)
 	// The browser's own icon request: answered 404, not a miss.
-	if resp, err = client.Get(site + "/favicon.ico"); err != nil {
-		t.Fatal(err)
-	}
+	resp, err = client.Get(site + "/favicon.ico")
+	require.NoError(t, err)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusNotFound {
-		t.Errorf("GET /favicon.ico: %d, want 404", resp.StatusCode)
-	}
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "GET /favicon.ico: status")
 	req, _ := http.NewRequest(http.MethodConnect, srv.URL, nil)
 	req.Host = "example.test:443"
-	if resp, err = http.DefaultClient.Do(req); err != nil {
-		t.Fatal(err)
-	}
+	resp, err = http.DefaultClient.Do(req)
+	require.NoError(t, err)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusMethodNotAllowed {
-		t.Errorf("CONNECT: %d, want 405", resp.StatusCode)
-	}
-	if !slices.Equal(a.Served(), []string{site + "/coded"}) || !slices.Equal(a.Misses(), []string{site + "/elsewhere", "example.test:443"}) {
-		t.Errorf("Served() %v, Misses() %v", a.Served(), a.Misses())
-	}
+	assert.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode, "CONNECT: status")
+	assert.Falsef(t, !slices.Equal(a.Served(), []string{site + "/coded"}) || !slices.Equal(a.Misses(), []string{site + "/elsewhere", "example.test:443"}),
+		"Served() %v, Misses() %v", a.Served(), a.Misses())
 }

@@ -12,6 +12,9 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // origin is the archived site: a loopback address where nothing listens,
@@ -30,9 +33,7 @@ func response(uri string, status int, ctype string, body []byte) *Response {
 
 func writeWARC(t *testing.T, file string, responses ...*Response) {
 	t.Helper()
-	if err := WriteWARC(file, responses...); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, WriteWARC(file, responses...))
 }
 
 // onePixel is a 1x1 PNG.
@@ -41,9 +42,7 @@ func onePixel(t *testing.T) []byte {
 	img := image.NewNRGBA(image.Rect(0, 0, 1, 1))
 	img.Set(0, 0, color.NRGBA{R: 200, A: 255})
 	var b bytes.Buffer
-	if err := png.Encode(&b, img); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, png.Encode(&b, img))
 	return b.Bytes()
 }
 
@@ -67,9 +66,7 @@ func siteArchive(t *testing.T, withImage bool) string {
 func replayed(t *testing.T, dir string) (*Archive, string) {
 	t.Helper()
 	a, err := Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	srv := httptest.NewServer(a.Handler())
 	t.Cleanup(srv.Close)
 	return a, srv.Listener.Addr().String()
@@ -87,33 +84,24 @@ func TestReplayInChromium(t *testing.T) {
 
 	a, proxy := replayed(t, siteArchive(t, true))
 	rep, err := LoadPages(ctx, proxy, []string{pageURL})
-	if err != nil {
-		t.Fatalf("LoadPages: %v", err)
-	}
+	require.NoError(t, err, "LoadPages")
 	p := rep.Pages[0]
-	if p.Status != http.StatusOK || len(rep.Failures()) != 0 || len(p.BrokenImages) != 0 {
-		t.Errorf("complete archive: page status %d, failures %v, broken images %v; want 200 and none", p.Status, rep.Failures(), p.BrokenImages)
-	}
+	assert.Falsef(t, p.Status != http.StatusOK || len(rep.Failures()) != 0 || len(p.BrokenImages) != 0,
+		"complete archive: page status %d, failures %v, broken images %v; want 200 and none", p.Status, rep.Failures(), p.BrokenImages)
 	for _, u := range []string{cssURL, imageURL} {
-		if !slices.Contains(p.Requests, u) || !slices.Contains(a.Served(), u) {
-			t.Errorf("%s: requested by the page %v, served by the proxy %v; want both", u, p.Requests, a.Served())
-		}
+		assert.Falsef(t, !slices.Contains(p.Requests, u) || !slices.Contains(a.Served(), u),
+			"%s: requested by the page %v, served by the proxy %v; want both", u, p.Requests, a.Served())
 	}
-	if !slices.Contains(a.Served(), pageURL) || len(a.Misses()) != 0 {
-		t.Errorf("the proxy served %v and missed %v; want the page served and no miss", a.Served(), a.Misses())
-	}
+	assert.Falsef(t, !slices.Contains(a.Served(), pageURL) || len(a.Misses()) != 0,
+		"the proxy served %v and missed %v; want the page served and no miss", a.Served(), a.Misses())
 
 	a, proxy = replayed(t, siteArchive(t, false))
 	rep, err = LoadPages(ctx, proxy, []string{pageURL})
-	if err != nil {
-		t.Fatalf("LoadPages: %v", err)
-	}
+	require.NoError(t, err, "LoadPages")
 	p = rep.Pages[0]
 	want := []Failure{{Page: pageURL, URL: imageURL, Reason: describe(http.StatusNotFound)}}
-	if !slices.Equal(rep.Failures(), want) || !slices.Equal(p.BrokenImages, []string{imageURL}) {
-		t.Errorf("archive without the image: failures %v, broken images %v; want %v and the image", rep.Failures(), p.BrokenImages, want)
-	}
-	if !slices.Equal(a.Misses(), []string{imageURL}) || p.Status != http.StatusOK {
-		t.Errorf("archive without the image: proxy misses %v, page status %d; want the image alone, and 200", a.Misses(), p.Status)
-	}
+	assert.Falsef(t, !slices.Equal(rep.Failures(), want) || !slices.Equal(p.BrokenImages, []string{imageURL}),
+		"archive without the image: failures %v, broken images %v; want %v and the image", rep.Failures(), p.BrokenImages, want)
+	assert.Falsef(t, !slices.Equal(a.Misses(), []string{imageURL}) || p.Status != http.StatusOK,
+		"archive without the image: proxy misses %v, page status %d; want the image alone, and 200", a.Misses(), p.Status)
 }
