@@ -7,6 +7,7 @@ require (
 	github.com/gocolly/colly/v2 v2.3.0
 	github.com/jackc/pgx/v5 v5.13.0
 	github.com/rabbitmq/amqp091-go v1.16.0
+	github.com/stretchr/testify v1.12.1
 	go.temporal.io/api v1.64.3
 	go.temporal.io/sdk v1.51.0
 	gonum.org/v1/plot v0.17.0
@@ -72,7 +73,6 @@ require (
 	github.com/segmentio/encoding v0.5.4 // indirect
 	github.com/segmentio/kafka-go v0.4.51 // indirect
 	github.com/stretchr/objx v0.5.3 // indirect
-	github.com/stretchr/testify v1.12.1 // indirect
 	github.com/tdewolff/parse/v2 v2.25.0 // indirect
 	github.com/temoto/robotstxt v1.1.2 // indirect
 	github.com/twmb/franz-go v1.22.3 // indirect
