@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/drover-crawl/drover/campaign"
@@ -207,9 +208,7 @@ func TestSinkOpenPanicFreesItsWaiters(t *testing.T) {
 			}
 			return nil
 		})
-		if err != nil {
-			t.Error(err)
-		}
+		assert.NoError(t, err)
 		close(gate)
 	}()
 	require.Panics(t, func() {
