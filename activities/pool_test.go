@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/drover-crawl/drover/campaign"
@@ -237,9 +238,7 @@ func TestSinkOpenPanicFreesItsWaiters(t *testing.T) {
 			}
 			return nil
 		})
-		if err != nil {
-			t.Error(err)
-		}
+		assert.NoError(t, err)
 		close(gate)
 	}()
 	require.Panics(t, func() {

@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestValidate(t *testing.T) {
@@ -76,12 +78,12 @@ func TestValidate(t *testing.T) {
 			err := c.WithDefaults().Validate()
 			switch {
 			case tc.want == "" && err != nil:
-				t.Fatalf("want valid, got %v", err)
+				require.NoError(t, err, "want valid")
 			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-				t.Fatalf("want an error containing %q, got %v", tc.want, err)
+				require.FailNow(t, fmt.Sprintf("want an error containing %q, got %v", tc.want, err))
 			}
 			if err != nil && strings.Contains(err.Error(), "hunter2") {
-				t.Errorf("the error repeats the secret: %v", err)
+				assert.Fail(t, fmt.Sprintf("the error repeats the secret: %v", err))
 			}
 		})
 	}
@@ -90,9 +92,7 @@ func TestValidate(t *testing.T) {
 func TestEmbedLimit(t *testing.T) {
 	equal := func(got, want int, what string) {
 		t.Helper()
-		if got != want {
-			t.Errorf("%s: EmbedLimit %d, want %d", what, got, want)
-		}
+		assert.Equalf(t, want, got, "%s: EmbedLimit", what)
 	}
 	equal(Config{}.EmbedLimit(), 2, "unset")
 	equal(Config{EmbedHops: new(0)}.EmbedLimit(), 0, "0, a value")
@@ -116,15 +116,14 @@ func TestPolitenessFor(t *testing.T) {
 		"other.example": {time.Second, 1},
 	} {
 		if d, n := c.PolitenessFor(host); d != want.d || n != want.n {
-			t.Errorf("%s: %s, %d; want %s, %d", host, d, n, want.d, want.n)
+			assert.Fail(t, fmt.Sprintf("%s: %s, %d; want %s, %d", host, d, n, want.d, want.n))
 		}
 	}
 	if d, n := (Config{}).PolitenessFor("x"); d != DefaultPerHostDelay || n != DefaultPerHostConcurrency {
-		t.Errorf("unset: %s, %d; want the defaults", d, n)
+		assert.Fail(t, fmt.Sprintf("unset: %s, %d; want the defaults", d, n))
 	}
-	if d, _ := (Config{PerHostDelay: new(time.Duration(0))}).WithDefaults().PolitenessFor("x"); d != 0 {
-		t.Errorf("per_host_delay 0: %s after WithDefaults, want 0 (no delay)", d)
-	}
+	d, _ := (Config{PerHostDelay: new(time.Duration(0))}).WithDefaults().PolitenessFor("x")
+	assert.Zero(t, d, "per_host_delay 0 after WithDefaults, want 0 (no delay)")
 }
 
 // TestJSONInputs: the config is the workflow's JSON input. An input written
@@ -137,71 +136,59 @@ func TestJSONInputs(t *testing.T) {
 		"user_agent":"ua","sinks":["kafka:///drover.pages"],"body_cap":1048576,"max_redirects":10,
 		"max_attempts":3,"restart_alert":5,"hosts":[{"host":"h","delay":250000000,"concurrency":2}]}`
 	var c Config
-	if err := json.Unmarshal([]byte(old), &c); err != nil {
-		t.Fatalf("old input: %v", err)
-	}
-	if err := c.WithDefaults().Validate(); err != nil {
-		t.Fatalf("old input: %v", err)
-	}
+	require.NoError(t, json.Unmarshal([]byte(old), &c), "old input")
+	require.NoError(t, c.WithDefaults().Validate(), "old input")
 	if n, ok := c.DepthLimit(); !ok || n != 3 {
-		t.Errorf("max_depth: %d, %v", n, ok)
+		assert.Fail(t, fmt.Sprintf("max_depth: %d, %v", n, ok))
 	}
 	if c.HostDelay() != time.Second || c.RedirectLimit() != 10 {
-		t.Errorf("per_host_delay %s, max_redirects %d", c.HostDelay(), c.RedirectLimit())
+		assert.Fail(t, fmt.Sprintf("per_host_delay %s, max_redirects %d", c.HostDelay(), c.RedirectLimit()))
 	}
 	if d, n := c.PolitenessFor("h"); d != 250*time.Millisecond || n != 2 {
-		t.Errorf("host rule: %s, %d", d, n)
+		assert.Fail(t, fmt.Sprintf("host rule: %s, %d", d, n))
 	}
 	// Encoding and decoding again gives the same config.
 	b, err := json.Marshal(c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var again Config
-	if err := json.Unmarshal(b, &again); err != nil || !reflect.DeepEqual(again, c) {
-		t.Errorf("round trip: %+v (%v), want %+v", again, err, c)
+	if assert.NoError(t, json.Unmarshal(b, &again), "round trip") {
+		assert.Equal(t, c, again, "round trip")
 	}
 
 	var zero, unset Config
-	if err := json.Unmarshal([]byte(`{"max_depth":0,"per_host_delay":0,"max_redirects":0,"host_retries":0,"retry_backoff":0}`), &zero); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, json.Unmarshal([]byte(`{"max_depth":0,"per_host_delay":0,"max_redirects":0,"host_retries":0,"retry_backoff":0}`), &zero))
 	zero = zero.WithDefaults()
 	unset = unset.WithDefaults()
 	if n, ok := zero.DepthLimit(); !ok || n != 0 {
-		t.Errorf("max_depth 0: %d, %v; want 0 (the seeds only)", n, ok)
+		assert.Fail(t, fmt.Sprintf("max_depth 0: %d, %v; want 0 (the seeds only)", n, ok))
 	}
-	if _, ok := unset.DepthLimit(); ok {
-		t.Error("max_depth unset: a limit; want none")
-	}
+	_, ok := unset.DepthLimit()
+	assert.False(t, ok, "max_depth unset: a limit; want none")
 	if zero.HostDelay() != 0 || unset.HostDelay() != DefaultPerHostDelay {
-		t.Errorf("per_host_delay: 0 gave %s, unset %s", zero.HostDelay(), unset.HostDelay())
+		assert.Fail(t, fmt.Sprintf("per_host_delay: 0 gave %s, unset %s", zero.HostDelay(), unset.HostDelay()))
 	}
 	if zero.RedirectLimit() != 0 || unset.RedirectLimit() != DefaultMaxRedirects {
-		t.Errorf("max_redirects: 0 gave %d, unset %d", zero.RedirectLimit(), unset.RedirectLimit())
+		assert.Fail(t, fmt.Sprintf("max_redirects: 0 gave %d, unset %d", zero.RedirectLimit(), unset.RedirectLimit()))
 	}
 	if zero.HostRetryCount() != 0 || zero.HostRetryBackoff() != 0 {
-		t.Errorf("host_retries 0 gave %d, retry_backoff 0 gave %s", zero.HostRetryCount(), zero.HostRetryBackoff())
+		assert.Fail(t, fmt.Sprintf("host_retries 0 gave %d, retry_backoff 0 gave %s", zero.HostRetryCount(), zero.HostRetryBackoff()))
 	}
 	// WithDefaults is idempotent: the workflow, the activities and the
 	// scheduler each call it again on the starter's defaulted config.
-	if twice := zero.WithDefaults(); !reflect.DeepEqual(twice, zero) {
-		t.Errorf("WithDefaults twice: %+v, want %+v", twice, zero)
-	}
+	assert.Equal(t, zero, zero.WithDefaults(), "WithDefaults twice")
 }
 
 func TestZeroRefused(t *testing.T) {
 	for _, key := range []string{"fetchers", "fetcher_concurrency", "max_pages", "max_pages_per_host",
 		"max_duration", "per_host_concurrency", "body_cap", "max_attempts", "restart_alert"} {
 		if rule, ok := ZeroRefused(key); !ok || rule == "" {
-			t.Errorf("ZeroRefused(%q) = %q, %v; want a rule", key, rule, ok)
+			assert.Fail(t, fmt.Sprintf("ZeroRefused(%q) = %q, %v; want a rule", key, rule, ok))
 		}
 	}
 	for _, key := range []string{"max_depth", "per_host_delay", "max_redirects", "host_retries",
 		"retry_backoff", "fail_after", "id"} {
-		if rule, ok := ZeroRefused(key); ok {
-			t.Errorf("ZeroRefused(%q) = %q; 0 is a value of it (or Validate refuses it)", key, rule)
-		}
+		rule, ok := ZeroRefused(key)
+		assert.Falsef(t, ok, "ZeroRefused(%q) = %q; 0 is a value of it (or Validate refuses it)", key, rule)
 	}
 }
 
@@ -214,9 +201,7 @@ func TestRedact(t *testing.T) {
 		"postgres://db/crawl?password=hunter2":  "postgres://db/crawl?password=***",
 		"postgres://u:pw@db/crawl?password=pw2": "postgres://u:***@db/crawl?password=***",
 	} {
-		if got := Redact(in); got != want {
-			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
-		}
+		assert.Equalf(t, want, Redact(in), "Redact(%q)", in)
 	}
 }
 
@@ -225,11 +210,11 @@ func TestRulesWithHostMerges(t *testing.T) {
 	r = r.WithHost(HostRule{Host: "A.example", Delay: new(time.Second)})
 	r = r.WithExclude("/x/").WithExclude("/x/")
 	if r.Version != 4 || len(r.Hosts) != 1 || len(r.Exclude) != 1 {
-		t.Fatalf("rules %+v: want version 4, one host rule, one exclude", r)
+		require.FailNow(t, fmt.Sprintf("rules %+v: want version 4, one host rule, one exclude", r))
 	}
 	d, n := Config{Live: r}.PolitenessFor("a.example")
 	if d != time.Second || n != 2 {
-		t.Errorf("a.example: delay %s, concurrency %d; want 1s and the earlier rule's 2", d, n)
+		assert.Fail(t, fmt.Sprintf("a.example: delay %s, concurrency %d; want 1s and the earlier rule's 2", d, n))
 	}
 }
 
@@ -240,22 +225,14 @@ func TestSeedHostsBounded(t *testing.T) {
 	for i := range MaxSeedHosts {
 		cfg.SeedHosts = append(cfg.SeedHosts, fmt.Sprintf("h%d.example", i))
 	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatalf("%d short host names: %v", MaxSeedHosts, err)
-	}
+	require.NoError(t, cfg.Validate(), "%d short host names", MaxSeedHosts)
 	cfg.SeedHosts = append(cfg.SeedHosts, "one-more.example")
-	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "seed_hosts: 1001 hosts") {
-		t.Fatalf("%d hosts: %v", MaxSeedHosts+1, err)
-	}
+	require.ErrorContains(t, cfg.Validate(), "seed_hosts: 1001 hosts", "%d hosts", MaxSeedHosts+1)
 	cfg.SeedHosts = nil
 	for i := range 200 {
 		cfg.SeedHosts = append(cfg.SeedHosts, fmt.Sprintf("%0200d.example", i))
 	}
-	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "at most 1000 hosts and 32768 bytes") {
-		t.Fatalf("200 long host names (%d bytes): %v", cfg.SeedHostBytes(), err)
-	}
+	require.ErrorContains(t, cfg.Validate(), "at most 1000 hosts and 32768 bytes", "200 long host names (%d bytes)", cfg.SeedHostBytes())
 	cfg.SeedHosts, cfg.SeedsFile = nil, ""
-	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "seeds: at least one seed URL is required") {
-		t.Fatalf("neither seeds nor a seeds file: %v", err)
-	}
+	require.ErrorContains(t, cfg.Validate(), "seeds: at least one seed URL is required", "neither seeds nor a seeds file")
 }

@@ -2,10 +2,14 @@ package campaign
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestJSONDurations: durations are written as strings, a zero pointer as
@@ -25,43 +29,27 @@ func TestJSONDurations(t *testing.T) {
 		},
 	}
 	b, err := json.Marshal(c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	got := string(b)
 	for _, want := range []string{
 		`"max_duration":"1h30m0s"`, `"per_host_delay":"250ms"`, `"retry_backoff":"0s"`, `"fail_after":"5m0s"`,
 		`{"host":"slow.example","concurrency":1,"delay":"2s"}`, `{"host":"fast.example","delay":"0s"}`,
 		`{"host":"other.example","concurrency":4}`, `"id":"c1"`, `"fetchers":2`,
 	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("encoded config lacks %s:\n%s", want, got)
-		}
+		assert.Contains(t, got, want, "encoded config")
 	}
-	if strings.Contains(got, `"max_depth"`) {
-		t.Errorf("an unset pointer was written: %s", got)
-	}
+	assert.NotContains(t, got, `"max_depth"`, "an unset pointer was written")
 	var again Config
-	if err := json.Unmarshal(b, &again); err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(again, c) {
-		t.Errorf("round trip:\n got %+v\nwant %+v", again, c)
-	}
+	require.NoError(t, json.Unmarshal(b, &again))
+	assert.Equal(t, c, again, "round trip")
 
 	// Unset stays unset through a round trip, and the defaults survive one.
 	for _, in := range []Config{{ID: "unset"}, c.WithDefaults(), Config{ID: "d"}.WithDefaults()} {
 		b, err := json.Marshal(in)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		var out Config
-		if err := json.Unmarshal(b, &out); err != nil {
-			t.Fatal(err)
-		}
-		if !reflect.DeepEqual(out, in) {
-			t.Errorf("round trip of %s:\n got %+v\nwant %+v", b, out, in)
-		}
+		require.NoError(t, json.Unmarshal(b, &out))
+		assert.Equalf(t, in, out, "round trip of %s", b)
 	}
 }
 
@@ -75,9 +63,7 @@ func TestJSONOldNumbers(t *testing.T) {
 		"per_host_delay":1000000000,"max_duration":3600000000000,"retry_backoff":15000000000,
 		"fail_after":20000000000,"hosts":[{"host":"h","delay":250000000,"concurrency":2},{"host":"z","delay":0}]}`
 	var c Config
-	if err := json.Unmarshal([]byte(old), &c); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, json.Unmarshal([]byte(old), &c))
 	want := map[string]time.Duration{
 		"per_host_delay": time.Second, "max_duration": time.Hour, "retry_backoff": 15 * time.Second,
 		"fail_after": 20 * time.Second, "hosts[0].delay": 250 * time.Millisecond, "hosts[1].delay": 0,
@@ -86,19 +72,13 @@ func TestJSONOldNumbers(t *testing.T) {
 		"per_host_delay": c.HostDelay(), "max_duration": c.MaxDuration, "retry_backoff": c.HostRetryBackoff(),
 		"fail_after": c.FailAfterDuration(), "hosts[0].delay": deref(c.Hosts[0].Delay), "hosts[1].delay": deref(c.Hosts[1].Delay),
 	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("old numbers decoded to %v, want %v", got, want)
-	}
-	if c.Hosts[1].Delay == nil {
-		t.Error("hosts[1].delay 0: decoded as unset, want 0 (no delay)")
-	}
+	assert.Equal(t, want, got, "old numbers decoded")
+	assert.NotNil(t, c.Hosts[1].Delay, "hosts[1].delay 0: decoded as unset, want 0 (no delay)")
 
 	var mixed Config
-	if err := json.Unmarshal([]byte(`{"per_host_delay":"1s","fail_after":20000000000,"max_duration":"0","hosts":[{"host":"h","delay":"1m"}]}`), &mixed); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, json.Unmarshal([]byte(`{"per_host_delay":"1s","fail_after":20000000000,"max_duration":"0","hosts":[{"host":"h","delay":"1m"}]}`), &mixed))
 	if mixed.HostDelay() != time.Second || mixed.FailAfterDuration() != 20*time.Second || mixed.MaxDuration != 0 || *mixed.Hosts[0].Delay != time.Minute {
-		t.Errorf("mixed forms: %+v", mixed)
+		assert.Fail(t, fmt.Sprintf("mixed forms: %+v", mixed))
 	}
 }
 
@@ -122,16 +102,12 @@ func TestJSONDurationErrors(t *testing.T) {
 	} {
 		var c Config
 		err := json.Unmarshal([]byte(in), &c)
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s: error %v, want %q", in, err, want)
-		}
+		assert.ErrorContains(t, err, want, in)
 	}
 	c := Config{MaxDuration: time.Minute, PerHostDelay: new(time.Second)}
-	if err := json.Unmarshal([]byte(`{"max_duration":null,"per_host_delay":null}`), &c); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, json.Unmarshal([]byte(`{"max_duration":null,"per_host_delay":null}`), &c))
 	if c.MaxDuration != time.Minute || c.PerHostDelay != nil {
-		t.Errorf("null: max_duration %s, per_host_delay %v; want 1m0s kept and per_host_delay unset", c.MaxDuration, c.PerHostDelay)
+		assert.Fail(t, fmt.Sprintf("null: max_duration %s, per_host_delay %v; want 1m0s kept and per_host_delay unset", c.MaxDuration, c.PerHostDelay))
 	}
 }
 
@@ -156,17 +132,11 @@ func TestJSONDurationsAreStrings(t *testing.T) {
 			}
 			keys = append(keys, key)
 		}
-		if len(keys) == 0 {
-			t.Fatalf("%T: no duration field found", v)
-		}
+		require.NotEmptyf(t, keys, "%T: no duration field found", v)
 		b, err := json.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		for _, k := range keys {
-			if !strings.Contains(string(b), `"`+k+`":"3s"`) {
-				t.Errorf("%T.%s is not written as a duration string: %s", v, k, b)
-			}
+			assert.Containsf(t, string(b), `"`+k+`":"3s"`, "%T.%s is not written as a duration string", v, k)
 		}
 	}
 	check(&Config{})

@@ -1,6 +1,10 @@
 package campaign
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
 
 func TestClockKey(t *testing.T) {
 	groups := map[string]string{"a.example.org": "one", "example.net": "two", "www.example.com": "two"}
@@ -29,8 +33,6 @@ func TestClockKey(t *testing.T) {
 		if c.key == KeyGroup {
 			cfg.PolitenessGroups = groups
 		}
-		if got := cfg.ClockKey(c.host); got != c.want {
-			t.Errorf("key %q, host %q: %q, want %q", c.key, c.host, got, c.want)
-		}
+		assert.Equalf(t, c.want, cfg.ClockKey(c.host), "key %q, host %q", c.key, c.host)
 	}
 }

@@ -1,10 +1,12 @@
 package campaign
 
 import (
-	"reflect"
-	"strings"
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // The interval starts at Min, shrinks by Factor on a change and grows by
@@ -19,23 +21,13 @@ func TestRevisitRuleNext(t *testing.T) {
 	}
 	want := []time.Duration{10 * time.Minute, 40 * time.Minute, 160 * time.Minute, 640 * time.Minute, 2560 * time.Minute, 7 * 24 * time.Hour, 7 * 24 * time.Hour}
 	for i := range want {
-		if got[i] != want[i] {
-			t.Errorf("unchanged interval %d: %s, want %s", i, got[i], want[i])
-		}
+		assert.Equalf(t, want[i], got[i], "unchanged interval %d", i)
 	}
-	if d := r.Next(2560*time.Minute, true); d != 640*time.Minute {
-		t.Errorf("changed after 2560m: %s, want 640m", d)
-	}
-	if d := r.Next(20*time.Minute, true); d != 10*time.Minute {
-		t.Errorf("changed after 20m: %s, want the minimum", d)
-	}
+	assert.Equal(t, 640*time.Minute, r.Next(2560*time.Minute, true), "changed after 2560m")
+	assert.Equal(t, 10*time.Minute, r.Next(20*time.Minute, true), "changed after 20m: want the minimum")
 	fixed := RevisitRule{Min: time.Hour}
-	if d := fixed.Next(time.Hour, false); d != time.Hour {
-		t.Errorf("max unset: %s, want min", d)
-	}
-	if d := (RevisitRule{Min: time.Hour, Max: 8 * time.Hour}).Next(time.Hour, false); d != 2*time.Hour {
-		t.Errorf("factor unset: %s, want %d times", d, DefaultRevisitFactor)
-	}
+	assert.Equal(t, time.Hour, fixed.Next(time.Hour, false), "max unset: want min")
+	assert.Equalf(t, 2*time.Hour, (RevisitRule{Min: time.Hour, Max: 8 * time.Hour}).Next(time.Hour, false), "factor unset: want %d times", DefaultRevisitFactor)
 }
 
 // The first rule that fits decides, by depth, URL regex and media type
@@ -49,9 +41,7 @@ func TestRevisitsFor(t *testing.T) {
 		{MIME: "image/", Min: time.Hour},
 		{Match: `\.pdf$`, Min: 2 * time.Hour},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	cases := []struct {
 		url   string
 		depth int
@@ -73,26 +63,21 @@ func TestRevisitsFor(t *testing.T) {
 		r := rs.For(c.url, c.depth, c.mime)
 		switch {
 		case r == nil && c.want != 0, r != nil && r.Min != c.want:
-			t.Errorf("For(%s, %d, %q) = %+v, want the rule of min %s", c.url, c.depth, c.mime, r, c.want)
+			assert.Fail(t, fmt.Sprintf("For(%s, %d, %q) = %+v, want the rule of min %s", c.url, c.depth, c.mime, r, c.want))
 		}
 	}
-	if none, _ := CompileRevisits(nil); none.For("http://a/", 0, "text/html") != nil {
-		t.Error("no rules fit something")
-	}
+	none, _ := CompileRevisits(nil)
+	assert.Nil(t, none.For("http://a/", 0, "text/html"), "no rules fit something")
 }
 
 // --revisit reads its keys in any order, match last with its commas,
 // days as a unit; a bad one is one clear error.
 func TestParseRevisitRule(t *testing.T) {
 	r, err := ParseRevisitRule("min=10m,max=7d,factor=1.5,mime=text/html,depth=0,match=^https://a/(b|c),d")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	zero := 0
 	want := RevisitRule{Min: 10 * time.Minute, Max: 7 * 24 * time.Hour, Factor: 1.5, MIME: "text/html", Depth: &zero, Match: "^https://a/(b|c),d"}
-	if !reflect.DeepEqual(r, want) {
-		t.Errorf("parsed %+v, want %+v", r, want)
-	}
+	assert.Equal(t, want, r, "parsed")
 	for in, msg := range map[string]string{
 		"max=1h":            "min is required",
 		"min=10m,factor=0":  "0 is no factor",
@@ -105,9 +90,8 @@ func TestParseRevisitRule(t *testing.T) {
 		"min=10m,depth=-1":  "0 (the seeds) or more",
 		"min=10m,depth=one": "depth",
 	} {
-		if _, err := ParseRevisitRule(in); err == nil || !strings.Contains(err.Error(), msg) {
-			t.Errorf("%q: %v, want an error saying %q", in, err, msg)
-		}
+		_, err := ParseRevisitRule(in)
+		assert.ErrorContainsf(t, err, msg, "%q", in)
 	}
 }
 
@@ -128,18 +112,14 @@ func TestValidateRevisit(t *testing.T) {
 	} {
 		cfg := base
 		cfg.Revisit, cfg.NoHistory = c.rules, c.noHistory
-		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), c.msg) {
-			t.Errorf("%+v (no_history %v): %v, want an error saying %q", c.rules, c.noHistory, err, c.msg)
-		}
+		assert.ErrorContainsf(t, cfg.Validate(), c.msg, "%+v (no_history %v)", c.rules, c.noHistory)
 	}
 	dedup := base
 	dedup.Dedup, dedup.NoHistory = true, true
-	if err := dedup.Validate(); err == nil || !strings.Contains(err.Error(), "dedup") {
-		t.Errorf("dedup without a history: %v, want an error saying dedup", err)
-	}
+	assert.ErrorContains(t, dedup.Validate(), "dedup", "dedup without a history")
 	ok := base
 	ok.Revisit = []RevisitRule{{Min: time.Hour, Max: 24 * time.Hour, Factor: 2, Match: "/news/"}}
 	if err := ok.Validate(); err != nil || !ok.Continuous() {
-		t.Errorf("a good rule: %v, continuous %v", err, ok.Continuous())
+		assert.Fail(t, fmt.Sprintf("a good rule: %v, continuous %v", err, ok.Continuous()))
 	}
 }

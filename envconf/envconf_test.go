@@ -1,9 +1,11 @@
 package envconf
 
 import (
-	"reflect"
 	"runtime/debug"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/drover-crawl/drover/session"
 )
@@ -35,9 +37,7 @@ func TestLoadEnv(t *testing.T) {
 	}
 	for _, c := range cases {
 		got := Load(func(k string) string { return c.vars[k] })
-		if !reflect.DeepEqual(got, c.want) {
-			t.Errorf("%s:\n got %+v\nwant %+v", c.name, got, c.want)
-		}
+		assert.Equal(t, c.want, got, c.name)
 	}
 }
 
@@ -45,16 +45,8 @@ func TestDefaultGCLeavesAGOGCTheEnvironmentSets(t *testing.T) {
 	before := debug.SetGCPercent(100)
 	defer debug.SetGCPercent(before)
 
-	if DefaultGC(func(k string) string { return map[string]string{"GOGC": "50"}[k] }, 400) {
-		t.Fatal("DefaultGC overrode the environment's GOGC")
-	}
-	if got := debug.SetGCPercent(100); got != 100 {
-		t.Fatalf("GOGC %d after DefaultGC with GOGC set, want it untouched (100)", got)
-	}
-	if !DefaultGC(func(string) string { return "" }, 400) {
-		t.Fatal("DefaultGC did not set GOGC with none in the environment")
-	}
-	if got := debug.SetGCPercent(100); got != 400 {
-		t.Fatalf("GOGC %d after DefaultGC(400) with none in the environment, want 400", got)
-	}
+	require.False(t, DefaultGC(func(k string) string { return map[string]string{"GOGC": "50"}[k] }, 400), "DefaultGC overrode the environment's GOGC")
+	require.Equal(t, 100, debug.SetGCPercent(100), "GOGC after DefaultGC with GOGC set, want it untouched")
+	require.True(t, DefaultGC(func(string) string { return "" }, 400), "DefaultGC did not set GOGC with none in the environment")
+	require.Equal(t, 400, debug.SetGCPercent(100), "GOGC after DefaultGC(400) with none in the environment")
 }

@@ -1,8 +1,11 @@
 package failure
 
 import (
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
 )
 
 // A URL recorded by two schedulers (after a failover) keeps the newer
@@ -22,7 +25,7 @@ func TestRecordMerge(t *testing.T) {
 	for _, c := range cases {
 		got := c.old.Merge(c.f)
 		if !got.First.Equal(c.wantFirst) || got.Attempts != 3 {
-			t.Errorf("%s: %+v, want First %v and the new record's Attempts", c.name, got, c.wantFirst)
+			assert.Fail(t, fmt.Sprintf("%s: %+v, want First %v and the new record's Attempts", c.name, got, c.wantFirst))
 		}
 	}
 }

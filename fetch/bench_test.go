@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/internal/cpubench"
 	"github.com/drover-crawl/drover/page"
@@ -55,9 +57,7 @@ func BenchmarkExtractLinks(b *testing.B) {
 	base, _ := url.Parse("https://www.example.com/section/article-123.html")
 	drop := []string{"utm_source"}
 	urls, _, _, _ := extractLinks(page, base, drop, true)
-	if len(urls) != 40 {
-		b.Fatalf("%d links, want 40", len(urls))
-	}
+	require.Len(b, urls, 40, "links extracted")
 	b.SetBytes(int64(len(page)))
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -110,9 +110,7 @@ func BenchmarkExtractLinksTestWeb(b *testing.B) {
 func BenchmarkExtract(b *testing.B) {
 	web := webtest.Start(b, testweb.Config{Hosts: 2, PagesPerHost: 200, CrossHost: true, Base: 98})
 	f, err := New(campaign.Config{ID: "bench", Seeds: web.Seeds(), AllowPrivate: true}.WithDefaults())
-	if err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, err)
 	defer f.Close()
 	type pg struct {
 		body []byte
@@ -136,9 +134,7 @@ func BenchmarkExtract(b *testing.B) {
 		i++
 	}
 	stop()
-	if links == 0 {
-		b.Fatal("no links in scope")
-	}
+	require.NotZero(b, links, "no links in scope")
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/page")
 }
 
@@ -230,7 +226,7 @@ func BenchmarkLinkTagsScan(b *testing.B) {
 				stop := cpubench.Start(b)
 				for b.Loop() {
 					if len(c.read(set.pages[i%len(set.pages)])) == 0 {
-						b.Fatal("no tags")
+						require.FailNow(b, "no tags")
 					}
 					i++
 				}
@@ -246,9 +242,8 @@ func BenchmarkLinkTagsScan(b *testing.B) {
 func BenchmarkExtractLinksLargePage(b *testing.B) {
 	page := largePage()
 	base, _ := url.Parse("https://www.example.com/news/story-42.html")
-	if urls, _, _, _ := extractLinks(page, base, nil, true); len(urls) < 250 {
-		b.Fatalf("%d links, want about 300", len(urls))
-	}
+	urls, _, _, _ := extractLinks(page, base, nil, true)
+	require.GreaterOrEqual(b, len(urls), 250, "links extracted, want about 300")
 	b.SetBytes(int64(len(page)))
 	b.ReportAllocs()
 	stop := cpubench.Start(b)

@@ -35,7 +35,7 @@ func TestReadCappedOneAllocation(t *testing.T) {
 		r.Reset(body)
 		got, _, _ := readCapped(r, 1<<20, int64(len(body)))
 		if len(got) != len(body) {
-			t.Fatalf("read %d bytes, want %d", len(got), len(body))
+			require.FailNow(t, fmt.Sprintf("read %d bytes, want %d", len(got), len(body)))
 		}
 	})
 	// The LimitReader and the buffer.

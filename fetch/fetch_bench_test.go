@@ -2,10 +2,13 @@ package fetch
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/drover-crawl/drover/internal/cpubench"
 )
@@ -23,9 +26,7 @@ func BenchmarkFetchSmallPage(b *testing.B) {
 	}))
 	defer srv.Close()
 	f, err := New(testConfig(srv.URL))
-	if err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, err)
 	defer f.Close()
 	ctx := context.Background()
 	b.ReportAllocs()
@@ -33,7 +34,7 @@ func BenchmarkFetchSmallPage(b *testing.B) {
 	for b.Loop() {
 		res := f.Fetch(ctx, Request{URL: srv.URL + "/section/page.html"})
 		if res.Page == nil || res.Page.Status != 200 {
-			b.Fatal(res.Err)
+			require.FailNow(b, fmt.Sprint(res.Err))
 		}
 	}
 	stop()

@@ -100,9 +100,7 @@ func TestLinkTagsAgreeWithGoquery(t *testing.T) {
 	compared := 0
 	for i, doc := range docs {
 		want, ok := domTags([]byte(doc))
-		if !ok {
-			t.Fatalf("document %d: goquery failed to parse it", i)
-		}
+		require.Truef(t, ok, "document %d: goquery failed to parse it", i)
 		got := linkTags([]byte(doc))
 		assert.Equal(t, describe(want), describe(got), fmt.Sprint("document ", i, ": ", firstN(doc, 80)))
 		compared++
@@ -154,7 +152,7 @@ func BenchmarkLinkTags(b *testing.B) {
 			stop := cpubench.Start(b)
 			for b.Loop() {
 				if c.read(pages[i%len(pages)]) == 0 {
-					b.Fatal("no tags")
+					require.FailNow(b, "no tags")
 				}
 				i++
 			}

@@ -2,9 +2,11 @@ package fetch
 
 import (
 	"bytes"
+	"fmt"
 	"slices"
 	"testing"
 
+	"github.com/stretchr/testify/require"
 	"golang.org/x/net/html"
 )
 
@@ -82,7 +84,7 @@ func FuzzLinkTagsMatchReference(f *testing.F) {
 		for _, body := range [][]byte{data, fragmentDoc(data)} {
 			got, want := linkTags(body), refLinkTags(body)
 			if !slices.EqualFunc(got, want, func(a, b tag) bool { return a.name == b.name && slices.Equal(a.attrs, b.attrs) }) {
-				t.Fatalf("linkTags(%q)\n = %v\nreference %v", body, describe(got), describe(want))
+				require.FailNow(t, fmt.Sprintf("linkTags(%q)\n = %v\nreference %v", body, describe(got), describe(want)))
 			}
 		}
 	})

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestLinkTagsLargePageMatchesReference holds linkTags to refLinkTags on
@@ -18,7 +19,7 @@ func TestLinkTagsLargePageMatchesReference(t *testing.T) {
 	for n := len(page); ; n = max(0, n-251) {
 		got, want := linkTags(page[:n]), refLinkTags(page[:n])
 		if !slices.EqualFunc(got, want, func(a, b tag) bool { return a.name == b.name && slices.Equal(a.attrs, b.attrs) }) {
-			t.Fatalf("prefix of %d bytes:\n%v\nreference %v", n, describe(got), describe(want))
+			require.FailNow(t, fmt.Sprintf("prefix of %d bytes:\n%v\nreference %v", n, describe(got), describe(want)))
 		}
 		compared++
 		if n == 0 {

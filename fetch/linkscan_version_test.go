@@ -5,6 +5,9 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // linkScanNetVersion is the golang.org/x/net whose html.Tokenizer the link
@@ -22,13 +25,10 @@ func TestLinkScanPinsNetVersion(t *testing.T) {
 	}
 	// The version the build selects, after any replace directive.
 	out, err := exec.Command("go", "list", "-m", "-f", "{{.Version}}{{with .Replace}} {{.Version}}{{end}}", "golang.org/x/net").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list -m golang.org/x/net: %v\n%s", err, out)
-	}
+	require.NoError(t, err, "go list -m golang.org/x/net: %s", out)
 	f := strings.Fields(string(out))
 	got := f[len(f)-1]
-	if got != linkScanNetVersion {
-		t.Errorf(`golang.org/x/net is %q, but the link scanner mirrors the html.Tokenizer of %s. Before moving:
+	assert.Equalf(t, linkScanNetVersion, got, `golang.org/x/net is %q, but the link scanner mirrors the html.Tokenizer of %s. Before moving:
   1. diff html/token.go from %s to %s: each function of fetch/linkscan.go and fetch/linkscan_raw.go
      names the Tokenizer function it mirrors (readTag, readStartTag, readRawOrRCDATA, readScript,
      readComment, readMarkupDeclaration, readUntilCloseAngle, ...); port every change to where a
@@ -37,13 +37,9 @@ func TestLinkScanPinsNetVersion(t *testing.T) {
      go test ./fetch -run '^$' -fuzz '^FuzzLinkTagsMatchReference$' -fuzztime 10m
      and run TestLinkTagsLargePageMatchesReference and TestLinkTagsAgreeWithGoquery;
   3. set linkScanNetVersion and the version named in fetch/linkscan.go's comment to %s`,
-			got, linkScanNetVersion, linkScanNetVersion, got, got)
-	}
+		got, linkScanNetVersion, linkScanNetVersion, got, got)
 	src, err := os.ReadFile("linkscan.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := "golang.org/x/net/html's Tokenizer (" + linkScanNetVersion + ")"; !strings.Contains(string(src), want) {
-		t.Errorf("fetch/linkscan.go does not say %q: its comment and linkScanNetVersion name different versions", want)
-	}
+	require.NoError(t, err)
+	want := "golang.org/x/net/html's Tokenizer (" + linkScanNetVersion + ")"
+	assert.Truef(t, strings.Contains(string(src), want), "fetch/linkscan.go does not say %q: its comment and linkScanNetVersion name different versions", want)
 }

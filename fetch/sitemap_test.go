@@ -1,10 +1,14 @@
 package fetch
 
 import (
+	"fmt"
 	"net/url"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestSitemapLocs(t *testing.T) {
@@ -28,9 +32,7 @@ func TestSitemapLocs(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if got := isSitemap(c.ct, []byte(c.body)); got != c.sitemap {
-				t.Fatalf("isSitemap = %v, want %v", got, c.sitemap)
-			}
+			require.Equal(t, c.sitemap, isSitemap(c.ct, []byte(c.body)), "isSitemap")
 			if !c.sitemap {
 				return
 			}
@@ -38,9 +40,7 @@ func TestSitemapLocs(t *testing.T) {
 			for _, e := range sitemapLocs([]byte(c.body), base, []string{"utm_source"}) {
 				got = append(got, e.loc)
 			}
-			if !slices.Equal(got, c.want) {
-				t.Errorf("locs = %q, want %q", got, c.want)
-			}
+			assert.Truef(t, slices.Equal(got, c.want), "locs = %q, want %q", got, c.want)
 		})
 	}
 }
@@ -64,12 +64,10 @@ func TestSitemapLastmod(t *testing.T) {
 		"http://example.com/e": {},
 	}
 	got := sitemapLocs([]byte(body), base, nil)
-	if len(got) != len(want) {
-		t.Fatalf("%d entries, want %d: %+v", len(got), len(want), got)
-	}
+	require.Len(t, got, len(want), "sitemap entries")
 	for _, e := range got {
 		if w, ok := want[e.loc]; !ok || !e.lastmod.Equal(w) {
-			t.Errorf("%s: lastmod %v, want %v", e.loc, e.lastmod, w)
+			assert.Fail(t, fmt.Sprintf("%s: lastmod %v, want %v", e.loc, e.lastmod, w))
 		}
 	}
 }

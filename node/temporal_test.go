@@ -2,7 +2,10 @@ package node
 
 import (
 	"errors"
+	"fmt"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
 )
 
 func TestCheckTemporalAddr(t *testing.T) {
@@ -23,11 +26,9 @@ func TestCheckTemporalAddr(t *testing.T) {
 		{"", false},
 	} {
 		err := checkTemporalAddr(tc.addr)
-		if (err == nil) != tc.ok {
-			t.Errorf("checkTemporalAddr(%q) = %v, want ok=%v", tc.addr, err, tc.ok)
-		}
+		assert.Equalf(t, tc.ok, err == nil, "checkTemporalAddr(%q) = %v: ok", tc.addr, err)
 		if err != nil && !errors.Is(err, ErrTemporalConfig) {
-			t.Errorf("checkTemporalAddr(%q) = %v, not an ErrTemporalConfig", tc.addr, err)
+			assert.Fail(t, fmt.Sprintf("checkTemporalAddr(%q) = %v, not an ErrTemporalConfig", tc.addr, err))
 		}
 	}
 }

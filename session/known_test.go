@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -11,6 +10,8 @@ import (
 
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/urlrule"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // fakeScheduler accepts one fetcher session on a loopback listener,
@@ -26,9 +27,7 @@ type fakeScheduler struct {
 func startFakeScheduler(t *testing.T, incarnation uint64) *fakeScheduler {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { ln.Close() })
 	fs := &fakeScheduler{addr: ln.Addr().String(), outcomes: make(chan Outcome, 64), fw: make(chan *FrameWriter, 1)}
 	go func() {
@@ -77,7 +76,7 @@ func (fs *fakeScheduler) next(t *testing.T) Outcome {
 	case o := <-fs.outcomes:
 		return o
 	case <-time.After(10 * time.Second):
-		t.Fatal("no outcome within 10s")
+		require.FailNow(t, "no outcome within 10s")
 	}
 	return Outcome{}
 }
@@ -88,12 +87,8 @@ func (fs *fakeScheduler) recorded(t *testing.T, leases ...uint64) {
 	t.Helper()
 	fw := <-fs.fw
 	defer func() { fs.fw <- fw }()
-	if err := fw.WriteFrame(FrameRecorded, Recorded{Leases: leases}); err != nil {
-		t.Fatal(err)
-	}
-	if err := fw.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, fw.WriteFrame(FrameRecorded, Recorded{Leases: leases}))
+	require.NoError(t, fw.Flush())
 }
 
 func links(urls ...string) []urlrule.Link {
@@ -118,9 +113,7 @@ func dialKnown(t *testing.T, fs *fakeScheduler, known *KnownLinks) *Session {
 	defer cancel()
 	cfg := campaign.Config{ID: "known"}
 	sess, err := Client{Token: DevToken, Known: known}.DialSession(ctx, fs.addr, "fetcher-0", cfg, 4)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { sess.Close() })
 	return sess
 }
@@ -131,7 +124,7 @@ func waitKnown(t *testing.T, known *KnownLinks, n int) {
 	deadline := time.Now().Add(10 * time.Second)
 	for known.Len() != n {
 		if time.Now().After(deadline) {
-			t.Fatalf("known links: %d, want %d", known.Len(), n)
+			require.FailNow(t, fmt.Sprintf("known links: %d, want %d", known.Len(), n))
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -140,7 +133,7 @@ func waitKnown(t *testing.T, known *KnownLinks, n int) {
 func checkOutcome(t *testing.T, o Outcome, lease uint64, want []string, wantKnown int) {
 	t.Helper()
 	if got := linkNames(o.Links); o.LeaseID != lease || !slices.Equal(got, want) || o.Known != wantKnown {
-		t.Fatalf("outcome of lease %d carried links %v, known %d; want lease %d, links %v, known %d", o.LeaseID, got, o.Known, lease, want, wantKnown)
+		require.FailNow(t, fmt.Sprintf("outcome of lease %d carried links %v, known %d; want lease %d, links %v, known %d", o.LeaseID, got, o.Known, lease, want, wantKnown))
 	}
 }
 
@@ -163,9 +156,7 @@ func TestKnownLinksLeftOutOnceRecorded(t *testing.T) {
 	mine := links("a", "b", "c", "d")
 	sess.Report(Outcome{LeaseID: 3, Links: mine})
 	checkOutcome(t, fs.next(t), 3, []string{"c", "d"}, 2)
-	if got := linkNames(mine); !slices.Equal(got, []string{"a", "b", "c", "d"}) {
-		t.Fatalf("Report changed the caller's links to %v", got)
-	}
+	require.Equal(t, []string{"a", "b", "c", "d"}, linkNames(mine), "Report changed the caller's links")
 
 	// Lease 2 recorded: c is known now; d (lease 3) is not.
 	fs.recorded(t, 2)
@@ -228,29 +219,19 @@ func TestKnownLinksBounded(t *testing.T) {
 		_, _, n := k.filter(sc, []urlrule.Link{{URL: u}})
 		return n == 1
 	}
-	if known("http://h/x") {
-		t.Fatal("an unknown link was left out") // and the scope's set is made
-	}
+	require.False(t, known("http://h/x"), "an unknown link was left out") // and the scope's set is made
 	key := func(i int) linkKey { return k.key(fmt.Sprintf("http://h/%d", i)) }
 	for i := range 4 {
 		k.add(sc, []linkKey{key(i)})
 	}
 	// 0-3 are the old generation now; using 0 keeps it.
-	if !known("http://h/0") {
-		t.Fatal("a known link was kept")
-	}
+	require.True(t, known("http://h/0"), "a known link was kept")
 	for i := 4; i < 100; i++ {
 		k.add(sc, []linkKey{key(i)})
-		if k.Len() > 8 {
-			t.Fatalf("%d links held, bound 8", k.Len())
-		}
+		require.LessOrEqual(t, k.Len(), 8, "links held, bound 8")
 	}
-	if known("http://h/1") {
-		t.Fatal("a link two generations old is still known")
-	}
-	if !known("http://h/99") {
-		t.Fatal("the latest link is not known")
-	}
+	require.False(t, known("http://h/1"), "a link two generations old is still known")
+	require.True(t, known("http://h/99"), "the latest link is not known")
 }
 
 // A rules frame the session did not ask for, or whose welcome did not
@@ -267,26 +248,16 @@ func TestRulesFrameNotAskedForEndsTheSession(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		s, err := cl.DialSession(ctx, fs.addr, "c", campaign.Config{ID: "c"}, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		fw := <-fs.fw
-		if err := fw.WriteFrame(FrameRules, campaign.Rules{Version: 1, Include: []string{"x"}}); err != nil {
-			t.Fatal(err)
-		}
-		if err := fw.Flush(); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, fw.WriteFrame(FrameRules, campaign.Rules{Version: 1, Include: []string{"x"}}))
+		require.NoError(t, fw.Flush())
 		select {
 		case <-s.Done():
 		case <-ctx.Done():
-			t.Fatalf("takes rules %v: the session still runs after a rules frame it did not ask for", takes)
+			require.FailNow(t, fmt.Sprintf("takes rules %v: the session still runs after a rules frame it did not ask for", takes))
 		}
-		if err := s.Err(); !errors.Is(err, ErrBadFrame) {
-			t.Errorf("takes rules %v: session ended with %v, want ErrBadFrame", takes, err)
-		}
-		if len(took) != 0 {
-			t.Errorf("takes rules %v: rules taken %v", takes, took)
-		}
+		assert.ErrorIsf(t, s.Err(), ErrBadFrame, "takes rules %v: session ended", takes)
+		assert.Emptyf(t, took, "takes rules %v: rules taken", takes)
 	}
 }

@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"encoding/binary"
 	stdjson "encoding/json"
-	"errors"
 	"fmt"
 	"reflect"
 	"testing"
 	"time"
 
 	"github.com/drover-crawl/drover/urlrule"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // The codec, both ends' half of every frame: what one end writes, the
@@ -20,29 +21,20 @@ func TestFrameCodec(t *testing.T) {
 	var buf bytes.Buffer
 	fw := NewFrameWriter(&buf)
 	in := Leases{Items: []Lease{{ID: 7, Kind: KindRobots, URL: "http://a.test/", Attempt: 1}}}
-	if err := fw.WriteFrame(FrameLeases, in); err != nil {
-		t.Fatal(err)
-	}
-	if err := fw.WriteFrame(FramePing, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := fw.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, fw.WriteFrame(FrameLeases, in))
+	require.NoError(t, fw.WriteFrame(FramePing, nil))
+	require.NoError(t, fw.Flush())
 	fr := NewFrameReader(&buf)
 	typ, payload, err := fr.ReadFrame()
-	if err != nil || typ != FrameLeases {
-		t.Fatalf("first frame: %s, %v; want leases", typ, err)
-	}
+	require.NoError(t, err, "first frame")
+	require.Equal(t, FrameLeases, typ, "first frame")
 	var out Leases
-	if err := Decode(typ, payload, &out); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, Decode(typ, payload, &out))
 	if len(out.Items) != 1 || out.Items[0] != in.Items[0] {
-		t.Fatalf("leases read back %+v, want %+v", out, in)
+		require.FailNow(t, fmt.Sprintf("leases read back %+v, want %+v", out, in))
 	}
 	if typ, payload, err = fr.ReadFrame(); err != nil || typ != FramePing || len(payload) != 0 {
-		t.Fatalf("second frame: %s (%d bytes), %v; want an empty ping", typ, len(payload), err)
+		require.FailNow(t, fmt.Sprintf("second frame: %s (%d bytes), %v; want an empty ping", typ, len(payload), err))
 	}
 
 	for _, c := range []struct {
@@ -55,13 +47,10 @@ func TestFrameCodec(t *testing.T) {
 	} {
 		var hdr [4]byte
 		binary.BigEndian.PutUint32(hdr[:], c.length)
-		if _, _, err := NewFrameReader(bytes.NewReader(hdr[:])).ReadFrame(); !errors.Is(err, c.want) {
-			t.Errorf("%s frame: %v, want %v", c.name, err, c.want)
-		}
+		_, _, err := NewFrameReader(bytes.NewReader(hdr[:])).ReadFrame()
+		assert.ErrorIsf(t, err, c.want, "%s frame", c.name)
 	}
-	if err := Decode(FrameCredit, []byte("{"), &Credit{}); !errors.Is(err, ErrBadFrame) {
-		t.Errorf("undecodable payload: %v, want ErrBadFrame", err)
-	}
+	assert.ErrorIs(t, Decode(FrameCredit, []byte("{"), &Credit{}), ErrBadFrame, "undecodable payload")
 }
 
 // outcomesFrame is a typical outcomes frame: 8 pages of 25 links each.
@@ -84,40 +73,22 @@ func outcomesFrame() Outcomes {
 func TestFramesAreStandardJSON(t *testing.T) {
 	in := outcomesFrame()
 	std, err := stdjson.Marshal(in)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var got Outcomes
-	if err := Decode(FrameOutcomes, std, &got); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, Decode(FrameOutcomes, std, &got))
 	var want Outcomes
-	if err := stdjson.Unmarshal(std, &want); err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("Decode of encoding/json's frame:\n%+v\nencoding/json reads:\n%+v", got, want)
-	}
+	require.NoError(t, stdjson.Unmarshal(std, &want))
+	require.Equal(t, want, got, "Decode of encoding/json's frame (expected: what encoding/json reads)")
 
 	var buf bytes.Buffer
 	fw := NewFrameWriter(&buf)
-	if err := fw.WriteFrame(FrameOutcomes, in); err != nil {
-		t.Fatal(err)
-	}
-	if err := fw.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, fw.WriteFrame(FrameOutcomes, in))
+	require.NoError(t, fw.Flush())
 	_, payload, err := NewFrameReader(&buf).ReadFrame()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var back Outcomes
-	if err := stdjson.Unmarshal(payload, &back); err != nil {
-		t.Fatalf("encoding/json cannot read WriteFrame's payload: %v", err)
-	}
-	if !reflect.DeepEqual(back, want) {
-		t.Fatalf("encoding/json reads WriteFrame's frame as\n%+v\nwant\n%+v", back, want)
-	}
+	require.NoError(t, stdjson.Unmarshal(payload, &back), "encoding/json cannot read WriteFrame's payload")
+	require.Equal(t, want, back, "what encoding/json reads of WriteFrame's frame")
 }
 
 // BenchmarkOutcomesFrame is the scheduler's cost of one outcomes frame
@@ -130,11 +101,12 @@ func BenchmarkOutcomesFrame(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			buf.Reset()
+			// Checked inside an if: testify's Helper call stays out of the timed loop.
 			if err := fw.WriteFrame(FrameOutcomes, in); err != nil {
-				b.Fatal(err)
+				require.NoError(b, err)
 			}
 			if err := fw.Flush(); err != nil {
-				b.Fatal(err)
+				require.NoError(b, err)
 			}
 		}
 	})
@@ -145,7 +117,7 @@ func BenchmarkOutcomesFrame(b *testing.B) {
 		for b.Loop() {
 			var out Outcomes
 			if err := Decode(FrameOutcomes, payload, &out); err != nil {
-				b.Fatal(err)
+				require.NoError(b, err)
 			}
 		}
 	})
@@ -165,10 +137,10 @@ func FuzzDecode(f *testing.F) {
 		err := Decode(FrameOutcomes, payload, &got)
 		stdErr := stdjson.Unmarshal(payload, &want)
 		if (err == nil) != (stdErr == nil) {
-			t.Fatalf("Decode(%q): %v; encoding/json: %v", payload, err, stdErr)
+			require.FailNow(t, fmt.Sprintf("Decode(%q): %v; encoding/json: %v", payload, err, stdErr))
 		}
 		if err == nil && !reflect.DeepEqual(got, want) {
-			t.Fatalf("Decode(%q) = %+v; encoding/json reads %+v", payload, got, want)
+			require.FailNow(t, fmt.Sprintf("Decode(%q) = %+v; encoding/json reads %+v", payload, got, want))
 		}
 	})
 }

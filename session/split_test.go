@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/drover-crawl/drover/urlrule"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // checkSplit checks splitOutcomes(outs, limit) against its contract, with
@@ -37,13 +39,13 @@ func checkSplit(t *testing.T, outs []Outcome, limit int) [][]uint64 {
 		got = append(got, ids[i]...)
 		switch {
 		case len(p) == 0:
-			t.Errorf("part %d of %d is empty", i, len(parts))
+			assert.Fail(t, fmt.Sprintf("part %d of %d is empty", i, len(parts)))
 		case len(p) > 1 && size > limit:
-			t.Errorf("part %d of %d: %d outcomes of %d estimated bytes, over the limit of %d", i, len(parts), len(p), size, limit)
+			assert.Fail(t, fmt.Sprintf("part %d of %d: %d outcomes of %d estimated bytes, over the limit of %d", i, len(parts), len(p), size, limit))
 		}
 		if i+1 < len(parts) && len(parts[i+1]) > 0 {
 			if next := outcomeSize(parts[i+1][0]); size+next <= limit {
-				t.Errorf("part %d of %d ends at %d bytes, but the next outcome (%d bytes) fits under the limit of %d", i, len(parts), size, next, limit)
+				assert.Fail(t, fmt.Sprintf("part %d of %d ends at %d bytes, but the next outcome (%d bytes) fits under the limit of %d", i, len(parts), size, next, limit))
 			}
 		}
 	}
@@ -52,7 +54,7 @@ func checkSplit(t *testing.T, outs []Outcome, limit int) [][]uint64 {
 		want = append(want, o.LeaseID)
 	}
 	if !slices.Equal(got, want) {
-		t.Errorf("the parts hold outcomes %v, want %v (limit %d)", brief(got), brief(want), limit)
+		assert.Fail(t, fmt.Sprintf("the parts hold outcomes %v, want %v (limit %d)", brief(got), brief(want), limit))
 	}
 	return ids
 }
@@ -105,7 +107,7 @@ func TestSplitOutcomesCases(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := checkSplit(t, tc.outs, tc.limit); !slices.EqualFunc(got, tc.want, slices.Equal) {
-				t.Errorf("parts %v, want %v", got, tc.want)
+				assert.Fail(t, fmt.Sprintf("parts %v, want %v", got, tc.want))
 			}
 		})
 	}
@@ -165,7 +167,7 @@ func TestSplitOutcomesRandom(t *testing.T) {
 			checkSplit(t, outs, limit)
 		})
 		if t.Failed() {
-			t.Fatalf("seed %d: stopped at the first failing list", seed)
+			require.FailNow(t, fmt.Sprintf("seed %d: stopped at the first failing list", seed))
 		}
 	}
 }

@@ -1,6 +1,10 @@
 package session
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
 
 // TestIdleCountsEveryConsumer: idle needs nothing queued, held, leased or
 // unconfirmed, and every consumer RabbitMQ counts answered for by a
@@ -33,9 +37,7 @@ func TestIdleCountsEveryConsumer(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if got := c.st.Idle(); got != c.idle {
-				t.Errorf("Idle() = %v, want %v for %+v", got, c.idle, c.st)
-			}
+			assert.Equalf(t, c.idle, c.st.Idle(), "Idle() for %+v", c.st)
 		})
 	}
 }
@@ -46,7 +48,5 @@ func TestStatsAddVanishedOnce(t *testing.T) {
 	s.Add(Stats{Vanished: []string{"q.s01"}})
 	s.Add(Stats{Vanished: []string{"q.s01", "q.s07"}})
 	s.Add(Stats{})
-	if len(s.Vanished) != 2 || s.Vanished[0] != "q.s01" || s.Vanished[1] != "q.s07" {
-		t.Errorf("vanished %v, want [q.s01 q.s07]", s.Vanished)
-	}
+	assert.Equal(t, []string{"q.s01", "q.s07"}, s.Vanished, "vanished")
 }

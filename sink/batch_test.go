@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/drover-crawl/drover/internal/await"
 )
 
@@ -44,16 +47,14 @@ func TestBatchStopsAtItsByteBound(t *testing.T) {
 	var wg sync.WaitGroup
 	store := func(n int) {
 		defer wg.Done()
-		if err := b.store(context.Background(), n); err != nil {
-			t.Error(err)
-		}
+		assert.NoError(t, b.store(context.Background(), n))
 	}
 	wg.Add(1)
 	go store(1)
 	select {
 	case <-held:
 	case <-time.After(5 * time.Second):
-		t.Fatal("the first page's batch was not flushed")
+		require.FailNow(t, "the first page's batch was not flushed")
 	}
 	for range waiting {
 		wg.Add(1)
@@ -71,7 +72,7 @@ func TestBatchStopsAtItsByteBound(t *testing.T) {
 	select {
 	case <-stored:
 	case <-time.After(10 * time.Second):
-		t.Fatal("the queued pages were not all stored after the gate opened")
+		require.FailNow(t, "the queued pages were not all stored after the gate opened")
 	}
 
 	mu.Lock()
@@ -82,15 +83,9 @@ func TestBatchStopsAtItsByteBound(t *testing.T) {
 		for _, n := range batch {
 			bytes += n
 		}
-		if bytes > maxBatchBytes+page {
-			t.Errorf("a batch of %d pages, %d MiB: over the %d MiB bound by more than one page", len(batch), bytes>>20, maxBatchBytes>>20)
-		}
+		assert.LessOrEqualf(t, bytes, maxBatchBytes+page, "a batch of %d pages, %d MiB: over the %d MiB bound by more than one page", len(batch), bytes>>20, maxBatchBytes>>20)
 		total += len(batch)
 	}
-	if total != waiting {
-		t.Fatalf("%d pages flushed after the first, want %d", total, waiting)
-	}
-	if got := len(batches[1]); got < maxBatchBytes/page {
-		t.Fatalf("the batch after the gate held %d pages, want the %d that fill the bound", got, maxBatchBytes/page)
-	}
+	require.Equal(t, waiting, total, "pages flushed after the first")
+	require.GreaterOrEqualf(t, len(batches[1]), maxBatchBytes/page, "pages the batch after the gate held, want the %d that fill the bound", maxBatchBytes/page)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -100,7 +101,7 @@ func TestWARCIndexesEachClosedFile(t *testing.T) {
 		out, err := cmd.Output()
 		var exit *exec.ExitError
 		if errors.As(err, &exit) {
-			t.Fatalf("warcio cdx-index: %v\n%s", err, exit.Stderr)
+			require.FailNow(t, fmt.Sprintf("warcio cdx-index: %v\n%s", err, exit.Stderr))
 		}
 		require.NoError(t, err)
 		want := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")

@@ -73,7 +73,7 @@ func TestKafkaPointerAboveMaxBody(t *testing.T) {
 			require.True(t, string(body) == string(r.Value), "value of %s (%d bytes, want %d)", p.URL, len(r.Value), len(body))
 			require.Equal(t, "", h["body-omitted"]+h["warc-filename"], "pointer headers on %s", p.URL)
 		default:
-			t.Fatalf("unexpected key %q", r.Key)
+			require.FailNow(t, fmt.Sprintf("unexpected key %q", r.Key))
 		}
 	}
 
@@ -137,7 +137,7 @@ func TestPostgresPointerAboveMaxBody(t *testing.T) {
 			require.True(t, omitted == nil && file == nil, "pointer columns on %s", url)
 			require.True(t, size != nil && *size == int64(len(want)), "body_size of %s", url)
 		default:
-			t.Fatalf("unexpected row %q", url)
+			require.FailNow(t, fmt.Sprintf("unexpected row %q", url))
 		}
 	}
 	require.NoError(t, rows.Err())

@@ -43,9 +43,7 @@ func newTestPostgres(t testing.TB, table string) *Postgres {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	s, err := NewPostgres(ctx, PostgresConfig{URI: testPostgresURI, Table: table})
-	if err != nil {
-		t.Fatalf("PostgreSQL at %s is needed for this test: %v", testPostgresURI, err)
-	}
+	require.NoError(t, err, "PostgreSQL at %s is needed for this test", testPostgresURI)
 	return s
 }
 

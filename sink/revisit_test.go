@@ -157,7 +157,7 @@ func warcioResolvesRevisits(t *testing.T, files []string, n int) {
 	out, err := exec.CommandContext(ctx, node, args...).Output()
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
-		t.Fatalf("warcio index: %v\n%s", err, exit.Stderr)
+		require.FailNow(t, fmt.Sprintf("warcio index: %v\n%s", err, exit.Stderr))
 	}
 	require.NoError(t, err, "warcio index")
 	var recs []map[string]any

@@ -204,7 +204,7 @@ func TestWARCSpooledStoreGivesUp(t *testing.T) {
 	select {
 	case <-entered: // the writer is writing page 0, and blocked
 	case <-time.After(30 * time.Second):
-		t.Fatal("the writer never wrote")
+		require.FailNow(t, "the writer never wrote")
 	}
 	for _, p := range pages[1:4] {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)

@@ -9,6 +9,7 @@ import (
 	"encoding/base32"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -166,7 +167,7 @@ func TestWARCStoresEveryPageByteIdentical(t *testing.T) {
 				require.Equal(t, "response", ids[r.concurrentTo].typ, "metadata of %s not linked to its response", p.URL)
 			}
 		default:
-			t.Fatalf("unexpected record type %s", r.typ)
+			require.FailNow(t, fmt.Sprintf("unexpected record type %s", r.typ))
 		}
 		require.NotNil(t, p, "record for unknown URL %q", r.uri)
 	}
@@ -187,7 +188,7 @@ func warcioIndex(t *testing.T, files []string, recs []warcRec) {
 	out, err := exec.CommandContext(ctx, node, args...).Output()
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
-		t.Fatalf("warcio index: %v\n%s", err, exit.Stderr)
+		require.FailNow(t, fmt.Sprintf("warcio index: %v\n%s", err, exit.Stderr))
 	}
 	require.NoError(t, err, "warcio index")
 	var got []string

@@ -3,11 +3,14 @@ package tlsconf_test
 import (
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
 	"github.com/drover-crawl/drover/tlsconf"
@@ -32,27 +35,19 @@ func TestIsLoopbackAddr(t *testing.T) {
 		"128.0.0.1:7420":    false,
 		"[::ffff:7f00:1]:1": true, // IPv4-mapped 127.0.0.1
 	} {
-		if got := tlsconf.IsLoopbackAddr(addr); got != want {
-			t.Errorf("IsLoopbackAddr(%q) = %v, want %v", addr, got, want)
-		}
+		assert.Equalf(t, want, tlsconf.IsLoopbackAddr(addr), "IsLoopbackAddr(%q)", addr)
 	}
 }
 
 func TestCheckListen(t *testing.T) {
-	if err := tlsconf.CheckListen("127.0.0.1:7420", false, false); err != nil {
-		t.Errorf("plaintext on loopback: %v", err)
-	}
+	assert.NoError(t, tlsconf.CheckListen("127.0.0.1:7420", false, false), "plaintext on loopback")
 	err := tlsconf.CheckListen("0.0.0.0:7420", false, false)
 	if !errors.Is(err, tlsconf.ErrPlaintext) || strings.Contains(err.Error(), "\n") ||
 		!strings.Contains(err.Error(), "--tls-cert") || !strings.Contains(err.Error(), "DROVER_INSECURE_PLAINTEXT=1") {
-		t.Errorf("plaintext on 0.0.0.0: %v", err)
+		assert.Fail(t, fmt.Sprintf("plaintext on 0.0.0.0: %v", err))
 	}
-	if err := tlsconf.CheckListen(":7420", true, false); err != nil {
-		t.Errorf("TLS on every interface: %v", err)
-	}
-	if err := tlsconf.CheckListen(":7420", false, true); err != nil {
-		t.Errorf("plaintext allowed by --insecure-plaintext: %v", err)
-	}
+	assert.NoError(t, tlsconf.CheckListen(":7420", true, false), "TLS on every interface")
+	assert.NoError(t, tlsconf.CheckListen(":7420", false, true), "plaintext allowed by --insecure-plaintext")
 }
 
 func TestFromEnv(t *testing.T) {
@@ -64,47 +59,39 @@ func TestFromEnv(t *testing.T) {
 	got := tlsconf.FromEnv(func(k string) string { return env[k] })
 	want := tlsconf.Options{CA: "/ca.pem", TLS: true, Cert: "/c.pem", Key: "/k.pem", ClientCA: "/cca.pem", ServerName: "sched",
 		InsecurePlaintext: true, KafkaSASLUsername: "u", KafkaSASLPassword: "p"}
-	if got != want {
-		t.Errorf("FromEnv = %+v, want %+v", got, want)
-	}
-	if o := tlsconf.FromEnv(func(string) string { return "" }); o != (tlsconf.Options{}) {
-		t.Errorf("empty environment gave %+v", o)
-	}
-	if o := tlsconf.FromEnv(func(k string) string { return map[string]string{"DROVER_INSECURE_PLAINTEXT": "0"}[k] }); o.InsecurePlaintext {
-		t.Error("DROVER_INSECURE_PLAINTEXT=0 read as true")
-	}
+	assert.Equal(t, want, got, "FromEnv")
+	assert.Equal(t, tlsconf.Options{}, tlsconf.FromEnv(func(string) string { return "" }), "empty environment")
+	assert.False(t, tlsconf.FromEnv(func(k string) string { return map[string]string{"DROVER_INSECURE_PLAINTEXT": "0"}[k] }).InsecurePlaintext, "DROVER_INSECURE_PLAINTEXT=0 read as true")
 }
 
 func TestServerAndClientConfigs(t *testing.T) {
 	pki := tlstest.New(t, "unit")
 	// Nothing given: plaintext (nil), not an error.
 	if c, err := (tlsconf.Options{}).Server(); c != nil || err != nil {
-		t.Errorf("empty Server() = %v, %v", c, err)
+		assert.Fail(t, fmt.Sprintf("empty Server() = %v, %v", c, err))
 	}
 	if c, err := (tlsconf.Options{}).Client(); c != nil || err != nil {
-		t.Errorf("empty Client() = %v, %v", c, err)
+		assert.Fail(t, fmt.Sprintf("empty Client() = %v, %v", c, err))
 	}
 	s, err := tlsconf.Options{Cert: pki.ServerCert, Key: pki.ServerKey, ClientCA: pki.CA}.Server()
 	if err != nil || s == nil || len(s.Certificates) != 1 || s.ClientAuth != tls.RequireAndVerifyClientCert || s.ClientCAs == nil {
-		t.Errorf("mTLS Server() = %+v, %v", s, err)
+		assert.Fail(t, fmt.Sprintf("mTLS Server() = %+v, %v", s, err))
 	}
 	s, err = tlsconf.Options{Cert: pki.ServerCert, Key: pki.ServerKey}.Server()
 	if err != nil || s.ClientAuth != tls.NoClientCert {
-		t.Errorf("TLS Server() without client CA: client auth %v, %v", s.ClientAuth, err)
+		assert.Fail(t, fmt.Sprintf("TLS Server() without client CA: client auth %v, %v", s.ClientAuth, err))
 	}
 	c, err := tlsconf.Options{CA: pki.CA, ServerName: "sched"}.Client()
 	if err != nil || c == nil || c.RootCAs == nil || c.ServerName != "sched" || len(c.Certificates) != 0 {
-		t.Errorf("Client() = %+v, %v", c, err)
+		assert.Fail(t, fmt.Sprintf("Client() = %+v, %v", c, err))
 	}
 	c, err = tlsconf.Options{TLS: true}.Client()
 	if err != nil || c == nil || c.RootCAs != nil {
-		t.Errorf("Client() with system roots = %+v, %v", c, err)
+		assert.Fail(t, fmt.Sprintf("Client() with system roots = %+v, %v", c, err))
 	}
 
 	bad := filepath.Join(t.TempDir(), "bad.pem")
-	if err := os.WriteFile(bad, []byte("not a certificate"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(bad, []byte("not a certificate"), 0o600))
 	for name, tc := range map[string]struct {
 		o      tlsconf.Options
 		server bool
@@ -126,14 +113,14 @@ func TestServerAndClientConfigs(t *testing.T) {
 			_, err = tc.o.Client()
 		}
 		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
-			t.Errorf("%s: err = %v, want one line naming %q", name, err, tc.want)
+			assert.Fail(t, fmt.Sprintf("%s: err = %v, want one line naming %q", name, err, tc.want))
 		}
 	}
 	if c, err := (tlsconf.Options{CA: pki.CA}).AMQPTLS("amqp://guest:guest@127.0.0.1:5672/"); c != nil || err != nil {
-		t.Errorf("AMQPTLS(amqp://) = %v, %v; want nil", c, err)
+		assert.Fail(t, fmt.Sprintf("AMQPTLS(amqp://) = %v, %v; want nil", c, err))
 	}
 	if c, err := (tlsconf.Options{CA: pki.CA}).AMQPTLS("amqps://u@rabbit:5671/"); c == nil || c.RootCAs == nil || err != nil {
-		t.Errorf("AMQPTLS(amqps://) = %v, %v; want the CA", c, err)
+		assert.Fail(t, fmt.Sprintf("AMQPTLS(amqps://) = %v, %v; want the CA", c, err))
 	}
 }
 
@@ -141,24 +128,20 @@ func TestTemporalApply(t *testing.T) {
 	pki := tlstest.New(t, "temporal")
 	var o client.Options
 	if err := (tlsconf.Temporal{}).Apply(&o); err != nil || o.ConnectionOptions.TLS != nil || o.Credentials != nil {
-		t.Errorf("no settings changed the options: %+v, %v", o.ConnectionOptions, err)
+		assert.Fail(t, fmt.Sprintf("no settings changed the options: %+v, %v", o.ConnectionOptions, err))
 	}
 	env := map[string]string{"TEMPORAL_TLS_CA": pki.CA, "TEMPORAL_TLS_CERT": pki.ClientCert, "TEMPORAL_TLS_KEY": pki.ClientKey,
 		"TEMPORAL_TLS_SERVER_NAME": "temporal.example", "TEMPORAL_API_KEY": "k"}
 	tt := tlsconf.TemporalFromEnv(func(k string) string { return env[k] })
-	if err := tt.Apply(&o); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, tt.Apply(&o))
 	c := o.ConnectionOptions.TLS
 	if c == nil || c.RootCAs == nil || len(c.Certificates) != 1 || c.ServerName != "temporal.example" || o.Credentials == nil {
-		t.Errorf("Apply: TLS %+v, credentials %v", c, o.Credentials)
+		assert.Fail(t, fmt.Sprintf("Apply: TLS %+v, credentials %v", c, o.Credentials))
 	}
 	// An API key alone turns TLS on (system CAs).
 	o = client.Options{}
 	if err := (tlsconf.Temporal{APIKey: "k"}).Apply(&o); err != nil || o.ConnectionOptions.TLS == nil || o.Credentials == nil {
-		t.Errorf("API key alone: %+v, %v", o.ConnectionOptions, err)
+		assert.Fail(t, fmt.Sprintf("API key alone: %+v, %v", o.ConnectionOptions, err))
 	}
-	if err := (tlsconf.Temporal{Cert: pki.ClientCert}).Apply(&client.Options{}); err == nil || !strings.Contains(err.Error(), "TEMPORAL_TLS_KEY") {
-		t.Errorf("cert without key: %v", err)
-	}
+	assert.ErrorContains(t, (tlsconf.Temporal{Cert: pki.ClientCert}).Apply(&client.Options{}), "TEMPORAL_TLS_KEY", "cert without key")
 }

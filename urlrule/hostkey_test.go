@@ -61,11 +61,11 @@ func checkHostKeyFast(t *testing.T, s string) bool {
 	}
 	want, err := hostKeySlow(s)
 	if err != nil || got != want {
-		t.Errorf("hostKeyFast(%q) = %q; the parse gives %q, %v", s, got, want, err)
+		assert.Fail(t, fmt.Sprintf("hostKeyFast(%q) = %q; the parse gives %q, %v", s, got, want, err))
 	}
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
-		t.Errorf("hostKeyFast(%q) answered for a URL that is not http(s): %v", s, err)
+		assert.Fail(t, fmt.Sprintf("hostKeyFast(%q) answered for a URL that is not http(s): %v", s, err))
 		return true
 	}
 	path := u.EscapedPath()
@@ -75,12 +75,8 @@ func checkHostKeyFast(t *testing.T, s string) bool {
 	if u.RawQuery != "" {
 		path += "?" + u.RawQuery
 	}
-	if p := RobotsPath(s); p != path {
-		t.Errorf("RobotsPath(%q) = %q; the parse gives %q", s, p, path)
-	}
-	if o := Origin(s); o != u.Scheme+"://"+u.Host {
-		t.Errorf("Origin(%q) = %q; the parse gives %q", s, o, u.Scheme+"://"+u.Host)
-	}
+	assert.Equalf(t, path, RobotsPath(s), "RobotsPath(%q) (expected: what the parse gives)", s)
+	assert.Equalf(t, u.Scheme+"://"+u.Host, Origin(s), "Origin(%q) (expected: what the parse gives)", s)
 	return true
 }
 

@@ -44,9 +44,7 @@ func TestHopPath(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if got := c.link.HopPath(c.parent); got != c.want {
-				t.Errorf("HopPath(%q) = %q, want %q", c.parent, got, c.want)
-			}
+			assert.Equalf(t, c.want, c.link.HopPath(c.parent), "HopPath(%q)", c.parent)
 		})
 	}
 }

@@ -2,8 +2,11 @@ package urlrule
 
 import (
 	"errors"
+	"fmt"
 	"net/url"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // fuzzSeeds are links of every kind normalize_test.go and the benchmarks
@@ -42,12 +45,10 @@ func FuzzNormalizeMatchesReference(f *testing.F) {
 		got, err := Normalize(raw, base, drop)
 		want, wantErr := refNormalize(raw, base, drop)
 		if got != want || (err == nil) != (wantErr == nil) {
-			t.Fatalf("Normalize(%q, %v, %q) = %q, %v; reference %q, %v", raw, base, drop, got, err, want, wantErr)
+			require.FailNow(t, fmt.Sprintf("Normalize(%q, %v, %q) = %q, %v; reference %q, %v", raw, base, drop, got, err, want, wantErr))
 		}
 		for _, e := range []error{ErrURLTooLong, ErrScheme, ErrNoHost, ErrHost, ErrInvalidURL} {
-			if errors.Is(err, e) != errors.Is(wantErr, e) {
-				t.Fatalf("Normalize(%q): error %v; reference %v", raw, err, wantErr)
-			}
+			require.Equalf(t, errors.Is(wantErr, e), errors.Is(err, e), "Normalize(%q): error %v; reference %v; errors.Is %v", raw, err, wantErr, e)
 		}
 	})
 }
@@ -61,7 +62,7 @@ func FuzzFastHost(f *testing.F) {
 		got, err := fastHost(h)
 		want, wantErr := normalHost(h)
 		if got != want || (err == nil) != (wantErr == nil) {
-			t.Fatalf("fastHost(%q) = %q, %v; normalHost %q, %v", h, got, err, want, wantErr)
+			require.FailNow(t, fmt.Sprintf("fastHost(%q) = %q, %v; normalHost %q, %v", h, got, err, want, wantErr))
 		}
 	})
 }

@@ -63,8 +63,7 @@ func checkNormalized(t *testing.T, drop []string, cases []struct{ in, want strin
 	t.Helper()
 	for _, c := range cases {
 		got, err := Normalize(c.in, nil, drop)
-		if err != nil {
-			t.Errorf("Normalize(%q): %v", c.in, err)
+		if !assert.NoErrorf(t, err, "Normalize(%q)", c.in) {
 			continue
 		}
 		assert.Equal(t, c.want, got, fmt.Sprint("for ", c.in))
@@ -125,8 +124,7 @@ func TestNormalizeResolve(t *testing.T) {
 			assert.True(t, err != nil, fmt.Sprint("Normalize(", c.ref, ") = ", got, ", want an error"))
 			continue
 		}
-		if err != nil {
-			t.Errorf("Normalize(%q): %v", c.ref, err)
+		if !assert.NoErrorf(t, err, "Normalize(%q)", c.ref) {
 			continue
 		}
 		assert.Equal(t, c.want, got, fmt.Sprint("for ", c.ref))

@@ -1,8 +1,11 @@
 package urlrule
 
 import (
+	"fmt"
 	"net/url"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/drover-crawl/drover/campaign"
 )
@@ -41,16 +44,14 @@ func FuzzAllowNormalMatchesAllow(f *testing.F) {
 			return
 		}
 		u, err := url.Parse(n)
-		if err != nil {
-			t.Fatalf("Normalize(%q) = %q, which url.Parse refuses: %v", raw, n, err)
-		}
+		require.NoError(t, err, "Normalize(%q) = %q, which url.Parse refuses", raw, n)
 		depth := []int{0, 1, 3, 4, MaxPatternDepth + 1}[int(depthIdx)%5]
 		for i, s := range scopes {
 			for _, p := range []*url.URL{nil, parent, u} {
 				ok, reason := s.Allow(u, depth, p)
 				nok, nreason := s.AllowNormal(n, depth, p)
 				if ok != nok || reason != nreason {
-					t.Fatalf("scope %d, %q at depth %d: AllowNormal %v %q, Allow %v %q", i, n, depth, nok, nreason, ok, reason)
+					require.FailNow(t, fmt.Sprintf("scope %d, %q at depth %d: AllowNormal %v %q, Allow %v %q", i, n, depth, nok, nreason, ok, reason))
 				}
 			}
 		}

@@ -206,7 +206,7 @@ func (h *harness) settle() {
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
-		h.t.Fatal("a Close, EndSessions or Notify call still running 10 s after the workflow ended")
+		require.FailNow(h.t, "a Close, EndSessions or Notify call still running 10 s after the workflow ended")
 	}
 }
 

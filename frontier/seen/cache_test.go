@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // countingSeen counts the keys Queued asks of the store, and fails marks
@@ -38,37 +40,25 @@ func TestQueuedCacheAnswersKnownKeys(t *testing.T) {
 	store := &countingSeen{Store: NewMemory()}
 	c := NewQueuedCache(store)
 	ks := keysN("a", 4)
-	if err := c.MarkQueued("c1", ks[:2]); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.MarkDone("c1", ks[2:3]); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, c.MarkQueued("c1", ks[:2]))
+	require.NoError(t, c.MarkDone("c1", ks[2:3]))
 	got, err := c.Queued("c1", ks)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := []bool{true, true, true, false}; fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("Queued = %v, want %v", got, want)
-	}
-	if store.asked != 1 {
-		t.Fatalf("the store was asked %d keys, want 1 (only the unknown one)", store.asked)
-	}
+	require.NoError(t, err)
+	require.Equal(t, fmt.Sprint([]bool{true, true, true, false}), fmt.Sprint(got), "Queued")
+	require.Equal(t, 1, store.asked, "keys the store was asked (only the unknown one)")
 	// Another campaign knows nothing of c1's keys.
 	store.asked = 0
 	got, _ = c.Queued("c2", ks[:1])
 	if got[0] || store.asked != 1 {
-		t.Fatalf("c2: Queued = %v with %d asked, want false with 1", got, store.asked)
+		require.FailNow(t, fmt.Sprintf("c2: Queued = %v with %d asked, want false with 1", got, store.asked))
 	}
 	// A key the store says is queued (marked by someone else, or before a
 	// restart) is remembered.
-	if err := store.Store.MarkQueued("c1", ks[3:]); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, store.Store.MarkQueued("c1", ks[3:]))
 	c.Queued("c1", ks[3:])
 	store.asked = 0
 	if got, _ := c.Queued("c1", ks[3:]); !got[0] || store.asked != 0 {
-		t.Fatalf("after the store said queued: Queued = %v with %d asked, want true with 0", got, store.asked)
+		require.FailNow(t, fmt.Sprintf("after the store said queued: Queued = %v with %d asked, want true with 0", got, store.asked))
 	}
 }
 
@@ -76,31 +66,20 @@ func TestQueuedCacheFailedMarkIsNotRemembered(t *testing.T) {
 	store := &countingSeen{Store: NewMemory(), failMark: errors.New("disk full")}
 	c := NewQueuedCache(store)
 	ks := keysN("b", 1)
-	if err := c.MarkQueued("c1", ks); err == nil {
-		t.Fatal("MarkQueued: want the store's error")
-	}
-	if got, _ := c.Queued("c1", ks); got[0] {
-		t.Fatal("a key whose mark failed is said queued")
-	}
+	require.Error(t, c.MarkQueued("c1", ks), "MarkQueued: want the store's error")
+	got, _ := c.Queued("c1", ks)
+	require.False(t, got[0], "a key whose mark failed is said queued")
 }
 
 func TestQueuedCacheDropForgets(t *testing.T) {
 	c := NewQueuedCache(NewMemory())
 	ks := keysN("d", 3)
-	if err := c.MarkQueued("c1", ks); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Drop("c1"); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, c.MarkQueued("c1", ks))
+	require.NoError(t, c.Drop("c1"))
 	got, err := c.Queued("c1", ks)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for i, q := range got {
-		if q {
-			t.Fatalf("key %d said queued after Drop", i)
-		}
+		require.Falsef(t, q, "key %d said queued after Drop", i)
 	}
 }
 
@@ -115,12 +94,8 @@ func TestQueuedCacheMarkRacingDrop(t *testing.T) {
 		}
 		return c.Store.MarkQueued(campaign, keys)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.current("c1").has(ks[0]) {
-		t.Fatal("a mark taken before Drop was remembered after it")
-	}
+	require.NoError(t, err)
+	require.False(t, c.current("c1").has(ks[0]), "a mark taken before Drop was remembered after it")
 }
 
 func TestQueuedCacheIsBounded(t *testing.T) {
@@ -128,18 +103,14 @@ func TestQueuedCacheIsBounded(t *testing.T) {
 	c := NewQueuedCache(store)
 	ks := keysN("e", 2*queuedCacheGen+1)
 	for i := 0; i < len(ks); i += 4096 {
-		if err := c.MarkQueued("c1", ks[i:min(i+4096, len(ks))]); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, c.MarkQueued("c1", ks[i:min(i+4096, len(ks))]))
 	}
 	g := c.current("c1")
-	if n := len(g.cur) + len(g.prev); n > 2*queuedCacheGen {
-		t.Fatalf("cache holds %d keys, want at most %d", n, 2*queuedCacheGen)
-	}
+	require.LessOrEqual(t, len(g.cur)+len(g.prev), 2*queuedCacheGen, "keys the cache holds")
 	// The oldest key left the cache; the store still knows it.
 	store.asked = 0
 	got, _ := c.Queued("c1", ks[:1])
 	if !got[0] || store.asked != 1 {
-		t.Fatalf("oldest key: Queued = %v with %d asked, want true from the store", got, store.asked)
+		require.FailNow(t, fmt.Sprintf("oldest key: Queued = %v with %d asked, want true from the store", got, store.asked))
 	}
 }

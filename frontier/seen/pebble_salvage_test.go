@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/drover-crawl/drover/failure"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // A store whose tables of marks are damaged is replaced, and its marks are
@@ -18,28 +20,16 @@ func TestPebbleSeenDamagedKeepsFailureRecords(t *testing.T) {
 	s := openPebble(t, dir)
 	old := keys("old", 60_000)
 	for i := 0; i < len(old); i += 2000 {
-		if err := s.MarkQueued("c", old[i:i+2000]); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, s.MarkQueued("c", old[i:i+2000]))
 	}
-	if err := s.Compact(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, s.Compact())
 	fails := []failure.Record{{URL: "http://f.example/a", Reason: "dns", Attempts: 3}, {URL: "http://f.example/b", Reason: "excluded"}}
-	if err := s.RecordFailures("c", fails); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, s.RecordFailures("c", fails))
 	rules := []byte(`{"version":2,"exclude":["/cal/"]}`)
-	if err := s.SetRules("c", rules); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, s.SetRules("c", rules))
 	hist := keys("hist", 3)
-	if err := s.SetHistory("c", hist, [][]byte{[]byte("h0"), []byte("h1"), []byte("h2")}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, s.SetHistory("c", hist, [][]byte{[]byte("h0"), []byte("h1"), []byte("h2")}))
+	require.NoError(t, s.Close())
 	scrambled := 0
 	eachFile(t, dir, func(p string) error {
 		if !strings.HasSuffix(p, ".sst") {
@@ -48,44 +38,34 @@ func TestPebbleSeenDamagedKeepsFailureRecords(t *testing.T) {
 		scrambled++
 		return rot(p)
 	})
-	if scrambled == 0 {
-		t.Fatal("no sstable to damage: write more marks")
-	}
+	require.NotZero(t, scrambled, "no sstable to damage: write more marks")
 
 	s = openPebble(t, dir)
 	defer s.Close()
 	// Reading the marks finds the damage and has the store replaced.
 	for _, k := range old[:200] {
-		if _, err := s.Done("c", k); err != nil {
-			t.Fatal(err)
-		}
+		_, err := s.Done("c", k)
+		require.NoError(t, err)
 	}
 	q, err := s.Queued("c", old[:1000])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if countTrue(q) == len(q) {
-		t.Fatal("the damaged marks all read back: the store was not damaged where the test meant")
-	}
+	require.NoError(t, err)
+	require.NotEqual(t, len(q), countTrue(q), "the damaged marks all read back: the store was not damaged where the test meant")
 	got, err := s.Failures("c", "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if len(got) != len(fails) || got[0].URL != fails[0].URL || got[0].Attempts != 3 || got[1].Reason != "excluded" {
-		t.Errorf("failure records after the damage: %+v, want %+v", got, fails)
+		assert.Fail(t, fmt.Sprintf("failure records after the damage: %+v, want %+v", got, fails))
 	}
 	r, err := s.Rules("c")
-	if err != nil || string(r) != string(rules) {
-		t.Errorf("rules after the damage: %q, %v; want %q", r, err, rules)
+	if assert.NoError(t, err, "rules after the damage") {
+		assert.Equal(t, string(rules), string(r), "rules after the damage")
 	}
 	for i, k := range hist {
 		if h, err := s.History("c", k); err != nil || string(h) != fmt.Sprintf("h%d", i) {
-			t.Errorf("history %d after the damage: %q, %v", i, h, err)
+			assert.Fail(t, fmt.Sprintf("history %d after the damage: %q, %v", i, h, err))
 		}
 	}
-	if _, err := os.Stat(dir); err != nil {
-		t.Fatal(err)
-	}
+	_, err = os.Stat(dir)
+	require.NoError(t, err)
 }
 
 // rot flips bits in the middle half of a file, as bit rot does: its size

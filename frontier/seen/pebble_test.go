@@ -19,34 +19,26 @@ import (
 	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/frontier/seen/seentest"
 	"github.com/drover-crawl/drover/internal/testenv"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestPebbleSeenSurvivesReopen(t *testing.T) {
 	s, reopen := seenImplNamed("pebble").open(t)
 	k := keys("r", 3)
-	if err := s.MarkQueued("c1", k); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.MarkDone("c1", k[:1]); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.MarkDone("c2", k[2:]); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, s.MarkQueued("c1", k))
+	require.NoError(t, s.MarkDone("c1", k[:1]))
+	require.NoError(t, s.MarkDone("c2", k[2:]))
 	s = reopen(s)
 	wantQueued(t, s, "c1", k, true, true, true)
 	wantDone(t, s, "c1", k[0], true)
 	wantDone(t, s, "c1", k[1], false)
 	wantDone(t, s, "c2", k[2], true)
 	// MarkQueued after a restart still keeps done marks.
-	if err := s.MarkQueued("c1", k); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, s.MarkQueued("c1", k))
 	wantDone(t, s, "c1", k[0], true)
 	// A drop survives a restart too.
-	if err := s.Drop("c1"); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, s.Drop("c1"))
 	s = reopen(s)
 	wantQueued(t, s, "c1", k, false, false, false)
 	wantDone(t, s, "c2", k[2], true)
@@ -57,13 +49,12 @@ func TestPebbleSeenLockedByAnother(t *testing.T) {
 	s := openPebble(t, dir)
 	if s2, err := seen.OpenPebble(dir, seen.PebbleOptions{}); err == nil {
 		s2.Close()
-		t.Fatal("a second scheduler opened the same seen store")
+		require.FailNow(t, "a second scheduler opened the same seen store")
 	}
 	s.Close()
 	// The refused open moved nothing aside.
-	if aside, _ := filepath.Glob(filepath.Join(dir, "pebble.damaged-*")); len(aside) > 0 {
-		t.Errorf("a locked store was moved aside: %v", aside)
-	}
+	aside, _ := filepath.Glob(filepath.Join(dir, "pebble.damaged-*"))
+	assert.Empty(t, aside, "a locked store was moved aside")
 	openPebble(t, dir).Close()
 }
 
@@ -75,40 +66,30 @@ func TestPebbleSeenManyKeys(t *testing.T) {
 	const n = 150_000
 	all := keys("many", n)
 	for i := 0; i < n; i += 1000 {
-		if err := s.MarkQueued("c", all[i:i+1000]); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, s.MarkQueued("c", all[i:i+1000]))
 	}
 	even := make([]seen.Key, 0, n/2)
 	for i := 0; i < n; i += 2 {
 		even = append(even, all[i])
 	}
 	for i := 0; i < len(even); i += 1000 {
-		if err := s.MarkDone("c", even[i:min(i+1000, len(even))]); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, s.MarkDone("c", even[i:min(i+1000, len(even))]))
 	}
 	s.Close()
 	s = openPebble(t, dir)
 	defer s.Close()
 	q, err := s.Queued("c", all)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for i := range all {
-		if !q[i] {
-			t.Fatalf("key %d lost", i)
-		}
+		require.Truef(t, q[i], "key %d lost", i)
 		if i%5 != 0 {
 			continue
 		}
-		if d, _ := s.Done("c", all[i]); d != (i%2 == 0) {
-			t.Fatalf("key %d: done %v", i, d)
-		}
+		d, _ := s.Done("c", all[i])
+		require.Equalf(t, i%2 == 0, d, "key %d: done", i)
 	}
-	if fresh, _ := s.Queued("c", keys("other", 1000)); countTrue(fresh) > 0 {
-		t.Errorf("%d of 1000 unknown keys reported queued", countTrue(fresh))
-	}
+	fresh, _ := s.Queued("c", keys("other", 1000))
+	assert.Zero(t, countTrue(fresh), "of 1000 unknown keys, this many reported queued")
 }
 
 // TestPebbleSeenSurvivesKill: marks whose MarkQueued/MarkDone returned are
@@ -141,7 +122,7 @@ func TestPebbleSeenSurvivesKill(t *testing.T) {
 	cmd.Env = append(os.Environ(), "DROVER_SEEN_KILL_DIR="+dir)
 	out, err := cmd.Output()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-		t.Fatalf("child: %v\n%s", err, out)
+		require.FailNow(t, fmt.Sprintf("child: %v\n%s", err, out))
 	}
 	marked := -1
 	sc := bufio.NewScanner(strings.NewReader(string(out)))
@@ -150,9 +131,7 @@ func TestPebbleSeenSurvivesKill(t *testing.T) {
 			marked, _ = strconv.Atoi(n)
 		}
 	}
-	if marked != batches-1 {
-		t.Fatalf("child marked up to batch %d, want %d:\n%s", marked, batches-1, out)
-	}
+	require.Equalf(t, batches-1, marked, "the last batch the child marked:\n%s", out)
 	s := openPebble(t, dir)
 	defer s.Close()
 	for b := range batches {
@@ -172,19 +151,11 @@ func TestPebbleSeenDamaged(t *testing.T) {
 	s := openPebble(t, golden)
 	old := keys("old", 120_000)
 	for i := 0; i < len(old); i += 2000 {
-		if err := s.MarkQueued("c", old[i:i+2000]); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.MarkDone("c", old[i:i+1000]); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, s.MarkQueued("c", old[i:i+2000]))
+		require.NoError(t, s.MarkDone("c", old[i:i+1000]))
 	}
-	if err := s.RecordFailures("c", []failure.Record{{URL: "http://f.example/", Reason: "dns"}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, s.RecordFailures("c", []failure.Record{{URL: "http://f.example/", Reason: "dns"}}))
+	require.NoError(t, s.Close())
 	var ssts int
 	filepath.WalkDir(golden, func(p string, _ fs.DirEntry, _ error) error {
 		if strings.HasSuffix(p, ".sst") {
@@ -192,9 +163,7 @@ func TestPebbleSeenDamaged(t *testing.T) {
 		}
 		return nil
 	})
-	if ssts == 0 {
-		t.Fatal("the golden store has no sstable: write more keys")
-	}
+	require.NotZero(t, ssts, "the golden store has no sstable: write more keys")
 
 	damages := map[string]func(t *testing.T, dir string){
 		"store removed": func(t *testing.T, dir string) { os.RemoveAll(filepath.Join(dir, "pebble")) },
@@ -224,9 +193,7 @@ func TestPebbleSeenDamaged(t *testing.T) {
 	for seed := range uint64(12) {
 		damages[fmt.Sprintf("random seed %d", seed)] = func(t *testing.T, dir string) {
 			damaged, err := seentest.Damage(dir, seed)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			t.Logf("damaged %d files", len(damaged))
 		}
 	}
@@ -234,41 +201,32 @@ func TestPebbleSeenDamaged(t *testing.T) {
 	for name, damage := range damages {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			if err := os.CopyFS(dir, os.DirFS(golden)); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, os.CopyFS(dir, os.DirFS(golden)))
 			damage(t, dir)
 			s := openPebble(t, dir) // fails the test if it cannot open
 			// A sample: a damaged block costs a bit-flip search per read.
 			var sample []seen.Key
 			for i := 0; i < len(old); i += 20 {
 				sample = append(sample, old[i])
-				if _, err := s.Done("c", old[i]); err != nil {
-					t.Fatalf("Done on a damaged store: %v", err)
-				}
+				_, err := s.Done("c", old[i])
+				require.NoError(t, err, "Done on a damaged store")
 			}
 			q, err := s.Queued("c", sample)
-			if err != nil {
-				t.Fatalf("Queued on a damaged store: %v", err)
-			}
+			require.NoError(t, err, "Queued on a damaged store")
 			if q, err := s.Queued("c", fresh); err != nil || countTrue(q) > 0 {
-				t.Fatalf("keys never marked: %d seen, err %v", countTrue(q), err)
+				require.FailNow(t, fmt.Sprintf("keys never marked: %d seen, err %v", countTrue(q), err))
 			}
 			aside, _ := filepath.Glob(filepath.Join(dir, "pebble.damaged-*"))
 			t.Logf("moved aside: %v; old keys still seen: %d of %d", aside, countTrue(q), len(sample))
 			if len(aside) > 0 {
 				// Moved aside at open or while reading: an empty store now.
 				if q, err := s.Queued("c", sample); err != nil || countTrue(q) > 0 {
-					t.Errorf("a store moved aside still answers seen for %d keys (err %v)", countTrue(q), err)
+					assert.Fail(t, fmt.Sprintf("a store moved aside still answers seen for %d keys (err %v)", countTrue(q), err))
 				}
 			}
 			// It works: new marks are taken and kept across a restart.
-			if err := s.MarkQueued("c", fresh); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.MarkDone("c", fresh[:10]); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, s.MarkQueued("c", fresh))
+			require.NoError(t, s.MarkDone("c", fresh[:10]))
 			if err := s.Close(); err != nil {
 				t.Logf("close of a damaged store: %v", err)
 			}
@@ -283,9 +241,7 @@ func TestPebbleSeenDamaged(t *testing.T) {
 
 func eachFile(t *testing.T, dir string, f func(string) error) {
 	t.Helper()
-	if err := seentest.EachFile(dir, f); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, seentest.EachFile(dir, f))
 }
 
 // overwrite writes 4 KiB of junk every 64 KiB of a file from its 4th KiB
@@ -321,12 +277,8 @@ func TestPebbleSeenDamagedWhileIdle(t *testing.T) {
 	dir := t.TempDir()
 	s := openPebble(t, dir)
 	ks := keys("idle", 20_000)
-	if err := s.MarkQueued("c", ks); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Compact(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, s.MarkQueued("c", ks))
+	require.NoError(t, s.Compact())
 	s.Close()
 	var ssts int
 	eachFile(t, dir, func(p string) error {
@@ -336,14 +288,10 @@ func TestPebbleSeenDamagedWhileIdle(t *testing.T) {
 		ssts++
 		return seentest.ScrambleEvery(p, 512)
 	})
-	if ssts == 0 {
-		t.Fatal("no sstable to damage")
-	}
+	require.NotZero(t, ssts, "no sstable to damage")
 	bg := &countingWriter{what: "background error"}
 	s, err := seen.OpenPebble(dir, seen.PebbleOptions{Log: slog.New(slog.NewTextHandler(bg, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer s.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -351,21 +299,17 @@ func TestPebbleSeenDamagedWhileIdle(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the damaged store was not replaced within 10 s of no calls (%d background errors logged)", bg.n.Load())
+			require.FailNow(t, fmt.Sprintf("the damaged store was not replaced within 10 s of no calls (%d background errors logged)", bg.n.Load()))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	n := bg.n.Load()
 	time.Sleep(300 * time.Millisecond) // a quiet period, not a wait for an event
-	if more := bg.n.Load() - n; more > 0 {
-		t.Errorf("%d more background errors after the store was replaced", more)
-	}
+	assert.Zero(t, bg.n.Load()-n, "more background errors after the store was replaced")
 	t.Logf("%d background errors logged before the store was replaced", n)
 	if q, err := s.Queued("c", ks[:100]); err != nil || countTrue(q) > 0 {
-		t.Fatalf("the replaced store: %d seen, err %v", countTrue(q), err)
+		require.FailNow(t, fmt.Sprintf("the replaced store: %d seen, err %v", countTrue(q), err))
 	}
-	if err := s.MarkDone("c", ks[:1]); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, s.MarkDone("c", ks[:1]))
 	wantDone(t, s, "c", ks[0], true)
 }

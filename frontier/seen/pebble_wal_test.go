@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // countingFS counts the fsyncs that reach its files.
@@ -35,49 +37,31 @@ func TestSeenGroupSyncWAL(t *testing.T) {
 	defer g.Close()
 
 	wal, err := g.Create("000001.log", walCategory)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	sst, err := g.Create("000002.sst", "pebble-compaction")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sst.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	if n := under.syncs.Load(); n != 1 {
-		t.Fatalf("a table's Sync: %d fsyncs, want 1 at once", n)
-	}
+	require.NoError(t, err)
+	require.NoError(t, sst.Sync())
+	require.Equal(t, int64(1), under.syncs.Load(), "a table's Sync: fsyncs, want 1 at once")
 
-	if _, err := wal.Write([]byte("record")); err != nil {
-		t.Fatal(err)
-	}
+	_, err = wal.Write([]byte("record"))
+	require.NoError(t, err)
 	start := time.Now()
-	if err := wal.Sync(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, wal.Sync())
 	// The loop may tick between the two lines above, so wait for it
 	// rather than asserting that nothing happened yet.
 	for under.syncs.Load() < 2 {
 		if time.Since(start) > 5*time.Second {
-			t.Fatal("the WAL was not fsynced by the loop")
+			require.FailNow(t, "the WAL was not fsynced by the loop")
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	// Nothing due: the loop does not fsync again.
 	time.Sleep(150 * time.Millisecond)
-	if n := under.syncs.Load(); n != 2 {
-		t.Errorf("%d fsyncs with nothing written, want 2", n)
-	}
+	assert.Equal(t, int64(2), under.syncs.Load(), "fsyncs with nothing written")
 	// Closing fsyncs what is due.
-	if _, err := wal.Write([]byte("more")); err != nil {
-		t.Fatal(err)
-	}
+	_, err = wal.Write([]byte("more"))
+	require.NoError(t, err)
 	wal.Sync()
-	if err := wal.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if n := under.syncs.Load(); n != 3 {
-		t.Errorf("after Close: %d fsyncs, want 3", n)
-	}
+	require.NoError(t, wal.Close())
+	assert.Equal(t, int64(3), under.syncs.Load(), "fsyncs after Close")
 }

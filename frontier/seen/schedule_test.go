@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/frontier/seen"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // A revisit schedule gives its entries back earliest first, up to a time
@@ -23,55 +25,43 @@ func TestSeenStoreSchedule(t *testing.T) {
 				// Written latest first: the store orders them.
 				add = append(add, seen.Due{Key: k[i], At: base.Add(time.Duration(4-i) * time.Hour), Msg: []byte(fmt.Sprint(i))})
 			}
-			if err := s.Schedule("news~r1", add, nil); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.Schedule("other", add[:1], nil); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, s.Schedule("news~r1", add, nil))
+			require.NoError(t, s.Schedule("other", add[:1], nil))
 			due, err := s.DueBy("news~r1", base.Add(2*time.Hour), 10)
 			if err != nil || len(due) != 2 || string(due[0].Msg) != "3" || string(due[1].Msg) != "2" || !due[0].At.Equal(base.Add(time.Hour)) {
-				t.Fatalf("due by 2h: %+v, %v; want keys 3 and 2, earliest first", due, err)
+				require.FailNow(t, fmt.Sprintf("due by 2h: %+v, %v; want keys 3 and 2, earliest first", due, err))
 			}
-			if due, _ := s.DueBy("news~r1", base.Add(10*time.Hour), 3); len(due) != 3 {
-				t.Errorf("limit 3: %d entries", len(due))
-			}
+			limited, _ := s.DueBy("news~r1", base.Add(10*time.Hour), 3)
+			assert.Len(t, limited, 3, "limit 3")
 			// Key 3 fetched: its entry at 1h replaced by one at 6h.
-			if err := s.Schedule("news~r1", []seen.Due{{Key: k[3], At: base.Add(6 * time.Hour), Msg: []byte("3b")}}, due[:1]); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, s.Schedule("news~r1", []seen.Due{{Key: k[3], At: base.Add(6 * time.Hour), Msg: []byte("3b")}}, due[:1]))
 			if reopen != nil {
 				s = reopen(s)
 			}
 			n, next, err := s.Scheduled("news~r1")
 			if err != nil || n != 4 || !next.Equal(base.Add(2*time.Hour)) {
-				t.Errorf("scheduled: %d, next %v, %v; want 4, next at 2h", n, next, err)
+				assert.Fail(t, fmt.Sprintf("scheduled: %d, next %v, %v; want 4, next at 2h", n, next, err))
 			}
 			all, _ := s.DueBy("news~r1", base.Add(24*time.Hour), 10)
 			if len(all) != 4 || string(all[3].Msg) != "3b" {
-				t.Errorf("after the replace: %+v", all)
+				assert.Fail(t, fmt.Sprintf("after the replace: %+v", all))
 			}
 			// An entry by its key and time: the replaced one is gone.
 			if msg, err := s.Entry("news~r1", base.Add(6*time.Hour), k[3]); err != nil || string(msg) != "3b" {
-				t.Errorf("Entry of key 3 at 6h: %q, %v; want 3b", msg, err)
+				assert.Fail(t, fmt.Sprintf("Entry of key 3 at 6h: %q, %v; want 3b", msg, err))
 			}
 			for _, at := range []time.Time{base.Add(time.Hour), base.Add(5 * time.Hour)} {
 				if msg, err := s.Entry("news~r1", at, k[3]); err != nil || msg != nil {
-					t.Errorf("Entry of key 3 at %s: %q, %v; want none", at.Sub(base), msg, err)
+					assert.Fail(t, fmt.Sprintf("Entry of key 3 at %s: %q, %v; want none", at.Sub(base), msg, err))
 				}
 			}
-			if msg, _ := s.Entry("other", base.Add(6*time.Hour), k[3]); msg != nil {
-				t.Errorf("Entry of another campaign: %q, want none", msg)
-			}
-			if err := s.Drop("news~r1"); err != nil {
-				t.Fatal(err)
-			}
-			if n, _, _ := s.Scheduled("news~r1"); n != 0 {
-				t.Errorf("%d entries after Drop", n)
-			}
-			if n, _, _ := s.Scheduled("other"); n != 1 {
-				t.Errorf("another campaign's schedule: %d entries, want 1", n)
-			}
+			msg, _ := s.Entry("other", base.Add(6*time.Hour), k[3])
+			assert.Nil(t, msg, "Entry of another campaign")
+			require.NoError(t, s.Drop("news~r1"))
+			n, _, _ = s.Scheduled("news~r1")
+			assert.Zero(t, n, "entries after Drop")
+			n, _, _ = s.Scheduled("other")
+			assert.Equal(t, int64(1), n, "another campaign's schedule: entries")
 		})
 	}
 }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/drover-crawl/drover/failure"
 	"github.com/drover-crawl/drover/frontier/seen"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // seenImpl opens a Store; reopen (nil for a store that does not
@@ -35,9 +37,7 @@ func seenImpls() []seenImpl {
 			return cur, func(old seen.Store) seen.Store {
 				mu.Lock()
 				defer mu.Unlock()
-				if err := old.Close(); err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, old.Close())
 				cur = open()
 				return cur
 			}
@@ -58,9 +58,7 @@ func seenImplNamed(name string) seenImpl {
 func openPebble(t testing.TB, dir string) *seen.Pebble {
 	t.Helper()
 	s, err := seen.OpenPebble(dir, seen.PebbleOptions{Log: testLog(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return s
 }
 
@@ -88,23 +86,15 @@ func keys(prefix string, n int) []seen.Key {
 func wantQueued(t *testing.T, s seen.Store, c string, ks []seen.Key, want ...bool) {
 	t.Helper()
 	got, err := s.Queued(c, ks)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(got, want) {
-		t.Errorf("Queued(%s) = %v, want %v", c, got, want)
-	}
+	require.NoError(t, err)
+	assert.Truef(t, slices.Equal(got, want), "Queued(%s) = %v, want %v", c, got, want)
 }
 
 func wantDone(t *testing.T, s seen.Store, c string, k seen.Key, want bool) {
 	t.Helper()
 	got, err := s.Done(c, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got != want {
-		t.Errorf("Done(%s, %x) = %v, want %v", c, k[:4], got, want)
-	}
+	require.NoError(t, err)
+	assert.Equalf(t, want, got, "Done(%s, %x)", c, k[:4])
 }
 
 // wantMarks stops the test unless every key of ks is queued in campaign
@@ -112,16 +102,12 @@ func wantDone(t *testing.T, s seen.Store, c string, k seen.Key, want bool) {
 func wantMarks(t *testing.T, s seen.Store, c string, ks []seen.Key, done func(i int) bool, what string) {
 	t.Helper()
 	q, err := s.Queued(c, ks)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for i, k := range ks {
 		d, err := s.Done(c, k)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		if !q[i] || d != done(i) {
-			t.Fatalf("%s key %d: queued %v done %v, want queued true done %v", what, i, q[i], d, done(i))
+			require.FailNow(t, fmt.Sprintf("%s key %d: queued %v done %v, want queued true done %v", what, i, q[i], d, done(i)))
 		}
 	}
 }
@@ -137,23 +123,17 @@ func TestSeenStoreSemantics(t *testing.T) {
 			wantQueued(t, s, "c1", k, false, false, false, false)
 			wantDone(t, s, "c1", a, false)
 			if got, err := s.Queued("c1", nil); err != nil || len(got) != 0 {
-				t.Errorf("Queued of no keys: %v, %v", got, err)
+				assert.Fail(t, fmt.Sprintf("Queued of no keys: %v, %v", got, err))
 			}
-			if err := s.MarkQueued("c1", nil); err != nil {
-				t.Errorf("MarkQueued of no keys: %v", err)
-			}
+			assert.NoError(t, s.MarkQueued("c1", nil), "MarkQueued of no keys")
 
 			// Queued is not done.
-			if err := s.MarkQueued("c1", []seen.Key{a, c}); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, s.MarkQueued("c1", []seen.Key{a, c}))
 			wantQueued(t, s, "c1", k, true, false, true, false)
 			wantDone(t, s, "c1", a, false)
 
 			// Done counts as queued too; done without queued first.
-			if err := s.MarkDone("c1", []seen.Key{a, b}); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, s.MarkDone("c1", []seen.Key{a, b}))
 			wantQueued(t, s, "c1", k, true, true, true, false)
 			wantDone(t, s, "c1", a, true)
 			wantDone(t, s, "c1", b, true)
@@ -161,12 +141,8 @@ func TestSeenStoreSemantics(t *testing.T) {
 
 			// A done key stays done after MarkQueued (a link to a page
 			// already fetched), and MarkDone is idempotent.
-			if err := s.MarkQueued("c1", []seen.Key{a, b, d}); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.MarkDone("c1", []seen.Key{b}); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, s.MarkQueued("c1", []seen.Key{a, b, d}))
+			require.NoError(t, s.MarkDone("c1", []seen.Key{b}))
 			wantDone(t, s, "c1", a, true)
 			wantDone(t, s, "c1", b, true)
 			wantDone(t, s, "c1", d, false)
@@ -178,27 +154,19 @@ func TestSeenStoreSemantics(t *testing.T) {
 			// Campaigns are separate.
 			wantQueued(t, s, "c2", k, false, false, false, false)
 			wantDone(t, s, "c2", a, false)
-			if err := s.MarkDone("c2", []seen.Key{c}); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, s.MarkDone("c2", []seen.Key{c}))
 			wantDone(t, s, "c2", c, true)
 			wantDone(t, s, "c1", c, false)
 
 			// Drop forgets one campaign only; dropping an unknown one is fine.
-			if err := s.Drop("c1"); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.Drop("never-seen"); err != nil {
-				t.Errorf("drop of an unknown campaign: %v", err)
-			}
+			require.NoError(t, s.Drop("c1"))
+			assert.NoError(t, s.Drop("never-seen"), "drop of an unknown campaign")
 			wantQueued(t, s, "c1", k, false, false, false, false)
 			wantDone(t, s, "c1", a, false)
 			wantDone(t, s, "c2", c, true)
 
 			// A dropped campaign can be marked again.
-			if err := s.MarkQueued("c1", []seen.Key{d}); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, s.MarkQueued("c1", []seen.Key{d}))
 			wantQueued(t, s, "c1", k, false, false, false, true)
 		})
 	}
@@ -233,7 +201,7 @@ func TestSeenStoreConcurrent(t *testing.T) {
 			wg.Wait()
 			close(errs)
 			for err := range errs {
-				t.Fatal(err)
+				require.NoError(t, err)
 			}
 			for w := range workers {
 				wantMarks(t, s, "c", keys(fmt.Sprintf("w%d", w), per), func(i int) bool { return i%20 < 10 }, fmt.Sprintf("worker %d", w))
@@ -250,31 +218,21 @@ func TestSeenStoreFailures(t *testing.T) {
 			wantFailures := func(c, reason string, want ...failure.Record) {
 				t.Helper()
 				got, err := s.Failures(c, reason)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if len(got) != len(want) {
-					t.Fatalf("Failures(%s, %q) = %+v, want %+v", c, reason, got, want)
-				}
+				require.NoError(t, err)
+				require.Lenf(t, got, len(want), "Failures(%s, %q) = %+v, want %+v", c, reason, got, want)
 				for i := range want {
 					if !got[i].First.Equal(want[i].First) || !got[i].Last.Equal(want[i].Last) {
-						t.Errorf("Failures(%s, %q)[%d] times = %v..%v, want %v..%v", c, reason, i, got[i].First, got[i].Last, want[i].First, want[i].Last)
+						assert.Fail(t, fmt.Sprintf("Failures(%s, %q)[%d] times = %v..%v, want %v..%v", c, reason, i, got[i].First, got[i].Last, want[i].First, want[i].Last))
 					}
 					got[i].First, got[i].Last, want[i].First, want[i].Last = time.Time{}, time.Time{}, time.Time{}, time.Time{}
-					if got[i] != want[i] {
-						t.Errorf("Failures(%s, %q)[%d] = %+v, want %+v", c, reason, i, got[i], want[i])
-					}
+					assert.Equalf(t, want[i], got[i], "Failures(%s, %q)[%d]", c, reason, i)
 				}
 			}
 			wantFailures("c1", "")
-			if err := s.RecordFailures("c1", nil); err != nil {
-				t.Errorf("RecordFailures of none: %v", err)
-			}
+			assert.NoError(t, s.RecordFailures("c1", nil), "RecordFailures of none")
 			a := failure.Record{URL: "http://a.example/", Reason: "host_down", Attempts: 3, LastError: "dial: refused", First: t0, Last: t0.Add(time.Minute)}
 			b := failure.Record{URL: "http://b.example/x", Reason: "robots", Attempts: 1, LastError: "disallowed", First: t0, Last: t0}
-			if err := s.RecordFailures("c1", []failure.Record{b, a}); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, s.RecordFailures("c1", []failure.Record{b, a}))
 			wantFailures("c1", "", a, b) // sorted by URL
 			wantFailures("c1", "robots", b)
 			wantFailures("c1", "nope")
@@ -285,9 +243,7 @@ func TestSeenStoreFailures(t *testing.T) {
 			a2 := failure.Record{URL: a.URL, Reason: "dns", Attempts: 5, LastError: "no such host", First: t0.Add(time.Hour), Last: t0.Add(2 * time.Hour)}
 			a3 := a2
 			a3.Attempts, a3.Last = 6, t0.Add(3*time.Hour)
-			if err := s.RecordFailures("c1", []failure.Record{a2, a3}); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, s.RecordFailures("c1", []failure.Record{a2, a3}))
 			want := a3
 			want.First = t0
 			wantFailures("c1", "", want, b)
@@ -295,29 +251,19 @@ func TestSeenStoreFailures(t *testing.T) {
 
 			// Drop forgets the marks and keeps the failures; DropFailures
 			// forgets the failures of one campaign only.
-			if err := s.MarkDone("c1", keys("f", 2)); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.RecordFailures("c2", []failure.Record{b}); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.Drop("c1"); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, s.MarkDone("c1", keys("f", 2)))
+			require.NoError(t, s.RecordFailures("c2", []failure.Record{b}))
+			require.NoError(t, s.Drop("c1"))
 			wantQueued(t, s, "c1", keys("f", 2), false, false)
 			wantFailures("c1", "", want, b)
 			if reopen != nil {
 				s = reopen(s)
 				wantFailures("c1", "", want, b)
 			}
-			if err := s.DropFailures("c1"); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, s.DropFailures("c1"))
 			wantFailures("c1", "")
 			wantFailures("c2", "", b)
-			if err := s.DropFailures("never-seen"); err != nil {
-				t.Errorf("DropFailures of an unknown campaign: %v", err)
-			}
+			assert.NoError(t, s.DropFailures("never-seen"), "DropFailures of an unknown campaign")
 		})
 	}
 }
@@ -330,24 +276,16 @@ func TestSeenStoreDropPrefix(t *testing.T) {
 			s, _ := impl.open(t)
 			k := keys("p", 3)
 			for _, c := range []string{"c", "c1", "c-2", "b"} {
-				if err := s.MarkDone(c, k); err != nil {
-					t.Fatal(err)
-				}
-				if err := s.RecordFailures(c, []failure.Record{{URL: "http://x.example/", Reason: "r"}}); err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, s.MarkDone(c, k))
+				require.NoError(t, s.RecordFailures(c, []failure.Record{{URL: "http://x.example/", Reason: "r"}}))
 			}
-			if err := s.Drop("c"); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.DropFailures("c"); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, s.Drop("c"))
+			require.NoError(t, s.DropFailures("c"))
 			wantQueued(t, s, "c", k, false, false, false)
 			for _, c := range []string{"c1", "c-2", "b"} {
 				wantQueued(t, s, c, k, true, true, true)
 				if fs, err := s.Failures(c, ""); err != nil || len(fs) != 1 {
-					t.Errorf("Failures(%s) = %v, %v after dropping c", c, fs, err)
+					assert.Fail(t, fmt.Sprintf("Failures(%s) = %v, %v after dropping c", c, fs, err))
 				}
 			}
 		})
@@ -374,28 +312,20 @@ func TestSeenStoreCampaigns(t *testing.T) {
 			s, reopen := impl.open(t)
 			k := keys("p", 3)
 			for _, c := range []string{"c", "c~1a", "c~2b", "c1", "c.x~3", "b~1"} {
-				if err := s.MarkDone(c, k); err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, s.MarkDone(c, k))
 			}
-			if err := s.RecordFailures("c~3c", []failure.Record{{URL: "http://x.example/", Reason: "r"}}); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, s.RecordFailures("c~3c", []failure.Record{{URL: "http://x.example/", Reason: "r"}}))
 			want := func(want ...string) {
 				t.Helper()
 				got, err := s.Campaigns("c", "~")
 				if err != nil || !slices.Equal(got, want) {
-					t.Errorf("Campaigns(c) = %q, %v; want %q", got, err, want)
+					assert.Fail(t, fmt.Sprintf("Campaigns(c) = %q, %v; want %q", got, err, want))
 				}
 			}
 			want("c", "c~1a", "c~2b", "c~3c")
-			if err := s.Drop("c~1a"); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, s.Drop("c~1a"))
 			want("c", "c~2b", "c~3c")
-			if err := s.DropFailures("c~3c"); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, s.DropFailures("c~3c"))
 			want("c", "c~2b")
 			if reopen != nil {
 				s = reopen(s)
@@ -412,38 +342,27 @@ func TestSeenStoreHistory(t *testing.T) {
 		t.Run(impl.name, func(t *testing.T) {
 			s, _ := impl.open(t)
 			k := keys("h", 3)
-			if err := s.SetHistory("news", k[:2], [][]byte{[]byte("a"), []byte("b")}); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.MarkDone("news", k); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.Drop("news"); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, s.SetHistory("news", k[:2], [][]byte{[]byte("a"), []byte("b")}))
+			require.NoError(t, s.MarkDone("news", k))
+			require.NoError(t, s.Drop("news"))
 			want := map[int]string{0: "a", 1: "b", 2: ""}
 			for i, w := range want {
 				if h, err := s.History("news", k[i]); err != nil || string(h) != w {
-					t.Errorf("history %d: %q, %v; want %q", i, h, err, w)
+					assert.Fail(t, fmt.Sprintf("history %d: %q, %v; want %q", i, h, err, w))
 				}
 			}
 			if h, err := s.History("news2", k[0]); err != nil || h != nil {
-				t.Errorf("another lineage reads %q, %v", h, err)
+				assert.Fail(t, fmt.Sprintf("another lineage reads %q, %v", h, err))
 			}
 			if cs, err := s.Campaigns("news", "~"); err != nil || len(cs) != 0 {
-				t.Errorf("a history is listed as a campaign: %v, %v", cs, err)
+				assert.Fail(t, fmt.Sprintf("a history is listed as a campaign: %v, %v", cs, err))
 			}
-			if err := s.SetHistory("news", k[:1], [][]byte{[]byte("a2")}); err != nil {
-				t.Fatal(err)
-			}
-			if h, _ := s.History("news", k[0]); string(h) != "a2" {
-				t.Errorf("history replaced: %q, want a2", h)
-			}
-			if err := s.DropHistory("news"); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, s.SetHistory("news", k[:1], [][]byte{[]byte("a2")}))
+			h, _ := s.History("news", k[0])
+			assert.Equal(t, "a2", string(h), "history replaced")
+			require.NoError(t, s.DropHistory("news"))
 			if h, err := s.History("news", k[1]); err != nil || h != nil {
-				t.Errorf("history after DropHistory: %q, %v", h, err)
+				assert.Fail(t, fmt.Sprintf("history after DropHistory: %q, %v", h, err))
 			}
 		})
 	}

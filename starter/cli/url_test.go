@@ -5,9 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/drover-crawl/drover/envconf"
 	"github.com/drover-crawl/drover/failure"
@@ -40,32 +44,26 @@ func TestURLCommand(t *testing.T) {
 				gotKey, gotURL = key, url
 				return c.st, c.err
 			}}
-		if code := app.Run(context.Background(), []string{"url", "news~0abc", "http://a.example/x"}); code != 0 {
-			t.Fatalf("exit %d: %s", code, errb.String())
-		}
+		code := app.Run(context.Background(), []string{"url", "news~0abc", "http://a.example/x"})
+		require.Equalf(t, 0, code, "exit code; stderr: %s", errb.String())
 		if gotKey != "news~0abc" || gotURL != "http://a.example/x" {
-			t.Errorf("asked for %q in %q", gotURL, gotKey)
+			assert.Fail(t, fmt.Sprintf("asked for %q in %q", gotURL, gotKey))
 		}
 		for _, w := range c.want {
-			if !strings.Contains(out.String(), w) {
-				t.Errorf("output %q lacks %q", out.String(), w)
-			}
+			assert.Contains(t, out.String(), w, "output")
 		}
-		if (c.err != nil) != strings.Contains(errb.String(), "not every scheduler answered") {
-			t.Errorf("stderr %q, with the error %v", errb.String(), c.err)
-		}
+		assert.Equalf(t, c.err != nil, strings.Contains(errb.String(), "not every scheduler answered"), "stderr %q says not every scheduler answered, with the error %v", errb.String(), c.err)
 	}
 
 	var out bytes.Buffer
 	app := &App{Out: &out, Err: &out, URLState: func(context.Context, []string, string, string, string) (session.URLState, error) {
 		return session.URLState{URL: "http://a.example/x", State: session.URLHeld, Attempt: 2}, nil
 	}}
-	if code := app.Run(context.Background(), []string{"url", "news~0abc", "http://a.example/x", "--json"}); code != 0 {
-		t.Fatalf("exit %d: %s", code, out.String())
-	}
+	code := app.Run(context.Background(), []string{"url", "news~0abc", "http://a.example/x", "--json"})
+	require.Equalf(t, 0, code, "exit code; output: %s", out.String())
 	var st session.URLState
 	if err := json.Unmarshal(out.Bytes(), &st); err != nil || st.State != session.URLHeld || st.Attempt != 2 {
-		t.Errorf("--json: %q, %v", out.String(), err)
+		assert.Fail(t, fmt.Sprintf("--json: %q, %v", out.String(), err))
 	}
 
 	out.Reset()
@@ -73,6 +71,6 @@ func TestURLCommand(t *testing.T) {
 		return session.URLState{}, errors.New("scheduler s1: connection refused")
 	}}
 	if code := app.Run(context.Background(), []string{"url", "news~0abc", "http://a.example/x"}); code == 0 || !strings.Contains(out.String(), "connection refused") {
-		t.Errorf("no scheduler answering: exit %d, %q", code, out.String())
+		assert.Fail(t, fmt.Sprintf("no scheduler answering: exit %d, %q", code, out.String()))
 	}
 }
