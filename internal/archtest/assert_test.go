@@ -19,21 +19,8 @@ import (
 // directory may not have more, and a count is lowered as its files are
 // converted, until the list is empty.
 var bareAssertionsLeft = map[string]int{
-	"activities":    1,
-	"campaign":      68,
-	"envconf":       5,
-	"failure":       1,
-	"fetch":         20,
-	"frontier":      398,
-	"frontier/seen": 147,
-	"node":          4,
-	"page":          8,
-	"session":       50,
-	"sink":          16,
-	"starter/cli":   7,
-	"systest":       557,
-	"tlsconf":       23,
-	"urlrule":       13,
+	"frontier": 398,
+	"systest":  557,
 }
 
 // bareAssertionDirsExempt are directories whose tests call t.Error or
