@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/drover-crawl/drover/campaign"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // Hole 7: once an actor has stopped, posting to it says so, every time: a
@@ -15,9 +17,7 @@ func TestHolePostToStoppedActor(t *testing.T) {
 	srv := &Server{cfg: DefaultServerConfig(), log: slog.Default()}
 	cfg := campaign.Config{ID: "actor-test", Seeds: []string{"http://127.0.0.1/"}}.WithDefaults()
 	a, err := newCampaignActor(srv, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	a.stop(time.Second)
 	ran := make(chan struct{}, 200)
 	accepted := 0
@@ -27,7 +27,5 @@ func TestHolePostToStoppedActor(t *testing.T) {
 		}
 	}
 	time.Sleep(50 * time.Millisecond)
-	if accepted > 0 {
-		t.Errorf("a stopped actor accepted %d of 200 posts (%d ran)", accepted, len(ran))
-	}
+	assert.Zero(t, accepted, "posts of 200 a stopped actor accepted (%d ran)", len(ran))
 }

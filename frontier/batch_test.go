@@ -12,6 +12,8 @@ import (
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/frontier"
@@ -30,9 +32,7 @@ func (f *rawFetcher) leaseAll(t *testing.T, want ...string) map[string]uint64 {
 		return len(got) == len(want)
 	})
 	for _, u := range want {
-		if _, ok := got[u]; !ok {
-			t.Fatalf("leases %v, want %v", got, want)
-		}
+		require.Contains(t, got, u, "leases %v, want %v", got, want)
 	}
 	return got
 }
@@ -73,22 +73,26 @@ func TestBatchOneURLFailsForGoodOthersStored(t *testing.T) {
 	st := waitStats(t, ctl, cfg.ID, 10*time.Second, "u1 stored, u2 dead-lettered", func(st session.Stats) bool {
 		return st.Fetched == 2 && st.DeadLettered == 1 && st.Pending == 0
 	})
-	if st.Acked != 1 || st.Queued != 0 || st.Held == 0 {
-		t.Fatalf("with u3 still leased the batch must stay unacked (and not back in its queue): %+v", st)
-	}
+	require.Equal(t, int64(1), st.Acked, "with u3 still leased the batch must stay unacked (and not back in its queue): %+v", st)
+	require.Zero(t, st.Queued, "with u3 still leased the batch must stay unacked (and not back in its queue): %+v", st)
+	require.NotZero(t, st.Held, "with u3 still leased the batch must stay unacked (and not back in its queue): %+v", st)
 	f.report(t, session.Outcome{LeaseID: ids[u3], Stored: true, Status: 200})
 	st = waitStats(t, ctl, cfg.ID, 10*time.Second, "everything settled", func(st session.Stats) bool {
 		return st.Fetched == 3 && st.Held == 0 && st.Pending == 0
 	})
-	if st.Acked != 2 || st.Queued != 0 || st.DeadQueued != 1 || st.DeadLettered != 1 || st.Duplicates != 0 || st.AckFailed != 0 || st.ConsumeError != "" {
-		t.Fatalf("the seed's message and one of three URLs, settled: want 2 acks, 1 dead-lettered, nothing queued; %+v", st)
-	}
+	require.Equal(t, int64(2), st.Acked, "the seed's message and one of three URLs, settled: want 2 acks, 1 dead-lettered, nothing queued; %+v", st)
+	require.Zero(t, st.Queued, "the seed's message and one of three URLs, settled: want 2 acks, 1 dead-lettered, nothing queued; %+v", st)
+	require.Equal(t, int64(1), st.DeadQueued, "the seed's message and one of three URLs, settled: want 2 acks, 1 dead-lettered, nothing queued; %+v", st)
+	require.Equal(t, int64(1), st.DeadLettered, "the seed's message and one of three URLs, settled: want 2 acks, 1 dead-lettered, nothing queued; %+v", st)
+	require.Zero(t, st.Duplicates, "the seed's message and one of three URLs, settled: want 2 acks, 1 dead-lettered, nothing queued; %+v", st)
+	require.Zero(t, st.AckFailed, "the seed's message and one of three URLs, settled: want 2 acks, 1 dead-lettered, nothing queued; %+v", st)
+	require.Empty(t, st.ConsumeError, "the seed's message and one of three URLs, settled: want 2 acks, 1 dead-lettered, nothing queued; %+v", st)
 	dead := getDead(t, sched.conn, cfg.ID, 1)
 	var m struct {
 		URL string `json:"u"`
 	}
-	if err := json.Unmarshal(dead[0].Body, &m); err != nil || m.URL != u2 {
-		t.Errorf("dead-letter queue holds %s (%v), want %s alone", dead[0].Body, err, u2)
+	if assert.NoError(t, json.Unmarshal(dead[0].Body, &m), "dead-letter queue holds %s", dead[0].Body) {
+		assert.Equal(t, u2, m.URL, "dead-letter queue holds %s, want u2 alone", dead[0].Body)
 	}
 }
 
@@ -129,40 +133,30 @@ func TestBatchHalfSettledRedeliveredWhole(t *testing.T) {
 	})
 	g := dialRawFetcher(t, s2.addr, cfg)
 	again := g.leaseAll(t, us[2], us[3])
-	if _, ok := again[us[0]]; ok {
-		t.Errorf("%s leased again after it was stored", us[0])
-	}
+	assert.NotContains(t, again, us[0], "%s leased again after it was stored", us[0])
 	g.report(t,
 		session.Outcome{LeaseID: again[us[2]], Stored: true, Status: 200},
 		session.Outcome{LeaseID: again[us[3]], Stored: true, Status: 200})
 	st := waitStats(t, ctl, cfg.ID, 10*time.Second, "the rest stored", func(st session.Stats) bool {
 		return st.Fetched == 2 && st.Held == 0 && st.Pending == 0
 	})
-	if st.Duplicates != 2 || st.Acked != 1 || st.Queued != 0 {
-		t.Errorf("the batch came back whole (2 found done, 1 ack), want so: %+v", st)
-	}
+	assert.Equal(t, int64(2), st.Duplicates, "the batch came back whole (2 found done, 1 ack), want so: %+v", st)
+	assert.Equal(t, int64(1), st.Acked, "the batch came back whole (2 found done, 1 ack), want so: %+v", st)
+	assert.Zero(t, st.Queued, "the batch came back whole (2 found done, 1 ack), want so: %+v", st)
 }
 
 // publishRaw publishes body to queue with headers, persistent, confirmed.
 func publishRaw(t *testing.T, conn *amqp.Connection, queue string, body []byte, hdr amqp.Table) {
 	t.Helper()
 	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer ch.Close()
-	if err := ch.Confirm(false); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, ch.Confirm(false))
 	dc, err := ch.PublishWithDeferredConfirm("", queue, true, false, amqp.Publishing{
 		ContentType: "application/json", DeliveryMode: amqp.Persistent, Body: body, Headers: hdr,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !dc.Wait() {
-		t.Fatal("publish nacked")
-	}
+	require.NoError(t, err)
+	require.True(t, dc.Wait(), "publish nacked")
 }
 
 // Old single-URL messages (no x-drover-batch header, as every scheduler
@@ -190,9 +184,9 @@ func TestBatchMixedWithSingleURLMessages(t *testing.T) {
 	st := waitStats(t, ctl, cfg.ID, 10*time.Second, "all four stored", func(st session.Stats) bool {
 		return st.Fetched == 4 && st.Held == 0 && st.Pending == 0
 	})
-	if st.Acked != 3 || st.DeadLettered != 0 || st.Queued != 0 {
-		t.Errorf("three messages (seed, old single, batch of two): want 3 acks, none dead; %+v", st)
-	}
+	assert.Equal(t, int64(3), st.Acked, "three messages (seed, old single, batch of two): want 3 acks, none dead; %+v", st)
+	assert.Zero(t, st.DeadLettered, "three messages (seed, old single, batch of two): want 3 acks, none dead; %+v", st)
+	assert.Zero(t, st.Queued, "three messages (seed, old single, batch of two): want 3 acks, none dead; %+v", st)
 }
 
 // A campaign whose shards an earlier version declared (classic, with
@@ -206,15 +200,12 @@ func TestOldTopologyCampaignStillConsumed(t *testing.T) {
 	cfg.PerHostConcurrency = 2
 	topo := frontier.Topology{Campaign: cfg.ID}
 	ch, err := sched.conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for i := range frontier.Shards {
-		if _, err := ch.QueueDeclare(topo.Shard(i), true, false, false, false, amqp.Table{
+		_, err := ch.QueueDeclare(topo.Shard(i), true, false, false, false, amqp.Table{
 			"x-max-priority": int32(9), "x-single-active-consumer": true,
-		}); err != nil {
-			t.Fatal(err)
-		}
+		})
+		require.NoError(t, err)
 	}
 	ch.Close()
 	publishRaw(t, sched.conn, shardQueue(cfg, u2), []byte(`{"u":"`+u2+`","d":1}`), nil)

@@ -9,6 +9,8 @@ import (
 	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/urlrule"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // Hole: a message of two URLs, one dead-lettered (confirmed), the other
@@ -37,9 +39,8 @@ func TestHoleBatchSendsBackOnlyWhatAsked(t *testing.T) {
 	frontier.SetPublishFault(sched.srv, fault.fault)
 	ctl := control(t, sched.addr)
 	seedCampaign(t, ctl, cfg)
-	if st := stats(t, ctl, cfg.ID); st.Queued+st.Held != 1 {
-		t.Fatalf("the seeds went out as %d messages, want one: the test needs a batch (%+v)", st.Queued+st.Held, st)
-	}
+	seeded := stats(t, ctl, cfg.ID)
+	require.Equal(t, int64(1), seeded.Queued+seeded.Held, "the seeds went out as messages, want one: the test needs a batch (%+v)", seeded)
 	f := dialRawFetcher(t, sched.addr, cfg)
 	got := map[string]uint64{}
 	f.pages(t, 2, 20*time.Second, nil, func(l session.Lease) bool { got[l.URL] = l.ID; return len(got) == 2 })
@@ -54,26 +55,22 @@ func TestHoleBatchSendsBackOnlyWhatAsked(t *testing.T) {
 	fault.armed.Store(0)
 
 	f.pages(t, 2, 20*time.Second, nil, func(l session.Lease) bool {
-		if l.URL != pa {
-			t.Fatalf("leased %s after a's record failed; only a may come back", l.URL)
-		}
+		require.Equal(t, pa, l.URL, "leased after a's record failed; only a may come back")
 		f.report(t, session.Outcome{LeaseID: l.ID, Stored: true, Status: 200})
 		return true
 	})
 	st := waitStats(t, ctl, cfg.ID, 20*time.Second, "the campaign drained", func(st session.Stats) bool {
 		return st.Held == 0 && st.InFlight == 0 && st.Queued == 0 && st.Pending == 0
 	})
-	if st.DeadQueued != 1 || st.DeadLettered != 1 || st.Fetched != 2 {
-		t.Errorf("dead-lettered %d (queue %d), fetched %d; want 1, 1, 2 (a twice, b never)", st.DeadLettered, st.DeadQueued, st.Fetched)
-	}
+	assert.Equal(t, int64(1), st.DeadQueued, "dead-lettered %d (queue %d), fetched %d; want 1, 1, 2 (a twice, b never)", st.DeadLettered, st.DeadQueued, st.Fetched)
+	assert.Equal(t, int64(1), st.DeadLettered, "dead-lettered %d (queue %d), fetched %d; want 1, 1, 2 (a twice, b never)", st.DeadLettered, st.DeadQueued, st.Fetched)
+	assert.Equal(t, int64(2), st.Fetched, "dead-lettered %d (queue %d), fetched %d; want 1, 1, 2 (a twice, b never)", st.DeadLettered, st.DeadQueued, st.Fetched)
 }
 
 // shardOfURL is the shard of rawURL's host.
 func shardOfURL(t *testing.T, rawURL string) int {
 	t.Helper()
 	h, err := urlrule.HostKey(rawURL)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return frontier.ShardOf(h)
 }

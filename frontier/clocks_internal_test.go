@@ -5,6 +5,9 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // A campaign that reserved a slot and never came for it holds the host's
@@ -15,15 +18,12 @@ func TestHostClockDropsAStaleReservation(t *testing.T) {
 	const d = 100 * time.Millisecond
 	t0 := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
 	// The clock, made a delay ago, reserved its first start for a.
-	if at := c.slot("h", "a", d, t0.Add(-d)); !at.Equal(t0) {
-		t.Fatalf("a's first slot %s, want a delay after the clock was made", at)
-	}
-	if at := c.slot("h", "a", d, t0); !at.Equal(t0) {
-		t.Fatalf("a's first start %s, want now", at)
-	}
-	if at := c.slot("h", "b", d, t0.Add(time.Millisecond)); !at.Equal(t0.Add(d)) {
-		t.Fatalf("b's slot %s, want a delay after a's", at)
-	}
+	at := c.slot("h", "a", d, t0.Add(-d))
+	require.True(t, at.Equal(t0), "a's first slot %s, want a delay after the clock was made", at)
+	at = c.slot("h", "a", d, t0)
+	require.True(t, at.Equal(t0), "a's first start %s, want now", at)
+	at = c.slot("h", "b", d, t0.Add(time.Millisecond))
+	require.True(t, at.Equal(t0.Add(d)), "b's slot %s, want a delay after a's", at)
 	// b never comes back; a goes on alone, a delay apart.
 	now := t0.Add(d)
 	var starts []time.Time
@@ -40,9 +40,7 @@ func TestHostClockDropsAStaleReservation(t *testing.T) {
 	}
 	// A delay after the reported start (5 ms after the lease), not two.
 	last := starts[len(starts)-1].Sub(starts[len(starts)-2])
-	if last != d+5*time.Millisecond {
-		t.Errorf("a's starts end %s apart, want %s: b's old reservation still holds slots", last, d+5*time.Millisecond)
-	}
+	assert.Equal(t, d+5*time.Millisecond, last, "a's starts end apart: b's old reservation still holds slots")
 }
 
 // A clock a scheduler makes counts a start at once: the first request to
@@ -54,18 +52,15 @@ func TestNewHostClockWaitsADelay(t *testing.T) {
 	const d = time.Second
 	t0 := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
 	for _, key := range []string{"example.org", "domain:example.org", "ip:127.0.0.1"} {
-		if at := c.slot(key, "a", d, t0); !at.Equal(t0.Add(d)) {
-			t.Errorf("%s: the first slot %s, want a delay after the clock was made (%s)", key, at, t0.Add(d))
-		}
-		if at := c.slot(key, "a", d, t0.Add(d)); !at.Equal(t0.Add(d)) {
-			t.Errorf("%s: coming back for the slot at %s: %s, want it taken", key, t0.Add(d), at)
-		}
+		at := c.slot(key, "a", d, t0)
+		assert.True(t, at.Equal(t0.Add(d)), "%s: the first slot %s, want a delay after the clock was made (%s)", key, at, t0.Add(d))
+		at = c.slot(key, "a", d, t0.Add(d))
+		assert.True(t, at.Equal(t0.Add(d)), "%s: coming back for the slot at %s: %s, want it taken", key, t0.Add(d), at)
 	}
 	later := t0.Add(d + clockIdle + time.Minute)
 	c.shard("example.org").sweep(later)
-	if at := c.slot("example.org", "a", d, later); !at.Equal(later.Add(d)) {
-		t.Errorf("after the idle clock was dropped: %s, want a delay on (%s)", at, later.Add(d))
-	}
+	at := c.slot("example.org", "a", d, later)
+	assert.True(t, at.Equal(later.Add(d)), "after the idle clock was dropped: %s, want a delay on (%s)", at, later.Add(d))
 }
 
 // A host paced slower than clockIdle (a Crawl-delay of an hour) keeps its
@@ -76,19 +71,16 @@ func TestSlowHostKeepsItsClock(t *testing.T) {
 	const d = time.Hour
 	t0 := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
 	c.slot("slow.example", "a", d, t0)
-	if at := c.slot("slow.example", "a", d, t0.Add(d)); !at.Equal(t0.Add(d)) {
-		t.Fatalf("the first start %s, want %s", at, t0.Add(d))
-	}
+	at := c.slot("slow.example", "a", d, t0.Add(d))
+	require.True(t, at.Equal(t0.Add(d)), "the first start %s, want %s", at, t0.Add(d))
 	next := t0.Add(2*d + time.Minute) // a minute late
 	c.shard("slow.example").sweep(next)
-	if at := c.slot("slow.example", "a", d, next); !at.Equal(next) {
-		t.Errorf("the second start %s, want now (%s): the clock was dropped between two requests", at, next)
-	}
+	at = c.slot("slow.example", "a", d, next)
+	assert.True(t, at.Equal(next), "the second start %s, want now (%s): the clock was dropped between two requests", at, next)
 	later := next.Add(d + clockIdle + time.Second)
 	c.shard("slow.example").sweep(later)
-	if at := c.slot("slow.example", "a", d, later); !at.Equal(later.Add(d)) {
-		t.Errorf("after %s idle: %s, want a new clock's delay (%s)", d+clockIdle, at, later.Add(d))
-	}
+	at = c.slot("slow.example", "a", d, later)
+	assert.True(t, at.Equal(later.Add(d)), "after %s idle: %s, want a new clock's delay (%s)", d+clockIdle, at, later.Add(d))
 }
 
 // Two campaigns share a key's clock and come for their slots late at
@@ -131,16 +123,13 @@ func TestHostClockLateReservations(t *testing.T) {
 		}
 		slices.SortFunc(starts, time.Time.Compare)
 		for j := 1; j < len(starts); j++ {
-			if gap := starts[j].Sub(starts[j-1]); gap < d {
-				t.Fatalf("seed %d: starts %d and %d %s apart, want at least %s", seed, j-1, j, gap, d)
-			}
+			gap := starts[j].Sub(starts[j-1])
+			require.GreaterOrEqual(t, gap, d, "seed %d: starts %d and %d %s apart, want at least %s", seed, j-1, j, gap, d)
 		}
 		for _, cp := range campaigns {
 			share := float64(n[cp]) / float64(len(starts))
 			least = min(least, share)
-			if share < 0.4 {
-				t.Errorf("seed %d: campaign %s got %d of %d starts (%.0f%%)", seed, cp, n[cp], len(starts), 100*share)
-			}
+			assert.GreaterOrEqual(t, share, 0.4, "seed %d: campaign %s got %d of %d starts (%.0f%%)", seed, cp, n[cp], len(starts), 100*share)
 		}
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/session"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // Two campaigns crawling one host on one scheduler share its politeness:
@@ -58,7 +60,7 @@ func TestCampaignsShareAHostsClock(t *testing.T) {
 		case l := <-got:
 			ls = append(ls, l)
 		case <-time.After(time.Minute):
-			t.Fatalf("%d leases of %d came", len(ls), 2*each)
+			require.FailNowf(t, "leases missing", "%d leases of %d came", len(ls), 2*each)
 		}
 	}
 	sort.Slice(ls, func(i, j int) bool { return ls[i].at.Before(ls[j].at) })
@@ -66,17 +68,14 @@ func TestCampaignsShareAHostsClock(t *testing.T) {
 	// the third on, both campaigns are waiting on the host.
 	turns := 0
 	for i := 1; i < len(ls); i++ {
-		if gap := ls[i].at.Sub(ls[i-1].at); gap < delay-50*time.Millisecond {
-			t.Errorf("leases %d (campaign %d) and %d (campaign %d) %s apart; the host's delay is %s",
-				i-1, ls[i-1].campaign, i, ls[i].campaign, gap.Round(time.Millisecond), delay)
-		}
+		gap := ls[i].at.Sub(ls[i-1].at)
+		assert.GreaterOrEqual(t, gap, delay-50*time.Millisecond, "leases %d (campaign %d) and %d (campaign %d) %s apart; the host's delay is %s",
+			i-1, ls[i-1].campaign, i, ls[i].campaign, gap.Round(time.Millisecond), delay)
 		if ls[i].campaign != ls[i-1].campaign {
 			turns++
 		}
 	}
-	if turns < len(ls)/2 {
-		t.Errorf("the campaigns changed turns %d times in %d leases: one went ahead of the other", turns, len(ls))
-	}
+	assert.GreaterOrEqual(t, turns, len(ls)/2, "the campaigns changed turns %d times in %d leases: one went ahead of the other", turns, len(ls))
 }
 
 // A campaign with a delay_factor spaces a host's requests by its response
@@ -104,12 +103,10 @@ func TestAdaptiveDelay(t *testing.T) {
 	})
 	for i := 1; i < len(at); i++ {
 		gap, want := at[i].Sub(at[i-1]), 2*latencies[i-1]
-		if gap < want-50*time.Millisecond {
-			t.Errorf("lease %d came %s after the one that answered in %s; want at least %s (factor 2)",
-				i, gap.Round(time.Millisecond), latencies[i-1], want)
-		}
-		if latencies[i-1] < 100*time.Millisecond && gap > time.Second {
-			t.Errorf("lease %d came %s after a fast answer: the slow pace came early", i, gap.Round(time.Millisecond))
+		assert.GreaterOrEqual(t, gap, want-50*time.Millisecond, "lease %d came %s after the one that answered in %s; want at least %s (factor 2)",
+			i, gap.Round(time.Millisecond), latencies[i-1], want)
+		if latencies[i-1] < 100*time.Millisecond {
+			assert.LessOrEqual(t, gap, time.Second, "lease %d came %s after a fast answer: the slow pace came early", i, gap.Round(time.Millisecond))
 		}
 	}
 }

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/drover-crawl/drover/activities"
 	"github.com/drover-crawl/drover/campaign"
@@ -92,9 +94,7 @@ func newCampaign(t *testing.T, id string, seeds []string, delay time.Duration) c
 		AllowPrivate: true,
 		Sinks:        []string{"warc:/unused"},
 	}.WithDefaults()
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, cfg.Validate())
 	return cfg
 }
 
@@ -102,18 +102,15 @@ func newCampaign(t *testing.T, id string, seeds []string, delay time.Duration) c
 func seed(t *testing.T, sched *scheduler, cfg campaign.Config) *session.Control {
 	t.Helper()
 	ctl, err := session.Client{Token: session.DevToken}.DialControl(context.Background(), sched.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	// Registered before the fleet's, so it runs after the fleet stopped:
 	// nothing of the campaign stays in RabbitMQ, even when the test fails.
 	t.Cleanup(func() {
 		ctl.CloseCampaign(context.Background(), cfg.ID, true)
 		ctl.Close()
 	})
-	if _, err := ctl.Seed(context.Background(), cfg, cfg.Seeds); err != nil {
-		t.Fatal(err)
-	}
+	_, err = ctl.Seed(context.Background(), cfg, cfg.Seeds)
+	require.NoError(t, err)
 	return ctl
 }
 
@@ -122,9 +119,7 @@ func startFleet(t *testing.T, cfg campaign.Config, addrs []string, sk sink.Sink,
 	fl := sessiontest.NewFleet(t)
 	for i := range n {
 		f, err := fetch.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		fl.Go(i, addrs, cfg, activities.NewRunner(cfg, f, sk, i, "test").Run, func() { f.Close() })
 	}
 	return fl
@@ -155,24 +150,20 @@ func waitDrained(t *testing.T, addrs []string, id string, within time.Duration) 
 
 func checkCrawl(t *testing.T, web *testweb.Web, sk *sink.Memory, wantNoDup bool) {
 	t.Helper()
-	if m := web.Missing(); len(m) > 0 {
-		t.Errorf("%d pages never requested, e.g. %v", len(m), m[:min(5, len(m))])
-	}
-	if d := web.DisallowedHits(); len(d) > 0 {
-		t.Errorf("disallowed URLs requested: %v", d)
-	}
-	if d := web.Duplicates(); wantNoDup && len(d) > 0 {
-		t.Errorf("%d URLs requested more than once: %v", len(d), d)
+	m := web.Missing()
+	assert.Zero(t, len(m), "pages never requested, e.g. %v", m[:min(5, len(m))])
+	assert.Empty(t, web.DisallowedHits(), "disallowed URLs requested")
+	if wantNoDup {
+		assert.Empty(t, web.Duplicates(), "URLs requested more than once")
 	}
 	stored := map[string]int{}
 	for _, p := range sk.Pages() {
 		stored[p.URL]++
 	}
 	for _, u := range web.Pages() {
-		if stored[u] == 0 {
-			t.Errorf("page %s never stored", u)
-		} else if wantNoDup && stored[u] > 1 {
-			t.Errorf("page %s stored %d times", u, stored[u])
+		assert.NotZero(t, stored[u], "page %s never stored", u)
+		if wantNoDup {
+			assert.LessOrEqual(t, stored[u], 1, "page %s: times stored", u)
 		}
 	}
 }
@@ -182,17 +173,14 @@ func TestCrawlCompletes(t *testing.T) {
 	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory())
 	cfg := testCampaign(t, web)
 	ctl, err := session.Client{Token: session.DevToken}.DialControl(context.Background(), sched.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer ctl.Close()
 	t.Cleanup(func() {
 		session.Client{Token: session.DevToken}.ReleaseCampaign(context.Background(), []string{sched.addr}, cfg.ID)
 	})
 	n, err := ctl.Seed(context.Background(), cfg, cfg.Seeds)
-	if err != nil || n != len(cfg.Seeds) {
-		t.Fatalf("seed: %d, %v", n, err)
-	}
+	require.NoError(t, err, "seed")
+	require.Equal(t, len(cfg.Seeds), n, "seed: URLs seeded")
 	sk := sink.NewMemory()
 	startFleet(t, cfg, []string{sched.addr}, sk, 3)
 	st := waitDrained(t, []string{sched.addr}, cfg.ID, 2*time.Minute)
@@ -204,18 +192,15 @@ func TestCrawlCompletes(t *testing.T) {
 	// applied when the URL's turn comes). Discovered counts those;
 	// Published adds the URLs re-published to be tried later (a fetch that
 	// timed out on a loaded machine is retried), which are not new links.
-	if want := st.Fetched - int64(len(cfg.Seeds)) + st.Disallowed; st.Duplicates != 0 || st.Discovered != want {
-		t.Errorf("%d links published, want %d (%d pages, %d seeds, %d disallowed); %d duplicate deliveries; %d re-published", st.Discovered, want, st.Fetched, len(cfg.Seeds), st.Disallowed, st.Duplicates, st.Published-st.Discovered)
-	}
-	if st.Fetched != int64(len(web.Pages())) {
-		t.Errorf("scheduler counted %d pages fetched, the web served %d", st.Fetched, len(web.Pages()))
-	}
+	want := st.Fetched - int64(len(cfg.Seeds)) + st.Disallowed
+	assert.Equal(t, want, st.Discovered, "links published (%d pages, %d seeds, %d disallowed); %d duplicate deliveries; %d re-published", st.Fetched, len(cfg.Seeds), st.Disallowed, st.Duplicates, st.Published-st.Discovered)
+	assert.Zero(t, st.Duplicates, "duplicate deliveries (%d links published, want %d)", st.Discovered, want)
+	assert.Equal(t, int64(len(web.Pages())), st.Fetched, "pages fetched as the scheduler counted, the web served %d", len(web.Pages()))
 	// The names checked below are the campaign's: they exist before the
 	// close.
 	checkTopology(t, sched.conn, cfg.ID, true)
-	if _, err := ctl.CloseCampaign(context.Background(), cfg.ID, true); err != nil {
-		t.Fatal(err)
-	}
+	_, err = ctl.CloseCampaign(context.Background(), cfg.ID, true)
+	require.NoError(t, err)
 	// Nothing of the campaign stays in RabbitMQ.
 	checkTopology(t, sched.conn, cfg.ID, false)
 }
@@ -251,19 +236,17 @@ func checkTopology(t *testing.T, conn *amqp.Connection, id string, exists bool) 
 	}
 	for _, o := range objects {
 		ch, err := conn.Channel()
-		if err != nil {
-			t.Fatalf("open channel: %v", err)
-		}
+		require.NoError(t, err, "open channel")
 		err = o.declare(ch, o.name)
 		ch.Close()
 		var aerr *amqp.Error
 		switch {
 		case exists && err != nil:
-			t.Errorf("%s %s: %v, want it declared", o.kind, o.name, err)
+			assert.Failf(t, "not declared", "%s %s: %v, want it declared", o.kind, o.name, err)
 		case !exists && err == nil:
-			t.Errorf("%s %s still exists", o.kind, o.name)
+			assert.Failf(t, "still exists", "%s %s still exists", o.kind, o.name)
 		case !exists && !(errors.As(err, &aerr) && aerr.Code == amqp.NotFound):
-			t.Errorf("%s %s: %v, want %d NOT_FOUND", o.kind, o.name, err, amqp.NotFound)
+			assert.Failf(t, "not NOT_FOUND", "%s %s: %v, want %d NOT_FOUND", o.kind, o.name, err, amqp.NotFound)
 		}
 	}
 }
@@ -288,9 +271,8 @@ func TestCalendarTrap(t *testing.T) {
 		}
 	}
 	t.Logf("calendar pages fetched: %d", calendar)
-	if calendar == 0 || calendar > 300 {
-		t.Errorf("%d calendar pages fetched, want some and at most 300", calendar)
-	}
+	assert.NotZero(t, calendar, "calendar pages fetched, want some and at most 300")
+	assert.LessOrEqual(t, calendar, 300, "calendar pages fetched, want some and at most 300")
 	ctl.CloseCampaign(context.Background(), cfg.ID, true)
 }
 
@@ -337,11 +319,10 @@ func TestSitemaps(t *testing.T) {
 			defer mu.Unlock()
 			for i := range 5 {
 				p := fmt.Sprintf("/hidden/%d", i)
-				if on && hits[p] != 1 {
-					t.Errorf("%s fetched %d times, want once", p, hits[p])
-				}
-				if !on && hits[p] != 0 {
-					t.Errorf("%s fetched without the sitemaps option", p)
+				if on {
+					assert.Equal(t, 1, hits[p], "%s: times fetched", p)
+				} else {
+					assert.Zero(t, hits[p], "%s fetched without the sitemaps option", p)
 				}
 			}
 			ctl.CloseCampaign(context.Background(), cfg.ID, true)
@@ -360,26 +341,20 @@ func TestSeedBurstPriority(t *testing.T) {
 		urls = append(urls, fmt.Sprintf("http://big.example/p/%d", i))
 	}
 	ctl, err := session.Client{Token: session.DevToken}.DialControl(context.Background(), sched.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer ctl.Close()
-	if n, err := ctl.Seed(context.Background(), cfg, urls); err != nil || n != 100 {
-		t.Fatalf("seeded %d: %v", n, err)
-	}
+	seeded, err := ctl.Seed(context.Background(), cfg, urls)
+	require.NoError(t, err, "seed")
+	require.Equal(t, 100, seeded, "URLs seeded")
 	defer ctl.CloseCampaign(context.Background(), cfg.ID, true)
 	ch, err := sched.conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer ch.Close()
 	levels := map[uint8]int{}
 	q := frontier.Topology{Campaign: cfg.ID}.Shard(frontier.ShardOf("big.example"))
 	for {
 		d, ok, err := ch.Get(q, true)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		if !ok {
 			break
 		}
@@ -391,9 +366,8 @@ func TestSeedBurstPriority(t *testing.T) {
 		}
 		levels[d.Priority] += n
 	}
-	if levels[frontier.MaxPriority] != 64 || levels[0] != 36 {
-		t.Errorf("priority levels of 100 seeds of one host: %v, want 64 at %d and 36 at 0", levels, frontier.MaxPriority)
-	}
+	assert.Equal(t, 64, levels[frontier.MaxPriority], "priority levels of 100 seeds of one host: %v, at %d", levels, frontier.MaxPriority)
+	assert.Equal(t, 36, levels[0], "priority levels of 100 seeds of one host: %v, at 0", levels)
 }
 
 // TestBackoffOn429: a 429 with Retry-After: 1 holds the whole host back for
@@ -446,20 +420,18 @@ func TestBackoffOn429(t *testing.T) {
 		if h.path == "/a" && limitedAt.IsZero() {
 			limitedAt = h.at
 			if i+1 < len(hits) {
-				if gap := hits[i+1].at.Sub(h.at); gap < time.Second {
-					t.Errorf("the request after the 429 came %s later, want Retry-After's 1s", gap)
-				}
+				gap := hits[i+1].at.Sub(h.at)
+				assert.GreaterOrEqual(t, gap, time.Second, "the request after the 429 came %s later, want Retry-After's 1s", gap)
 			}
 		}
 	}
-	if count["/a"] != 2 || count["/b"] != 1 || count["/c"] != 1 {
-		t.Errorf("requests %v: want /a twice (429, then 200), /b and /c once", count)
-	}
+	assert.Equal(t, 2, count["/a"], "requests %v: want /a twice (429, then 200), /b and /c once", count)
+	assert.Equal(t, 1, count["/b"], "requests %v: want /a twice (429, then 200), /b and /c once", count)
+	assert.Equal(t, 1, count["/c"], "requests %v: want /a twice (429, then 200), /b and /c once", count)
 	stored := map[string]int{}
 	for _, p := range sk.Pages() {
 		stored[p.URL]++
 	}
-	if stored[srv.URL+"/a"] != 1 || st.Retried != 1 {
-		t.Errorf("/a stored %d times, %d retries counted; want 1 and 1", stored[srv.URL+"/a"], st.Retried)
-	}
+	assert.Equal(t, 1, stored[srv.URL+"/a"], "/a: times stored (%d retries counted)", st.Retried)
+	assert.Equal(t, int64(1), st.Retried, "retries counted (/a stored %d times)", stored[srv.URL+"/a"])
 }

@@ -2,9 +2,7 @@ package frontier_test
 
 import (
 	"context"
-	"errors"
 	"net"
-	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +11,8 @@ import (
 	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // nextLease waits for one lease on sess.
@@ -20,12 +20,10 @@ func nextLease(t *testing.T, sess *session.Session, within time.Duration) sessio
 	t.Helper()
 	select {
 	case l, ok := <-sess.Leases():
-		if !ok {
-			t.Fatalf("session ended waiting for a lease: %v", sess.Err())
-		}
+		require.True(t, ok, "session ended waiting for a lease: %v", sess.Err())
 		return l
 	case <-time.After(within):
-		t.Fatalf("no lease within %s", within)
+		require.FailNowf(t, "no lease", "no lease within %s", within)
 	}
 	return session.Lease{}
 }
@@ -53,78 +51,61 @@ func TestEndSessionsByKey(t *testing.T) {
 		return cl.DialSessionKey(ctx, sched.addr, "fetcher-"+key, key, cfg, 4)
 	}
 	a, err := dial("run/a")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer a.Close()
 	b, err := dial("run/b")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer b.Close()
 
 	// The host's robots.txt first, then one page held by a.
 	a.Credit(1)
 	rl := nextLease(t, a, 10*time.Second)
-	if rl.Kind != session.KindRobots {
-		t.Fatalf("first lease %+v: want the host's robots.txt", rl)
-	}
+	require.Equal(t, session.KindRobots, rl.Kind, "first lease %+v: want the host's robots.txt", rl)
 	a.Report(session.Outcome{LeaseID: rl.ID, Robots: &session.RobotsBody{Status: 404}})
 	a.Credit(1)
 	page := nextLease(t, a, 10*time.Second)
-	if page.Kind != session.KindPage {
-		t.Fatalf("second lease %+v: want a page", page)
-	}
+	require.Equal(t, session.KindPage, page.Kind, "second lease %+v: want a page", page)
 
 	n, err := ctl.EndSessions(ctx, cfg.ID, []string{"run/a"})
-	if err != nil || n != 1 {
-		t.Fatalf("EndSessions: %d open, %v; want 1, nil", n, err)
-	}
+	require.NoError(t, err, "EndSessions")
+	require.Equal(t, 1, n, "EndSessions: sessions open")
 	select {
 	case <-a.Ended():
 	case <-time.After(5 * time.Second):
-		t.Fatal("the ended session heard no FrameEnd within 5 s")
+		require.FailNow(t, "the ended session heard no FrameEnd within 5 s")
 	}
 	select {
 	case <-b.Ended():
-		t.Fatal("the session not named was ended too")
+		require.FailNow(t, "the session not named was ended too")
 	default:
 	}
 	// Credit after the end is ignored: the scheduler holds 1 lease (the
 	// page), not 1 + 8, half a second later.
 	a.Credit(8)
 	time.Sleep(500 * time.Millisecond)
-	if st := stats(t, ctl, cfg.ID); st.InFlight != 1 {
-		t.Fatalf("after the end and 8 more credit: %d leases out, want 1 (the held page)", st.InFlight)
-	}
-	if l, ok := <-a.Leases(); ok {
-		t.Fatalf("lease %+v delivered after FrameEnd", l)
-	}
+	require.Equal(t, int64(1), stats(t, ctl, cfg.ID).InFlight, "after the end and 8 more credit: leases out, want 1 (the held page)")
+	late, open := <-a.Leases()
+	require.False(t, open, "lease %+v delivered after FrameEnd", late)
 	// The page held at the end is reported afterwards, and counts.
 	a.Report(session.Outcome{LeaseID: page.ID, Stored: true, Status: 200})
-	if err := a.Close(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, a.Close())
 	waitStats(t, ctl, cfg.ID, 10*time.Second, "the page reported after the end recorded", func(st session.Stats) bool {
 		return st.Fetched == 1 && st.InFlight == 0 && st.Pending == 0
 	})
 
-	if _, err := dial("run/a"); !errors.Is(err, session.ErrEnded) {
-		t.Fatalf("reconnect of an ended key: %v; want ErrEnded", err)
-	}
+	_, err = dial("run/a")
+	require.ErrorIs(t, err, session.ErrEnded, "reconnect of an ended key")
 	// A key ended before its session dialed (it was away, reconnecting):
 	// refused too, on a scheduler the campaign's end reached first.
-	if n, err := ctl.EndSessions(ctx, cfg.ID, []string{"run/c"}); err != nil || n != 0 {
-		t.Fatalf("EndSessions of a key with no session: %d open, %v; want 0, nil", n, err)
-	}
-	if _, err := dial("run/c"); !errors.Is(err, session.ErrEnded) {
-		t.Fatalf("dial of a key ended beforehand: %v; want ErrEnded", err)
-	}
+	n, err = ctl.EndSessions(ctx, cfg.ID, []string{"run/c"})
+	require.NoError(t, err, "EndSessions of a key with no session")
+	require.Equal(t, 0, n, "EndSessions of a key with no session: sessions open")
+	_, err = dial("run/c")
+	require.ErrorIs(t, err, session.ErrEnded, "dial of a key ended beforehand")
 
 	b.Credit(1)
-	if l := nextLease(t, b, 10*time.Second); l.Kind != session.KindPage {
-		t.Fatalf("the other session's lease %+v: want a page", l)
-	}
+	l := nextLease(t, b, 10*time.Second)
+	require.Equal(t, session.KindPage, l.Kind, "the other session's lease %+v: want a page", l)
 }
 
 // TestEndSessionsPastAHungScheduler ends a session on a scheduler listed
@@ -138,9 +119,7 @@ func TestEndSessionsPastAHungScheduler(t *testing.T) {
 	ctl := control(t, sched.addr)
 	seedCampaign(t, ctl, cfg)
 	hung, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer hung.Close()
 	go func() {
 		for {
@@ -155,9 +134,7 @@ func TestEndSessionsPastAHungScheduler(t *testing.T) {
 	defer cancel()
 	cl := session.Client{Token: session.DevToken}
 	sess, err := cl.DialSessionKey(ctx, sched.addr, "fetcher-a", "run/a", cfg, 4)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer sess.Close()
 	// The welcome comes before the actor counts the session: an end sent
 	// in between refuses it instead (ErrEnded, and 0 ended).
@@ -175,19 +152,17 @@ func TestEndSessionsPastAHungScheduler(t *testing.T) {
 	select {
 	case <-sess.Ended():
 	case r := <-done:
-		t.Fatalf("EndSessions returned (%d, %v) before the live scheduler ended the session", r.n, r.err)
+		require.FailNowf(t, "EndSessions returned early", "EndSessions returned (%d, %v) before the live scheduler ended the session", r.n, r.err)
 	case <-time.After(30 * time.Second):
-		t.Fatal("the live scheduler's session was not ended while the hung one held EndSessions")
+		require.FailNow(t, "the live scheduler's session was not ended while the hung one held EndSessions")
 	}
 	endedAt := time.Now()
 	r := <-done
 	// Called one after the other, the live scheduler would have been
 	// reached only once the hung one's bound (5 s) ran out, just before
 	// EndSessions returned.
-	if waited := time.Since(endedAt); waited < 2*time.Second {
-		t.Errorf("EndSessions returned %s after the session ended: the live scheduler waited for the hung one", waited.Round(time.Millisecond))
-	}
-	if r.n != 1 || r.err == nil || !strings.Contains(r.err.Error(), hung.Addr().String()) {
-		t.Fatalf("EndSessions: (%d, %v); want 1 ended and an error naming the hung scheduler %s", r.n, r.err, hung.Addr())
-	}
+	waited := time.Since(endedAt)
+	assert.GreaterOrEqual(t, waited, 2*time.Second, "EndSessions returned %s after the session ended: the live scheduler waited for the hung one", waited.Round(time.Millisecond))
+	require.Equal(t, 1, r.n, "EndSessions: (%d, %v); want 1 ended and an error naming the hung scheduler %s", r.n, r.err, hung.Addr())
+	require.ErrorContains(t, r.err, hung.Addr().String(), "EndSessions: (%d, %v); want 1 ended and an error naming the hung scheduler", r.n, r.err)
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // One of two schedulers dies mid-crawl (its RabbitMQ connection and its
@@ -26,9 +28,8 @@ func TestSchedulerGoneForGoodDoesNotHoldTheCampaign(t *testing.T) {
 		session.Client{Token: session.DevToken}.ReleaseCampaign(context.Background(), addrs[1:], cfg.ID)
 	})
 	ctl := control(t, addrs[1])
-	if _, err := ctl.Seed(context.Background(), cfg, cfg.Seeds); err != nil {
-		t.Fatal(err)
-	}
+	_, err := ctl.Seed(context.Background(), cfg, cfg.Seeds)
+	require.NoError(t, err)
 	sk := sink.NewMemory()
 	startFleet(t, cfg, addrs, sk, 4)
 	waitCrawling(t, addrs, cfg.ID, 20)
@@ -39,9 +40,7 @@ func TestSchedulerGoneForGoodDoesNotHoldTheCampaign(t *testing.T) {
 
 	st := waitDrained(t, addrs, cfg.ID, 3*time.Minute)
 	checkCrawl(t, web, sk, false)
-	if len(st.Missing) != 1 || st.Missing[0] != addrs[0] {
-		t.Errorf("missing schedulers %v, want [%s]", st.Missing, addrs[0])
-	}
+	assert.Equal(t, []string{addrs[0]}, st.Missing, "missing schedulers")
 	t.Logf("drained with %v missing: %d fetched by the survivor, %d duplicates by the server's count", st.Missing, st.Fetched, len(web.Duplicates()))
 }
 
@@ -60,18 +59,15 @@ func TestSchedulerCutOffButAliveKeepsTheCampaignOpen(t *testing.T) {
 	var st session.Stats
 	await.For(t, 10*time.Second, 50*time.Millisecond, "the two schedulers both consuming", func() error {
 		var err error
-		if st, err = (session.Client{Token: session.DevToken}).CampaignStats(context.Background(), addrs, cfg.ID); err != nil {
-			t.Fatal(err)
-		}
+		st, err = (session.Client{Token: session.DevToken}).CampaignStats(context.Background(), addrs, cfg.ID)
+		require.NoError(t, err)
 		if st.Consumers != 2 {
 			return fmt.Errorf("stats %+v", st)
 		}
 		return nil
 	})
-	if st.Idle() {
-		t.Fatalf("idle with a live scheduler holding a lease unreachable: %+v", st)
-	}
-	if len(st.Missing) != 1 || st.Queued != 0 || st.Held != 0 {
-		t.Fatalf("stats %+v", st)
-	}
+	require.False(t, st.Idle(), "idle with a live scheduler holding a lease unreachable: %+v", st)
+	require.Len(t, st.Missing, 1, "stats %+v", st)
+	require.Zero(t, st.Queued, "stats %+v", st)
+	require.Zero(t, st.Held, "stats %+v", st)
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/drover-crawl/drover/page"
 	"github.com/drover-crawl/drover/urlrule"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // A history reads back as it was written: the capture, and the links (in
@@ -26,25 +28,18 @@ func TestHistoryRoundTrip(t *testing.T) {
 	rs := revisitState{Interval: 90 * time.Minute, Due: time.Date(2026, 1, 2, 5, 0, 0, 1, time.UTC), Fetched: time.Date(2026, 1, 2, 3, 30, 0, 0, time.UTC)}
 	b := encodeHistory(c, links, rs)
 	d, err := decodeHistory(b, true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	got, gotLinks := d.capture, d.links
-	if *got != *c {
-		t.Errorf("capture %+v, want %+v", *got, *c)
-	}
-	if d.revisit != rs {
-		t.Errorf("revisit state %+v, want %+v", d.revisit, rs)
-	}
+	assert.Equal(t, *c, *got, "capture")
+	assert.Equal(t, rs, d.revisit, "revisit state")
 	want := slices.Clone(links)
 	slices.SortFunc(want, func(x, y urlrule.Link) int { return strings.Compare(x.URL, y.URL) })
-	if !slices.Equal(gotLinks, want) {
-		t.Errorf("links %+v, want %+v", gotLinks, want)
-	}
+	assert.Equal(t, want, gotLinks, "links")
 	// Without a validator no 304 can come: the links are not kept.
 	c.ETag, c.LastModified = "", ""
-	if d, err := decodeHistory(encodeHistory(c, links, revisitState{}), true); err != nil || len(d.links) != 0 {
-		t.Errorf("links kept without a validator: %v %v", d.links, err)
+	nv, err := decodeHistory(encodeHistory(c, links, revisitState{}), true)
+	if assert.NoError(t, err, "links kept without a validator") {
+		assert.Empty(t, nv.links, "links kept without a validator")
 	}
 }
 
@@ -62,15 +57,14 @@ func TestHistoryVersion1(t *testing.T) {
 	b = appendString(b, "http://h.example/")
 	b = append(b, 0)
 	d, err := decodeHistory(b, true)
-	if err != nil {
-		t.Fatal(err)
+	require.NoError(t, err)
+	assert.Equal(t, `"e1"`, d.capture.ETag, "version 1 read as %+v, links %+v", *d.capture, d.links)
+	assert.Equal(t, "sha1:AAAA", d.capture.Digest, "version 1 read as %+v, links %+v", *d.capture, d.links)
+	assert.Equal(t, 200, d.capture.Status, "version 1 read as %+v, links %+v", *d.capture, d.links)
+	if assert.Len(t, d.links, 1, "version 1 read as %+v, links %+v", *d.capture, d.links) {
+		assert.Equal(t, "http://h.example/", d.links[0].URL, "version 1 read as %+v, links %+v", *d.capture, d.links)
 	}
-	if d.capture.ETag != `"e1"` || d.capture.Digest != "sha1:AAAA" || d.capture.Status != 200 || len(d.links) != 1 || d.links[0].URL != "http://h.example/" {
-		t.Errorf("version 1 read as %+v, links %+v", *d.capture, d.links)
-	}
-	if d.revisit != (revisitState{}) {
-		t.Errorf("version 1 has a revisit state: %+v", d.revisit)
-	}
+	assert.Equal(t, revisitState{}, d.revisit, "version 1 has a revisit state")
 }
 
 // A history written before the capture URI (version 2) reads as it was,
@@ -91,11 +85,13 @@ func TestHistoryVersion2(t *testing.T) {
 	b = appendString(b, "http://h.example/")
 	b = append(b, 0)
 	d, err := decodeHistory(b, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d.capture.URI != "" || d.capture.LastModified == "" || d.capture.Digest != "sha1:AAAA" || d.revisit != rs || len(d.links) != 1 || d.links[0].URL != "http://h.example/" {
-		t.Errorf("version 2 read as %+v, revisit %+v, links %+v", *d.capture, d.revisit, d.links)
+	require.NoError(t, err)
+	assert.Empty(t, d.capture.URI, "version 2 read as %+v, revisit %+v, links %+v", *d.capture, d.revisit, d.links)
+	assert.NotEmpty(t, d.capture.LastModified, "version 2 read as %+v, revisit %+v, links %+v", *d.capture, d.revisit, d.links)
+	assert.Equal(t, "sha1:AAAA", d.capture.Digest, "version 2 read as %+v, revisit %+v, links %+v", *d.capture, d.revisit, d.links)
+	assert.Equal(t, rs, d.revisit, "version 2 read as %+v, revisit %+v, links %+v", *d.capture, d.revisit, d.links)
+	if assert.Len(t, d.links, 1, "version 2 read as %+v, revisit %+v, links %+v", *d.capture, d.revisit, d.links) {
+		assert.Equal(t, "http://h.example/", d.links[0].URL, "version 2 read as %+v, revisit %+v, links %+v", *d.capture, d.revisit, d.links)
 	}
 }
 
@@ -110,9 +106,7 @@ func TestHistoryLinksAreFrontCoded(t *testing.T) {
 		total += len(l.URL)
 	}
 	b := encodeHistory(&page.Capture{Status: 200, ETag: `"x"`, Digest: "sha1:" + strings.Repeat("A", 32)}, links, revisitState{})
-	if len(b) > total/2 {
-		t.Errorf("history of 40 links is %d bytes; the URLs are %d", len(b), total)
-	}
+	assert.LessOrEqual(t, len(b), total/2, "history of 40 links is %d bytes; the URLs are %d", len(b), total)
 	t.Logf("40 links of %d bytes: a history of %d bytes (%.1f bytes per link)", total, len(b), float64(len(b)-50)/40)
 }
 
@@ -123,9 +117,8 @@ func TestHistoryHostileBytes(t *testing.T) {
 	b := encodeHistory(c, []urlrule.Link{{URL: "http://a/x"}, {URL: "http://a/y", Score: 2, Hops: 1, Embeds: 1}},
 		revisitState{Interval: time.Hour, Due: time.Unix(7200, 0), Fetched: time.Unix(3600, 0)})
 	for n := range len(b) {
-		if _, err := decodeHistory(b[:n], true); err == nil {
-			t.Errorf("a history cut at %d of %d bytes decoded", n, len(b))
-		}
+		_, err := decodeHistory(b[:n], true)
+		assert.Error(t, err, "a history cut at %d of %d bytes decoded", n, len(b))
 	}
 	for i := range b {
 		for _, v := range []byte{0, 0x7f, 0x80, 0xff} {

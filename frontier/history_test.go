@@ -16,6 +16,8 @@ import (
 	"github.com/drover-crawl/drover/page"
 	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/urlrule"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // A run started with From leases a URL with what the lineage's earlier
@@ -33,9 +35,7 @@ func TestHistoryCarriesARunToTheNext(t *testing.T) {
 	var leased []string
 	f.pages(t, 4, time.Minute, nil, func(l session.Lease) bool {
 		leased = append(leased, l.URL)
-		if l.Prior != nil {
-			t.Errorf("run 1 leased %s with a prior capture %+v: it reads no history", l.URL, *l.Prior)
-		}
+		assert.Nil(t, l.Prior, "run 1 leased %s with a prior capture: it reads no history", l.URL)
 		o := session.Outcome{LeaseID: l.ID, Stored: true, Status: 200, Capture: &page.Capture{Status: 200, Digest: "sha1:" + l.URL, Date: capture.Date}}
 		if l.URL == root {
 			o.Capture = capture
@@ -62,13 +62,13 @@ func TestHistoryCarriesARunToTheNext(t *testing.T) {
 	waitStats(t, ctl2, run2.ID, 10*time.Second, "both recorded, the root as unchanged", func(st session.Stats) bool {
 		return st.Fetched == 2 && st.Unchanged == 1
 	})
-	if p := priors[root]; p == nil || *p != *capture {
-		t.Errorf("run 2 leased the root with prior %+v, want %+v", p, *capture)
+	if rp := priors[root]; assert.NotNil(t, rp, "run 2 leased the root with no prior, want %+v", *capture) {
+		assert.Equal(t, *capture, *rp, "run 2 leased the root with prior")
 	}
-	if p, ok := priors[child]; !ok {
-		t.Errorf("the child, linked only in run 1's history, was not leased in run 2")
-	} else if p == nil || p.Digest != "sha1:"+child {
-		t.Errorf("run 2 leased the child with prior %+v", p)
+	cp, ok := priors[child]
+	if assert.True(t, ok, "the child, linked only in run 1's history, was not leased in run 2") &&
+		assert.NotNil(t, cp, "run 2 leased the child with no prior") {
+		assert.Equal(t, "sha1:"+child, cp.Digest, "run 2 leased the child with prior %+v", cp)
 	}
 }
 
@@ -88,9 +88,8 @@ func TestForgetHistory(t *testing.T) {
 	closeRun := func(ctl *session.Control, id string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if _, err := ctl.CloseCampaign(ctx, id, true); err != nil {
-			t.Fatal(err)
-		}
+		_, err := ctl.CloseCampaign(ctx, id, true)
+		require.NoError(t, err)
 	}
 	capture := &page.Capture{Status: 200, ETag: `"r1"`, Digest: "sha1:ROOT", Date: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	fetch := func(cfg campaign.Config) (*session.Control, *page.Capture) {
@@ -107,56 +106,40 @@ func TestForgetHistory(t *testing.T) {
 
 	run1 := handCampaign(t, root)
 	ctl1, _ := fetch(run1)
-	if b, err := store.History(run1.ID, seen.KeyOf(root)); err != nil || b == nil {
-		t.Fatalf("run 1 left no history of the root (%v)", err)
-	}
-	if err := forget(run1.ID); err == nil || !strings.Contains(err.Error(), "by campaign "+run1.ID) {
-		t.Errorf("forget while run 1 is open: %v, want a refusal naming it", err)
-	}
+	b, err := store.History(run1.ID, seen.KeyOf(root))
+	require.NoError(t, err, "run 1 left no history of the root")
+	require.NotNil(t, b, "run 1 left no history of the root")
+	assert.ErrorContains(t, forget(run1.ID), "by campaign "+run1.ID, "forget while run 1 is open: want a refusal naming it")
 	closeRun(ctl1, run1.ID)
 	run2 := handCampaign(t, root)
 	run2.From = run1.ID
 	ctl2, prior := fetch(run2)
-	if prior == nil {
-		t.Fatal("run 2 leased the root with no prior capture: the history was gone before forget")
-	}
-	if err := forget(run1.ID); err == nil || !strings.Contains(err.Error(), run2.ID) {
-		t.Errorf("forget while run 2 reads the lineage: %v, want a refusal naming it", err)
-	}
+	require.NotNil(t, prior, "run 2 leased the root with no prior capture: the history was gone before forget")
+	assert.ErrorContains(t, forget(run1.ID), run2.ID, "forget while run 2 reads the lineage: want a refusal naming it")
 	closeRun(ctl2, run2.ID)
 
 	// A scheduler that cannot be reached: the first round fails there,
 	// and nothing is dropped anywhere.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	dead := ln.Addr().String()
 	ln.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	err = session.Client{Token: session.DevToken}.ForgetHistory(ctx, []string{sched.addr, dead}, run1.ID)
 	cancel()
-	if err == nil || !strings.Contains(err.Error(), dead) {
-		t.Errorf("forget with a scheduler down: %v, want an error naming it", err)
-	}
-	if b, _ := store.History(run1.ID, seen.KeyOf(root)); b == nil {
-		t.Error("the root's history was dropped though a scheduler could not be asked")
-	}
+	assert.ErrorContains(t, err, dead, "forget with a scheduler down: want an error naming it")
+	kept, _ := store.History(run1.ID, seen.KeyOf(root))
+	assert.NotNil(t, kept, "the root's history was dropped though a scheduler could not be asked")
 
-	if err := forget(run1.ID); err != nil {
-		t.Fatalf("forget once no run is open: %v", err)
-	}
-	if b, err := store.History(run1.ID, seen.KeyOf(root)); err != nil || b != nil {
-		t.Errorf("the root's history after forget: %d bytes (%v), want none", len(b), err)
-	}
+	require.NoError(t, forget(run1.ID), "forget once no run is open")
+	left, err := store.History(run1.ID, seen.KeyOf(root))
+	assert.NoError(t, err, "the root's history after forget")
+	assert.Nil(t, left, "the root's history after forget: %d bytes, want none", len(left))
 	run3 := handCampaign(t, root)
 	run3.From = run1.ID
-	if _, prior := fetch(run3); prior != nil {
-		t.Errorf("run 3 leased the root with prior %+v after forget, want a full fetch", *prior)
-	}
-	if err := forget(""); err == nil {
-		t.Error("forget with no lineage: no error")
-	}
+	_, prior3 := fetch(run3)
+	assert.Nil(t, prior3, "run 3 leased the root with a prior after forget, want a full fetch")
+	assert.Error(t, forget(""), "forget with no lineage: no error")
 }
 
 // holdHistory holds, while armed, the next write of a URL's history until
@@ -216,13 +199,8 @@ func TestForgetHistoryWaitsForAClosingCampaign(t *testing.T) {
 	})
 	t.Logf("while the record was held: %v", refusal)
 	close(store.release)
-	if err := <-closed; err != nil {
-		t.Fatal(err)
-	}
-	if err := forget(); err != nil {
-		t.Fatalf("forget after the close: %v", err)
-	}
-	if b, _ := store.History(cfg.ID, seen.KeyOf(root)); b != nil {
-		t.Errorf("the root's history is back after forget: %d bytes", len(b))
-	}
+	require.NoError(t, <-closed)
+	require.NoError(t, forget(), "forget after the close")
+	back, _ := store.History(cfg.ID, seen.KeyOf(root))
+	assert.Nil(t, back, "the root's history is back after forget: %d bytes", len(back))
 }

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/drover-crawl/drover/activities"
 	"github.com/drover-crawl/drover/campaign"
@@ -40,17 +42,11 @@ func startSchedulerWith(t *testing.T, cfg frontier.ServerConfig, store seen.Stor
 	t.Helper()
 	testenv.NeedsRabbitMQ(t)
 	conn, err := amqp.Dial(amqpURL())
-	if err != nil {
-		t.Fatalf("RabbitMQ at %s: %v", amqpURL(), err)
-	}
+	require.NoError(t, err, "RabbitMQ at %s", amqpURL())
 	srv, err := frontier.NewServer(cfg, conn, store, log)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	go srv.Serve(ln)
 	s := &scheduler{srv: srv, addr: ln.Addr().String(), conn: conn}
 	t.Cleanup(func() { s.stop() })
@@ -100,7 +96,7 @@ func (f *rawFetcher) pages(t *testing.T, credit int, within time.Duration, robot
 			}
 		}
 	}
-	t.Fatalf("the leases wanted did not come within %s", within)
+	require.FailNowf(t, "leases not in time", "the leases wanted did not come within %s", within)
 }
 
 // faultOnShard fails (or holds) publishes to one shard queue of a campaign
@@ -169,7 +165,7 @@ func TestHoleFailedRecordRedeliveryIsNotADuplicate(t *testing.T) {
 	select {
 	case <-nacked:
 	case <-time.After(20 * time.Second):
-		t.Fatal("the failed record never reached its second nack")
+		require.FailNow(t, "the failed record never reached its second nack")
 	}
 	// The record is held between its nacks: the URL nacked first (p1 or
 	// p2), redelivered, is the only one that can be leased now. Acked as
@@ -186,9 +182,7 @@ func TestHoleFailedRecordRedeliveryIsNotADuplicate(t *testing.T) {
 		f.report(t, session.Outcome{LeaseID: l.ID, Stored: true, Status: 200, Links: links})
 		return again[p1] && again[p2]
 	})
-	if st := stats(t, ctl, cfg.ID); st.Duplicates != 0 {
-		t.Errorf("%d deliveries acked as duplicates after a failed record", st.Duplicates)
-	}
+	assert.Zero(t, stats(t, ctl, cfg.ID).Duplicates, "deliveries acked as duplicates after a failed record")
 }
 
 // A record that fails sends back only the outcomes the failure hit: n
@@ -273,19 +267,13 @@ func recordOneFailing(t *testing.T, net, n, bad, faults int) {
 		if i == bad {
 			want = 1 // its record failed
 		}
-		if leased[p] != want {
-			t.Errorf("page %d leased again %d times, want %d", i+1, leased[p], want)
-		}
+		assert.Equal(t, want, leased[p], "page %d: times leased again", i+1)
 	}
 	// (Duplicate deliveries are expected: a link published by a write that
 	// then failed, before its mark, is published again by the next; the
 	// seen store absorbs them.)
-	if st.RecordFailed != 1 {
-		t.Errorf("%d outcomes failed to record, want 1", st.RecordFailed)
-	}
-	if n := fault.armed.Load(); n > 0 {
-		t.Errorf("the injected failures did not all happen (%d left)", n)
-	}
+	assert.Equal(t, int64(1), st.RecordFailed, "outcomes failed to record")
+	assert.LessOrEqual(t, fault.armed.Load(), int32(0), "the injected failures did not all happen: left")
 }
 
 // Hole 2: a campaign's seen marks go with its queues on every scheduler:
@@ -300,18 +288,15 @@ func TestHoleSeenMarksGoWithTheQueues(t *testing.T) {
 		web.Reset()
 		ctl := control(t, addrs[0])
 		n, err := ctl.Seed(context.Background(), cfg, cfg.Seeds)
-		if err != nil || n != len(cfg.Seeds) {
-			t.Fatalf("run %d: seeded %d of %d: %v", run, n, len(cfg.Seeds), err)
-		}
+		require.NoError(t, err, "run %d: seed", run)
+		require.Equal(t, len(cfg.Seeds), n, "run %d: URLs seeded", run)
 		sk := sink.NewMemory()
 		fl := startFleet(t, cfg, addrs, sk, 2)
 		waitDrained(t, addrs, cfg.ID, 2*time.Minute)
 		fl.Stop()
 		checkCrawl(t, web, sk, false)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		if err := (session.Client{Token: session.DevToken}).ReleaseCampaign(ctx, addrs, cfg.ID); err != nil {
-			t.Fatalf("run %d: release: %v", run, err)
-		}
+		require.NoError(t, (session.Client{Token: session.DevToken}).ReleaseCampaign(ctx, addrs, cfg.ID), "run %d: release", run)
 		cancel()
 	}
 }
@@ -322,12 +307,8 @@ func TestHoleSeenMarksGoWithTheQueues(t *testing.T) {
 func TestHolePublisherSurvivesADeletedTopology(t *testing.T) {
 	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory())
 	gone := fmt.Sprintf("drover.gone-%d", rand.IntN(1e9))
-	if err := frontier.Publish(sched.srv, "", gone+".s00"); err == nil {
-		t.Error("a publish to a queue that does not exist was confirmed")
-	}
-	if err := frontier.Publish(sched.srv, gone+".park.1s", gone+".s00"); err == nil {
-		t.Error("a publish to an exchange that does not exist was confirmed")
-	}
+	assert.Error(t, frontier.Publish(sched.srv, "", gone+".s00"), "a publish to a queue that does not exist was confirmed")
+	assert.Error(t, frontier.Publish(sched.srv, gone+".park.1s", gone+".s00"), "a publish to an exchange that does not exist was confirmed")
 	// The scheduler still publishes: a new campaign seeds and crawls.
 	cfg := handCampaign(t, "http://127.66.3.1:9/a")
 	_, f := seedHand(t, sched.addr, cfg)
@@ -345,9 +326,8 @@ func TestHoleCloseWithTwoSchedulers(t *testing.T) {
 	addrs := addrsOf(startReplicas(t, 2))
 	cfg := testCampaign(t, web)
 	ctl := control(t, addrs[0])
-	if _, err := ctl.Seed(context.Background(), cfg, cfg.Seeds); err != nil {
-		t.Fatal(err)
-	}
+	_, err := ctl.Seed(context.Background(), cfg, cfg.Seeds)
+	require.NoError(t, err)
 	sk := sink.NewMemory()
 	fl := startFleet(t, cfg, addrs, sk, 4)
 	// Close mid-crawl, with sessions on both schedulers.
@@ -357,9 +337,8 @@ func TestHoleCloseWithTwoSchedulers(t *testing.T) {
 	defer cancel()
 	// What the workflow's Close activity does.
 	acts := &activities.Activities{Schedulers: addrs, Token: session.DevToken}
-	if _, err := acts.Close(ctx, workflows.CloseInput{Config: cfg, Delete: true}); err != nil {
-		t.Fatal(err)
-	}
+	_, err = acts.Close(ctx, workflows.CloseInput{Config: cfg, Delete: true})
+	require.NoError(t, err)
 	fl.Stop()
 	checkTopology(t, addrsConn(t), cfg.ID, false)
 	// Each scheduler still publishes for another campaign.
@@ -377,9 +356,7 @@ func TestHoleCloseWithTwoSchedulers(t *testing.T) {
 func addrsConn(t *testing.T) *amqp.Connection {
 	testenv.NeedsRabbitMQ(t)
 	conn, err := amqp.Dial(amqpURL())
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { conn.Close() })
 	return conn
 }
@@ -408,7 +385,7 @@ func (f *rawFetcher) reportBothAroundHold(t *testing.T, first, second uint64, li
 	select {
 	case <-held:
 	case <-time.After(10 * time.Second):
-		t.Fatalf("%s never came", what)
+		require.FailNowf(t, "never came", "%s never came", what)
 	}
 	f.report(t, session.Outcome{LeaseID: second, Stored: true, Status: 200, Links: links})
 }
@@ -455,9 +432,7 @@ func TestHoleSitemapsSurviveAFailedPublish(t *testing.T) {
 		f.report(t, session.Outcome{LeaseID: l.ID, Stored: true, Status: 200})
 		return l.URL == sitemap
 	})
-	if n := fault.armed.Load(); n > 0 {
-		t.Errorf("the injected failure never happened (%d left)", n)
-	}
+	assert.LessOrEqual(t, fault.armed.Load(), int32(0), "the injected failure never happened: left")
 }
 
 // Hole 6: after the consume channel is lost, an old lease's outcome must
@@ -504,19 +479,16 @@ func TestHoleConsumerCancelledByTheBroker(t *testing.T) {
 		}
 	}
 	ch, err := sched.conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ch.QueueDelete(shardQueue(cfg, later), false, false, false); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	_, err = ch.QueueDelete(shardQueue(cfg, later), false, false, false)
+	require.NoError(t, err)
 	ch.Close()
 	// Seeding declares the queue again and publishes to it.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if n, err := ctl.Seed(ctx, cfg, []string{later}); err != nil || n != 1 {
-		t.Fatalf("seed: %d %v", n, err)
-	}
+	seeded, err := ctl.Seed(ctx, cfg, []string{later})
+	require.NoError(t, err, "seed")
+	require.Equal(t, 1, seeded, "seed: URLs seeded")
 	f.pages(t, 1, 20*time.Second, nil, func(l session.Lease) bool {
 		f.report(t, session.Outcome{LeaseID: l.ID, Stored: true, Status: 200})
 		return l.URL == later
@@ -541,9 +513,7 @@ func TestHoleOutcomesSplitAcrossFrames(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	sess, err := session.Client{Token: session.DevToken}.DialSession(ctx, sched.addr, "big", cfg, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer sess.Close()
 	// 48 outcomes of about 1 MiB of links each, reported at once: more than
 	// one frame (MaxFrame is 32 MiB) can carry. Their lease IDs are unknown
@@ -557,17 +527,15 @@ func TestHoleOutcomesSplitAcrossFrames(t *testing.T) {
 	}
 	select {
 	case <-sess.Done():
-		t.Fatalf("the session ended: %v", sess.Err())
+		require.FailNowf(t, "the session ended", "the session ended: %v", sess.Err())
 	case <-time.After(5 * time.Second):
 	}
 	sess.Credit(1)
 	select {
 	case l := <-sess.Leases():
-		if l.URL == "" {
-			t.Fatalf("no lease: session ended: %v", sess.Err())
-		}
+		require.NotEmpty(t, l.URL, "no lease: session ended: %v", sess.Err())
 	case <-time.After(20 * time.Second):
-		t.Fatalf("no lease after the big report: %v", sess.Err())
+		require.FailNowf(t, "no lease", "no lease after the big report: %v", sess.Err())
 	}
 }
 
@@ -583,9 +551,7 @@ func TestHolePerHostCapCountsPagesNotLeases(t *testing.T) {
 	var first []session.Lease
 	f.pages(t, 3, 20*time.Second, nil, func(l session.Lease) bool { first = append(first, l); return len(first) == 2 })
 	time.Sleep(thirdLeaseWindow) // let the third lease go out, if it would
-	if st := stats(t, ctl, cfg.ID); st.Skipped != 0 {
-		t.Fatalf("%d URLs dropped by the per-host cap with no page fetched yet", st.Skipped)
-	}
+	require.Zero(t, stats(t, ctl, cfg.ID).Skipped, "URLs dropped by the per-host cap with no page fetched yet")
 	// The first fails for good (1 attempt), the second is a page: the
 	// third must be fetched to reach the cap of 2 pages.
 	f.report(t, session.Outcome{LeaseID: first[0].ID, Retry: true, Error: "503"}, session.Outcome{LeaseID: first[1].ID, Stored: true, Status: 200})
@@ -612,9 +578,8 @@ func TestHoleMaxPagesCountsPagesNotLeases(t *testing.T) {
 	ctl, f := seedHand(t, sched.addr, cfg)
 	var first []session.Lease
 	f.pages(t, 6, 20*time.Second, nil, func(l session.Lease) bool { first = append(first, l); return len(first) == 2 })
-	if st := stats(t, ctl, cfg.ID); st.CapReached {
-		t.Fatalf("cap reported reached with %d pages fetched and %d failed", st.Fetched, st.Failed)
-	}
+	st := stats(t, ctl, cfg.ID)
+	require.False(t, st.CapReached, "cap reported reached with %d pages fetched and %d failed", st.Fetched, st.Failed)
 	f.report(t, session.Outcome{LeaseID: first[0].ID, Retry: true, Error: "503"}, session.Outcome{LeaseID: first[1].ID, Stored: true, Status: 200})
 	var got []string
 	f.pages(t, 1, 20*time.Second, nil, func(l session.Lease) bool {
@@ -682,24 +647,20 @@ func TestCrawlUnderPublishAndStoreFaults(t *testing.T) {
 	startFleet(t, cfg, []string{sched.addr}, sk, 4)
 	st := waitDrained(t, []string{sched.addr}, cfg.ID, 8*time.Minute)
 	checkCrawl(t, web, sk, false)
-	if st.DeadLettered != 0 {
-		t.Errorf("%d URLs dead-lettered", st.DeadLettered)
-	}
+	assert.Zero(t, st.DeadLettered, "URLs dead-lettered")
 	dups := 0
 	for _, n := range web.Duplicates() {
 		dups += n - 1
 	}
 	t.Logf("%d pages: %d publishes failed of %d, %d seen-store writes failed of %d; %d records failed; %d duplicate fetches by the server's count, %d duplicate deliveries",
 		len(web.Pages()), pubFailed.Load(), publishes.Load(), store.failed.Load(), store.writes.Load(), st.RecordFailed, dups, st.Duplicates)
-	if pubFailed.Load() == 0 || store.failed.Load() == 0 {
-		t.Error("no fault was injected")
-	}
+	assert.NotZero(t, pubFailed.Load(), "no fault was injected: publishes failed")
+	assert.NotZero(t, store.failed.Load(), "no fault was injected: seen-store writes failed")
 	// A failed record is tried again in halves, down to single outcomes:
 	// each outcome sent back took a fault of its own (before, one fault
 	// sent back its whole batch: 1,300-1,474 records failed here).
-	if faults := pubFailed.Load() + store.failed.Load(); st.RecordFailed > faults {
-		t.Errorf("%d outcomes failed to record for %d faults injected", st.RecordFailed, faults)
-	}
+	faults := pubFailed.Load() + store.failed.Load()
+	assert.LessOrEqual(t, st.RecordFailed, faults, "outcomes failed to record for %d faults injected", faults)
 }
 
 // waitCrawling waits until the schedulers together counted more than n
@@ -770,9 +731,7 @@ func TestHoleLinkFoundTwicePublishedOnce(t *testing.T) {
 	st := waitStats(t, ctl, cfg.ID, 10*time.Second, "both pages recorded", func(st session.Stats) bool {
 		return st.Acked >= 2
 	})
-	if st.Discovered != 1 {
-		t.Errorf("the link was published %d times, want once", st.Discovered)
-	}
+	assert.Equal(t, int64(1), st.Discovered, "times the link was published")
 }
 
 // holdLookups holds every Queued lookup that asks about one of keys until
@@ -842,7 +801,7 @@ func twoRecordsHeldTwoQueued(t *testing.T, l3, l4 string) (*scheduler, campaign.
 	select {
 	case <-store.held:
 	case <-time.After(10 * time.Second):
-		t.Fatal("the two records never reached their lookups")
+		require.FailNow(t, "the two records never reached their lookups")
 	}
 	f.report(t, session.Outcome{LeaseID: got[cfg.Seeds[2]], Stored: true, Status: 200, Links: []urlrule.Link{{URL: l3}}})
 	f.report(t, session.Outcome{LeaseID: got[cfg.Seeds[3]], Stored: true, Status: 200, Links: []urlrule.Link{{URL: l4}}})
@@ -860,9 +819,7 @@ func TestOutcomesWaitingForARecordShareIt(t *testing.T) {
 	st := waitStats(t, ctl, cfg.ID, 10*time.Second, "all four pages recorded", func(st session.Stats) bool {
 		return st.Acked >= 4 && st.Discovered == 4
 	})
-	if n := published.Load(); n != 1 {
-		t.Errorf("the two waiting pages' links went in %d messages, want 1 (stats %+v)", n, st)
-	}
+	assert.Equal(t, int32(1), published.Load(), "messages the two waiting pages' links went in (stats %+v)", st)
 }
 
 // TestOutcomesWaitingForARecordAtClose: outcomes queued behind running
@@ -880,17 +837,12 @@ func TestOutcomesWaitingForARecordAtClose(t *testing.T) {
 	close(store.hold)
 	select {
 	case err := <-closed:
-		if err != nil {
-			t.Fatalf("close: %v", err)
-		}
+		require.NoError(t, err, "close")
 	case <-time.After(30 * time.Second):
-		t.Fatal("the scheduler did not close")
+		require.FailNow(t, "the scheduler did not close")
 	}
 	queued, err := store.Store.Queued(cfg.ID, []seen.Key{seen.KeyOf(l3), seen.KeyOf(l4)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !queued[0] || !queued[1] {
-		t.Errorf("links of the pages waiting at close queued: %v, want both", queued)
-	}
+	require.NoError(t, err)
+	assert.True(t, queued[0], "links of the pages waiting at close queued: %v, want both", queued)
+	assert.True(t, queued[1], "links of the pages waiting at close queued: %v, want both", queued)
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/urlrule"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // A host whose connections fail is tried HostRetries more times, with
@@ -50,34 +52,31 @@ func TestHostDownFailsItsURLs(t *testing.T) {
 				gotLive = true
 				f.report(t, session.Outcome{LeaseID: l.ID, Stored: true, Status: 200, Links: []urlrule.Link{{URL: later}}})
 			default:
-				t.Fatalf("a URL of the dead host was leased: %s", l.URL)
+				require.FailNowf(t, "a URL of the dead host was leased", "a URL of the dead host was leased: %s", l.URL)
 			}
 			writeRaw(t, f.c, jsonFrame(t, session.FrameCredit, session.Credit{N: 1}))
 		}
 	}
-	if robotsTries != retries+1 || !gotLive {
-		t.Fatalf("robots.txt of the dead host tried %d times (want %d), live page leased: %v", robotsTries, retries+1, gotLive)
-	}
+	require.Equal(t, retries+1, robotsTries, "times robots.txt of the dead host was tried (live page leased: %v)", gotLive)
+	require.True(t, gotLive, "live page leased (robots.txt of the dead host tried %d times)", robotsTries)
 	st := waitStats(t, ctl, cfg.ID, 20*time.Second, "the dead host's URLs settled", func(st session.Stats) bool {
 		return st.Held == 0 && st.InFlight == 0 && st.Queued == 0 && st.Pending == 0 && st.DeadQueued == 4
 	})
-	if st.HostsDown != 1 || st.FailedBy["refused"] != 4 || st.Fetched != 1 {
-		t.Errorf("stats: %d hosts down, failed by reason %v, %d fetched", st.HostsDown, st.FailedBy, st.Fetched)
-	}
+	assert.Equal(t, int64(1), st.HostsDown, "stats: %d hosts down, failed by reason %v, %d fetched", st.HostsDown, st.FailedBy, st.Fetched)
+	assert.Equal(t, int64(4), st.FailedBy["refused"], "stats: %d hosts down, failed by reason %v, %d fetched", st.HostsDown, st.FailedBy, st.Fetched)
+	assert.Equal(t, int64(1), st.Fetched, "stats: %d hosts down, failed by reason %v, %d fetched", st.HostsDown, st.FailedBy, st.Fetched)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	fs, total, err := session.Client{Token: session.DevToken}.Failures(ctx, []string{sched.addr}, cfg.ID, "refused")
-	if err != nil || total != 4 || len(fs) != 4 {
-		t.Fatalf("failures: %d listed of %d: %v", len(fs), total, err)
-	}
+	require.NoError(t, err, "failures: %d listed of %d", len(fs), total)
+	require.Equal(t, 4, total, "failures: %d listed of %d", len(fs), total)
+	require.Len(t, fs, 4, "failures: %d listed of %d", len(fs), total)
 	for _, fr := range fs {
-		if fr.Reason != "refused" || fr.LastError == "" || fr.First.IsZero() {
-			t.Errorf("failure record %+v", fr)
-		}
+		assert.Equal(t, "refused", fr.Reason, "failure record %+v", fr)
+		assert.NotEmpty(t, fr.LastError, "failure record %+v", fr)
+		assert.False(t, fr.First.IsZero(), "failure record %+v", fr)
 	}
-	if fs[len(fs)-1].URL != later {
-		t.Errorf("the link found later is not listed: %+v", fs)
-	}
+	assert.Equal(t, later, fs[len(fs)-1].URL, "the link found later is not listed: %+v", fs)
 }
 
 // readLeases returns the items of the next leases frame, all kinds, pinging
@@ -92,16 +91,12 @@ func readLeases(t *testing.T, f *rawFetcher, within time.Duration) []session.Lea
 			writeRaw(t, f.c, frame(session.FramePing, nil))
 			continue
 		}
-		if err != nil {
-			t.Fatalf("reading leases: %v", err)
-		}
+		require.NoError(t, err, "reading leases")
 		if ft != session.FrameLeases {
 			continue
 		}
 		var ls session.Leases
-		if err := json.Unmarshal(payload, &ls); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, json.Unmarshal(payload, &ls))
 		return ls.Items
 	}
 	return nil

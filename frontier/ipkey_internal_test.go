@@ -12,6 +12,8 @@ import (
 
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/session"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // fakePeer is a slotAsker that keeps its asks for the test to answer.
@@ -62,23 +64,15 @@ func TestIPKeyOwner(t *testing.T) {
 		key := campaign.IPKey(fmt.Sprintf("192.0.2.%d", n))
 		want := IPOwner(addrs, key[len("ip:"):])
 		for i, v := range views {
-			if got := ownerAddr(v, key); got != want {
-				t.Fatalf("%s: scheduler %d names %s, IPOwner %s", key, i, got, want)
-			}
+			require.Equal(t, want, ownerAddr(v, key), "%s: scheduler %d's owner, want IPOwner's", key, i)
 		}
 		owned[want]++
 	}
 	for _, a := range addrs {
-		if owned[a] < 60 {
-			t.Errorf("%s owns %d of 300 IP keys: %v", a, owned[a], owned)
-		}
+		assert.GreaterOrEqual(t, owned[a], 60, "%s owns %d of 300 IP keys: %v", a, owned[a], owned)
 	}
-	if o := views[0].ownerOf("www.example.org"); o != nil {
-		t.Error("a host key is asked of another scheduler")
-	}
-	if o := views[0].ownerOf("domain:example.org"); o != nil {
-		t.Error("a domain key is asked of another scheduler")
-	}
+	assert.True(t, views[0].ownerOf("www.example.org") == nil, "a host key is asked of another scheduler")
+	assert.True(t, views[0].ownerOf("domain:example.org") == nil, "a domain key is asked of another scheduler")
 	// A key another scheduler owns goes to the next one while its owner
 	// is down, and to this one when every other is.
 	v, fakes := fakePeers(addrs[0], addrs)
@@ -90,22 +84,16 @@ func TestIPKeyOwner(t *testing.T) {
 	}
 	fakes[addrs[1]].isDown = true
 	next := ownerAddr(v, key)
-	if next == addrs[1] {
-		t.Fatalf("%s: a down owner is still asked", key)
-	}
+	require.NotEqual(t, addrs[1], next, "%s: a down owner is still asked", key)
 	if fakes[addrs[2]] != nil {
 		fakes[addrs[2]].isDown = true
 	}
-	if got := ownerAddr(v, key); got != addrs[0] {
-		t.Errorf("%s: with every other scheduler down, %s owns it, want this one", key, got)
-	}
+	assert.Equal(t, addrs[0], ownerAddr(v, key), "%s: with every other scheduler down, its owner, want this one", key)
 	fakes[addrs[1]].isDown = false
-	if got := ownerAddr(v, key); got != addrs[1] {
-		t.Errorf("%s: back up, its owner is %s, want %s again", key, got, addrs[1])
-	}
-	if p := newPeerSet(addrs[0], addrs[:1], nil); p != nil || p.ownerOf(key) != nil {
-		t.Error("a scheduler alone asks another for an IP key")
-	}
+	assert.Equal(t, addrs[1], ownerAddr(v, key), "%s: back up, its owner", key)
+	alone := newPeerSet(addrs[0], addrs[:1], nil)
+	assert.Nil(t, alone, "a scheduler alone asks another for an IP key")
+	assert.True(t, alone.ownerOf(key) == nil, "a scheduler alone asks another for an IP key")
 }
 
 // The owner's own campaign and another scheduler's, asking over the link
@@ -157,14 +145,12 @@ func TestIPClockSharedWithAPeer(t *testing.T) {
 		}
 		slices.SortFunc(starts, time.Time.Compare)
 		for j := 1; j < len(starts); j++ {
-			if gap := starts[j].Sub(starts[j-1]); gap < d-rtt {
-				t.Fatalf("seed %d: starts %d and %d %s apart, want at least %s", seed, j-1, j, gap, d-rtt)
-			}
+			gap := starts[j].Sub(starts[j-1])
+			require.GreaterOrEqual(t, gap, d-rtt, "seed %d: starts %d and %d %s apart, want at least %s", seed, j-1, j, gap, d-rtt)
 		}
 		for i, k := range n {
-			if share := float64(k) / float64(len(starts)); share < 0.4 {
-				t.Errorf("seed %d: campaign %d got %d of %d starts", seed, i, k, len(starts))
-			}
+			share := float64(k) / float64(len(starts))
+			assert.GreaterOrEqual(t, share, 0.4, "seed %d: campaign %d got %d of %d starts", seed, i, k, len(starts))
 		}
 	}
 }
@@ -205,53 +191,33 @@ func TestRemoteSlotDoesNotWait(t *testing.T) {
 	for _, name := range []string{"h0.example", "h1.example", "h2.example"} {
 		h := a.hosts[name]
 		hs = append(hs, h)
-		if a.takeSlot(h, now) {
-			t.Fatalf("%s started without the owner's answer", name)
-		}
+		require.False(t, a.takeSlot(h, now), "%s started without the owner's answer", name)
 		a.leaser().place(h, now)
-		if h.where != inWaiting {
-			t.Fatalf("%s is not put aside while its ask is out (where %d)", name, h.where)
-		}
+		require.Equal(t, inWaiting, h.where, "%s is not put aside while its ask is out", name)
 	}
-	if len(owner.asks) != 1 {
-		t.Fatalf("%d asks for one key, want 1", len(owner.asks))
-	}
+	require.Len(t, owner.asks, 1, "asks for one key")
 	// The owner takes a start now; its answer comes on the actor.
 	owner.asks[0].done(slotAnswer{})
 	select {
 	case f := <-a.events:
 		f()
 	case <-time.After(5 * time.Second):
-		t.Fatal("the answer never reached the actor")
+		require.FailNow(t, "the answer never reached the actor")
 	}
 	now = time.Now()
-	if !a.takeSlot(hs[0], now) {
-		t.Fatal("the host that asked cannot start on the owner's answer")
-	}
-	if a.takeSlot(hs[0], now) {
-		t.Fatal("one start taken twice")
-	}
-	if a.takeSlot(hs[1], now) {
-		t.Fatal("a host started on another host's start")
-	}
-	if len(owner.asks) != 2 {
-		t.Fatalf("%d asks after the first answer, want 2", len(owner.asks))
-	}
+	require.True(t, a.takeSlot(hs[0], now), "the host that asked cannot start on the owner's answer")
+	require.False(t, a.takeSlot(hs[0], now), "one start taken twice")
+	require.False(t, a.takeSlot(hs[1], now), "a host started on another host's start")
+	require.Len(t, owner.asks, 2, "asks after the first answer")
 	// A failed ask lets the waiting hosts ask the next owner: here, the
 	// scheduler itself once the owner is down.
 	owner.asks[1].done(slotAnswer{err: errPeerClosed})
 	(<-a.events)()
 	owner.isDown = true
 	now = time.Now()
-	if a.takeSlot(hs[1], now) {
-		t.Fatal("with its owner down, this scheduler's new clock of the key started at once: the owner's last start may be a moment ago")
-	}
-	if len(owner.asks) != 2 {
-		t.Fatalf("the owner down, %d asks, want still 2", len(owner.asks))
-	}
-	if !a.takeSlot(hs[1], hs[1].next) {
-		t.Fatal("with its owner down, the key's clock is not this scheduler's")
-	}
+	require.False(t, a.takeSlot(hs[1], now), "with its owner down, this scheduler's new clock of the key started at once: the owner's last start may be a moment ago")
+	require.Len(t, owner.asks, 2, "the owner down, asks, want still 2")
+	require.True(t, a.takeSlot(hs[1], hs[1].next), "with its owner down, the key's clock is not this scheduler's")
 }
 
 // fakeOwner is a scheduler's control side reduced to op slots: it answers
@@ -259,9 +225,7 @@ func TestRemoteSlotDoesNotWait(t *testing.T) {
 // scheduler ends a control session left idle.
 func fakeOwner(t *testing.T, wait time.Duration) (addr string, sessions *atomic.Int64) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { ln.Close() })
 	sessions = &atomic.Int64{}
 	go func() {
@@ -311,27 +275,23 @@ func TestPeerLinkRedialsAndFails(t *testing.T) {
 		case a := <-got:
 			return a
 		case <-time.After(2 * peerTimeout):
-			t.Fatal("an ask was never answered")
+			require.FailNow(t, "an ask was never answered")
 			return slotAnswer{}
 		}
 	}
 	for i := range 3 {
-		if a := ask(); a.err != nil || a.wait != 250*time.Millisecond {
-			t.Fatalf("ask %d: %+v, want a wait of 250ms", i, a)
-		}
+		a := ask()
+		require.NoError(t, a.err, "ask %d: %+v, want a wait of 250ms", i, a)
+		require.Equal(t, 250*time.Millisecond, a.wait, "ask %d: %+v, want a wait of 250ms", i, a)
 	}
-	if n := sessions.Load(); n < 3 || l.down() {
-		t.Fatalf("%d sessions for 3 asks, each ended after one (down %v)", n, l.down())
-	}
+	n := sessions.Load()
+	require.GreaterOrEqual(t, n, int64(3), "sessions for 3 asks, each ended after one (down %v)", l.down())
+	require.False(t, l.down(), "down after 3 asks (%d sessions)", n)
 	dead := newPeerLink("127.0.0.1:1", session.Client{Token: "t"}, slog.Default())
 	t.Cleanup(dead.close)
 	l = dead
-	if a := ask(); a.err == nil {
-		t.Fatal("an ask of an owner that is gone has no error")
-	}
-	if !dead.down() {
-		t.Error("an owner that is gone is not passed over")
-	}
+	require.Error(t, ask().err, "an ask of an owner that is gone has no error")
+	assert.True(t, dead.down(), "an owner that is gone is not passed over")
 }
 
 // A start granted on this scheduler's clock while the owner was passed
@@ -345,25 +305,18 @@ func TestStartReportedToAReturningOwnerMovesTheLocalClock(t *testing.T) {
 	h := a.hosts["h0.example"]
 	owner.isDown = true
 	now := time.Now()
-	if a.takeSlot(h, now) {
-		t.Fatal("this scheduler's new clock of the key started at once")
-	}
+	require.False(t, a.takeSlot(h, now), "this scheduler's new clock of the key started at once")
 	granted := h.next
-	if !a.takeSlot(h, granted) {
-		t.Fatal("with its owner down, the key's clock is not this scheduler's")
-	}
+	require.True(t, a.takeSlot(h, granted), "with its owner down, the key's clock is not this scheduler's")
 	// The request really started 40 ms after the lease; its outcome comes
 	// after the owner's pass-over ran out.
 	owner.isDown = false
 	start := granted.Add(40 * time.Millisecond)
 	a.ipKeys().reportStart(h, start, start.Add(100*time.Millisecond))
-	if len(owner.starts) != 1 {
-		t.Fatalf("%d starts reported to the owner, want 1", len(owner.starts))
-	}
+	require.Len(t, owner.starts, 1, "starts reported to the owner")
 	owner.isDown = true
 	next := a.srv.clocks.slot(h.clock, a.key, h.delay, granted.Add(h.delay))
-	if want := start.Add(h.delay); next.Before(want) {
-		t.Errorf("the next start on this scheduler's clock at %s after the lease; the request started %s after it, so not before %s",
-			next.Sub(granted), start.Sub(granted), want.Sub(granted))
-	}
+	want := start.Add(h.delay)
+	assert.False(t, next.Before(want), "the next start on this scheduler's clock at %s after the lease; the request started %s after it, so not before %s",
+		next.Sub(granted), start.Sub(granted), want.Sub(granted))
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/urlrule"
+	"github.com/stretchr/testify/require"
 )
 
 // pageLease gives sess credit and answers robots.txt leases (404) until a
@@ -32,9 +33,7 @@ func dialKnown(t *testing.T, addr string, cfg campaign.Config, known *session.Kn
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	sess, err := session.Client{Token: session.DevToken, Known: known}.DialSession(ctx, addr, "fetcher-0", cfg, 4)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { sess.Close() })
 	return sess
 }
@@ -45,7 +44,7 @@ func waitKnown(t *testing.T, known *session.KnownLinks, n int) {
 	deadline := time.Now().Add(10 * time.Second)
 	for known.Len() != n {
 		if time.Now().After(deadline) {
-			t.Fatalf("the session knows %d links, want %d", known.Len(), n)
+			require.FailNowf(t, "known links", "the session knows %d links, want %d", known.Len(), n)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -73,9 +72,7 @@ func TestKnownLinksLearnOnlyRecordedOutcomes(t *testing.T) {
 	lease := func() session.Lease { return pageLease(t, sess) }
 	links := []urlrule.Link{{URL: child}}
 	first := lease()
-	if first.URL != p {
-		t.Fatalf("leased %s, want %s", first.URL, p)
-	}
+	require.Equal(t, p, first.URL, "leased")
 	fault.armed.Store(1)
 	sess.Report(session.Outcome{LeaseID: first.ID, Stored: true, Status: 200, Links: links})
 
@@ -83,17 +80,11 @@ func TestKnownLinksLearnOnlyRecordedOutcomes(t *testing.T) {
 	// come before this lease on the session (the scheduler tells before
 	// it nacks): nothing may have been learnt.
 	again := lease()
-	if again.URL != p {
-		t.Fatalf("leased %s, want %s again after its failed record", again.URL, p)
-	}
-	if n := known.Len(); n != 0 {
-		t.Fatalf("the session knows %d links after a record that failed", n)
-	}
+	require.Equal(t, p, again.URL, "leased, want p again after its failed record")
+	require.Zero(t, known.Len(), "links the session knows after a record that failed")
 	sess.Report(session.Outcome{LeaseID: again.ID, Stored: true, Status: 200, Links: links})
 	l := lease()
-	if l.URL != child {
-		t.Fatalf("leased %s, want the link %s", l.URL, child)
-	}
+	require.Equal(t, child, l.URL, "leased, want the link")
 	waitKnown(t, known, 1)
 	// The link's own page links to it: left out, and the campaign is done.
 	sess.Report(session.Outcome{LeaseID: l.ID, Stored: true, Status: 200, Links: links})
@@ -119,15 +110,11 @@ func TestKnownLinksDoNotOutliveTheCampaign(t *testing.T) {
 	for run := 1; run <= 2; run++ {
 		seedCampaign(t, ctl, cfg)
 		sess := dialKnown(t, sched.addr, cfg, known)
-		if l := pageLease(t, sess); l.URL != p {
-			t.Fatalf("run %d: leased %s, want %s", run, l.URL, p)
-		} else {
-			sess.Report(session.Outcome{LeaseID: l.ID, Stored: true, Status: 200, Links: links})
-		}
+		first := pageLease(t, sess)
+		require.Equal(t, p, first.URL, "run %d: leased", run)
+		sess.Report(session.Outcome{LeaseID: first.ID, Stored: true, Status: 200, Links: links})
 		l := pageLease(t, sess)
-		if l.URL != child {
-			t.Fatalf("run %d: leased %s, want the link %s", run, l.URL, child)
-		}
+		require.Equal(t, child, l.URL, "run %d: leased, want the link", run)
 		sess.Report(session.Outcome{LeaseID: l.ID, Stored: true, Status: 200})
 		waitStats(t, ctl, cfg.ID, 10*time.Second, "the campaign drained", func(st session.Stats) bool {
 			return st.Published == 1 && st.Queued == 0 && st.InFlight == 0 && st.Pending == 0 && st.Held == 0
@@ -135,9 +122,8 @@ func TestKnownLinksDoNotOutliveTheCampaign(t *testing.T) {
 		waitKnown(t, known, 1)
 		sess.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		if _, err := ctl.CloseCampaign(ctx, cfg.ID, true); err != nil {
-			t.Fatalf("run %d: close: %v", run, err)
-		}
+		_, err := ctl.CloseCampaign(ctx, cfg.ID, true)
+		require.NoError(t, err, "run %d: close", run)
 		cancel()
 	}
 }

@@ -8,12 +8,13 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/frontier"
@@ -56,9 +57,7 @@ func fetchAgain(t *testing.T, sched *scheduler, ctl *session.Control, cfg campai
 	began := time.Now()
 	f := dialRawFetcher(t, sched.addr, cfg)
 	f.pages(t, 1, d, nil, func(l session.Lease) bool {
-		if l.URL != u {
-			t.Fatalf("lease of %s, want %s", l.URL, u)
-		}
+		require.Equal(t, u, l.URL, "lease")
 		f.report(t, session.Outcome{LeaseID: l.ID, Stored: true, Status: 200})
 		return true
 	})
@@ -66,9 +65,8 @@ func fetchAgain(t *testing.T, sched *scheduler, ctl *session.Control, cfg campai
 	waitStats(t, ctl, cfg.ID, 10*time.Second, "the URL stored", func(st session.Stats) bool {
 		return st.Fetched == 1 && st.Idle()
 	})
-	if moved, _ := frontier.ParkMoves(sched.srv, cfg.FrontierKey()); moved == 0 {
-		t.Error("the URL came back, but not by the park mover")
-	}
+	moved, _ := frontier.ParkMoves(sched.srv, cfg.FrontierKey())
+	assert.NotZero(t, moved, "the URL came back, but not by the park mover")
 }
 
 // A parked URL whose move back to its shard RabbitMQ refuses (every
@@ -92,26 +90,26 @@ func TestParkedURLMoveRefusedStaysCounted(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		st, err := ctl.Stats(ctx, cfg.ID)
 		cancel()
-		if err != nil || st.Idle() || st.ParkedMoving != 1 {
-			t.Fatalf("%s after the park, its move refused: the mover should hold the URL, counted (%v): %+v", time.Since(parkedAt).Round(time.Second), err, st)
-		}
+		require.NoError(t, err, "%s after the park, its move refused: the mover should hold the URL, counted: %+v", time.Since(parkedAt).Round(time.Second), st)
+		require.False(t, st.Idle(), "%s after the park, its move refused: the mover should hold the URL, counted: %+v", time.Since(parkedAt).Round(time.Second), st)
+		require.Equal(t, int64(1), st.ParkedMoving, "%s after the park, its move refused: the mover should hold the URL, counted: %+v", time.Since(parkedAt).Round(time.Second), st)
 	}
 	moved, refused := frontier.ParkMoves(sched.srv, cfg.FrontierKey())
-	if moved != 0 || refused == 0 {
-		t.Fatalf("%d park messages moved, %d moves refused: want none moved and the move refused (the test proves nothing)", moved, refused)
-	}
+	require.Zero(t, moved, "park messages moved (%d moves refused): want none moved and the move refused (the test proves nothing)", refused)
+	require.NotZero(t, refused, "moves refused (%d park messages moved): want none moved and the move refused (the test proves nothing)", moved)
 	t.Logf("15 s after the park: the URL held by the mover, %d moves refused", refused)
 	// `starter url` and `starter urls` see it: parked, due 10 s after the
 	// park (the 10 s park queue), past now.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	st, err := ctl.URLState(ctx, cfg.FrontierKey(), u)
-	if err != nil || st.State != session.URLParked || st.ParkedUntil.Before(parkedAt.Add(9*time.Second)) || st.ParkedUntil.After(parkedAt.Add(11*time.Second)) {
-		t.Errorf("starter url of the parked URL: %+v, %v; want parked until about %s", st, err, parkedAt.Add(10*time.Second).Format(time.TimeOnly))
+	if assert.NoError(t, err, "starter url of the parked URL") {
+		assert.Equal(t, session.URLParked, st.State, "starter url of the parked URL: %+v", st)
+		assert.WithinRange(t, st.ParkedUntil, parkedAt.Add(9*time.Second), parkedAt.Add(11*time.Second), "starter url of the parked URL: %+v; want parked until about %s", st, parkedAt.Add(10*time.Second).Format(time.TimeOnly))
 	}
 	page, err := ctl.URLs(ctx, cfg.FrontierKey(), session.URLQuery{Host: "127.66.78.2", State: session.URLParked, Limit: 10})
-	if err != nil || !slices.Equal(page.URLs, []string{u}) {
-		t.Errorf("starter urls --state parked: %+v, %v; want %s", page, err, u)
+	if assert.NoError(t, err, "starter urls --state parked") {
+		assert.Equal(t, []string{u}, page.URLs, "starter urls --state parked: %+v", page)
 	}
 	refusing.Store(false)
 	fetchAgain(t, sched, ctl, cfg, u, 30*time.Second)
@@ -141,9 +139,7 @@ func TestParkedURLComesBackWhenItsShardsDo(t *testing.T) {
 	restart := func() {
 		if !restarted {
 			restarted = true
-			if err := rabbitmqctl("eval", fmt.Sprintf(shards, "restart_server")); err != nil {
-				t.Errorf("restarting the shard queues: %v", err)
-			}
+			assert.NoError(t, rabbitmqctl("eval", fmt.Sprintf(shards, "restart_server")), "restarting the shard queues")
 		}
 	}
 	t.Cleanup(restart)
@@ -158,7 +154,7 @@ func TestParkedURLComesBackWhenItsShardsDo(t *testing.T) {
 		case err != nil || !st.Idle():
 			prev = nil
 		case prev != nil && prev.Acked == st.Acked && prev.Published == st.Published:
-			t.Fatalf("the frontier reads drained with its one URL parked and not back: %+v", st)
+			require.FailNowf(t, "the frontier reads drained", "the frontier reads drained with its one URL parked and not back: %+v", st)
 		default:
 			prev = &st
 		}
@@ -174,13 +170,9 @@ func startDialingScheduler(t *testing.T, cfg frontier.ServerConfig) *scheduler {
 	testenv.NeedsRabbitMQ(t)
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	srv, err := frontier.NewServerDial(cfg, func() (*amqp.Connection, error) { return amqp.Dial(amqpURL()) }, seen.NewMemory(), log)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	return &scheduler{srv: srv, addr: ln.Addr().String()}
@@ -199,27 +191,22 @@ func TestLegacyParkQueuesStillServed(t *testing.T) {
 	cfg.QueueType = frontier.QueueQuorum
 	topo := frontier.Topology{Campaign: cfg.FrontierKey()}
 	ch, err := sched.conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	quorum := amqp.Table{"x-queue-type": "quorum", "x-queue-leader-locator": "balanced"}
 	for i := range frontier.Shards {
-		if _, err := ch.QueueDeclare(topo.Shard(i), true, false, false, false, amqp.Table{
+		_, err := ch.QueueDeclare(topo.Shard(i), true, false, false, false, amqp.Table{
 			"x-queue-type": "quorum", "x-queue-leader-locator": "balanced", "x-single-active-consumer": true, "x-delivery-limit": int64(1_000_000),
-		}); err != nil {
-			t.Fatal(err)
-		}
+		})
+		require.NoError(t, err)
 	}
-	if _, err := ch.QueueDeclare(topo.Dead(), true, false, false, false, quorum); err != nil {
-		t.Fatal(err)
-	}
+	_, err = ch.QueueDeclare(topo.Dead(), true, false, false, false, quorum)
+	require.NoError(t, err)
 	for i, ttl := range []time.Duration{time.Second, 10 * time.Second, time.Minute, 10 * time.Minute} {
-		if _, err := ch.QueueDeclare(topo.Park(i), true, false, false, false, amqp.Table{
+		_, err := ch.QueueDeclare(topo.Park(i), true, false, false, false, amqp.Table{
 			"x-queue-type": "quorum", "x-message-ttl": ttl.Milliseconds(),
 			"x-dead-letter-exchange": "", "x-dead-letter-strategy": "at-least-once", "x-overflow": "reject-publish",
-		}); err != nil {
-			t.Fatal(err)
-		}
+		})
+		require.NoError(t, err)
 	}
 	ch.Close()
 	ctl, f := seedHand(t, sched.addr, cfg)
@@ -232,9 +219,8 @@ func TestLegacyParkQueuesStillServed(t *testing.T) {
 	// The mover held the URL past its TTL: RabbitMQ expires no message a
 	// consumer holds, so it did not come back twice.
 	time.Sleep(2 * time.Second)
-	if st := waitStats(t, ctl, cfg.ID, 10*time.Second, "idle", session.Stats.Idle); st.Duplicates != 0 {
-		t.Errorf("the parked URL came back twice (the mover's move and RabbitMQ's dead-lettering): %+v", st)
-	}
+	st := waitStats(t, ctl, cfg.ID, 10*time.Second, "idle", session.Stats.Idle)
+	assert.Zero(t, st.Duplicates, "the parked URL came back twice (the mover's move and RabbitMQ's dead-lettering): %+v", st)
 }
 
 // A park queue deleted by hand stops its own mover, which tries again,
@@ -246,13 +232,10 @@ func TestParkMoverOutlivesADeletedParkQueue(t *testing.T) {
 	ctl, f := seedHand(t, sched.addr, cfg)
 	ids := f.leaseAll(t, u)
 	ch, err := sched.conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	gone := frontier.Topology{Campaign: cfg.FrontierKey()}.Park(frontier.ParkQueues() - 1)
-	if _, err := ch.QueueDelete(gone, false, false, false); err != nil {
-		t.Fatal(err)
-	}
+	_, err = ch.QueueDelete(gone, false, false, false)
+	require.NoError(t, err)
 	ch.Close()
 	f.report(t, session.Outcome{LeaseID: ids[u], Retry: true, Status: 503, Error: "503 Service Unavailable"})
 	waitStats(t, ctl, cfg.ID, 10*time.Second, "the URL parked, with the mover", func(st session.Stats) bool {

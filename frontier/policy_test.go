@@ -1,8 +1,10 @@
 package frontier
 
 import (
-	"errors"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 type constPolicy float64
@@ -27,26 +29,17 @@ func TestServerConfigPolicy(t *testing.T) {
 	}
 	for _, c := range cases {
 		p, err := c.cfg.policy(c.name)
-		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-		if got := p.Priority(Item{Depth: 2}); got != c.want {
-			t.Errorf("%s: priority %v, want %v", c.name, got, c.want)
-		}
+		require.NoError(t, err, c.name)
+		assert.Equal(t, c.want, p.Priority(Item{Depth: 2}), "%s: priority", c.name)
 	}
 	// Breadth-first: an asset of depth 2 after the pages of depth 1,
 	// ahead of the pages of depth 2.
 	bfs := BreadthFirst{}
 	asset := bfs.Priority(Item{Depth: 2, Embed: true})
-	if !(asset < bfs.Priority(Item{Depth: 1}) && asset > bfs.Priority(Item{Depth: 2})) {
-		t.Errorf("bfs: an embed of depth 2 at %v, pages of depth 1 at %v and 2 at %v", asset, bfs.Priority(Item{Depth: 1}), bfs.Priority(Item{Depth: 2}))
-	}
+	assert.Less(t, asset, bfs.Priority(Item{Depth: 1}), "bfs: an embed of depth 2 at %v, pages of depth 1 at %v and 2 at %v", asset, bfs.Priority(Item{Depth: 1}), bfs.Priority(Item{Depth: 2}))
+	assert.Greater(t, asset, bfs.Priority(Item{Depth: 2}), "bfs: an embed of depth 2 at %v, pages of depth 1 at %v and 2 at %v", asset, bfs.Priority(Item{Depth: 1}), bfs.Priority(Item{Depth: 2}))
 	_, err := other.policy("news")
-	if !errors.Is(err, ErrUnknownPolicy) {
-		t.Fatalf("news on a scheduler without it: %v, want ErrUnknownPolicy", err)
-	}
+	require.ErrorIs(t, err, ErrUnknownPolicy, "news on a scheduler without it")
 	const want = `priority "news": unknown priority policy (this scheduler has bfs, fair, score; a policy of your own goes in the scheduler's ServerConfig.Policies)`
-	if err.Error() != want {
-		t.Errorf("error %q, want %q", err, want)
-	}
+	assert.EqualError(t, err, want)
 }

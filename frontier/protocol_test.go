@@ -15,6 +15,8 @@ import (
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/fetch"
@@ -43,9 +45,7 @@ func frame(t session.FrameType, payload []byte) []byte {
 func jsonFrame(t *testing.T, ft session.FrameType, v any) []byte {
 	t.Helper()
 	p, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return frame(ft, p)
 }
 
@@ -91,7 +91,7 @@ func expectClosed(t *testing.T, c net.Conn, within time.Duration) []session.Fram
 		}
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
-			t.Fatalf("connection still open after %s (frames read: %v)", within, got)
+			require.FailNowf(t, "connection still open", "connection still open after %s (frames read: %v)", within, got)
 		}
 		return got // EOF or reset: closed
 	}
@@ -100,9 +100,7 @@ func expectClosed(t *testing.T, c net.Conn, within time.Duration) []session.Fram
 func dialRaw(t *testing.T, addr string) net.Conn {
 	t.Helper()
 	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
 	return c
 }
@@ -110,9 +108,8 @@ func dialRaw(t *testing.T, addr string) net.Conn {
 func writeRaw(t *testing.T, c net.Conn, b []byte) {
 	t.Helper()
 	_ = c.SetWriteDeadline(time.Now().Add(5 * time.Second))
-	if _, err := c.Write(b); err != nil {
-		t.Fatalf("write: %v", err)
-	}
+	_, err := c.Write(b)
+	require.NoError(t, err, "write")
 }
 
 func control(t *testing.T, addr string) *session.Control {
@@ -120,9 +117,7 @@ func control(t *testing.T, addr string) *session.Control {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	ctl, err := session.Client{Token: session.DevToken}.DialControl(ctx, addr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { ctl.Close() })
 	return ctl
 }
@@ -132,9 +127,7 @@ func stats(t *testing.T, ctl *session.Control, id string) session.Stats {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	st, err := ctl.Stats(ctx, id)
-	if err != nil {
-		t.Fatalf("stats: %v", err)
-	}
+	require.NoError(t, err, "stats")
 	return st
 }
 
@@ -148,7 +141,7 @@ func waitStats(t *testing.T, ctl *session.Control, id string, d time.Duration, w
 			return st
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s; stats %+v", what, d, st)
+			require.FailNowf(t, "stats condition not met", "%s: not within %s; stats %+v", what, d, st)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -160,9 +153,8 @@ func seedCampaign(t *testing.T, ctl *session.Control, cfg campaign.Config) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	n, err := ctl.Seed(ctx, cfg, cfg.Seeds)
-	if err != nil || n != len(cfg.Seeds) {
-		t.Fatalf("seed: %d, %v", n, err)
-	}
+	require.NoError(t, err, "seed")
+	require.Equal(t, len(cfg.Seeds), n, "seed: URLs seeded")
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -177,9 +169,7 @@ func seedCampaign(t *testing.T, ctl *session.Control, cfg campaign.Config) {
 func TestHostileHandshake(t *testing.T) {
 	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory())
 	bad := campaign.Config{}.WithDefaults() // no ID, no seeds, no sink
-	if bad.Validate() == nil {
-		t.Fatal("an empty campaign config validates; the case below tests nothing")
-	}
+	require.Error(t, bad.Validate(), "an empty campaign config validates; the case below tests nothing")
 	hello := func(v int, token, role string) session.Hello {
 		return session.Hello{Version: v, Token: token, Role: role, Client: "hostile"}
 	}
@@ -273,42 +263,30 @@ func TestHostileHandshake(t *testing.T) {
 				_ = c.(*net.TCPConn).CloseWrite()
 			}
 			ft, payload, err := readFrame(c, 5*time.Second)
-			if err != nil {
-				t.Fatalf("no refused frame: %v", err)
-			}
-			if ft != session.FrameRefused {
-				t.Fatalf("got a %s frame, want refused", ft)
-			}
+			require.NoError(t, err, "no refused frame")
+			require.Equal(t, session.FrameRefused, ft, "got a %s frame, want refused", ft)
 			var r session.Refused
-			if err := json.Unmarshal(payload, &r); err != nil {
-				t.Fatalf("refused payload %q: %v", payload, err)
-			}
+			require.NoError(t, json.Unmarshal(payload, &r), "refused payload %q", payload)
 			for _, w := range tc.want {
-				if !strings.Contains(r.Reason, w) {
-					t.Errorf("reason %q does not mention %q", r.Reason, w)
-				}
+				assert.Contains(t, r.Reason, w, "reason does not mention %q", w)
 			}
 			for _, w := range tc.wantNone {
-				if strings.Contains(r.Reason, w) {
-					t.Errorf("reason %q leaks %q", r.Reason, w)
-				}
+				assert.NotContains(t, r.Reason, w, "reason leaks %q", w)
 			}
-			if more := expectClosed(t, c, 5*time.Second); len(more) > 0 {
-				t.Errorf("frames after the refusal: %v", more)
-			}
+			more := expectClosed(t, c, 5*time.Second)
+			assert.Empty(t, more, "frames after the refusal")
 		})
 	}
 	// The scheduler keeps serving.
 	ctl := control(t, sched.addr)
 	st := stats(t, ctl, "t-hostile-after")
-	if st.Campaign != "t-hostile-after" {
-		t.Errorf("stats after hostile handshakes: %+v", st)
-	}
+	assert.Equal(t, "t-hostile-after", st.Campaign, "stats after hostile handshakes: %+v", st)
 	// And a real client's refusal says why too.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := (session.Client{Token: "wrong"}).DialControl(ctx, sched.addr); !errors.Is(err, session.ErrRefused) || !strings.Contains(err.Error(), "token") {
-		t.Errorf("DialControl with a wrong token: %v", err)
+	_, err := (session.Client{Token: "wrong"}).DialControl(ctx, sched.addr)
+	if assert.ErrorIs(t, err, session.ErrRefused, "DialControl with a wrong token") {
+		assert.ErrorContains(t, err, "token", "DialControl with a wrong token")
 	}
 }
 
@@ -322,9 +300,8 @@ func dialRawFetcher(t *testing.T, addr string, cfg campaign.Config) *rawFetcher 
 	c := dialRaw(t, addr)
 	writeRaw(t, c, jsonFrame(t, session.FrameHello, session.Hello{Version: session.ProtocolVersion, Token: session.DevToken, Role: session.RoleFetcher, Client: "raw", Campaign: &cfg}))
 	ft, payload, err := readFrame(c, 10*time.Second)
-	if err != nil || ft != session.FrameWelcome {
-		t.Fatalf("handshake: %s %s %v", ft, payload, err)
-	}
+	require.NoError(t, err, "handshake: %s %s", ft, payload)
+	require.Equal(t, session.FrameWelcome, ft, "handshake: %s %s", ft, payload)
 	return &rawFetcher{c: c}
 }
 
@@ -338,7 +315,7 @@ func (f *rawFetcher) leases(t *testing.T, credit int) []session.Lease {
 			return ls
 		}
 	}
-	t.Fatal("no leases within 20s")
+	require.FailNow(t, "no leases within 20s")
 	return nil
 }
 
@@ -400,17 +377,13 @@ func TestHostileFrameMidSession(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	if len(lr.lost) < len(cases) {
-		t.Errorf("only %d distinct page leases were lost over %d hostile sessions", len(lr.lost), len(cases))
-	}
+	assert.GreaterOrEqual(t, len(lr.lost), len(cases), "only %d distinct page leases were lost over %d hostile sessions", len(lr.lost), len(cases))
 	lr.crawlRest(t, web)
 
 	// protocol.go: "The server refuses ... a malformed or oversized frame
 	// with a Refused frame saying why, then closes."
 	t.Run("refused frame says why", func(t *testing.T) {
-		if len(noRefused) > 0 {
-			t.Errorf("no Refused frame before the close mid-session for: %s", strings.Join(noRefused, "; "))
-		}
+		assert.Empty(t, noRefused, "no Refused frame before the close mid-session for: %s", strings.Join(noRefused, "; "))
 	})
 }
 
@@ -454,9 +427,7 @@ func TestSessionLostMidLease(t *testing.T) {
 	}
 	lr.crawlRest(t, web)
 	for u := range lr.lost {
-		if n := web.Count(u); n != 1 {
-			t.Errorf("%s, whose lease a lost session held, was requested %d times, want once", u, n)
-		}
+		assert.Equal(t, 1, web.Count(u), "%s, whose lease a lost session held: times requested", u)
 	}
 }
 
@@ -488,9 +459,7 @@ type loseRig struct {
 func newLoseRig(t *testing.T, sched *scheduler, ctl *session.Control, cfg campaign.Config, robotsHost string, pageHosts []string) *loseRig {
 	t.Helper()
 	fe, err := fetch.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { fe.Close() })
 	return &loseRig{sched: sched, ctl: ctl, cfg: cfg, fe: fe, sk: sink.NewMemory(),
 		robotsHost: robotsHost, pageHosts: pageHosts, lost: map[string]bool{}}
@@ -523,9 +492,8 @@ func (r *loseRig) crawlRest(t *testing.T, web *testweb.Web) {
 	startFleet(t, r.cfg, addrs, r.sk, 2)
 	st := waitDrained(t, addrs, r.cfg.ID, 2*time.Minute)
 	checkCrawl(t, web, r.sk, true)
-	if st.Fetched != int64(len(web.Pages())) || st.DeadLettered != 0 {
-		t.Errorf("fetched %d of %d pages, %d dead-lettered", st.Fetched, len(web.Pages()), st.DeadLettered)
-	}
+	assert.Equal(t, int64(len(web.Pages())), st.Fetched, "pages fetched (%d dead-lettered)", st.DeadLettered)
+	assert.Zero(t, st.DeadLettered, "dead-lettered (fetched %d of %d pages)", st.Fetched, len(web.Pages()))
 }
 
 // heldLeases are leases a rawFetcher holds without reporting them.
@@ -539,9 +507,7 @@ func (h heldLeases) n() int { return len(h.robots) + len(h.pages) }
 func hostOf(t *testing.T, rawURL string) string {
 	t.Helper()
 	u, err := url.Parse(rawURL)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return u.Host
 }
 
@@ -569,7 +535,7 @@ func (f *rawFetcher) hold(t *testing.T, fe *fetch.Fetcher, sk sink.Sink, robotsH
 	deadline := time.Now().Add(holdWithin)
 	for !haveRobots || len(want) > 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("within %s: holding %d robots and %d page leases; still waiting for robots of %q (%v) and pages of %v",
+			require.FailNowf(t, "leases not held in time", "within %s: holding %d robots and %d page leases; still waiting for robots of %q (%v) and pages of %v",
 				holdWithin, len(h.robots), len(h.pages), robotsHost, !haveRobots, want)
 		}
 		for _, l := range readLeases(t, f, time.Until(deadline)) {
@@ -587,12 +553,9 @@ func (f *rawFetcher) hold(t *testing.T, fe *fetch.Fetcher, sk sink.Sink, robotsH
 				f.report(t, o)
 			case fetchNow[l.URL]:
 				res := fe.Fetch(ctx, fetch.Request{URL: l.URL, Depth: l.Depth, Hops: l.Hops, Parent: l.Parent, Attempt: l.Attempt, MaxAttempts: l.MaxAttempts})
-				if res.Page == nil || res.Retry {
-					t.Fatalf("fetching %s: no page (%v)", l.URL, res.Err)
-				}
-				if err := sk.Store(ctx, res.Page); err != nil {
-					t.Fatal(err)
-				}
+				require.NotNil(t, res.Page, "fetching %s: no page (%v)", l.URL, res.Err)
+				require.False(t, res.Retry, "fetching %s: retry (%v)", l.URL, res.Err)
+				require.NoError(t, sk.Store(ctx, res.Page))
 				o := session.Outcome{LeaseID: l.ID, Stored: true, Status: res.Page.Status}
 				for _, ln := range res.Links {
 					o.Links = append(o.Links, urlrule.Link{URL: ln.URL, Hops: ln.Hops})
@@ -602,7 +565,7 @@ func (f *rawFetcher) hold(t *testing.T, fe *fetch.Fetcher, sk sink.Sink, robotsH
 				h.pages = append(h.pages, l)
 				delete(want, host)
 			default:
-				t.Fatalf("unexpected lease of %s (kind %v): per-host concurrency 1 allows one lease per host", l.URL, l.Kind)
+				require.FailNowf(t, "unexpected lease", "unexpected lease of %s (kind %v): per-host concurrency 1 allows one lease per host", l.URL, l.Kind)
 			}
 		}
 	}
@@ -624,13 +587,9 @@ func startHung(t *testing.T, addr string, cfg campaign.Config, credit int) *hung
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	sess, err := session.Client{Token: session.DevToken}.DialSession(ctx, addr, "hung", cfg, credit)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	f, err := fetch.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	h := &hungFetcher{sess: sess}
 	done := make(chan struct{})
 	go func() {
@@ -677,7 +636,7 @@ func (h *hungFetcher) waitPageLeases(t *testing.T, n int, within time.Duration) 
 			return ls
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("hung fetcher got %d page leases within %s, want %d", len(ls), within, n)
+			require.FailNowf(t, "too few page leases", "hung fetcher got %d page leases within %s, want %d", len(ls), within, n)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -736,31 +695,24 @@ func TestHungFetcherLeasesExpire(t *testing.T) {
 			}
 			return fmt.Errorf("held URL %s not requested again %s after its lease (max lease %s)", l.URL, scfg.MaxLease+expirySlack, scfg.MaxLease)
 		})
-		if wait := first.Sub(at[i]); wait < scfg.LeaseTimeout-transitSlack {
-			t.Errorf("held URL %s fetched %s after its lease, before the lease timeout %s", l.URL, wait, scfg.LeaseTimeout)
-		}
+		wait := first.Sub(at[i])
+		assert.GreaterOrEqual(t, wait, scfg.LeaseTimeout-transitSlack, "held URL %s fetched %s after its lease, before the lease timeout %s", l.URL, wait, scfg.LeaseTimeout)
 	}
 
 	st := waitDrained(t, []string{sched.addr}, cfg.ID, 2*time.Minute)
 	checkCrawl(t, web, sk, true)
-	if st.DeadLettered != 0 || st.DeadQueued != 0 {
-		t.Errorf("one lost lease round dead-lettered %d URLs (%d in the queue)", st.DeadLettered, st.DeadQueued)
-	}
-	if st.Fetched != int64(len(web.Pages())) {
-		t.Errorf("fetched %d, the web has %d pages", st.Fetched, len(web.Pages()))
-	}
+	assert.Zero(t, st.DeadLettered, "one lost lease round dead-lettered URLs (%d in the queue)", st.DeadQueued)
+	assert.Zero(t, st.DeadQueued, "one lost lease round dead-lettered %d URLs: in the queue", st.DeadLettered)
+	assert.Equal(t, int64(len(web.Pages())), st.Fetched, "fetched, the web has %d pages", len(web.Pages()))
 	// Its leases expired, but the hung session itself stays: it pings.
 	select {
 	case <-hung.sess.Done():
-		t.Errorf("the hung session was closed: %v", hung.sess.Err())
+		assert.Failf(t, "the hung session was closed", "the hung session was closed: %v", hung.sess.Err())
 	default:
 	}
-	if st.Sessions != fleet+1 {
-		t.Errorf("%d sessions at the scheduler, want the fleet's %d and the hung one", st.Sessions, fleet)
-	}
-	if ls, _ := hung.pageLeases(); len(ls) != hosts {
-		t.Errorf("the hung fetcher got %d page leases with credit for %d", len(ls), hosts)
-	}
+	assert.Equal(t, int64(fleet+1), st.Sessions, "sessions at the scheduler, want the fleet's %d and the hung one", fleet)
+	pls, _ := hung.pageLeases()
+	assert.Len(t, pls, hosts, "the hung fetcher's page leases with credit for %d", hosts)
 }
 
 // 3b. The poison path: one URL whose lease is lost three times ends in the
@@ -778,33 +730,27 @@ func TestPoisonURLDeadLettered(t *testing.T) {
 	st := waitStats(t, ctl, cfg.ID, 40*time.Second, "poison URL dead-lettered", func(st session.Stats) bool {
 		return st.DeadLettered == 1 && st.DeadQueued == 1 && st.Pending == 0
 	})
-	if st.Queued != 0 || st.InFlight != 0 || st.Held != 0 || st.Fetched != 0 {
-		t.Errorf("after dead-lettering: %+v", st)
-	}
+	assert.Zero(t, st.Queued, "queued after dead-lettering: %+v", st)
+	assert.Zero(t, st.InFlight, "in flight after dead-lettering: %+v", st)
+	assert.Zero(t, st.Held, "held after dead-lettering: %+v", st)
+	assert.Zero(t, st.Fetched, "fetched after dead-lettering: %+v", st)
 	ls, _ := hung.pageLeases()
-	if len(ls) != 3 {
-		t.Errorf("got %d page leases, want 3", len(ls))
-	}
+	assert.Len(t, ls, 3, "page leases")
 	for _, l := range ls {
-		if l.URL != seed {
-			t.Errorf("leased %s, want only %s", l.URL, seed)
-		}
+		assert.Equal(t, seed, l.URL, "leased URL, want only the seed")
 	}
-	if n := web.Count(seed); n != 0 {
-		t.Errorf("%s requested %d times", seed, n)
-	}
+	assert.Zero(t, web.Count(seed), "%s requested", seed)
 
 	d := getDead(t, sched.conn, cfg.ID, 1)[0]
 	var m struct {
 		U string `json:"u"`
 	}
-	if err := json.Unmarshal(d.Body, &m); err != nil || m.U != seed {
-		t.Errorf("dead-letter body %q (%v), want the URL %s", d.Body, err, seed)
+	if assert.NoError(t, json.Unmarshal(d.Body, &m), "dead-letter body %q", d.Body) {
+		assert.Equal(t, seed, m.U, "dead-letter body %q: the URL", d.Body)
 	}
 	reason, _ := d.Headers["x-drover-error"].(string)
-	if !strings.Contains(reason, "lease lost 3 times") || !strings.Contains(reason, "deadline") {
-		t.Errorf("x-drover-error %q", reason)
-	}
+	assert.Contains(t, reason, "lease lost 3 times", "x-drover-error")
+	assert.Contains(t, reason, "deadline", "x-drover-error")
 }
 
 // getDead takes n messages from the campaign's dead-letter queue (acked),
@@ -812,29 +758,25 @@ func TestPoisonURLDeadLettered(t *testing.T) {
 func getDead(t *testing.T, conn *amqp.Connection, id string, n int) []amqp.Delivery {
 	t.Helper()
 	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer ch.Close()
 	var out []amqp.Delivery
 	deadline := time.Now().Add(10 * time.Second)
 	for len(out) < n {
 		d, ok, err := ch.Get(frontier.Topology{Campaign: id}.Dead(), false)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		if !ok {
 			if time.Now().After(deadline) {
-				t.Fatalf("dead-letter queue: %d messages, want %d", len(out), n)
+				require.FailNowf(t, "too few dead letters", "dead-letter queue: %d messages, want %d", len(out), n)
 			}
 			time.Sleep(100 * time.Millisecond)
 			continue
 		}
 		out = append(out, d)
 	}
-	if _, ok, err := ch.Get(frontier.Topology{Campaign: id}.Dead(), false); err != nil || ok {
-		t.Errorf("dead-letter queue holds more than %d messages (%v)", n, err)
-	}
+	_, more, err := ch.Get(frontier.Topology{Campaign: id}.Dead(), false)
+	assert.NoError(t, err, "dead-letter queue: get after %d messages", n)
+	assert.False(t, more, "dead-letter queue holds more than %d messages", n)
 	return out
 }
 
@@ -855,25 +797,17 @@ func TestUnreadableMessagesDeadLettered(t *testing.T) {
 	}
 	topo := frontier.Topology{Campaign: cfg.ID}
 	ch, err := sched.conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := topo.Declare(ch); err != nil {
-		t.Fatal(err)
-	}
-	if err := ch.Confirm(false); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.NoError(t, topo.Declare(ch))
+	require.NoError(t, ch.Confirm(false))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for body := range bodies {
 		dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", topo.Shard(0), true, false, amqp.Publishing{DeliveryMode: amqp.Persistent, Body: []byte(body)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ok, err := dc.WaitContext(ctx); !ok || err != nil {
-			t.Fatalf("publish %q: %v %v", body, ok, err)
-		}
+		require.NoError(t, err)
+		ok, err := dc.WaitContext(ctx)
+		require.NoError(t, err, "publish %q", body)
+		require.True(t, ok, "publish %q: confirmed", body)
 	}
 	ch.Close()
 
@@ -881,12 +815,9 @@ func TestUnreadableMessagesDeadLettered(t *testing.T) {
 	startFleet(t, cfg, []string{sched.addr}, sk, 2)
 	st := waitDrained(t, []string{sched.addr}, cfg.ID, 2*time.Minute)
 	checkCrawl(t, web, sk, true)
-	if st.Fetched != int64(len(web.Pages())) {
-		t.Errorf("fetched %d, the web has %d pages", st.Fetched, len(web.Pages()))
-	}
-	if st.DeadLettered != int64(len(bodies)) || st.DeadQueued != int64(len(bodies)) {
-		t.Errorf("dead-lettered %d (%d queued), want %d", st.DeadLettered, st.DeadQueued, len(bodies))
-	}
+	assert.Equal(t, int64(len(web.Pages())), st.Fetched, "fetched, the web has %d pages", len(web.Pages()))
+	assert.Equal(t, int64(len(bodies)), st.DeadLettered, "dead-lettered (%d queued)", st.DeadQueued)
+	assert.Equal(t, int64(len(bodies)), st.DeadQueued, "dead-lettered queued (%d dead-lettered)", st.DeadLettered)
 	for _, d := range getDead(t, sched.conn, cfg.ID, len(bodies)) {
 		reason, _ := d.Headers["x-drover-error"].(string)
 		var body string
@@ -896,30 +827,22 @@ func TestUnreadableMessagesDeadLettered(t *testing.T) {
 			var m struct {
 				U string `json:"u"`
 			}
-			if err := json.Unmarshal(d.Body, &m); err != nil {
-				t.Errorf("dead-letter body %q: %v", d.Body, err)
+			if !assert.NoError(t, json.Unmarshal(d.Body, &m), "dead-letter body %q", d.Body) {
 				continue
 			}
 			b, _ := json.Marshal(m)
 			body = strings.ReplaceAll(string(b), `\u0026`, "&")
 		}
 		want, ok := bodies[body]
-		if !ok {
-			t.Errorf("unexpected dead letter %q (%q)", d.Body, reason)
+		if !assert.True(t, ok, "unexpected dead letter %q (%q)", d.Body, reason) {
 			continue
 		}
 		delete(bodies, body)
-		if !strings.Contains(reason, want) {
-			t.Errorf("dead letter %q: x-drover-error %q does not say %q", d.Body, reason, want)
-		}
+		assert.Contains(t, reason, want, "dead letter %q: x-drover-error", d.Body)
 	}
-	if len(bodies) > 0 {
-		t.Errorf("not dead-lettered: %v", bodies)
-	}
+	assert.Empty(t, bodies, "not dead-lettered")
 	// The scheduler still serves.
-	if st := stats(t, ctl, cfg.ID); st.Sessions != 2 {
-		t.Errorf("sessions after the bad messages: %d, want 2", st.Sessions)
-	}
+	assert.Equal(t, int64(2), stats(t, ctl, cfg.ID).Sessions, "sessions after the bad messages")
 }
 
 // Closing a campaign with delete while its fetchers are still connected:
@@ -932,23 +855,20 @@ func TestCloseCampaignWithFetchersConnected(t *testing.T) {
 	ctl := control(t, sched.addr)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if n, err := ctl.Seed(ctx, cfg, cfg.Seeds); err != nil || n != len(cfg.Seeds) {
-		t.Fatalf("seed: %d, %v", n, err)
-	}
+	n, err := ctl.Seed(ctx, cfg, cfg.Seeds)
+	require.NoError(t, err, "seed")
+	require.Equal(t, len(cfg.Seeds), n, "seed: URLs seeded")
 	sk := sink.NewMemory()
 	fl := startFleet(t, cfg, []string{sched.addr}, sk, 2)
 	waitDrained(t, []string{sched.addr}, cfg.ID, time.Minute)
 	checkCrawl(t, web, sk, true)
-	if _, err := ctl.CloseCampaign(ctx, cfg.ID, true); err != nil {
-		t.Fatal(err)
-	}
+	_, err = ctl.CloseCampaign(ctx, cfg.ID, true)
+	require.NoError(t, err)
 	time.Sleep(time.Second) // the fleet re-dials within 100 ms
 	st := stats(t, ctl, cfg.ID)
 	fl.Stop()
 	ch, err := sched.conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	_, qerr := ch.QueueDeclarePassive(frontier.Topology{Campaign: cfg.ID}.Shard(0), true, false, false, false, nil)
 	if qerr == nil {
 		ch.Close()
@@ -959,7 +879,5 @@ func TestCloseCampaignWithFetchersConnected(t *testing.T) {
 	if _, err := ctl.CloseCampaign(ctx, cfg.ID, true); err != nil {
 		t.Logf("second close: %v", err)
 	}
-	if resurrected {
-		t.Errorf("a closed and deleted campaign came back: %d fetcher sessions on it 1 s after CloseCampaign(delete), shard queue exists: %v", st.Sessions, qerr == nil)
-	}
+	assert.False(t, resurrected, "a closed and deleted campaign came back: %d fetcher sessions on it 1 s after CloseCampaign(delete), shard queue exists: %v", st.Sessions, qerr == nil)
 }

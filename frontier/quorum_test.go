@@ -7,6 +7,8 @@ import (
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/frontier/seen"
@@ -34,13 +36,9 @@ func TestQuorumShards(t *testing.T) {
 	})
 	topo := frontier.Topology{Campaign: cfg.FrontierKey()}
 	for i := range frontier.Shards {
-		if got := queueType(t, sched.conn, topo.Shard(i)); got != frontier.QueueQuorum {
-			t.Fatalf("shard %d is %s, want quorum", i, got)
-		}
+		require.Equal(t, frontier.QueueQuorum, queueType(t, sched.conn, topo.Shard(i)), "shard %d's queue type", i)
 	}
-	if got := queueType(t, sched.conn, topo.Dead()); got != frontier.QueueQuorum {
-		t.Errorf("the dead-letter queue is %s, want quorum: dead-lettered URLs would live on one node", got)
-	}
+	assert.Equal(t, frontier.QueueQuorum, queueType(t, sched.conn, topo.Dead()), "the dead-letter queue's type: not quorum, dead-lettered URLs would live on one node")
 
 	quorumDefault := frontier.DefaultServerConfig()
 	quorumDefault.QueueType = frontier.QueueQuorum
@@ -51,9 +49,7 @@ func TestQuorumShards(t *testing.T) {
 	plain := classic
 	plain.QueueType = ""
 	seedCampaign(t, control(t, sched2.addr), plain) // declares again: keeps them
-	if got := queueType(t, sched.conn, frontier.Topology{Campaign: classic.FrontierKey()}.Shard(0)); got != frontier.QueueClassic {
-		t.Errorf("a classic campaign's shard is %s after a quorum scheduler declared it", got)
-	}
+	assert.Equal(t, frontier.QueueClassic, queueType(t, sched.conn, frontier.Topology{Campaign: classic.FrontierKey()}.Shard(0)), "a classic campaign's shard type after a quorum scheduler declared it")
 }
 
 // queueType says what RabbitMQ holds under a shard's or the dead-letter
@@ -63,9 +59,7 @@ func TestQuorumShards(t *testing.T) {
 func queueType(t *testing.T, conn *amqp.Connection, name string) string {
 	t.Helper()
 	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer ch.Close()
 	var classicArgs amqp.Table
 	if !strings.HasSuffix(name, ".dead") {
@@ -79,6 +73,6 @@ func queueType(t *testing.T, conn *amqp.Connection, name string) string {
 	case errors.As(err, &aerr) && aerr.Code == amqp.PreconditionFailed && strings.Contains(aerr.Reason, "x-queue-type"):
 		return frontier.QueueQuorum
 	}
-	t.Fatalf("%s: %v", name, err)
+	require.FailNowf(t, "unknown queue type", "%s: %v", name, err)
 	return ""
 }

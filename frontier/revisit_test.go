@@ -13,6 +13,8 @@ import (
 	"github.com/drover-crawl/drover/page"
 	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/urlrule"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // stepClock is a scheduler clock a test moves by hand.
@@ -89,8 +91,8 @@ func TestRevisitCopiesAreNotFetched(t *testing.T) {
 	due := clock.Now()
 	var lease session.Lease
 	f.pages(t, 4, time.Minute, nil, func(l session.Lease) bool { lease = l; return true })
-	if p := lease.Prior; p == nil || p.ETag != `"a"` {
-		t.Errorf("the revisit was leased with prior %+v, want the last capture's validator", p)
+	if assert.NotNil(t, lease.Prior, "the revisit was leased with no prior, want the last capture's validator") {
+		assert.Equal(t, `"a"`, lease.Prior.ETag, "the revisit was leased with prior %+v, want the last capture's validator", lease.Prior)
 	}
 	waitStats(t, ctl, cfg.ID, 10*time.Second, "three releases of the root, two of them duplicates, two failed", func(st session.Stats) bool {
 		return st.Revisited == 3 && st.Duplicates == 2 && st.ReleaseErrors == 2
@@ -101,14 +103,12 @@ func TestRevisitCopiesAreNotFetched(t *testing.T) {
 		return st.Unchanged == 1 && st.Scheduled == 1 && st.NextDue.Equal(clock.Now().Add(2*time.Hour))
 	})
 
-	if err := frontier.PublishRevisit(sched.srv, shardQueue(cfg, root), root, due); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, frontier.PublishRevisit(sched.srv, shardQueue(cfg, root), root, due))
 	st := waitStats(t, ctl, cfg.ID, 10*time.Second, "a late copy acked as a duplicate", func(st session.Stats) bool {
 		return st.Duplicates == 3
 	})
 	for _, l := range readLeases(t, f, 2*time.Second) {
-		t.Errorf("leased again: %s", l.URL)
+		assert.Failf(t, "leased again", "leased again: %s", l.URL)
 	}
 	t.Logf("%d releases, %d duplicates, %d fetched", st.Revisited, st.Duplicates, st.Fetched)
 }
@@ -125,13 +125,11 @@ func TestSitemapLastmodBringsARevisitForward(t *testing.T) {
 	cfg.PerHostConcurrency = 2 // both out at once at t0+10m
 	_, f := bumpBySitemap(t, t0, clock, sched, cfg, sitemap, pageURL)
 	for _, l := range readLeases(t, f, time.Second) {
-		t.Errorf("%s leased before its time", l.URL)
+		assert.Failf(t, "leased before its time", "%s leased before its time", l.URL)
 	}
 	clock.advance(5 * time.Minute)
 	f.pages(t, 1, time.Minute, nil, func(l session.Lease) bool {
-		if l.URL != pageURL {
-			t.Errorf("leased %s, want the page brought forward", l.URL)
-		}
+		assert.Equal(t, pageURL, l.URL, "leased, want the page brought forward")
 		return true
 	})
 }
@@ -169,9 +167,8 @@ func TestRevisitRuleByDepth(t *testing.T) {
 		})
 		waitStats(t, ctl, cfg.ID, 10*time.Second, "the revisit recorded", func(st session.Stats) bool { return st.Unchanged == int64(round) })
 	}
-	if leased[front] != 6 || leased[article] != 1 {
-		t.Errorf("fetched the front page %d times and the article %d times in 50 minutes, want 6 and 1", leased[front], leased[article])
-	}
+	assert.Equal(t, 6, leased[front], "fetched the front page %d times and the article %d times in 50 minutes, want 6 and 1", leased[front], leased[article])
+	assert.Equal(t, 1, leased[article], "fetched the front page %d times and the article %d times in 50 minutes, want 6 and 1", leased[front], leased[article])
 	// t0+60m: the article's hour is up too.
 	clock.advance(10 * time.Minute)
 	back := map[string]bool{}
@@ -195,9 +192,7 @@ func TestSitemapLastmodKeepsTheURLsDepth(t *testing.T) {
 	ctl, f := bumpBySitemap(t, t0, clock, sched, cfg, sitemap, front)
 	clock.advance(5 * time.Minute)
 	f.pages(t, 1, time.Minute, nil, func(l session.Lease) bool {
-		if l.URL != front {
-			t.Errorf("leased %s, want the front page brought forward", l.URL)
-		}
+		assert.Equal(t, front, l.URL, "leased, want the front page brought forward")
 		// Unchanged again: the seeds' rule (its depth kept) multiplies
 		// its 40 minutes by 4.
 		f.report(t, session.Outcome{LeaseID: l.ID, Stored: true, Status: 304, Capture: l.Prior, Unchanged: page.RevisitNotModified})

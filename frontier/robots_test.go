@@ -9,6 +9,8 @@ import (
 	"github.com/drover-crawl/drover/internal/testenv"
 	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/urlrule"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // robotsTTLForTests is the robots.txt TTL of these tests' schedulers.
@@ -18,18 +20,15 @@ const robotsTTLForTests = time.Second
 func oneLease(t *testing.T, f *rawFetcher) session.Lease {
 	t.Helper()
 	ls := f.leases(t, 1)
-	if len(ls) != 1 {
-		t.Fatalf("%d leases for one credit: %+v", len(ls), ls)
-	}
+	require.Len(t, ls, 1, "leases for one credit")
 	return ls[0]
 }
 
 // wantRobotsLease fails the test unless l is the robots lease of origin.
 func wantRobotsLease(t *testing.T, l session.Lease, origin, when string) {
 	t.Helper()
-	if l.Kind != session.KindRobots || l.URL != origin {
-		t.Fatalf("%s: leased %s %q, want the robots.txt of %s", when, l.Kind, l.URL, origin)
-	}
+	require.Equal(t, session.KindRobots, l.Kind, "%s: leased %s %q, want the robots.txt of %s", when, l.Kind, l.URL, origin)
+	require.Equal(t, origin, l.URL, "%s: leased %s %q, want the robots.txt of %s", when, l.Kind, l.URL, origin)
 }
 
 // A host's robots.txt is fetched again once its TTL has passed, and the
@@ -49,9 +48,7 @@ func TestRobotsFetchedAgainAfterItsTTL(t *testing.T) {
 	wantRobotsLease(t, r, origin, "first lease")
 	f.report(t, session.Outcome{LeaseID: r.ID, Robots: &session.RobotsBody{Status: 200, Body: []byte("User-agent: *\nDisallow: /private\n")}})
 	held := oneLease(t, f)
-	if held.Kind != session.KindPage {
-		t.Fatalf("second lease %+v, want a page", held)
-	}
+	require.Equal(t, session.KindPage, held.Kind, "second lease %+v, want a page", held)
 	// Past the TTL, with the page still out: its link to /private is judged
 	// by no rules (the old ones expired), so it is queued.
 	time.Sleep(robotsTTLForTests + 200*time.Millisecond)
@@ -63,9 +60,7 @@ func TestRobotsFetchedAgainAfterItsTTL(t *testing.T) {
 	want := map[string]bool{origin + "/a": true, origin + "/b": true, origin + "/private/x": true}
 	delete(want, held.URL)
 	f.pages(t, 2, 20*time.Second, nil, func(l session.Lease) bool {
-		if !want[l.URL] {
-			t.Fatalf("leased %q, not one of %v", l.URL, want)
-		}
+		require.True(t, want[l.URL], "leased %q, not one of %v", l.URL, want)
 		delete(want, l.URL)
 		f.report(t, session.Outcome{LeaseID: l.ID, Stored: true, Status: 200})
 		return len(want) == 0
@@ -74,9 +69,9 @@ func TestRobotsFetchedAgainAfterItsTTL(t *testing.T) {
 	st := waitStats(t, ctl, ccfg.ID, 20*time.Second, "the campaign drained", func(st session.Stats) bool {
 		return st.Held == 0 && st.InFlight == 0 && st.Queued == 0 && st.Pending == 0
 	})
-	if st.Fetched != 3 || st.Disallowed != 0 || st.FailedBy[frontier.ReasonRobots] != 0 {
-		t.Errorf("fetched %d (want 3), disallowed %d, failed by robots %d", st.Fetched, st.Disallowed, st.FailedBy[frontier.ReasonRobots])
-	}
+	assert.Equal(t, int64(3), st.Fetched, "fetched %d (want 3), disallowed %d, failed by robots %d", st.Fetched, st.Disallowed, st.FailedBy[frontier.ReasonRobots])
+	assert.Zero(t, st.Disallowed, "fetched %d (want 3), disallowed %d, failed by robots %d", st.Fetched, st.Disallowed, st.FailedBy[frontier.ReasonRobots])
+	assert.Zero(t, st.FailedBy[frontier.ReasonRobots], "fetched %d (want 3), disallowed %d, failed by robots %d", st.Fetched, st.Disallowed, st.FailedBy[frontier.ReasonRobots])
 }
 
 // A host whose robots.txt fails for good while one of its pages is out
@@ -104,9 +99,7 @@ func TestHoleRobotsDownLeaseBack(t *testing.T) {
 			wantRobotsLease(t, r, origin, "first lease")
 			f.report(t, session.Outcome{LeaseID: r.ID, Robots: &session.RobotsBody{Status: 404}})
 			held := oneLease(t, f)
-			if held.Kind != session.KindPage {
-				t.Fatalf("second lease %+v, want a page", held)
-			}
+			require.Equal(t, session.KindPage, held.Kind, "second lease %+v, want a page", held)
 			time.Sleep(robotsTTLForTests + 200*time.Millisecond)
 			r = oneLease(t, f)
 			wantRobotsLease(t, r, origin, "the lease after the TTL")
@@ -126,9 +119,8 @@ func TestHoleRobotsDownLeaseBack(t *testing.T) {
 			st := waitStats(t, ctl, ccfg.ID, 20*time.Second, "the page out settled", func(st session.Stats) bool {
 				return st.Held == 0 && st.InFlight == 0 && st.Queued == 0 && st.Pending == 0 && st.DeadQueued == 2
 			})
-			if st.FailedBy["refused"] != 2 || st.Fetched != 0 {
-				t.Errorf("failed by reason %v (want 2 refused), %d fetched", st.FailedBy, st.Fetched)
-			}
+			assert.Equal(t, int64(2), st.FailedBy["refused"], "failed by reason %v (want 2 refused), %d fetched", st.FailedBy, st.Fetched)
+			assert.Zero(t, st.Fetched, "failed by reason %v (want 2 refused), %d fetched", st.FailedBy, st.Fetched)
 		})
 	}
 }

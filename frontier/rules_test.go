@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +12,8 @@ import (
 	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/urlrule"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // An exclude added while a campaign runs: the URLs it matches that the
@@ -37,9 +38,7 @@ func TestLiveExclude(t *testing.T) {
 	// One lease out, of the first seed: /cal/0.
 	var out session.Lease
 	f.pages(t, 1, 20*time.Second, nil, func(l session.Lease) bool { out = l; return true })
-	if out.URL != cal[0] {
-		t.Fatalf("first lease %s, want %s", out.URL, cal[0])
-	}
+	require.Equal(t, cal[0], out.URL, "first lease")
 	waitStats(t, ctl, cfg.FrontierKey(), 20*time.Second, "every seed held, one leased", func(st session.Stats) bool { return st.Held == int64(len(seeds)) && st.InFlight == 1 })
 
 	rules := campaign.Rules{}.WithExclude("/cal/")
@@ -49,9 +48,7 @@ func TestLiveExclude(t *testing.T) {
 	// The held ones are settled at once...
 	excluded := func() []string {
 		fs, _, err := ctl.Failures(ctx, cfg.FrontierKey(), frontier.ReasonExcluded)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		var urls []string
 		for _, r := range fs {
 			urls = append(urls, r.URL)
@@ -60,24 +57,20 @@ func TestLiveExclude(t *testing.T) {
 		return urls
 	}
 	waitStats(t, ctl, cfg.FrontierKey(), 20*time.Second, "the held /cal/ URLs settled", func(st session.Stats) bool { return st.Held == int64(len(seeds)/2+1) })
-	if got := excluded(); !slices.Equal(got, sorted(cal[1:])) {
-		t.Fatalf("excluded %v, want %v", got, cal[1:])
-	}
+	require.Equal(t, sorted(cal[1:]), excluded(), "excluded URLs")
 	// ...but the call waits for the lease out.
 	select {
 	case err := <-returned:
-		t.Fatalf("SetRules returned (%v) with the lease of %s still out", err, out.URL)
+		require.FailNowf(t, "SetRules returned early", "SetRules returned (%v) with the lease of %s still out", err, out.URL)
 	default:
 	}
 	f.report(t, session.Outcome{LeaseID: out.ID, Stored: true, Status: 200,
 		Links: []urlrule.Link{{URL: host + "/cal/new"}, {URL: host + "/keep/new"}}})
 	select {
 	case err := <-returned:
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 	case <-ctx.Done():
-		t.Fatal("SetRules did not return once the lease came back")
+		require.FailNow(t, "SetRules did not return once the lease came back")
 	}
 
 	// The rest: every /keep/ URL and the new /keep/ link, no /cal/ one.
@@ -89,13 +82,9 @@ func TestLiveExclude(t *testing.T) {
 		return len(leased) == len(seeds)/2+1
 	})
 	for _, u := range leased {
-		if strings.Contains(u, "/cal/") {
-			t.Errorf("%s leased after the exclude returned", u)
-		}
+		assert.NotContains(t, u, "/cal/", "%s leased after the exclude returned", u)
 	}
-	if !slices.Contains(leased, host+"/keep/new") {
-		t.Errorf("the new /keep/ link was not leased: %v", leased)
-	}
+	assert.Contains(t, leased, host+"/keep/new", "the new /keep/ link was not leased")
 
 	waitStats(t, ctl, cfg.FrontierKey(), 20*time.Second, "every outcome recorded", func(st session.Stats) bool {
 		return st.Held == 0 && st.InFlight == 0 && st.Pending == 0
@@ -109,21 +98,17 @@ func TestLiveExclude(t *testing.T) {
 	ctl = control(t, sched.addr)
 	late := cfg
 	late.Seeds = []string{host + "/cal/late", host + "/keep/late"}
-	if n, err := ctl.Seed(ctx, late, late.Seeds); err != nil || n != 2 {
-		t.Fatalf("seed after restart: %d, %v", n, err)
-	}
+	seeded, err := ctl.Seed(ctx, late, late.Seeds)
+	require.NoError(t, err, "seed after restart")
+	require.Equal(t, 2, seeded, "seed after restart: URLs seeded")
 	f = dialRawFetcher(t, sched.addr, cfg)
 	defer f.c.Close()
 	f.pages(t, 2, 30*time.Second, nil, func(l session.Lease) bool {
-		if l.URL != host+"/keep/late" {
-			t.Errorf("leased %s after the restart, want only %s/keep/late", l.URL, host)
-		}
+		assert.Equal(t, host+"/keep/late", l.URL, "leased after the restart, want only /keep/late")
 		f.report(t, session.Outcome{LeaseID: l.ID, Stored: true, Status: 200})
 		return true
 	})
-	if got := excluded(); !slices.Contains(got, host+"/cal/late") {
-		t.Errorf("after the restart, excluded %v: want /cal/late among them", got)
-	}
+	assert.Contains(t, excluded(), host+"/cal/late", "after the restart, excluded: want /cal/late among them")
 	waitStats(t, ctl, cfg.FrontierKey(), 20*time.Second, "/cal/late settled", func(st session.Stats) bool { return st.Held == 0 && st.Queued == 0 })
 }
 
@@ -151,9 +136,8 @@ func TestLiveHostDelay(t *testing.T) {
 
 	const delay = 700 * time.Millisecond
 	rules := campaign.Rules{}.WithHost(campaign.HostRule{Host: "127.66.72.1", Delay: new(delay)})
-	if _, err := ctl.SetRules(ctx, cfg.FrontierKey(), rules); err != nil {
-		t.Fatal(err)
-	}
+	_, err := ctl.SetRules(ctx, cfg.FrontierKey(), rules)
+	require.NoError(t, err)
 	f.report(t, session.Outcome{LeaseID: first.ID, Stored: true, Status: 200})
 	var at []time.Time
 	f.pages(t, 1, 30*time.Second, nil, func(l session.Lease) bool {
@@ -163,9 +147,8 @@ func TestLiveHostDelay(t *testing.T) {
 		return len(at) == len(seeds)-1
 	})
 	for i := 1; i < len(at); i++ {
-		if gap := at[i].Sub(at[i-1]); gap < delay-50*time.Millisecond {
-			t.Errorf("leases %d and %d %s apart, want at least the live rule's %s", i-1, i, gap, delay)
-		}
+		gap := at[i].Sub(at[i-1])
+		assert.GreaterOrEqual(t, gap, delay-50*time.Millisecond, "leases %d and %d %s apart, want at least the live rule's %s", i-1, i, gap, delay)
 	}
 }
 
@@ -197,9 +180,8 @@ func TestLiveRulesFromASessionAndABlock(t *testing.T) {
 	defer cancel()
 	block := time.Now().Add(time.Hour)
 	rules := later.Live.WithHost(campaign.HostRule{Host: "127.66.76.1", BlockUntil: &block})
-	if _, err := ctl.SetRules(ctx, cfg.FrontierKey(), rules); err != nil {
-		t.Fatal(err)
-	}
+	_, err := ctl.SetRules(ctx, cfg.FrontierKey(), rules)
+	require.NoError(t, err)
 	waitStats(t, ctl, cfg.FrontierKey(), 20*time.Second, "the blocked host's URLs parked", func(st session.Stats) bool {
 		return st.Held == 0
 	})
@@ -221,9 +203,7 @@ func TestIncludePushedToRunningSessions(t *testing.T) {
 		got := make(chan campaign.Rules, 8)
 		cl := session.Client{Token: session.DevToken, Rules: func(r campaign.Rules) error { got <- r; return nil }}
 		s, err := cl.DialSessionKey(ctx, sched.addr, name, name, with, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close() })
 		return got
 	}
@@ -233,7 +213,7 @@ func TestIncludePushedToRunningSessions(t *testing.T) {
 		case r := <-got:
 			return r
 		case <-time.After(10 * time.Second):
-			t.Fatalf("%s: no rules pushed within 10s", what)
+			require.FailNowf(t, "no rules pushed", "%s: no rules pushed within 10s", what)
 		}
 		return campaign.Rules{}
 	}
@@ -241,7 +221,7 @@ func TestIncludePushedToRunningSessions(t *testing.T) {
 		t.Helper()
 		select {
 		case r := <-got:
-			t.Fatalf("%s: rules version %d pushed, want none", what, r.Version)
+			require.FailNowf(t, "rules pushed", "%s: rules version %d pushed, want none", what, r.Version)
 		default:
 		}
 	}
@@ -249,39 +229,32 @@ func TestIncludePushedToRunningSessions(t *testing.T) {
 	open := dial("open", cfg)
 	v1 := campaign.Rules{}.WithInclude(`^http://127\.66\.77\.2:9/`)
 	taken, err := ctl.SetRules(ctx, cfg.FrontierKey(), v1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !taken.Pushed || taken.Stale != 1 {
-		t.Errorf("SetRules: %+v, want pushed with 1 stale session (the raw one)", taken)
-	}
-	if r := next(open, "the open session"); r.Version != 1 || !slices.Equal(r.Include, v1.Include) {
-		t.Errorf("the open session got %+v, want %+v", r, v1)
-	}
+	require.NoError(t, err)
+	assert.True(t, taken.Pushed, "SetRules: %+v, want pushed with 1 stale session (the raw one)", taken)
+	assert.Equal(t, 1, taken.Stale, "SetRules: %+v, want pushed with 1 stale session (the raw one)", taken)
+	r1 := next(open, "the open session")
+	assert.Equal(t, int64(1), r1.Version, "the open session got %+v, want %+v", r1, v1)
+	assert.Equal(t, v1.Include, r1.Include, "the open session got %+v, want %+v", r1, v1)
 
 	joins := dial("joins", cfg) // started before the include
-	if r := next(joins, "a session joining with older rules"); r.Version != 1 {
-		t.Errorf("the joining session got version %d, want 1", r.Version)
-	}
+	assert.Equal(t, int64(1), next(joins, "a session joining with older rules").Version, "the joining session's rules version")
 	withV1 := cfg
 	withV1.Live = v1
 	current := dial("current", withV1)
 
 	// An older version again changes nothing and pushes nothing.
-	if _, err := ctl.SetRules(ctx, cfg.FrontierKey(), campaign.Rules{}.WithInclude("^http://old/")); err != nil {
-		t.Fatal(err)
-	}
+	_, err = ctl.SetRules(ctx, cfg.FrontierKey(), campaign.Rules{}.WithInclude("^http://old/"))
+	require.NoError(t, err)
 	v2 := v1.WithInclude(`^http://127\.66\.77\.3:9/`)
-	if _, err := ctl.SetRules(ctx, cfg.FrontierKey(), v2); err != nil {
-		t.Fatal(err)
-	}
+	_, err = ctl.SetRules(ctx, cfg.FrontierKey(), v2)
+	require.NoError(t, err)
 	for _, s := range []struct {
 		got  chan campaign.Rules
 		name string
 	}{{open, "open"}, {joins, "joins"}, {current, "current"}} {
-		if r := next(s.got, s.name); r.Version != 2 || !slices.Equal(r.Include, v2.Include) {
-			t.Errorf("session %s: next rules %+v, want %+v (nothing for the older ones)", s.name, r, v2)
-		}
+		r := next(s.got, s.name)
+		assert.Equal(t, int64(2), r.Version, "session %s: next rules %+v, want %+v (nothing for the older ones)", s.name, r, v2)
+		assert.Equal(t, v2.Include, r.Include, "session %s: next rules %+v, want %+v (nothing for the older ones)", s.name, r, v2)
 		none(s.got, s.name)
 	}
 }

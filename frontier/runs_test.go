@@ -10,6 +10,8 @@ import (
 	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/session"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // A run of a campaign ID that failed keeps its queues and marks (its Close
@@ -37,9 +39,9 @@ func TestNewRunAfterAFailedRun(t *testing.T) {
 
 	fetch404 := func(cfg campaign.Config) {
 		t.Helper()
-		if n, err := ctl.Seed(ctx, cfg, cfg.Seeds); err != nil || n != 1 {
-			t.Fatalf("seeding run %s: %d seeded, %v (want 1)", cfg.Run, n, err)
-		}
+		seeded, err := ctl.Seed(ctx, cfg, cfg.Seeds)
+		require.NoError(t, err, "seeding run %s", cfg.Run)
+		require.Equal(t, 1, seeded, "seeding run %s: URLs seeded", cfg.Run)
 		f := dialRawFetcher(t, sched.addr, cfg)
 		defer f.c.Close()
 		f.pages(t, 2, 20*time.Second, nil, func(l session.Lease) bool {
@@ -53,33 +55,31 @@ func TestNewRunAfterAFailedRun(t *testing.T) {
 	failures := func(key string) []failure.Record {
 		t.Helper()
 		fs, _, err := session.Client{Token: session.DevToken}.Failures(ctx, []string{sched.addr}, key, "")
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		return fs
 	}
 
 	fetch404(run1)
-	if fs := failures(run1.FrontierKey()); len(fs) != 1 || fs[0].URL != page {
-		t.Fatalf("run 1's failure records: %+v", fs)
-	}
+	fs := failures(run1.FrontierKey())
+	require.Len(t, fs, 1, "run 1's failure records: %+v", fs)
+	require.Equal(t, page, fs[0].URL, "run 1's failure records: %+v", fs)
 	// Run 1 fails: its Close keeps its queues and marks.
-	if _, err := ctl.CloseCampaign(ctx, run1.FrontierKey(), false); err != nil {
-		t.Fatal(err)
-	}
+	_, err := ctl.CloseCampaign(ctx, run1.FrontierKey(), false)
+	require.NoError(t, err)
 
 	fetch404(run2)
-	if fs := failures(run2.FrontierKey()); len(fs) != 1 || fs[0].URL != page || fs[0].Reason != "4xx" {
-		t.Errorf("run 2's failure records: %+v (want the page, 4xx)", fs)
+	fs = failures(run2.FrontierKey())
+	if assert.Len(t, fs, 1, "run 2's failure records: %+v (want the page, 4xx)", fs) {
+		assert.Equal(t, page, fs[0].URL, "run 2's failure records: %+v (want the page, 4xx)", fs)
+		assert.Equal(t, "4xx", fs[0].Reason, "run 2's failure records: %+v (want the page, 4xx)", fs)
 	}
-	if fs := failures(run1.FrontierKey()); len(fs) != 0 {
-		t.Errorf("run 1's failure records outlived run 2's start: %+v", fs)
-	}
+	assert.Empty(t, failures(run1.FrontierKey()), "run 1's failure records outlived run 2's start")
 	// A late fetcher of run 1 is refused: a later run started here.
 	c := dialRaw(t, sched.addr)
 	writeRaw(t, c, jsonFrame(t, session.FrameHello, session.Hello{Version: session.ProtocolVersion, Token: session.DevToken,
 		Role: session.RoleFetcher, Client: "late", Campaign: &run1}))
-	if ft, payload, err := readFrame(c, 10*time.Second); err != nil || ft != session.FrameRefused {
-		t.Errorf("a fetcher of run 1 after run 2 started: %s %s %v (want refused)", ft, payload, err)
+	ft, payload, err := readFrame(c, 10*time.Second)
+	if assert.NoError(t, err, "a fetcher of run 1 after run 2 started (want refused)") {
+		assert.Equal(t, session.FrameRefused, ft, "a fetcher of run 1 after run 2 started: %s %s (want refused)", ft, payload)
 	}
 }

@@ -1,7 +1,6 @@
 package frontier_test
 
 import (
-	"slices"
 	"testing"
 	"time"
 
@@ -9,6 +8,7 @@ import (
 	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/urlrule"
+	"github.com/stretchr/testify/assert"
 )
 
 // With --priority score, a host's URLs are leased highest score first: the
@@ -32,9 +32,7 @@ func TestScorePolicyLeasesHighestFirst(t *testing.T) {
 	var first session.Lease
 	f.pages(t, 1, 20*time.Second, nil, func(l session.Lease) bool { first = l; return true })
 	got = append(got, first.URL)
-	if first.Score != 5 {
-		t.Errorf("lease of %s: score %v, want 5", first.URL, first.Score)
-	}
+	assert.Equal(t, float64(5), first.Score, "lease of %s: score", first.URL)
 	f.report(t, session.Outcome{LeaseID: first.ID, Stored: true, Status: 200, Links: []urlrule.Link{
 		{URL: h + "x", Score: 2}, {URL: h + "y", Score: 9}, {URL: h + "z", Score: 4},
 	}})
@@ -51,7 +49,5 @@ func TestScorePolicyLeasesHighestFirst(t *testing.T) {
 		})
 	}
 	want := []string{h + "b", h + "y", h + "z", h + "c", h + "x", h + "a", h + "d"}
-	if !slices.Equal(got, want) {
-		t.Errorf("leased in the order\n%v\nwant\n%v", got, want)
-	}
+	assert.Equal(t, want, got, "lease order")
 }

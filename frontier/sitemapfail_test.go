@@ -3,7 +3,6 @@ package frontier_test
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/session"
+	"github.com/stretchr/testify/require"
 )
 
 // The sitemaps a robots.txt names that cannot be queued (every publish to
@@ -47,14 +47,14 @@ func TestHoleSitemapsNotQueuedAreRecorded(t *testing.T) {
 	waitStats(t, ctl, cfg.ID, 20*time.Second, "the campaign drained", func(st session.Stats) bool {
 		return st.Held == 0 && st.InFlight == 0 && st.Queued == 0 && st.Pending == 0 && st.Fetched == 1
 	})
-	if n := failed.Load(); n != 3 {
-		t.Fatalf("%d publishes failed, want the sitemap's 3 tries: the fault missed", n)
-	}
+	require.Equal(t, int32(3), failed.Load(), "publishes failed, want the sitemap's 3 tries: the fault missed")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	fs, _, err := session.Client{Token: session.DevToken}.Failures(ctx, []string{sched.addr}, cfg.ID, "")
-	if err != nil || len(fs) != 1 || fs[0].URL != sitemap || fs[0].Reason != frontier.ReasonOther ||
-		!strings.Contains(fs[0].LastError, "sitemap") || fs[0].Attempts != 3 {
-		t.Fatalf("failure records %+v, %v; want the sitemap's, reason other, 3 attempts", fs, err)
-	}
+	require.NoError(t, err, "failure records %+v; want the sitemap's, reason other, 3 attempts", fs)
+	require.Len(t, fs, 1, "failure records %+v; want the sitemap's, reason other, 3 attempts", fs)
+	require.Equal(t, sitemap, fs[0].URL, "failure records %+v; want the sitemap's, reason other, 3 attempts", fs)
+	require.Equal(t, frontier.ReasonOther, fs[0].Reason, "failure records %+v; want the sitemap's, reason other, 3 attempts", fs)
+	require.Contains(t, fs[0].LastError, "sitemap", "failure records %+v; want the sitemap's, reason other, 3 attempts", fs)
+	require.Equal(t, 3, fs[0].Attempts, "failure records %+v; want the sitemap's, reason other, 3 attempts", fs)
 }

@@ -8,6 +8,8 @@ import (
 	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/session"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // fastHostWithin is how long the fast host's URL may take to be leased:
@@ -55,7 +57,7 @@ func TestSlowHostLeavesItsShardToTheOthers(t *testing.T) {
 			writeRaw(t, f.c, jsonFrame(t, session.FrameCredit, session.Credit{N: 1}))
 		}
 	}
-	t.Fatalf("the fast host's URL, queued behind 200 of a host at Crawl-delay 1 s in its shard, was not leased within %s (%d of the slow host's were)", fastHostWithin, slowLeased)
+	require.FailNowf(t, "the fast host's URL was not leased", "the fast host's URL, queued behind 200 of a host at Crawl-delay 1 s in its shard, was not leased within %s (%d of the slow host's were)", fastHostWithin, slowLeased)
 }
 
 // TestParkedTogetherComeBackTogether: the URLs parked in one turn of the
@@ -85,9 +87,7 @@ func TestParkedTogetherComeBackTogether(t *testing.T) {
 	st := waitStats(t, ctl, cfg.ID, 10*time.Second, "both pages parked", func(st session.Stats) bool {
 		return st.Published-before.Published == 2
 	})
-	if n := st.Messages - before.Messages; n != 1 {
-		t.Errorf("two URLs parked together took %d messages, want 1", n)
-	}
+	assert.Equal(t, int64(1), st.Messages-before.Messages, "messages two URLs parked together took")
 	refuse()
 	waitStats(t, ctl, cfg.ID, 10*time.Second, "both pages dead-lettered on their second refusal", func(st session.Stats) bool {
 		return st.DeadLettered == 2

@@ -9,6 +9,8 @@ import (
 	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/session"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // `starter url`: a URL's state as the scheduler knows it, through each
@@ -25,25 +27,23 @@ func TestURLState(t *testing.T) {
 	state := func(u string) session.URLState {
 		t.Helper()
 		st, err := session.Client{Token: session.DevToken}.URLState(ctx, []string{sched.addr}, cfg.FrontierKey(), u)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		return st
 	}
-	if st := state(a); st.State != session.URLQueued && st.State != session.URLHeld {
-		t.Errorf("a seed before any session: %+v, want queued or held", st)
-	}
+	st := state(a)
+	assert.Contains(t, []string{session.URLQueued, session.URLHeld}, st.State, "a seed before any session: %+v, want queued or held", st)
 	var out session.Lease
 	f.pages(t, 1, 20*time.Second, nil, func(l session.Lease) bool { out = l; return true })
 	waitStats(t, ctl, cfg.FrontierKey(), 20*time.Second, "every seed held", func(st session.Stats) bool { return st.Held == 3 })
-	if st := state(out.URL); st.State != session.URLLeased || st.LeaseDeadline.IsZero() || st.Host == "" {
-		t.Errorf("the leased URL: %+v", st)
-	}
+	st = state(out.URL)
+	assert.Equal(t, session.URLLeased, st.State, "the leased URL: %+v", st)
+	assert.False(t, st.LeaseDeadline.IsZero(), "the leased URL: %+v", st)
+	assert.NotEmpty(t, st.Host, "the leased URL: %+v", st)
 	for _, u := range []string{a, b, c} {
 		if u != out.URL {
-			if st := state(u); st.State != session.URLHeld || st.HostQueue != 2 {
-				t.Errorf("%s: %+v, want held with 2 URLs queued for its host", u, st)
-			}
+			st := state(u)
+			assert.Equal(t, session.URLHeld, st.State, "%s: %+v, want held with 2 URLs queued for its host", u, st)
+			assert.Equal(t, 2, st.HostQueue, "%s: %+v, want held with 2 URLs queued for its host", u, st)
 		}
 	}
 	f.report(t, session.Outcome{LeaseID: out.ID, Stored: true, Status: 404, Error: "404 Not Found"})
@@ -52,18 +52,17 @@ func TestURLState(t *testing.T) {
 	f.pages(t, 1, 20*time.Second, nil, func(l session.Lease) bool { next = l; return true })
 	f.report(t, session.Outcome{LeaseID: next.ID, Stored: true, Status: 200})
 	waitStats(t, ctl, cfg.FrontierKey(), 20*time.Second, "two outcomes recorded", func(st session.Stats) bool { return st.Held == 1 && st.Pending == 0 })
-	if st := state(out.URL); st.State != session.URLFailed || st.Failure == nil || st.Failure.Reason != "4xx" {
-		t.Errorf("the 404: %+v, want failed, 4xx", st)
+	st = state(out.URL)
+	assert.Equal(t, session.URLFailed, st.State, "the 404: %+v, want failed, 4xx", st)
+	if assert.NotNil(t, st.Failure, "the 404: %+v, want failed, 4xx", st) {
+		assert.Equal(t, "4xx", st.Failure.Reason, "the 404: %+v, want failed, 4xx", st)
 	}
-	if st := state(next.URL); st.State != session.URLDone {
-		t.Errorf("the 200: %+v, want done", st)
-	}
-	if st := state(host + "/never"); st.State != session.URLUnknown {
-		t.Errorf("a URL never queued: %+v, want unknown", st)
-	}
-	if _, err := (session.Client{Token: session.DevToken}).URLState(ctx, []string{sched.addr}, cfg.FrontierKey(), "::not a url"); err == nil {
-		t.Error("a URL that does not parse: no error")
-	}
+	st = state(next.URL)
+	assert.Equal(t, session.URLDone, st.State, "the 200: %+v, want done", st)
+	st = state(host + "/never")
+	assert.Equal(t, session.URLUnknown, st.State, "a URL never queued: %+v, want unknown", st)
+	_, err := (session.Client{Token: session.DevToken}).URLState(ctx, []string{sched.addr}, cfg.FrontierKey(), "::not a url")
+	assert.Error(t, err, "a URL that does not parse: no error")
 }
 
 // `starter urls --state queued` over two schedulers: the one that queued
@@ -83,20 +82,18 @@ func TestQueuedURLsOverTwoSchedulers(t *testing.T) {
 	list := func(addrs ...string) []string {
 		t.Helper()
 		page, err := cl.URLs(ctx, addrs, cfg.FrontierKey(), session.URLQuery{Host: "127.66.73.2", State: session.URLQueued, Limit: 10})
-		if err != nil || page.Next != "" {
-			t.Fatalf("urls: %+v, %v", page, err)
-		}
+		require.NoError(t, err, "urls: %+v", page)
+		require.Empty(t, page.Next, "urls: %+v", page)
 		return page.URLs
 	}
-	if got := list(sched.addr); len(got) > 3 {
-		t.Errorf("before any session: queued %v, want at most the 3 seeds", got)
-	}
+	got := list(sched.addr)
+	assert.LessOrEqual(t, len(got), 3, "before any session: queued %v, want at most the 3 seeds", got)
 	// The other scheduler queues them too, as it would links to them from
 	// its pages (their copies are dropped as duplicates where consumed).
 	d := host + "/d"
-	if n, err := control(t, other.addr).Seed(ctx, cfg, append(slices.Clone(cfg.Seeds), d)); err != nil || n != 4 {
-		t.Fatalf("seed on the other scheduler: %d, %v", n, err)
-	}
+	seeded, err := control(t, other.addr).Seed(ctx, cfg, append(slices.Clone(cfg.Seeds), d))
+	require.NoError(t, err, "seed on the other scheduler")
+	require.Equal(t, 4, seeded, "seed on the other scheduler: URLs seeded")
 	var out session.Lease
 	f.pages(t, 1, 20*time.Second, nil, func(l session.Lease) bool { out = l; return true })
 	f.report(t, session.Outcome{LeaseID: out.ID, Stored: true, Status: 200})
@@ -105,13 +102,7 @@ func TestQueuedURLsOverTwoSchedulers(t *testing.T) {
 	})
 	all := append(slices.Clone(cfg.Seeds), d)
 	slices.Sort(all)
-	if got := list(other.addr); !slices.Equal(got, all) {
-		t.Errorf("the other scheduler alone: queued %v, want all it queued, %v", got, all)
-	}
-	if got := list(sched.addr); len(got) != 0 {
-		t.Errorf("the scheduler that leases them: queued %v, want none (one done, three held)", got)
-	}
-	if got := list(sched.addr, other.addr); len(got) != 0 {
-		t.Errorf("both: queued %v, want none: each is done or held where it is consumed", got)
-	}
+	assert.Equal(t, all, list(other.addr), "the other scheduler alone: queued, want all it queued")
+	assert.Empty(t, list(sched.addr), "the scheduler that leases them: queued, want none (one done, three held)")
+	assert.Empty(t, list(sched.addr, other.addr), "both: queued, want none: each is done or held where it is consumed")
 }

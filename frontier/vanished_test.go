@@ -15,6 +15,8 @@ import (
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/internal/testenv"
 	"github.com/drover-crawl/drover/session"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // lockedBuffer is a bytes.Buffer a logger and the test share.
@@ -66,13 +68,10 @@ func TestHoleVanishedShardQueueIsTold(t *testing.T) {
 			// held by the scheduler, unacked (RabbitMQ counts 0 then).
 			deleteQueue := func(want int) {
 				ch, err := addrsConn(t).Channel()
-				if err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, err)
 				n, err := ch.QueueDelete(queue, false, false, false)
-				if err != nil || n != want {
-					t.Fatalf("deleting %s: %d messages ready, %v (want %d)", queue, n, err, want)
-				}
+				require.NoError(t, err, "deleting %s", queue)
+				require.Equal(t, want, n, "deleting %s: messages ready", queue)
 				ch.Close()
 			}
 			var f *rawFetcher
@@ -88,14 +87,14 @@ func TestHoleVanishedShardQueueIsTold(t *testing.T) {
 			st := waitStats(t, ctl, cfg.ID, 20*time.Second, "the vanished queue in the stats", func(st session.Stats) bool {
 				return len(st.Vanished) > 0
 			})
-			if len(st.Vanished) != 1 || st.Vanished[0] != queue || st.FailedBy[session.ReasonVanished] != 1 {
-				t.Errorf("stats: vanished %v (want [%s]), failed by %v", st.Vanished, queue, st.FailedBy)
-			}
+			assert.Equal(t, []string{queue}, st.Vanished, "stats: vanished (failed by %v)", st.FailedBy)
+			assert.Equal(t, int64(1), st.FailedBy[session.ReasonVanished], "stats: failed by %v (vanished %v)", st.FailedBy, st.Vanished)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			fs, _, err := session.Client{Token: session.DevToken}.Failures(ctx, []string{sched.addr}, cfg.ID, session.ReasonVanished)
-			if err != nil || len(fs) != 1 || fs[0].URL != queue {
-				t.Errorf("failure records of reason vanished: %+v, %v (want one for %s)", fs, err, queue)
+			if assert.NoError(t, err, "failure records of reason vanished") &&
+				assert.Len(t, fs, 1, "failure records of reason vanished: %+v (want one for %s)", fs, queue) {
+				assert.Equal(t, queue, fs[0].URL, "failure records of reason vanished: %+v", fs)
 			}
 			await.For(t, 5*time.Second, 20*time.Millisecond, "the log line", func() error {
 				if !strings.Contains(logs.String(), "level=ERROR") || !strings.Contains(logs.String(), queue) {
@@ -106,9 +105,7 @@ func TestHoleVanishedShardQueueIsTold(t *testing.T) {
 			// The rest of the crawl goes on: the other host's page is leased,
 			// and the lost seed never is.
 			f.pages(t, 2, 20*time.Second, nil, func(l session.Lease) bool {
-				if l.URL == gone {
-					t.Fatalf("the seed of the vanished queue was leased: it was in no queue")
-				}
+				require.NotEqual(t, gone, l.URL, "the seed of the vanished queue was leased: it was in no queue")
 				f.report(t, session.Outcome{LeaseID: l.ID, Stored: true, Status: 200})
 				return l.URL == keep
 			})
