@@ -19,8 +19,7 @@ import (
 // directory may not have more, and a count is lowered as its files are
 // converted, until the list is empty.
 var bareAssertionsLeft = map[string]int{
-	"frontier": 398,
-	"systest":  557,
+	"systest": 557,
 }
 
 // bareAssertionDirsExempt are directories whose tests call t.Error or
