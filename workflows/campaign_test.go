@@ -620,16 +620,20 @@ func TestContinueAsNewCarriesState(t *testing.T) {
 }
 
 // The histories must be recorded from integration runs against a dev
-// server (DROVER_RECORD_HISTORY=1 go test ./node/ -run 'TestPauseWithTemporalCLI|TestMissingKafkaTopicFailsCampaign'):
+// server (DROVER_RECORD_HISTORY=1 go test ./systest/ -run 'TestPauseWithTemporalCLI|TestMissingKafkaTopicFailsCampaign'):
 // campaign_history.json is a campaign paused, resumed and completed;
 // failed_campaign_history.json one whose fetchers all failed until
 // fail_after; campaign_history_before_end_sessions.json the first one as
 // recorded before the workflow ended sessions through the schedulers
-// (versionEndSessions: it replays without EndSessions). Replaying them
+// (versionEndSessions: it replays without EndSessions);
+// campaign_history_include_before_pushed_rules.json a campaign given a
+// live include, recorded by TestSeedListsIncludeAndSeedOverHTTP before
+// the schedulers pushed includes (it replays with the sessions' restart
+// that followed). Replaying them
 // catches a change to Campaign that would break running campaigns
 // (non-determinism).
 func TestReplayRecordedHistory(t *testing.T) {
-	for _, name := range []string{"campaign_history.json", "failed_campaign_history.json", "campaign_history_before_end_sessions.json"} {
+	for _, name := range []string{"campaign_history.json", "failed_campaign_history.json", "campaign_history_before_end_sessions.json", "campaign_history_include_before_pushed_rules.json"} {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join("testdata", name)
 			if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
