@@ -32,6 +32,8 @@ import (
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"
 	"github.com/drover-crawl/drover/workflows"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // ctSchedulerSessions is the number of fetcher sessions the scheduler has
@@ -72,8 +74,8 @@ func ctCheckLanded(t *testing.T, s *stack, web *testweb.Web) {
 	got := map[string]int{}
 	for _, m := range readTopic(t, s.kafka.Addr(), s.topic, len(web.Pages())) {
 		got[string(m.Key)]++
-		if body, ok := web.Body(string(m.Key)); ok && !bytes.Equal(body, m.Value) {
-			t.Errorf("record of %s differs from what the server sent", m.Key)
+		if body, ok := web.Body(string(m.Key)); ok {
+			assert.True(t, bytes.Equal(body, m.Value), "record of %s differs from what the server sent", m.Key)
 		}
 	}
 	var lost []string
@@ -83,7 +85,7 @@ func ctCheckLanded(t *testing.T, s *stack, web *testweb.Web) {
 		}
 	}
 	if len(lost) > 0 {
-		t.Errorf("%d of %d pages never landed in Kafka, e.g. %v", len(lost), len(web.Pages()), lost[:min(5, len(lost))])
+		assert.Failf(t, "pages never landed in Kafka", "%d of %d pages never landed in Kafka, e.g. %v", len(lost), len(web.Pages()), lost[:min(5, len(lost))])
 	}
 }
 
@@ -165,16 +167,12 @@ func ctPendingSessions(t *testing.T, c client.Client, id string) (int, error) {
 func ctTemporalCLI(t *testing.T, s *stack, args ...string) {
 	t.Helper()
 	bin, err := devstack.TemporalBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	args = append(args, "--address", s.temporal.Address(), "--namespace", s.temporal.Namespace())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, bin, args...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("temporal %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
+	require.NoError(t, err, "temporal %s\n%s", strings.Join(args, " "), out)
 }
 
 // ctCheckHistory fetches a finished campaign's history, replays it against
@@ -189,15 +187,12 @@ func ctCheckHistory(t *testing.T, c client.Client, id, runID, record string) *hi
 	it := c.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	for it.HasNext() {
 		ev, err := it.Next()
-		if err != nil {
-			t.Fatalf("history of %s: %v", id, err)
-		}
+		require.NoError(t, err, "history of %s", id)
 		h.Events = append(h.Events, ev)
 	}
 	r := worker.NewWorkflowReplayer()
 	r.RegisterWorkflowWithOptions(workflows.Campaign, workflow.RegisterOptions{Name: workflows.WorkflowName})
-	if err := r.ReplayWorkflowHistory(nil, h); err != nil {
-		t.Errorf("replaying the history of %s (%d events): %v", id, len(h.Events), err)
+	if !assert.NoError(t, r.ReplayWorkflowHistory(nil, h), "replaying the history of %s (%d events)", id, len(h.Events)) {
 		return h
 	}
 	t.Logf("history of %s: %d events, replays", id, len(h.Events))
@@ -205,20 +200,12 @@ func ctCheckHistory(t *testing.T, c client.Client, id, runID, record string) *hi
 		return h
 	}
 	b, err := protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(h)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	root, err := devstack.RepoRoot(".")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	path := filepath.Join(root, "workflows", "testdata", record)
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	require.NoError(t, os.WriteFile(path, append(b, '\n'), 0o644))
 	t.Logf("recorded %s", path)
 	return h
 }
@@ -247,9 +234,7 @@ func ctStartCampaign(t *testing.T, c client.Client, cfg campaign.Config) client.
 	run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
 		ID: cfg.ID, TaskQueue: workflows.TaskQueue,
 	}, workflows.WorkflowName, workflows.CampaignInput{Config: cfg})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return run
 }
 
@@ -274,9 +259,8 @@ func ctHoldAPage(t *testing.T, web *testweb.Web) {
 func ctFrontierKey(t *testing.T, c client.Client, id string) string {
 	t.Helper()
 	wst, err := ctQueryStatus(t, c, id)
-	if err != nil || wst.Frontier == "" {
-		t.Fatalf("the campaign's frontier key: %q, %v", wst.Frontier, err)
-	}
+	require.NoError(t, err, "the campaign's frontier key")
+	require.NotEmpty(t, wst.Frontier, "the campaign's frontier key")
 	return wst.Frontier
 }
 
@@ -285,9 +269,7 @@ func ctResult(t *testing.T, run client.WorkflowRun, timeout time.Duration) workf
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var st workflows.Status
-	if err := run.Get(ctx, &st); err != nil {
-		t.Fatalf("campaign %s: %v", run.GetID(), err)
-	}
+	require.NoError(t, run.Get(ctx, &st), "campaign %s", run.GetID())
 	return st
 }
 
@@ -342,9 +324,7 @@ func TestPauseWithTemporalCLI(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if st.State == campaign.StateCompleted {
-			t.Fatal("the campaign completed before the pause: make the web bigger or slower")
-		}
+		require.NotEqual(t, campaign.StateCompleted, st.State, "the campaign completed before the pause: make the web bigger or slower")
 		if st.State != campaign.StatePaused || st.FetchersActive != 0 {
 			return fmt.Errorf("state %s, %d fetchers active", st.State, st.FetchersActive)
 		}
@@ -381,17 +361,13 @@ func TestPauseWithTemporalCLI(t *testing.T) {
 	}
 	t.Logf("pause -> last request start: %s (%d pages fetched at the pause, %d when paused; %d requests in all)",
 		last.Sub(signalled).Round(time.Millisecond), atPause, ctPagesRequested(web), len(reqs))
-	if ctPagesRequested(web) >= total {
-		t.Fatal("every page was fetched before the pause took effect: the test proves nothing")
-	}
+	require.Less(t, ctPagesRequested(web), total, "every page was fetched before the pause took effect: the test proves nothing")
 
 	ctTemporalCLI(t, s, "workflow", "signal", "--workflow-id", cfg.ID, "--name", workflows.SignalResume)
 	final := ctResult(t, run, 3*time.Minute)
-	if final.State != campaign.StateCompleted {
-		t.Fatalf("state %s (%s), want completed", final.State, final.Reason)
-	}
+	require.Equal(t, campaign.StateCompleted, final.State, "campaign state (%s)", final.Reason)
 	if m := web.Missing(); len(m) > 0 {
-		t.Errorf("%d pages never requested, e.g. %v", len(m), m[:min(5, len(m))])
+		assert.Failf(t, "pages never requested", "%d pages never requested, e.g. %v", len(m), m[:min(5, len(m))])
 	}
 	ctCheckLanded(t, s, web)
 	t.Logf("completed: %d pages, %d duplicates", ctPagesRequested(web), len(web.Duplicates()))
@@ -403,9 +379,7 @@ func TestPauseWithTemporalCLI(t *testing.T) {
 	// end is the proof.
 	completed, canceled := ctSessionEnds(h)
 	t.Logf("FetchSessions: %d ended through the scheduler, %d by their cancellation", completed, canceled)
-	if completed == 0 {
-		t.Errorf("no FetchSession ended through its scheduler (%d cancelled): pause and stop waited for heartbeats", canceled)
-	}
+	assert.NotZero(t, completed, "no FetchSession ended through its scheduler (%d cancelled): pause and stop waited for heartbeats", canceled)
 }
 
 // restartWithin bounds the time from the SIGKILL to the fleet whole again
@@ -540,53 +514,37 @@ func TestScaleUp(t *testing.T) {
 	}
 	asked := time.Now()
 	res, err := update(16)
-	if err != nil {
-		t.Fatalf("scale to 16: %v", err)
-	}
+	require.NoError(t, err, "scale to 16")
 	accepted := time.Now()
-	if res.Previous != 1 || res.Fetchers != 16 {
-		t.Errorf("scale ctResult %+v, want previous 1, fetchers 16", res)
-	}
+	assert.Equal(t, workflows.ScaleResult{Previous: 1, Fetchers: 16}, res, "scale result")
 	scaled := await.For(t, time.Minute, 50*time.Millisecond, "16 sessions at the scheduler", func() error {
 		return ctSchedulerSessionsAre(s, cfg.ID, 16)
 	})
 	st, err := ctQueryStatus(t, c, cfg.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Logf("scale 1 -> 16: update completed in %s, 16 sessions at the scheduler %s after the update was sent; status: %d desired, %d active",
 		accepted.Sub(asked).Round(time.Millisecond), scaled.Sub(asked).Round(time.Millisecond), st.FetchersDesired, st.FetchersActive)
-	if st.FetchersDesired != 16 || st.FetchersActive != 16 {
-		t.Errorf("status: %d desired, %d active; want 16, 16", st.FetchersDesired, st.FetchersActive)
-	}
+	assert.Equal(t, 16, st.FetchersDesired, "status: fetchers desired")
+	assert.Equal(t, 16, st.FetchersActive, "status: fetchers active")
 
-	if _, err := update(-1); err == nil {
-		t.Error("scale to -1 was accepted")
-	} else if !strings.Contains(err.Error(), "must be between 0 and") {
-		t.Errorf("scale to -1: %v; want the validator's message", err)
-	} else {
+	if _, err := update(-1); assert.Error(t, err, "scale to -1 was accepted") &&
+		assert.ErrorContains(t, err, "must be between 0 and", "scale to -1: want the validator's message") {
 		t.Logf("scale to -1 rejected: %v", err)
 	}
-	if st, err := ctQueryStatus(t, c, cfg.ID); err != nil || st.FetchersDesired != 16 {
-		t.Errorf("after the rejected update: %d desired (%v), want 16", st.FetchersDesired, err)
+	if st, err := ctQueryStatus(t, c, cfg.ID); assert.NoError(t, err, "status after the rejected update") {
+		assert.Equal(t, 16, st.FetchersDesired, "after the rejected update: fetchers desired")
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := c.SignalWorkflow(ctx, cfg.ID, "", workflows.SignalStop, workflows.StopSignal{Reason: "test done"}); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, c.SignalWorkflow(ctx, cfg.ID, "", workflows.SignalStop, workflows.StopSignal{Reason: "test done"}))
 	final := ctResult(t, run, 2*time.Minute)
-	if final.State != campaign.StateStopped {
-		t.Fatalf("state %s (%s), want stopped", final.State, final.Reason)
+	require.Equal(t, campaign.StateStopped, final.State, "campaign state (%s)", final.Reason)
+	assert.Less(t, ctPagesRequested(web), len(web.Pages()), "every page was fetched before the stop: the web is too small for this test")
+	if _, n, err := ctStartedSessions(t, c, cfg.ID); assert.NoError(t, err, "after stop: sessions pending") {
+		assert.Zero(t, n, "after stop: sessions still pending")
 	}
-	if ctPagesRequested(web) >= len(web.Pages()) {
-		t.Errorf("every page was fetched before the stop: the web is too small for this test")
-	}
-	if _, n, err := ctStartedSessions(t, c, cfg.ID); err != nil || n != 0 {
-		t.Errorf("after stop: %d sessions still pending (%v)", n, err)
-	}
-	if n, err := ctSchedulerSessions(s, cfg.ID); err != nil || n != 0 {
-		t.Errorf("after stop: %d sessions still open at the scheduler (%v)", n, err)
+	if n, err := ctSchedulerSessions(s, cfg.ID); assert.NoError(t, err, "after stop: sessions open at the scheduler") {
+		assert.Zero(t, n, "after stop: sessions still open at the scheduler")
 	}
 }

@@ -24,6 +24,8 @@ import (
 	"github.com/drover-crawl/drover/session/sessiontest"
 	"github.com/drover-crawl/drover/starter/cli"
 	"github.com/drover-crawl/drover/workflows"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // virtualClock runs rate times faster than the wall clock from base, for
@@ -225,12 +227,9 @@ func runContinuous(t *testing.T, days int, rate float64) {
 	p := pauseContinuous(t, s, cfg.ID, web)
 	time.Sleep(time.Until(clock.start.Add(clock.Real(end.Sub(clock.base)))))
 
-	if err := c.SignalWorkflow(context.Background(), cfg.ID, "", workflows.SignalStop, workflows.StopSignal{Reason: "lived its days"}); err != nil {
-		t.Fatal(err)
-	}
-	if st := ctResult(t, run, 2*time.Minute); st.State != campaign.StateStopped {
-		t.Errorf("campaign ended %s (%s), want stopped: a continuous campaign runs until stopped", st.State, st.Reason)
-	}
+	require.NoError(t, c.SignalWorkflow(context.Background(), cfg.ID, "", workflows.SignalStop, workflows.StopSignal{Reason: "lived its days"}))
+	st := ctResult(t, run, 2*time.Minute)
+	assert.Equal(t, campaign.StateStopped, st.State, "campaign ended (%s), want stopped: a continuous campaign runs until stopped", st.Reason)
 	checkContinuousHits(t, web, end, rest, p)
 }
 
@@ -244,9 +243,7 @@ func pauseContinuous(t *testing.T, s *stack, id string, web *changingWeb) pause 
 	t.Helper()
 	c := s.temporal.Client()
 	p := pause{asked: web.clock.Now()}
-	if err := c.SignalWorkflow(context.Background(), id, "", workflows.SignalPause, workflows.PauseSignal{Reason: "a pause"}); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, c.SignalWorkflow(context.Background(), id, "", workflows.SignalPause, workflows.PauseSignal{Reason: "a pause"}))
 	await.For(t, pauseTakesEffectWithin, 20*time.Millisecond, "no fetcher session left", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -258,14 +255,10 @@ func pauseContinuous(t *testing.T, s *stack, id string, web *changingWeb) pause 
 	})
 	paused, before := web.clock.Now(), len(web.hits())
 	time.Sleep(web.clock.Real(72 * time.Minute))
-	if n := len(web.hits()) - before; n != 0 {
-		t.Errorf("%d requests while paused", n)
-	}
+	assert.Zero(t, len(web.hits())-before, "requests while paused")
 	p.resumed = web.clock.Now()
 	t.Logf("paused at %s (asked %s before), resumed %s later", paused.Sub(web.clock.base), paused.Sub(p.asked).Round(time.Second), p.resumed.Sub(paused).Round(time.Minute))
-	if err := c.SignalWorkflow(context.Background(), id, "", workflows.SignalResume, workflows.ResumeSignal{}); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, c.SignalWorkflow(context.Background(), id, "", workflows.SignalResume, workflows.ResumeSignal{}))
 	return p
 }
 
@@ -313,13 +306,12 @@ func checkContinuousHits(t *testing.T, web *changingWeb, end time.Time, rest cam
 	checkBumped(t, web, byPath["/news"])
 	for _, path := range web.paths() {
 		hs := byPath[path]
-		if len(hs) == 0 {
-			t.Errorf("%s: never fetched", path)
+		if !assert.NotEmpty(t, hs, "%s: never fetched", path) {
 			continue
 		}
 		for i, h := range hs {
-			if i > 0 && !h.conditional {
-				t.Errorf("%s: fetch %d at %s carried no validator", path, i+1, h.at.Format(time.DateTime))
+			if i > 0 {
+				assert.True(t, h.conditional, "%s: fetch %d at %s carried no validator", path, i+1, h.at.Format(time.DateTime))
 			}
 		}
 		switch {
@@ -330,9 +322,7 @@ func checkContinuousHits(t *testing.T, web *changingWeb, end time.Time, rest cam
 		default:
 			most := fetchesAtMost(rest, end.Sub(hs[0].at))
 			t.Logf("%s: %d fetches (at most %d)", path, len(hs), most)
-			if len(hs) > most {
-				t.Errorf("%s never changes: fetched %d times, the rule's intervals allow %d", path, len(hs), most)
-			}
+			assert.LessOrEqual(t, len(hs), most, "%s never changes: times fetched, against what the rule's intervals allow", path)
 		}
 	}
 	t.Logf("%d requests over %s of virtual time", len(web.hits()), end.Sub(begin))
@@ -350,13 +340,12 @@ func checkBumped(t *testing.T, web *changingWeb, hs []webHit) {
 		at = append(at, h.at.Sub(web.clock.base).Round(time.Minute).String())
 		if h.version == 1 {
 			t.Logf("/news: fetches at %v; changed at %s, fetched %s after", at, web.bumpAt.Sub(web.clock.base), h.at.Sub(web.bumpAt).Round(time.Second))
-			if late := h.at.Sub(web.bumpAt); late > time.Hour {
-				t.Errorf("/news changed at %s and its sitemap said so; fetched %s after", web.bumpAt.Format(time.DateTime), late)
-			}
+			late := h.at.Sub(web.bumpAt)
+			assert.LessOrEqual(t, late, time.Hour, "/news changed at %s and its sitemap said so; fetched %s after", web.bumpAt.Format(time.DateTime), late)
 			return
 		}
 	}
-	t.Errorf("/news: its change at %s never fetched (fetches at %v)", web.bumpAt.Format(time.DateTime), at)
+	assert.Failf(t, "/news: its change never fetched", "/news: its change at %s never fetched (fetches at %v)", web.bumpAt.Format(time.DateTime), at)
 }
 
 // checkFastVersions: at least 90% of a 15-minute page's versions, from
@@ -369,9 +358,7 @@ func checkFastVersions(t *testing.T, path string, hs []webHit, begin, end time.T
 	for _, h := range hs {
 		back = back || (!h.at.Before(ps.resumed) && h.at.Before(ps.resumed.Add(30*time.Minute)))
 	}
-	if !back {
-		t.Errorf("%s: not fetched within 30 minutes of the resume at %s", path, ps.resumed.Format(time.DateTime))
-	}
+	assert.True(t, back, "%s: not fetched within 30 minutes of the resume at %s", path, ps.resumed.Format(time.DateTime))
 	inPause := func(v int64) bool {
 		at := begin.Add(time.Duration(v) * 15 * time.Minute)
 		return !at.Before(ps.asked.Add(-15*time.Minute)) && !at.After(ps.resumed.Add(15*time.Minute))
@@ -394,9 +381,7 @@ func checkFastVersions(t *testing.T, path string, hs []webHit, begin, end time.T
 		}
 	}
 	t.Logf("%s: %d of %d versions captured (those of the pause left out), %d fetches", path, n, total, len(hs))
-	if float64(n) < 0.9*float64(total) {
-		t.Errorf("%s: %d of %d 15-minute versions captured, want at least 90%%", path, n, total)
-	}
+	assert.GreaterOrEqual(t, float64(n), 0.9*float64(total), "%s: %d of %d 15-minute versions captured, want at least 90%%", path, n, total)
 }
 
 // checkDailyChanges: each midnight's change was fetched within 2 days (or
@@ -413,9 +398,7 @@ func checkDailyChanges(t *testing.T, p string, hs []webHit, begin, end time.Time
 		for _, h := range hs {
 			seen = seen || (!h.at.Before(day) && !h.at.After(deadline))
 		}
-		if !seen {
-			t.Errorf("%s: the change of %s was not fetched within 2 days", p, day.Format(time.DateOnly))
-		}
+		assert.True(t, seen, "%s: the change of %s was not fetched within 2 days", p, day.Format(time.DateOnly))
 	}
 }
 

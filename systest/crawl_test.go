@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
 	"github.com/drover-crawl/drover/activities"
@@ -60,9 +62,7 @@ func startWorkers(t *testing.T, c client.Client, identity string, schedulers []s
 	w, err := node.StartWorkers(c, node.WorkerConfig{Identity: identity, Activities: &activities.Activities{
 		Schedulers: schedulers, Token: session.DevToken, KafkaBrokers: brokers, Identity: identity,
 	}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(w.Stop)
 	return w
 }
@@ -74,9 +74,7 @@ func readTopic(t *testing.T, brokers, topic string, want int) []kafka.Message {
 	ctx, cancel := context.WithTimeout(context.Background(), readTopicFor)
 	defer cancel()
 	out, err := devstack.ReadTopic(ctx, brokers, topic)
-	if err != nil {
-		t.Fatalf("%v (%d of %d records read)", err, len(out), want)
-	}
+	require.NoError(t, err, "%d of %d records read", len(out), want)
 	return out
 }
 
@@ -98,27 +96,21 @@ func TestAcceptanceCrawl(t *testing.T) {
 	took := time.Since(start)
 	pages := web.Pages()
 	t.Logf("campaign %s: %s, %d pages in %s (%.0f pages/s)", cfg.ID, st.State, len(pages), took, float64(len(pages))/took.Seconds())
-	if st.State != campaign.StateCompleted {
-		t.Fatalf("state %s (%s), want completed", st.State, st.Reason)
-	}
+	require.Equal(t, campaign.StateCompleted, st.State, "campaign state (%s)", st.Reason)
 	checkFetchedOnce(t, web)
 	recs := readTopic(t, s.kafka.Addr(), s.topic, len(pages))
 	got := map[string]int{}
 	for _, m := range recs {
 		u := string(m.Key)
 		got[u]++
-		if body, ok := web.Body(u); ok && !bytes.Equal(body, m.Value) {
-			t.Errorf("record of %s: %d bytes differ from the %d the server sent", u, len(m.Value), len(body))
+		if body, ok := web.Body(u); ok {
+			assert.True(t, bytes.Equal(body, m.Value), "record of %s: %d bytes differ from the %d the server sent", u, len(m.Value), len(body))
 		}
 	}
 	for _, u := range pages {
-		if got[u] != 1 {
-			t.Errorf("page %s: %d records in Kafka, want 1", u, got[u])
-		}
+		assert.Equal(t, 1, got[u], "page %s: records in Kafka", u)
 	}
-	if len(recs) != len(pages) {
-		t.Errorf("%d records in Kafka, want %d", len(recs), len(pages))
-	}
+	assert.Equal(t, len(pages), len(recs), "records in Kafka")
 }
 
 // checkFetchedOnce fails the test for every page of web not requested,
@@ -126,12 +118,9 @@ func TestAcceptanceCrawl(t *testing.T) {
 func checkFetchedOnce(t *testing.T, web *testweb.Web) {
 	t.Helper()
 	if m := web.Missing(); len(m) > 0 {
-		t.Errorf("%d pages never requested, e.g. %v", len(m), m[:min(5, len(m))])
+		assert.Failf(t, "pages never requested", "%d pages never requested, e.g. %v", len(m), m[:min(5, len(m))])
 	}
-	if d := web.Duplicates(); len(d) > 0 {
-		t.Errorf("%d URLs requested more than once: %v", len(d), d)
-	}
-	if d := web.DisallowedHits(); len(d) > 0 {
-		t.Errorf("disallowed URLs requested: %v", d)
-	}
+	d := web.Duplicates()
+	assert.Empty(t, d, "%d URLs requested more than once", len(d))
+	assert.Empty(t, web.DisallowedHits(), "disallowed URLs requested")
 }

@@ -23,6 +23,8 @@ import (
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"
 	"github.com/drover-crawl/drover/workflows"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // On the whole stack: a campaign whose sink is a Kafka topic that
@@ -46,9 +48,7 @@ func TestMissingKafkaTopicFailsCampaign(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "campaign.yaml")
 	yaml := fmt.Sprintf("fail_after: 20s\nfetchers: 2\nallow_private: true\nnotify_url: %s\nsinks: [%q]\nseeds: [%q]\n",
 		hook.URL, "kafka://"+s.kafka.Addr()+"/"+topic, web.Seeds()[0])
-	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(file, []byte(yaml), 0o644))
 	app := func(out, errw io.Writer) *cli.App {
 		return &cli.App{
 			Env: cli.Env{Env: envconf.Env{TemporalAddress: s.temporal.Address(), TemporalNamespace: s.temporal.Namespace(), Schedulers: []string{s.sched.Addr()}, Token: session.DevToken}},
@@ -77,9 +77,7 @@ func TestMissingKafkaTopicFailsCampaign(t *testing.T) {
 		return err
 	})
 	t.Logf("the status query named the failure %s after the start: %s", shown.Sub(began).Round(time.Millisecond), st.Failure.Text())
-	if st.Failure.Reason != "SinkUnavailable" {
-		t.Errorf("reason %q, want SinkUnavailable", st.Failure.Reason)
-	}
+	assert.Equal(t, "SinkUnavailable", st.Failure.Reason, "the failure's reason")
 
 	await.For(t, 30*time.Second, 200*time.Millisecond, "--wait's progress names the topic", func() error {
 		if last := devstack.LastLines(waitErr.String(), 1); !strings.Contains(last, topic) {
@@ -88,36 +86,30 @@ func TestMissingKafkaTopicFailsCampaign(t *testing.T) {
 		return nil
 	})
 	var out, errb strings.Builder
-	if code := app(&out, &errb).Run(ctx, []string{"status", id}); code != 0 {
-		t.Fatalf("status exited %d: %s", code, errb.String())
-	}
+	code := app(&out, &errb).Run(ctx, []string{"status", id})
+	require.Zero(t, code, "status's exit code: %s", errb.String())
 	t.Logf("starter status %s, %s after the start:\n%s", id, time.Since(began).Round(time.Second), out.String())
-	if !strings.Contains(out.String(), "FAILING") || !strings.Contains(out.String(), topic) {
-		t.Errorf("starter status does not show the failure:\n%s", out.String())
-	}
+	assert.Contains(t, out.String(), "FAILING", "starter status does not show the failure")
+	assert.Contains(t, out.String(), topic, "starter status does not show the failure")
 
 	select {
 	case m := <-notes:
 		t.Logf("notification %s after the start: %s", time.Since(began).Round(time.Millisecond), m["text"])
-		if m["event"] != "fetchers_failing" || !strings.Contains(m["text"], topic) {
-			t.Errorf("first notification %v, want fetchers_failing naming the topic", m)
-		}
+		assert.Equal(t, "fetchers_failing", m["event"], "first notification %v, want fetchers_failing naming the topic", m)
+		assert.Contains(t, m["text"], topic, "first notification %v, want fetchers_failing naming the topic", m)
 	case <-time.After(30*time.Second - time.Since(began)):
-		t.Error("no notification within 30 s")
+		assert.Fail(t, "no notification within 30 s")
 	}
 
 	select {
 	case code := <-waited:
 		t.Logf("start --wait exited %d after %s; stderr ends:\n%s", code, time.Since(began).Round(time.Second), devstack.LastLines(waitErr.String(), 3))
-		if code != cli.ExitFailure {
-			t.Errorf("start --wait exited %d, want %d", code, cli.ExitFailure)
-		}
+		assert.Equal(t, cli.ExitFailure, code, "start --wait's exit code")
 		last := devstack.LastLines(waitErr.String(), 1)
-		if !strings.Contains(last, "campaign "+id+" failed") || !strings.Contains(last, topic) {
-			t.Errorf("start --wait's last line does not name the failure: %q", last)
-		}
+		assert.Contains(t, last, "campaign "+id+" failed", "start --wait's last line does not name the failure")
+		assert.Contains(t, last, topic, "start --wait's last line does not name the failure")
 	case <-time.After(2 * time.Minute):
-		t.Fatal("start --wait still waiting 2 minutes after a 20 s fail_after")
+		require.FailNow(t, "start --wait still waiting 2 minutes after a 20 s fail_after")
 	}
 	ctCheckHistory(t, c, id, "", "failed_campaign_history.json")
 }

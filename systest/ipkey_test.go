@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/drover-crawl/drover/activities"
 	"github.com/drover-crawl/drover/campaign"
@@ -49,15 +51,9 @@ func TestIPKeyOneRequestAtATimeOverTwoSchedulers(t *testing.T) {
 	got := seen()
 	checkEveryPage(t, web, 1)
 	most, least, _ := serverSaw(web)
-	if most != 1 {
-		t.Errorf("the server had %d requests at once; the hosts of one IP share one clock over both schedulers", most)
-	}
-	if least < delay {
-		t.Errorf("two requests to the IP %s apart at the server; its delay is %s", least.Round(time.Millisecond), delay)
-	}
-	if got[0].asks == 0 {
-		t.Error("scheduler 0 asked scheduler 1, the IP's owner, for no start")
-	}
+	assert.Equal(t, 1, most, "requests at once at the server; the hosts of one IP share one clock over both schedulers")
+	assert.GreaterOrEqual(t, least, delay, "two requests to the IP %s apart at the server; its delay is %s", least.Round(time.Millisecond), delay)
+	assert.NotZero(t, got[0].asks, "scheduler 0 asked scheduler 1, the IP's owner, for no start")
 	t.Logf("%d requests to %d host names of 127.0.0.1; at most %d at once; smallest gap %s; hosts held and starts asked of the owner (scheduler 1) by scheduler: %+v",
 		len(web.starts), web.hosts, most, least.Round(time.Millisecond), got)
 }
@@ -80,7 +76,7 @@ func TestIPKeySharedByTwoCampaignsOnTwoSchedulers(t *testing.T) {
 	seenA := ss.watch(a.ID)
 	for deadline := time.Now().Add(time.Minute); ss.now(0, a.ID).hosts == 0; time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatal("scheduler 0 holds no host of campaign a after a minute")
+			require.FailNow(t, "scheduler 0 holds no host of campaign a after a minute")
 		}
 	}
 	// Then, the first worker busy with a's sessions, a worker whose
@@ -96,22 +92,13 @@ func TestIPKeySharedByTwoCampaignsOnTwoSchedulers(t *testing.T) {
 	gotA, gotB := seenA(), seenB()
 	checkEveryPage(t, web, 2)
 	most, least, by := serverSaw(web)
-	if most != 1 {
-		t.Errorf("the server had %d requests at once; two campaigns on two schedulers share the IP's clock", most)
-	}
-	if least < delay {
-		t.Errorf("two requests to the IP %s apart at the server; its delay is %s", least.Round(time.Millisecond), delay)
-	}
-	if gotA[0].hosts == 0 || gotB[1].hosts == 0 {
-		t.Errorf("the test needs a's hosts on scheduler 0 and b's on scheduler 1: a %+v, b %+v", gotA, gotB)
-	}
-	if gotA[0].asks == 0 {
-		t.Error("scheduler 0 asked scheduler 1, the IP's owner, for no start")
-	}
+	assert.Equal(t, 1, most, "requests at once at the server; two campaigns on two schedulers share the IP's clock")
+	assert.GreaterOrEqual(t, least, delay, "two requests to the IP %s apart at the server; its delay is %s", least.Round(time.Millisecond), delay)
+	assert.NotZero(t, gotA[0].hosts, "the test needs a's hosts on scheduler 0 and b's on scheduler 1: a %+v, b %+v", gotA, gotB)
+	assert.NotZero(t, gotB[1].hosts, "the test needs a's hosts on scheduler 0 and b's on scheduler 1: a %+v, b %+v", gotA, gotB)
+	assert.NotZero(t, gotA[0].asks, "scheduler 0 asked scheduler 1, the IP's owner, for no start")
 	for _, ua := range []string{a.UserAgent, b.UserAgent} {
-		if by[ua] < 40 {
-			t.Errorf("campaign %s made %d requests, want 40 (32 pages, 8 robots.txt)", ua, by[ua])
-		}
+		assert.GreaterOrEqual(t, by[ua], 40, "campaign %s: requests, want 40 (32 pages, 8 robots.txt)", ua)
 	}
 	t.Logf("%d requests to %d host names of 127.0.0.1 by two campaigns; at most %d at once; smallest gap %s; requests by campaign %v; hosts held and starts asked of the owner (scheduler 1) by scheduler: a %+v, b %+v",
 		len(web.starts), web.hosts, most, least.Round(time.Millisecond), by, gotA, gotB)
@@ -134,9 +121,7 @@ func checkEveryPage(t *testing.T, web *domainWeb, n int) {
 			if p > 0 {
 				path = fmt.Sprintf("/p/%d", p)
 			}
-			if got := web.seen[fmt.Sprintf("h%d.drover.test%s", h, path)]; got < n {
-				t.Errorf("h%d.drover.test%s requested %d times, want %d", h, path, got, n)
-			}
+			assert.GreaterOrEqual(t, web.seen[fmt.Sprintf("h%d.drover.test%s", h, path)], n, "h%d.drover.test%s: times requested", h, path)
 		}
 	}
 }
@@ -188,9 +173,7 @@ func startIPWorker(t *testing.T, sv *services, schedulers []string, identity str
 	w, err := node.StartWorkers(sv.temporal.Client(), node.WorkerConfig{Identity: identity, MaxSessions: sessions, Activities: &activities.Activities{
 		Schedulers: schedulers, Token: session.DevToken, KafkaBrokers: sv.kafka.Addr(), Identity: identity, Lookup: (&domainWeb{}).lookup,
 	}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(w.Stop)
 }
 
@@ -249,9 +232,7 @@ func freeAddrs(t *testing.T, n int) []string {
 	var out []string
 	for range n {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		out = append(out, ln.Addr().String())
 		ln.Close()
 	}
@@ -314,7 +295,7 @@ func TestIPKeyOwnerGone(t *testing.T) {
 			t.Skipf("the Temporal dev server dispatched no task of campaign %s in a minute: nothing of the crawl ran, so nothing of the owner's loss can be tested", cfg.ID)
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("scheduler 0 asked the owner for fewer than 20 starts in 3 minutes: %+v, %+v (last gather error: %v)", ss.now(0, cfg.ID), ss.now(1, cfg.ID), gatherErrs.Load())
+			require.FailNowf(t, "too few starts asked of the owner", "scheduler 0 asked the owner for fewer than 20 starts in 3 minutes: %+v, %+v (last gather error: %v)", ss.now(0, cfg.ID), ss.now(1, cfg.ID), gatherErrs.Load())
 		}
 	}
 	t.Logf("20 starts asked of the owner %s after the start", time.Since(began).Round(time.Millisecond))
@@ -348,15 +329,9 @@ func TestIPKeyOwnerGone(t *testing.T) {
 			shortBefore++
 		}
 	}
-	if after < 20 {
-		t.Errorf("only %d requests after the owner went: it did not go mid-crawl", after)
-	}
-	if shortBefore+shortAfter > 0 {
-		t.Errorf("gaps under the delay: %d while the owner was up, %d after it went", shortBefore, shortAfter)
-	}
-	if most != 1 {
-		t.Errorf("the server had %d requests at once", most)
-	}
+	assert.GreaterOrEqual(t, after, 20, "requests after the owner went: it did not go mid-crawl")
+	assert.Zero(t, shortBefore+shortAfter, "gaps under the delay: %d while the owner was up, %d after it went", shortBefore, shortAfter)
+	assert.Equal(t, 1, most, "requests at once at the server")
 	t.Logf("owner gone after %d requests; %d requests after; gaps under %s: %d before, %d after; at most %d at once, smallest gap %s; hosts held and starts asked by scheduler %+v; reason %q",
 		before, after, delay, shortBefore, shortAfter, most, least.Round(time.Millisecond), got, st.Reason)
 }

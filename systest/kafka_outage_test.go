@@ -16,6 +16,8 @@ import (
 	"github.com/drover-crawl/drover/node/nodetest"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // kafkaDownFor is the outage's length, paced on purpose: within the
@@ -33,9 +35,7 @@ func TestKafkaOutage(t *testing.T) {
 	tmp := startTemporal(t, devstack.TemporalOptions{UIPort: -1})
 	topic := fmt.Sprintf("pages-%d", rand.IntN(1e9))
 	k, err := chaos.StartGatedKafka(topic)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(k.Close)
 	brokers := k.Addr
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
@@ -63,11 +63,9 @@ func TestKafkaOutage(t *testing.T) {
 	t.Logf("Kafka down for %s: the web saw %d requests meanwhile (of %d pages)", time.Since(downAt).Round(time.Second), during, len(pages))
 
 	st := ctResult(t, run, 4*time.Minute)
-	if st.State != campaign.StateCompleted {
-		t.Fatalf("state %s (%s)", st.State, st.Reason)
-	}
+	require.Equal(t, campaign.StateCompleted, st.State, "campaign state (%s)", st.Reason)
 	if m := web.Missing(); len(m) > 0 {
-		t.Errorf("%d pages never requested: %v", len(m), m[:min(5, len(m))])
+		assert.Failf(t, "pages never requested", "%d pages never requested: %v", len(m), m[:min(5, len(m))])
 	}
 	got := map[string]int{}
 	for _, m := range readTopic(t, brokers, topic, len(pages)) {
@@ -79,10 +77,6 @@ func TestKafkaOutage(t *testing.T) {
 			missing++
 		}
 	}
-	if missing > 0 {
-		t.Errorf("%d of %d pages missing in the topic after the outage", missing, len(pages))
-	}
-	if during > 2*cfg.Fetchers*cfg.WithDefaults().FetcherConcurrency {
-		t.Errorf("the crawl did not hold back: %d requests while Kafka was down", during)
-	}
+	assert.Zero(t, missing, "pages (of %d) missing in the topic after the outage", len(pages))
+	assert.LessOrEqual(t, during, 2*cfg.Fetchers*cfg.WithDefaults().FetcherConcurrency, "the crawl did not hold back: requests while Kafka was down")
 }

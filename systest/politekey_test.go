@@ -29,6 +29,8 @@ import (
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"
 	"github.com/drover-crawl/drover/workflows"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // domainWeb serves the host names hN.drover.test (N < hosts) on one
@@ -103,17 +105,13 @@ func TestDomainKeyOneRequestAtATime(t *testing.T) {
 	web := crawlDomain(t, delay, 30*time.Millisecond)
 	web.mu.Lock()
 	defer web.mu.Unlock()
-	if web.most != 1 {
-		t.Errorf("the server had %d requests at once; the domain's hosts share one clock", web.most)
-	}
+	assert.Equal(t, 1, web.most, "requests at once at the server; the domain's hosts share one clock")
 	starts := slices.SortedFunc(slices.Values(web.starts), time.Time.Compare)
 	least := time.Hour
 	for i := 1; i < len(starts); i++ {
 		least = min(least, starts[i].Sub(starts[i-1]))
 	}
-	if least < delay {
-		t.Errorf("two requests to the domain %s apart at the server; its delay is %s", least.Round(time.Millisecond), delay)
-	}
+	assert.GreaterOrEqual(t, least, delay, "two requests to the domain %s apart at the server; its delay is %s", least.Round(time.Millisecond), delay)
 	t.Logf("%d requests to %d hosts of drover.test; at most %d at once; smallest gap %s", len(starts), web.hosts, web.most, least.Round(time.Millisecond))
 }
 
@@ -123,9 +121,7 @@ func TestDomainKeyConcurrencyWithoutDelay(t *testing.T) {
 	web := crawlDomain(t, 0, 100*time.Millisecond)
 	web.mu.Lock()
 	defer web.mu.Unlock()
-	if web.most != 1 {
-		t.Errorf("the server had %d requests at once; a per-host concurrency of 1 holds for the domain's hosts together", web.most)
-	}
+	assert.Equal(t, 1, web.most, "requests at once at the server; a per-host concurrency of 1 holds for the domain's hosts together")
 	t.Logf("%d requests to %d hosts of drover.test; at most %d at once", len(web.starts), web.hosts, web.most)
 }
 
@@ -147,9 +143,7 @@ func crawlDomain(t *testing.T, delay, latency time.Duration) *domainWeb {
 	w, err := node.StartWorkers(sv.temporal.Client(), node.WorkerConfig{Identity: "domain-worker", Activities: &activities.Activities{
 		Schedulers: addrs, Token: session.DevToken, KafkaBrokers: sv.kafka.Addr(), Identity: "domain-worker", Lookup: web.lookup,
 	}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(w.Stop)
 	cfg := campaign.Config{ID: fmt.Sprintf("domainkey-%d", rand.IntN(1e9)), Seeds: web.seeds(), Fetchers: 4, AllowPrivate: true,
 		PerHostDelay: new(delay), PolitenessKey: campaign.KeyDomain, Sinks: []string{"kafka://" + sv.kafka.Addr() + "/" + sv.topic}}
@@ -162,9 +156,7 @@ func crawlDomain(t *testing.T, delay, latency time.Duration) *domainWeb {
 			if p > 0 {
 				path = fmt.Sprintf("/p/%d", p)
 			}
-			if web.seen[fmt.Sprintf("h%d.drover.test%s", h, path)] == 0 {
-				t.Errorf("h%d.drover.test%s never requested", h, path)
-			}
+			assert.NotZero(t, web.seen[fmt.Sprintf("h%d.drover.test%s", h, path)], "h%d.drover.test%s never requested", h, path)
 		}
 	}
 	return web

@@ -21,6 +21,8 @@ import (
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"
 	"github.com/drover-crawl/drover/workflows"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestLiveHostRuleMidCrawl(t *testing.T) {
@@ -53,13 +55,10 @@ func checkHostGaps(t *testing.T, web *testweb.Web, target string, returned time.
 		}
 	}
 	sort.Slice(after, func(i, j int) bool { return after[i].Before(after[j]) })
-	if len(after) < 5 {
-		t.Fatalf("%d requests to %s after the rule: the crawl of it was over, nothing tested", len(after), target)
-	}
+	require.GreaterOrEqual(t, len(after), 5, "requests to %s after the rule: the crawl of it was over, nothing tested", target)
 	for i := 2; i < len(after); i++ {
-		if gap := after[i].Sub(after[i-1]); gap < delay {
-			t.Errorf("requests %d and %d to %s %s apart at the server, after a rule of %s", i-1, i, target, gap.Round(time.Millisecond), delay)
-		}
+		gap := after[i].Sub(after[i-1])
+		assert.GreaterOrEqual(t, gap, delay, "requests %d and %d to %s %s apart at the server, after a rule of %s", i-1, i, target, gap.Round(time.Millisecond), delay)
 	}
 	return len(after)
 }
@@ -83,9 +82,8 @@ func TestAdaptiveDelayFollowsASlowServer(t *testing.T) {
 	runCampaign(t, s.temporal.Client(), cfg, 4*time.Minute)()
 	gaps := srv.gaps()
 	t.Logf("gaps between request starts: %v", gaps)
-	if i := reachedAt(gaps, fastFor, 2*slowAnswer); i < 0 || i-fastFor >= 5 {
-		t.Errorf("the gaps did not reach %s within 5 requests of the slowdown: %v", 2*slowAnswer, gaps)
-	}
+	i := reachedAt(gaps, fastFor, 2*slowAnswer)
+	assert.True(t, i >= 0 && i-fastFor < 5, "the gaps did not reach %s within 5 requests of the slowdown: %v", 2*slowAnswer, gaps)
 }
 
 // The adaptive delay after a SIGKILL of the scheduler, once the gaps

@@ -21,6 +21,7 @@ import (
 	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/workflows"
+	"github.com/stretchr/testify/require"
 )
 
 // The scheduler and worker binaries, built once per test binary into binDir
@@ -58,9 +59,7 @@ func binaries(t *testing.T) string {
 		}
 		binErr = devstack.Build(context.Background(), root, binDir, "scheduler", "worker", "starter")
 	})
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
+	require.NoError(t, binErr)
 	return binDir
 }
 
@@ -71,9 +70,7 @@ const testToken = "drover-scale-test-token"
 func freeAddr(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer ln.Close()
 	return ln.Addr().String()
 }
@@ -84,9 +81,7 @@ func freeAddr(t *testing.T) string {
 func startProc(t *testing.T, name, bin string, args, env []string) *devstack.Proc {
 	t.Helper()
 	p, err := devstack.StartProc(devstack.ProcSpec{Name: name, Path: bin, Args: args, Env: env}, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() {
 		p.Kill()
 		if t.Failed() {
@@ -101,7 +96,7 @@ func startProc(t *testing.T, name, bin string, args, env []string) *devstack.Pro
 func checkRunning(t *testing.T, p *devstack.Proc) {
 	t.Helper()
 	if !p.Alive() {
-		t.Fatalf("%s exited (%v):\n%s", p.Name(), p.Err(), p.Tail(20))
+		require.FailNowf(t, "process exited", "%s exited (%v):\n%s", p.Name(), p.Err(), p.Tail(20))
 	}
 }
 
@@ -159,9 +154,7 @@ func startServicesWith(t *testing.T, topts devstack.TemporalOptions) *services {
 	tmp := startTemporal(t, topts)
 	topic := fmt.Sprintf("pages-%d", rand.IntN(1e9))
 	k, err := devstack.StartKafka("127.0.0.1:0", topic)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(k.Close)
 	return &services{temporal: tmp, kafka: k, topic: topic}
 }
@@ -184,9 +177,7 @@ func startTemporal(t *testing.T, opts devstack.TemporalOptions) *devstack.Tempor
 	t.Helper()
 	testenv.NeedsTemporal(t)
 	tmp, err := devstack.StartTemporal(context.Background(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { tmp.Stop() })
 	return tmp
 }
@@ -199,9 +190,7 @@ func runCampaign(t *testing.T, c client.Client, cfg campaign.Config, wait time.D
 	return func() workflows.Status {
 		t.Helper()
 		st := ctResult(t, run, wait)
-		if st.State != campaign.StateCompleted {
-			t.Fatalf("campaign %s: state %s (%s), want completed", cfg.ID, st.State, st.Reason)
-		}
+		require.Equal(t, campaign.StateCompleted, st.State, "campaign %s: state (%s)", cfg.ID, st.Reason)
 		return st
 	}
 }

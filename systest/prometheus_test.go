@@ -44,6 +44,8 @@ import (
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"
 	"github.com/drover-crawl/drover/workflows"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // prometheusBins finds Debian's prometheus and promtool. Without them the
@@ -56,7 +58,7 @@ func prometheusBins(t *testing.T) (prom, promtool string) {
 	if err1 != nil || err2 != nil {
 		msg := "no prometheus or promtool on PATH (apt-get install prometheus; .ci/run installs it)"
 		if os.Getenv("CI") != "" {
-			t.Fatal(msg)
+			require.FailNow(t, msg)
 		}
 		t.Skip(msg)
 	}
@@ -79,9 +81,7 @@ func startPrometheus(t *testing.T, bin string, jobs map[string]string) *promServ
 		fmt.Fprintf(&cfg, "  - job_name: %s\n    static_configs:\n      - targets: [%q]\n", job, jobs[job])
 	}
 	cfgPath := filepath.Join(dir, "prometheus.yml")
-	if err := os.WriteFile(cfgPath, []byte(cfg.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(cfgPath, []byte(cfg.String()), 0o644))
 	addr := freeAddr(t)
 	proc := startProc(t, "prometheus", bin, []string{"--config.file=" + cfgPath, "--storage.tsdb.path=" + filepath.Join(dir, "data"),
 		"--web.listen-address=" + addr, "--log.level=warn"}, nil)
@@ -112,9 +112,7 @@ type promSample struct {
 func (s promSample) value(t *testing.T) float64 {
 	str, _ := s.Value[1].(string)
 	v, err := strconv.ParseFloat(str, 64)
-	if err != nil {
-		t.Fatalf("sample %v: %v", s, err)
-	}
+	require.NoError(t, err, "sample %v", s)
 	return v
 }
 
@@ -155,29 +153,22 @@ func (p *promServer) query(q string) ([]promSample, error) {
 func (p *promServer) scalar(t *testing.T, q string) (v float64, ok bool) {
 	t.Helper()
 	res, err := p.query(q)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if len(res) == 0 {
 		return 0, false
 	}
-	if len(res) > 1 {
-		t.Fatalf("query %q: %d samples, want one: %v", q, len(res), res)
-	}
+	require.LessOrEqual(t, len(res), 1, "query %q: samples, want one: %v", q, res)
 	return res[0].value(t), true
 }
 
 func scrape(t *testing.T, u string) []byte {
 	t.Helper()
 	resp, err := http.Get(u)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %s %v", u, resp.Status, err)
-	}
+	require.NoError(t, err, "GET %s: %s", u, resp.Status)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "GET %s: %s", u, resp.Status)
 	return b
 }
 
@@ -188,9 +179,8 @@ func promtoolCheck(t *testing.T, promtool, name string, body []byte) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, promtool, "check", "metrics")
 	cmd.Stdin = bytes.NewReader(body)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Errorf("promtool check metrics on the %s's endpoint: %v\n%s", name, err, out)
-	}
+	out, err := cmd.CombinedOutput()
+	assert.NoError(t, err, "promtool check metrics on the %s's endpoint:\n%s", name, out)
 }
 
 // metricNames are the metric names of an exposition (histograms' _bucket,
@@ -227,30 +217,20 @@ func TestPrometheusScrapesACrawl(t *testing.T) {
 	sreg, wreg := metrics.NewRegistry(), metrics.NewRegistry()
 	sched := nodetest.StartScheduler(t, node.SchedulerConfig{SeenPath: filepath.Join(t.TempDir(), "seen"), Log: log, Metrics: sreg})
 	wm, err := activities.NewWorkerMetrics(wreg, log)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	wc, err := client.Dial(client.Options{HostPort: tmp.Address(), Namespace: tmp.Namespace(), MetricsHandler: wm.Temporal})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { wc.Close(); wm.Close() })
 	acts := &activities.Activities{Schedulers: []string{sched.Addr()}, Token: session.DevToken, KafkaBrokers: k.Addr(), Identity: "prom-worker"}
 	wm.Instrument(acts)
 	w, err := node.StartWorkers(wc, node.WorkerConfig{Activities: acts})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(w.Stop)
 	sm, err := metrics.Serve("127.0.0.1:0", sreg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { sm.Close() })
 	wms, err := metrics.Serve("127.0.0.1:0", wreg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { wms.Close() })
 	// The job names of deploy/compose/prometheus.yml.
 	prom := startPrometheus(t, promBin, map[string]string{"drover-worker": wms.Addr(), "drover-scheduler": sm.Addr()})
@@ -266,9 +246,7 @@ func TestPrometheusScrapesACrawl(t *testing.T) {
 	}
 	run, err := tmp.Client().ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: cfg.ID, TaskQueue: workflows.TaskQueue},
 		workflows.WorkflowName, workflows.CampaignInput{Config: cfg})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	done := make(chan struct{})
 	var st workflows.Status
 	var runErr error
@@ -296,17 +274,15 @@ func TestPrometheusScrapesACrawl(t *testing.T) {
 		if !running() {
 			return fmt.Errorf("%w: the crawl ended (%d requests)", await.ErrFinal, web.Total())
 		}
-		if rate, err = prom.query(rateQ); err != nil {
-			t.Fatal(err)
-		}
+		rate, err = prom.query(rateQ)
+		require.NoError(t, err)
 		if len(rate) == 0 {
 			return errors.New("no positive rate yet")
 		}
 		return nil
 	})
-	if err != nil || !running() {
-		t.Fatalf("the crawl ended (%d requests) before Prometheus saw a positive rate of pages (%v)", web.Total(), err)
-	}
+	require.NoError(t, err, "the crawl ended (%d requests) before Prometheus saw a positive rate of pages", web.Total())
+	require.True(t, running(), "the crawl ended (%d requests) before Prometheus saw a positive rate of pages", web.Total())
 	var shown []string
 	for _, s := range rate {
 		shown = append(shown, fmt.Sprintf("%v = %.1f pages/s", s.Metric, s.value(t)))
@@ -350,36 +326,26 @@ func TestPrometheusScrapesACrawl(t *testing.T) {
 		}
 		return nil
 	})
-	if len(pending) > 0 {
-		t.Errorf("the crawl ended before these held in Prometheus: %v", pending)
-	}
+	assert.Empty(t, pending, "the crawl ended before these held in Prometheus")
 	// Both endpoints mid-crawl: promtool accepts them; kept for the record.
 	sbody, wbody = scrape(t, sm.URL()), scrape(t, wms.URL())
-	if !running() {
-		t.Errorf("the crawl ended before the endpoints were read mid-crawl")
-	}
+	assert.True(t, running(), "the crawl ended before the endpoints were read mid-crawl")
 	promtoolCheck(t, promtool, "scheduler", sbody)
 	promtoolCheck(t, promtool, "worker", wbody)
 	saveArtifacts(t, map[string][]byte{"scheduler.txt": sbody, "worker.txt": wbody})
 
 	<-done
-	if runErr != nil {
-		t.Fatalf("campaign: %v", runErr)
-	}
-	if st.State != campaign.StateCompleted {
-		t.Fatalf("state %s (%s), want completed", st.State, st.Reason)
-	}
+	require.NoError(t, runErr, "campaign")
+	require.Equal(t, campaign.StateCompleted, st.State, "campaign state (%s)", st.Reason)
 	if m := web.Missing(); len(m) > 0 {
-		t.Fatalf("%d pages never requested", len(m))
+		require.FailNowf(t, "pages never requested", "%d pages never requested", len(m))
 	}
 
 	// After the crawl: Prometheus's totals equal the server's counts.
 	var pageReqs, robotsReqs, bodyBytes, notFound int
 	for _, r := range web.Requests() {
 		u, err := url.Parse(r.URL)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		if u.Path == "/robots.txt" {
 			robotsReqs++
 			continue
@@ -389,14 +355,10 @@ func TestPrometheusScrapesACrawl(t *testing.T) {
 			notFound++
 		}
 		b, ok := web.Body(r.URL)
-		if !ok {
-			t.Fatalf("the test web cannot say what it sent for %s", r.URL)
-		}
+		require.True(t, ok, "the test web cannot say what it sent for %s", r.URL)
 		bodyBytes += len(b)
 	}
-	if notFound == 0 {
-		t.Fatal("the test web answered no 4xx: the errors by class are not tested")
-	}
+	require.NotZero(t, notFound, "the test web answered no 4xx: the errors by class are not tested")
 	totals := []struct {
 		q    string
 		want int
@@ -419,14 +381,13 @@ func TestPrometheusScrapesACrawl(t *testing.T) {
 			}
 			return nil
 		})
-		if !ok || got != float64(tc.want) {
-			t.Errorf("%s = %v (present %v); the test web counted %d", tc.q, got, ok, tc.want)
-		} else {
+		if assert.True(t, ok, "%s: not present; the test web counted %d", tc.q, tc.want) &&
+			assert.Equal(t, float64(tc.want), got, "%s, against what the test web counted", tc.q) {
 			t.Logf("%s = %v, as the test web counted", tc.q, got)
 		}
 	}
-	if v, ok := prom.scalar(t, `sum(drover_sink_store_errors_total{campaign=`+id+`})`); ok && v != 0 {
-		t.Errorf("sink store errors: %v, want none", v)
+	if v, ok := prom.scalar(t, `sum(drover_sink_store_errors_total{campaign=`+id+`})`); ok {
+		assert.Zero(t, v, "sink store errors, want none")
 	}
 
 	// The dashboard, against this Prometheus and these endpoints.
@@ -445,13 +406,9 @@ func TestPrometheusScrapesACrawl(t *testing.T) {
 func outDir(t *testing.T, name string) string {
 	t.Helper()
 	root, err := devstack.RepoRoot(".")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	dir := filepath.Join(root, "out", name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.MkdirAll(dir, 0o755))
 	return dir
 }
 
@@ -460,9 +417,7 @@ func saveArtifacts(t *testing.T, files map[string][]byte) {
 	t.Helper()
 	dir := outDir(t, "metrics")
 	for name, b := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), b, 0o644))
 	}
 	t.Logf("the endpoints' text mid-crawl: %s", dir)
 }
@@ -493,57 +448,39 @@ var dashboardPanels = []string{"Pages/s by campaign", "Errors by class", "Queue 
 // served by the endpoints (names).
 func checkDashboard(t *testing.T, prom *promServer, names map[string]bool) {
 	root, err := devstack.RepoRoot(".")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	raw, err := os.ReadFile(filepath.Join(root, "deploy", "grafana", "drover.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var d grafanaDashboard
-	if err := json.Unmarshal(raw, &d); err != nil {
-		t.Fatalf("deploy/grafana/drover.json: %v", err)
-	}
+	require.NoError(t, json.Unmarshal(raw, &d), "deploy/grafana/drover.json")
 	var titles []string
 	for _, p := range d.Panels {
 		titles = append(titles, p.Title)
 	}
 	for _, want := range dashboardPanels {
-		if !slices.Contains(titles, want) {
-			t.Errorf("the dashboard has no panel %q; it has %q", want, titles)
-		}
+		assert.Contains(t, titles, want, "the dashboard has no panel %q; it has %q", want, titles)
 	}
 	fill := strings.NewReplacer("$__rate_interval", "15s", "$__interval", "15s", "$campaign", ".*")
 	used := map[string]bool{}
 	for _, p := range d.Panels {
-		if len(p.Targets) == 0 {
-			t.Errorf("panel %q has no query", p.Title)
-		}
+		assert.NotEmpty(t, p.Targets, "panel %q has no query", p.Title)
 		for _, tg := range p.Targets {
-			if _, err := prom.query(fill.Replace(tg.Expr)); err != nil {
-				t.Errorf("panel %q: %v", p.Title, err)
-			}
+			_, err := prom.query(fill.Replace(tg.Expr))
+			assert.NoError(t, err, "panel %q", p.Title)
 			ns := promqlMetricNames(tg.Expr)
-			if len(ns) == 0 {
-				t.Errorf("panel %q: no metric name found in %q", p.Title, tg.Expr)
-			}
+			assert.NotEmpty(t, ns, "panel %q: no metric name found in %q", p.Title, tg.Expr)
 			for _, n := range ns {
 				used[n] = true
-				if !names[n] {
-					t.Errorf("panel %q uses %s, which neither endpoint serves", p.Title, n)
-				}
+				assert.True(t, names[n], "panel %q uses %s, which neither endpoint serves", p.Title, n)
 			}
 		}
 	}
 	for _, v := range d.Templating.List {
 		m := regexp.MustCompile(`^label_values\(([a-zA-Z_:][a-zA-Z0-9_:]*),\s*(\w+)\)$`).FindStringSubmatch(v.Definition)
-		if m == nil {
-			t.Errorf("variable %s: %q is not label_values(METRIC, LABEL)", v.Name, v.Definition)
+		if !assert.NotNil(t, m, "variable %s: %q is not label_values(METRIC, LABEL)", v.Name, v.Definition) {
 			continue
 		}
-		if !names[m[1]] {
-			t.Errorf("variable %s uses %s, which neither endpoint serves", v.Name, m[1])
-		}
+		assert.True(t, names[m[1]], "variable %s uses %s, which neither endpoint serves", v.Name, m[1])
 	}
 	if !t.Failed() {
 		t.Logf("dashboard: %d panels, every expression accepted by Prometheus, %d metric names all served: %s",
@@ -602,8 +539,6 @@ func TestPromQLMetricNames(t *testing.T) {
 		{`max by (campaign, queue) (q{queue=~"park.*", x="sum(y)"}) offset 5m`, []string{"q"}},
 		{`count(up == 1)`, []string{"up"}},
 	} {
-		if got := promqlMetricNames(tc.expr); !slices.Equal(got, tc.want) {
-			t.Errorf("promqlMetricNames(%q) = %q, want %q", tc.expr, got, tc.want)
-		}
+		assert.Equal(t, tc.want, promqlMetricNames(tc.expr), "promqlMetricNames(%q)", tc.expr)
 	}
 }

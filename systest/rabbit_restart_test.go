@@ -18,6 +18,8 @@ import (
 	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // rabbitDownFor is the fault's length, paced on purpose: RabbitMQ stays
@@ -35,9 +37,7 @@ func startRabbitNode(t *testing.T) *chaos.RabbitNode {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	n, err := chaos.StartRabbitNode(ctx, "", os.Stderr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(n.Stop)
 	return n
 }
@@ -71,14 +71,12 @@ func TestRabbitMQRestartMidCrawl(t *testing.T) {
 		return st
 	}
 	if st := stats(); !st.Consuming {
-		t.Fatalf("before the stop the scheduler is not consuming the campaign's queues: %+v", st)
+		require.FailNowf(t, "the scheduler is not consuming", "before the stop the scheduler is not consuming the campaign's queues: %+v", st)
 	}
 	// Held from before the stop until consuming is known broken: the stop
 	// catches fetches under way however long stop_app takes.
 	ctHoldAPage(t, web)
-	if err := rmq.Ctl(context.Background(), "stop_app"); err != nil {
-		t.Fatalf("stopping RabbitMQ: %v", err)
-	}
+	require.NoError(t, rmq.Ctl(context.Background(), "stop_app"), "stopping RabbitMQ")
 	down := time.Now()
 	var atLoss session.Stats
 	await.For(t, 30*time.Second, 20*time.Millisecond, "the scheduler to notice RabbitMQ gone (not consuming, a consume error)", func() error {
@@ -96,12 +94,9 @@ func TestRabbitMQRestartMidCrawl(t *testing.T) {
 	held := web.Held()
 	reqsAtLoss := pageRequests(web)
 	atStop := ctPagesRequested(web)
-	if leasesOut == 0 || held == 0 {
-		t.Fatalf("the outage hit no work in flight: %d leases out, %d pages held mid-body when consuming broke", leasesOut, held)
-	}
-	if atStop >= total {
-		t.Fatalf("the crawl was over (%d of %d pages requested) when RabbitMQ stopped: the test proves nothing", atStop, total)
-	}
+	require.NotZero(t, leasesOut, "the outage hit no work in flight: leases out when consuming broke (%d pages held mid-body)", held)
+	require.NotZero(t, held, "the outage hit no work in flight: pages held mid-body when consuming broke (%d leases out)", leasesOut)
+	require.Less(t, atStop, total, "the crawl was over (%d of %d pages requested) when RabbitMQ stopped: the test proves nothing", atStop, total)
 	web.ReleaseBodies()
 	await.Holds(t, rabbitDownFor, 100*time.Millisecond, "fetching stalled while RabbitMQ is down", func() error {
 		if n := pageRequests(web) - reqsAtLoss; n > leasesOut-held {
@@ -111,12 +106,8 @@ func TestRabbitMQRestartMidCrawl(t *testing.T) {
 	})
 	duringOutage := pageRequests(web) - reqsAtLoss
 	beforeStart := ctPagesRequested(web)
-	if beforeStart >= total {
-		t.Fatalf("every page was requested while RabbitMQ was down (%d of %d)", beforeStart, total)
-	}
-	if err := rmq.Ctl(context.Background(), "start_app"); err != nil {
-		t.Fatalf("starting RabbitMQ: %v", err)
-	}
+	require.Less(t, beforeStart, total, "every page was requested while RabbitMQ was down (%d of %d)", beforeStart, total)
+	require.NoError(t, rmq.Ctl(context.Background(), "start_app"), "starting RabbitMQ")
 	up := time.Now()
 	t.Logf("RabbitMQ down %s, at %d of %d pages; %d leases out and %d pages held mid-body when consuming broke; %d page requests while down (%d pages requested at its end)",
 		up.Sub(down).Round(100*time.Millisecond), atStop, total, leasesOut, held, duringOutage, beforeStart)
@@ -124,23 +115,19 @@ func TestRabbitMQRestartMidCrawl(t *testing.T) {
 	st := ctResult(t, run, 4*time.Minute)
 	select {
 	case err := <-sched.Done():
-		t.Fatalf("the scheduler exited: %v", err)
+		require.FailNowf(t, "the scheduler exited", "the scheduler exited: %v", err)
 	default:
 	}
-	if st.State != campaign.StateCompleted {
-		t.Fatalf("campaign ended %s: %s", st.State, st.Reason)
-	}
+	require.Equal(t, campaign.StateCompleted, st.State, "campaign ended: %s", st.Reason)
 	if m := web.Missing(); len(m) > 0 {
-		t.Errorf("%d pages never fetched, e.g. %v", len(m), m[:min(3, len(m))])
+		assert.Failf(t, "pages never fetched", "%d pages never fetched, e.g. %v", len(m), m[:min(3, len(m))])
 	}
 	stored := map[string]bool{}
 	for _, m := range readTopic(t, s.kafka.Addr(), s.topic, total) {
 		stored[string(m.Key)] = true
 	}
 	for _, u := range web.Pages() {
-		if !stored[u] {
-			t.Errorf("page %s not in Kafka", u)
-		}
+		assert.True(t, stored[u], "page %s not in Kafka", u)
 	}
 	dups := 0
 	for _, n := range web.Duplicates() {

@@ -21,6 +21,8 @@ import (
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"
 	"github.com/drover-crawl/drover/workflows"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestSameIDAfterACloseThatMissedAScheduler: a campaign started again
@@ -62,9 +64,8 @@ func TestSameIDAfterACloseThatMissedAScheduler(t *testing.T) {
 			// partitioned mid-crawl, so that the Close cannot have begun
 			// (its first round would close run 1 there, which the
 			// partition must leave open).
-			if out, err := run(time.Minute, args...); err != nil {
-				t.Fatalf("start: %v\n%s", err, out)
-			}
+			out, err := run(time.Minute, args...)
+			require.NoError(t, err, "start:\n%s", out)
 			left := 0
 			if fault == "partitioned" {
 				left = len(web.Pages()) / 2
@@ -82,21 +83,17 @@ func TestSameIDAfterACloseThatMissedAScheduler(t *testing.T) {
 					victim = rs
 				}
 			}
-			if victim == nil {
-				t.Fatal("no scheduler holds pages and sessions of run 1: the fault would hit nothing")
-			}
+			require.NotNil(t, victim, "no scheduler holds pages and sessions of run 1: the fault would hit nothing")
 			switch fault {
 			case "down":
 				victim.s.Close()
 			case "partitioned":
-				if n := victim.cut.Partition(); n == 0 {
-					t.Fatalf("the partition cut no connection to scheduler %s", victim.name)
-				}
+				require.NotZero(t, victim.cut.Partition(), "the partition cut no connection to scheduler %s", victim.name)
 			}
 			st1 := ctResult(t, sv.temporal.Client().GetWorkflow(context.Background(), id, ""), 4*time.Minute)
-			if closeFailed := strings.Contains(st1.Reason, "close failed"); st1.State != campaign.StateCompleted || closeFailed != (fault != "closed") {
-				t.Fatalf("run 1 ended %s (%s); want completed, with a close that failed unless %q", st1.State, st1.Reason, "closed")
-			}
+			require.Equal(t, campaign.StateCompleted, st1.State, "run 1's state (%s); want completed, with a close that failed unless %q", st1.Reason, "closed")
+			require.Equal(t, fault != "closed", strings.Contains(st1.Reason, "close failed"),
+				"run 1 ended %s (%s): whether its close failed; want a close that failed unless %q", st1.State, st1.Reason, "closed")
 			switch fault {
 			case "down":
 				// It comes back on its own store, which still has run 1's marks.
@@ -104,18 +101,16 @@ func TestSameIDAfterACloseThatMissedAScheduler(t *testing.T) {
 			case "partitioned":
 				// It never went away: it still has run 1's campaign open (its
 				// sessions, silent since the cut, may have timed out).
-				if st, err := victim.s.Server().Stats(key1); err != nil || st.Fetched == 0 {
-					t.Fatalf("the partitioned scheduler %s dropped run 1 (%+v, %v): nothing left to prove", victim.name, st, err)
-				}
+				st, err := victim.s.Server().Stats(key1)
+				require.NoError(t, err, "the partitioned scheduler %s's stats of run 1", victim.name)
+				require.NotZero(t, st.Fetched, "the partitioned scheduler %s dropped run 1 (%+v): nothing left to prove", victim.name, st)
 				victim.cut.Heal()
 			}
 
 			// Run 2, same ID: the whole web again, every fetcher served.
 			web.Reset()
-			out, err := run(time.Minute, args...)
-			if err != nil {
-				t.Fatalf("second start: %v\n%s", err, out)
-			}
+			out, err = run(time.Minute, args...)
+			require.NoError(t, err, "second start:\n%s", out)
 			key2 := rerunFrontierKey(t, sv, id)
 			await.For(t, 2*time.Minute, 50*time.Millisecond, "both schedulers serving run 2's fetchers", func() error {
 				for _, rs := range scheds {
@@ -127,21 +122,19 @@ func TestSameIDAfterACloseThatMissedAScheduler(t *testing.T) {
 			})
 			st2 := ctResult(t, sv.temporal.Client().GetWorkflow(context.Background(), id, ""), 4*time.Minute)
 			if m := web.Missing(); len(m) > 0 {
-				t.Errorf("run 2: %d of %d pages never fetched, e.g. %v\nstarter: %s", len(m), len(web.Pages()), m[:min(3, len(m))], out)
+				assert.Failf(t, "run 2: pages never fetched", "run 2: %d of %d pages never fetched, e.g. %v\nstarter: %s", len(m), len(web.Pages()), m[:min(3, len(m))], out)
 			}
-			if st2.Restarts != 0 || st2.Failure != nil {
-				t.Errorf("run 2 restarted fetchers %d times (failure %+v): a scheduler refused its sessions", st2.Restarts, st2.Failure)
-			}
-			if st2.Frontier == key1 {
-				t.Errorf("run 2 has run 1's frontier key %s", key1)
-			}
-			if st, err := victim.s.Server().Stats(key1); err != nil || st.Fetched != 0 || st.Sessions != 0 {
-				t.Errorf("scheduler %s still has run 1 open after run 2 (%+v, %v)", victim.name, st, err)
+			assert.Zero(t, st2.Restarts, "run 2's fetcher restarts (failure %+v): a scheduler refused its sessions", st2.Failure)
+			assert.Nil(t, st2.Failure, "run 2's failure (%d restarts): a scheduler refused its sessions", st2.Restarts)
+			assert.NotEqual(t, key1, st2.Frontier, "run 2 has run 1's frontier key")
+			if st, err := victim.s.Server().Stats(key1); assert.NoError(t, err, "scheduler %s's stats of run 1 after run 2", victim.name) {
+				assert.Zero(t, st.Fetched, "scheduler %s still has run 1 open after run 2 (%+v): pages fetched", victim.name, st)
+				assert.Zero(t, st.Sessions, "scheduler %s still has run 1 open after run 2 (%+v): sessions", victim.name, st)
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			if fs, _, err := (session.Client{Token: session.DevToken}).Failures(ctx, addrs, st2.Frontier, "4xx"); err != nil || len(fs) == 0 {
-				t.Errorf("run 2 recorded no 4xx failure (%v): the page that failed in run 1 was not tried again", err)
+			if fs, _, err := (session.Client{Token: session.DevToken}).Failures(ctx, addrs, st2.Frontier, "4xx"); assert.NoError(t, err, "run 2's 4xx failures") {
+				assert.NotEmpty(t, fs, "run 2 recorded no 4xx failure: the page that failed in run 1 was not tried again")
 			}
 			t.Logf("%s (scheduler %s): run 1 %s (%s); run 2 %s, %d pages, %d fetched twice", fault, victim.name, st1.State, st1.Reason,
 				st2.State, len(web.Pages())-len(web.Missing()), len(web.Duplicates()))

@@ -13,6 +13,8 @@ import (
 	"github.com/drover-crawl/drover/node/nodetest"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // With two schedulers, a campaign stopped mid-crawl
@@ -40,26 +42,20 @@ func TestStopAndStartAgainWithTwoSchedulers(t *testing.T) {
 	t.Cleanup(func() { run(2*time.Minute, "stop", id) })
 
 	// Run 1: stopped mid-crawl.
-	if out, err := run(time.Minute, args...); err != nil {
-		t.Fatalf("start: %v\n%s", err, out)
-	}
+	out, err := run(time.Minute, args...)
+	require.NoError(t, err, "start:\n%s", out)
 	await.For(t, time.Minute, 50*time.Millisecond, "the first run under way", func() error { return ctAtLeastRequested(web, 40) })
-	if out, err := run(2*time.Minute, "stop", id); err != nil {
-		t.Fatalf("stop: %v\n%s", err, out)
-	}
+	out, err = run(2*time.Minute, "stop", id)
+	require.NoError(t, err, "stop:\n%s", out)
 	first := ctPagesRequested(web)
-	if first >= len(web.Pages()) {
-		t.Fatalf("the first run fetched every page (%d) before the stop: the test proves nothing", first)
-	}
+	require.Less(t, first, len(web.Pages()), "the first run fetched every page (%d) before the stop: the test proves nothing", first)
 
 	// Run 2, at once: the whole web again.
 	web.Reset()
-	out, err := run(4*time.Minute, append(args, "--wait")...)
-	if err != nil {
-		t.Fatalf("second start --wait: %v\n%s", err, out)
-	}
+	out, err = run(4*time.Minute, append(args, "--wait")...)
+	require.NoError(t, err, "second start --wait:\n%s", out)
 	if m := web.Missing(); len(m) > 0 {
-		t.Errorf("second run: %d of %d pages never fetched, e.g. %v", len(m), len(web.Pages()), m[:min(3, len(m))])
+		assert.Failf(t, "second run: pages never fetched", "second run: %d of %d pages never fetched, e.g. %v", len(m), len(web.Pages()), m[:min(3, len(m))])
 	}
 	t.Logf("first run stopped after %d pages; the second fetched %d of %d", first, len(web.Pages())-len(web.Missing()), len(web.Pages()))
 }

@@ -24,6 +24,8 @@ import (
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"
 	"github.com/drover-crawl/drover/workflows"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestLiveExcludeMidCrawl(t *testing.T) {
@@ -43,9 +45,7 @@ func TestLiveExcludeMidCrawl(t *testing.T) {
 	returned := time.Now()
 	before := web.Total()
 	t.Logf("exclude returned at request %d of %d pages (rules version %d)", before, len(web.Pages()), res.Rules.Version)
-	if before >= len(web.Pages()) {
-		t.Fatalf("the crawl was over (%d requests) before the exclude: it proves nothing", before)
-	}
+	require.Less(t, before, len(web.Pages()), "the crawl was over (%d requests) before the exclude: it proves nothing", before)
 
 	st := wait()
 	var late, pagesBefore []string
@@ -58,41 +58,29 @@ func TestLiveExcludeMidCrawl(t *testing.T) {
 			}
 		}
 	}
-	if len(late) > 0 {
-		t.Errorf("%d matching URLs requested after the exclude returned: %v", len(late), late)
-	}
+	assert.Empty(t, late, "%d matching URLs requested after the exclude returned", len(late))
 	fs := excludedRecords(t, []string{s.sched.Addr()}, session.DevToken, st.Frontier)
 	excluded := map[string]bool{}
 	for _, f := range fs {
 		excluded[f.URL] = true
-		if !re.MatchString(f.URL) {
-			t.Errorf("%s settled as excluded: it does not match %s", f.URL, exclude)
-		}
+		assert.Regexp(t, re, f.URL, "%s settled as excluded: it does not match %s", f.URL, exclude)
 	}
-	if len(fs) == 0 {
-		t.Error("no URL settled as excluded: the exclude met nothing queued")
-	}
+	assert.NotEmpty(t, fs, "no URL settled as excluded: the exclude met nothing queued")
 	// Every page is requested once, or is a matching one never requested.
 	for _, u := range web.Missing() {
-		if !re.MatchString(u) {
-			t.Errorf("%s (not excluded) was never requested", u)
-		}
+		assert.Regexp(t, re, u, "%s (not excluded) was never requested", u)
 	}
-	if d := web.Duplicates(); len(d) > 0 {
-		t.Errorf("requested more than once: %v", d)
-	}
+	assert.Empty(t, web.Duplicates(), "requested more than once")
 	t.Logf("%d matching pages requested before the exclude, %d settled as excluded; %d pages fetched in all",
 		len(pagesBefore), len(fs), st.PagesFetched)
 	for u := range excluded {
-		if web.Count(u) > 0 {
-			t.Errorf("%s settled as excluded but requested", u)
-		}
+		assert.Zero(t, web.Count(u), "%s settled as excluded but requested", u)
 	}
 	// Every matching page is accounted for: fetched before the exclude,
 	// or settled as excluded (the test web links every page many times).
 	for _, u := range web.Pages() {
-		if re.MatchString(u) && web.Count(u) == 0 && !excluded[u] {
-			t.Errorf("%s matches, was never requested and is not listed as excluded", u)
+		if re.MatchString(u) && web.Count(u) == 0 {
+			assert.True(t, excluded[u], "%s matches, was never requested and is not listed as excluded", u)
 		}
 	}
 }
@@ -118,9 +106,7 @@ func TestLiveExcludeSurvivesSchedulerKill(t *testing.T) {
 	returned := time.Now()
 	sched.Kill()
 	atKill := web.Total()
-	if atKill >= len(web.Pages()) {
-		t.Fatalf("the crawl was over (%d requests) before the kill: nothing tested", atKill)
-	}
+	require.Less(t, atKill, len(web.Pages()), "the crawl was over (%d requests) before the kill: nothing tested", atKill)
 	startSchedulerProc(t, addr, 0, 1, seenPath)
 	st := wait()
 	var late []string
@@ -129,19 +115,13 @@ func TestLiveExcludeSurvivesSchedulerKill(t *testing.T) {
 			late = append(late, r.URL)
 		}
 	}
-	if len(late) > 0 {
-		t.Errorf("%d matching URLs requested after the exclude returned and the scheduler restarted: %v", len(late), late)
-	}
+	assert.Empty(t, late, "%d matching URLs requested after the exclude returned and the scheduler restarted", len(late))
 	for _, u := range web.Missing() {
-		if !re.MatchString(u) {
-			t.Errorf("%s (not excluded) was never requested", u)
-		}
+		assert.Regexp(t, re, u, "%s (not excluded) was never requested", u)
 	}
 	fs := excludedRecords(t, []string{addr}, testToken, st.Frontier)
 	t.Logf("killed at request %d of %d pages; %d settled as excluded (failure records kept across the kill)", atKill, len(web.Pages()), len(fs))
-	if len(fs) == 0 {
-		t.Error("no URL settled as excluded")
-	}
+	assert.NotEmpty(t, fs, "no URL settled as excluded")
 }
 
 // awaitRequests waits until the test web has served n requests.
@@ -165,13 +145,9 @@ func sendRules(t *testing.T, c client.Client, id string, req workflows.RulesRequ
 		WorkflowID: id, UpdateName: workflows.UpdateRules, Args: []any{req},
 		WaitForStage: client.WorkflowUpdateStageCompleted,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var res workflows.RulesResult
-	if err := h.Get(ctx, &res); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, h.Get(ctx, &res))
 	return res
 }
 
@@ -182,8 +158,6 @@ func excludedRecords(t *testing.T, addrs []string, token, key string) []failure.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	fs, _, err := session.Client{Token: token}.Failures(ctx, addrs, key, frontier.ReasonExcluded)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return fs
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // The scheduler and worker binaries as separate
@@ -69,9 +71,7 @@ func TestSchedulerKilledMidCrawl(t *testing.T) {
 	sched.Kill()
 	atKill := web.Total()
 	t.Logf("scheduler SIGKILLed after %s, the web had served %d of %d pages (+robots)", time.Since(start).Round(time.Millisecond), atKill, len(pages))
-	if atKill >= len(pages) {
-		t.Fatalf("the crawl was over (%d requests) before the kill: nothing tested", atKill)
-	}
+	require.Less(t, atKill, len(pages), "the crawl was over (%d requests) before the kill: nothing tested", atKill)
 	time.Sleep(schedulerDownFor)
 	startSchedulerProc(t, addr, 0, 1, seen)
 	restarted := web.Total()
@@ -80,23 +80,18 @@ func TestSchedulerKilledMidCrawl(t *testing.T) {
 	took := time.Since(start)
 	t.Logf("campaign %s: %s in %s; %d requests before the restart, %d after; %d fetched as last reported",
 		cfg.ID, st.State, took.Round(time.Millisecond), restarted, web.Total()-restarted, st.PagesFetched)
-	if web.Total() <= restarted {
-		t.Errorf("no request after the restart: the crawl did not resume")
-	}
+	assert.Greater(t, web.Total(), restarted, "no request after the restart: the crawl did not resume")
 	if m := web.Missing(); len(m) > 0 {
-		t.Errorf("%d pages never requested, e.g. %v", len(m), m[:min(5, len(m))])
+		assert.Failf(t, "pages never requested", "%d pages never requested, e.g. %v", len(m), m[:min(5, len(m))])
 	}
-	if d := web.DisallowedHits(); len(d) > 0 {
-		t.Errorf("disallowed URLs requested: %v", d)
-	}
+	assert.Empty(t, web.DisallowedHits(), "disallowed URLs requested")
 	dups := web.Duplicates()
 	got, n := kafkaCounts(t, s, len(pages))
 	extra := 0
 	for _, u := range pages {
-		switch c := got[u]; {
-		case c == 0:
-			t.Errorf("page %s: not in Kafka", u)
-		case c > 1:
+		c := got[u]
+		assert.NotZero(t, c, "page %s: not in Kafka", u)
+		if c > 1 {
 			extra += c - 1
 		}
 	}
@@ -132,13 +127,9 @@ func TestTwoSchedulersThreeWorkers(t *testing.T) {
 	checkFetchedOnce(t, web)
 	got, n := kafkaCounts(t, s, len(pages))
 	for _, u := range pages {
-		if got[u] != 1 {
-			t.Errorf("page %s: %d records in Kafka, want 1", u, got[u])
-		}
+		assert.Equal(t, 1, got[u], "page %s: records in Kafka", u)
 	}
-	if n != len(pages) {
-		t.Errorf("%d records in Kafka, want %d", n, len(pages))
-	}
+	assert.Equal(t, len(pages), n, "records in Kafka")
 }
 
 // TestPolitenessSpacing: with PerHostDelay d and one request at a time per
@@ -154,16 +145,14 @@ func TestPolitenessSpacing(t *testing.T) {
 	cfg.PerHostConcurrency = 1
 	runCampaign(t, s.temporal.Client(), cfg, 4*time.Minute)()
 	if m := web.Missing(); len(m) > 0 {
-		t.Errorf("%d pages never requested, e.g. %v", len(m), m[:min(5, len(m))])
+		assert.Failf(t, "pages never requested", "%d pages never requested, e.g. %v", len(m), m[:min(5, len(m))])
 	}
 
 	byHost := map[string][]testweb.Request{}
 	for _, r := range web.Requests() {
 		byHost[r.Host] = append(byHost[r.Host], r)
 	}
-	if len(byHost) != len(web.Hosts()) {
-		t.Errorf("requests on %d hosts, want %d", len(byHost), len(web.Hosts()))
-	}
+	assert.Equal(t, len(web.Hosts()), len(byHost), "hosts with requests")
 	smallest, smallestPages := time.Duration(-1), time.Duration(-1)
 	for host, reqs := range byHost {
 		slices.SortFunc(reqs, func(a, b testweb.Request) int { return a.Start.Compare(b.Start) })
@@ -176,10 +165,7 @@ func TestPolitenessSpacing(t *testing.T) {
 			if !prevRobots && (smallestPages < 0 || gap < smallestPages) {
 				smallestPages = gap
 			}
-			if gap >= d {
-				continue
-			}
-			t.Errorf("host %s: %s started %s after %s, want at least %s", host, reqs[i].URL, gap, reqs[i-1].URL, d)
+			assert.GreaterOrEqual(t, gap, d, "host %s: %s started %s after %s", host, reqs[i].URL, gap, reqs[i-1].URL)
 		}
 	}
 	t.Logf("%d requests on %d hosts; smallest gap between a host's request starts: %s overall, %s not counting the request after robots.txt (delay %s)",

@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -22,6 +21,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
@@ -80,9 +81,7 @@ func TestNoSecretLeaks(t *testing.T) {
 		cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 		defer cancel()
 		out, err := exec.CommandContext(cctx, rabbitmqctl, args...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("rabbitmqctl %s: %v\n%s\n(rabbitmqctl needs root or the rabbitmq user; %s=1 skips this test outside CI)", strings.Join(args, " "), err, out, noRabbitmqctlEnv)
-		}
+		require.NoError(t, err, "rabbitmqctl %s\n%s\n(rabbitmqctl needs root or the rabbitmq user; %s=1 skips this test outside CI)", strings.Join(args, " "), out, noRabbitmqctlEnv)
 		return string(out)
 	}
 	rmqctl("add_user", amqpUser, secrets["AMQP password"])
@@ -94,17 +93,14 @@ func TestNoSecretLeaks(t *testing.T) {
 	pgRole := fmt.Sprintf("leak_%d", n)
 	table := fmt.Sprintf("leak_pages_%d", n)
 	pg, err := pgx.Connect(ctx, "postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
-	if err != nil {
-		t.Fatalf("PostgreSQL: %v", err)
-	}
+	require.NoError(t, err, "PostgreSQL")
 	defer pg.Close(ctx)
 	for _, q := range []string{
 		fmt.Sprintf("CREATE ROLE %s LOGIN PASSWORD '%s'", pgRole, secrets["PostgreSQL password"]),
 		fmt.Sprintf("GRANT CREATE, USAGE ON SCHEMA public TO %s", pgRole),
 	} {
-		if _, err := pg.Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v", strings.SplitN(q, " PASSWORD", 2)[0], err)
-		}
+		_, err := pg.Exec(ctx, q)
+		require.NoError(t, err, "%s", strings.SplitN(q, " PASSWORD", 2)[0])
 	}
 	t.Cleanup(func() {
 		c, err := pgx.Connect(context.Background(), "postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
@@ -122,38 +118,30 @@ func TestNoSecretLeaks(t *testing.T) {
 	kf, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.EnableSASL(),
 		kfake.Superuser("SCRAM-SHA-256", kafkaUser, secrets["Kafka SASL password"]),
 		kfake.SeedTopics(1, topic), kfake.BrokerConfigs(map[string]string{"message.max.bytes": strconv.Itoa(8 << 20)}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(kf.Close)
 	kafkaAddr := kf.ListenAddrs()[0]
 
 	// Temporal behind a TLS front, with an API key.
 	tmp, err := devstack.StartTemporal(ctx, devstack.TemporalOptions{UIPort: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { tmp.Stop() })
 	pki := tlstest.New(t, "leak")
 	front, err := tlsconf.Options{Cert: pki.ServerCert, Key: pki.ServerKey}.Server()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	keyFront := startAPIKeyFront(t, front, tmp.Address(), secrets["Temporal API key"])
 	temporalAddr := keyFront.addr
 	// The front's check works: a client without the key is refused, a
 	// configuration error the worker exits on.
 	noKey := client.Options{HostPort: temporalAddr, Namespace: tmp.Namespace()}
-	if err := (tlsconf.Temporal{CA: pki.CA}).Apply(&noKey); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, (tlsconf.Temporal{CA: pki.CA}).Apply(&noKey))
 	dctx, dcancel := context.WithTimeout(ctx, 30*time.Second)
 	defer dcancel()
 	if c, err := node.DialTemporal(dctx, noKey, nil); !errors.Is(err, node.ErrTemporalConfig) || keyFront.refused.Load() == 0 {
 		if c != nil {
 			c.Close()
 		}
-		t.Fatalf("a Temporal client without the API key through the front: %v (%d calls refused), want a configuration error", err, keyFront.refused.Load())
+		require.FailNowf(t, "a Temporal client without the API key was not refused", "a Temporal client without the API key through the front: %v (%d calls refused), want a configuration error", err, keyFront.refused.Load())
 	}
 
 	// The scheduler over TLS, with the token and the AMQP password.
@@ -162,9 +150,7 @@ func TestNoSecretLeaks(t *testing.T) {
 	sched := startProc(t, "scheduler", filepath.Join(bin, "scheduler"), []string{"-listen", schedAddr, "-seen", "mem", "-metrics-addr", schedMetrics},
 		[]string{"DROVER_TOKEN=" + secrets["session token"], "AMQP_URL=" + amqpURL, "DROVER_TLS_CERT=" + pki.ServerCert, "DROVER_TLS_KEY=" + pki.ServerKey})
 	clientTLS, err := tlsconf.Options{CA: pki.CA}.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	sessions := session.Client{Token: secrets["session token"], TLS: clientTLS}
 	await.For(t, 30*time.Second, 100*time.Millisecond, "the scheduler answering a control session over TLS", func() error {
 		checkRunning(t, sched)
@@ -209,12 +195,8 @@ func TestNoSecretLeaks(t *testing.T) {
 	checkStarter := func(name string, wantCode int, out string, code int, err error) {
 		t.Helper()
 		outputs["starter "+name] = out
-		if err != nil {
-			t.Fatalf("starter %s: %v", name, err)
-		}
-		if code != wantCode {
-			t.Fatalf("starter %s: exit %d, want %d:\n%s\n--- worker:\n%s", name, code, wantCode, out, worker.Tail(30))
-		}
+		require.NoError(t, err, "starter %s", name)
+		require.Equal(t, wantCode, code, "starter %s: exit code:\n%s\n--- worker:\n%s", name, out, worker.Tail(30))
 	}
 	starter := func(name string, wantCode int, args ...string) string {
 		t.Helper()
@@ -226,9 +208,7 @@ func TestNoSecretLeaks(t *testing.T) {
 	// naming the variable to use, and without echoing the password.
 	out := starter("start (password in sink URI)", 2, "start", "--id", id+"-refused", "--seed", web.Seeds()[0], "--allow-private",
 		"--sink", fmt.Sprintf("postgres://%s:%s@127.0.0.1:5432/test", pgRole, secrets["refused sink's password"]))
-	if !strings.Contains(out, "PGPASSWORD") {
-		t.Errorf("the refusal of a sink URI with a password does not name PGPASSWORD:\n%s", out)
-	}
+	assert.Contains(t, out, "PGPASSWORD", "the refusal of a sink URI with a password does not name PGPASSWORD")
 	args := []string{"start", "--id", id, "--allow-private", "--fetchers", "2", "--per-host-delay", "0", "--sink", kafkaSink, "--sink", pgSink, "--wait"}
 	for _, s := range web.Seeds() {
 		args = append(args, "--seed", s)
@@ -273,21 +253,18 @@ func TestNoSecretLeaks(t *testing.T) {
 	})
 	// The scheduler's RabbitMQ connection is the test's user's: the AMQP
 	// password was used.
-	if users := strings.Fields(rmqctl("-q", "list_connections", "--no-table-headers", "user")); !slices.Contains(users, amqpUser) {
-		t.Errorf("no RabbitMQ connection of %s during the crawl; connections' users: %v", amqpUser, users)
-	}
+	users := strings.Fields(rmqctl("-q", "list_connections", "--no-table-headers", "user"))
+	assert.Contains(t, users, amqpUser, "no RabbitMQ connection of %s during the crawl; connections' users: %v", amqpUser, users)
 	web.ReleaseBodies()
 	r := <-crawled // bounded by runStarter's context
 	checkStarter("start --wait", 0, r.out, r.code, r.err)
 	for name, u := range metricsURLs {
 		body, err := getMetrics(u)
-		if err != nil {
-			t.Fatalf("%s /metrics after the crawl: %v", name, err)
-		}
+		require.NoError(t, err, "%s /metrics after the crawl", name)
 		outputs[name+" /metrics after the crawl"] = body
 	}
 	if m := web.Missing(); len(m) > 0 {
-		t.Errorf("%d pages never fetched, e.g. %v", len(m), m[:min(3, len(m))])
+		assert.Failf(t, "pages never fetched", "%d pages never fetched, e.g. %v", len(m), m[:min(3, len(m))])
 	}
 	starter("status --json", 0, "status", id, "--json")
 	starter("failures --json", 0, "failures", id, "--json")
@@ -298,17 +275,13 @@ func TestNoSecretLeaks(t *testing.T) {
 	// scheduler on RabbitMQ (the user, its connection seen above), and the
 	// worker's and starter's calls to Temporal carried the API key (the
 	// front refuses any call without it).
-	if keyFront.carried.Load() == 0 {
-		t.Errorf("no Temporal call carried the API key")
-	}
+	assert.NotZero(t, keyFront.carried.Load(), "no Temporal call carried the API key")
 	pages := len(web.Pages())
 	var rows int
-	if err := pg.QueryRow(ctx, "SELECT count(DISTINCT url) FROM "+table).Scan(&rows); err != nil || rows < pages {
-		t.Errorf("PostgreSQL sink: %d pages, %v; want %d", rows, err, pages)
+	if err := pg.QueryRow(ctx, "SELECT count(DISTINCT url) FROM "+table).Scan(&rows); assert.NoError(t, err, "PostgreSQL sink: its pages") {
+		assert.GreaterOrEqual(t, rows, pages, "PostgreSQL sink: pages")
 	}
-	if got := countKafka(t, kafkaAddr, topic, kafkaUser, secrets["Kafka SASL password"], pages); got < pages {
-		t.Errorf("Kafka sink: %d records, want %d", got, pages)
-	}
+	assert.GreaterOrEqual(t, countKafka(t, kafkaAddr, topic, kafkaUser, secrets["Kafka SASL password"], pages), pages, "Kafka sink: records")
 
 	// What Temporal keeps: the history (the input is in its first event:
 	// the Web UI's input view) and the description.
@@ -317,35 +290,26 @@ func TestNoSecretLeaks(t *testing.T) {
 	it := c.GetWorkflowHistory(ctx, id, "", false, 0)
 	for it.HasNext() {
 		ev, err := it.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		b, _ := proto.Marshal(ev) // strings and payload bytes appear as they are
 		hist.Write(b)
 		j, _ := protojson.Marshal(ev)
 		hist.Write(j)
 	}
-	if !bytes.Contains(hist.Bytes(), []byte(kafkaSink)) || !bytes.Contains(hist.Bytes(), []byte(pgRole)) {
-		t.Fatalf("the history does not hold the campaign's input (its sinks): the scan would prove nothing")
-	}
+	require.True(t, bytes.Contains(hist.Bytes(), []byte(kafkaSink)) && bytes.Contains(hist.Bytes(), []byte(pgRole)),
+		"the history does not hold the campaign's input (its sinks): the scan would prove nothing")
 	outputs["Temporal history"] = hist.String()
-	if d, err := c.DescribeWorkflowExecution(ctx, id, ""); err == nil {
+	if d, err := c.DescribeWorkflowExecution(ctx, id, ""); assert.NoError(t, err, "describe") {
 		b, _ := proto.Marshal(d)
 		outputs["Temporal description"] = string(b)
-	} else {
-		t.Errorf("describe: %v", err)
 	}
 
 	worker.Kill()
 	sched.Kill()
 	for name, p := range map[string]*devstack.Proc{"worker log": worker, "scheduler log": sched} {
 		b, err := os.ReadFile(p.LogPath())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(b) == 0 {
-			t.Fatalf("%s is empty: the scan would prove nothing", name)
-		}
+		require.NoError(t, err)
+		require.NotEmpty(t, b, "%s is empty: the scan would prove nothing", name)
 		outputs[name] = string(b)
 	}
 	for where, text := range outputs {
@@ -355,7 +319,7 @@ func TestNoSecretLeaks(t *testing.T) {
 				if j := strings.IndexByte(line, '\n'); j >= 0 {
 					line = line[:j]
 				}
-				t.Errorf("the %s is in the %s: %.300q", what, where, line)
+				assert.Failf(t, "a secret leaked", "the %s is in the %s: %.300q", what, where, line)
 			}
 		}
 	}
@@ -375,9 +339,7 @@ func countKafka(t *testing.T, addr, topic, user, pass string, want int) int {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.SASL(scram.Auth{User: user, Pass: pass}.AsSha256Mechanism()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -402,7 +364,7 @@ func rabbitmqctlFor(t *testing.T) string {
 	const why = "the test makes a RabbitMQ user with a password of its own with rabbitmqctl, which needs root"
 	if os.Getenv(noRabbitmqctlEnv) != "" {
 		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is set, and so is CI, which may not skip this test: %s", noRabbitmqctlEnv, why)
+			require.FailNowf(t, "CI may not skip this test", "%s is set, and so is CI, which may not skip this test: %s", noRabbitmqctlEnv, why)
 		}
 		t.Skipf("skipped because %s is set: %s", noRabbitmqctlEnv, why)
 	}
@@ -412,7 +374,7 @@ func rabbitmqctlFor(t *testing.T) string {
 	if _, err := os.Stat("/usr/sbin/rabbitmqctl"); err == nil {
 		return "/usr/sbin/rabbitmqctl"
 	}
-	t.Fatalf("rabbitmqctl not found on PATH or in /usr/sbin (apt-get install rabbitmq-server, as .ci/run does): %s; %s=1 skips this test outside CI", why, noRabbitmqctlEnv)
+	require.FailNowf(t, "rabbitmqctl not found", "rabbitmqctl not found on PATH or in /usr/sbin (apt-get install rabbitmq-server, as .ci/run does): %s; %s=1 skips this test outside CI", why, noRabbitmqctlEnv)
 	return ""
 }
 
@@ -451,9 +413,7 @@ func startAPIKeyFront(t *testing.T, cfg *tls.Config, backend, key string) *apiKe
 	cfg = cfg.Clone()
 	cfg.NextProtos = []string{"h2"}
 	ln, err := tls.Listen("tcp", "127.0.0.1:0", cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	f.addr = ln.Addr().String()

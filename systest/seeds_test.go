@@ -29,6 +29,8 @@ import (
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"
 	"github.com/drover-crawl/drover/workflows"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // maxEventBytes is the bound on every event of a campaign's history.
@@ -43,13 +45,9 @@ func gzipList(t *testing.T, dir, name string, urls []string) string {
 	for _, u := range urls {
 		fmt.Fprintln(zw, u)
 	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, zw.Close())
 	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(path, b.Bytes(), 0o644))
 	return path
 }
 
@@ -69,9 +67,7 @@ func startedConfig(t *testing.T, h *historypb.History) (campaign.Config, int) {
 	t.Helper()
 	in := h.Events[0].GetWorkflowExecutionStartedEventAttributes().GetInput()
 	var ci workflows.CampaignInput
-	if err := json.Unmarshal(in.GetPayloads()[0].GetData(), &ci); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, json.Unmarshal(in.GetPayloads()[0].GetData(), &ci))
 	return ci.Config, proto.Size(in)
 }
 
@@ -103,21 +99,17 @@ func TestSeedListsIncludeAndSeedOverHTTP(t *testing.T) {
 	out, err := starter(time.Minute, "start", "--id", id, "--seeds-file", gzipList(t, dir, "seeds.gz", first),
 		"--fetchers", "2", "--allow-private", "--per-host-delay", "20ms", "--no-preflight",
 		"--sink", "kafka://"+s.kafka.Addr()+"/"+s.topic)
-	if err != nil {
-		t.Fatalf("start: %v\n%s", err, out)
-	}
+	require.NoError(t, err, "start:\n%s", out)
 	t.Logf("start: %s", out)
 	awaitRequests(t, web, 50)
 
 	// Host 2 is not among the seeds' hosts: its root is refused, loudly.
 	one := filepath.Join(dir, "one.txt")
-	if err := os.WriteFile(one, []byte(web.Seeds()[2]+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(one, []byte(web.Seeds()[2]+"\n"), 0o644))
 	out, err = starter(time.Minute, "seed", id, "--file", one)
-	if err == nil || !strings.Contains(out, "1 refused by the scope") || !strings.Contains(out, "out of scope") {
-		t.Fatalf("seed out of scope: want exit 1 naming the refused seed, got %v:\n%s", err, out)
-	}
+	require.Error(t, err, "seed out of scope: want exit 1 naming the refused seed:\n%s", out)
+	require.Contains(t, out, "1 refused by the scope", "seed out of scope: want exit 1 naming the refused seed")
+	require.Contains(t, out, "out of scope", "seed out of scope: want exit 1 naming the refused seed")
 	// The include comes while requests are under way, their bodies held:
 	// the fetcher sessions take it running (the schedulers push it), so
 	// that no request is cut and made again.
@@ -130,40 +122,32 @@ func TestSeedListsIncludeAndSeedOverHTTP(t *testing.T) {
 		return nil
 	})
 	held := web.Held()
-	if out, err = starter(time.Minute, "include", id, "^"+regexp.QuoteMeta("http://"+hosts[2]+"/")); err != nil {
-		t.Fatalf("include: %v\n%s", err, out)
-	}
+	out, err = starter(time.Minute, "include", id, "^"+regexp.QuoteMeta("http://"+hosts[2]+"/"))
+	require.NoError(t, err, "include:\n%s", out)
 	// A session restarted for the include would cut its requests within
 	// moments (FrameEnd follows the Update at once): they stay held.
 	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
-		if n := web.Held(); n < held {
-			t.Fatalf("%d of the %d requests under way at the include were cut", held-n, held)
-		}
+		n := web.Held()
+		require.GreaterOrEqual(t, n, held, "%d of the %d requests under way at the include were cut", held-n, held)
 	}
 	web.ReleaseBodies()
 	t.Logf("%d requests under way at the include, still under way 2 s later", held)
-	if out, err = starter(time.Minute, "seed", id, "--file", one); err != nil || !strings.Contains(out, "1 seeds queued") {
-		t.Fatalf("seed after include: %v\n%s", err, out)
-	}
+	out, err = starter(time.Minute, "seed", id, "--file", one)
+	require.NoError(t, err, "seed after include:\n%s", out)
+	require.Contains(t, out, "1 seeds queued", "seed after include")
 	// The rest of host 2 from a list served over HTTP: the workflow
 	// streams it (SeedFile); some of it was queued already as links.
 	list, err := os.ReadFile(gzipList(t, dir, "third.gz", third))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(list) }))
 	defer srv.Close()
 	out, err = starter(time.Minute, "seed", id, "--file", srv.URL+"/third.gz", "--json")
-	if err != nil {
-		t.Fatalf("seed over HTTP: %v\n%s", err, out)
-	}
+	require.NoError(t, err, "seed over HTTP:\n%s", out)
 	var res workflows.SeedFileResult
-	if err := json.Unmarshal([]byte(out), &res); err != nil {
-		t.Fatalf("seed --json: %v\n%s", err, out)
-	}
-	if c := res.Counts; c.Seeded+c.Known != int64(len(third)) || c.Invalid+c.Refused != 0 {
-		t.Errorf("seed over HTTP: %+v, want %d seeded or known", c, len(third))
-	}
+	require.NoError(t, json.Unmarshal([]byte(out), &res), "seed --json:\n%s", out)
+	c := res.Counts
+	assert.Equal(t, int64(len(third)), c.Seeded+c.Known, "seed over HTTP: %+v: seeded or known", c)
+	assert.Zero(t, c.Invalid+c.Refused, "seed over HTTP: %+v: invalid or refused", c)
 	// The same list from the temporal CLI: the Update is the command.
 	ctTemporalCLI(t, s, "workflow", "update", "execute", "--workflow-id", id, "--name", workflows.UpdateSeed,
 		"--input", fmt.Sprintf(`{"source": %q}`, srv.URL+"/third.gz"))
@@ -178,27 +162,20 @@ func TestSeedListsIncludeAndSeedOverHTTP(t *testing.T) {
 		return nil
 	})
 	// The CLI's list came after the starter's: every seed of it known.
-	if final.SeedsAdded != res.SeedsAdded || final.SeedsAdded != 1+res.Counts.Seeded {
-		t.Errorf("status: %d seeds added; the starter's last seed update said %d, and the lists queued 1 + %d", final.SeedsAdded, res.SeedsAdded, res.Counts.Seeded)
-	}
+	assert.Equal(t, res.SeedsAdded, final.SeedsAdded, "status: seeds added, against the starter's last seed update")
+	assert.Equal(t, 1+res.Counts.Seeded, final.SeedsAdded, "status: seeds added, against the lists' 1 + %d queued", res.Counts.Seeded)
 	if m := web.Missing(); len(m) > 0 {
-		t.Errorf("%d pages never requested, such as %s", len(m), m[0])
+		assert.Failf(t, "pages never requested", "%d pages never requested, such as %s", len(m), m[0])
 	}
-	if d := web.Duplicates(); len(d) > 0 {
-		t.Errorf("requested more than once: %v", d)
-	}
+	assert.Empty(t, web.Duplicates(), "requested more than once")
 	h := ctCheckHistory(t, s.temporal.Client(), id, "", "")
 	cfg, inBytes := startedConfig(t, h)
-	if len(cfg.Seeds) != 0 || cfg.SeedsFile == "" || len(cfg.SeedHosts) != 2 {
-		t.Errorf("the input carries seeds %d, seeds_file %q, seed hosts %v: want no seed, the list's name and 2 hosts", len(cfg.Seeds), cfg.SeedsFile, cfg.SeedHosts)
-	}
+	assert.Empty(t, cfg.Seeds, "the input's seeds: want no seed")
+	assert.NotEmpty(t, cfg.SeedsFile, "the input's seeds_file: want the list's name")
+	assert.Len(t, cfg.SeedHosts, 2, "the input's seed hosts")
 	n, what := largestEvent(h)
 	t.Logf("%d pages requested; input %d bytes; largest event %d bytes (%s); %d seed updates; %s",
 		web.Total(), inBytes, n, what, seedUpdates(h), strings.TrimSpace(out))
-	if n >= maxEventBytes {
-		t.Errorf("largest event %d bytes (%s), want under %d", n, what, maxEventBytes)
-	}
-	if u := seedUpdates(h); u != 4 {
-		t.Errorf("%d seed updates in the history, want 4 (the refused list, the same list again, the HTTP list from the starter and from the temporal CLI)", u)
-	}
+	assert.Less(t, n, maxEventBytes, "largest event (%s), bytes", what)
+	assert.Equal(t, 4, seedUpdates(h), "seed updates in the history (the refused list, the same list again, the HTTP list from the starter and from the temporal CLI)")
 }

@@ -20,6 +20,8 @@ import (
 	"github.com/drover-crawl/drover/node/nodetest"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestCrawlSurvivesDamagedSeenStore: a
@@ -60,9 +62,7 @@ func TestCrawlSurvivesDamagedSeenStore(t *testing.T) {
 					}
 					return nil
 				})
-				if n < 2 {
-					t.Fatalf("damaged %d files: the store has no MANIFEST or no WAL", n)
-				}
+				require.GreaterOrEqual(t, n, 2, "damaged files: the store has no MANIFEST or no WAL")
 			},
 		},
 		{
@@ -74,30 +74,22 @@ func TestCrawlSurvivesDamagedSeenStore(t *testing.T) {
 					}
 					return seentest.ScrambleEvery(p, 512)
 				})
-				if n == 0 {
-					t.Fatal("the compacted store has no sstable")
-				}
+				require.NotZero(t, n, "the compacted store has no sstable")
 			},
 		},
 		{
 			name: "random truncation, scrambling and removal", compact: true,
 			damage: func(t *testing.T, dir string) {
 				damaged, err := seentest.Damage(dir, 12)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if len(damaged) == 0 {
-					t.Fatal("no file to damage")
-				}
+				require.NoError(t, err)
+				require.NotEmpty(t, damaged, "no file to damage")
 				t.Logf("seentest.Damage: %d files", len(damaged))
 			},
 		},
 		{
 			name: "store directory missing",
 			damage: func(t *testing.T, dir string) {
-				if err := os.RemoveAll(dir); err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, os.RemoveAll(dir))
 			},
 		},
 	}
@@ -135,20 +127,12 @@ func TestCrawlSurvivesDamagedSeenStore(t *testing.T) {
 				t.Logf("scheduler close: %v", err)
 			}
 			atStop := web.Total()
-			if atStop >= len(pages) {
-				t.Fatalf("the crawl was over (%d requests) before the stop: nothing tested", atStop)
-			}
+			require.Less(t, atStop, len(pages), "the crawl was over (%d requests) before the stop: nothing tested", atStop)
 			if v.compact {
 				st, err := seen.OpenPebble(seenDir, seen.PebbleOptions{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := st.Compact(); err != nil {
-					t.Fatal(err)
-				}
-				if err := st.Close(); err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, err)
+				require.NoError(t, st.Compact())
+				require.NoError(t, st.Close())
 			}
 			v.damage(t, seenDir)
 			before := len(slogs.String())
@@ -160,17 +144,15 @@ func TestCrawlSurvivesDamagedSeenStore(t *testing.T) {
 			aside, _ := filepath.Glob(filepath.Join(seenDir, "pebble.damaged-*"))
 			t.Logf("stopped after %d of %d requests; %d more after the restart; %d URLs fetched more than once; moved aside: %d; %d fetched as last reported",
 				atStop, len(pages), web.Total()-restarted, len(web.Duplicates()), len(aside), st.PagesFetched)
-			if v.aside && len(aside) == 0 {
-				t.Errorf("the damaged store was not moved aside: the damage went unnoticed")
+			if v.aside {
+				assert.NotEmpty(t, aside, "the damaged store was not moved aside: the damage went unnoticed")
 			}
-			if len(aside) > 0 && !strings.Contains(slogs.String()[before:], "SEEN STORE DAMAGED") {
-				t.Errorf("the store was moved aside without an error in the scheduler's log")
+			if len(aside) > 0 {
+				assert.True(t, strings.Contains(slogs.String()[before:], "SEEN STORE DAMAGED"), "the store was moved aside without an error in the scheduler's log")
 			}
-			if web.Total() <= restarted {
-				t.Errorf("no request after the restart: the crawl did not resume")
-			}
+			assert.Greater(t, web.Total(), restarted, "no request after the restart: the crawl did not resume")
 			if m := web.Missing(); len(m) > 0 {
-				t.Errorf("%d of %d pages never requested, e.g. %v", len(m), len(pages), m[:min(5, len(m))])
+				assert.Failf(t, "pages never requested", "%d of %d pages never requested, e.g. %v", len(m), len(pages), m[:min(5, len(m))])
 			}
 			// Read again while pages are missing: readTopic ends a
 			// partition at its first 2 s without a record, which a loaded
@@ -234,8 +216,6 @@ func sdEachFile(t *testing.T, dir string, f func(string) error) int {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return n
 }

@@ -20,6 +20,8 @@ import (
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"
 	"github.com/drover-crawl/drover/workflows"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestTwoCampaignsShareAHostsPoliteness(t *testing.T) {
@@ -95,17 +97,13 @@ func checkSharedClock(t *testing.T, web *testweb.Web, delay time.Duration, whose
 	t.Helper()
 	reqs := web.Requests()
 	slices.SortFunc(reqs, func(a, b testweb.Request) int { return a.Start.Compare(b.Start) })
-	if len(reqs) < 2*len(web.Pages()) {
-		t.Fatalf("%d requests; want every page from each campaign (%d)", len(reqs), 2*len(web.Pages()))
-	}
+	require.GreaterOrEqual(t, len(reqs), 2*len(web.Pages()), "requests; want every page from each campaign")
 	least := time.Hour
 	for i := 1; i < len(reqs); i++ {
 		gap := reqs[i].Start.Sub(reqs[i-1].Start)
 		least = min(least, gap)
-		if gap < delay {
-			t.Errorf("%s (%s) and %s (%s) %s apart at the server; %s delay is %s",
-				reqs[i-1].URL, reqs[i-1].UA, reqs[i].URL, reqs[i].UA, gap.Round(time.Millisecond), whose, delay)
-		}
+		assert.GreaterOrEqual(t, gap, delay, "%s (%s) and %s (%s) %s apart at the server; %s delay is %s",
+			reqs[i-1].URL, reqs[i-1].UA, reqs[i].URL, reqs[i].UA, gap.Round(time.Millisecond), whose, delay)
 	}
 	half := reqs[:len(reqs)/2]
 	n := map[string]int{}
@@ -113,9 +111,8 @@ func checkSharedClock(t *testing.T, web *testweb.Web, delay time.Duration, whose
 		n[r.UA]++
 	}
 	for _, ua := range []string{"drover-test-a", "drover-test-b"} {
-		if share := float64(n[ua]) / float64(len(half)); share < 0.4 {
-			t.Errorf("campaign %s made %d of the first %d requests (%.0f%%): the other went ahead", ua, n[ua], len(half), 100*share)
-		}
+		share := float64(n[ua]) / float64(len(half))
+		assert.GreaterOrEqual(t, share, 0.4, "campaign %s made %d of the first %d requests (%.0f%%): the other went ahead", ua, n[ua], len(half), 100*share)
 	}
 	return reqs, least, n
 }
@@ -142,9 +139,7 @@ func TestTwoCampaignsShareAHostsConcurrency(t *testing.T) {
 	checkEveryPage(t, web, 2)
 	web.mu.Lock()
 	defer web.mu.Unlock()
-	if web.most != 1 {
-		t.Errorf("the server had %d requests at once; two campaigns at a per-host concurrency of 1 share the host's", web.most)
-	}
+	assert.Equal(t, 1, web.most, "requests at once at the server; two campaigns at a per-host concurrency of 1 share the host's")
 	// While both crawl (the first half of the requests), each campaign
 	// gets at least 40% of them.
 	half := map[string]int{}
@@ -152,9 +147,8 @@ func TestTwoCampaignsShareAHostsConcurrency(t *testing.T) {
 		half[ua]++
 	}
 	for _, ua := range []string{"drover-test-a", "drover-test-b"} {
-		if n := half[ua]; 10*n < 4*(len(web.agents)/2) {
-			t.Errorf("campaign %s made %d of the first %d requests, want at least 40%%", ua, n, len(web.agents)/2)
-		}
+		n := half[ua]
+		assert.GreaterOrEqual(t, 10*n, 4*(len(web.agents)/2), "campaign %s made %d of the first %d requests, want at least 40%%", ua, n, len(web.agents)/2)
 	}
 	t.Logf("%d requests; at most %d at once; first half by campaign %v", len(web.agents), web.most, half)
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
 	"github.com/drover-crawl/drover/campaign"
@@ -90,7 +92,7 @@ func startSinkKillWith(t *testing.T, prefix string, base byte, sinkURI string, e
 	await.For(t, 2*time.Minute, 20*time.Millisecond, "a fifth of the pages requested", func() error {
 		for id, p := range k.procs {
 			if !p.Alive() {
-				t.Fatalf("%s exited: %v\n%s", id, p.Err(), p.Tail(20))
+				require.FailNowf(t, "a worker exited", "%s exited: %v\n%s", id, p.Err(), p.Tail(20))
 			}
 		}
 		return ctAtLeastRequested(k.web, total/5)
@@ -103,18 +105,12 @@ func (k *sinkKill) stats() session.Stats {
 	k.t.Helper()
 	if k.frontier == "" {
 		st, err := ctQueryStatus(k.t, k.s.temporal.Client(), k.cfg.ID)
-		if err != nil {
-			k.t.Fatal(err)
-		}
-		if st.Frontier == "" {
-			k.t.Fatalf("campaign %s reports no frontier key", k.cfg.ID)
-		}
+		require.NoError(k.t, err)
+		require.NotEmpty(k.t, st.Frontier, "campaign %s reports no frontier key", k.cfg.ID)
 		k.frontier = st.Frontier
 	}
 	ss, err := k.s.sched.Server().Stats(k.frontier)
-	if err != nil {
-		k.t.Fatal(err)
-	}
+	require.NoError(k.t, err)
 	return ss
 }
 
@@ -128,9 +124,7 @@ func (k *sinkKill) awaitUnderWay() {
 	var missing int
 	await.For(k.t, 20*time.Second, 5*time.Millisecond, "leases out, pages never requested", func() error {
 		st, missing = k.stats(), len(k.web.Missing())
-		if missing == 0 {
-			k.t.Fatalf("every page was requested before a reading with leases out")
-		}
+		require.NotZero(k.t, missing, "every page was requested before a reading with leases out")
 		if st.InFlight == 0 {
 			return fmt.Errorf("no lease out (%d pages fetched)", st.Fetched)
 		}
@@ -152,14 +146,12 @@ func (k *sinkKill) kill(victim string) {
 func (k *sinkKill) finish() map[string]int {
 	k.t.Helper()
 	final := ctResult(k.t, k.run, 3*time.Minute)
-	if final.State != campaign.StateCompleted {
-		k.t.Fatalf("campaign %s: state %s (%s), want completed", k.cfg.ID, final.State, final.Reason)
-	}
+	require.Equal(k.t, campaign.StateCompleted, final.State, "campaign %s: state (%s)", k.cfg.ID, final.Reason)
 	dups := k.web.Duplicates()
 	k.t.Logf("completed %s after the start: %d pages fetched, %d restarts, %d URLs requested more than once",
 		time.Since(k.start).Round(time.Millisecond), final.PagesFetched, final.Restarts, len(dups))
 	if m := k.web.Missing(); len(m) > 0 {
-		k.t.Errorf("%d pages never requested, e.g. %v", len(m), m[:min(5, len(m))])
+		assert.Failf(k.t, "pages never requested", "%d pages never requested, e.g. %v", len(m), m[:min(5, len(m))])
 	}
 	return dups
 }
@@ -172,15 +164,12 @@ func checkHeld(t *testing.T, web *testweb.Web, sinkName string, got map[string][
 	copies := 0
 	for u, bodies := range got {
 		want, ok := web.Body(u)
-		if !ok {
-			t.Errorf("%s holds %s, not a URL of the web", sinkName, u)
+		if !assert.True(t, ok, "%s holds %s, not a URL of the web", sinkName, u) {
 			continue
 		}
 		for _, b := range bodies {
 			copies++
-			if !bytes.Equal(b, want) {
-				t.Errorf("a copy of %s in %s differs from what the server sent (%d bytes, want %d)", u, sinkName, len(b), len(want))
-			}
+			assert.True(t, bytes.Equal(b, want), "a copy of %s in %s differs from what the server sent (%d bytes, want %d)", u, sinkName, len(b), len(want))
 		}
 	}
 	var lost []string
@@ -191,7 +180,7 @@ func checkHeld(t *testing.T, web *testweb.Web, sinkName string, got map[string][
 	}
 	t.Logf("%s: %d copies of %d URLs", sinkName, copies, len(got))
 	if len(lost) > 0 {
-		t.Errorf("%d of %d pages not in %s, e.g. %v", len(lost), len(web.Pages()), sinkName, lost[:min(5, len(lost))])
+		assert.Failf(t, "pages not in the sink", "%d of %d pages not in %s, e.g. %v", len(lost), len(web.Pages()), sinkName, lost[:min(5, len(lost))])
 	}
 }
 
@@ -213,9 +202,7 @@ func TestWorkerKilledMidCopyPostgres(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	pg, err := pgx.Connect(ctx, sinkKillPG+"?sslmode=disable")
-	if err != nil {
-		t.Fatalf("PostgreSQL: %v", err)
-	}
+	require.NoError(t, err, "PostgreSQL")
 	t.Cleanup(func() {
 		c, err := pgx.Connect(context.Background(), sinkKillPG+"?sslmode=disable")
 		if err != nil {
@@ -231,13 +218,10 @@ func TestWorkerKilledMidCopyPostgres(t *testing.T) {
 	// Pages have been stored: the sink has created the table. Writes wait
 	// from here on.
 	lock, err := pg.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer lock.Rollback(context.Background())
-	if _, err := lock.Exec(ctx, "LOCK TABLE "+table+" IN SHARE MODE"); err != nil {
-		t.Fatal(err)
-	}
+	_, err = lock.Exec(ctx, "LOCK TABLE "+table+" IN SHARE MODE")
+	require.NoError(t, err)
 	var victim string
 	var copies map[string]int
 	await.For(t, 30*time.Second, 20*time.Millisecond, "a worker's COPY waiting for the lock", func() error {
@@ -257,9 +241,7 @@ func TestWorkerKilledMidCopyPostgres(t *testing.T) {
 	t.Logf("COPYs waiting for the lock by worker: %v; killing %s", copies, victim)
 	k.kill(victim)
 	ended, err := terminateBackends(ctx, victim)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Logf("terminated %d backends of %s: %v", len(ended), victim, ended)
 	n := 0
 	for _, b := range ended {
@@ -269,36 +251,24 @@ func TestWorkerKilledMidCopyPostgres(t *testing.T) {
 	}
 	// Every COPY seen waiting still waited (the kill hit them open); the
 	// worker may have opened more since, which wait behind the lock too.
-	if n < copies[victim] {
-		t.Fatalf("%d of %s's COPYs were still waiting when its backends were terminated, want at least the %d seen", n, victim, copies[victim])
-	}
-	if err := lock.Rollback(ctx); err != nil {
-		t.Fatal(err)
-	}
+	require.GreaterOrEqual(t, n, copies[victim], "%s's COPYs still waiting when its backends were terminated, want at least the %d seen", victim, copies[victim])
+	require.NoError(t, lock.Rollback(ctx))
 
 	dups := k.finish()
 	// The dead worker's COPYs held pages whose leases were out: they went
 	// back to the frontier and were fetched again.
-	if len(dups) == 0 {
-		t.Errorf("no page was requested twice: the pages of %s's open COPYs were not fetched again", victim)
-	}
+	assert.NotEmpty(t, dups, "no page was requested twice: the pages of %s's open COPYs were not fetched again", victim)
 
 	rows, err := pg.Query(ctx, "SELECT url, body FROM "+table+" WHERE campaign = $1 AND status > 0", k.cfg.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	got := map[string][][]byte{}
 	for rows.Next() {
 		var u string
 		var body []byte
-		if err := rows.Scan(&u, &body); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, rows.Scan(&u, &body))
 		got[u] = append(got[u], body)
 	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, rows.Err())
 	checkHeld(t, k.web, "table "+table, got)
 }
 

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/nlnwa/gowarc"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/drover-crawl/drover/internal/await"
 )
@@ -49,15 +51,11 @@ func TestWorkerKilledMidFsyncWARC(t *testing.T) {
 				return nil
 			}
 		}
-		if len(k.web.Missing()) == 0 {
-			t.Fatalf("every page was requested before a worker was seen in fsync")
-		}
+		require.NotEmpty(t, k.web.Missing(), "every page was requested before a worker was seen in fsync")
 		return errors.New("no worker thread in fsync on a WARC file")
 	})
 	t.Logf("killed %s in fsync on %s, seen after %s of watching", victim, filepath.Base(file), time.Since(watch).Round(time.Millisecond))
-	if m := len(k.web.Missing()); m == 0 {
-		t.Fatalf("every page had been requested at the kill")
-	}
+	require.NotEmpty(t, k.web.Missing(), "every page had been requested at the kill")
 
 	dups := k.finish()
 	recs := readWARCDir(t, dir)
@@ -70,9 +68,7 @@ func TestWorkerKilledMidFsyncWARC(t *testing.T) {
 		}
 	}
 	t.Logf("%s's file holds %d pages fetched again after the kill, e.g. %v", victim, len(refetched), refetched[:min(3, len(refetched))])
-	if len(refetched) == 0 {
-		t.Errorf("no page in %s's file %s was fetched again: the kill hit no page in flight", victim, filepath.Base(file))
-	}
+	assert.NotEmpty(t, refetched, "no page in %s's file %s was fetched again: the kill hit no page in flight", victim, filepath.Base(file))
 	checkHeld(t, k.web, "the WARC files", got)
 }
 
@@ -122,42 +118,26 @@ type warcPage struct {
 func readWARCDir(t *testing.T, dir string) []warcPage {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(dir, "*.warc.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(files) == 0 {
-		t.Fatalf("no WARC file in %s", dir)
-	}
+	require.NoError(t, err)
+	require.NotEmpty(t, files, "no WARC file in %s", dir)
 	var out []warcPage
 	for _, f := range files {
 		r, err := gowarc.NewWarcFileReader(f, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		for n := 0; ; n++ {
 			rec, _, val, err := r.Next()
 			if err == io.EOF {
 				break
 			}
-			if err != nil {
-				t.Fatalf("%s record %d: %v", filepath.Base(f), n, err)
-			}
-			if !val.Valid() {
-				t.Errorf("%s record %d: %v", filepath.Base(f), n, val)
-			}
+			require.NoError(t, err, "%s record %d", filepath.Base(f), n)
+			assert.True(t, val.Valid(), "%s record %d: %v", filepath.Base(f), n, val)
 			if rec.Type() == gowarc.Response {
 				raw, err := rec.Block().RawBytes()
-				if err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, err)
 				block, err := io.ReadAll(raw)
-				if err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, err)
 				_, body, ok := bytes.Cut(block, []byte("\r\n\r\n"))
-				if !ok {
-					t.Fatalf("%s record %d: a response block without an HTTP head", filepath.Base(f), n)
-				}
+				require.True(t, ok, "%s record %d: a response block without an HTTP head", filepath.Base(f), n)
 				out = append(out, warcPage{file: f, uri: rec.WarcHeader().Get(gowarc.WarcTargetURI), body: body})
 			}
 			rec.Close()

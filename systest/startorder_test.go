@@ -20,6 +20,8 @@ import (
 	"github.com/drover-crawl/drover/node/nodetest"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // temporalLateBy is how long after the worker the Temporal server starts,
@@ -36,9 +38,7 @@ func TestWorkerStartedBeforeTemporal(t *testing.T) {
 	web := webtest.Start(t, testweb.Config{Hosts: 2, PagesPerHost: 60, Base: 71})
 	topic := fmt.Sprintf("pages-%d", rand.IntN(1e9))
 	k, err := devstack.StartKafka("127.0.0.1:0", topic)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer k.Close()
 	sc := frontier.DefaultServerConfig()
 	sc.Token = testToken
@@ -48,7 +48,7 @@ func TestWorkerStartedBeforeTemporal(t *testing.T) {
 	w := startWorkerProc(t, "early-worker", []string{sched.Addr()}, temporalAddr, k.Addr())
 	await.For(t, 30*time.Second, 100*time.Millisecond, "the worker saying it waits for Temporal", func() error {
 		if !w.Alive() {
-			t.Fatalf("the worker exited before Temporal was up (%v):\n%s", w.Err(), w.Tail(20))
+			require.FailNowf(t, "the worker exited", "the worker exited before Temporal was up (%v):\n%s", w.Err(), w.Tail(20))
 		}
 		if !strings.Contains(w.Tail(50), "waiting for Temporal") {
 			return fmt.Errorf("the worker has not said it waits for Temporal")
@@ -59,9 +59,7 @@ func TestWorkerStartedBeforeTemporal(t *testing.T) {
 	host, port, _ := net.SplitHostPort(temporalAddr)
 	p, _ := strconv.Atoi(port)
 	tmp, err := devstack.StartTemporal(context.Background(), devstack.TemporalOptions{IP: host, Port: p, UIPort: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer tmp.Stop()
 
 	cfg := campaign.Config{
@@ -71,7 +69,7 @@ func TestWorkerStartedBeforeTemporal(t *testing.T) {
 	}
 	runCampaign(t, tmp.Client(), cfg, 3*time.Minute)()
 	if m := web.Missing(); len(m) > 0 {
-		t.Errorf("%d pages never fetched, e.g. %v", len(m), m[:min(3, len(m))])
+		assert.Failf(t, "pages never fetched", "%d pages never fetched, e.g. %v", len(m), m[:min(3, len(m))])
 	}
 
 	for _, tc := range []struct{ name, addr, namespace, want string }{
@@ -88,11 +86,7 @@ func TestWorkerStartedBeforeTemporal(t *testing.T) {
 			}
 			return nil
 		})
-		if p.Err() == nil {
-			t.Errorf("%s: the worker exited 0", tc.name)
-		}
-		if out := p.Tail(20); !strings.Contains(out, tc.want) {
-			t.Errorf("%s: the worker's last words lack %q:\n%s", tc.name, tc.want, out)
-		}
+		assert.Error(t, p.Err(), "%s: the worker exited 0", tc.name)
+		assert.Contains(t, p.Tail(20), tc.want, "%s: the worker's last words lack it", tc.name)
 	}
 }

@@ -19,6 +19,8 @@ import (
 	"github.com/drover-crawl/drover/starter/cli"
 	"github.com/drover-crawl/drover/tlsconf"
 	"github.com/drover-crawl/drover/tlsconf/tlstest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // tlsProxy terminates TLS (HTTP/2 by ALPN, as gRPC wants) with cfg and
@@ -29,9 +31,7 @@ func tlsProxy(t *testing.T, cfg *tls.Config, backend string) string {
 	cfg = cfg.Clone()
 	cfg.NextProtos = []string{"h2"}
 	ln, err := tls.Listen("tcp", "127.0.0.1:0", cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	relay.Serve(t, ln, backend, nil)
 	return ln.Addr().String()
 }
@@ -45,21 +45,19 @@ func tlsProxy(t *testing.T, cfg *tls.Config, backend string) string {
 func TestTemporalTLS(t *testing.T) {
 	testenv.NeedsTemporal(t)
 	tmp, err := devstack.StartTemporal(context.Background(), devstack.TemporalOptions{UIPort: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { tmp.Stop() })
 	pki := tlstest.New(t, "temporal")
 	front, err := tlsconf.Options{Cert: pki.ServerCert, Key: pki.ServerKey, ClientCA: pki.CA}.Server()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	tlsAddr := tlsProxy(t, front, tmp.Address())
 
 	dial := func(addr string, sec tlsconf.Temporal) (client.Client, error) {
 		opts := client.Options{HostPort: addr, Namespace: tmp.Namespace()}
-		if err := sec.Apply(&opts); err != nil {
-			t.Fatal(err)
+		// dial is called from the subtests too, on their goroutines: a
+		// failure here is reported on the test and returned, not FailNow.
+		if err := sec.Apply(&opts); !assert.NoError(t, err) {
+			return nil, err
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 12*time.Second)
 		defer cancel()
@@ -67,21 +65,15 @@ func TestTemporalTLS(t *testing.T) {
 	}
 	mtls := tlsconf.Temporal{CA: pki.CA, Cert: pki.ClientCert, Key: pki.ClientKey}
 	c, err := dial(tlsAddr, mtls)
-	if err != nil {
-		t.Fatalf("mTLS through the TLS front: %v", err)
-	}
-	if _, err := c.WorkflowService().ListWorkflowExecutions(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{Namespace: tmp.Namespace()}); err != nil {
-		t.Errorf("a call over mTLS: %v", err)
-	}
+	require.NoError(t, err, "mTLS through the TLS front")
+	_, err = c.WorkflowService().ListWorkflowExecutions(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{Namespace: tmp.Namespace()})
+	assert.NoError(t, err, "a call over mTLS")
 	c.Close()
 	// The starter's client too.
 	camps, err := cli.DialTemporal(context.Background(), cli.Env{Env: envconf.Env{TemporalAddress: tlsAddr, TemporalNamespace: tmp.Namespace()}, Temporal: mtls})
-	if err != nil {
-		t.Fatalf("starter over mTLS: %v", err)
-	}
-	if _, err := camps.List(context.Background(), ""); err != nil {
-		t.Errorf("starter's list over mTLS: %v", err)
-	}
+	require.NoError(t, err, "starter over mTLS")
+	_, err = camps.List(context.Background(), "")
+	assert.NoError(t, err, "starter's list over mTLS")
 	if cl, ok := camps.(interface{ Close() }); ok {
 		cl.Close()
 	}
@@ -103,27 +95,22 @@ func TestTemporalTLS(t *testing.T) {
 			c, err := dial(tc.addr, tc.sec)
 			if err == nil {
 				c.Close()
-				t.Fatal("connected")
+				require.FailNow(t, "connected")
 			}
 			took, werr := time.Since(start), err
 			// A client without a certificate may see its write cut before
 			// the server's alert arrives: then the hint is a guess, and
 			// the worker waits (until the test's bound) saying it.
 			config := errors.Is(err, node.ErrTemporalConfig) || (tc.name == "no client certificate" && strings.Contains(err.Error(), "unreachable"))
-			if !config || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("worker's dial: %v (after %s); want a configuration error saying %q", err, took, tc.want)
-			}
-			if took > 15*time.Second {
-				t.Errorf("worker's dial gave up after %s, want within 15s", took)
-			}
+			assert.True(t, config, "worker's dial: %v (after %s); want a configuration error saying %q", err, took, tc.want)
+			assert.ErrorContains(t, err, tc.want, "worker's dial (after %s); want a configuration error saying it", took)
+			assert.LessOrEqual(t, took, 15*time.Second, "worker's dial gave up too late, want within 15s")
 			start = time.Now()
 			_, err = cli.DialTemporal(context.Background(), cli.Env{Env: envconf.Env{TemporalAddress: tc.addr, TemporalNamespace: tmp.Namespace()}, Temporal: tc.sec})
-			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
-				t.Errorf("starter's dial: %v; want one line saying %q", err, tc.want)
+			if assert.ErrorContains(t, err, tc.want, "starter's dial: want one line saying it") {
+				assert.NotContains(t, err.Error(), "\n", "starter's dial: want one line saying %q", tc.want)
 			}
-			if took := time.Since(start); took > 10*time.Second {
-				t.Errorf("starter's dial gave up after %s, want within 10s", took)
-			}
+			assert.LessOrEqual(t, time.Since(start), 10*time.Second, "starter's dial gave up too late, want within 10s")
 			t.Logf("worker: %v (%s)\nstarter: %v", werr, took.Round(time.Millisecond), err)
 		})
 	}

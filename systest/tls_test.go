@@ -2,14 +2,12 @@ package systest_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net"
 	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -27,6 +25,8 @@ import (
 	"github.com/drover-crawl/drover/testweb/webtest"
 	"github.com/drover-crawl/drover/tlsconf"
 	"github.com/drover-crawl/drover/tlsconf/tlstest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // sessionRedialEvery paces the test's fetchers' dials while the scheduler
@@ -41,9 +41,7 @@ const sessionRedialEvery = 100 * time.Millisecond
 func TestTLSSessions(t *testing.T) {
 	pki := tlstest.New(t, "drover")
 	serverTLS, err := tlsconf.Options{Cert: pki.ServerCert, Key: pki.ServerKey, ClientCA: pki.CA}.Server()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	token := fmt.Sprintf("tls-token-%d", rand.Int64())
 	scfg := frontier.DefaultServerConfig()
 	scfg.Token = token
@@ -53,9 +51,7 @@ func TestTLSSessions(t *testing.T) {
 	addr := sched.Addr()
 
 	clientTLS, err := tlsconf.Options{CA: pki.CA, Cert: pki.ClientCert, Key: pki.ClientKey}.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	cl := session.Client{Token: token, TLS: clientTLS}
 
 	web := webtest.Start(t, testweb.Config{Hosts: 2, PagesPerHost: 25, CrossHost: true, Base: 131})
@@ -64,16 +60,14 @@ func TestTLSSessions(t *testing.T) {
 		AllowPrivate: true, Sinks: []string{"warc:/unused"},
 	}.WithDefaults()
 	ctl, err := cl.DialControl(ctx, addr)
-	if err != nil {
-		t.Fatalf("control session over mTLS: %v", err)
-	}
+	require.NoError(t, err, "control session over mTLS")
 	t.Cleanup(func() {
 		ctl.CloseCampaign(context.Background(), cfg.ID, true)
 		ctl.Close()
 	})
-	if n, err := ctl.Seed(ctx, cfg, cfg.Seeds); err != nil || n != len(cfg.Seeds) {
-		t.Fatalf("seed over mTLS: %d, %v", n, err)
-	}
+	n, err := ctl.Seed(ctx, cfg, cfg.Seeds)
+	require.NoError(t, err, "seed over mTLS")
+	require.Equal(t, len(cfg.Seeds), n, "seed over mTLS: seeds taken")
 
 	// Two fetchers over TLS sessions.
 	sk := sink.NewMemory()
@@ -82,9 +76,7 @@ func TestTLSSessions(t *testing.T) {
 	sessions := make(chan bool, 64)
 	for i := range 2 {
 		f, err := fetch.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		r := activities.NewRunner(cfg, f, sk, i, "tls-test")
 		wg.Add(1)
 		go func() {
@@ -111,9 +103,7 @@ func TestTLSSessions(t *testing.T) {
 		}
 		return nil
 	})
-	if len(sessions) == 0 {
-		t.Fatal("no fetcher session was opened")
-	}
+	require.NotZero(t, len(sessions), "no fetcher session was opened")
 	stored := map[string]bool{}
 	// The last outcomes may still be on their way: the scheduler's count
 	// is read over mTLS too.
@@ -131,9 +121,7 @@ func TestTLSSessions(t *testing.T) {
 		stored[p.URL] = true
 	}
 	for _, u := range web.Pages() {
-		if !stored[u] {
-			t.Errorf("page %s never stored", u)
-		}
+		assert.True(t, stored[u], "page %s never stored", u)
 	}
 
 	refused := func(name string, c session.Client, want ...string) {
@@ -142,46 +130,31 @@ func TestTLSSessions(t *testing.T) {
 		cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		defer cancel()
 		ctl, err := c.DialControl(cctx, addr)
-		if err == nil {
+		if !assert.Error(t, err, "%s: a control session was opened", name) {
 			ctl.Close()
-			t.Errorf("%s: a control session was opened", name)
 			return
 		}
-		if d := time.Since(start); d > 15*time.Second {
-			t.Errorf("%s: refused after %s, want within 15s", name, d)
-		}
+		assert.LessOrEqual(t, time.Since(start), 15*time.Second, "%s: refused after too long, want within 15s", name)
 		msg := err.Error()
-		if strings.Contains(msg, "\n") {
-			t.Errorf("%s: error is not one line: %q", name, msg)
-		}
-		if strings.Contains(msg, token) {
-			t.Errorf("%s: error shows the token: %s", name, msg)
-		}
+		assert.NotContains(t, msg, "\n", "%s: error is not one line: %q", name, msg)
+		assert.NotContains(t, msg, token, "%s: error shows the token", name)
 		for _, w := range want {
-			if !strings.Contains(msg, w) {
-				t.Errorf("%s: error %q does not say %q", name, msg, w)
-			}
+			assert.Contains(t, msg, w, "%s: error does not say %q", name, w)
 		}
 		t.Logf("%s: %s", name, msg)
 	}
 	// mTLS: a client that trusts the CA but has no certificate.
 	noCert, err := tlsconf.Options{CA: pki.CA}.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	refused("no client certificate", session.Client{Token: token, TLS: noCert}, "certificate", "--tls-cert")
 	// A client that does not trust the scheduler's CA.
 	other := tlstest.New(t, "other")
 	wrongCA, err := tlsconf.Options{CA: other.CA, Cert: pki.ClientCert, Key: pki.ClientKey}.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	refused("untrusted CA", session.Client{Token: token, TLS: wrongCA}, "TLS handshake failed", "certificate")
 	// A client certificate from another CA.
 	otherCert, err := tlsconf.Options{CA: pki.CA, Cert: other.ClientCert, Key: other.ClientKey}.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	refused("client certificate of another CA", session.Client{Token: token, TLS: otherCert}, "certificate")
 	// Plaintext to a TLS scheduler.
 	refused("plaintext", session.Client{Token: token}, "DROVER_TLS_CA")
@@ -194,9 +167,10 @@ func TestSchedulerRefusesPlaintextBeyondLoopback(t *testing.T) {
 	scfg := frontier.DefaultServerConfig()
 	scfg.Token = "a-token-that-is-not-the-dev-token"
 	_, err := node.StartScheduler(context.Background(), node.SchedulerConfig{Server: scfg, Listen: "0.0.0.0:0", AMQPURL: amqpURL()})
-	if !errors.Is(err, tlsconf.ErrPlaintext) || !strings.Contains(err.Error(), "--tls-cert") || !strings.Contains(err.Error(), "DROVER_INSECURE_PLAINTEXT") {
-		t.Fatalf("scheduler on 0.0.0.0 without TLS: err = %v, want a refusal naming --tls-cert and DROVER_INSECURE_PLAINTEXT", err)
-	}
+	const what = "scheduler on 0.0.0.0 without TLS: want a refusal naming --tls-cert and DROVER_INSECURE_PLAINTEXT"
+	require.ErrorIs(t, err, tlsconf.ErrPlaintext, what)
+	require.ErrorContains(t, err, "--tls-cert", what)
+	require.ErrorContains(t, err, "DROVER_INSECURE_PLAINTEXT", what)
 }
 
 // TestClientRefusesPlaintextBeyondLoopback: a client does not send the
@@ -232,17 +206,14 @@ func TestClientRefusesPlaintextBeyondLoopback(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, err = session.Client{Token: token}.DialControl(ctx, ln.Addr().String())
-	if !errors.Is(err, tlsconf.ErrPlaintext) || !strings.Contains(err.Error(), "DROVER_TLS_CA") {
-		t.Fatalf("plaintext session to %s: err = %v, want a refusal naming DROVER_TLS_CA", ln.Addr(), err)
-	}
+	require.ErrorIs(t, err, tlsconf.ErrPlaintext, "plaintext session to %s: want a refusal naming DROVER_TLS_CA", ln.Addr())
+	require.ErrorContains(t, err, "DROVER_TLS_CA", "plaintext session to %s: want a refusal naming DROVER_TLS_CA", ln.Addr())
 	t.Logf("refused: %v", err)
 	select {
 	case n := <-got:
-		if n > 0 {
-			t.Fatalf("%d bytes reached the listener; the token must not be sent", n)
-		}
+		require.LessOrEqual(t, n, 0, "bytes reached the listener; the token must not be sent")
 	case <-time.After(10 * time.Second):
-		t.Fatal("the listener did not finish reading within 10 s (accept deadline 5 s, read deadline 3 s)")
+		require.FailNow(t, "the listener did not finish reading within 10 s (accept deadline 5 s, read deadline 3 s)")
 	}
 }
 

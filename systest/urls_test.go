@@ -24,6 +24,8 @@ import (
 	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // urlsGone is how many URLs of each host the seed list adds that the
@@ -45,9 +47,7 @@ func TestURLsAgreeWithTheServer(t *testing.T) {
 		}
 	}
 	list := filepath.Join(t.TempDir(), "seeds.txt")
-	if err := os.WriteFile(list, []byte(strings.Join(seeds, "\n")), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(list, []byte(strings.Join(seeds, "\n")), 0o644))
 	web.HoldBodies()
 	t.Cleanup(web.ReleaseBodies)
 	id := fmt.Sprintf("urls-%d", time.Now().UnixNano())
@@ -55,9 +55,7 @@ func TestURLsAgreeWithTheServer(t *testing.T) {
 	out, err := starter(time.Minute, "start", "--id", id, "--seeds-file", list, "--fetchers", "1",
 		"--per-host-concurrency", fmt.Sprint(conc), "--per-host-delay", "50ms", "--allow-private", "--no-preflight",
 		"--sink", "kafka://"+s.kafka.Addr()+"/"+s.topic)
-	if err != nil {
-		t.Fatalf("start: %v\n%s", err, out)
-	}
+	require.NoError(t, err, "start:\n%s", out)
 	// Every host at its concurrency, each request held in its body.
 	await.For(t, 2*time.Minute, 20*time.Millisecond, "every host's requests held", func() error {
 		if n := web.Held(); n < conc*len(web.Hosts()) {
@@ -74,20 +72,16 @@ func TestURLsAgreeWithTheServer(t *testing.T) {
 				args = append(args, "--after", after)
 			}
 			out, err := starter(time.Minute, args...)
-			if err != nil {
-				t.Fatalf("urls %v: %v\n%s", args, err, out)
-			}
+			require.NoError(t, err, "urls %v:\n%s", args, out)
 			var page session.URLPage
-			if err := json.Unmarshal([]byte(out), &page); err != nil {
-				t.Fatalf("urls --json: %v\n%s", err, out)
-			}
+			require.NoError(t, json.Unmarshal([]byte(out), &page), "urls --json:\n%s", out)
 			all = append(all, page.URLs...)
 			if page.Next == "" {
 				return all
 			}
 			after = page.Next
 		}
-		t.Fatalf("urls %s %s: more than 100 pages", host, state)
+		require.FailNowf(t, "too many pages of URLs", "urls %s %s: more than 100 pages", host, state)
 		return nil
 	}
 	for i, ip := range web.IPs() {
@@ -100,17 +94,13 @@ func TestURLsAgreeWithTheServer(t *testing.T) {
 		}
 		slices.Sort(serving)
 		leased := list2(ip, "leased", 3)
-		if !slices.Equal(leased, serving) {
-			t.Errorf("host %s: leased %v, the server is serving %v", ip, leased, serving)
-		}
+		assert.Equal(t, serving, leased, "host %s: leased, against what the server is serving", ip)
 		held := list2(ip, "held", 7)
-		if len(held) == 0 || len(held) != len(slices.Compact(slices.Clone(held))) {
-			t.Errorf("host %s: held %d URLs, with duplicates or none: %v", ip, len(held), held)
-		}
+		assert.NotEmpty(t, held, "host %s: held no URL", ip)
+		assert.Equal(t, len(held), len(slices.Compact(slices.Clone(held))), "host %s: held %d URLs, with duplicates: %v", ip, len(held), held)
 		for _, u := range held {
-			if web.Count(u) > 0 || !strings.HasPrefix(u, prefix) {
-				t.Errorf("host %s: %s is held, but the server saw it %d times (or it is another host's)", ip, u, web.Count(u))
-			}
+			assert.Zero(t, web.Count(u), "host %s: %s is held, but the server saw it", ip, u)
+			assert.True(t, strings.HasPrefix(u, prefix), "host %s: %s is held, but it is another host's", ip, u)
 		}
 		// Nothing is recorded while the bodies are held, so the host's
 		// seeds are each exactly one of leased, held and queued; the queued
@@ -123,19 +113,16 @@ func TestURLsAgreeWithTheServer(t *testing.T) {
 			}
 		}
 		slices.Sort(want)
-		if len(queued) == 0 || !slices.Equal(queued, want) {
-			t.Errorf("host %s: queued %d URLs, want the %d seeds neither leased nor held: got %v, want %v", ip, len(queued), len(want), queued, want)
-		}
+		assert.NotEmpty(t, queued, "host %s: queued no URL", ip)
+		assert.Equal(t, want, queued, "host %s: queued %d URLs, want the %d seeds neither leased nor held", ip, len(queued), len(want))
 		for _, u := range queued {
-			if web.Count(u) > 0 {
-				t.Errorf("host %s: %s is queued, but the server saw it %d times", ip, u, web.Count(u))
-			}
+			assert.Zero(t, web.Count(u), "host %s: %s is queued, but the server saw it", ip, u)
 		}
 		t.Logf("host %s during the crawl: %d leased (the server serves %d), %d held, %d queued", ip, len(leased), len(serving), len(held), len(queued))
 	}
 	// Done URLs come from the crawl log, which this campaign does not keep.
-	if out, err := starter(time.Minute, "urls", id, "--host", web.IPs()[0], "--state", "done"); err == nil || !strings.Contains(out, "keeps no crawl log") {
-		t.Errorf("urls --state done without a crawl log: want an error saying so, got %v: %s", err, out)
+	if out, err := starter(time.Minute, "urls", id, "--host", web.IPs()[0], "--state", "done"); assert.Error(t, err, "urls --state done without a crawl log: want an error saying so: %s", out) {
+		assert.Contains(t, out, "keeps no crawl log", "urls --state done without a crawl log: want an error saying so")
 	}
 
 	web.ReleaseBodies()
@@ -168,12 +155,11 @@ func TestURLsAgreeWithTheServer(t *testing.T) {
 				failed404 = append(failed404, u)
 			}
 		}
-		if len(want) != urlsGone || !slices.Equal(failed404, want) {
-			t.Errorf("host %s after the crawl: failed %v, the server answered 404 for %v (want %d)", ip, failed404, want, urlsGone)
-		}
+		assert.Len(t, want, urlsGone, "host %s after the crawl: the URLs the server answered 404", ip)
+		assert.Equal(t, want, failed404, "host %s after the crawl: failed, against what the server answered 404", ip)
 		t.Logf("host %s after the crawl: %d failed with a 404 (the server answered %d), %d disallowed by robots.txt", ip, len(failed404), len(want), disallowed)
 	}
 	if m := web.Missing(); len(m) > 0 {
-		t.Errorf("%d pages never requested, such as %s", len(m), m[0])
+		assert.Failf(t, "pages never requested", "%d pages never requested, such as %s", len(m), m[0])
 	}
 }

@@ -18,6 +18,8 @@ import (
 	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // urlSample is how many URLs are asked about, during the crawl and after.
@@ -33,9 +35,8 @@ func TestURLStateAgreesWithTheServer(t *testing.T) {
 	key := awaitFrontierKey(t, s.services, web, cfg.ID)
 	cl := session.Client{Token: session.DevToken}
 	checkURLStatesDuring(t, cl, s.sched.Addr(), key, web)
-	if st := ctResult(t, run, 5*time.Minute); st.PagesFetched == 0 {
-		t.Fatalf("nothing fetched: %+v", st)
-	}
+	st := ctResult(t, run, 5*time.Minute)
+	require.NotZero(t, st.PagesFetched, "nothing fetched: %+v", st)
 	checkURLStatesAfter(t, cl, s.sched.Addr(), key, web, cfg.ID, 1)
 }
 
@@ -108,28 +109,20 @@ func checkURLStatesDuring(t *testing.T, cl session.Client, addr, key string, web
 	for _, i := range rand.Perm(len(pages))[:urlSample] {
 		u := pages[i]
 		st, err := cl.URLState(ctx, []string{addr}, key, u)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		n := web.Count(u) // after the state: done then means requested
 		counts[st.State]++
 		switch st.State {
 		case session.URLDone, session.URLFailed:
-			if n == 0 {
-				t.Errorf("%s said %s during the crawl, but the server never saw it", u, st.State)
-			}
+			assert.NotZero(t, n, "%s said %s during the crawl, but the server never saw it", u, st.State)
 			if st.State == session.URLDone && (st.Last == nil || st.Last.Status != 200 || st.Last.Date.IsZero()) {
-				t.Errorf("%s said done during the crawl, with last capture %+v", u, st.Last)
+				assert.Failf(t, "a done URL without its capture", "%s said done during the crawl, with last capture %+v", u, st.Last)
 			}
 		case session.URLUnknown:
-			if n > 0 {
-				t.Errorf("%s said unknown, but the server had seen it", u)
-			}
+			assert.Zero(t, n, "%s said unknown, but the server had seen it", u)
 		}
 	}
-	if web.Total() >= len(pages) {
-		t.Fatalf("the crawl was over while the states were read: it proves nothing")
-	}
+	require.Less(t, web.Total(), len(pages), "the crawl was over while the states were read: it proves nothing")
 	t.Logf("during the crawl, %d URLs: %v", urlSample, counts)
 }
 
@@ -143,19 +136,19 @@ func checkURLStatesAfter(t *testing.T, cl session.Client, addr, key string, web 
 	pages := web.Pages()
 	for _, i := range rand.Perm(len(pages))[:urlSample] {
 		st, err := cl.URLState(ctx, []string{addr}, key, pages[i])
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		// A closed run's marks are gone with its queues: its URLs are
 		// "ended", the failed ones "failed"; the fetch history, which
 		// outlives the run, says when and with what status each was
 		// captured.
 		n := web.Count(pages[i])
-		if st.State != session.URLEnded || n == 0 || (once > 0 && n != once) {
-			t.Errorf("after the crawl, %s: %s, requested %d times", pages[i], st.State, n)
+		assert.Equal(t, session.URLEnded, st.State, "after the crawl, %s: state (requested %d times)", pages[i], n)
+		assert.NotZero(t, n, "after the crawl, %s (%s): never requested", pages[i], st.State)
+		if once > 0 {
+			assert.Equal(t, once, n, "after the crawl, %s (%s): times requested", pages[i], st.State)
 		}
 		if l := st.Last; l == nil || l.Status != 200 || l.Lineage != lineage || l.Date.IsZero() || l.Date.After(time.Now()) {
-			t.Errorf("after the crawl, %s: last capture %+v", pages[i], l)
+			assert.Failf(t, "not the URL's last capture", "after the crawl, %s: last capture %+v", pages[i], l)
 		}
 	}
 }
