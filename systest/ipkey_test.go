@@ -177,15 +177,6 @@ func startIPWorker(t *testing.T, sv *services, schedulers []string, identity str
 	t.Cleanup(w.Stop)
 }
 
-// nothingRan reports whether nothing of campaign id has happened: no
-// request at the web, no host on either scheduler.
-func nothingRan(web *domainWeb, ss *peeredSchedulers, id string) bool {
-	web.mu.Lock()
-	n := len(web.starts)
-	web.mu.Unlock()
-	return n == 0 && ss.now(0, id).hosts == 0 && ss.now(1, id).hosts == 0
-}
-
 // gatherErrs is the last error a registry's Gather returned.
 var gatherErrs atomic.Value
 
@@ -270,14 +261,19 @@ func gathered(r *prometheus.Registry, name, campaign string) float64 {
 // from then on, its first start a delay after it took the clock over, so
 // that a request the owner had just started is not overlapped. The crawl
 // ends with every page, every two starts at the server the delay apart,
-// before the owner went and after (in some runs the owner also held
-// hosts, which the other scheduler takes over).
+// before the owner went and after.
 func TestIPKeyOwnerGone(t *testing.T) {
 	const delay = 300 * time.Millisecond
 	web := startDomainWeb(t, ipHosts, 8, 30*time.Millisecond)
 	sv := startServices(t)
 	ss := startPeeredSchedulers(t)
-	startIPWorker(t, sv, ss.addrs, "ip-worker", 0)
+	// Every session to scheduler 0, which then holds every host and asks
+	// the owner, scheduler 1, for each start. With sessions on both, the
+	// first to subscribe is the active consumer of every shard
+	// (single-active-consumer): in a third of the runs that was the owner,
+	// which then held every host, asked no one, and was closed after the
+	// crawl had ended.
+	startIPWorker(t, sv, ss.addrs[:1], "ip-worker", 0)
 	cfg := ipCampaign(sv, web, delay, "ipkey-gone")
 	wait := runCampaign(t, sv.temporal.Client(), cfg, 4*time.Minute)
 	seen := ss.watch(cfg.ID)
@@ -285,14 +281,6 @@ func TestIPKeyOwnerGone(t *testing.T) {
 	for deadline := began.Add(3 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
 		if n := ss.now(0, cfg.ID); n.asks >= 20 {
 			break
-		}
-		if time.Since(began) > time.Minute && nothingRan(web, ss, cfg.ID) {
-			// The workflow started, and its worker's pollers poll, but the
-			// dev server handed them no task: no activity ran, no
-			// scheduler saw the campaign, the web no request (a goroutine
-			// dump shows no workflow code at all). Seen in this test alone,
-			// in about one run in three under -race; NOTES.md, "Tests".
-			t.Skipf("the Temporal dev server dispatched no task of campaign %s in a minute: nothing of the crawl ran, so nothing of the owner's loss can be tested", cfg.ID)
 		}
 		if time.Now().After(deadline) {
 			require.FailNowf(t, "too few starts asked of the owner", "scheduler 0 asked the owner for fewer than 20 starts in 3 minutes: %+v, %+v (last gather error: %v)", ss.now(0, cfg.ID), ss.now(1, cfg.ID), gatherErrs.Load())
