@@ -424,9 +424,7 @@ func TestWorkerKilledMidCrawl(t *testing.T) {
 		return ctAtLeastRequested(web, total/5)
 	})
 	by, n, err := ctStartedSessions(t, c, cfg.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	victim, survivor := "worker-a", "worker-b"
 	if by["worker-b"] > by["worker-a"] {
 		victim, survivor = survivor, victim
@@ -434,9 +432,7 @@ func TestWorkerKilledMidCrawl(t *testing.T) {
 	atKill := ctPagesRequested(web)
 	t.Logf("at %d/%d pages after %s: %d sessions started %v; killing %s", atKill, total,
 		time.Since(start).Round(time.Millisecond), n, by, victim)
-	if by[victim] == 0 {
-		t.Fatalf("no FetchSession on either worker at 20%%: %v", by)
-	}
+	require.NotZero(t, by[victim], "no FetchSession on either worker at 20%%: %v", by)
 	procs[victim].Kill()
 	killed := time.Now()
 
@@ -447,9 +443,7 @@ func TestWorkerKilledMidCrawl(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if st.State != campaign.StateRunning {
-			t.Fatalf("campaign %s before the killed sessions were restarted (%d restarts): make the web bigger or slower", st.State, st.Restarts)
-		}
+		require.Equal(t, campaign.StateRunning, st.State, "campaign %s before the killed sessions were restarted (%d restarts): make the web bigger or slower", st.State, st.Restarts)
 		now, _, err := ctStartedSessions(t, c, cfg.ID)
 		if err != nil {
 			return err
@@ -463,20 +457,14 @@ func TestWorkerKilledMidCrawl(t *testing.T) {
 
 	final := ctResult(t, run, 3*time.Minute)
 	ended := time.Now()
-	if !procs[survivor].Alive() {
-		t.Errorf("the surviving worker %s exited", survivor)
-	}
-	if final.State != campaign.StateCompleted {
-		t.Fatalf("state %s (%s), want completed", final.State, final.Reason)
-	}
+	assert.True(t, procs[survivor].Alive(), "the surviving worker %s exited", survivor)
+	require.Equal(t, campaign.StateCompleted, final.State, "state %s (%s), want completed", final.State, final.Reason)
 	dups := web.Duplicates()
 	t.Logf("killed %s at %d/%d pages; campaign completed %s after the kill (%s in all); %d restarts; %d URLs fetched more than once",
 		victim, atKill, total, ended.Sub(killed).Round(time.Millisecond), ended.Sub(start).Round(time.Millisecond), final.Restarts, len(dups))
-	if final.Restarts < by[victim] {
-		t.Errorf("%d restarts, want at least the %d sessions of the killed worker", final.Restarts, by[victim])
-	}
+	assert.GreaterOrEqual(t, final.Restarts, by[victim], "%d restarts, want at least the %d sessions of the killed worker", final.Restarts, by[victim])
 	if m := web.Missing(); len(m) > 0 {
-		t.Errorf("%d pages never requested, e.g. %v", len(m), m[:min(5, len(m))])
+		assert.Failf(t, "pages never requested", "%d pages never requested, e.g. %v", len(m), m[:min(5, len(m))])
 	}
 	ctCheckLanded(t, s, web)
 }
