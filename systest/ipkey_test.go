@@ -375,16 +375,12 @@ func TestIPKeyOwnerKilled(t *testing.T) {
 		if s.After(killed) {
 			after++
 		}
-		if i > 0 && s.Sub(starts[i-1]) < delay {
-			t.Errorf("start %d, %s after the kill, came %s after the one before; the delay is %s", i, s.Sub(killed).Round(time.Millisecond), s.Sub(starts[i-1]), delay)
+		if i > 0 {
+			assert.GreaterOrEqual(t, s.Sub(starts[i-1]), delay, "start %d, %s after the kill, came %s after the one before; the delay is %s", i, s.Sub(killed).Round(time.Millisecond), s.Sub(starts[i-1]), delay)
 		}
 	}
-	if after < 20 {
-		t.Errorf("only %d requests after the kill: the owner did not die mid-crawl", after)
-	}
-	if most != 1 {
-		t.Errorf("the server had %d requests at once", most)
-	}
+	assert.GreaterOrEqual(t, after, 20, "only %d requests after the kill: the owner did not die mid-crawl", after)
+	assert.Equal(t, 1, most, "the server had %d requests at once", most)
 	t.Logf("owner killed after %d requests (%.0f starts asked of it, %d under way); %d requests after; at most %d at once, smallest gap %s; reason %q",
 		before, asked, inflight, after, most, least.Round(time.Millisecond), st.Reason)
 }
