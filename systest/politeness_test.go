@@ -115,13 +115,9 @@ func TestAdaptiveDelaySurvivesSchedulerKill(t *testing.T) {
 	st := wait()
 	gaps := srv.gaps()
 	t.Logf("killed after %d requests, %d under way; gaps between request starts: %v; %s", before, inflight, gaps, st.State)
-	if len(gaps) < before+5 {
-		t.Fatalf("%d requests after the kill: too few to tell", len(gaps)+1-before)
-	}
+	require.GreaterOrEqual(t, len(gaps), before+5, "%d requests after the kill: too few to tell", len(gaps)+1-before)
 	// gaps[before-1] is the gap to the first start after the kill.
-	if i := reachedAt(gaps, before, 2*slowAnswer); i != before {
-		t.Errorf("after the restart the gap after the first request is not %s: %v", 2*slowAnswer, gaps[before-1:])
-	}
+	assert.Equal(t, before, reachedAt(gaps, before, 2*slowAnswer), "after the restart the gap after the first request is not %s: %v", 2*slowAnswer, gaps[before-1:])
 }
 
 // slowAnswer is how long a slowingServer takes once it slowed down.
@@ -221,9 +217,7 @@ func TestLiveHostRuleSurvivesSchedulerKill(t *testing.T) {
 	sched.Kill()
 	atKill := web.Total()
 	startSchedulerProc(t, addr, 0, 1, seenPath)
-	if atKill >= len(web.Pages()) {
-		t.Fatalf("the crawl was over (%d requests) before the kill: nothing tested", atKill)
-	}
+	require.Less(t, atKill, len(web.Pages()), "the crawl was over (%d requests) before the kill: nothing tested", atKill)
 	wait()
 	n := checkHostGaps(t, web, target, returned, delay)
 	t.Logf("killed at request %d of %d; %d requests to %s after the rule, each %s or more apart", atKill, len(web.Pages()), n, target, delay)
