@@ -18,6 +18,8 @@ import (
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
 	"github.com/drover-crawl/drover/campaign"
@@ -63,9 +65,7 @@ func TestSeedListSurvivesASchedulerKill(t *testing.T) {
 	}
 	_, err := c.SignalWithStartWorkflow(context.Background(), cfg.ID, workflows.SignalPause, workflows.PauseSignal{Reason: "counting seeds"},
 		client.StartWorkflowOptions{ID: cfg.ID, TaskQueue: workflows.TaskQueue}, workflows.WorkflowName, workflows.CampaignInput{Config: cfg})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var key string
 	await.For(t, time.Minute, 100*time.Millisecond, "the campaign paused and seeded", func() error {
 		st, err := ctQueryStatus(t, c, cfg.ID)
@@ -82,9 +82,7 @@ func TestSeedListSurvivesASchedulerKill(t *testing.T) {
 		urls[i] = millionURL(i)
 	}
 	body, err := os.ReadFile(gzipList(t, filepath.Dir(list), "seeds.gz", urls))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(body) }))
 	defer srv.Close()
 
@@ -94,13 +92,9 @@ func TestSeedListSurvivesASchedulerKill(t *testing.T) {
 		WorkflowID: cfg.ID, UpdateName: workflows.UpdateSeed, Args: []any{workflows.SeedFileRequest{Source: srv.URL + "/seeds.gz"}},
 		WaitForStage: client.WorkflowUpdateStageAccepted,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	conn, err := amqp.Dial(amqpURL())
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer conn.Close()
 	// A third of the list queued: the kill lands mid-stream.
 	atKill := 0
@@ -116,16 +110,14 @@ func TestSeedListSurvivesASchedulerKill(t *testing.T) {
 	<-sched.Exited()
 	startSchedulerProc(t, addr, 0, 1, seenPath)
 	var res workflows.SeedFileResult
-	if err := h.Get(ctx, &res); err != nil {
-		t.Fatalf("the seed update: %v", err)
-	}
+	require.NoError(t, h.Get(ctx, &res), "the seed update")
 	counts, others := countShardURLs(t, key)
 	missing, twice := 0, 0
 	for i, n := range counts[:killSeeds] {
 		if n == 0 {
 			missing++
 			if missing <= 3 {
-				t.Errorf("%s is in no shard queue", millionURL(i))
+				assert.Failf(t, "seed in no shard queue", "%s is in no shard queue", millionURL(i))
 			}
 		}
 		if n > 1 {
@@ -134,17 +126,12 @@ func TestSeedListSurvivesASchedulerKill(t *testing.T) {
 	}
 	t.Logf("killed at %d messages; update: %+v; %d seeds missing, %d queued twice; others %v", atKill, res.Counts, missing, twice, others)
 	// The list's first line is a comment.
-	if res.Counts.Lines != killSeeds+1 || res.Counts.Seeded+res.Counts.Known != killSeeds {
-		t.Errorf("counts %+v: want %d lines, a comment and %d seeds each seeded or known", res.Counts, killSeeds+1, killSeeds)
-	}
-	if twice > seedfile.DefaultBatch {
-		t.Errorf("%d seeds queued twice: more than the one batch a kill interrupts (%d)", twice, seedfile.DefaultBatch)
-	}
-	if err := c.SignalWorkflow(context.Background(), cfg.ID, "", workflows.SignalStop, workflows.StopSignal{Reason: "counted"}); err != nil {
-		t.Fatal(err)
-	}
+	assert.Equal(t, int64(killSeeds+1), res.Counts.Lines, "counts %+v: want %d lines, a comment and %d seeds each seeded or known", res.Counts, killSeeds+1, killSeeds)
+	assert.Equal(t, int64(killSeeds), res.Counts.Seeded+res.Counts.Known, "counts %+v: want %d lines, a comment and %d seeds each seeded or known", res.Counts, killSeeds+1, killSeeds)
+	assert.LessOrEqual(t, twice, seedfile.DefaultBatch, "%d seeds queued twice: more than the one batch a kill interrupts (%d)", twice, seedfile.DefaultBatch)
+	require.NoError(t, c.SignalWorkflow(context.Background(), cfg.ID, "", workflows.SignalStop, workflows.StopSignal{Reason: "counted"}))
 	var st workflows.Status
-	if err := c.GetWorkflow(ctx, cfg.ID, "").Get(ctx, &st); err != nil || st.CloseError != "" {
-		t.Errorf("the campaign's end: %v, close error %q", err, st.CloseError)
+	if assert.NoError(t, c.GetWorkflow(ctx, cfg.ID, "").Get(ctx, &st), "the campaign's end") {
+		assert.Empty(t, st.CloseError, "the campaign's end: close error %q", st.CloseError)
 	}
 }
