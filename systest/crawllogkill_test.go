@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/crawllog"
 	"github.com/drover-crawl/drover/internal/await"
@@ -45,9 +48,7 @@ func TestCrawlLogSurvivesWorkerKill(t *testing.T) {
 				return nil
 			}
 		}
-		if len(k.web.Missing()) == 0 {
-			t.Fatalf("every page was requested before a worker was seen in fsync")
-		}
+		require.NotEmpty(t, k.web.Missing(), "every page was requested before a worker was seen in fsync")
 		return errors.New("no worker thread in fsync on a WARC file")
 	})
 	requestedAtKill := k.web.Total()
@@ -60,21 +61,15 @@ func TestCrawlLogSurvivesWorkerKill(t *testing.T) {
 			lines = append(lines, l)
 		}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if bad > 0 {
-		t.Errorf("%d lines cut or unreadable in %v", bad, files)
-	}
+	require.NoError(t, err)
+	assert.Zero(t, bad, "%d lines cut or unreadable in %v", bad, files)
 	workers := 0
 	for _, f := range files {
 		if strings.HasPrefix(filepath.Base(f), "crawl-worker-") {
 			workers++
 		}
 	}
-	if workers != 2 {
-		t.Errorf("crawl log files %v, want one per worker", files)
-	}
+	assert.Equal(t, 2, workers, "crawl log files %v, want one per worker", files)
 	served := map[string]int{}
 	for _, r := range k.web.Requests() {
 		served[r.URL]++
@@ -87,23 +82,19 @@ func TestCrawlLogSurvivesWorkerKill(t *testing.T) {
 			for _, loc := range l.Stored {
 				checkWARCRecord(t, l, loc)
 			}
-			if len(l.Stored) != 1 {
-				t.Errorf("%s: locations %v, want its WARC record", l.URL, l.Stored)
-			}
+			assert.Len(t, l.Stored, 1, "%s: locations %v, want its WARC record", l.URL, l.Stored)
 		}
 	}
 	unlogged := 0
 	for u, n := range served {
 		switch {
 		case logged[u] > n:
-			t.Errorf("%s: %d lines, %d requests", u, logged[u], n)
+			assert.Failf(t, "more lines than requests", "%s: %d lines, %d requests", u, logged[u], n)
 		case logged[u] < n:
 			// A request the dead worker made and never stored: its URL
 			// went back and was fetched and logged again.
 			unlogged += n - logged[u]
-			if logged[u] == 0 {
-				t.Errorf("%s: requested %d times, no line", u, n)
-			}
+			assert.NotZero(t, logged[u], "%s: requested %d times, no line", u, n)
 		}
 	}
 	stored := map[string]bool{}
@@ -111,15 +102,11 @@ func TestCrawlLogSurvivesWorkerKill(t *testing.T) {
 		stored[r.uri] = true
 	}
 	for u := range stored {
-		if logged[u] == 0 {
-			t.Errorf("%s is in the WARC files and has no crawl log line", u)
-		}
+		assert.NotZero(t, logged[u], "%s is in the WARC files and has no crawl log line", u)
 	}
 	t.Logf("%d requests, %d lines in %d files (%d of pages), %d URLs stored in WARC; %d requests of the dead worker without a line",
 		k.web.Total(), len(lines), len(files), pageLines, len(stored), unlogged)
-	if unlogged == 0 {
-		t.Errorf("every request has its line: the kill, in fsync, hit no page whose Store had not returned")
-	}
+	assert.NotZero(t, unlogged, "every request has its line: the kill, in fsync, hit no page whose Store had not returned")
 }
 
 // startCrawlLogKill is startSinkKill with a crawl log in logDir: the web
