@@ -4,6 +4,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/drover-crawl/drover/crawllog"
 	"github.com/drover-crawl/drover/internal/testenv"
 	"github.com/drover-crawl/drover/page"
@@ -57,9 +60,9 @@ func TestDedupByDigest(t *testing.T) {
 		orig, dup := second[r.uri]
 		switch {
 		case dup && isChanged[orig] && r.profile != identicalProfile:
-			t.Errorf("run 2: %s (its page changed, fetched after the page) is a %s record %q, want an identical-payload-digest revisit", r.uri, r.typ, r.profile)
+			assert.Failf(t, "second URL of a changed page not a revisit", "run 2: %s (its page changed, fetched after the page) is a %s record %q, want an identical-payload-digest revisit", r.uri, r.typ, r.profile)
 		case r.typ == "revisit" && !dup && isChanged[r.uri]:
-			t.Errorf("run 2: %s changed but is a revisit", r.uri)
+			assert.Failf(t, "changed page a revisit", "run 2: %s changed but is a revisit", r.uri)
 		}
 	}
 	checkDedupRecords(t, web, second, recs2, recs1, "")
@@ -83,9 +86,9 @@ func checkDedupRecords(t *testing.T, web *testweb.Web, second map[string]string,
 		orig, dup := second[r.uri]
 		switch {
 		case dup && (r.typ != "revisit" || r.refersURI != orig || (profile != "" && r.profile != profile)):
-			t.Errorf("%s: a %s record %q refers to %q; want a revisit of %s", r.uri, r.typ, r.profile, r.refersURI, orig)
+			assert.Failf(t, "second URL not a revisit of its page", "%s: a %s record %q refers to %q; want a revisit of %s", r.uri, r.typ, r.profile, r.refersURI, orig)
 		case !dup && earlier == nil && r.typ != "response":
-			t.Errorf("%s: a %s record, want its response", r.uri, r.typ)
+			assert.Failf(t, "page not a response", "%s: a %s record, want its response", r.uri, r.typ)
 		}
 		if r.typ != "revisit" {
 			continue
@@ -94,12 +97,12 @@ func checkDedupRecords(t *testing.T, web *testweb.Web, second map[string]string,
 		target, ok := byCapture[r.refersURI+" "+r.refersDate]
 		body, _ := web.Body(r.uri)
 		if !ok || target.digest != r.digest || page.PayloadDigest(target.payload) != r.digest || string(target.payload) != string(body) {
-			t.Errorf("revisit of %s refers to %s at %s: found %v, its payload the URL's bytes: %v", r.uri, r.refersURI, r.refersDate, ok, string(target.payload) == string(body))
+			assert.Failf(t, "revisit does not resolve to its page's bytes", "revisit of %s refers to %s at %s: found %v, its payload the URL's bytes: %v", r.uri, r.refersURI, r.refersDate, ok, string(target.payload) == string(body))
 		}
 	}
 	t.Logf("%d records, %d revisits, %d second URLs", len(recs), revisits, len(second))
-	if earlier == nil && revisits != len(second) {
-		t.Errorf("%d revisit records, want one per second URL (%d)", revisits, len(second))
+	if earlier == nil {
+		assert.Equal(t, len(second), revisits, "%d revisit records, want one per second URL (%d)", revisits, len(second))
 	}
 }
 
@@ -110,24 +113,21 @@ func checkDedupLines(t *testing.T, second map[string]string, dir string) {
 	t.Helper()
 	digests := map[string]string{}
 	var dups []crawllog.Line
-	if _, _, err := crawllog.ReadDir(dir, func(l crawllog.Line) {
+	_, _, err := crawllog.ReadDir(dir, func(l crawllog.Line) {
 		if _, dup := second[l.URL]; dup {
 			dups = append(dups, l)
-		} else if l.Revisit != "" {
-			t.Errorf("%s: a %s revisit line; only second URLs are", l.URL, l.Revisit)
+		} else {
+			assert.Empty(t, l.Revisit, "%s: a %s revisit line; only second URLs are", l.URL, l.Revisit)
 		}
 		digests[l.URL] = l.Digest
-	}); err != nil {
-		t.Fatal(err)
-	}
+	})
+	require.NoError(t, err)
 	for _, l := range dups {
 		if l.Revisit != page.RevisitIdenticalDigest || l.Digest == "" || l.Digest != digests[second[l.URL]] {
-			t.Errorf("%s: line revisit %q digest %q; its page's digest %q", l.URL, l.Revisit, l.Digest, digests[second[l.URL]])
+			assert.Failf(t, "second URL's line not a revisit with its page's digest", "%s: line revisit %q digest %q; its page's digest %q", l.URL, l.Revisit, l.Digest, digests[second[l.URL]])
 		}
 	}
-	if len(dups) != len(second) {
-		t.Errorf("%d lines of second URLs, want %d", len(dups), len(second))
-	}
+	assert.Equal(t, len(second), len(dups), "%d lines of second URLs, want %d", len(dups), len(second))
 }
 
 // checkDedupKafka: the Kafka record of each second URL of campaign id is
@@ -146,10 +146,8 @@ func checkDedupKafka(t *testing.T, s *stack, id string, second map[string]string
 		}
 		seen++
 		if len(m.Value) != 0 || h["revisit-profile"] != page.RevisitIdenticalDigest || h["refers-to-uri"] != orig {
-			t.Errorf("kafka: %s: %d bytes, revisit %q refers to %q; want a revisit of %s", m.Key, len(m.Value), h["revisit-profile"], h["refers-to-uri"], orig)
+			assert.Failf(t, "kafka: second URL's record not a revisit of its page", "kafka: %s: %d bytes, revisit %q refers to %q; want a revisit of %s", m.Key, len(m.Value), h["revisit-profile"], h["refers-to-uri"], orig)
 		}
 	}
-	if seen != len(second) {
-		t.Errorf("kafka: %d records of second URLs, want %d", seen, len(second))
-	}
+	assert.Equal(t, len(second), seen, "kafka: %d records of second URLs, want %d", seen, len(second))
 }
