@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/crawllog"
 	"github.com/drover-crawl/drover/failure"
@@ -29,9 +32,7 @@ import (
 func TestDeadHostsCampaignCompletes(t *testing.T) {
 	testenv.Long(t) // about 100 s of real retry backoffs
 	web, err := testweb.StartDead(testweb.DeadConfig{Base: 65})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer web.Close()
 	s := startStack(t)
 	cfg := campaign.Config{
@@ -46,30 +47,20 @@ func TestDeadHostsCampaignCompletes(t *testing.T) {
 	run := ctStartCampaign(t, s.temporal.Client(), cfg)
 	st := ctResult(t, run, 4*time.Minute)
 	took := time.Since(start)
-	if st.State != campaign.StateCompleted {
-		t.Fatalf("campaign ended %s: %s", st.State, st.Reason)
-	}
-	if took > 3*time.Minute {
-		t.Errorf("the campaign took %s to complete (want within 3m)", took.Round(time.Second))
-	}
+	require.Equal(t, campaign.StateCompleted, st.State, "campaign ended %s: %s", st.State, st.Reason)
+	assert.LessOrEqual(t, took, 3*time.Minute, "the campaign took %s to complete (want within 3m)", took.Round(time.Second))
 	if m := web.Web().Missing(); len(m) > 0 {
-		t.Errorf("%d live pages never fetched, e.g. %v", len(m), m[:min(3, len(m))])
+		assert.Failf(t, "live pages never fetched", "%d live pages never fetched, e.g. %v", len(m), m[:min(3, len(m))])
 	}
-	if d := web.Web().DisallowedHits(); len(d) > 0 {
-		t.Errorf("disallowed URLs fetched: %v", d)
-	}
+	assert.Empty(t, web.Web().DisallowedHits(), "disallowed URLs fetched")
 	for _, r := range web.DeadRequests() {
-		if r.URL != web.DeadHost(testweb.DeadRobots).Root+"/robots.txt" {
-			t.Errorf("the host whose robots.txt answers 503 got a page request: %s", r.URL)
-		}
+		assert.Equal(t, web.DeadHost(testweb.DeadRobots).Root+"/robots.txt", r.URL, "the host whose robots.txt answers 503 got a page request: %s", r.URL)
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	fs, total, err := session.Client{Token: session.DevToken}.Failures(ctx, []string{s.sched.Addr()}, st.Frontier, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	got := map[string]failure.Record{}
 	for _, f := range fs {
 		got[f.URL] = f
@@ -82,11 +73,8 @@ func TestDeadHostsCampaignCompletes(t *testing.T) {
 	for _, u := range dead {
 		want := web.Dead()[u]
 		f, ok := got[u]
-		switch {
-		case !ok:
-			t.Errorf("dead URL %s not among the failures (want reason %s)", u, want)
-		case f.Reason != want:
-			t.Errorf("dead URL %s failed with reason %s (%s), want %s", u, f.Reason, f.LastError, want)
+		if assert.True(t, ok, "dead URL %s not among the failures (want reason %s)", u, want) {
+			assert.Equal(t, want, f.Reason, "dead URL %s failed with reason %s (%s), want %s", u, f.Reason, f.LastError, want)
 		}
 	}
 	byReason := map[string]int{}
@@ -104,9 +92,7 @@ func TestDeadHostsCampaignCompletes(t *testing.T) {
 		cmd := exec.Command(starter, args...)
 		cmd.Env = env
 		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("starter %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
+		require.NoError(t, err, "starter %s:\n%s", strings.Join(args, " "), out)
 		return string(out)
 	}
 	status := runStarter("status", cfg.ID)
@@ -114,14 +100,10 @@ func TestDeadHostsCampaignCompletes(t *testing.T) {
 	t.Logf("starter status %s:\n%s", cfg.ID, status)
 	t.Logf("starter failures %s:\n%s", cfg.ID, failures)
 	for _, u := range dead {
-		if !strings.Contains(failures, u) {
-			t.Errorf("starter failures does not list %s", u)
-		}
+		assert.Contains(t, failures, u, "starter failures does not list %s", u)
 	}
 	for _, reason := range []string{"dns", "refused", "timeout", "tls", "robots"} {
-		if !strings.Contains(failures, reason+" ") {
-			t.Errorf("starter failures shows no %s failure", reason)
-		}
+		assert.Contains(t, failures, reason+" ", "starter failures shows no %s failure", reason)
 	}
 	t.Logf("starter report %s:\n%s", cfg.ID, runStarter("report", cfg.ID, "--top", "5"))
 }
@@ -132,7 +114,7 @@ func checkDeadLines(t *testing.T, dir string, dead map[string]string) {
 	t.Helper()
 	settled := map[string]string{}
 	var n, deadLettered int
-	if _, _, err := crawllog.ReadDir(dir, func(l crawllog.Line) {
+	_, _, err := crawllog.ReadDir(dir, func(l crawllog.Line) {
 		n++
 		switch l.Outcome {
 		case crawllog.OutcomeDeadLettered:
@@ -141,13 +123,13 @@ func checkDeadLines(t *testing.T, dir string, dead map[string]string) {
 		case crawllog.OutcomeFailed:
 			settled[l.URL] = l.Reason
 		}
-	}); err != nil {
-		t.Fatal(err)
-	}
+	})
+	require.NoError(t, err)
 	t.Logf("crawl log: %d lines, %d of URLs dead-lettered", n, deadLettered)
 	for u, want := range dead {
-		if got, ok := settled[u]; !ok || got != want {
-			t.Errorf("dead URL %s: crawl log reason %q (logged: %v), want %s", u, got, ok, want)
+		got, ok := settled[u]
+		if assert.True(t, ok, "dead URL %s: crawl log reason %q (logged: %v), want %s", u, got, ok, want) {
+			assert.Equal(t, want, got, "dead URL %s: crawl log reason %q (logged: %v), want %s", u, got, ok, want)
 		}
 	}
 }
