@@ -19,6 +19,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/internal/testenv"
 	"github.com/drover-crawl/drover/testweb"
@@ -58,24 +61,16 @@ func TestLargeBodyWholeInWARC(t *testing.T) {
 	took := time.Since(start)
 	hwm := procStatusBytes(t, worker.PID(), "VmHWM")
 	t.Logf("campaign %s: %d pages in %s; worker peak RSS (VmHWM) %d MiB", cfg.ID, st.PagesFetched, took.Round(time.Millisecond), hwm>>20)
-	if n := web.Count(web.LargeURL()); n != 1 {
-		t.Errorf("the server served the large file %d times, want 1", n)
-	}
-	if hwm >= maxWorkerRSS {
-		t.Errorf("worker peak RSS %d MiB, want under %d MiB", hwm>>20, maxWorkerRSS>>20)
-	}
+	n := web.Count(web.LargeURL())
+	assert.Equal(t, 1, n, "the server served the large file %d times, want 1", n)
+	assert.Less(t, hwm, int64(maxWorkerRSS), "worker peak RSS %d MiB, want under %d MiB", hwm>>20, maxWorkerRSS>>20)
 
 	rec := findWARCResponse(t, warcDir, web.LargeURL())
 	t.Logf("WARC record at %s:%d: %d bytes of payload, %s", filepath.Base(rec.file), rec.offset, rec.payloadLen, rec.payloadSHA1)
-	if rec.payloadLen != largeBytes {
-		t.Errorf("payload of %d bytes, want %d", rec.payloadLen, largeBytes)
-	}
-	if rec.payloadSHA1 != wantDigest || rec.fields["WARC-Payload-Digest"] != wantDigest {
-		t.Errorf("payload digest %s, WARC-Payload-Digest %s, want the server's %s", rec.payloadSHA1, rec.fields["WARC-Payload-Digest"], wantDigest)
-	}
-	if v, ok := rec.fields["WARC-Truncated"]; ok {
-		t.Errorf("WARC-Truncated: %s on a whole body", v)
-	}
+	assert.Equal(t, int64(largeBytes), rec.payloadLen, "payload of %d bytes, want %d", rec.payloadLen, largeBytes)
+	assert.Equal(t, wantDigest, rec.payloadSHA1, "payload digest %s, WARC-Payload-Digest %s, want the server's %s", rec.payloadSHA1, rec.fields["WARC-Payload-Digest"], wantDigest)
+	assert.Equal(t, wantDigest, rec.fields["WARC-Payload-Digest"], "payload digest %s, WARC-Payload-Digest %s, want the server's %s", rec.payloadSHA1, rec.fields["WARC-Payload-Digest"], wantDigest)
+	assert.NotContains(t, rec.fields, "WARC-Truncated", "WARC-Truncated: %s on a whole body", rec.fields["WARC-Truncated"])
 
 	var found bool
 	for _, m := range readTopic(t, s.kafka.Addr(), s.topic, 1) {
@@ -90,39 +85,27 @@ func TestLargeBodyWholeInWARC(t *testing.T) {
 		want := map[string]string{"body-omitted": "too-large", "body-size": strconv.Itoa(largeBytes), "payload-digest": wantDigest,
 			"warc-filename": filepath.Base(rec.file), "warc-offset": strconv.FormatInt(rec.offset, 10), "truncated": "false"}
 		for k, v := range want {
-			if h[k] != v {
-				t.Errorf("Kafka record header %s: %q, want %q", k, h[k], v)
-			}
+			assert.Equal(t, v, h[k], "Kafka record header %s: %q, want %q", k, h[k], v)
 		}
-		if len(m.Value) != 0 {
-			t.Errorf("Kafka record value of %d bytes, want none", len(m.Value))
-		}
+		assert.Empty(t, m.Value, "Kafka record value of %d bytes, want none", len(m.Value))
 	}
-	if !found {
-		t.Errorf("no Kafka record for %s", web.LargeURL())
-	}
-	if st.State != campaign.StateCompleted {
-		t.Errorf("state %s", st.State)
-	}
+	assert.True(t, found, "no Kafka record for %s", web.LargeURL())
+	assert.Equal(t, campaign.StateCompleted, st.State, "state %s", st.State)
 }
 
 // procStatusBytes reads a "kB" field of /proc/PID/status, in bytes.
 func procStatusBytes(t *testing.T, pid int, field string) int64 {
 	t.Helper()
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Fatalf("reading the worker's memory: %v", err)
-	}
+	require.NoError(t, err, "reading the worker's memory")
 	for _, l := range strings.Split(string(b), "\n") {
 		if v, ok := strings.CutPrefix(l, field+":"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			if err != nil {
-				t.Fatalf("%s: %q: %v", field, v, err)
-			}
+			require.NoError(t, err, "%s: %q", field, v)
 			return kb << 10
 		}
 	}
-	t.Fatalf("no %s in /proc/%d/status", field, pid)
+	require.FailNowf(t, "field not in /proc/PID/status", "no %s in /proc/%d/status", field, pid)
 	return 0
 }
 
@@ -144,9 +127,7 @@ func findWARCResponse(t *testing.T, dir, uri string) warcResponse {
 	files, _ := filepath.Glob(filepath.Join(dir, "*.warc.gz"))
 	for _, file := range files {
 		f, err := os.Open(file)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		defer f.Close()
 		cr := &countingReader{r: bufio.NewReaderSize(f, 1<<20)}
 		for {
@@ -161,7 +142,7 @@ func findWARCResponse(t *testing.T, dir, uri string) warcResponse {
 			}
 		}
 	}
-	t.Fatalf("no response record for %s in %v", uri, files)
+	require.FailNowf(t, "no response record", "no response record for %s in %v", uri, files)
 	return warcResponse{}
 }
 
@@ -173,17 +154,13 @@ func readMember(t *testing.T, r *countingReader, uri string) (rec *warcResponse,
 	if err == io.EOF {
 		return nil, false
 	}
-	if err != nil {
-		t.Fatalf("gzip member at %d: %v", r.n, err)
-	}
+	require.NoError(t, err, "gzip member at %d", r.n)
 	zr.Multistream(false)
 	br := bufio.NewReaderSize(zr, 64<<10)
 	fields := map[string]string{}
 	for {
 		l, err := br.ReadString('\n')
-		if err != nil {
-			t.Fatalf("WARC header: %v", err)
-		}
+		require.NoError(t, err, "WARC header")
 		if l == "\r\n" {
 			break
 		}
@@ -194,21 +171,16 @@ func readMember(t *testing.T, r *countingReader, uri string) (rec *warcResponse,
 	if fields["WARC-Type"] == "response" && fields["WARC-Target-URI"] == uri {
 		rec = &warcResponse{fields: fields}
 		head, err := readHTTPHead(br)
-		if err != nil {
-			t.Fatalf("HTTP head: %v", err)
-		}
+		require.NoError(t, err, "HTTP head")
 		length, _ := strconv.ParseInt(fields["Content-Length"], 10, 64)
 		h := sha1.New()
 		rec.payloadLen, err = io.CopyN(h, br, length-int64(len(head)))
-		if err != nil {
-			t.Fatalf("payload: %v after %d bytes", err, rec.payloadLen)
-		}
+		require.NoError(t, err, "payload: after %d bytes", rec.payloadLen)
 		rec.payloadSHA1 = "sha1:" + base32.StdEncoding.EncodeToString(h.Sum(nil))
 	}
 	// The rest of the member, so that r stands at the next one.
-	if _, err := io.Copy(io.Discard, br); err != nil {
-		t.Fatalf("record: %v", err)
-	}
+	_, err = io.Copy(io.Discard, br)
+	require.NoError(t, err, "record")
 	return rec, true
 }
 
