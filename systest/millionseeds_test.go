@@ -22,6 +22,8 @@ import (
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
 	"github.com/drover-crawl/drover/campaign"
@@ -39,24 +41,16 @@ func millionURL(i int) string { return fmt.Sprintf("http://h%d.million.test/s/%d
 func writeMillionList(t *testing.T, path string) {
 	t.Helper()
 	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	zw := gzip.NewWriter(f)
 	bw := bufio.NewWriterSize(zw, 1<<20)
 	for i := range millionSeeds {
 		bw.WriteString(millionURL(i))
 		bw.WriteByte('\n')
 	}
-	if err := bw.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, bw.Flush())
+	require.NoError(t, zw.Close())
+	require.NoError(t, f.Close())
 }
 
 func TestAMillionSeedsFromAGzipList(t *testing.T) {
@@ -75,9 +69,7 @@ func TestAMillionSeedsFromAGzipList(t *testing.T) {
 	// consumes the shards.
 	_, err := c.SignalWithStartWorkflow(context.Background(), cfg.ID, workflows.SignalPause, workflows.PauseSignal{Reason: "counting seeds"},
 		client.StartWorkflowOptions{ID: cfg.ID, TaskQueue: workflows.TaskQueue}, workflows.WorkflowName, workflows.CampaignInput{Config: cfg})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	await.For(t, time.Minute, 100*time.Millisecond, "the campaign paused and seeded", func() error {
 		st, err := ctQueryStatus(t, c, cfg.ID)
 		if err != nil || st.State != campaign.StatePaused || st.Frontier == "" {
@@ -94,16 +86,11 @@ func TestAMillionSeedsFromAGzipList(t *testing.T) {
 	began := time.Now()
 	out, err := starter(15*time.Minute, "seed", cfg.ID, "--file", list, "--json")
 	took := time.Since(began)
-	if err != nil {
-		t.Fatalf("seed: %v\n%s", err, out)
-	}
+	require.NoError(t, err, "seed:\n%s", out)
 	var res workflows.SeedFileResult
-	if err := json.Unmarshal([]byte(out), &res); err != nil {
-		t.Fatalf("seed --json: %v\n%s", err, out)
-	}
-	if res.Counts.Seeded != millionSeeds || res.Counts.Lines != millionSeeds {
-		t.Errorf("seed: %+v, want %d lines and seeds queued", res.Counts, millionSeeds)
-	}
+	require.NoError(t, json.Unmarshal([]byte(out), &res), "seed --json:\n%s", out)
+	assert.Equal(t, int64(millionSeeds), res.Counts.Seeded, "seed: %+v, want %d lines and seeds queued", res.Counts, millionSeeds)
+	assert.Equal(t, int64(millionSeeds), res.Counts.Lines, "seed: %+v, want %d lines and seeds queued", res.Counts, millionSeeds)
 	t.Logf("%d seeds (%d bytes gzip) streamed in %s", res.Counts.Seeded, fi.Size(), took.Round(time.Millisecond))
 
 	counts, others := countShardURLs(t, ctFrontierKey(t, c, cfg.ID))
@@ -113,36 +100,28 @@ func TestAMillionSeedsFromAGzipList(t *testing.T) {
 		case n == 0:
 			missing++
 			if missing <= 3 {
-				t.Errorf("%s is in no shard queue", millionURL(i))
+				assert.Failf(t, "seed in no shard queue", "%s is in no shard queue", millionURL(i))
 			}
 		case n > 1:
 			twice++
 			if twice <= 3 {
-				t.Errorf("%s is queued %d times", millionURL(i), n)
+				assert.Failf(t, "seed queued more than once", "%s is queued %d times", millionURL(i), n)
 			}
 		}
 	}
 	t.Logf("the shard queues hold %d of the seeds once; %d missing, %d more than once; other URLs: %v", millionSeeds-missing-twice, missing, twice, others)
-	if len(others) != 1 || others[0] != cfg.Seeds[0] {
-		t.Errorf("other URLs in the shards: %v, want only the campaign's seed %s", others, cfg.Seeds[0])
-	}
+	assert.Equal(t, []string{cfg.Seeds[0]}, others, "other URLs in the shards: %v, want only the campaign's seed %s", others, cfg.Seeds[0])
 
-	if err := c.SignalWorkflow(context.Background(), cfg.ID, "", workflows.SignalStop, workflows.StopSignal{Reason: "counted"}); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, c.SignalWorkflow(context.Background(), cfg.ID, "", workflows.SignalStop, workflows.StopSignal{Reason: "counted"}))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var st workflows.Status
-	if err := c.GetWorkflow(ctx, cfg.ID, "").Get(ctx, &st); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, c.GetWorkflow(ctx, cfg.ID, "").Get(ctx, &st))
 	h := ctCheckHistory(t, c, cfg.ID, "", "")
 	n, what := largestEvent(h)
 	_, inBytes := startedConfig(t, h)
 	t.Logf("history: %d events, input %d bytes, largest event %d bytes (%s)", len(h.Events), inBytes, n, what)
-	if n >= maxEventBytes {
-		t.Errorf("largest event %d bytes (%s), want under %d", n, what, maxEventBytes)
-	}
+	assert.Less(t, n, maxEventBytes, "largest event %d bytes (%s), want under %d", n, what, maxEventBytes)
 }
 
 // deleteQueuesAtEnd removes the queues of the campaign run key when the
@@ -168,9 +147,7 @@ func deleteQueuesAtEnd(t *testing.T, key string) {
 func countShardURLs(t *testing.T, key string) (counts []uint8, others []string) {
 	t.Helper()
 	conn, err := amqp.Dial(amqpURL())
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer conn.Close()
 	counts = make([]uint8, millionSeeds)
 	for i := range frontier.Shards {
@@ -182,30 +159,22 @@ func countShardURLs(t *testing.T, key string) (counts []uint8, others []string) 
 func drainShard(t *testing.T, conn *amqp.Connection, queue string, counts []uint8) (others []string) {
 	t.Helper()
 	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer ch.Close()
 	q, err := ch.QueueDeclarePassive(queue, true, false, false, false, nil)
-	if err != nil {
-		// A classic shard; a passive declare that names no arguments
-		// still matches it.
-		t.Fatalf("shard %s: %v", queue, err)
-	}
-	if err := ch.Qos(2000, 0, false); err != nil {
-		t.Fatal(err)
-	}
+	// A classic shard; a passive declare that names no arguments
+	// still matches it.
+	require.NoError(t, err, "shard %s", queue)
+	require.NoError(t, ch.Qos(2000, 0, false))
 	ds, err := ch.Consume(queue, "", false, false, false, false, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	timeout := time.After(2 * time.Minute)
 	for got := 0; got < q.Messages; got++ {
 		var d amqp.Delivery
 		select {
 		case d = <-ds:
 		case <-timeout:
-			t.Fatalf("shard %s: %d of its %d messages in 2 minutes", queue, got, q.Messages)
+			require.FailNowf(t, "shard not drained", "shard %s: %d of its %d messages in 2 minutes", queue, got, q.Messages)
 		}
 		var one struct {
 			URL   string `json:"u"`
@@ -213,9 +182,7 @@ func drainShard(t *testing.T, conn *amqp.Connection, queue string, counts []uint
 				URL string `json:"u"`
 			} `json:"b"`
 		}
-		if err := json.Unmarshal(d.Body, &one); err != nil {
-			t.Fatalf("shard %s: %v", queue, err)
-		}
+		require.NoError(t, json.Unmarshal(d.Body, &one), "shard %s", queue)
 		urls := []string{one.URL}
 		if len(one.Batch) > 0 {
 			urls = urls[:0]
@@ -232,9 +199,7 @@ func drainShard(t *testing.T, conn *amqp.Connection, queue string, counts []uint
 			}
 			counts[n]++
 		}
-		if err := d.Ack(false); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, d.Ack(false))
 	}
 	return others
 }
