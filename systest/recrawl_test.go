@@ -14,6 +14,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/nlnwa/gowarc"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/crawllog"
@@ -83,9 +85,7 @@ func TestRecrawlFromHistory(t *testing.T) {
 	runCampaign(t, s.temporal.Client(), run1.cfg, 5*time.Minute)()
 	checkFetchedOnce(t, web)
 	answered200 := web.Answered(200)
-	if len(answered200) != len(web.Pages()) {
-		t.Fatalf("run 1: %d pages answered 200, want every one of %d", len(answered200), len(web.Pages()))
-	}
+	require.Equal(t, len(web.Pages()), len(answered200), "run 1: %d pages answered 200, want every one of %d", len(answered200), len(web.Pages()))
 	changed := web.Change(0.1)
 	web.Reset()
 
@@ -110,26 +110,23 @@ func checkRevisitLines(t *testing.T, web *testweb.Web, dir string) {
 		notModified[u] = true
 	}
 	revisits := 0
-	if _, _, err := crawllog.ReadDir(dir, func(l crawllog.Line) {
+	_, _, err := crawllog.ReadDir(dir, func(l crawllog.Line) {
 		if l.Revisit == "" {
 			return
 		}
 		revisits++
 		if !notModified[l.URL] || l.Status != 304 || l.Revisit != page.RevisitNotModified {
-			t.Errorf("%s: a %s revisit line of status %d; the server answered it 304: %v", l.URL, l.Revisit, l.Status, notModified[l.URL])
+			assert.Failf(t, "revisit line not of a 304", "%s: a %s revisit line of status %d; the server answered it 304: %v", l.URL, l.Revisit, l.Status, notModified[l.URL])
 		}
 		for _, loc := range l.Stored {
 			if loc.Kind == "warc" {
 				checkWARCRecord(t, l, loc)
 			}
 		}
-	}); err != nil {
-		t.Fatal(err)
-	}
+	})
+	require.NoError(t, err)
 	t.Logf("run 2: %d revisit lines, %d 304s answered", revisits, len(notModified))
-	if revisits != len(notModified) {
-		t.Errorf("%d revisit lines, %d 304s answered", revisits, len(notModified))
-	}
+	assert.Equal(t, len(notModified), revisits, "%d revisit lines, %d 304s answered", revisits, len(notModified))
 }
 
 // maxRevisitBytes bounds what an unchanged page costs in WARC: its
@@ -148,8 +145,8 @@ func checkRecrawlBytes(t *testing.T, bytes1, bytes2 map[string]int64, pages, cha
 	for _, sk := range []string{"warc", "warc-captures", "kafka", "postgres"} {
 		ratio := float64(bytes2[sk]) / float64(bytes1[sk])
 		t.Logf("%s: run 1 wrote %d bytes, run 2 %d (%.1f%%)", sk, bytes1[sk], bytes2[sk], 100*ratio)
-		if sk != "warc" && ratio > 0.15 {
-			t.Errorf("%s: run 2 wrote %.1f%% of run 1's bytes, want at most 15%%", sk, 100*ratio)
+		if sk != "warc" {
+			assert.LessOrEqual(t, ratio, 0.15, "%s: run 2 wrote %.1f%% of run 1's bytes, want at most 15%%", sk, 100*ratio)
 		}
 	}
 	// The changed pages cost what a page cost in run 1; the rest is the
@@ -157,9 +154,7 @@ func checkRecrawlBytes(t *testing.T, bytes1, bytes2 map[string]int64, pages, cha
 	perPage := float64(bytes1["warc"]) / float64(pages)
 	perRevisit := (float64(bytes2["warc"]) - perPage*float64(changed)) / float64(pages-changed)
 	t.Logf("warc: a page of run 1 cost %.0f bytes, an unchanged page of run 2 %.0f", perPage, perRevisit)
-	if perRevisit > maxRevisitBytes {
-		t.Errorf("warc: an unchanged page cost %.0f bytes in run 2, want at most %d", perRevisit, maxRevisitBytes)
-	}
+	assert.LessOrEqual(t, perRevisit, float64(maxRevisitBytes), "warc: an unchanged page cost %.0f bytes in run 2, want at most %d", perRevisit, maxRevisitBytes)
 }
 
 // checkConditional: every page that answered 200 in run 1 was asked for
@@ -168,16 +163,12 @@ func checkConditional(t *testing.T, web *testweb.Web, answered200, changed []str
 	t.Helper()
 	cond := web.Conditional()
 	for _, u := range answered200 {
-		if !cond[u] {
-			t.Errorf("%s answered 200 in run 1 but got no validator in run 2", u)
-		}
+		assert.True(t, cond[u], "%s answered 200 in run 1 but got no validator in run 2", u)
 	}
 	want := web.Unchanged(changed)
 	got := web.Answered(304)
 	slices.Sort(got)
-	if !slices.Equal(got, want) {
-		t.Errorf("%d pages answered 304, want the %d unchanged of %d", len(got), len(want), len(web.Pages()))
-	}
+	assert.Equal(t, want, got, "%d pages answered 304, want the %d unchanged of %d", len(got), len(want), len(web.Pages()))
 	t.Logf("run 2: %d of %d pages answered 304, %d changed answered 200", len(got), len(web.Pages()), len(web.Answered(200)))
 }
 
@@ -204,14 +195,10 @@ func recrawlBytes(t *testing.T, s *stack, r recrawlRun) map[string]int64 {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c, err := pgx.Connect(ctx, recrawlPG)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer c.Close(ctx)
 	var n int64
-	if err := c.QueryRow(ctx, "SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM "+r.table+" t").Scan(&n); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, c.QueryRow(ctx, "SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM "+r.table+" t").Scan(&n))
 	out["postgres"] = n
 	return out
 }
@@ -226,26 +213,19 @@ type warcRecord struct {
 func readWARCRecords(t *testing.T, dir string) []warcRecord {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(dir, "*.warc.gz"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no WARC file in %s: %v", dir, err)
-	}
+	require.NoError(t, err, "no WARC file in %s", dir)
+	require.NotEmpty(t, files, "no WARC file in %s", dir)
 	var out []warcRecord
 	for _, f := range files {
 		r, err := gowarc.NewWarcFileReader(f, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		for {
 			rec, _, val, err := r.Next()
 			if errors.Is(err, io.EOF) {
 				break
 			}
-			if err != nil {
-				t.Fatalf("%s: %v", f, err)
-			}
-			if !val.Valid() {
-				t.Errorf("%s: %s record of %s: %v", filepath.Base(f), rec.Type(), rec.WarcHeader().Get(gowarc.WarcTargetURI), val)
-			}
+			require.NoError(t, err, "%s", f)
+			assert.True(t, val.Valid(), "%s: %s record of %s: %v", filepath.Base(f), rec.Type(), rec.WarcHeader().Get(gowarc.WarcTargetURI), val)
 			if rec.Type() != gowarc.Response && rec.Type() != gowarc.Revisit {
 				continue
 			}
@@ -264,12 +244,9 @@ func readWARCRecord(t *testing.T, rec gowarc.WarcRecord) warcRecord {
 	if rec.Type() == gowarc.Response {
 		if pb, ok := rec.Block().(gowarc.PayloadBlock); ok {
 			r, err := pb.PayloadBytes()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if w.payload, err = io.ReadAll(r); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
+			w.payload, err = io.ReadAll(r)
+			require.NoError(t, err)
 		}
 	}
 	return w
@@ -298,28 +275,24 @@ func checkRevisitsResolve(t *testing.T, web *testweb.Web, dir1, dir2 string, cha
 		}
 	}
 	for _, u := range changed {
-		if !responses[u] {
-			t.Errorf("changed page %s has no response record in run 2", u)
-		}
+		assert.True(t, responses[u], "changed page %s has no response record in run 2", u)
 	}
-	if want := len(web.Pages()) - len(changed); len(revisits) != want {
-		t.Errorf("run 2 wrote %d revisit records, want %d", len(revisits), want)
-	}
+	want := len(web.Pages()) - len(changed)
+	assert.Equal(t, want, len(revisits), "run 2 wrote %d revisit records, want %d", len(revisits), want)
 	rng := rand.New(rand.NewPCG(1, 2))
 	rng.Shuffle(len(revisits), func(i, j int) { revisits[i], revisits[j] = revisits[j], revisits[i] })
 	for _, rv := range revisits[:min(50, len(revisits))] {
 		if rv.profile != "http://netpreserve.org/warc/1.1/revisit/server-not-modified" || rv.refersURI != rv.uri || rv.refersDate == "" {
-			t.Errorf("revisit of %s: profile %q, refers to %q at %q", rv.uri, rv.profile, rv.refersURI, rv.refersDate)
+			assert.Failf(t, "revisit without its profile or WARC-Refers-To", "revisit of %s: profile %q, refers to %q at %q", rv.uri, rv.profile, rv.refersURI, rv.refersDate)
 			continue
 		}
 		orig, ok := byCapture[rv.refersURI+" "+rv.refersDate]
-		if !ok {
-			t.Errorf("revisit of %s refers to a capture at %s that run 1 did not write", rv.uri, rv.refersDate)
+		if !assert.True(t, ok, "revisit of %s refers to a capture at %s that run 1 did not write", rv.uri, rv.refersDate) {
 			continue
 		}
 		body, _ := web.Body(rv.uri)
 		if orig.digest != rv.digest || page.PayloadDigest(orig.payload) != rv.digest || string(orig.payload) != string(body) {
-			t.Errorf("revisit of %s: digest %s, its capture's %s; the capture's %d bytes are the page's: %v",
+			assert.Failf(t, "revisit does not resolve to its page's bytes", "revisit of %s: digest %s, its capture's %s; the capture's %d bytes are the page's: %v",
 				rv.uri, rv.digest, orig.digest, len(orig.payload), string(orig.payload) == string(body))
 		}
 	}
@@ -343,9 +316,8 @@ func TestRecrawlSurvivesSchedulerKill(t *testing.T) {
 	c := s.temporal.Client()
 	run1 := s.newCampaign("recrawl-kill", web, 2)
 	run1.PerHostDelay = new(15 * time.Millisecond)
-	if st := runCampaign(t, c, run1, 5*time.Minute)(); st.State != campaign.StateCompleted {
-		t.Fatalf("run 1: %s (%s)", st.State, st.Reason)
-	}
+	st1 := runCampaign(t, c, run1, 5*time.Minute)()
+	require.Equal(t, campaign.StateCompleted, st1.State, "run 1: %s (%s)", st1.State, st1.Reason)
 	checkFetchedOnce(t, web)
 	changed := web.Change(0.1)
 	web.Reset()
@@ -357,16 +329,13 @@ func TestRecrawlSurvivesSchedulerKill(t *testing.T) {
 	ctHoldAPage(t, web)
 	atKill, held := web.Total(), web.Held()
 	sched.Kill()
-	if atKill >= len(web.Pages()) {
-		t.Fatalf("run 2 was over (%d requests) before the kill: nothing tested", atKill)
-	}
+	require.Less(t, atKill, len(web.Pages()), "run 2 was over (%d requests) before the kill: nothing tested", atKill)
 	web.ReleaseBodies()
 	startSchedulerProc(t, addr, 0, 1, seenPath)
-	if st := wait(); st.State != campaign.StateCompleted {
-		t.Fatalf("run 2: %s (%s)", st.State, st.Reason)
-	}
+	st2 := wait()
+	require.Equal(t, campaign.StateCompleted, st2.State, "run 2: %s (%s)", st2.State, st2.Reason)
 	if m := web.Missing(); len(m) > 0 {
-		t.Errorf("run 2: %d pages never requested, e.g. %v", len(m), m[:min(5, len(m))])
+		assert.Failf(t, "pages never requested", "run 2: %d pages never requested, e.g. %v", len(m), m[:min(5, len(m))])
 	}
 	checkConditionalAcrossKill(t, web, changed)
 	t.Logf("run 2: killed at request %d of %d pages with %d held mid-body; %d URLs requested twice", atKill, len(web.Pages()), held, len(web.Duplicates()))
@@ -385,7 +354,7 @@ func checkConditionalAcrossKill(t *testing.T, web *testweb.Web, changed []string
 	for _, r := range web.Requests() {
 		if !strings.HasSuffix(r.URL, "/robots.txt") && !isChanged[r.URL] && !r.Conditional() {
 			unconditional++
-			t.Errorf("%s (unchanged) requested without a validator at %s", r.URL, r.Start.Format(time.TimeOnly))
+			assert.Failf(t, "unchanged page requested without a validator", "%s (unchanged) requested without a validator at %s", r.URL, r.Start.Format(time.TimeOnly))
 		}
 	}
 	got304 := map[string]bool{}
@@ -393,8 +362,8 @@ func checkConditionalAcrossKill(t *testing.T, web *testweb.Web, changed []string
 		got304[u] = true
 	}
 	for _, u := range web.Pages() {
-		if !isChanged[u] && !got304[u] {
-			t.Errorf("%s (unchanged) never answered 304", u)
+		if !isChanged[u] {
+			assert.True(t, got304[u], "%s (unchanged) never answered 304", u)
 		}
 	}
 	t.Logf("run 2: %d unchanged pages answered 304, %d requests of unchanged pages without a validator", len(got304), unconditional)
