@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
 	"github.com/drover-crawl/drover/chaos"
@@ -29,9 +31,7 @@ func startRabbitCluster(t *testing.T) *chaos.RabbitCluster {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	c, err := chaos.StartRabbitCluster(ctx, 3, os.Stderr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(c.Stop)
 	return c
 }
@@ -102,21 +102,13 @@ func rollingRestart(t *testing.T, cs *clusterStack) {
 	await.For(t, 2*time.Minute, 50*time.Millisecond, "a tenth of the crawl", func() error { return ctAtLeastRequested(web, total/10) })
 	for _, n := range cluster.Nodes {
 		before := ctPagesRequested(web)
-		if before >= total {
-			t.Fatalf("the crawl was over (%d of %d pages) before %s stopped: the restart proves nothing", before, total, n.Name)
-		}
-		if err := n.Ctl(context.Background(), "stop_app"); err != nil {
-			t.Fatalf("stopping %s: %v", n.Name, err)
-		}
+		require.Less(t, before, total, "the crawl was over (%d of %d pages) before %s stopped: the restart proves nothing", before, total, n.Name)
+		require.NoError(t, n.Ctl(context.Background(), "stop_app"), "stopping %s", n.Name)
 		time.Sleep(rollingDownFor)
 		during := ctPagesRequested(web) - before
-		if err := n.Ctl(context.Background(), "start_app"); err != nil {
-			t.Fatalf("starting %s: %v", n.Name, err)
-		}
+		require.NoError(t, n.Ctl(context.Background(), "start_app"), "starting %s", n.Name)
 		t.Logf("%s stopped for %s: %d pages requested meanwhile (%d of %d before)", n.Name, rollingDownFor, during, before, total)
-		if during == 0 {
-			t.Errorf("no page requested while %s was stopped: two nodes should carry the crawl", n.Name)
-		}
+		assert.NotZero(t, during, "no page requested while %s was stopped: two nodes should carry the crawl", n.Name)
 	}
 	checkCrawlWhole(t, s, web, run, time.Time{}, "")
 }
@@ -145,14 +137,11 @@ func nodeLostForGood(t *testing.T, cs *clusterStack) {
 	lost := leadingNode(t, cluster, "drover."+key+".s")
 	st, _ := sched.Server().Stats(key)
 	atFault, held := ctPagesRequested(web), web.Held()
-	if err := lost.Lose(); err != nil {
-		t.Fatalf("losing %s: %v", lost.Name, err)
-	}
+	require.NoError(t, lost.Lose(), "losing %s", lost.Name)
 	lostAt := time.Now()
 	t.Logf("node %s lost with %d of %d pages requested, %d leases out, %d pages held mid-body", lost.Name, atFault, total, st.InFlight, held)
-	if st.InFlight == 0 || atFault >= total {
-		t.Fatalf("the loss hit no work in flight: %d leases out, %d of %d pages requested", st.InFlight, atFault, total)
-	}
+	require.NotZero(t, st.InFlight, "the loss hit no work in flight: %d leases out, %d of %d pages requested", st.InFlight, atFault, total)
+	require.Less(t, atFault, total, "the loss hit no work in flight: %d leases out, %d of %d pages requested", st.InFlight, atFault, total)
 	web.ReleaseBodies()
 	await.For(t, 2*time.Minute, 100*time.Millisecond, "fetching to resume on the other nodes", func() error {
 		if n := ctPagesRequested(web); n <= atFault+held {
@@ -174,9 +163,7 @@ func replaceLostNode(t *testing.T, cs *clusterStack, lost *chaos.RabbitNode) {
 	defer cancel()
 	began := time.Now()
 	fresh, err := cs.cluster.Replace(ctx, lost, os.Stderr)
-	if err != nil {
-		t.Fatalf("replacing %s: %v", lost.Name, err)
-	}
+	require.NoError(t, err, "replacing %s", lost.Name)
 	t.Logf("%s replaced by the empty %s in %s", lost.Name, fresh.Name, time.Since(began).Round(100*time.Millisecond))
 	web := webtest.Start(t, testweb.Config{Hosts: 3, PagesPerHost: 60, Base: 158})
 	c := cs.s.temporal.Client()
@@ -184,13 +171,10 @@ func replaceLostNode(t *testing.T, cs *clusterStack, lost *chaos.RabbitNode) {
 	cfg.PerHostDelay = new(100 * time.Millisecond) // 6 s at least: the leaders are read while it runs
 	run := ctStartCampaign(t, c, cfg)
 	by, err := cs.cluster.Leaders(ctx, "drover."+ctFrontierKey(t, c, cfg.ID)+".s")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Logf("shard leaders by node after the replacement: %v", by)
-	if by[fresh.Name] == 0 || len(by) != 3 {
-		t.Errorf("shard leaders on %v: want all three nodes, %s included", by, fresh.Name)
-	}
+	assert.NotZero(t, by[fresh.Name], "shard leaders on %v: want all three nodes, %s included", by, fresh.Name)
+	assert.Len(t, by, 3, "shard leaders on %v: want all three nodes, %s included", by, fresh.Name)
 	checkCrawlWhole(t, cs.s, web, run, time.Time{}, "")
 }
 
@@ -200,9 +184,7 @@ func replaceLostNode(t *testing.T, cs *clusterStack, lost *chaos.RabbitNode) {
 func leadingNode(t *testing.T, c *chaos.RabbitCluster, prefix string) *chaos.RabbitNode {
 	t.Helper()
 	by, err := c.Leaders(context.Background(), prefix)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var best string
 	n := 0
 	for name, k := range by {
@@ -211,14 +193,10 @@ func leadingNode(t *testing.T, c *chaos.RabbitCluster, prefix string) *chaos.Rab
 			best = name
 		}
 	}
-	if n != 16 {
-		t.Fatalf("%d shard queues with a quorum leader, want 16 (quorum shards by default on a cluster): %v", n, by)
-	}
+	require.Equal(t, 16, n, "%d shard queues with a quorum leader, want 16 (quorum shards by default on a cluster): %v", n, by)
 	t.Logf("shard leaders by node: %v", by)
 	node := c.Node(best)
-	if node == nil {
-		t.Fatalf("leader %q is no node of the cluster", best)
-	}
+	require.NotNil(t, node, "leader %q is no node of the cluster", best)
 	return node
 }
 
@@ -232,11 +210,9 @@ func checkCrawlWhole(t *testing.T, s *stack, web *testweb.Web, run client.Workfl
 	if !since.IsZero() {
 		t.Logf("completed %s after %s", time.Since(since).Round(100*time.Millisecond), what)
 	}
-	if st.State != "completed" {
-		t.Fatalf("state %s (%s), want completed", st.State, st.Reason)
-	}
+	require.Equal(t, "completed", st.State, "state %s (%s), want completed", st.State, st.Reason)
 	if m := web.Missing(); len(m) > 0 {
-		t.Errorf("%d pages never requested, e.g. %v", len(m), m[:min(5, len(m))])
+		assert.Failf(t, "pages never requested", "%d pages never requested, e.g. %v", len(m), m[:min(5, len(m))])
 	}
 	t.Logf("duplicate fetches: %d URLs", len(web.Duplicates()))
 	checkStoredOnceAtLeast(t, s, web)
@@ -256,9 +232,7 @@ func checkStoredOnceAtLeast(t *testing.T, s *stack, web *testweb.Web) {
 			missing++
 		}
 	}
-	if missing > 0 {
-		t.Errorf("%d of %d pages have no record in Kafka", missing, len(web.Pages()))
-	}
+	assert.Zero(t, missing, "%d of %d pages have no record in Kafka", missing, len(web.Pages()))
 }
 
 // quorumLostFor is how long two of the three nodes stay down in
@@ -296,22 +270,17 @@ func quorumLost(t *testing.T, cs *clusterStack) {
 		}
 		started = true
 		for _, n := range down {
-			if err := n.Ctl(context.Background(), "start_app"); err != nil {
-				t.Fatalf("starting %s: %v", n.Name, err)
-			}
+			require.NoError(t, n.Ctl(context.Background(), "start_app"), "starting %s", n.Name)
 		}
 	}
 	t.Cleanup(startDown) // the next faults need the quorum back, whatever fails here
 	for _, n := range down {
-		if err := n.Ctl(context.Background(), "stop_app"); err != nil {
-			t.Fatalf("stopping %s: %v", n.Name, err)
-		}
+		require.NoError(t, n.Ctl(context.Background(), "stop_app"), "stopping %s", n.Name)
 	}
 	stoppedAt := time.Now()
 	t.Logf("%d nodes stopped with %d of %d pages requested, %d leases out, %d URLs held", len(down), atFault, total, st.InFlight, st.Held)
-	if st.InFlight == 0 || atFault >= total {
-		t.Fatalf("the loss of quorum hit no work in flight: %d leases out, %d of %d pages requested", st.InFlight, atFault, total)
-	}
+	require.NotZero(t, st.InFlight, "the loss of quorum hit no work in flight: %d leases out, %d of %d pages requested", st.InFlight, atFault, total)
+	require.Less(t, atFault, total, "the loss of quorum hit no work in flight: %d leases out, %d of %d pages requested", st.InFlight, atFault, total)
 	web.ReleaseBodies()
 	// The scheduler fetches what it held, then has nothing: no queue can
 	// deliver. RabbitMQ then counts every queue 0 (no leader answers), and
@@ -327,19 +296,17 @@ func quorumLost(t *testing.T, cs *clusterStack) {
 	})
 	requested := ctPagesRequested(web) - atFault
 	t.Logf("without a quorum: %d pages requested, then nothing held (%s after the stop); %d queues uncounted, %d outcomes pending", requested, time.Since(stoppedAt).Round(100*time.Millisecond), st.Uncounted, st.Pending)
-	if requested > int(heldAtFault) {
-		t.Errorf("%d pages requested without a quorum, more than the %d URLs held at the stop: delivered without a quorum", requested, heldAtFault)
-	}
+	assert.LessOrEqual(t, requested, int(heldAtFault), "%d pages requested without a quorum, more than the %d URLs held at the stop: delivered without a quorum", requested, heldAtFault)
 	time.Sleep(quorumLostFor) // Monitor reads the stats every second
 	// A reading that fails is no idle reading either (Monitor's rule).
 	st, err := sched.Server().Stats(key)
-	if err == nil && st.Idle() {
-		t.Errorf("the frontier reads idle without a quorum (RabbitMQ's zeros taken for counts): %+v", st)
+	if err == nil {
+		assert.False(t, st.Idle(), "the frontier reads idle without a quorum (RabbitMQ's zeros taken for counts): %+v", st)
 	}
 	t.Logf("%s into the outage: %d queues uncounted, reading error %v", time.Since(stoppedAt).Round(100*time.Millisecond), st.Uncounted, err)
-	if wst, err := ctQueryStatus(t, c, cfg.ID); err != nil || wst.State != "running" {
-		t.Fatalf("without a quorum the campaign is %s (%s, %v), want running: it would delete queues that hold URLs", wst.State, wst.Reason, err)
-	}
+	wst, err := ctQueryStatus(t, c, cfg.ID)
+	require.NoError(t, err, "without a quorum the campaign is %s (%s), want running: it would delete queues that hold URLs", wst.State, wst.Reason)
+	require.Equal(t, "running", wst.State, "without a quorum the campaign is %s (%s), want running: it would delete queues that hold URLs", wst.State, wst.Reason)
 	startDown()
 	checkCrawlWhole(t, s, web, run, time.Now(), "the quorum came back")
 }
@@ -369,15 +336,12 @@ func partitionHealed(t *testing.T, cs *clusterStack) {
 	ctHoldAPage(t, web)
 	st, _ := sched.Server().Stats(key)
 	atFault, held := ctPagesRequested(web), web.Held()
-	if err := cluster.Partition(context.Background(), cut); err != nil {
-		t.Fatalf("cutting %s off: %v", cut.Name, err)
-	}
+	require.NoError(t, cluster.Partition(context.Background(), cut), "cutting %s off", cut.Name)
 	t.Cleanup(func() { cluster.Heal(context.Background(), cut) }) // again: the next faults need it whole
 	cutAt := time.Now()
 	t.Logf("%s cut off with %d of %d pages requested, %d leases out, %d pages held mid-body", cut.Name, atFault, total, st.InFlight, held)
-	if st.InFlight == 0 || atFault >= total {
-		t.Fatalf("the partition hit no work in flight: %d leases out, %d of %d pages requested", st.InFlight, atFault, total)
-	}
+	require.NotZero(t, st.InFlight, "the partition hit no work in flight: %d leases out, %d of %d pages requested", st.InFlight, atFault, total)
+	require.Less(t, atFault, total, "the partition hit no work in flight: %d leases out, %d of %d pages requested", st.InFlight, atFault, total)
 	web.ReleaseBodies()
 	peer := cluster.Nodes[0]
 	if peer == cut {
@@ -392,20 +356,12 @@ func partitionHealed(t *testing.T, cs *clusterStack) {
 	})
 	time.Sleep(time.Until(cutAt.Add(partitionFor)))
 	during := ctPagesRequested(web) - atFault
-	if moved := schedulersNode(t, cluster); moved == cut {
-		t.Errorf("the scheduler's connections are still on %s, cut off", cut.Name)
-	}
+	assert.NotSame(t, cut, schedulersNode(t, cluster), "the scheduler's connections are still on %s, cut off", cut.Name)
 	atHeal := ctPagesRequested(web)
-	if err := cluster.Heal(context.Background(), cut); err != nil {
-		t.Fatalf("healing %s: %v", cut.Name, err)
-	}
+	require.NoError(t, cluster.Heal(context.Background(), cut), "healing %s", cut.Name)
 	t.Logf("during the partition of %s: %d pages requested; %d of %d at the heal", partitionFor, during, atHeal, total)
-	if atHeal >= total {
-		t.Fatalf("the crawl was over (%d of %d pages) before the heal: the heal proves nothing", atHeal, total)
-	}
-	if during <= held {
-		t.Errorf("%d pages requested while %s was cut off: the majority should carry the crawl", during, cut.Name)
-	}
+	require.Less(t, atHeal, total, "the crawl was over (%d of %d pages) before the heal: the heal proves nothing", atHeal, total)
+	assert.Greater(t, during, held, "%d pages requested while %s was cut off: the majority should carry the crawl", during, cut.Name)
 	await.For(t, 2*time.Minute, time.Second, cut.Name+" back in the cluster", func() error {
 		running, err := cut.Running(context.Background())
 		if err == nil && len(running) != len(cluster.Nodes) {
@@ -446,17 +402,13 @@ func watchQueues(t *testing.T, c *chaos.RabbitCluster, prefix string) (stop func
 func schedulersNode(t *testing.T, c *chaos.RabbitCluster) *chaos.RabbitNode {
 	t.Helper()
 	by, err := c.Connections(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(by) != 1 {
-		t.Fatalf("the scheduler's connections are on %v, want one node", by)
-	}
+	require.NoError(t, err)
+	require.Len(t, by, 1, "the scheduler's connections are on %v, want one node", by)
 	for name := range by {
 		if n := c.Node(name); n != nil {
 			return n
 		}
 	}
-	t.Fatalf("connections on %v, which is no node of the cluster", by)
+	require.FailNowf(t, "connections on no node of the cluster", "connections on %v, which is no node of the cluster", by)
 	return nil
 }
