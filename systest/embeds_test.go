@@ -15,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/drover-crawl/drover/internal/replay"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"
@@ -38,31 +41,23 @@ func TestEmbedsCrawlReplaysFromWARC(t *testing.T) {
 	// included, and not the CDN's page that only a link leads to.
 	checkFetchedOnce(t, web)
 	if m := web.MissingAssets(); len(m) > 0 {
-		t.Errorf("%d of %d assets never requested: %v", len(m), len(web.Assets()), m)
+		assert.Failf(t, "assets never requested", "%d of %d assets never requested: %v", len(m), len(web.Assets()), m)
 	}
 	for _, u := range web.OffLimits() {
-		if n := web.Count(u); n > 0 {
-			t.Errorf("%s requested %d times: a link on an out-of-scope host was followed", u, n)
-		}
+		n := web.Count(u)
+		assert.Zero(t, n, "%s requested %d times: a link on an out-of-scope host was followed", u, n)
 	}
-	if err := web.Close(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, web.Close())
 
 	// The replay: the archive alone answers the browser.
 	archive, err := replay.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for _, u := range append(web.Pages(), web.Assets()...) {
-		if _, ok := archive.Lookup(u); !ok {
-			t.Errorf("%s is not in the WARC files", u)
-		}
+		_, ok := archive.Lookup(u)
+		assert.True(t, ok, "%s is not in the WARC files", u)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	proxy := &http.Server{Handler: archive.Handler()}
 	go proxy.Serve(ln)
 	t.Cleanup(func() { proxy.Close() })
@@ -70,26 +65,18 @@ func TestEmbedsCrawlReplaysFromWARC(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), replayPages*replay.PageTimeout+replay.StartTimeout)
 	defer cancel()
 	rep, err := replay.LoadPages(ctx, ln.Addr().String(), pages)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	requests := 0
 	for _, p := range rep.Pages {
 		requests += len(p.Requests)
-		if len(p.BrokenImages) > 0 {
-			t.Errorf("%s: images that did not decode: %v", p.URL, p.BrokenImages)
-		}
+		assert.Empty(t, p.BrokenImages, "%s: images that did not decode: %v", p.URL, p.BrokenImages)
 	}
 	failed := rep.Failures()
-	if len(failed) > 0 {
-		t.Errorf("%d failed subrequests replaying %d pages: %v", len(failed), len(pages), failed)
-	}
+	assert.Empty(t, failed, "%d failed subrequests replaying %d pages: %v", len(failed), len(pages), failed)
 	if m := archive.Misses(); len(m) > 0 {
-		t.Errorf("the browser asked for what the archive does not hold: %v", m)
+		assert.Failf(t, "the browser asked for what the archive does not hold", "the browser asked for what the archive does not hold: %v", m)
 	}
 	// A page that asked for no asset would prove nothing.
-	if requests < 10*len(pages) {
-		t.Errorf("%d requests for %d pages: the pages' assets were not loaded", requests, len(pages))
-	}
+	assert.GreaterOrEqual(t, requests, 10*len(pages), "%d requests for %d pages: the pages' assets were not loaded", requests, len(pages))
 	t.Logf("replayed %d pages from %s: %d requests, %d failed", len(pages), filepath.Base(dir), requests, len(failed))
 }
