@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/drover-crawl/drover/devstack"
 	"github.com/drover-crawl/drover/envconf"
@@ -65,9 +67,8 @@ func TestWebUIInBrowser(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		if code := app.Run(ctx, args); code != cli.ExitOK {
-			t.Fatalf("starter %s: exit %d\n%s%s", strings.Join(args, " "), code, out.String(), errb.String())
-		}
+		code := app.Run(ctx, args)
+		require.Equal(t, cli.ExitOK, code, "starter %s: exit %d\n%s%s", strings.Join(args, " "), code, out.String(), errb.String())
 		return out.String()
 	}
 	// 400 pages on 2 hosts at 300 ms each: a minute at least, longer than
@@ -76,13 +77,10 @@ func TestWebUIInBrowser(t *testing.T) {
 		"--fetchers", "2", "--per-host-delay", "300ms", "--sink", "kafka://"+s.kafka.Addr()+"/"+s.topic)
 	t.Cleanup(func() { starter("stop", id) })
 	m := regexp.MustCompile(`Web UI: (\S+)`).FindStringSubmatch(out)
-	if m == nil {
-		t.Fatalf("start printed no Web UI link:\n%s", out)
-	}
+	require.NotNil(t, m, "start printed no Web UI link:\n%s", out)
 	link := m[1]
-	if want := ui + "/namespaces/default/workflows/" + id; link != want {
-		t.Fatalf("start printed the link %s, want %s (TEMPORAL_UI_URL)", link, want)
-	}
+	want := ui + "/namespaces/default/workflows/" + id
+	require.Equal(t, want, link, "start printed the link %s, want %s (TEMPORAL_UI_URL)", link, want)
 
 	b := newBrowser(t, browser)
 	list := func(query string) string {
@@ -98,9 +96,8 @@ func TestWebUIInBrowser(t *testing.T) {
 	// A filter on another state does not list it: the filter is applied.
 	b.open(list(`CampaignState="paused"`))
 	b.waitText(`an empty list under the filter CampaignState="paused"`, bodyText, `"paused"`, "No Results")
-	if text := b.eval(bodyText); strings.Contains(text, id) {
-		t.Errorf("the campaign is listed under CampaignState=\"paused\":\n%s", text)
-	}
+	text := b.eval(bodyText)
+	assert.NotContains(t, text, id, "the campaign is listed under CampaignState=\"paused\":\n%s", text)
 
 	// Its page, from the link the starter printed: the input.
 	b.open(link)
@@ -142,7 +139,7 @@ func chromium(t *testing.T) string {
 	}
 	msg := "no chromium on PATH (apt-get install chromium; .ci/run installs it)"
 	if os.Getenv("CI") != "" {
-		t.Fatal(msg)
+		require.FailNow(t, msg)
 	}
 	t.Skip(msg)
 	return ""
@@ -158,9 +155,7 @@ type browser struct {
 func newBrowser(t *testing.T, path string) *browser {
 	t.Helper()
 	profile, err := os.MkdirTemp("", "drover-chromium-")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	// The flags the development machines need: no sandbox as root, and no
 	// background connections (the network is closed; they fail by the
 	// dozen) on a new, empty profile.
@@ -182,12 +177,10 @@ func newBrowser(t *testing.T, path string) *browser {
 	go func() { started <- chromedp.Do(ctx) }()
 	select {
 	case err := <-started:
-		if err != nil {
-			t.Fatalf("starting %s: %v", path, err)
-		}
+		require.NoError(t, err, "starting %s", path)
 	case <-time.After(uiWait):
 		cancel()
-		t.Fatalf("starting %s: no answer within %s", path, uiWait)
+		require.FailNowf(t, "the browser did not start", "starting %s: no answer within %s", path, uiWait)
 	}
 	b := &browser{t: t, ctx: ctx, dir: outDir(t, "webui")}
 	t.Cleanup(func() {
@@ -207,9 +200,7 @@ func (b *browser) open(u string) {
 	b.t.Helper()
 	ctx, cancel := b.bounded()
 	defer cancel()
-	if err := chromedp.Do(ctx, chromedp.Navigate(u)); err != nil {
-		b.t.Fatalf("open %s: %v", u, err)
-	}
+	require.NoError(b.t, chromedp.Do(ctx, chromedp.Navigate(u)), "open %s", u)
 }
 
 func (b *browser) eval(expr string) string {
@@ -217,9 +208,7 @@ func (b *browser) eval(expr string) string {
 	ctx, cancel := b.bounded()
 	defer cancel()
 	v, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr))
-	if err != nil {
-		b.t.Fatalf("evaluate %s: %v", expr, err)
-	}
+	require.NoError(b.t, err, "evaluate %s", expr)
 	return v
 }
 
@@ -246,9 +235,7 @@ func (b *browser) click(sel string) {
 	b.t.Helper()
 	ctx, cancel := b.bounded()
 	defer cancel()
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel))); err != nil {
-		b.t.Fatalf("click %s: %v", sel, err)
-	}
+	require.NoError(b.t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel))), "click %s", sel)
 }
 
 func (b *browser) screenshot(name string) {
@@ -259,7 +246,5 @@ func (b *browser) screenshot(name string) {
 	if err == nil {
 		err = os.WriteFile(filepath.Join(b.dir, name), png, 0o644)
 	}
-	if err != nil {
-		b.t.Errorf("screenshot %s: %v", name, err)
-	}
+	assert.NoError(b.t, err, "screenshot %s", name)
 }
