@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/drover-crawl/drover/page"
@@ -30,7 +31,7 @@ func TestWriterLinesReadBackWhole(t *testing.T) {
 			defer wg.Done()
 			for j := range each {
 				loc := page.Location{Kind: "warc", File: "f.warc.gz", Offset: int64(j)}
-				require.NoError(t, w.Write(Line{Outcome: OutcomePage, URL: fmt.Sprintf("http://h/%d/%d", i, j), Stored: []page.Location{loc}}))
+				assert.NoError(t, w.Write(Line{Outcome: OutcomePage, URL: fmt.Sprintf("http://h/%d/%d", i, j), Stored: []page.Location{loc}}))
 			}
 		}()
 	}
