@@ -107,3 +107,43 @@ func isTestingType(e ast.Expr) bool {
 	pkg, ok := sel.X.(*ast.Ident)
 	return ok && pkg.Name == "testing" && slices.Contains([]string{"T", "B", "F", "TB"}, sel.Sel.Name)
 }
+
+// TestNoRequireOffTheTestGoroutine refuses a require call in a function
+// run on a goroutine of its own (a go statement, a WaitGroup's or an
+// errgroup's Go, an HTTP handler): require's FailNow ends only the
+// goroutine it runs on, so the test would go on; assert marks the failure
+// and returns.
+func TestNoRequireOffTheTestGoroutine(t *testing.T) {
+	var found []string
+	for _, f := range goFiles(t, true) {
+		if !strings.HasSuffix(f.rel, "_test.go") {
+			continue
+		}
+		ast.Inspect(f.ast, func(n ast.Node) bool {
+			var body ast.Node
+			switch g := n.(type) {
+			case *ast.GoStmt:
+				body = g.Call
+			case *ast.CallExpr:
+				if sel, ok := g.Fun.(*ast.SelectorExpr); ok && slices.Contains([]string{"Go", "HandlerFunc", "HandleFunc"}, sel.Sel.Name) {
+					body = g
+				}
+			}
+			if body == nil {
+				return true
+			}
+			ast.Inspect(body, func(m ast.Node) bool {
+				if c, ok := m.(*ast.CallExpr); ok {
+					if sel, ok := c.Fun.(*ast.SelectorExpr); ok {
+						if id, ok := sel.X.(*ast.Ident); ok && id.Name == "require" {
+							found = append(found, fmt.Sprintf("%s:%d", f.rel, f.fset.Position(c.Pos()).Line))
+						}
+					}
+				}
+				return true
+			})
+			return false
+		})
+	}
+	assert.Empty(t, found, "require called off the test's goroutine: use assert there")
+}
