@@ -109,10 +109,13 @@ type Options struct {
 	// runs it on a web of ScaleHosts x ScalePages pages, ScaleFleet
 	// fetchers at DevPerHost per host and DevDelay, its processes
 	// sampled every ScaleEvery, the crawl bounded by ScaleTimeout; the
-	// curve is drawn into ScalePlot (a PNG; "" draws none).
+	// curve is drawn into ScalePlot (a PNG; "" draws none); ScalePerf:
+	// perf record its processes into this file, as DevPerf does for the
+	// dev-stack run (with DevPerfEvents too), so that the profiles of the
+	// two webs can be read side by side.
 	ScaleHosts, ScalePages, ScaleFleet int
 	ScaleEvery, ScaleTimeout           time.Duration
-	ScalePlot                          string
+	ScalePlot, ScalePerf               string
 
 	// Scenarios selects what runs: plain, polite, slowhost, queued, sinks,
 	// hosts, recrawl (nil: all of AllScenarios), and scale when named.
