@@ -15,11 +15,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/drover-crawl/drover/campaign"
 )
@@ -691,4 +693,34 @@ func TestMaxDurationCompletes(t *testing.T) {
 	require.Equal(t, "max duration 10m0s reached", st.Reason)
 	require.Len(t, h.closes, 1)
 	require.True(t, h.closes[0].Delete)
+}
+
+// During a rolling upgrade a newer SetRules activity can answer a
+// workflow task of older code, which restarted the sessions on an include
+// whatever the activity said. Replayed on this code, such a history must
+// restart them too: the recorded include history with its SetRules
+// result made a newer activity's ("pushed, no stale session") still
+// replays (versionPushedRules).
+func TestReplayOldIncludeWithANewerActivitysResult(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "campaign_history_include_before_pushed_rules.json"))
+	require.NoError(t, err)
+	h := &historypb.History{}
+	require.NoError(t, protojson.Unmarshal(raw, h))
+	scheduled := map[int64]string{}
+	var set int
+	for _, ev := range h.Events {
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil {
+			scheduled[ev.GetEventId()] = a.GetActivityType().GetName()
+		}
+		if a := ev.GetActivityTaskCompletedEventAttributes(); a != nil && scheduled[a.GetScheduledEventId()] == RulesActivity {
+			p, err := converter.GetDefaultDataConverter().ToPayloads(RulesOutput{Pushed: true})
+			require.NoError(t, err)
+			a.Result = p
+			set++
+		}
+	}
+	require.Equal(t, 1, set, "the history's SetRules results")
+	r := worker.NewWorkflowReplayer()
+	r.RegisterWorkflowWithOptions(Campaign, workflow.RegisterOptions{Name: WorkflowName})
+	require.NoError(t, r.ReplayWorkflowHistory(nil, h))
 }

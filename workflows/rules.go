@@ -93,16 +93,27 @@ func (r *run) validateRules(_ workflow.Context, req RulesRequest) error {
 	return nil
 }
 
+// versionPushedRules is the workflow.GetVersion change ID of leaving the
+// fetcher sessions running on a live include that every scheduler pushed
+// to them.
+const versionPushedRules = "pushed-rules"
+
 // mustRotate says whether an include must restart the running sessions:
+// always in a run whose include was handled before pushed rules, and
 // whenever a scheduler could not be reached, cannot push, or has sessions
 // that do not take pushed rules. A restart cancels the requests under
 // way, which are then made again: pushed rules cost no request.
 //
-// It needs no change ID: the SetRules result in a history from before
-// pushed rules holds no RulesOutput, which reads as not pushed, so such a
-// history replays with its restart (TestReplayRecordedHistory,
+// The change ID is needed even though an older activity's result reads
+// as not pushed: during a rolling upgrade a new activity may answer an
+// older workflow task, which restarted the sessions whatever it said;
+// replayed on this code without the ID, that history would not restart
+// them (TestReplayRecordedHistory replays one recorded before,
 // campaign_history_include_before_pushed_rules.json).
-func mustRotate(out RulesOutput, err error) bool {
+func mustRotate(ctx workflow.Context, out RulesOutput, err error) bool {
+	if workflow.GetVersion(ctx, versionPushedRules, workflow.DefaultVersion, 1) < 1 {
+		return true
+	}
 	return err != nil || !out.Pushed || out.Stale > 0
 }
 
@@ -126,7 +137,7 @@ func (r *run) onRules(ctx workflow.Context, req RulesRequest) (RulesResult, erro
 	actx := workflow.WithActivityOptions(ctx, smallOptions(rulesWithin, 5))
 	var out RulesOutput
 	err := workflow.ExecuteActivity(actx, RulesActivity, RulesInput{Campaign: r.cfg.FrontierKey(), Rules: rules}).Get(ctx, &out)
-	if req.Include != "" && mustRotate(out, err) {
+	if req.Include != "" && mustRotate(ctx, out, err) {
 		// A session that does not take pushed rules reads the scope when
 		// it starts: the running sessions end (their leases go back) and
 		// start again with it.
