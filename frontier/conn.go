@@ -103,9 +103,11 @@ type fetcherSession struct {
 	recorded bool
 	resolves bool
 	// rules: it takes FrameRules (Hello.Rules); rulesVersion is the
-	// version of the live rules it has (its config's, then pushed).
+	// version of the live rules it has (its config's, then pushed), and
+	// includes its config's live includes.
 	rules        bool
 	rulesVersion int64
+	includes     []string
 	credit       int
 	leases       map[uint64]struct{}
 	out          chan outFrame
@@ -181,13 +183,13 @@ func (s *Server) serveFetcher(c net.Conn, fr *session.FrameReader, fw *session.F
 // why, and ok is false.
 func (s *Server) joinFetcher(c net.Conn, fw *session.FrameWriter, a *campaignActor, hello session.Hello) (sess *fetcherSession, ok bool) {
 	client := hello.Client
-	sess = &fetcherSession{client: client, key: hello.Key, recorded: hello.Recorded, resolves: hello.Resolve, rules: hello.Rules, rulesVersion: hello.Campaign.Live.Version, leases: map[uint64]struct{}{}, out: make(chan outFrame, 1024), quit: make(chan struct{})}
+	sess = &fetcherSession{client: client, key: hello.Key, recorded: hello.Recorded, resolves: hello.Resolve, rules: hello.Rules, rulesVersion: hello.Campaign.Live.Version, includes: hello.Campaign.Live.Include, leases: map[uint64]struct{}{}, out: make(chan outFrame, 1024), quit: make(chan struct{})}
 	var err error
 	if !a.call(func() { err = a.leaser().addSession(sess) }) {
 		err = fmt.Errorf("campaign %s is closing on this scheduler", a.cfg.ID)
 	}
 	if err != nil {
-		_ = fw.WriteFrame(session.FrameRefused, session.Refused{Reason: err.Error(), Ended: errors.Is(err, errSessionEnded)})
+		_ = fw.WriteFrame(session.FrameRefused, session.Refused{Reason: err.Error(), Ended: errors.Is(err, errSessionEnded) || errors.Is(err, errNarrowerScope)})
 		_ = fw.Flush()
 		return nil, false
 	}

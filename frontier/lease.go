@@ -300,6 +300,9 @@ func (a leaser) addSession(s *fetcherSession) error {
 	if a.srv.isEnded(s.key) {
 		return errSessionEnded
 	}
+	if err := a.narrowerScope(s); err != nil {
+		return err
+	}
 	if err := a.consumer().subscribeOrRepair(); err != nil {
 		// RabbitMQ is away: the session is taken all the same and gets
 		// leases once consuming works again (resubscribeIfDue).

@@ -4,8 +4,10 @@ import (
 	"container/heap"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/drover-crawl/drover/campaign"
@@ -99,6 +101,31 @@ func (s *Server) setRules(ctx context.Context, key string, r campaign.Rules) (st
 		}
 	})
 	return stale, a.waitLeasesClear(ctx, s.cfg.MaxLease+time.Second)
+}
+
+// errNarrowerScope refuses a fetcher session that lacks a live include
+// and takes no pushed rules: it is ended (Refused.Ended), as if by its
+// campaign, so that its worker returns and the workflow starts it again
+// with the campaign's config, rather than redial into the same refusal.
+var errNarrowerScope = errors.New("this fetcher's config lacks a live include of its campaign, and it does not take pushed rules (a worker from before them: upgrade it); its campaign starts it again with the include")
+
+// narrowerScope refuses a fetcher session that does not take pushed rules
+// (a worker from before FrameRules) when its config lacks a live include
+// the campaign has here: it started before the include and was not among
+// the sessions the workflow restarted for it (between schedulers then),
+// and would judge links by the narrower scope for its whole life. Refused,
+// its activity fails and the workflow starts it again with the campaign's
+// config. Actor goroutine only.
+func (a *campaignActor) narrowerScope(sess *fetcherSession) error {
+	if sess.rules {
+		return nil
+	}
+	for _, re := range a.cfg.Live.Include {
+		if !slices.Contains(sess.includes, re) {
+			return fmt.Errorf("%w (include %q, rules version %d)", errNarrowerScope, re, a.cfg.Live.Version)
+		}
+	}
+	return nil
 }
 
 // pushRules sends the campaign's live rules to fetcher session sess when

@@ -258,3 +258,43 @@ func TestIncludePushedToRunningSessions(t *testing.T) {
 		none(s.got, s.name)
 	}
 }
+
+// A fetcher that does not take pushed rules (a worker from before them)
+// and lacks a live include the campaign has is refused, saying why, so
+// that its campaign starts it again with the include; with the include in
+// its config it is welcomed.
+func TestOldFetcherWithoutAnIncludeRefused(t *testing.T) {
+	sched := startScheduler(t, frontier.DefaultServerConfig(), seen.NewMemory())
+	cfg := handCampaign(t, "http://127.66.78.1:9/a")
+	ctl, raw := seedHand(t, sched.addr, cfg)
+	defer raw.c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rules := campaign.Rules{}.WithInclude(`^http://127\.66\.78\.2:9/`)
+	_, err := ctl.SetRules(ctx, cfg.FrontierKey(), rules)
+	require.NoError(t, err)
+
+	// The frames the scheduler sends within a second of the hello.
+	hello := func(c campaign.Config) []session.FrameType {
+		conn := dialRaw(t, sched.addr)
+		writeRaw(t, conn, jsonFrame(t, session.FrameHello, session.Hello{Version: session.ProtocolVersion, Token: session.DevToken, Role: session.RoleFetcher, Client: "old", Campaign: &c}))
+		var got []session.FrameType
+		for {
+			ft, payload, err := readFrame(conn, time.Second)
+			if err != nil {
+				return got
+			}
+			got = append(got, ft)
+			if ft == session.FrameRefused {
+				var r session.Refused
+				require.NoError(t, session.Decode(ft, payload, &r))
+				assert.True(t, r.Ended, "refused as ended, so that the worker returns: %+v", r)
+				assert.Contains(t, r.Reason, "lacks a live include")
+			}
+		}
+	}
+	require.Equal(t, []session.FrameType{session.FrameWelcome, session.FrameRefused}, hello(cfg), "an old fetcher without the include")
+	with := cfg
+	with.Live = rules
+	require.Equal(t, []session.FrameType{session.FrameWelcome}, hello(with), "an old fetcher with the include")
+}
