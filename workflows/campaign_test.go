@@ -50,6 +50,8 @@ type harness struct {
 	// (from its info); ends are EndSessions' inputs.
 	keys []string
 	ends []EndSessionsInput
+	// live are the live rules each FetchSession started with, in order.
+	live []campaign.Rules
 	// frontiers are the frontier keys Seed, FetchSession and Monitor were
 	// given (campaign.Config.FrontierKey), each once.
 	frontiers map[string]bool
@@ -78,6 +80,7 @@ func newHarness(t *testing.T, before func(env *testsuite.TestWorkflowEnvironment
 			require.NoError(t, args.Get(&in))
 			h.starts[in.Index]++
 			h.keys = append(h.keys, SessionKey(info.WorkflowExecution.RunID, info.ActivityID))
+			h.live = append(h.live, in.Config.Live)
 			h.frontiers[in.Config.FrontierKey()] = true
 		case "Seed":
 			var in SeedInput
