@@ -53,17 +53,21 @@ func runDroverDev(ctx context.Context, j Job) (res Result, err error) {
 		return res, err
 	}
 	defer os.RemoveAll(dir)
-	ports, err := freePorts(3)
+	ports, err := freePorts(5)
 	if err != nil {
 		return res, err
 	}
 	addr := func(p int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(p)) }
 	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	st, err := devstack.StartStack(ctx, devstack.StackOptions{
+	so := devstack.StackOptions{
 		DataDir: filepath.Join(dir, "data"), TemporalPort: ports[0], UIPort: -1,
 		KafkaAddr: addr(ports[1]), SchedulerAddr: addr(ports[2]), AMQPURL: j.AMQPURL,
 		BinDir: filepath.Join(dir, "bin"), Out: os.Stderr, Log: quiet,
-	})
+	}
+	if j.HeapDir != "" {
+		so.SchedulerPprofAddr, so.WorkerPprofAddr = addr(ports[3]), addr(ports[4])
+	}
+	st, err := devstack.StartStack(ctx, so)
 	if err != nil {
 		return res, err
 	}
@@ -124,7 +128,11 @@ func runDroverDev(ctx context.Context, j Job) (res Result, err error) {
 			{"scheduler", st.Scheduler.PID}, {"worker", st.Worker.PID}, {"kafka", st.Kafka.PID},
 			{"temporal", st.Temporal.PID}, {"rabbitmq", func() int { return rabbit.pid }},
 		}
-		sampler = startSampler(ctx, j.SampleEvery, targets, schedulerFetched(addr(ports[2]), cfg.FrontierKey()))
+		var also func(time.Duration)
+		if j.HeapDir != "" {
+			also = heapProfiles(j.HeapDir, map[string]string{"scheduler": so.SchedulerPprofAddr, "worker": so.WorkerPprofAddr})
+		}
+		sampler = startSampler(ctx, j.SampleEvery, targets, schedulerFetched(addr(ports[2]), cfg.FrontierKey()), also)
 	}
 	cpu0, _ := selfUsage()
 	start := time.Now()

@@ -67,6 +67,10 @@ type Job struct {
 	// SampleEvery (drover, DevStack): read the stack's processes every
 	// SampleEvery over the crawl (Result.Samples).
 	SampleEvery time.Duration `json:"sample_every,omitempty"`
+	// HeapDir (drover, DevStack, with SampleEvery): save the scheduler's
+	// and the worker's heap profiles into this directory at every sample
+	// (heap-scheduler-ELAPSED.pb.gz, heap-worker-ELAPSED.pb.gz).
+	HeapDir string `json:"heap_dir,omitempty"`
 	// Timeout bounds the crawl itself; the parent kills the child a little
 	// after it.
 	Timeout time.Duration `json:"timeout"`

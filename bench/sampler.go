@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -57,9 +58,10 @@ type stackSampler struct {
 }
 
 // startSampler takes a first sample now and one every interval; fetched,
-// when not nil, gives the scheduler's count of pages fetched (or -1).
-// Every sample is logged to stderr as it is taken.
-func startSampler(ctx context.Context, every time.Duration, targets []sampleTarget, fetched func(context.Context) int64) *stackSampler {
+// when not nil, gives the scheduler's count of pages fetched (or -1), and
+// also, when not nil, is called with the time since the start at each
+// sample. Every sample is logged to stderr as it is taken.
+func startSampler(ctx context.Context, every time.Duration, targets []sampleTarget, fetched func(context.Context) int64, also func(time.Duration)) *stackSampler {
 	ctx, cancel := context.WithCancel(ctx)
 	s := &stackSampler{cancel: cancel, done: make(chan struct{})}
 	start := time.Now()
@@ -84,6 +86,9 @@ func startSampler(ctx context.Context, every time.Duration, targets []sampleTarg
 		}
 		fmt.Fprintf(os.Stderr, "bench: sample at %s: the scheduler counts %d pages fetched; RSS MB: %s\n",
 			smp.At.Sub(start).Round(time.Second), smp.Fetched, strings.Join(rss, ", "))
+		if also != nil {
+			also(smp.At.Sub(start))
+		}
 		return smp
 	}
 	s.samples = append(s.samples, s.read())
@@ -124,5 +129,19 @@ func schedulerFetched(addr, id string) func(context.Context) int64 {
 			return -1
 		}
 		return st.Fetched
+	}
+}
+
+// heapProfiles returns a sampler's also that saves the heap profile of
+// each process (name: its pprof address) into dir, as
+// heap-NAME-ELAPSED.pb.gz; a profile that cannot be read is logged.
+func heapProfiles(dir string, addrs map[string]string) func(time.Duration) {
+	return func(at time.Duration) {
+		for name, a := range addrs {
+			path := filepath.Join(dir, fmt.Sprintf("heap-%s-%04ds.pb.gz", name, int(at.Round(time.Second).Seconds())))
+			if err := saveURL("http://"+a+"/debug/pprof/heap", path); err != nil {
+				fmt.Fprintf(os.Stderr, "bench: heap profile of %s: %v\n", name, err)
+			}
+		}
 	}
 }

@@ -78,7 +78,7 @@ func (o Options) runScale(ctx context.Context) (ScaleResult, error) {
 	defer web.Close()
 	j := Job{Kind: KindDrover, DevStack: true, Seeds: web.Seeds(), Fleet: o.ScaleFleet, PerHostConcurrency: o.DevPerHost,
 		PerHostDelay: o.DevDelay, AMQPURL: o.AMQPURL, Timeout: o.ScaleTimeout, SampleEvery: o.ScaleEvery,
-		PerfOut: o.ScalePerf, PerfEvents: o.DevPerfEvents,
+		PerfOut: o.ScalePerf, PerfEvents: o.DevPerfEvents, HeapDir: o.ScaleHeap,
 		// More seed hosts than a config carries as its scope
 		// (campaign.MaxSeedHosts): a user gives --scope.
 		Scope: []string{fmt.Sprintf(`^http://127\.%d\.`, scaleBase)}}

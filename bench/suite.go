@@ -112,10 +112,11 @@ type Options struct {
 	// curve is drawn into ScalePlot (a PNG; "" draws none); ScalePerf:
 	// perf record its processes into this file, as DevPerf does for the
 	// dev-stack run (with DevPerfEvents too), so that the profiles of the
-	// two webs can be read side by side.
+	// two webs can be read side by side; ScaleHeap: a directory for the
+	// scheduler's and the worker's heap profiles, one of each per sample.
 	ScaleHosts, ScalePages, ScaleFleet int
 	ScaleEvery, ScaleTimeout           time.Duration
-	ScalePlot, ScalePerf               string
+	ScalePlot, ScalePerf, ScaleHeap    string
 
 	// Scenarios selects what runs: plain, polite, slowhost, queued, sinks,
 	// hosts, recrawl (nil: all of AllScenarios), and scale when named.

@@ -49,6 +49,11 @@ type StackOptions struct {
 	// metrics.DefaultSchedulerAddr, loopback).
 	WorkerMetricsAddr    string
 	SchedulerMetricsAddr string
+	// WorkerPprofAddr and SchedulerPprofAddr are the processes'
+	// --pprof-addr: Go's profiles, for a benchmark to read (default ""
+	// serves none).
+	WorkerPprofAddr    string
+	SchedulerPprofAddr string
 	// BinDir receives the worker, scheduler and kafka binaries, built at
 	// every start (Go's cache makes a rebuild quick); default out/dev in
 	// the repository root.
@@ -163,6 +168,14 @@ func StartStack(ctx context.Context, opts StackOptions) (*Stack, error) {
 	s := &Stack{Opts: opts, sup: NewSupervisor(filepath.Join(opts.DataDir, "log"), opts.Out)}
 	temporalArgs := TemporalServerArgs(opts.TemporalIP, opts.TemporalPort, opts.UIPort, filepath.Join(opts.DataDir, "temporal.db"))
 	bin := func(name string) string { return filepath.Join(opts.BinDir, name) }
+	schedArgs := []string{"-listen", opts.SchedulerAddr, "-metrics-addr", opts.SchedulerMetricsAddr, "-name", "scheduler-0", "-seen", filepath.Join(opts.DataDir, "seen", "scheduler-0")}
+	workerArgs := []string{"-identity", DevWorkerIdentity, "-metrics-addr", opts.WorkerMetricsAddr}
+	if opts.SchedulerPprofAddr != "" {
+		schedArgs = append(schedArgs, "-pprof-addr", opts.SchedulerPprofAddr)
+	}
+	if opts.WorkerPprofAddr != "" {
+		workerArgs = append(workerArgs, "-pprof-addr", opts.WorkerPprofAddr)
+	}
 	specs := []struct {
 		child *(*Child)
 		spec  ProcSpec
@@ -170,10 +183,9 @@ func StartStack(ctx context.Context, opts StackOptions) (*Stack, error) {
 		{&s.Temporal, ProcSpec{Name: "temporal", Path: temporalBin, Args: temporalArgs, StopSignal: syscall.SIGINT}},
 		{&s.Kafka, ProcSpec{Name: "kafka", Path: bin("kafka"), Args: []string{
 			"-listen", opts.KafkaAddr, "-data", filepath.Join(opts.DataDir, "kafka"), "-topics", KafkaPagesTopic}}},
-		{&s.Scheduler, ProcSpec{Name: "scheduler", Path: bin("scheduler"),
-			Args: []string{"-listen", opts.SchedulerAddr, "-metrics-addr", opts.SchedulerMetricsAddr, "-name", "scheduler-0", "-seen", filepath.Join(opts.DataDir, "seen", "scheduler-0")},
-			Env:  []string{"AMQP_URL=" + opts.AMQPURL, "DROVER_TOKEN=" + opts.Token}}},
-		{&s.Worker, ProcSpec{Name: "worker", Path: bin("worker"), Args: []string{"-identity", DevWorkerIdentity, "-metrics-addr", opts.WorkerMetricsAddr},
+		{&s.Scheduler, ProcSpec{Name: "scheduler", Path: bin("scheduler"), Args: schedArgs,
+			Env: []string{"AMQP_URL=" + opts.AMQPURL, "DROVER_TOKEN=" + opts.Token}}},
+		{&s.Worker, ProcSpec{Name: "worker", Path: bin("worker"), Args: workerArgs,
 			Env: []string{"TEMPORAL_ADDRESS=" + temporalAddr, "TEMPORAL_NAMESPACE=" + DefaultTemporalNamespace,
 				"KAFKA_BROKERS=" + opts.KafkaAddr, "DROVER_SCHEDULER=" + opts.SchedulerAddr, "DROVER_TOKEN=" + opts.Token}}},
 	}

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -54,10 +55,6 @@ func Serve(addr string, reg *prometheus.Registry) (*Server, error) {
 	if addr == "" || addr == "off" {
 		return nil, nil
 	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("metrics: listen on %s: %w", addr, err)
-	}
 	mux := http.NewServeMux()
 	// A collector that fails (RabbitMQ away for the queue depths) leaves
 	// its metrics out of the scrape rather than failing all of it.
@@ -69,6 +66,31 @@ func Serve(addr string, reg *prometheus.Registry) (*Server, error) {
 		}
 		fmt.Fprintf(w, "drover: metrics at %s\n", Path)
 	})
+	return serve("metrics", addr, mux)
+}
+
+// ServeProfiles serves Go's profiles (net/http/pprof) on addr under
+// /debug/pprof/ until Close; "" or "off" serves nothing and returns nil,
+// nil. They tell anyone who reaches addr what the process holds: bind it
+// to loopback.
+func ServeProfiles(addr string) (*Server, error) {
+	if addr == "" || addr == "off" {
+		return nil, nil
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return serve("profiles", addr, mux)
+}
+
+func serve(what, addr string, mux *http.ServeMux) (*Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("%s: listen on %s: %w", what, addr, err)
+	}
 	s := &Server{ln: ln, done: make(chan error, 1), http: &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,

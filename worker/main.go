@@ -37,6 +37,7 @@ func run() int {
 	identity := flag.String("identity", "", "worker identity (default: worker@HOSTNAME:PID)")
 	maxSessions := flag.Int("max-sessions", 256, "FetchSession activities this worker runs at most")
 	metricsAddr := flag.String("metrics-addr", metrics.DefaultWorkerAddr, "serve Prometheus metrics on `ADDR`/metrics (\"off\": none)")
+	pprofAddr := flag.String("pprof-addr", "", "serve Go's profiles (net/http/pprof) on `ADDR`/debug/pprof/ (empty: off; bind loopback)")
 	sec := tlsconf.FromEnv(nil) // --tls-cert/--tls-key: the client certificate, and with -scheduler its server's
 	sec.Flags(flag.CommandLine, true)
 	flag.Parse()
@@ -65,6 +66,12 @@ func run() int {
 	}
 	defer ms.Close()
 	defer wm.Close()
+	ps, err := metrics.ServeProfiles(*pprofAddr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err, "(set --pprof-addr)")
+		return 1
+	}
+	defer ps.Close()
 
 	var schedErr <-chan error
 	if *withScheduler {
@@ -78,17 +85,9 @@ func run() int {
 	}
 
 	addr := env.TemporalAddress
-	// Waits while Temporal does not answer; returns at once on a
-	// configuration error (address, namespace, credentials).
-	topts := client.Options{HostPort: addr, Namespace: env.TemporalNamespace, MetricsHandler: wm.Temporal, Logger: tlog.NewStructuredLogger(slog.New(node.QuietCancels(log.Handler())))}
-	if err := tlsconf.TemporalFromEnv(nil).Apply(&topts); err != nil {
-		fmt.Fprintln(os.Stderr, "worker:", err)
-		return 2
-	}
-	c, err := node.DialTemporal(ctx, topts, log)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "worker: %v (start the dev stack with `make dev`, or set TEMPORAL_ADDRESS)\n", err)
-		return 1
+	c, code := dialTemporal(ctx, env, wm, log)
+	if c == nil {
+		return code
 	}
 	defer c.Close()
 	acts := &activities.Activities{
@@ -102,7 +101,6 @@ func run() int {
 		return 1
 	}
 	log.Info("worker running", "temporal", addr, "schedulers", schedulers, "identity", *identity, "metrics", metricsURL(ms))
-	code := 0
 	select {
 	case <-ctx.Done():
 	case err := <-schedErr:
@@ -111,6 +109,23 @@ func run() int {
 	}
 	w.Stop()
 	return code
+}
+
+// dialTemporal dials the Temporal of env; it waits while Temporal does not
+// answer and returns at once on a configuration error (address,
+// namespace, credentials), with nil and the exit status.
+func dialTemporal(ctx context.Context, env envconf.Env, wm *activities.WorkerMetrics, log *slog.Logger) (client.Client, int) {
+	topts := client.Options{HostPort: env.TemporalAddress, Namespace: env.TemporalNamespace, MetricsHandler: wm.Temporal, Logger: tlog.NewStructuredLogger(slog.New(node.QuietCancels(log.Handler())))}
+	if err := tlsconf.TemporalFromEnv(nil).Apply(&topts); err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		return nil, 2
+	}
+	c, err := node.DialTemporal(ctx, topts, log)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "worker: %v (start the dev stack with `make dev`, or set TEMPORAL_ADDRESS)\n", err)
+		return nil, 1
+	}
+	return c, 0
 }
 
 // serveMetrics registers the worker's metrics and serves them on addr.

@@ -60,6 +60,7 @@ func main() {
 	flag.DurationVar(&o.ScaleEvery, "scale-every", o.ScaleEvery, "how often the scale scenario samples pages, CPU and RSS")
 	flag.DurationVar(&o.ScaleTimeout, "scale-timeout", o.ScaleTimeout, "bound of the scale scenario's crawl")
 	flag.StringVar(&o.ScalePlot, "scale-plot", o.ScalePlot, "PNG the scale scenario's curve is drawn into (empty: none)")
+	flag.StringVar(&o.ScaleHeap, "scale-heap", "", "save the scale scenario's scheduler and worker heap profiles into this directory at every sample (go tool pprof -sample_index=inuse_space FILE)")
 	flag.StringVar(&o.ScalePerf, "scale-perf", "", "perf record every process of the scale scenario's run into this file, as -dev-perf does for the dev-stack run (perf report -i FILE --sort comm,dso)")
 	flag.IntVar(&o.SlowHosts, "slow-hosts", o.SlowHosts, "fast hosts of the slow-host scenario (the slow host holds as many URLs as all of them)")
 	flag.IntVar(&o.SlowPages, "slow-pages", o.SlowPages, "pages per fast host of the slow-host scenario")
@@ -104,7 +105,7 @@ func main() {
 		}
 		return
 	}
-	for _, p := range []*string{&o.DevPerf, &o.CPUProfile, &o.HostsPprof, &o.ScalePlot, &o.ScalePerf} {
+	for _, p := range []*string{&o.DevPerf, &o.CPUProfile, &o.HostsPprof, &o.ScalePlot, &o.ScalePerf, &o.ScaleHeap} {
 		if *p != "" {
 			abs, err := filepath.Abs(*p) // the dev-stack child works in the repository root
 			if err != nil {
