@@ -76,6 +76,10 @@ type ServerConfig struct {
 	// RevisitPoll is how often a continuous campaign's schedule is read
 	// for the URLs due (and how far ahead it releases them).
 	RevisitPoll time.Duration
+	// QueuedCacheBytes is the memory of the links known to be queued,
+	// answered without a seen-store lookup (seen.QueuedCache), shared by
+	// every campaign; 0 keeps none, and every link is looked up.
+	QueuedCacheBytes int64
 }
 
 // DefaultServerConfig returns the defaults.
@@ -93,6 +97,8 @@ func DefaultServerConfig() ServerConfig {
 		IdleRelease:  30 * time.Second,
 		RobotsTTL:    24 * time.Hour,
 		RevisitPoll:  time.Second,
+
+		QueuedCacheBytes: seen.DefaultQueuedCacheBytes,
 	}
 }
 
@@ -125,6 +131,9 @@ func (c ServerConfig) Validate() error {
 	}
 	if c.RobotsTTL < time.Second {
 		errs = append(errs, fmt.Errorf("robots TTL %s: must be at least 1s", c.RobotsTTL))
+	}
+	if c.QueuedCacheBytes < 0 {
+		errs = append(errs, fmt.Errorf("queued cache bytes %d: must be 0 (none) or more", c.QueuedCacheBytes))
 	}
 	return errors.Join(errs...)
 }
@@ -198,6 +207,9 @@ func newServer(cfg ServerConfig, mq *rabbit, store seen.Store, log *slog.Logger)
 	if err != nil {
 		return nil, err
 	}
+	if cfg.QueuedCacheBytes > 0 {
+		store = seen.NewQueuedCache(store, cfg.QueuedCacheBytes)
+	}
 	client := session.Client{Token: cfg.Token, TLS: cfg.PeerTLS, InsecurePlaintext: cfg.PeerInsecurePlaintext}
 	var peers *peerSet
 	if cfg.Self != "" {
@@ -208,7 +220,7 @@ func newServer(cfg ServerConfig, mq *rabbit, store seen.Store, log *slog.Logger)
 		cfg:       cfg,
 		mq:        mq,
 		pub:       pub,
-		store:     seen.NewQueuedCache(store),
+		store:     store,
 		log:       log,
 		campaigns: map[string]*campaignActor{},
 		closing:   map[*campaignActor]bool{},

@@ -126,9 +126,10 @@ type SchedulerConfig struct {
 	// SeenPath is the seen-set directory (seen.Pebble); empty keeps
 	// it in memory.
 	SeenPath string
-	// SeenMemTableBytes is the seen store's memtable (0: Pebble's default).
-	SeenMemTableBytes int64
-	Log               *slog.Logger
+	// SeenMemTableBytes is the seen store's memtable (0: Pebble's default);
+	// SeenCacheBytes its block cache (0: seen.DefaultCacheBytes).
+	SeenMemTableBytes, SeenCacheBytes int64
+	Log                               *slog.Logger
 	// Metrics, when set, gets the scheduler's metrics (drover_scheduler_*).
 	Metrics prometheus.Registerer
 	// TLS, when set, serves every session over TLS (tlsconf.Options.Server);
@@ -241,7 +242,7 @@ func StartScheduler(ctx context.Context, cfg SchedulerConfig) (*Scheduler, error
 	var store seen.Store = seen.NewMemory()
 	if cfg.SeenPath != "" {
 		var err error
-		if store, err = seen.OpenPebble(cfg.SeenPath, seen.PebbleOptions{Log: cfg.Log, MemTableBytes: cfg.SeenMemTableBytes}); err != nil {
+		if store, err = seen.OpenPebble(cfg.SeenPath, seen.PebbleOptions{Log: cfg.Log, MemTableBytes: cfg.SeenMemTableBytes, CacheBytes: cfg.SeenCacheBytes}); err != nil {
 			return nil, err
 		}
 	}

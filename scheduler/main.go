@@ -5,11 +5,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
-	"net/http"
-	"net/http/pprof"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/drover-crawl/drover/envconf"
 	"github.com/drover-crawl/drover/frontier"
+	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/metrics"
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/tlsconf"
@@ -40,33 +40,27 @@ func run() int {
 	flag.IntVar(&cfg.Batch, "batch", cfg.Batch, "new links of one shard queue per RabbitMQ message (1: one URL a message)")
 	flag.StringVar(&cfg.QueueType, "queue-type", env.QueueType, "shard queue type of a campaign that names none: quorum or classic (default $DROVER_QUEUE_TYPE, else quorum when AMQP_URL names several nodes, classic for one)")
 	metricsAddr := flag.String("metrics-addr", metrics.DefaultSchedulerAddr, "serve Prometheus metrics on `ADDR`/metrics (\"off\": none)")
-	seen := flag.String("seen", "", "seen-set directory (default data/seen/NAME; \"mem\" keeps it in memory)")
+	so := seenFlags(flag.CommandLine)
 	pprofAddr := flag.String("pprof-addr", "", "serve Go's profiles (net/http/pprof) on `ADDR`/debug/pprof/ (empty: off; bind loopback)")
 	flag.DurationVar(&cfg.RobotsTTL, "robots-ttl", cfg.RobotsTTL, "how long a host's robots.txt is trusted; then it is fetched again before the host's next page (at least 1s)")
 	flag.DurationVar(&cfg.RevisitPoll, "revisit-poll", cfg.RevisitPoll, "how often a continuous campaign's revisit schedule is read for the URLs due, and how far ahead they are released (10ms-1m)")
-	seenMemTable := flag.Int64("seen-memtable-bytes", 0, "the seen store's memtable size (0: Pebble's default, 4 MB); small ones flush and compact often")
+	flag.Int64Var(&cfg.QueuedCacheBytes, "queued-cache-bytes", cfg.QueuedCacheBytes, "memory for the links known to be queued, answered without a seen-store lookup, shared by every campaign (0: none)")
 	sec := tlsconf.FromEnv(nil)
 	sec.Flags(flag.CommandLine, true)
 	flag.Parse()
-	if *seenMemTable < 0 {
-		fmt.Fprintln(os.Stderr, "scheduler: -seen-memtable-bytes must be 0 (the default) or more")
-		return 2
+	if cfg.Name == "" {
+		cfg.Name = fmt.Sprintf("scheduler-%d", cfg.Index)
 	}
 	serverTLS, err := sec.Server()
 	if err == nil {
 		err = peers(&cfg, env.Schedulers, *listen, sec, serverTLS != nil)
 	}
+	if err == nil {
+		err = so.check(cfg.Name)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "scheduler:", err)
 		return 2
-	}
-	if cfg.Name == "" {
-		cfg.Name = fmt.Sprintf("scheduler-%d", cfg.Index)
-	}
-	if *seen == "" {
-		*seen = filepath.Join("data", "seen", cfg.Name)
-	} else if *seen == "mem" {
-		*seen = ""
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	if cfg.Token = env.Token; env.DevToken {
@@ -81,13 +75,18 @@ func run() int {
 		return 1
 	}
 	defer ms.Close()
-	servePprof(*pprofAddr, log)
+	ps, err := metrics.ServeProfiles(*pprofAddr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "scheduler:", err, "(set --pprof-addr)")
+		return 1
+	}
+	defer ps.Close()
 	amqpTLS, err := sec.AMQPTLS(env.AMQPURL)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "scheduler:", err)
 		return 2
 	}
-	s, err := node.StartScheduler(ctx, node.SchedulerConfig{Server: cfg, Listen: *listen, AMQPURL: env.AMQPURL, AMQPTLS: amqpTLS, SeenPath: *seen, SeenMemTableBytes: *seenMemTable, Log: log,
+	s, err := node.StartScheduler(ctx, node.SchedulerConfig{Server: cfg, Listen: *listen, AMQPURL: env.AMQPURL, AMQPTLS: amqpTLS, SeenPath: so.path, SeenMemTableBytes: so.memTable, SeenCacheBytes: so.cache, Log: log,
 		TLS: serverTLS, InsecurePlaintext: sec.InsecurePlaintext, Metrics: reg})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "scheduler:", err)
@@ -109,15 +108,34 @@ func run() int {
 	return 0
 }
 
-// servePprof serves Go's profiles on addr, when it is not empty.
-func servePprof(addr string, log *slog.Logger) {
-	if addr == "" {
-		return
+// seenOptions are the seen store's flags.
+type seenOptions struct {
+	path            string
+	memTable, cache int64
+}
+
+func seenFlags(fs *flag.FlagSet) *seenOptions {
+	o := &seenOptions{}
+	fs.StringVar(&o.path, "seen", "", "seen-set directory (default data/seen/NAME; \"mem\" keeps it in memory)")
+	fs.Int64Var(&o.memTable, "seen-memtable-bytes", 0, "the seen store's memtable size (0: Pebble's default, 4 MB); small ones flush and compact often")
+	fs.Int64Var(&o.cache, "seen-cache-bytes", seen.DefaultCacheBytes, "the seen store's block cache (Pebble's; its Bloom filters and index blocks first; at least 1 MiB)")
+	return o
+}
+
+// check checks the flags and sets the directory of the scheduler named
+// name ("" in memory).
+func (o *seenOptions) check(name string) error {
+	switch {
+	case o.memTable < 0:
+		return errors.New("-seen-memtable-bytes must be 0 (the default) or more")
+	case o.cache < 1<<20:
+		return errors.New("-seen-cache-bytes must be at least 1 MiB")
+	case o.path == "":
+		o.path = filepath.Join("data", "seen", name)
+	case o.path == "mem":
+		o.path = ""
 	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	go func() { log.Error("pprof server ended", "err", http.ListenAndServe(addr, mux)) }()
+	return nil
 }
 
 // peers sets how cfg's scheduler reaches the others, which own IP keys:

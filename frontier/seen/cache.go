@@ -1,78 +1,108 @@
 package seen
 
-import "sync"
+import (
+	"encoding/binary"
+	"runtime"
+	"sync"
+)
 
-// queuedCacheGen bounds the queued-keys cache: each campaign keeps at most
-// two generations of this many keys (about 40 bytes each in a Go map, so
-// at most ~5 MB per campaign).
-const queuedCacheGen = 1 << 16
+// DefaultQueuedCacheBytes is a scheduler's queued-keys cache when its
+// configuration gives none: two generations of 2^20 slots of 16 bytes,
+// about 1.5 M keys in all, enough for a campaign of a million URLs to
+// find its known links without asking the store.
+const DefaultQueuedCacheBytes = 32 << 20
 
-// QueuedCache is a Store that remembers, per campaign, keys the store
-// has said or been told are queued (or done), and answers Queued for them
-// without asking the store. A page's links repeat (navigation, the same
-// related pages), so most of the keys a record looks up were seen a moment
-// ago: on the test web the store's Queued was 14% of the scheduler's CPU,
-// all of it seeks in Pebble's memtable.
+// minQueuedCacheBytes is the smallest cache: two generations of 64 slots.
+const minQueuedCacheBytes = 2 * 64 * 16
+
+// QueuedCache is a Store that remembers keys the store has said or been
+// told are queued (or done), and answers Queued for them without asking
+// the store. A page's links repeat (navigation, the same related pages),
+// so most of the keys a record looks up were seen a moment ago: on the
+// test web the store's Queued was 14% of the scheduler's CPU, and at a
+// million URLs the lookups that missed a smaller cache went to Pebble's
+// blocks (bench/README.md, "The two webs' profiles side by side").
 //
 // It only ever says "queued" for a key the store confirmed in this process
 // (a Queued answer, or a MarkQueued or MarkDone that succeeded), and a
-// mark never goes back to unqueued except by Drop, which clears the
-// campaign here too: an exact set of recently confirmed publishes. A key it does not hold is looked up in the store as before.
-// Eviction is by generation: when the current one fills, it becomes the
-// previous one and the old previous one is dropped.
+// mark never goes back to unqueued except by Drop, which clears the cache
+// too: an exact set of recently confirmed publishes. A key it does not
+// hold is looked up in the store as before.
+//
+// Its memory is fixed when it is made, whatever the number of campaigns:
+// every campaign's keys share two generations of an open-addressing
+// table of 16-byte slots, each key folded with its campaign's own key
+// (KeyOf the campaign ID) so that campaigns do not see each other's. When
+// the current generation is three quarters full it becomes the previous
+// one, and the old previous one is cleared and reused: no allocation after
+// the start. The tables live outside the Go heap (keyMemory), unmapped
+// when the cache is no longer reachable.
 type QueuedCache struct {
 	Store
-	mu   sync.Mutex
-	byID map[string]*queuedGens
+	mu        sync.Mutex
+	cur, prev *keyTable
+	// drops counts Drop calls: a key confirmed by a store call that began
+	// before a Drop is not remembered after it.
+	drops uint64
 }
 
-type queuedGens struct{ cur, prev map[Key]struct{} }
-
-// NewQueuedCache returns an empty cache in front of s. Every call goes to s
-// except the Queued lookups of keys the cache holds; DiskBytes and
-// Compacting are s's.
-func NewQueuedCache(s Store) *QueuedCache {
-	return &QueuedCache{Store: s, byID: map[string]*queuedGens{}}
-}
-
-func (c *QueuedCache) gens(campaign string) *queuedGens {
-	g := c.byID[campaign]
-	if g == nil {
-		g = &queuedGens{cur: map[Key]struct{}{}}
-		c.byID[campaign] = g
+// NewQueuedCache returns an empty cache of at most bytes (but at least
+// two generations of 64 slots) in front of s. Every call goes to s except
+// the Queued lookups of keys the cache holds; DiskBytes and Compacting
+// are s's.
+func NewQueuedCache(s Store, bytes int64) *QueuedCache {
+	slots := 64 // each generation's: the largest power of two that fits
+	for int64(slots)*2*2*16 <= bytes {
+		slots *= 2
 	}
-	return g
+	cur, freeCur := newKeyTable(slots)
+	prev, freePrev := newKeyTable(slots)
+	c := &QueuedCache{Store: s, cur: cur, prev: prev}
+	runtime.AddCleanup(c, func(free func()) { free() }, freeCur)
+	runtime.AddCleanup(c, func(free func()) { free() }, freePrev)
+	return c
 }
 
-// remember records keys as queued; c.mu is held.
-func (g *queuedGens) remember(k Key) {
-	if _, ok := g.cur[k]; ok {
+// Bytes is the memory of the cache's two generations.
+func (c *QueuedCache) Bytes() int64 { return int64(len(c.cur.slots)+len(c.prev.slots)) * 16 }
+
+// Cap is the number of keys the cache holds at most.
+func (c *QueuedCache) Cap() int { return 2 * c.cur.max }
+
+// in folds campaign into k: the campaign's key XOR k, a bijection for
+// each campaign.
+func in(campaign Key, k Key) Key {
+	for i := range k {
+		k[i] ^= campaign[i]
+	}
+	return k
+}
+
+// remember records k as queued; c.mu is held.
+func (c *QueuedCache) remember(k Key) {
+	if c.cur.has(k) {
 		return
 	}
-	if len(g.cur) >= queuedCacheGen {
-		g.prev, g.cur = g.cur, make(map[Key]struct{}, queuedCacheGen)
+	if c.cur.n >= c.cur.max {
+		c.prev.reset()
+		c.prev, c.cur = c.cur, c.prev
 	}
-	g.cur[k] = struct{}{}
+	c.cur.add(k)
 }
 
-func (g *queuedGens) has(k Key) bool {
-	if _, ok := g.cur[k]; ok {
-		return true
-	}
-	_, ok := g.prev[k]
-	return ok
-}
+func (c *QueuedCache) has(k Key) bool { return c.cur.has(k) || c.prev.has(k) }
 
 // Queued implements Store: the keys the cache holds are queued; the
 // others are asked of the store.
 func (c *QueuedCache) Queued(campaign string, keys []Key) ([]bool, error) {
+	ck := KeyOf(campaign)
 	out := make([]bool, len(keys))
 	var ask []Key
 	var at []int
 	c.mu.Lock()
-	g := c.gens(campaign)
+	drops := c.drops
 	for i, k := range keys {
-		if g.has(k) {
+		if c.has(in(ck, k)) {
 			out[i] = true
 			continue
 		}
@@ -87,13 +117,15 @@ func (c *QueuedCache) Queued(campaign string, keys []Key) ([]bool, error) {
 		return nil, err
 	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	for n, i := range at {
 		if got[n] {
 			out[i] = true
-			g.remember(keys[i]) // g, not c.gens: see mark
+			if c.drops == drops {
+				c.remember(in(ck, keys[i]))
+			}
 		}
 	}
-	c.mu.Unlock()
 	return out, nil
 }
 
@@ -108,34 +140,36 @@ func (c *QueuedCache) MarkDone(campaign string, keys []Key) error {
 	return c.mark(campaign, keys, c.Store.MarkDone)
 }
 
-func (c *QueuedCache) current(campaign string) *queuedGens {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.gens(campaign)
-}
-
 // mark calls store (the store's MarkQueued or MarkDone) and, once it has
-// succeeded, remembers keys in g, the campaign's generations taken before
-// the call: if Drop ran meanwhile, g is no longer the campaign's and the
-// keys go nowhere, so the cache never outlives a Drop.
+// succeeded, remembers keys, unless a Drop ran meanwhile: the cache never
+// outlives a Drop.
 func (c *QueuedCache) mark(campaign string, keys []Key, store func(string, []Key) error) error {
-	g := c.current(campaign)
+	c.mu.Lock()
+	drops := c.drops
+	c.mu.Unlock()
 	if err := store(campaign, keys); err != nil {
 		return err
 	}
+	ck := KeyOf(campaign)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.drops != drops {
+		return nil
+	}
 	for _, k := range keys {
-		g.remember(k)
+		c.remember(in(ck, k))
 	}
 	return nil
 }
 
-// Drop implements Store and forgets the campaign here first, so that
-// nothing cached outlives the marks.
+// Drop implements Store. It clears the whole cache first, every
+// campaign's keys with the dropped one's (they cannot be told apart):
+// that costs the others store lookups, never a wrong answer.
 func (c *QueuedCache) Drop(campaign string) error {
 	c.mu.Lock()
-	delete(c.byID, campaign)
+	c.drops++
+	c.cur.reset()
+	c.prev.reset()
 	c.mu.Unlock()
 	return c.Store.Drop(campaign)
 }
@@ -156,4 +190,71 @@ func (c *QueuedCache) Compacting() int {
 		return d.Compacting()
 	}
 	return 0
+}
+
+// keyTable is an exact set of Keys in a fixed open-addressing table with
+// linear probing: a power of two of 16-byte slots, the zero Key marking
+// an empty one (the zero Key itself is held apart), filled to at most
+// three quarters. A Go map of the same keys took about 40 bytes a key,
+// in the heap; this takes 16 / 0.75, outside it.
+type keyTable struct {
+	slots []Key
+	shift uint // 64 - log2(len(slots))
+	n     int  // keys held, zero included
+	max   int  // len(slots) * 3/4
+	zero  bool
+}
+
+// newKeyTable returns an empty table of slots slots (a power of two) and
+// the function that frees its memory.
+func newKeyTable(slots int) (*keyTable, func()) {
+	keys, free := keyMemory(slots)
+	t := &keyTable{slots: keys, max: slots / 4 * 3, shift: 64}
+	for s := slots; s > 1; s >>= 1 {
+		t.shift--
+	}
+	return t, free
+}
+
+// home is k's first slot: the top bits of a multiplicative hash of both
+// halves (the keys are FNV-1a hashes, whose low bits mix least).
+func (t *keyTable) home(k Key) int {
+	h := binary.LittleEndian.Uint64(k[:8])*0x9E3779B97F4A7C15 ^ binary.LittleEndian.Uint64(k[8:])
+	return int((h * 0xBF58476D1CE4E5B9) >> t.shift)
+}
+
+func (t *keyTable) has(k Key) bool {
+	if k == (Key{}) {
+		return t.zero
+	}
+	mask := len(t.slots) - 1
+	for i := t.home(k); ; i = (i + 1) & mask {
+		switch t.slots[i] {
+		case k:
+			return true
+		case Key{}:
+			return false
+		}
+	}
+}
+
+// add inserts k, which the table does not hold; the caller keeps n below
+// max, so an empty slot is always found.
+func (t *keyTable) add(k Key) {
+	t.n++
+	if k == (Key{}) {
+		t.zero = true
+		return
+	}
+	mask := len(t.slots) - 1
+	i := t.home(k)
+	for t.slots[i] != (Key{}) {
+		i = (i + 1) & mask
+	}
+	t.slots[i] = k
+}
+
+func (t *keyTable) reset() {
+	clear(t.slots)
+	t.n, t.zero = 0, false
 }

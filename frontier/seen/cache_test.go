@@ -38,7 +38,7 @@ func keysN(prefix string, n int) []Key {
 
 func TestQueuedCacheAnswersKnownKeys(t *testing.T) {
 	store := &countingSeen{Store: NewMemory()}
-	c := NewQueuedCache(store)
+	c := NewQueuedCache(store, DefaultQueuedCacheBytes)
 	ks := keysN("a", 4)
 	require.NoError(t, c.MarkQueued("c1", ks[:2]))
 	require.NoError(t, c.MarkDone("c1", ks[2:3]))
@@ -64,7 +64,7 @@ func TestQueuedCacheAnswersKnownKeys(t *testing.T) {
 
 func TestQueuedCacheFailedMarkIsNotRemembered(t *testing.T) {
 	store := &countingSeen{Store: NewMemory(), failMark: errors.New("disk full")}
-	c := NewQueuedCache(store)
+	c := NewQueuedCache(store, DefaultQueuedCacheBytes)
 	ks := keysN("b", 1)
 	require.Error(t, c.MarkQueued("c1", ks), "MarkQueued: want the store's error")
 	got, _ := c.Queued("c1", ks)
@@ -72,7 +72,7 @@ func TestQueuedCacheFailedMarkIsNotRemembered(t *testing.T) {
 }
 
 func TestQueuedCacheDropForgets(t *testing.T) {
-	c := NewQueuedCache(NewMemory())
+	c := NewQueuedCache(NewMemory(), DefaultQueuedCacheBytes)
 	ks := keysN("d", 3)
 	require.NoError(t, c.MarkQueued("c1", ks))
 	require.NoError(t, c.Drop("c1"))
@@ -83,10 +83,10 @@ func TestQueuedCacheDropForgets(t *testing.T) {
 	}
 }
 
-// A mark racing a Drop is not remembered: the generation taken before the
-// store call is no longer the campaign's.
+// A mark racing a Drop is not remembered: the store call began before the
+// Drop.
 func TestQueuedCacheMarkRacingDrop(t *testing.T) {
-	c := NewQueuedCache(NewMemory())
+	c := NewQueuedCache(NewMemory(), DefaultQueuedCacheBytes)
 	ks := keysN("r", 1)
 	err := c.mark("c1", ks, func(campaign string, keys []Key) error {
 		if err := c.Drop(campaign); err != nil { // arrives while the store is marking
@@ -95,22 +95,90 @@ func TestQueuedCacheMarkRacingDrop(t *testing.T) {
 		return c.Store.MarkQueued(campaign, keys)
 	})
 	require.NoError(t, err)
-	require.False(t, c.current("c1").has(ks[0]), "a mark taken before Drop was remembered after it")
+	require.False(t, c.has(in(KeyOf("c1"), ks[0])), "a mark taken before Drop was remembered after it")
 }
 
 func TestQueuedCacheIsBounded(t *testing.T) {
 	store := &countingSeen{Store: NewMemory()}
-	c := NewQueuedCache(store)
-	ks := keysN("e", 2*queuedCacheGen+1)
-	for i := 0; i < len(ks); i += 4096 {
-		require.NoError(t, c.MarkQueued("c1", ks[i:min(i+4096, len(ks))]))
+	c := NewQueuedCache(store, minQueuedCacheBytes)
+	require.Equal(t, int64(minQueuedCacheBytes), c.Bytes(), "the smallest cache's memory")
+	require.Equal(t, 96, c.Cap(), "two generations of 64 slots, three quarters of each")
+	ks := keysN("e", 3*c.Cap()+1)
+	for i := 0; i < len(ks); i += 10 {
+		require.NoError(t, c.MarkQueued("c1", ks[i:min(i+10, len(ks))]))
 	}
-	g := c.current("c1")
-	require.LessOrEqual(t, len(g.cur)+len(g.prev), 2*queuedCacheGen, "keys the cache holds")
-	// The oldest key left the cache; the store still knows it.
+	require.LessOrEqual(t, c.cur.n+c.prev.n, c.Cap(), "keys the cache holds")
+	// The newest keys are answered from the cache, the oldest from the
+	// store, which still knows them.
 	store.asked = 0
-	got, _ := c.Queued("c1", ks[:1])
-	if !got[0] || store.asked != 1 {
-		require.FailNow(t, fmt.Sprintf("oldest key: Queued = %v with %d asked, want true from the store", got, store.asked))
+	got, err := c.Queued("c1", ks[len(ks)-40:])
+	require.NoError(t, err)
+	require.NotContains(t, got, false, "the newest keys")
+	require.Zero(t, store.asked, "store lookups for the newest keys")
+	got, _ = c.Queued("c1", ks[:1])
+	require.True(t, got[0], "the oldest key")
+	require.Equal(t, 1, store.asked, "store lookups for the oldest key")
+}
+
+// The cache's size follows its budget, a power of two of slots per
+// generation that fits it.
+func TestQueuedCacheSize(t *testing.T) {
+	for _, tc := range []struct {
+		bytes, want int64
+	}{
+		{0, minQueuedCacheBytes},
+		{1, minQueuedCacheBytes},
+		{DefaultQueuedCacheBytes, DefaultQueuedCacheBytes},
+		{DefaultQueuedCacheBytes - 1, DefaultQueuedCacheBytes / 2},
+		{DefaultQueuedCacheBytes + 1, DefaultQueuedCacheBytes},
+		{3 << 20, 2 << 20},
+	} {
+		require.Equal(t, tc.want, NewQueuedCache(NewMemory(), tc.bytes).Bytes(), "NewQueuedCache(%d)", tc.bytes)
 	}
+}
+
+// The zero key, the table's empty-slot marker, is held like any other;
+// keys that share a home slot are all found.
+func TestKeyTable(t *testing.T) {
+	tb, free := newKeyTable(64)
+	defer free()
+	require.False(t, tb.has(Key{}))
+	tb.add(Key{})
+	require.True(t, tb.has(Key{}), "the zero key")
+	var same []Key
+	for i := 0; len(same) < 5; i++ {
+		k := KeyOf(fmt.Sprint(i))
+		if tb.home(k) == 7 {
+			same = append(same, k)
+		}
+	}
+	for _, k := range same[:4] {
+		tb.add(k)
+	}
+	for _, k := range same[:4] {
+		require.True(t, tb.has(k), "a key of a shared home slot")
+	}
+	require.False(t, tb.has(same[4]), "a key not added, of the same home slot")
+	require.Equal(t, 5, tb.n)
+	tb.reset()
+	require.False(t, tb.has(Key{}), "the zero key after reset")
+	require.False(t, tb.has(same[0]), "a key after reset")
+}
+
+// A Drop clears every campaign's keys: the others then ask the store,
+// which still knows theirs.
+func TestQueuedCacheDropClearsAll(t *testing.T) {
+	store := &countingSeen{Store: NewMemory()}
+	c := NewQueuedCache(store, DefaultQueuedCacheBytes)
+	ks := keysN("f", 2)
+	require.NoError(t, c.MarkQueued("c1", ks[:1]))
+	require.NoError(t, c.MarkQueued("c2", ks[1:]))
+	require.NoError(t, c.Drop("c1"))
+	store.asked = 0
+	got, err := c.Queued("c2", ks[1:])
+	require.NoError(t, err)
+	require.True(t, got[0], "c2's key after c1's Drop")
+	require.Equal(t, 1, store.asked, "store lookups for c2's key")
+	got, _ = c.Queued("c1", ks[:1])
+	require.False(t, got[0], "c1's key after its Drop")
 }
