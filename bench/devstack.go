@@ -63,6 +63,7 @@ func runDroverDev(ctx context.Context, j Job) (res Result, err error) {
 		DataDir: filepath.Join(dir, "data"), TemporalPort: ports[0], UIPort: -1,
 		KafkaAddr: addr(ports[1]), SchedulerAddr: addr(ports[2]), AMQPURL: j.AMQPURL,
 		BinDir: filepath.Join(dir, "bin"), Out: os.Stderr, Log: quiet,
+		SchedulerArgs: j.SchedulerArgs, SchedulerEnv: j.SchedulerEnv, WorkerEnv: j.WorkerEnv,
 	}
 	if j.HeapDir != "" {
 		so.SchedulerPprofAddr, so.WorkerPprofAddr = addr(ports[3]), addr(ports[4])

@@ -71,6 +71,12 @@ type Job struct {
 	// and the worker's heap profiles into this directory at every sample
 	// (heap-scheduler-ELAPSED.pb.gz, heap-worker-ELAPSED.pb.gz).
 	HeapDir string `json:"heap_dir,omitempty"`
+	// SchedulerArgs, SchedulerEnv, WorkerEnv (drover, DevStack): more
+	// flags of the scheduler, and more environment (NAME=value) of the
+	// scheduler and the worker, to try their memory settings.
+	SchedulerArgs []string `json:"scheduler_args,omitempty"`
+	SchedulerEnv  []string `json:"scheduler_env,omitempty"`
+	WorkerEnv     []string `json:"worker_env,omitempty"`
 	// Timeout bounds the crawl itself; the parent kills the child a little
 	// after it.
 	Timeout time.Duration `json:"timeout"`

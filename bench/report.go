@@ -430,7 +430,7 @@ func (r *Report) markdownScale(w io.Writer) {
 	}
 	sc, o := r.Scale, r.Opts
 	section(w, fmt.Sprintf("Scale: %d hosts x %d pages through make dev's stack, fleet %d, %d per host, %s between starts", sc.Hosts, sc.PagesPerHost, sc.Fleet, o.DevPerHost, o.DevDelay),
-		[]string{fmt.Sprintf("One sample every %s from the campaign's start to its end. pages: unique pages of the web served by the sample's time (the test web's count, each page at its first request); pages/s and CPU s/1k pages: over the interval since the previous sample, CPU of every process below together (utime+stime of /proc/PID/stat; RabbitMQ is the machine's shared broker: its share includes anyone else's traffic); RSS: VmRSS at the sample.", o.ScaleEvery)},
+		[]string{fmt.Sprintf("%s. One sample every %s from the campaign's start to its end. pages: unique pages of the web served by the sample's time (the test web's count, each page at its first request); pages/s and CPU s/1k pages: over the interval since the previous sample, CPU of every process below together (utime+stime of /proc/PID/stat; RabbitMQ is the machine's shared broker: its share includes anyone else's traffic); RSS: VmRSS at the sample.", sc.Name, o.ScaleEvery)},
 		"| elapsed | pages | pages/s | CPU s/1k pages | RSS MB: scheduler | worker | kafka | temporal | rabbitmq |",
 		"|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 	writeScaleRows(w, sc.Rows)
@@ -464,6 +464,13 @@ func scaleSummary(sc ScaleResult) string {
 	s := fmt.Sprintf("**%d pages** in %s (%s); pages/s over the first fifth of the pages **%.0f**, over the last fifth **%.0f** (last / first %s); CPU s per 1,000 pages overall **%s**; peak RSS MB (VmHWM) scheduler **%s**, worker **%s**, kafka %s; %d missing, %d duplicates (the test web's count).",
 		sc.Pages, sc.Wall.Round(time.Second), orDash(sc.State), sc.FirstFifth, sc.LastFifth, ratio(sc.LastFifth, sc.FirstFifth), cpu,
 		mb(sc.PeakRSS("scheduler")), mb(sc.PeakRSS("worker")), mb(sc.PeakRSS("kafka")), sc.Missing, sc.Duplicates)
+	if names, perK := sc.ProcCPUPerK(); len(names) > 0 {
+		var parts []string
+		for i, n := range names {
+			parts = append(parts, fmt.Sprintf("%s %.3f", n, perK[i]))
+		}
+		s += " CPU s per 1,000 pages by process: " + strings.Join(parts, ", ") + "."
+	}
 	if sc.Err != "" {
 		s += " Error: " + firstLine(sc.Err)
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strings"
 	"syscall"
 	"time"
 
@@ -66,6 +67,14 @@ type ScaleRow struct {
 func (o Options) runScale(ctx context.Context) (ScaleResult, error) {
 	out := ScaleResult{Hosts: o.ScaleHosts, PagesPerHost: o.ScalePages, Fleet: o.ScaleFleet}
 	out.Name = fmt.Sprintf("drover as make dev runs it, fleet %d, %d hosts x %d pages", o.ScaleFleet, o.ScaleHosts, o.ScalePages)
+	for _, extra := range []struct {
+		what string
+		v    []string
+	}{{"scheduler flags", o.ScaleSchedulerArgs}, {"scheduler env", o.ScaleSchedulerEnv}, {"worker env", o.ScaleWorkerEnv}} {
+		if len(extra.v) > 0 {
+			out.Name += fmt.Sprintf(", %s %s", extra.what, strings.Join(extra.v, " "))
+		}
+	}
 	out.Kind = KindDrover
 	pages := int64(o.ScaleHosts) * int64(o.ScalePages)
 	if err := checkDisk(os.TempDir(), scaleDiskBase+pages*scaleDiskPerPage, pages); err != nil {
@@ -79,6 +88,7 @@ func (o Options) runScale(ctx context.Context) (ScaleResult, error) {
 	j := Job{Kind: KindDrover, DevStack: true, Seeds: web.Seeds(), Fleet: o.ScaleFleet, PerHostConcurrency: o.DevPerHost,
 		PerHostDelay: o.DevDelay, AMQPURL: o.AMQPURL, Timeout: o.ScaleTimeout, SampleEvery: o.ScaleEvery,
 		PerfOut: o.ScalePerf, PerfEvents: o.DevPerfEvents, HeapDir: o.ScaleHeap,
+		SchedulerArgs: o.ScaleSchedulerArgs, SchedulerEnv: o.ScaleSchedulerEnv, WorkerEnv: o.ScaleWorkerEnv,
 		// More seed hosts than a config carries as its scope
 		// (campaign.MaxSeedHosts): a user gives --scope.
 		Scope: []string{fmt.Sprintf(`^http://127\.%d\.`, scaleBase)}}
@@ -181,16 +191,38 @@ func scaleRows(samples []Sample, firsts []time.Time) []ScaleRow {
 func cpuBetween(a, b Sample) time.Duration {
 	var d time.Duration
 	for _, p := range b.Procs {
-		q := a.Proc(p.Name)
-		switch {
-		case p.PID == 0:
-		case q.PID != p.PID:
-			d += p.CPU
-		default:
-			d += p.CPU - q.CPU
-		}
+		d += procCPUBetween(a, p)
 	}
 	return d
+}
+
+// procCPUBetween is the CPU p (of a later sample) used since sample a: all
+// of it when it is a process a did not see.
+func procCPUBetween(a Sample, p ProcSample) time.Duration {
+	q := a.Proc(p.Name)
+	switch {
+	case p.PID == 0:
+		return 0
+	case q.PID != p.PID:
+		return p.CPU
+	}
+	return p.CPU - q.CPU
+}
+
+// ProcCPUPerK is the CPU seconds per 1,000 pages of each sampled process
+// over the whole crawl, in the samples' order; nil without two samples.
+func (r ScaleResult) ProcCPUPerK() (names []string, perK []float64) {
+	if len(r.Samples) < 2 || r.Pages == 0 {
+		return nil, nil
+	}
+	for _, p := range r.Samples[0].Procs {
+		var d time.Duration
+		for i := 1; i < len(r.Samples); i++ {
+			d += procCPUBetween(r.Samples[i-1], r.Samples[i].Proc(p.Name))
+		}
+		names, perK = append(names, p.Name), append(perK, d.Seconds()*1000/float64(r.Pages))
+	}
+	return names, perK
 }
 
 // fifths returns the pages/s over the first and the last fifth of the

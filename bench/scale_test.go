@@ -62,6 +62,11 @@ func TestScaleRows(t *testing.T) {
 	sc := ScaleResult{Result: Result{Pages: 1500, Samples: scaleSamples(t0), Wall: 20 * time.Second, State: "completed"},
 		Hosts: 15, PagesPerHost: 100, Fleet: 8, Rows: rows, FirstFifth: first, LastFifth: last}
 	assert.Equal(t, 7000.0/1500, sc.ScaleCPUPerK(), "ScaleCPUPerK")
+	// By process: the scheduler 3 s, the worker 3 s and 1 s after its
+	// restart, RabbitMQ not found.
+	names, perK := sc.ProcCPUPerK()
+	assert.Equal(t, []string{"scheduler", "worker", "rabbitmq"}, names, "ProcCPUPerK's processes")
+	assert.Equal(t, []float64{3000.0 / 1500, 4000.0 / 1500, 0}, perK, "ProcCPUPerK")
 	var b strings.Builder
 	writeScaleRows(&b, rows)
 	want := "| 0s | 1 | - | - | 50 | 100 | - | - | - |\n" +
@@ -71,6 +76,7 @@ func TestScaleRows(t *testing.T) {
 	s := scaleSummary(sc)
 	assert.Falsef(t, !strings.Contains(s, "last / first 0.50") || !strings.Contains(s, "overall **4.67**") || !strings.Contains(s, "worker **140**"),
 		"summary %q: want last / first 0.50, 4.67 CPU s/1k, worker peak 140", s)
+	assert.Contains(t, s, "by process: scheduler 2.000, worker 2.667, rabbitmq 0.000.", "summary")
 
 	path := filepath.Join(t.TempDir(), "plot", "scale.png")
 	require.NoError(t, writeScalePlot(path, sc))

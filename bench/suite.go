@@ -113,10 +113,14 @@ type Options struct {
 	// perf record its processes into this file, as DevPerf does for the
 	// dev-stack run (with DevPerfEvents too), so that the profiles of the
 	// two webs can be read side by side; ScaleHeap: a directory for the
-	// scheduler's and the worker's heap profiles, one of each per sample.
+	// scheduler's and the worker's heap profiles, one of each per sample;
+	// ScaleSchedulerArgs, ScaleSchedulerEnv, ScaleWorkerEnv: more flags
+	// and environment of the stack's scheduler and worker.
 	ScaleHosts, ScalePages, ScaleFleet int
 	ScaleEvery, ScaleTimeout           time.Duration
 	ScalePlot, ScalePerf, ScaleHeap    string
+	ScaleSchedulerArgs                 []string
+	ScaleSchedulerEnv, ScaleWorkerEnv  []string
 
 	// Scenarios selects what runs: plain, polite, slowhost, queued, sinks,
 	// hosts, recrawl (nil: all of AllScenarios), and scale when named.

@@ -54,6 +54,11 @@ type StackOptions struct {
 	// serves none).
 	WorkerPprofAddr    string
 	SchedulerPprofAddr string
+	// SchedulerArgs and WorkerArgs are more flags for the processes, and
+	// SchedulerEnv and WorkerEnv more of their environment (NAME=value,
+	// e.g. GOMEMLIMIT), for a benchmark to try settings.
+	SchedulerArgs, WorkerArgs []string
+	SchedulerEnv, WorkerEnv   []string
 	// BinDir receives the worker, scheduler and kafka binaries, built at
 	// every start (Go's cache makes a rebuild quick); default out/dev in
 	// the repository root.
@@ -176,6 +181,7 @@ func StartStack(ctx context.Context, opts StackOptions) (*Stack, error) {
 	if opts.WorkerPprofAddr != "" {
 		workerArgs = append(workerArgs, "-pprof-addr", opts.WorkerPprofAddr)
 	}
+	schedArgs, workerArgs = append(schedArgs, opts.SchedulerArgs...), append(workerArgs, opts.WorkerArgs...)
 	specs := []struct {
 		child *(*Child)
 		spec  ProcSpec
@@ -184,10 +190,10 @@ func StartStack(ctx context.Context, opts StackOptions) (*Stack, error) {
 		{&s.Kafka, ProcSpec{Name: "kafka", Path: bin("kafka"), Args: []string{
 			"-listen", opts.KafkaAddr, "-data", filepath.Join(opts.DataDir, "kafka"), "-topics", KafkaPagesTopic}}},
 		{&s.Scheduler, ProcSpec{Name: "scheduler", Path: bin("scheduler"), Args: schedArgs,
-			Env: []string{"AMQP_URL=" + opts.AMQPURL, "DROVER_TOKEN=" + opts.Token}}},
+			Env: append([]string{"AMQP_URL=" + opts.AMQPURL, "DROVER_TOKEN=" + opts.Token}, opts.SchedulerEnv...)}},
 		{&s.Worker, ProcSpec{Name: "worker", Path: bin("worker"), Args: workerArgs,
-			Env: []string{"TEMPORAL_ADDRESS=" + temporalAddr, "TEMPORAL_NAMESPACE=" + DefaultTemporalNamespace,
-				"KAFKA_BROKERS=" + opts.KafkaAddr, "DROVER_SCHEDULER=" + opts.SchedulerAddr, "DROVER_TOKEN=" + opts.Token}}},
+			Env: append([]string{"TEMPORAL_ADDRESS=" + temporalAddr, "TEMPORAL_NAMESPACE=" + DefaultTemporalNamespace,
+				"KAFKA_BROKERS=" + opts.KafkaAddr, "DROVER_SCHEDULER=" + opts.SchedulerAddr, "DROVER_TOKEN=" + opts.Token}, opts.WorkerEnv...)}},
 	}
 	for _, sp := range specs {
 		c, err := s.sup.Start(sp.spec)

@@ -60,6 +60,9 @@ func main() {
 	flag.DurationVar(&o.ScaleEvery, "scale-every", o.ScaleEvery, "how often the scale scenario samples pages, CPU and RSS")
 	flag.DurationVar(&o.ScaleTimeout, "scale-timeout", o.ScaleTimeout, "bound of the scale scenario's crawl")
 	flag.StringVar(&o.ScalePlot, "scale-plot", o.ScalePlot, "PNG the scale scenario's curve is drawn into (empty: none)")
+	scaleSchedArgs := flag.String("scale-scheduler-flags", "", "more flags of the scale scenario's scheduler, space-separated (e.g. -seen-cache-bytes=16777216)")
+	scaleSchedEnv := flag.String("scale-scheduler-env", "", "more environment of the scale scenario's scheduler, space-separated NAME=value (e.g. GOMEMLIMIT=100MiB)")
+	scaleWorkerEnv := flag.String("scale-worker-env", "", "more environment of the scale scenario's worker, space-separated NAME=value (e.g. GOMEMLIMIT=200MiB)")
 	flag.StringVar(&o.ScaleHeap, "scale-heap", "", "save the scale scenario's scheduler and worker heap profiles into this directory at every sample (go tool pprof -sample_index=inuse_space FILE)")
 	flag.StringVar(&o.ScalePerf, "scale-perf", "", "perf record every process of the scale scenario's run into this file, as -dev-perf does for the dev-stack run (perf report -i FILE --sort comm,dso)")
 	flag.IntVar(&o.SlowHosts, "slow-hosts", o.SlowHosts, "fast hosts of the slow-host scenario (the slow host holds as many URLs as all of them)")
@@ -94,6 +97,7 @@ func main() {
 	o.RecrawlSinks = parseList("-recrawl-sinks", *recrawlSinks, "kafka", "warc", "warc-captures", "postgres")
 	o.Scenarios = parseList("-scenarios", *scenarios, append(slices.Clone(bench.AllScenarios), bench.OptInScenarios...)...)
 	o.Sinks = parseList("-sinks", *sinks)
+	o.ScaleSchedulerArgs, o.ScaleSchedulerEnv, o.ScaleWorkerEnv = strings.Fields(*scaleSchedArgs), strings.Fields(*scaleSchedEnv), strings.Fields(*scaleWorkerEnv)
 	if u := os.Getenv("AMQP_URL"); u != "" {
 		o.AMQPURL = u
 	}
