@@ -140,12 +140,14 @@ type Result struct {
 	InFlight int `json:"in_flight"`
 
 	// Filled by the parent from the server's log.
-	Pages      int           `json:"pages"`      // unique pages of Web.Pages requested
-	Duplicates int           `json:"duplicates"` // requests beyond the first of a URL
-	Missing    int           `json:"missing"`
-	Disallowed int           `json:"disallowed"` // requests robots.txt disallows
-	Requests   int           `json:"requests"`
-	Span       time.Duration `json:"span"` // first to last request start
+	Pages      int `json:"pages"`      // unique pages of Web.Pages requested
+	Duplicates int `json:"duplicates"` // requests beyond the first of a URL
+	Missing    int `json:"missing"`
+	Disallowed int `json:"disallowed"` // requests robots.txt disallows
+	Requests   int `json:"requests"`
+	// Connections: the connections the test web accepted (scale).
+	Connections int64         `json:"connections,omitempty"`
+	Span        time.Duration `json:"span"` // first to last request start
 	// WebCPU: the parent's CPU while the child ran: the test web serving
 	// it (and the parent waiting), outside every contender's figures.
 	WebCPU time.Duration `json:"web_cpu,omitempty"`

@@ -127,6 +127,7 @@ func fillFromWeb(r *Result, web *testweb.Web) {
 	}
 	reqs := web.Requests()
 	r.Requests = len(reqs)
+	r.Connections = web.Connections()
 	r.Span, r.MinGap = spanAndGap(reqs)
 	r.Answered304, r.Answered200 = len(web.Answered(304)), len(web.Answered(200))
 	r.Conditional = 0

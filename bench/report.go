@@ -464,6 +464,9 @@ func scaleSummary(sc ScaleResult) string {
 	s := fmt.Sprintf("**%d pages** in %s (%s); pages/s over the first fifth of the pages **%.0f**, over the last fifth **%.0f** (last / first %s); CPU s per 1,000 pages overall **%s**; peak RSS MB (VmHWM) scheduler **%s**, worker **%s**, kafka %s; %d missing, %d duplicates (the test web's count).",
 		sc.Pages, sc.Wall.Round(time.Second), orDash(sc.State), sc.FirstFifth, sc.LastFifth, ratio(sc.LastFifth, sc.FirstFifth), cpu,
 		mb(sc.PeakRSS("scheduler")), mb(sc.PeakRSS("worker")), mb(sc.PeakRSS("kafka")), sc.Missing, sc.Duplicates)
+	if sc.Connections > 0 {
+		s += fmt.Sprintf(" The web accepted %d connections for %d requests (%.1f requests a connection).", sc.Connections, sc.Requests, float64(sc.Requests)/float64(sc.Connections))
+	}
 	if names, perK := sc.ProcCPUPerK(); len(names) > 0 {
 		var parts []string
 		for i, n := range names {

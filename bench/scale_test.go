@@ -59,7 +59,7 @@ func TestScaleRows(t *testing.T) {
 		assert.Failf(t, "fifths of too few pages", "fifths of 9 pages = %v, %v; want 0, 0", f, l)
 	}
 
-	sc := ScaleResult{Result: Result{Pages: 1500, Samples: scaleSamples(t0), Wall: 20 * time.Second, State: "completed"},
+	sc := ScaleResult{Result: Result{Pages: 1500, Samples: scaleSamples(t0), Wall: 20 * time.Second, State: "completed", Requests: 1515, Connections: 101},
 		Hosts: 15, PagesPerHost: 100, Fleet: 8, Rows: rows, FirstFifth: first, LastFifth: last}
 	assert.Equal(t, 7000.0/1500, sc.ScaleCPUPerK(), "ScaleCPUPerK")
 	// By process: the scheduler 3 s, the worker 3 s and 1 s after its
@@ -77,6 +77,7 @@ func TestScaleRows(t *testing.T) {
 	assert.Falsef(t, !strings.Contains(s, "last / first 0.50") || !strings.Contains(s, "overall **4.67**") || !strings.Contains(s, "worker **140**"),
 		"summary %q: want last / first 0.50, 4.67 CPU s/1k, worker peak 140", s)
 	assert.Contains(t, s, "by process: scheduler 2.000, worker 2.667, rabbitmq 0.000.", "summary")
+	assert.Contains(t, s, "accepted 101 connections for 1515 requests (15.0 requests a connection)", "summary")
 
 	path := filepath.Join(t.TempDir(), "plot", "scale.png")
 	require.NoError(t, writeScalePlot(path, sc))

@@ -255,6 +255,7 @@ func TestCounting(t *testing.T) {
 		assert.Equalf(t, want, w.Count(u), "Count(%s)", u)
 	}
 	assert.Equal(t, 7, w.Total(), "Total()")
+	assert.Equal(t, int64(2), w.Connections(), "Connections(): one keep-alive connection per host")
 	assert.Equal(t, map[string]int{root: 2}, w.Duplicates(), "Duplicates(), want only the root (robots.txt excluded)")
 	assert.Equal(t, []string{secret}, w.DisallowedHits(), "DisallowedHits()")
 	missing := w.Missing()

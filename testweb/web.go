@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -33,6 +34,8 @@ type Web struct {
 
 	servers []*http.Server
 	serving sync.WaitGroup
+	// accepted counts the connections the servers accepted.
+	accepted atomic.Int64
 	holdGate
 
 	closeOnce sync.Once
@@ -83,6 +86,11 @@ func start(cfg Config, extra []string) (*Web, error) {
 			Handler:           w.handler(i),
 			ReadHeaderTimeout: 10 * time.Second,
 			IdleTimeout:       2 * time.Minute,
+			ConnState: func(_ net.Conn, st http.ConnState) {
+				if st == http.StateNew {
+					w.accepted.Add(1)
+				}
+			},
 		}
 		w.servers = append(w.servers, srv)
 		w.serving.Add(1)
@@ -93,6 +101,11 @@ func start(cfg Config, extra []string) (*Web, error) {
 	}
 	return w, nil
 }
+
+// Connections is the number of connections the web's hosts accepted
+// (robots.txt and pages; the CDN's too, in asset mode): with the pages
+// requested, it tells how many requests a client's keep-alive served.
+func (w *Web) Connections() int64 { return w.accepted.Load() }
 
 // listenAll binds port on every IP; port 0 picks one that is free on all.
 func listenAll(ips []string, port int) ([]net.Listener, int, error) {

@@ -58,6 +58,9 @@ func NewQueuedCache(s Store, bytes int64) *QueuedCache {
 	cur, freeCur := newKeyTable(slots)
 	prev, freePrev := newKeyTable(slots)
 	c := &QueuedCache{Store: s, cur: cur, prev: prev}
+	// Every use of the tables is under c.mu, whose Unlock comes after it,
+	// so c is reachable while they are read: its cleanup cannot unmap
+	// them under a reader.
 	runtime.AddCleanup(c, func(free func()) { free() }, freeCur)
 	runtime.AddCleanup(c, func(free func()) { free() }, freePrev)
 	return c
