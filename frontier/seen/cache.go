@@ -32,19 +32,30 @@ const minQueuedCacheBytes = 2 * 64 * 16
 // Its memory is fixed when it is made, whatever the number of campaigns:
 // every campaign's keys share two generations of an open-addressing
 // table of 16-byte slots, each key folded with its campaign's own key
-// (KeyOf the campaign ID) so that campaigns do not see each other's. When
-// the current generation is three quarters full it becomes the previous
-// one, and the old previous one is cleared and reused: no allocation after
-// the start. The tables live outside the Go heap (keyMemory), unmapped
-// when the cache is no longer reachable.
+// (KeyOf the campaign ID) so that campaigns do not see each other's. A
+// generation starts at 1 MB and doubles when it is three quarters full;
+// once it has its full size it becomes the previous one instead, and the
+// old previous one is cleared and reused. The tables live outside the Go
+// heap (keyMemory), unmapped when the cache is no longer reachable.
 type QueuedCache struct {
 	Store
-	mu        sync.Mutex
-	cur, prev *keyTable
+	mu   sync.Mutex
+	gens *generations
+	// slots is a full generation's size; a generation starts smaller
+	// (startSlots) and doubles as it fills, so that a small crawl takes
+	// little memory.
+	slots int
 	// drops counts Drop calls: a key confirmed by a store call that began
 	// before a Drop is not remembered after it.
 	drops uint64
 }
+
+// startSlots is a new generation's size: 1 MB.
+const startSlots = 1 << 16
+
+// generations are the cache's two tables, apart from the cache so that
+// the cleanup that frees them does not keep the cache reachable.
+type generations struct{ cur, prev *keyTable }
 
 // NewQueuedCache returns an empty cache of at most bytes (but at least
 // two generations of 64 slots) in front of s. Every call goes to s except
@@ -55,22 +66,20 @@ func NewQueuedCache(s Store, bytes int64) *QueuedCache {
 	for int64(slots)*2*2*16 <= bytes {
 		slots *= 2
 	}
-	cur, freeCur := newKeyTable(slots)
-	prev, freePrev := newKeyTable(slots)
-	c := &QueuedCache{Store: s, cur: cur, prev: prev}
+	g := &generations{cur: newKeyTable(min(slots, startSlots)), prev: newKeyTable(64)}
+	c := &QueuedCache{Store: s, gens: g, slots: slots}
 	// Every use of the tables is under c.mu, whose Unlock comes after it,
 	// so c is reachable while they are read: its cleanup cannot unmap
 	// them under a reader.
-	runtime.AddCleanup(c, func(free func()) { free() }, freeCur)
-	runtime.AddCleanup(c, func(free func()) { free() }, freePrev)
+	runtime.AddCleanup(c, func(g *generations) { g.cur.free(); g.prev.free() }, g)
 	return c
 }
 
-// Bytes is the memory of the cache's two generations.
-func (c *QueuedCache) Bytes() int64 { return int64(len(c.cur.slots)+len(c.prev.slots)) * 16 }
+// Bytes is the memory the cache's two generations take at most.
+func (c *QueuedCache) Bytes() int64 { return int64(c.slots) * 2 * 16 }
 
 // Cap is the number of keys the cache holds at most.
-func (c *QueuedCache) Cap() int { return 2 * c.cur.max }
+func (c *QueuedCache) Cap() int { return 2 * maxKeys(c.slots) }
 
 // in folds campaign into k: the campaign's key XOR k, a bijection for
 // each campaign.
@@ -81,19 +90,29 @@ func in(campaign Key, k Key) Key {
 	return k
 }
 
-// remember records k as queued; c.mu is held.
+// remember records k as queued; c.mu is held. A full current generation
+// doubles until it has c.slots; then it becomes the previous one, and the
+// old previous one is emptied and reused (or, smaller, replaced).
 func (c *QueuedCache) remember(k Key) {
-	if c.cur.has(k) {
+	g := c.gens
+	if g.cur.has(k) {
 		return
 	}
-	if c.cur.n >= c.cur.max {
-		c.prev.reset()
-		c.prev, c.cur = c.cur, c.prev
+	switch {
+	case g.cur.n < g.cur.max:
+	case len(g.cur.slots) < c.slots:
+		g.cur = g.cur.grown()
+	case len(g.prev.slots) == c.slots:
+		g.prev.reset()
+		g.prev, g.cur = g.cur, g.prev
+	default:
+		g.prev.free()
+		g.prev, g.cur = g.cur, newKeyTable(c.slots)
 	}
-	c.cur.add(k)
+	g.cur.add(k)
 }
 
-func (c *QueuedCache) has(k Key) bool { return c.cur.has(k) || c.prev.has(k) }
+func (c *QueuedCache) has(k Key) bool { return c.gens.cur.has(k) || c.gens.prev.has(k) }
 
 // Queued implements Store: the keys the cache holds are queued; the
 // others are asked of the store.
@@ -171,8 +190,8 @@ func (c *QueuedCache) mark(campaign string, keys []Key, store func(string, []Key
 func (c *QueuedCache) Drop(campaign string) error {
 	c.mu.Lock()
 	c.drops++
-	c.cur.reset()
-	c.prev.reset()
+	c.gens.cur.reset()
+	c.gens.prev.reset()
 	c.mu.Unlock()
 	return c.Store.Drop(campaign)
 }
@@ -201,22 +220,45 @@ func (c *QueuedCache) Compacting() int {
 // three quarters. A Go map of the same keys took about 40 bytes a key,
 // in the heap; this takes 16 / 0.75, outside it.
 type keyTable struct {
-	slots []Key
-	shift uint // 64 - log2(len(slots))
-	n     int  // keys held, zero included
-	max   int  // len(slots) * 3/4
-	zero  bool
+	slots   []Key
+	shift   uint // 64 - log2(len(slots))
+	n       int  // keys held, zero included
+	max     int  // maxKeys(len(slots))
+	zero    bool
+	release func()
 }
 
-// newKeyTable returns an empty table of slots slots (a power of two) and
-// the function that frees its memory.
-func newKeyTable(slots int) (*keyTable, func()) {
-	keys, free := keyMemory(slots)
-	t := &keyTable{slots: keys, max: slots / 4 * 3, shift: 64}
+func maxKeys(slots int) int { return slots / 4 * 3 }
+
+// newKeyTable returns an empty table of slots slots (a power of two).
+func newKeyTable(slots int) *keyTable {
+	keys, release := keyMemory(slots)
+	t := &keyTable{slots: keys, max: maxKeys(slots), shift: 64, release: release}
 	for s := slots; s > 1; s >>= 1 {
 		t.shift--
 	}
-	return t, free
+	return t
+}
+
+// grown returns a table twice as large holding t's keys, and frees t.
+func (t *keyTable) grown() *keyTable {
+	g := newKeyTable(2 * len(t.slots))
+	for _, k := range t.slots {
+		if k != (Key{}) {
+			g.add(k)
+		}
+	}
+	if t.zero {
+		g.add(Key{})
+	}
+	t.free()
+	return g
+}
+
+// free gives the table's memory back; nothing may use it after.
+func (t *keyTable) free() {
+	t.slots = nil
+	t.release()
 }
 
 // home is k's first slot: the top bits of a multiplicative hash of both

@@ -107,7 +107,7 @@ func TestQueuedCacheIsBounded(t *testing.T) {
 	for i := 0; i < len(ks); i += 10 {
 		require.NoError(t, c.MarkQueued("c1", ks[i:min(i+10, len(ks))]))
 	}
-	require.LessOrEqual(t, c.cur.n+c.prev.n, c.Cap(), "keys the cache holds")
+	require.LessOrEqual(t, c.gens.cur.n+c.gens.prev.n, c.Cap(), "keys the cache holds")
 	// The newest keys are answered from the cache, the oldest from the
 	// store, which still knows them.
 	store.asked = 0
@@ -140,8 +140,8 @@ func TestQueuedCacheSize(t *testing.T) {
 // The zero key, the table's empty-slot marker, is held like any other;
 // keys that share a home slot are all found.
 func TestKeyTable(t *testing.T) {
-	tb, free := newKeyTable(64)
-	defer free()
+	tb := newKeyTable(64)
+	defer func() { tb.free() }()
 	require.False(t, tb.has(Key{}))
 	tb.add(Key{})
 	require.True(t, tb.has(Key{}), "the zero key")
@@ -181,4 +181,23 @@ func TestQueuedCacheDropClearsAll(t *testing.T) {
 	require.Equal(t, 1, store.asked, "store lookups for c2's key")
 	got, _ = c.Queued("c1", ks[:1])
 	require.False(t, got[0], "c1's key after its Drop")
+}
+
+// A generation starts at startSlots and doubles as it fills, keeping its
+// keys, up to the cache's size.
+func TestQueuedCacheGrows(t *testing.T) {
+	store := &countingSeen{Store: NewMemory()}
+	c := NewQueuedCache(store, DefaultQueuedCacheBytes)
+	require.Len(t, c.gens.cur.slots, startSlots, "a new cache's generation")
+	ks := keysN("g", 100_000) // more than three quarters of 2 x startSlots
+	for i := 0; i < len(ks); i += 1000 {
+		require.NoError(t, c.MarkQueued("c1", ks[i:i+1000]))
+	}
+	require.Len(t, c.gens.cur.slots, 4*startSlots, "the generation after 100,000 keys")
+	require.Len(t, c.gens.prev.slots, 64, "the previous generation, still unused")
+	store.asked = 0
+	got, err := c.Queued("c1", ks)
+	require.NoError(t, err)
+	require.NotContains(t, got, false, "keys kept through the growth")
+	require.Zero(t, store.asked, "store lookups")
 }
