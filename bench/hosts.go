@@ -390,8 +390,12 @@ func freeAddr() (string, error) {
 }
 
 // saveURL writes what a GET of u answers into path.
-func saveURL(u, path string) error {
-	resp, err := http.Get(u)
+func saveURL(u, path string) error { return saveURLWithin(0, u, path) }
+
+// saveURLWithin is saveURL bounded by timeout (0: none), so that a process
+// that does not answer cannot stall its caller.
+func saveURLWithin(timeout time.Duration, u, path string) error {
+	resp, err := (&http.Client{Timeout: timeout}).Get(u)
 	if err != nil {
 		return err
 	}

@@ -139,7 +139,7 @@ func heapProfiles(dir string, addrs map[string]string) func(time.Duration) {
 	return func(at time.Duration) {
 		for name, a := range addrs {
 			path := filepath.Join(dir, fmt.Sprintf("heap-%s-%04ds.pb.gz", name, int(at.Round(time.Second).Seconds())))
-			if err := saveURL("http://"+a+"/debug/pprof/heap", path); err != nil {
+			if err := saveURLWithin(10*time.Second, "http://"+a+"/debug/pprof/heap", path); err != nil {
 				fmt.Fprintf(os.Stderr, "bench: heap profile of %s: %v\n", name, err)
 			}
 		}

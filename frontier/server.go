@@ -82,6 +82,10 @@ type ServerConfig struct {
 	QueuedCacheBytes int64
 }
 
+// MaxQueuedCacheBytes bounds ServerConfig.QueuedCacheBytes: 16 GiB, two
+// generations of 2^29 keys.
+const MaxQueuedCacheBytes = 16 << 30
+
 // DefaultServerConfig returns the defaults.
 func DefaultServerConfig() ServerConfig {
 	return ServerConfig{
@@ -132,8 +136,8 @@ func (c ServerConfig) Validate() error {
 	if c.RobotsTTL < time.Second {
 		errs = append(errs, fmt.Errorf("robots TTL %s: must be at least 1s", c.RobotsTTL))
 	}
-	if c.QueuedCacheBytes < 0 {
-		errs = append(errs, fmt.Errorf("queued cache bytes %d: must be 0 (none) or more", c.QueuedCacheBytes))
+	if c.QueuedCacheBytes < 0 || c.QueuedCacheBytes > MaxQueuedCacheBytes {
+		errs = append(errs, fmt.Errorf("queued cache bytes %d: must be between 0 (none) and %d", c.QueuedCacheBytes, int64(MaxQueuedCacheBytes)))
 	}
 	return errors.Join(errs...)
 }

@@ -132,6 +132,7 @@ func TestQueuedCacheSize(t *testing.T) {
 		{DefaultQueuedCacheBytes - 1, DefaultQueuedCacheBytes / 2},
 		{DefaultQueuedCacheBytes + 1, DefaultQueuedCacheBytes},
 		{3 << 20, 2 << 20},
+		{1 << 62, 1 << 62}, // sized without overflow; only the first 1 MB is made
 	} {
 		require.Equal(t, tc.want, NewQueuedCache(NewMemory(), tc.bytes).Bytes(), "NewQueuedCache(%d)", tc.bytes)
 	}
@@ -200,4 +201,35 @@ func TestQueuedCacheGrows(t *testing.T) {
 	require.NoError(t, err)
 	require.NotContains(t, got, false, "keys kept through the growth")
 	require.Zero(t, store.asked, "store lookups")
+	// A Drop gives the memory back: the generations start again small.
+	require.NoError(t, c.Drop("c2"))
+	require.Len(t, c.gens.cur.slots, startSlots, "the generation after a Drop")
+	require.Zero(t, c.gens.cur.n, "keys after a Drop")
+}
+
+// Campaigns whose IDs differ in a last byte, crawling URLs that differ the
+// same way, do not see each other's keys: FNV-1a keys of such pairs differ
+// by one of few values, so a fold by the campaigns' FNV keys made them
+// meet in the table.
+func TestQueuedCacheCampaignsApart(t *testing.T) {
+	store := &countingSeen{Store: NewMemory()}
+	c := NewQueuedCache(store, DefaultQueuedCacheBytes)
+	const n = 100_000
+	mine, theirs := make([]Key, n), make([]Key, n)
+	for i := range n {
+		p := fmt.Sprintf("http://h%d.example/page/", i)
+		mine[i], theirs[i] = KeyOf(p+"1"), KeyOf(p+"2")
+	}
+	for i := 0; i < n; i += 1000 {
+		require.NoError(t, c.MarkQueued("c-1", mine[i:i+1000]))
+	}
+	got, err := c.Queued("c-2", theirs)
+	require.NoError(t, err)
+	var wrong int
+	for _, q := range got {
+		if q {
+			wrong++
+		}
+	}
+	require.Zero(t, wrong, "keys c-2 never queued said queued, from c-1's")
 }
