@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -100,19 +101,35 @@ func (c *RabbitCluster) Connections(ctx context.Context) (map[string]int, error)
 			errs = append(errs, err)
 			continue
 		}
-		by := map[string]int{}
-		for _, port := range strings.Fields(out) {
-			name := "port " + port
-			for _, o := range c.Nodes {
-				if strings.HasSuffix(o.URL, ":"+port+"/") {
-					name = o.Name
-				}
-			}
-			by[name]++
+		by, err := c.byNode(n.Name, out)
+		if err != nil {
+			errs = append(errs, err)
+			continue
 		}
 		return by, nil
 	}
 	return nil, fmt.Errorf("no node of the cluster answered: %w", errors.Join(errs...))
+}
+
+// byNode counts the connections of a list_connections' output (from the
+// node named from): each line a port, each port a node's AMQP port. A
+// node that cannot reach another within its timeout (a partition) prints
+// the RPC's error term among the ports: that answer is an error.
+func (c *RabbitCluster) byNode(from, out string) (map[string]int, error) {
+	by := map[string]int{}
+	for _, port := range strings.Fields(out) {
+		if _, err := strconv.Atoi(port); err != nil {
+			return nil, fmt.Errorf("%s: list_connections answered %.200q", from, out)
+		}
+		name := "port " + port
+		for _, o := range c.Nodes {
+			if strings.HasSuffix(o.URL, ":"+port+"/") {
+				name = o.Name
+			}
+		}
+		by[name]++
+	}
+	return by, nil
 }
 
 // Node returns the node named name, or nil.

@@ -401,8 +401,13 @@ func watchQueues(t *testing.T, c *chaos.RabbitCluster, prefix string) (stop func
 // on (the only clients of the cluster).
 func schedulersNode(t *testing.T, c *chaos.RabbitCluster) *chaos.RabbitNode {
 	t.Helper()
-	by, err := c.Connections(context.Background())
-	require.NoError(t, err)
+	var by map[string]int
+	// Around a partition a node's answer may be an RPC's timeout; the
+	// next one, a second later, is whole.
+	await.For(t, 30*time.Second, time.Second, "a node to list the connections", func() (err error) {
+		by, err = c.Connections(context.Background())
+		return err
+	})
 	require.Len(t, by, 1, "the scheduler's connections are on %v, want one node", by)
 	for name := range by {
 		if n := c.Node(name); n != nil {
