@@ -66,7 +66,8 @@ func runDroverDev(ctx context.Context, j Job) (res Result, err error) {
 		SchedulerArgs: j.SchedulerArgs, SchedulerEnv: j.SchedulerEnv, WorkerEnv: j.WorkerEnv,
 	}
 	if j.HeapDir != "" {
-		so.SchedulerPprofAddr, so.WorkerPprofAddr = addr(ports[3]), addr(ports[4])
+		so.SchedulerArgs = slices.Concat(j.SchedulerArgs, []string{"-pprof-addr", addr(ports[3])})
+		so.WorkerArgs = []string{"-pprof-addr", addr(ports[4])}
 	}
 	st, err := devstack.StartStack(ctx, so)
 	if err != nil {
@@ -131,7 +132,7 @@ func runDroverDev(ctx context.Context, j Job) (res Result, err error) {
 		}
 		var also func(time.Duration)
 		if j.HeapDir != "" {
-			also = heapProfiles(j.HeapDir, map[string]string{"scheduler": so.SchedulerPprofAddr, "worker": so.WorkerPprofAddr})
+			also = heapProfiles(j.HeapDir, map[string]string{"scheduler": addr(ports[3]), "worker": addr(ports[4])})
 		}
 		sampler = startSampler(ctx, j.SampleEvery, targets, schedulerFetched(addr(ports[2]), cfg.FrontierKey()), also)
 	}

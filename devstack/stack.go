@@ -49,14 +49,10 @@ type StackOptions struct {
 	// metrics.DefaultSchedulerAddr, loopback).
 	WorkerMetricsAddr    string
 	SchedulerMetricsAddr string
-	// WorkerPprofAddr and SchedulerPprofAddr are the processes'
-	// --pprof-addr: Go's profiles, for a benchmark to read (default ""
-	// serves none).
-	WorkerPprofAddr    string
-	SchedulerPprofAddr string
-	// SchedulerArgs and WorkerArgs are more flags for the processes, and
-	// SchedulerEnv and WorkerEnv more of their environment (NAME=value,
-	// e.g. GOMEMLIMIT), for a benchmark to try settings.
+	// SchedulerArgs and WorkerArgs are more flags for the processes (as
+	// -pprof-addr), and SchedulerEnv and WorkerEnv more of their
+	// environment (NAME=value, e.g. GOMEMLIMIT), for a benchmark to try
+	// settings or read profiles.
 	SchedulerArgs, WorkerArgs []string
 	SchedulerEnv, WorkerEnv   []string
 	// BinDir receives the worker, scheduler and kafka binaries, built at
@@ -173,15 +169,9 @@ func StartStack(ctx context.Context, opts StackOptions) (*Stack, error) {
 	s := &Stack{Opts: opts, sup: NewSupervisor(filepath.Join(opts.DataDir, "log"), opts.Out)}
 	temporalArgs := TemporalServerArgs(opts.TemporalIP, opts.TemporalPort, opts.UIPort, filepath.Join(opts.DataDir, "temporal.db"))
 	bin := func(name string) string { return filepath.Join(opts.BinDir, name) }
-	schedArgs := []string{"-listen", opts.SchedulerAddr, "-metrics-addr", opts.SchedulerMetricsAddr, "-name", "scheduler-0", "-seen", filepath.Join(opts.DataDir, "seen", "scheduler-0")}
-	workerArgs := []string{"-identity", DevWorkerIdentity, "-metrics-addr", opts.WorkerMetricsAddr}
-	if opts.SchedulerPprofAddr != "" {
-		schedArgs = append(schedArgs, "-pprof-addr", opts.SchedulerPprofAddr)
-	}
-	if opts.WorkerPprofAddr != "" {
-		workerArgs = append(workerArgs, "-pprof-addr", opts.WorkerPprofAddr)
-	}
-	schedArgs, workerArgs = append(schedArgs, opts.SchedulerArgs...), append(workerArgs, opts.WorkerArgs...)
+	schedArgs := append([]string{"-listen", opts.SchedulerAddr, "-metrics-addr", opts.SchedulerMetricsAddr, "-name", "scheduler-0",
+		"-seen", filepath.Join(opts.DataDir, "seen", "scheduler-0")}, opts.SchedulerArgs...)
+	workerArgs := append([]string{"-identity", DevWorkerIdentity, "-metrics-addr", opts.WorkerMetricsAddr}, opts.WorkerArgs...)
 	specs := []struct {
 		child *(*Child)
 		spec  ProcSpec

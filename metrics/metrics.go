@@ -52,9 +52,6 @@ type Server struct {
 // Serve listens on addr ("" or "off" serves nothing and returns nil, nil)
 // and serves reg on /metrics until Close.
 func Serve(addr string, reg *prometheus.Registry) (*Server, error) {
-	if addr == "" || addr == "off" {
-		return nil, nil
-	}
 	mux := http.NewServeMux()
 	// A collector that fails (RabbitMQ away for the queue depths) leaves
 	// its metrics out of the scrape rather than failing all of it.
@@ -74,9 +71,6 @@ func Serve(addr string, reg *prometheus.Registry) (*Server, error) {
 // nil. They tell anyone who reaches addr what the process holds: bind it
 // to loopback.
 func ServeProfiles(addr string) (*Server, error) {
-	if addr == "" || addr == "off" {
-		return nil, nil
-	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
@@ -86,7 +80,11 @@ func ServeProfiles(addr string) (*Server, error) {
 	return serve("profiles", addr, mux)
 }
 
+// serve serves mux on addr; "" or "off" serves nothing (nil, nil).
 func serve(what, addr string, mux *http.ServeMux) (*Server, error) {
+	if addr == "" || addr == "off" {
+		return nil, nil
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("%s: listen on %s: %w", what, addr, err)

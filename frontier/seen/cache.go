@@ -30,8 +30,8 @@ const minQueuedCacheBytes = 2 * 64 * 16
 // too: an exact set of recently confirmed publishes. A key it does not
 // hold is looked up in the store as before.
 //
-// Its memory is fixed when it is made, whatever the number of campaigns:
-// every campaign's keys share two generations of an open-addressing
+// Its memory is bounded when it is made, whatever the number of
+// campaigns: every campaign's keys share two generations of an open-addressing
 // table of 16-byte slots, each key folded with its campaign's own key
 // (campaignMask) so that campaigns do not see each other's. A
 // generation starts at 1 MB and doubles when it is three quarters full;
