@@ -106,7 +106,7 @@ func (c *hostClocks) slot(key, campaign string, delay time.Duration, now time.Ti
 			return at
 		}
 		if !now.Before(earliest) {
-			delete(hc.res, campaign)
+			hc.unreserve(campaign)
 			hc.take(now, delay, now)
 			return now
 		}
@@ -198,8 +198,18 @@ func staleAfter(delay time.Duration) time.Duration { return max(2*delay, time.Se
 func (hc *hostClock) dropStale(now time.Time, delay time.Duration) {
 	for c, at := range hc.res {
 		if now.Sub(at) > staleAfter(delay) {
-			delete(hc.res, c)
+			hc.unreserve(c)
 		}
+	}
+}
+
+// unreserve drops campaign's reservation; the last one dropped takes the
+// map with it, since a map keeps its memory after its entries went, and
+// a clock is kept per active host (100,000 idle empty maps held 33 MB).
+func (hc *hostClock) unreserve(campaign string) {
+	delete(hc.res, campaign)
+	if len(hc.res) == 0 {
+		hc.res = nil
 	}
 }
 
