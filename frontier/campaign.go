@@ -89,10 +89,12 @@ type campaignActor struct {
 	keyWaiting map[string]map[*host]struct{}
 	// keyAsks: the asks in flight to the owners of IP keys, by key, and
 	// askSeq their last number (ipkey.go).
-	keyAsks  map[string]*keyAsk
-	askSeq   uint64
-	ready    hostHeap
-	waiting  hostHeap
+	keyAsks map[string]*keyAsk
+	askSeq  uint64
+	ready   hostHeap
+	waiting hostHeap
+	// turns numbers the hosts' turns as they begin (leaser.takeTurn).
+	turns    uint64
 	sessions map[*fetcherSession]struct{}
 	leases   map[uint64]*lease
 	held     map[seen.Key]*entry // URLs held in memory or leased, by key

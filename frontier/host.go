@@ -2,6 +2,7 @@ package frontier
 
 import (
 	"container/heap"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -58,7 +59,7 @@ func (h *entryHeap) Pop() any {
 	return e
 }
 
-type robotsState int
+type robotsState uint8
 
 const (
 	robotsUnknown  robotsState = iota // not fetched yet: the next lease is the robots lease
@@ -86,13 +87,11 @@ type host struct {
 	// adapt: the delay the campaign's delay_factor asks after the host's
 	// last response time (campaign.Config.AdaptiveDelay); spacing is the
 	// larger of the two.
-	adapt       time.Duration
-	conc        int
-	robots      *urlrule.Robots
-	robotsState robotsState
-	robotsAt    time.Time // when the rules expire (ready) or may be retried (unreachable)
-	fetched     int64
-	sitemaps    bool // its robots.txt's sitemaps were queued
+	adapt    time.Duration
+	conc     int
+	robots   *urlrule.Robots
+	robotsAt time.Time // when the rules expire (ready) or may be retried (unreachable)
+	fetched  int64
 	// downs counts connection-level failures in a row (DNS, refused,
 	// timeout, TLS, reset) by origin (scheme://host:port: one port of a
 	// host may refuse while another serves), and under "" those of the
@@ -100,19 +99,28 @@ type host struct {
 	// After the campaign's HostRetries more, the origin (or the host) is
 	// down for the campaign, and every URL of it fails without a fetch.
 	downs map[string]*downState
-	down  bool // the whole host is down
-	// ip: in a campaign keyed by IP, whether the host's address is known
-	// (its clock is then the IP's); remote: the state of a start asked of
-	// the scheduler that owns that IP's clock (ipkey.go).
-	ip     ipState
+	// remote: the state of a start asked of the scheduler that owns the
+	// host's IP clock (ipkey.go).
 	remote remoteSlot
-	// heap bookkeeping: which heap the host is in and where.
+	// turn: the number of the host's turn (leaser.takeTurn), and turnLeft
+	// the leases left in it; 0: the host has no turn.
+	turn uint64
+	best float64 // head priority, the ready heap's key
+	// The small fields together, since a scheduler keeps a host per
+	// active host (tens of thousands).
+	turnLeft    int32
+	index       int32 // in its heap
+	robotsState robotsState
+	sitemaps    bool // its robots.txt's sitemaps were queued
+	down        bool // the whole host is down
+	// ip: in a campaign keyed by IP, whether the host's address is known
+	// (its clock is then the IP's).
+	ip ipState
+	// where: which heap the host is in (index: where in it).
 	where hostWhere
-	index int
-	best  float64 // head priority, the ready heap's key
 }
 
-type hostWhere int
+type hostWhere uint8
 
 const (
 	inNone hostWhere = iota
@@ -153,9 +161,21 @@ func (h *hostHeap) Less(i, j int) bool {
 		if a.best != b.best {
 			return a.best > b.best
 		}
+		if ta, tb := a.turnKey(), b.turnKey(); ta != tb {
+			return ta < tb
+		}
 		return a.seqKey() < b.seqKey()
 	}
 	return a.wake.Before(b.wake)
+}
+
+// turnKey orders ready hosts of one priority: those in a turn first, the
+// earliest turn first; the others after them (by their head URL's age).
+func (h *host) turnKey() uint64 {
+	if h.turnLeft == 0 {
+		return math.MaxUint64
+	}
+	return h.turn
 }
 func (h *host) seqKey() uint64 {
 	if len(h.queue) == 0 {
@@ -166,12 +186,12 @@ func (h *host) seqKey() uint64 {
 
 func (h *hostHeap) Swap(i, j int) {
 	h.hs[i], h.hs[j] = h.hs[j], h.hs[i]
-	h.hs[i].index = i
-	h.hs[j].index = j
+	h.hs[i].index = int32(i)
+	h.hs[j].index = int32(j)
 }
 func (h *hostHeap) Push(x any) {
 	hh := x.(*host)
-	hh.index = len(h.hs)
+	hh.index = int32(len(h.hs))
 	h.hs = append(h.hs, hh)
 }
 func (h *hostHeap) Pop() any {
@@ -184,7 +204,7 @@ func (h *hostHeap) Pop() any {
 }
 
 func (h *hostHeap) remove(hh *host) {
-	heap.Remove(h, hh.index)
+	heap.Remove(h, int(hh.index))
 }
 
 // spacing is the time between two request starts to h: its delay

@@ -14,7 +14,7 @@ import (
 // which one scheduler owns (peers.go). A host whose IP changes (DNS round
 // robin, a move) follows the IP of its last report.
 
-type ipState int
+type ipState uint8
 
 const (
 	ipUnknown   ipState = iota // no address reported yet: the next lease resolves it
