@@ -10,6 +10,7 @@ package activities
 import (
 	"context"
 	"crypto/tls"
+	"sync"
 
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/fetch"
@@ -53,6 +54,23 @@ type Activities struct {
 	// resolver (fetch.WithLookup), for tests and benchmarks only: host
 	// names of a test domain onto a loopback listener.
 	Lookup fetch.LookupFunc
+	// SessionsRunning, when set, is told how many FetchSessions this
+	// process runs each time one starts or ends: the worker's main sets
+	// its memory limit from it (envconf.WorkerMemoryLimit).
+	SessionsRunning func(n int)
+	runMu           sync.Mutex
+	running         int
+}
+
+// sessionRunning counts a FetchSession that starts (+1) or ends (-1) and
+// tells SessionsRunning, in the order of the counts.
+func (a *Activities) sessionRunning(delta int) {
+	a.runMu.Lock()
+	defer a.runMu.Unlock()
+	a.running += delta
+	if a.SessionsRunning != nil {
+		a.SessionsRunning(a.running)
+	}
 }
 
 // ControlClient is what Seed and Close need of a scheduler's control

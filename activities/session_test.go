@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -107,4 +108,27 @@ func TestRunnerSinkFailedAfterRetryLimit(t *testing.T) {
 			require.Equal(t, int64(1), c.Errors)
 		})
 	}
+}
+
+// SessionsRunning hears every count, in order, from sessions that start
+// and end at once: each count it hears is one off the one before, and the
+// last is 0. Told out of order, a worker's memory limit would stay at the
+// count of sessions that ended.
+func TestSessionsRunningHearsEachCountInOrder(t *testing.T) {
+	var heard []int
+	a := &Activities{SessionsRunning: func(n int) { heard = append(heard, n) }}
+	var wg sync.WaitGroup
+	for range 64 {
+		wg.Go(func() {
+			a.sessionRunning(1)
+			a.sessionRunning(-1)
+		})
+	}
+	wg.Wait()
+	require.Len(t, heard, 128)
+	require.Equal(t, 1, heard[0])
+	for i := 1; i < len(heard); i++ {
+		require.Contains(t, []int{heard[i-1] - 1, heard[i-1] + 1}, heard[i], "count %d heard after %d", heard[i], heard[i-1])
+	}
+	require.Equal(t, 0, heard[len(heard)-1])
 }

@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/drover-crawl/drover/campaign"
+	"github.com/drover-crawl/drover/envconf"
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/internal/testenv"
 	"github.com/drover-crawl/drover/testweb"
@@ -98,6 +99,18 @@ func TestDevStackRestartsAKilledScheduler(t *testing.T) {
 		}
 		return nil
 	})
+	// The worker's soft memory limit follows the sessions it runs: the
+	// campaign's four now, none once it completed (below).
+	memLimit := func(sessions int) func() error {
+		return func() error {
+			want := float64(envconf.WorkerMemoryLimit(sessions))
+			if v, err := scrapeValue(s.WorkerMetricsURL(), "go_gc_gomemlimit_bytes"); err != nil || v != want {
+				return fmt.Errorf("go_gc_gomemlimit_bytes %v (%v), want %v", v, err, want)
+			}
+			return nil
+		}
+	}
+	await.For(t, 30*time.Second, 20*time.Millisecond, "the worker's memory limit of four sessions", memLimit(cfg.Fetchers))
 	require.NoError(t, syscall.Kill(pids["scheduler"], syscall.SIGKILL))
 	atKill := web.Total()
 	require.Less(t, atKill, len(pages), "the crawl was over before the kill: nothing tested")
@@ -156,6 +169,8 @@ func TestDevStackRestartsAKilledScheduler(t *testing.T) {
 		return nil
 	})
 
+	await.For(t, 30*time.Second, 20*time.Millisecond, "the worker's memory limit with no session", memLimit(0))
+
 	// Both serve their metrics where the stack says: the worker counts the
 	// pages the test web served, the scheduler (restarted) its own.
 	desc := s.Describe()
@@ -182,4 +197,24 @@ func TestDevStackRestartsAKilledScheduler(t *testing.T) {
 	for name, pid := range pids {
 		require.False(t, alive(pid), "%s (pid %d) still runs after Stop", name, pid)
 	}
+}
+
+// scrapeValue returns the value of an unlabelled metric on a Prometheus
+// endpoint.
+func scrapeValue(url, name string) (float64, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			return strconv.ParseFloat(v, 64)
+		}
+	}
+	return 0, fmt.Errorf("%s serves no %s", url, name)
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"syscall"
 
 	"go.temporal.io/sdk/client"
@@ -49,6 +50,7 @@ func run() int {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	env := envconf.Load(os.Getenv)
 	envconf.DefaultGC(os.Getenv, envconf.WorkerGCPercent)
+	sessionsRunning := limitMemory(*withScheduler)
 	if *identity == "" {
 		h, _ := os.Hostname()
 		*identity = fmt.Sprintf("worker@%s:%d", h, os.Getpid())
@@ -94,6 +96,7 @@ func run() int {
 		Schedulers: schedulers, Token: token, KafkaBrokers: env.KafkaBrokers, Identity: *identity,
 		SessionTLS: sessTLS, InsecurePlaintext: sec.InsecurePlaintext, SinkSecrets: sinkSecrets,
 	}
+	acts.SessionsRunning = sessionsRunning
 	wm.Instrument(acts)
 	w, err := node.StartWorkers(c, node.WorkerConfig{MaxSessions: *maxSessions, Identity: *identity, Activities: acts})
 	if err != nil {
@@ -109,6 +112,18 @@ func run() int {
 	}
 	w.Stop()
 	return code
+}
+
+// limitMemory sets the worker's soft memory limit for no session, and
+// returns what keeps it to the sessions running (envconf.WorkerMemoryLimit);
+// nil, and no limit, when the environment sets GOMEMLIMIT or the worker
+// also runs a scheduler, whose hosts and URLs the limit does not count.
+func limitMemory(withScheduler bool) func(sessions int) {
+	if withScheduler || envconf.MemoryLimitSet(os.Getenv) {
+		return nil
+	}
+	debug.SetMemoryLimit(envconf.WorkerMemoryLimit(0))
+	return func(n int) { debug.SetMemoryLimit(envconf.WorkerMemoryLimit(n)) }
 }
 
 // dialTemporal dials the Temporal of env; it waits while Temporal does not
