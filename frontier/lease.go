@@ -34,6 +34,7 @@ func (a leaser) place(h *host, now time.Time) {
 		a.waiting.remove(h)
 	}
 	h.where = inNone
+	h.endIdleTurn(now)
 	if h.inflight >= max(h.conc, 1) || a.hostCapWaits(h) {
 		return
 	}
@@ -124,6 +125,21 @@ func (a leaser) dispatch() {
 // host: at 10,000 hosts a round over all of them found none), and a host
 // with URLs waits for at most the turns begun before it.
 const HostTurn = 512
+
+// HostTurnIdle ends the turn of a host that had no lease for this long:
+// its connections have closed (a server keeps an idle one about 5 s), and
+// a host that comes back with new URLs (found late, or back from a park)
+// has no claim on the hosts that waited meanwhile.
+const HostTurnIdle = 5 * time.Second
+
+// endIdleTurn ends h's turn when its last lease (h.next, a spacing after
+// it) is HostTurnIdle old. Out of the heaps only: it changes the ready
+// heap's key.
+func (h *host) endIdleTurn(now time.Time) {
+	if h.turnLeft > 0 && now.Sub(h.next) > HostTurnIdle {
+		h.turnLeft = 0
+	}
+}
 
 // takeTurn counts a lease of h against its turn, and begins one, after
 // every turn begun so far, when it has none.

@@ -3,6 +3,7 @@ package frontier
 import (
 	"container/heap"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -45,4 +46,15 @@ func TestReadyHostsTakeTurns(t *testing.T) {
 
 	old.best = 1
 	require.Equal(t, []string{"old", "c", "b"}, order(), "a higher priority first")
+	old.best = 0
+
+	// A host with no lease for HostTurnIdle loses its turn: c, leased at
+	// t0 (its next start a delay after), is in it until then.
+	t0 := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	c.next = t0.Add(time.Millisecond)
+	c.endIdleTurn(c.next.Add(HostTurnIdle))
+	require.Equal(t, []string{"c", "b", "old"}, order(), "c idle for HostTurnIdle, not longer")
+	c.endIdleTurn(c.next.Add(HostTurnIdle + time.Millisecond))
+	require.Zero(t, c.turnLeft, "c's leases left in its turn after it was idle longer")
+	require.Equal(t, []string{"b", "old", "c"}, order(), "c idle past HostTurnIdle, behind the older URLs")
 }
