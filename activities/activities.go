@@ -55,21 +55,29 @@ type Activities struct {
 	// names of a test domain onto a loopback listener.
 	Lookup fetch.LookupFunc
 	// SessionsRunning, when set, is told how many FetchSessions this
-	// process runs each time one starts or ends: the worker's main sets
-	// its memory limit from it (envconf.WorkerMemoryLimit).
-	SessionsRunning func(n int)
+	// process runs, and of how many campaigns, each time one starts or
+	// ends: the worker's main sets its memory limit from them
+	// (envconf.WorkerMemoryLimit).
+	SessionsRunning func(sessions, campaigns int)
 	runMu           sync.Mutex
-	running         int
+	running         map[string]int // sessions by campaign
+	sessionsRunning int
 }
 
-// sessionRunning counts a FetchSession that starts (+1) or ends (-1) and
-// tells SessionsRunning, in the order of the counts.
-func (a *Activities) sessionRunning(delta int) {
+// sessionRunning counts a FetchSession of campaign c that starts (+1) or
+// ends (-1) and tells SessionsRunning, in the order of the counts.
+func (a *Activities) sessionRunning(c string, delta int) {
 	a.runMu.Lock()
 	defer a.runMu.Unlock()
-	a.running += delta
+	if a.running == nil {
+		a.running = map[string]int{}
+	}
+	if a.running[c] += delta; a.running[c] <= 0 {
+		delete(a.running, c)
+	}
+	a.sessionsRunning += delta
 	if a.SessionsRunning != nil {
-		a.SessionsRunning(a.running)
+		a.SessionsRunning(a.sessionsRunning, len(a.running))
 	}
 }
 

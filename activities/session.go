@@ -105,8 +105,8 @@ func (a *Activities) FetchSession(ctx context.Context, in workflows.FetchSession
 	r.log = crawlLog
 	r.m.session(cfg.ID, 1)
 	defer r.m.session(cfg.ID, -1)
-	a.sessionRunning(1)
-	defer a.sessionRunning(-1)
+	a.sessionRunning(cfg.ID, 1)
+	defer a.sessionRunning(cfg.ID, -1)
 	return a.serveSessions(ctx, r, cfg, in.Index)
 }
 

@@ -110,25 +110,31 @@ func TestRunnerSinkFailedAfterRetryLimit(t *testing.T) {
 	}
 }
 
-// SessionsRunning hears every count, in order, from sessions that start
-// and end at once: each count it hears is one off the one before, and the
-// last is 0. Told out of order, a worker's memory limit would stay at the
-// count of sessions that ended.
+// SessionsRunning hears every count, in order, from sessions of two
+// campaigns that start and end at once: each count of sessions it hears
+// is one off the one before, the campaigns never more than 2 nor more
+// than the sessions, and the last is none of either. Told out of order,
+// a worker's memory limit would stay at the count of sessions that ended.
 func TestSessionsRunningHearsEachCountInOrder(t *testing.T) {
-	var heard []int
-	a := &Activities{SessionsRunning: func(n int) { heard = append(heard, n) }}
+	type count struct{ sessions, campaigns int }
+	var heard []count
+	a := &Activities{SessionsRunning: func(s, c int) { heard = append(heard, count{s, c}) }}
 	var wg sync.WaitGroup
-	for range 64 {
+	for i := range 64 {
 		wg.Go(func() {
-			a.sessionRunning(1)
-			a.sessionRunning(-1)
+			c := []string{"c-1", "c-2"}[i%2]
+			a.sessionRunning(c, 1)
+			a.sessionRunning(c, -1)
 		})
 	}
 	wg.Wait()
 	require.Len(t, heard, 128)
-	require.Equal(t, 1, heard[0])
+	require.Equal(t, count{1, 1}, heard[0])
 	for i := 1; i < len(heard); i++ {
-		require.Contains(t, []int{heard[i-1] - 1, heard[i-1] + 1}, heard[i], "count %d heard after %d", heard[i], heard[i-1])
+		prev, n := heard[i-1], heard[i]
+		require.Contains(t, []int{prev.sessions - 1, prev.sessions + 1}, n.sessions, "%d sessions heard after %d", n.sessions, prev.sessions)
+		require.LessOrEqual(t, n.campaigns, min(2, n.sessions), "campaigns heard with %d sessions", n.sessions)
+		require.Equal(t, n.sessions > 0, n.campaigns > 0, "%d campaigns with %d sessions", n.campaigns, n.sessions)
 	}
-	require.Equal(t, 0, heard[len(heard)-1])
+	require.Equal(t, count{0, 0}, heard[len(heard)-1])
 }

@@ -99,18 +99,19 @@ func TestDevStackRestartsAKilledScheduler(t *testing.T) {
 		}
 		return nil
 	})
-	// The worker's soft memory limit follows the sessions it runs: the
-	// campaign's four now, none once it completed (below).
-	memLimit := func(sessions int) func() error {
+	// The worker's soft memory limit follows the sessions it runs, and
+	// their campaigns: the campaign's four now, none once it completed
+	// (below).
+	memLimit := func(sessions, campaigns int) func() error {
 		return func() error {
-			want := float64(envconf.WorkerMemoryLimit(sessions))
+			want := float64(envconf.WorkerMemoryLimit(sessions, campaigns, 1))
 			if v, err := scrapeValue(s.WorkerMetricsURL(), "go_gc_gomemlimit_bytes"); err != nil || v != want {
 				return fmt.Errorf("go_gc_gomemlimit_bytes %v (%v), want %v", v, err, want)
 			}
 			return nil
 		}
 	}
-	await.For(t, 30*time.Second, 20*time.Millisecond, "the worker's memory limit of four sessions", memLimit(cfg.Fetchers))
+	await.For(t, 30*time.Second, 20*time.Millisecond, "the worker's memory limit of four sessions", memLimit(cfg.Fetchers, 1))
 	require.NoError(t, syscall.Kill(pids["scheduler"], syscall.SIGKILL))
 	atKill := web.Total()
 	require.Less(t, atKill, len(pages), "the crawl was over before the kill: nothing tested")
@@ -169,7 +170,7 @@ func TestDevStackRestartsAKilledScheduler(t *testing.T) {
 		return nil
 	})
 
-	await.For(t, 30*time.Second, 20*time.Millisecond, "the worker's memory limit with no session", memLimit(0))
+	await.For(t, 30*time.Second, 20*time.Millisecond, "the worker's memory limit with no session", memLimit(0, 0))
 
 	// Both serve their metrics where the stack says: the worker counts the
 	// pages the test web served, the scheduler (restarted) its own.

@@ -117,29 +117,38 @@ func DefaultQueueType(amqpURL string) string {
 // what is live between collections (the worker's RSS went 75 -> 124 MB
 // there). What is live is bounded by the pages in flight: sessions x
 // fetcher concurrency x body cap (8 x 32 x 1 MiB, plus a decoded copy,
-// about 512 MiB at worst), so a worker under a memory limit should say
-// so: GOMEMLIMIT makes the collector run more often as the heap nears it
-// (400 still applies below it), and GOGC set in the environment wins.
+// about 512 MiB at worst). A worker keeps a memory limit of its own too
+// (WorkerMemoryLimit), under which the collector runs more often as the
+// heap nears it (400 still applies below it); GOGC and GOMEMLIMIT set in
+// the environment win.
 const WorkerGCPercent = 400
 
-// A worker's soft memory limit (Go's GOMEMLIMIT) follows the FetchSessions
-// it runs: WorkerMemoryBase, plus WorkerMemoryPerSession for each. What a
-// worker holds live is about 20 MB plus 1 MB per session (25 MB at 8
-// sessions, 82 MB at 64, on the test web's 8 KiB pages), so the limit is
-// five to six times that: the collector keeps to GOGC=400 below it and
-// runs more often only as the heap nears it, which bounds a worker at 8
-// sessions under 256 MB of RSS where it peaked at 281 MB without (a
-// million pages over 10,000 hosts). Pages of megabytes hold more live
-// than the limit allows for: set GOMEMLIMIT (or GOMEMLIMIT=off) then.
+// A worker's soft memory limit (Go's GOMEMLIMIT) follows what it runs:
+// WorkerMemoryBase, plus WorkerMemoryPerSession for each FetchSession (its
+// pages in flight), plus, for each campaign it has sessions of,
+// WorkerMemoryPerCampaign (the campaign's idle connections and sinks'
+// batches) and WorkerMemoryPerKnownLinks for each scheduler (the known
+// links it keeps of that scheduler, about 14 MB when full). What a worker
+// holds live on ordinary pages is about 20 MB plus 1 MB per session (25
+// MB at 8 sessions and one campaign, 82 MB at 64, on the test web's 8 KiB
+// pages), so the limit is seven to eight times that: the collector keeps
+// to GOGC=400 below it and runs more often only as the heap nears it,
+// which held a worker of 8 sessions under 256 MB of RSS where it peaked
+// at 281 MB without (a million pages over 10,000 hosts). Pages of
+// megabytes hold more live than the limit allows for: set GOMEMLIMIT (or
+// GOMEMLIMIT=off) then.
 const (
-	WorkerMemoryBase       = 160 << 20
-	WorkerMemoryPerSession = 6 << 20
+	WorkerMemoryBase          = 128 << 20
+	WorkerMemoryPerSession    = 6 << 20
+	WorkerMemoryPerCampaign   = 16 << 20
+	WorkerMemoryPerKnownLinks = 16 << 20
 )
 
 // WorkerMemoryLimit is the soft memory limit of a worker running sessions
-// FetchSessions.
-func WorkerMemoryLimit(sessions int) int64 {
-	return WorkerMemoryBase + int64(max(sessions, 0))*WorkerMemoryPerSession
+// FetchSessions of campaigns campaigns, with schedulers schedulers.
+func WorkerMemoryLimit(sessions, campaigns, schedulers int) int64 {
+	perCampaign := WorkerMemoryPerCampaign + int64(max(schedulers, 0))*WorkerMemoryPerKnownLinks
+	return WorkerMemoryBase + int64(max(sessions, 0))*WorkerMemoryPerSession + int64(max(campaigns, 0))*perCampaign
 }
 
 // MemoryLimitSet reports whether the environment (getenv) sets GOMEMLIMIT,

@@ -50,7 +50,7 @@ func run() int {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	env := envconf.Load(os.Getenv)
 	envconf.DefaultGC(os.Getenv, envconf.WorkerGCPercent)
-	sessionsRunning := limitMemory(*withScheduler)
+	sessionsRunning := limitMemory(*withScheduler, len(env.Schedulers))
 	if *identity == "" {
 		h, _ := os.Hostname()
 		*identity = fmt.Sprintf("worker@%s:%d", h, os.Getpid())
@@ -115,15 +115,18 @@ func run() int {
 }
 
 // limitMemory sets the worker's soft memory limit for no session, and
-// returns what keeps it to the sessions running (envconf.WorkerMemoryLimit);
-// nil, and no limit, when the environment sets GOMEMLIMIT or the worker
-// also runs a scheduler, whose hosts and URLs the limit does not count.
-func limitMemory(withScheduler bool) func(sessions int) {
+// returns what keeps it to the sessions and campaigns running
+// (envconf.WorkerMemoryLimit); nil, and no limit, when the environment
+// sets GOMEMLIMIT or the worker also runs a scheduler, whose hosts and
+// URLs the limit does not count.
+func limitMemory(withScheduler bool, schedulers int) func(sessions, campaigns int) {
 	if withScheduler || envconf.MemoryLimitSet(os.Getenv) {
 		return nil
 	}
-	debug.SetMemoryLimit(envconf.WorkerMemoryLimit(0))
-	return func(n int) { debug.SetMemoryLimit(envconf.WorkerMemoryLimit(n)) }
+	debug.SetMemoryLimit(envconf.WorkerMemoryLimit(0, 0, schedulers))
+	return func(sessions, campaigns int) {
+		debug.SetMemoryLimit(envconf.WorkerMemoryLimit(sessions, campaigns, schedulers))
+	}
 }
 
 // dialTemporal dials the Temporal of env; it waits while Temporal does not
