@@ -205,7 +205,8 @@ func (hc *hostClock) dropStale(now time.Time, delay time.Duration) {
 
 // unreserve drops campaign's reservation; the last one dropped takes the
 // map with it, since a map keeps its memory after its entries went, and
-// a clock is kept per active host (100,000 idle empty maps held 33 MB).
+// a clock is kept per active host (at 100,000 hosts, the empty maps were
+// about 42 MB of the heap left after the crawl).
 func (hc *hostClock) unreserve(campaign string) {
 	delete(hc.res, campaign)
 	if len(hc.res) == 0 {

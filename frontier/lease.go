@@ -122,8 +122,10 @@ func (a leaser) dispatch() {
 // does: the leases a host gets come together, as far as its politeness
 // lets them, rather than spread over every ready host in turn. Its
 // connections stay open between them (a fetcher keeps few idle ones per
-// host: at 10,000 hosts a round over all of them found none), and a host
-// with URLs waits for at most the turns begun before it.
+// host: at 10,000 hosts a round over all of them found none). A host with
+// URLs and no turn waits while hosts in a turn are ready: for the rest of
+// their turns, and the turns of hosts with older URLs (docs/design.md,
+// "Hosts take turns").
 const HostTurn = 512
 
 // HostTurnIdle ends the turn of a host that had no lease for this long:

@@ -10,9 +10,9 @@ import (
 
 // Ready hosts of one priority go in turns: those in a turn first, the
 // earliest turn first, then the others by their head URL's age. A turn
-// ends after HostTurn leases, and the host then goes behind the others of
-// its priority until it begins another. A higher priority goes first
-// whatever the turns.
+// ends after HostTurn leases, or once the host had no lease for
+// HostTurnIdle, and the host then competes by its head URL's age again.
+// A higher priority goes first whatever the turns.
 func TestReadyHostsTakeTurns(t *testing.T) {
 	a := leaser{&campaignActor{}}
 	mk := func(name string, seq uint64) *host {
