@@ -1,18 +1,15 @@
 package chaos
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/drover-crawl/drover/devstack"
 	"github.com/drover-crawl/drover/internal/await"
+	"github.com/drover-crawl/drover/metrics"
 )
 
 // Fault is one row of the table: something broken once, alone, in the
@@ -135,7 +132,7 @@ const compactingMemTable = 64 << 10
 func compacting(ctx context.Context, r *rig, m *Moment) error {
 	const running = "drover_scheduler_seen_store_compactions"
 	leases := fmt.Sprintf("drover_scheduler_leases_in_flight{campaign=%q}", m.ID)
-	v, err := scrapeGauges(ctx, r.schedMetrics[0], running, leases)
+	v, err := metrics.ScrapeGauges(ctx, r.schedMetrics[0], running, leases)
 	if err != nil {
 		return err
 	}
@@ -151,42 +148,6 @@ func compacting(ctx context.Context, r *rig, m *Moment) error {
 func killSchedulerCompacting(ctx context.Context, r *rig, s *sinks, m Moment) (time.Time, time.Time, string, error) {
 	start, end, _, err := killScheduler(ctx, r, s, m)
 	return start, end, fmt.Sprintf("killed a few ms after the scheduler's metrics showed a compaction running; memtable %d KiB", compactingMemTable>>10), err
-}
-
-// scrapeGauges reads unlabelled samples, or samples named with their
-// exact label set (`name{campaign="x"}`), from a Prometheus text endpoint,
-// all from one scrape; a name the scrape lacks is an error.
-func scrapeGauges(ctx context.Context, url string, names ...string) (map[string]float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	out := make(map[string]float64, len(names))
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		for _, name := range names {
-			if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
-				if out[name], err = strconv.ParseFloat(strings.TrimSpace(v), 64); err != nil {
-					return nil, fmt.Errorf("%s: %s: %w", url, name, err)
-				}
-			}
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, err
-	}
-	for _, name := range names {
-		if _, ok := out[name]; !ok {
-			return nil, fmt.Errorf("%s: no %s", url, name)
-		}
-	}
-	return out, nil
 }
 
 func killRabbit(ctx context.Context, r *rig, _ *sinks, _ Moment) (time.Time, time.Time, string, error) {

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/api/enums/v1"
 
 	"github.com/drover-crawl/drover/internal/await"
+	"github.com/drover-crawl/drover/metrics"
 	"github.com/drover-crawl/drover/session"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -154,8 +155,8 @@ drover_scheduler_leases_in_flight{campaign="chaos-b-2"} 17
 	}))
 	defer srv.Close()
 	const running, leases = "drover_scheduler_seen_store_compactions", `drover_scheduler_leases_in_flight{campaign="chaos-b-2"}`
-	v, err := scrapeGauges(context.Background(), srv.URL, running, leases)
+	v, err := metrics.ScrapeGauges(context.Background(), srv.URL, running, leases)
 	require.Falsef(t, err != nil || v[running] != 1 || v[leases] != 17, "scrapeGauges: %v, %v; want 1 compaction and 17 leases", v, err)
-	_, err = scrapeGauges(context.Background(), srv.URL, `drover_scheduler_leases_in_flight{campaign="chaos-c-3"}`)
+	_, err = metrics.ScrapeGauges(context.Background(), srv.URL, `drover_scheduler_leases_in_flight{campaign="chaos-c-3"}`)
 	require.Error(t, err, "scrapeGauges of a campaign the scrape lacks: no error")
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/drover-crawl/drover/envconf"
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/internal/testenv"
+	"github.com/drover-crawl/drover/metrics"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"
 	"github.com/drover-crawl/drover/workflows"
@@ -105,8 +106,9 @@ func TestDevStackRestartsAKilledScheduler(t *testing.T) {
 	memLimit := func(sessions, campaigns int) func() error {
 		return func() error {
 			want := float64(envconf.WorkerMemoryLimit(sessions, campaigns, 1))
-			if v, err := scrapeValue(s.WorkerMetricsURL(), "go_gc_gomemlimit_bytes"); err != nil || v != want {
-				return fmt.Errorf("go_gc_gomemlimit_bytes %v (%v), want %v", v, err, want)
+			const name = "go_gc_gomemlimit_bytes"
+			if v, err := metrics.ScrapeGauges(context.Background(), s.WorkerMetricsURL(), name); err != nil || v[name] != want {
+				return fmt.Errorf("%s %v (%v), want %v", name, v[name], err, want)
 			}
 			return nil
 		}
@@ -198,24 +200,4 @@ func TestDevStackRestartsAKilledScheduler(t *testing.T) {
 	for name, pid := range pids {
 		require.False(t, alive(pid), "%s (pid %d) still runs after Stop", name, pid)
 	}
-}
-
-// scrapeValue returns the value of an unlabelled metric on a Prometheus
-// endpoint.
-func scrapeValue(url, name string) (float64, error) {
-	resp, err := http.Get(url)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(body), "\n") {
-		if v, ok := strings.CutPrefix(line, name+" "); ok {
-			return strconv.ParseFloat(v, 64)
-		}
-	}
-	return 0, fmt.Errorf("%s serves no %s", url, name)
 }
