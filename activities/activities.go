@@ -61,7 +61,6 @@ type Activities struct {
 	SessionsRunning func(sessions, campaigns int)
 	runMu           sync.Mutex
 	running         map[string]int // sessions by campaign
-	sessionsRunning int
 }
 
 // sessionRunning counts a FetchSession of campaign c that starts (+1) or
@@ -75,9 +74,12 @@ func (a *Activities) sessionRunning(c string, delta int) {
 	if a.running[c] += delta; a.running[c] <= 0 {
 		delete(a.running, c)
 	}
-	a.sessionsRunning += delta
 	if a.SessionsRunning != nil {
-		a.SessionsRunning(a.sessionsRunning, len(a.running))
+		sessions := 0
+		for _, n := range a.running {
+			sessions += n
+		}
+		a.SessionsRunning(sessions, len(a.running))
 	}
 }
 
