@@ -70,16 +70,47 @@ func CheckPortFreeFor(addr, env string) error {
 	return pe
 }
 
-// freePort returns a port on ip that nothing listened on a moment ago. Another
-// process may take it before the caller binds it; the window is small, and the
-// alternative (handing a listener to a child process) is not open to us.
-func freePort(ip string) (int, error) {
+// FreePort returns a port on ip that nothing listens on and that the kernel
+// will not hand out again for about a minute, so that a child process can
+// bind it later. A port that was only listened on and closed goes back into
+// the pool at once: a test's own outgoing connection could take it as its
+// local port in the seconds before the child binds it, and the child then
+// fails with "address already in use". So FreePort leaves a connection to
+// the port in TIME_WAIT, closed from the listening side: while that lasts,
+// Linux neither picks the port for bind(:0) nor for a connection's local
+// port, and a listener with SO_REUSEADDR (every Go listener, the Temporal
+// and Kafka processes of the dev stack) may still bind it. The temporal
+// CLI chooses its own internal ports the same way.
+func FreePort(ip string) (int, error) {
 	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
 	if err != nil {
 		return 0, fmt.Errorf("choosing a free port on %s: %w", ip, err)
 	}
 	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	port := ln.Addr().(*net.TCPAddr).Port
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		return 0, fmt.Errorf("reserving port %d on %s: %w", port, ip, err)
+	}
+	defer c.Close()
+	s, err := ln.Accept()
+	if err != nil {
+		return 0, fmt.Errorf("reserving port %d on %s: %w", port, ip, err)
+	}
+	// The side that closes first keeps the TIME_WAIT, on the port.
+	if err := s.Close(); err != nil {
+		return 0, fmt.Errorf("reserving port %d on %s: %w", port, ip, err)
+	}
+	return port, nil
+}
+
+// FreeAddr is FreePort's port on ip as HOST:PORT.
+func FreeAddr(ip string) (string, error) {
+	port, err := FreePort(ip)
+	if err != nil {
+		return "", err
+	}
+	return net.JoinHostPort(ip, strconv.Itoa(port)), nil
 }
 
 // listenerOwner finds the process holding a LISTEN socket that stops addr

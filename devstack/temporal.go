@@ -1,6 +1,7 @@
 package devstack
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -68,8 +69,9 @@ type TemporalOptions struct {
 	Output io.Writer
 	// Logger is the SDK client's logger; nil logs warnings and errors to stderr.
 	Logger log.Logger
-	// StartTimeout bounds the start, including the first successful dial;
-	// 0 means 60 s.
+	// StartTimeout bounds each attempt at the start, including the first
+	// successful dial; 0 means 60 s. A server that crashes while starting
+	// is started again, at most three times in all.
 	StartTimeout time.Duration
 }
 
@@ -89,7 +91,8 @@ type Temporal struct {
 // returns once a client has connected to it. The server always registers the
 // CampaignState (Keyword) and PagesFetched (Int) search attributes. A fixed
 // port that is already taken fails at once with a *PortInUseError naming
-// its owner. Call Stop when done.
+// its owner; a server that crashes while starting is started again, a
+// bounded number of times. Call Stop when done.
 func StartTemporal(ctx context.Context, opts TemporalOptions) (*Temporal, error) {
 	bin, err := temporalBinary(opts.BinaryPath)
 	if err != nil {
@@ -100,7 +103,7 @@ func StartTemporal(ctx context.Context, opts TemporalOptions) (*Temporal, error)
 
 	port := opts.Port
 	if port == 0 {
-		p, err := freePort(ip)
+		p, err := FreePort(ip)
 		if err != nil {
 			return nil, err
 		}
@@ -133,9 +136,6 @@ func StartTemporal(ctx context.Context, opts TemporalOptions) (*Temporal, error)
 			return nil, fmt.Errorf("temporal db directory: %w", err)
 		}
 	}
-	out := &tailWriter{w: opts.Output}
-	devOpts.Stdout, devOpts.Stderr = out, out
-
 	// Our processes are the ones running this binary on this port: the SDK
 	// keeps the *exec.Cmd to itself, and leaks it when the start fails.
 	portArg := strconv.Itoa(port)
@@ -146,20 +146,55 @@ func StartTemporal(ctx context.Context, opts TemporalOptions) (*Temporal, error)
 		})
 	}
 
+	for attempt := 1; ; attempt++ {
+		server, crashed, err := startDevServer(ctx, devOpts, opts, addr, pids)
+		if err == nil {
+			return &Temporal{server: server, addr: addr, uiURL: uiURL, namespace: ns, pids: pids}, nil
+		}
+		if !crashed || attempt == temporalStartAttempts || ctx.Err() != nil {
+			return nil, err
+		}
+	}
+}
+
+// temporalStartAttempts bounds the starts of a dev server that crashes
+// while starting. Its internal services bind ports it chose a moment
+// before, which another process on a busy machine can take first; a
+// new start chooses new ones.
+const temporalStartAttempts = 3
+
+// startDevServer makes one attempt at starting the dev server of devOpts
+// on addr. It gives up as soon as the server crashes (crashed is then
+// true) rather than dial a dead process until the start timeout, and kills
+// what the attempt left running when it fails.
+func startDevServer(ctx context.Context, devOpts testsuite.DevServerOptions, opts TemporalOptions,
+	addr string, pids func() []int) (server *testsuite.DevServer, crashed bool, err error) {
+	out := newOutputWriter(opts.Output)
+	devOpts.Stdout, devOpts.Stderr = out, out
 	startCtx, cancel := context.WithTimeout(ctx, cmp.Or(opts.StartTimeout, DefaultTemporalStartTimeout))
 	defer cancel()
-	server, err := testsuite.StartDevServer(startCtx, devOpts)
-	if err != nil {
-		for _, pid := range pids() {
-			killAndReap(pid)
+	go func() {
+		select {
+		case <-out.crashed:
+			cancel()
+		case <-startCtx.Done():
 		}
-		msg := fmt.Sprintf("starting temporal dev server on %s: %v", addr, err)
-		if tail := out.Tail(); tail != "" {
-			msg += "; server output ends with:\n" + tail
-		}
-		return nil, errors.New(msg)
+	}()
+	server, err = testsuite.StartDevServer(startCtx, devOpts)
+	if err == nil {
+		return server, false, nil
 	}
-	return &Temporal{server: server, addr: addr, uiURL: uiURL, namespace: ns, pids: pids}, nil
+	for _, pid := range pids() {
+		killAndReap(pid)
+	}
+	msg := fmt.Sprintf("starting temporal dev server on %s: %v", addr, err)
+	if crashed = out.hasCrashed(); crashed {
+		msg = fmt.Sprintf("starting temporal dev server on %s: it crashed", addr)
+	}
+	if text := out.String(); text != "" {
+		msg += "; server output:\n" + text
+	}
+	return nil, crashed, errors.New(msg)
 }
 
 // temporalBinary is the absolute path of the temporal CLI to run: path,
@@ -189,7 +224,7 @@ func setUIPort(devOpts *testsuite.DevServerOptions, ip string, uiPort int) (stri
 	}
 	if uiPort == 0 {
 		// The CLI's own default, frontend port + 1000, may be taken.
-		p, err := freePort(ip)
+		p, err := FreePort(ip)
 		if err != nil {
 			return "", err
 		}
@@ -319,33 +354,88 @@ func checkExecutable(bin string) error {
 	return nil
 }
 
-// tailWriter forwards to w (if any) and keeps the last bytes written, for
-// error messages. The SDK copies stdout and stderr from two goroutines.
-type tailWriter struct {
-	w    io.Writer
-	mu   sync.Mutex
-	tail []byte
+// outputWriter forwards the dev server's output to w (if any) and keeps
+// its first and last bytes for a start-up error: a Go panic's message
+// comes first, before its stack. crashed is closed once the output shows
+// the process died of a panic or a fatal runtime error.
+type outputWriter struct {
+	w       io.Writer
+	crashed chan struct{}
+
+	mu         sync.Mutex
+	head, tail []byte
+	written    int
+	dead       bool
 }
 
-const tailMax = 4 << 10
+// outputKeep is how much of the start and of the end of the output an
+// outputWriter keeps.
+const outputKeep = 4 << 10
 
-func (t *tailWriter) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	t.tail = append(t.tail, p...)
-	if len(t.tail) > tailMax {
-		t.tail = append(t.tail[:0], t.tail[len(t.tail)-tailMax:]...)
+// crashMarks begin the lines a Go program writes as it dies.
+var crashMarks = [][]byte{[]byte("panic: "), []byte("fatal error: ")}
+
+func newOutputWriter(w io.Writer) *outputWriter {
+	return &outputWriter{w: w, crashed: make(chan struct{})}
+}
+
+func (o *outputWriter) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	o.written += len(p)
+	rest := p
+	if n := min(len(rest), outputKeep-len(o.head)); n > 0 {
+		from := max(0, len(o.head)-16)
+		o.head = append(o.head, rest[:n]...)
+		o.noteCrash(o.head[from:])
+		rest = rest[n:]
 	}
-	t.mu.Unlock()
-	if t.w != nil {
-		return t.w.Write(p)
+	if len(rest) > 0 {
+		from := max(0, len(o.tail)-16)
+		o.tail = append(o.tail, rest...)
+		o.noteCrash(o.tail[from:])
+		if len(o.tail) > outputKeep {
+			o.tail = append(o.tail[:0], o.tail[len(o.tail)-outputKeep:]...)
+		}
+	}
+	o.mu.Unlock()
+	if o.w != nil {
+		return o.w.Write(p)
 	}
 	return len(p), nil
 }
 
-func (t *tailWriter) Tail() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.tail)
+// noteCrash closes o.crashed the first time b, the end of what o keeps,
+// holds a crash mark. o.mu is held.
+func (o *outputWriter) noteCrash(b []byte) {
+	if o.dead {
+		return
+	}
+	for _, m := range crashMarks {
+		if bytes.Contains(b, m) {
+			o.dead = true
+			close(o.crashed)
+			return
+		}
+	}
+}
+
+// hasCrashed says whether the output showed the process dying.
+func (o *outputWriter) hasCrashed() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.dead
+}
+
+// String is the start of the output and its end, with "[...]" where
+// bytes between them were dropped.
+func (o *outputWriter) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	gap := ""
+	if o.written > len(o.head)+len(o.tail) {
+		gap = "\n[...]\n"
+	}
+	return string(o.head) + gap + string(o.tail)
 }
 
 func quietLogger() log.Logger {

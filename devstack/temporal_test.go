@@ -1,11 +1,16 @@
 package devstack
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -109,6 +114,92 @@ func TestStartTemporalTimeoutLeavesNoProcess(t *testing.T) {
 	require.Empty(t, findProcesses(func(args []string) bool {
 		return args[0] == bin && slices.Contains(args, port)
 	}))
+}
+
+// crashingTemporal writes a script that stands in for the temporal CLI:
+// its first crashes runs print a Go panic and exit, the later ones run
+// real (when not empty). It returns the script's path and a func that
+// counts its runs.
+func crashingTemporal(t *testing.T, crashes int, real string) (string, func() int) {
+	t.Helper()
+	dir := t.TempDir()
+	runs := filepath.Join(dir, "runs")
+	script := fmt.Sprintf(`#!/bin/sh
+echo run >> %[1]q
+n=$(wc -l < %[1]q)
+if [ "$n" -le %[2]d ] || [ -z %[3]q ]; then
+	echo "time=now level=WARN msg=starting" >&2
+	echo "panic: listen tcp 127.0.0.1:1: bind: address already in use" >&2
+	echo "goroutine 1 [running]:" >&2
+	exit 2
+fi
+exec %[3]q "$@"
+`, runs, crashes, real)
+	bin := filepath.Join(dir, "temporal")
+	require.NoError(t, os.WriteFile(bin, []byte(script), 0o755))
+	return bin, func() int {
+		b, err := os.ReadFile(runs)
+		require.NoError(t, err)
+		return bytes.Count(b, []byte("\n"))
+	}
+}
+
+// A dev server that crashes while starting is started again at once: the
+// crash is seen in its output, not waited out until the start timeout.
+func TestStartTemporalAfterACrash(t *testing.T) {
+	testenv.NeedsTemporal(t)
+	if err := EnsureTemporalBinary(); err != nil {
+		t.Skipf("skipping: %v", err)
+	}
+	real, err := TemporalBinary()
+	require.NoError(t, err)
+	bin, runs := crashingTemporal(t, 1, real)
+	// Were the crash not seen as it happened, the first attempt would dial
+	// the dead process until ctx ends, and nothing would start again.
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	tmp, err := StartTemporal(ctx, TemporalOptions{BinaryPath: bin, UIPort: -1})
+	require.NoError(t, err)
+	defer tmp.Stop()
+	require.Equal(t, 2, runs(), "runs of the temporal CLI")
+	require.NoError(t, CheckTemporal(context.Background(), tmp.Address()))
+}
+
+// A dev server that always crashes is started a bounded number of times,
+// and the error carries the panic's message, which comes before its stack.
+func TestStartTemporalCrashingGivesUp(t *testing.T) {
+	bin, runs := crashingTemporal(t, 100, "")
+	_, err := StartTemporal(context.Background(), TemporalOptions{BinaryPath: bin, UIPort: -1, StartTimeout: 45 * time.Second})
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "it crashed")
+	require.Contains(t, err.Error(), "panic: listen tcp 127.0.0.1:1: bind: address already in use")
+	require.Equal(t, temporalStartAttempts, runs(), "runs of the temporal CLI")
+}
+
+// outputWriter keeps a long output's first and last bytes, and sees a
+// crash mark that two writes split.
+func TestOutputWriterKeepsHeadAndTail(t *testing.T) {
+	var fwd bytes.Buffer
+	o := newOutputWriter(&fwd)
+	fmt.Fprint(o, "first line\n")
+	for range 2 * outputKeep / 10 {
+		fmt.Fprint(o, "filler...\n")
+	}
+	fmt.Fprint(o, "last line pan")
+	require.False(t, o.hasCrashed())
+	fmt.Fprint(o, "ic: boom\n")
+	require.True(t, o.hasCrashed())
+	select {
+	case <-o.crashed:
+	default:
+		require.FailNow(t, "crashed is not closed")
+	}
+	out := o.String()
+	require.True(t, strings.HasPrefix(out, "first line\n"), "the start is kept")
+	require.True(t, strings.HasSuffix(out, "last line panic: boom\n"), "the end is kept")
+	require.Contains(t, out, "\n[...]\n")
+	require.Less(t, len(out), 2*outputKeep+16)
+	require.Equal(t, fwd.Len(), len("first line\n")+2*outputKeep/10*10+len("last line panic: boom\n"), "everything is forwarded")
 }
 
 func mustAtoi(t *testing.T, s string) int {

@@ -9,7 +9,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -217,15 +216,12 @@ func (ss *peeredSchedulers) watch(id string) func() [2]schedSeen {
 	}
 }
 
-// freeAddrs returns n loopback addresses with a port free a moment ago,
+// freeAddrs returns n loopback addresses from freeAddr,
 // for schedulers that must know one another's address before they start.
 func freeAddrs(t *testing.T, n int) []string {
 	var out []string
 	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		out = append(out, ln.Addr().String())
-		ln.Close()
+		out = append(out, freeAddr(t))
 	}
 	return out
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -66,13 +65,14 @@ func binaries(t *testing.T) string {
 // testToken is the DROVER_TOKEN of the processes a test starts.
 const testToken = "drover-scale-test-token"
 
-// freeAddr returns a loopback address with a port free right now.
+// freeAddr returns a loopback address with a port that nothing listens on
+// and that the kernel keeps out of its own choices for a minute
+// (devstack.FreeAddr), for a process the test starts later.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := devstack.FreeAddr("127.0.0.1")
 	require.NoError(t, err)
-	defer ln.Close()
-	return ln.Addr().String()
+	return addr
 }
 
 // startProc starts bin with args and the current environment plus env, its
