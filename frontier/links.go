@@ -15,8 +15,8 @@ import (
 	"github.com/drover-crawl/drover/urlrule"
 )
 
-// linkPublish is one record's publish of a link, which other records that
-// found the same link wait for.
+// linkPublish is one record's publish of the links it claimed, which
+// other records that found one of the same links wait for.
 type linkPublish struct {
 	done chan struct{}
 	err  error // set before done is closed
@@ -41,14 +41,19 @@ func (a recorder) publishLinks(ctx context.Context, jobs []recordJob) error {
 	// A link is encoded only once the lookup says it is new: most of a
 	// page's links are queued already (the host key, the policy and the
 	// JSON of every link were a few % of the scheduler's CPU).
-	msgs := make([]shardURL, len(keys))
+	msgs := make([]*shardURL, len(keys))
 	for i, c := range cands {
 		if !queued[i] {
-			msgs[i] = a.linkMessage(c)
+			m := a.linkMessage(c)
+			msgs[i] = &m
 		}
 	}
+	// One publish stands for all the links this record claims: they are
+	// published together and succeed or fail together, and a channel per
+	// link was a tenth of the scheduler's live heap at a crawl's start,
+	// when most links are new.
 	var mine []int
-	var mineW []*linkPublish
+	var pub *linkPublish
 	type other struct {
 		i int
 		w *linkPublish
@@ -63,23 +68,26 @@ func (a recorder) publishLinks(ctx context.Context, jobs []recordJob) error {
 			others = append(others, other{i, w})
 			continue
 		}
-		w := &linkPublish{done: make(chan struct{})}
-		a.publishing[keys[i]] = w
+		if pub == nil {
+			pub = &linkPublish{done: make(chan struct{})}
+		}
+		a.publishing[keys[i]] = pub
 		mine = append(mine, i)
-		mineW = append(mineW, w)
 	}
 	a.publishingMu.Unlock()
 	fresh, err := a.stillNew(keys, mine)
 	if err == nil {
 		err = a.publishSome(ctx, keys, msgs, fresh)
 	}
-	a.publishingMu.Lock()
-	for n, i := range mine {
-		delete(a.publishing, keys[i])
-		mineW[n].err = err
-		close(mineW[n].done)
+	if pub != nil {
+		a.publishingMu.Lock()
+		for _, i := range mine {
+			delete(a.publishing, keys[i])
+		}
+		pub.err = err
+		close(pub.done)
+		a.publishingMu.Unlock()
 	}
-	a.publishingMu.Unlock()
 	if err != nil {
 		return err
 	}
@@ -127,31 +135,40 @@ func (a recorder) stillNew(keys []seen.Key, mine []int) ([]int, error) {
 }
 
 // linkCand is a link of a recorded page, found new or not by the seen
-// store before it is encoded.
+// store before it is encoded. It points into the record's jobs: the
+// scheduler makes one for every link of every page it records, most of
+// them queued already, and the copies they were (120 bytes, in slices
+// grown by doubling) were a quarter of the scheduler's allocations on a
+// million-page crawl.
 type linkCand struct {
-	link   urlrule.Link
-	host   string
-	depth  int
-	parent string
-	path   string // the link's hop path
+	link *urlrule.Link
+	job  *recordJob
+	host string
 }
 
 // linkCandidates collects the links of jobs, once each, apart from those
 // robots.txt forbids; a link with no host, or that a live exclude
 // matches, is never published.
 func (a recorder) linkCandidates(jobs []recordJob) (keys []seen.Key, cands []linkCand, robotsKeys []seen.Key, robotsURLs []urlMsg) {
-	collected := map[seen.Key]bool{}
-	live := a.live.Load()
+	n := 0
 	for _, j := range jobs {
-		for _, l := range j.links {
+		n += len(j.links)
+	}
+	collected := make(map[seen.Key]struct{}, n)
+	keys, cands = make([]seen.Key, 0, n), make([]linkCand, 0, n)
+	live := a.live.Load()
+	for ji := range jobs {
+		j := &jobs[ji]
+		for li := range j.links {
+			l := &j.links[li]
 			if live.excluded(l.URL) != "" {
 				continue // out of scope since an operator's exclude
 			}
 			k := seen.KeyOf(l.URL)
-			if collected[k] {
+			if _, ok := collected[k]; ok {
 				continue
 			}
-			collected[k] = true
+			collected[k] = struct{}{}
 			if j.disallowed[l.URL] {
 				robotsKeys, robotsURLs = append(robotsKeys, k), append(robotsURLs, urlMsg{URL: l.URL, Parent: j.e.msg.URL, Path: l.HopPath(j.e.msg.Path)})
 				continue
@@ -161,7 +178,7 @@ func (a recorder) linkCandidates(jobs []recordJob) (keys []seen.Key, cands []lin
 				continue
 			}
 			keys = append(keys, k)
-			cands = append(cands, linkCand{link: l, host: host, depth: l.Depth(j.e.msg.Depth), parent: j.e.msg.URL, path: l.HopPath(j.e.msg.Path)})
+			cands = append(cands, linkCand{link: l, job: j, host: host})
 		}
 	}
 	return keys, cands, robotsKeys, robotsURLs
@@ -169,9 +186,10 @@ func (a recorder) linkCandidates(jobs []recordJob) (keys []seen.Key, cands []lin
 
 // linkMessage is a new link for its shard, at its policy's priority.
 func (a recorder) linkMessage(c linkCand) shardURL {
-	l := c.link
-	m := urlMsg{URL: l.URL, Depth: c.depth, Hops: l.Hops, Embeds: l.Embeds, Parent: c.parent, Score: l.Score, Path: c.path}
-	prio := a.policy.Priority(Item{URL: l.URL, Host: c.host, Depth: c.depth, Embed: l.Embeds > 0, Score: l.Score})
+	l, from := c.link, c.job.e.msg
+	depth := l.Depth(from.Depth)
+	m := urlMsg{URL: l.URL, Depth: depth, Hops: l.Hops, Embeds: l.Embeds, Parent: from.URL, Score: l.Score, Path: l.HopPath(from.Path)}
+	prio := a.policy.Priority(Item{URL: l.URL, Host: c.host, Depth: depth, Embed: l.Embeds > 0, Score: l.Score})
 	return shardURL{queue: a.topo.Shard(ShardOf(a.clockKey(c.host))), host: c.host, m: m, level: priorityLevel(prio)}
 }
 
@@ -218,14 +236,14 @@ func (a recorder) recordDisallowed(keys []seen.Key, urls []urlMsg) error {
 // publishSome publishes msgs[i] for each i in idx, in batches of up to
 // the scheduler's Batch URLs per message, confirmed, and marks their keys
 // queued; their URLs go into the URL index first (urllist.go).
-func (a recorder) publishSome(ctx context.Context, keys []seen.Key, msgs []shardURL, idx []int) error {
+func (a recorder) publishSome(ctx context.Context, keys []seen.Key, msgs []*shardURL, idx []int) error {
 	if len(idx) == 0 {
 		return nil
 	}
 	us := make([]shardURL, len(idx))
 	ks := make([]seen.Key, len(idx))
 	for n, i := range idx {
-		us[n], ks[n] = msgs[i], keys[i]
+		us[n], ks[n] = *msgs[i], keys[i]
 	}
 	// Indexed before the publish: a URL indexed and not published is
 	// listed by no state (it has no queued mark), and the retry of a
