@@ -138,7 +138,7 @@ func (a recorder) stillNew(keys []seen.Key, mine []int) ([]int, error) {
 // store before it is encoded. It points into the record's jobs: the
 // scheduler makes one for every link of every page it records, most of
 // them queued already, and the copies they were (120 bytes, in slices
-// grown by doubling) were a quarter of the scheduler's allocations on a
+// grown by doubling) were a third of the scheduler's allocations on a
 // million-page crawl.
 type linkCand struct {
 	link *urlrule.Link
