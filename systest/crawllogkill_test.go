@@ -38,7 +38,7 @@ func TestCrawlLogSurvivesWorkerKill(t *testing.T) {
 	var victim string
 	await.For(t, 30*time.Second, time.Millisecond, "a worker in fsync on its WARC file", func() error {
 		for id, p := range k.procs {
-			f, err := warcInFsync(p.PID(), warcDir)
+			f, err := stoppedInFsync(p.PID(), warcDir)
 			if err != nil {
 				return err
 			}

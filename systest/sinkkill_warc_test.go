@@ -28,7 +28,8 @@ import (
 // making a batch durable: a thread of the worker is in fsync on its WARC
 // file (/proc/PID/task/TID/syscall names the call and its fd), so the
 // batch's pages are written and none of their Stores has returned. The
-// kill follows that reading at once. After the campaign the dead worker's
+// worker is stopped while that thread is still in the call, then killed
+// (stoppedInFsync). After the campaign the dead worker's
 // file holds pages that were fetched again (their outcome never reached
 // the scheduler), and every page is in some file, byte for byte: the dead
 // worker's copy or the survivor's.
@@ -41,7 +42,7 @@ func TestWorkerKilledMidFsyncWARC(t *testing.T) {
 	watch := time.Now()
 	await.For(t, 30*time.Second, time.Millisecond, "a worker in fsync on its WARC file", func() error {
 		for id, p := range k.procs {
-			f, err := warcInFsync(p.PID(), dir)
+			f, err := stoppedInFsync(p.PID(), dir)
 			if err != nil {
 				return err
 			}
@@ -72,14 +73,59 @@ func TestWorkerKilledMidFsyncWARC(t *testing.T) {
 	checkHeld(t, k.web, "the WARC files", got)
 }
 
-// warcInFsync returns the .warc.gz file in dir that a thread of process pid
-// is in fsync or fdatasync on, or "" when none is.
-func warcInFsync(pid int, dir string) (string, error) {
-	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-	if err != nil {
+// stoppedInFsync looks for a thread of process pid in fsync or fdatasync
+// on a .warc.gz file in dir. When it finds one it stops the process
+// (SIGSTOP) and looks again: a thread still in that call, in
+// uninterruptible sleep, had not returned from it when the stop came, and
+// a stopped thread runs none of its own code once the call returns, so
+// the Stores waiting on that fsync cannot return before the caller kills
+// the process. It returns the file then, the process left stopped for
+// the caller to kill; otherwise it lets the process go on (SIGCONT) and
+// returns "". Reading the call and killing at once left a window: on a
+// busy machine the fsync could return, and its Stores with it, before
+// the kill came.
+func stoppedInFsync(pid int, dir string) (string, error) {
+	tid, file, err := warcInFsync(pid, dir, "")
+	if err != nil || file == "" {
 		return "", err
 	}
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		return "", err
+	}
+	still, again, err := warcInFsync(pid, dir, tid)
+	if err == nil && still == tid && again == file && threadState(pid, tid) == 'D' {
+		return file, nil
+	}
+	return "", errors.Join(err, syscall.Kill(pid, syscall.SIGCONT))
+}
+
+// threadState is the state letter of thread tid of process pid (R, S, D,
+// T, ...), or 0 when it cannot be read.
+func threadState(pid int, tid string) byte {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, tid))
+	if err != nil {
+		return 0
+	}
+	// "TID (comm) STATE ...": the command may hold spaces and parentheses.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return 0
+	}
+	return b[i+2]
+}
+
+// warcInFsync returns a thread of process pid in fsync or fdatasync on a
+// .warc.gz file in dir, and the file, or "" when none is. When only is
+// not empty it looks at that thread alone.
+func warcInFsync(pid int, dir, only string) (tid, file string, err error) {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return "", "", err
+	}
 	for _, task := range tasks {
+		if only != "" && task.Name() != only {
+			continue
+		}
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/syscall", pid, task.Name()))
 		if err != nil {
 			continue // the thread ended
@@ -98,10 +144,10 @@ func warcInFsync(pid int, dir string) (string, error) {
 		}
 		target, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%d", pid, fd))
 		if err == nil && filepath.Dir(target) == dir && strings.HasSuffix(target, ".warc.gz") {
-			return target, nil
+			return task.Name(), target, nil
 		}
 	}
-	return "", nil
+	return "", "", nil
 }
 
 // warcPage is a response record read back from a WARC file: its target
