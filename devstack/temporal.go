@@ -372,8 +372,9 @@ type outputWriter struct {
 // outputWriter keeps.
 const outputKeep = 4 << 10
 
-// crashMarks begin the lines a Go program writes as it dies.
-var crashMarks = [][]byte{[]byte("panic: "), []byte("fatal error: ")}
+// crashMarks begin the lines a Go program writes as it dies: at the start
+// of a line, so that a log line that only mentions a panic is not one.
+var crashMarks = [][]byte{[]byte("\npanic: "), []byte("\nfatal error: ")}
 
 func newOutputWriter(w io.Writer) *outputWriter {
 	return &outputWriter{w: w, crashed: make(chan struct{})}
@@ -386,13 +387,13 @@ func (o *outputWriter) Write(p []byte) (int, error) {
 	if n := min(len(rest), outputKeep-len(o.head)); n > 0 {
 		from := max(0, len(o.head)-16)
 		o.head = append(o.head, rest[:n]...)
-		o.noteCrash(o.head[from:])
+		o.noteCrash(o.head[from:], from == 0)
 		rest = rest[n:]
 	}
 	if len(rest) > 0 {
 		from := max(0, len(o.tail)-16)
 		o.tail = append(o.tail, rest...)
-		o.noteCrash(o.tail[from:])
+		o.noteCrash(o.tail[from:], false)
 		if len(o.tail) > outputKeep {
 			o.tail = append(o.tail[:0], o.tail[len(o.tail)-outputKeep:]...)
 		}
@@ -404,14 +405,14 @@ func (o *outputWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// noteCrash closes o.crashed the first time b, the end of what o keeps,
-// holds a crash mark. o.mu is held.
-func (o *outputWriter) noteCrash(b []byte) {
+// noteCrash closes o.crashed the first time b, the end of what o keeps
+// (its very start when first), holds a crash mark. o.mu is held.
+func (o *outputWriter) noteCrash(b []byte, first bool) {
 	if o.dead {
 		return
 	}
 	for _, m := range crashMarks {
-		if bytes.Contains(b, m) {
+		if bytes.Contains(b, m) || first && bytes.HasPrefix(b, m[1:]) {
 			o.dead = true
 			close(o.crashed)
 			return

@@ -165,6 +165,13 @@ func TestStartTemporalAfterACrash(t *testing.T) {
 	require.NoError(t, CheckTemporal(context.Background(), tmp.Address()))
 }
 
+// A panic as the output's very first line is a crash too.
+func TestOutputWriterCrashAtTheStart(t *testing.T) {
+	o := newOutputWriter(nil)
+	fmt.Fprint(o, "panic: at once\n")
+	require.True(t, o.hasCrashed())
+}
+
 // A dev server that always crashes is started a bounded number of times,
 // and the error carries the panic's message, which comes before its stack.
 func TestStartTemporalCrashingGivesUp(t *testing.T) {
@@ -177,7 +184,7 @@ func TestStartTemporalCrashingGivesUp(t *testing.T) {
 }
 
 // outputWriter keeps a long output's first and last bytes, and sees a
-// crash mark that two writes split.
+// crash mark that two writes split, at a line's start only.
 func TestOutputWriterKeepsHeadAndTail(t *testing.T) {
 	var fwd bytes.Buffer
 	o := newOutputWriter(&fwd)
@@ -185,7 +192,9 @@ func TestOutputWriterKeepsHeadAndTail(t *testing.T) {
 	for range 2 * outputKeep / 10 {
 		fmt.Fprint(o, "filler...\n")
 	}
-	fmt.Fprint(o, "last line pan")
+	fmt.Fprint(o, "level=ERROR msg=\"recovered panic: x\"\n")
+	require.False(t, o.hasCrashed(), "a log line that mentions a panic is no crash")
+	fmt.Fprint(o, "last line\npan")
 	require.False(t, o.hasCrashed())
 	fmt.Fprint(o, "ic: boom\n")
 	require.True(t, o.hasCrashed())
@@ -196,10 +205,10 @@ func TestOutputWriterKeepsHeadAndTail(t *testing.T) {
 	}
 	out := o.String()
 	require.True(t, strings.HasPrefix(out, "first line\n"), "the start is kept")
-	require.True(t, strings.HasSuffix(out, "last line panic: boom\n"), "the end is kept")
+	require.True(t, strings.HasSuffix(out, "last line\npanic: boom\n"), "the end is kept")
 	require.Contains(t, out, "\n[...]\n")
 	require.Less(t, len(out), 2*outputKeep+16)
-	require.Equal(t, fwd.Len(), len("first line\n")+2*outputKeep/10*10+len("last line panic: boom\n"), "everything is forwarded")
+	require.Equal(t, fwd.Len(), len("first line\n")+2*outputKeep/10*10+len("level=ERROR msg=\"recovered panic: x\"\n")+len("last line\npanic: boom\n"), "everything is forwarded")
 }
 
 func mustAtoi(t *testing.T, s string) int {
