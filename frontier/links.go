@@ -41,13 +41,7 @@ func (a recorder) publishLinks(ctx context.Context, jobs []recordJob) error {
 	// A link is encoded only once the lookup says it is new: most of a
 	// page's links are queued already (the host key, the policy and the
 	// JSON of every link were a few % of the scheduler's CPU).
-	msgs := make([]*shardURL, len(keys))
-	for i, c := range cands {
-		if !queued[i] {
-			m := a.linkMessage(c)
-			msgs[i] = &m
-		}
-	}
+	msgs := a.newLinkMessages(cands, queued)
 	// One publish stands for all the links this record claims: they are
 	// published together and succeed or fail together, and a channel per
 	// link was a tenth of the scheduler's live heap at a crawl's start,
@@ -182,6 +176,27 @@ func (a recorder) linkCandidates(jobs []recordJob) (keys []seen.Key, cands []lin
 		}
 	}
 	return keys, cands, robotsKeys, robotsURLs
+}
+
+// newLinkMessages returns, by the links' index in cands, the message of
+// each link not queued and nil for the others. The messages are made in
+// one slice, sized once.
+func (a recorder) newLinkMessages(cands []linkCand, queued []bool) []*shardURL {
+	n := 0
+	for _, q := range queued {
+		if !q {
+			n++
+		}
+	}
+	made := make([]shardURL, 0, n)
+	msgs := make([]*shardURL, len(cands))
+	for i, c := range cands {
+		if !queued[i] {
+			made = append(made, a.linkMessage(c))
+			msgs[i] = &made[len(made)-1]
+		}
+	}
+	return msgs
 }
 
 // linkMessage is a new link for its shard, at its policy's priority.
