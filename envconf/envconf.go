@@ -123,6 +123,18 @@ func DefaultQueueType(amqpURL string) string {
 // the environment win.
 const WorkerGCPercent = 400
 
+// SchedulerGCPercent is the scheduler's GOGC when its environment sets
+// none. A scheduler's live heap is its held URLs and the records under way
+// (about 25 MB at a million URLs over 10,000 hosts), and it allocates
+// about 10 KB per page recorded: at 50 the heap stays within one and a
+// half times what is live, a collection every few megabytes allocated,
+// for about the same share of the scheduler's CPU in the same crawl
+// (bench/README.md, "The scheduler under 128 MB"). A memory limit is no
+// substitute: what is live is the work waiting on the scheduler, and a
+// limit near it makes the collector run back to back while that work
+// grows.
+const SchedulerGCPercent = 50
+
 // A worker's soft memory limit (Go's GOMEMLIMIT) follows what it runs:
 // WorkerMemoryBase, plus WorkerMemoryPerSession for each FetchSession (its
 // pages in flight), plus, for each campaign it has sessions of,

@@ -21,6 +21,9 @@ import (
 	"github.com/drover-crawl/drover/metrics"
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/tlsconf"
+
+	// Pebble's C allocations in two malloc arenas, not one per thread.
+	_ "github.com/drover-crawl/drover/internal/cmalloc"
 )
 
 func main() { os.Exit(run()) }
@@ -30,6 +33,7 @@ func main() { os.Exit(run()) }
 // client) run on every path.
 func run() int {
 	env := envconf.Load(os.Getenv)
+	envconf.DefaultGC(os.Getenv, envconf.SchedulerGCPercent)
 	cfg := frontier.DefaultServerConfig()
 	listen := flag.String("listen", env.Schedulers[0], "address to listen on")
 	flag.StringVar(&cfg.Name, "name", "", "scheduler name (default: scheduler-INDEX)")

@@ -26,6 +26,10 @@ import (
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/tlsconf"
 	"github.com/prometheus/client_golang/prometheus"
+
+	// A scheduler run in-process (-scheduler) keeps Pebble's C allocations
+	// in two malloc arenas.
+	_ "github.com/drover-crawl/drover/internal/cmalloc"
 )
 
 func main() { os.Exit(run()) }

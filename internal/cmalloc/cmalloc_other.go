@@ -1,0 +1,7 @@
+//go:build !(cgo && linux)
+
+package cmalloc
+
+func arenas() int { return 0 }
+
+func touch() {}
