@@ -4,7 +4,7 @@
 //
 // Activities are methods on Activities, which holds their dependencies;
 // the workflow calls them by the names in workflows/names.go, under which
-// the worker (node.StartWorkers) registers them.
+// the worker (temporalnode.StartWorkers) registers them.
 package activities
 
 import (

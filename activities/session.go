@@ -22,7 +22,7 @@ import (
 
 // heartbeatEvery is how often a FetchSession records a heartbeat (its
 // counters). The SDK sends at most one per the worker's
-// MaxHeartbeatThrottleInterval (node.HeartbeatThrottle); a pause reaches
+// MaxHeartbeatThrottleInterval (temporalnode.HeartbeatThrottle); a pause reaches
 // the session through its scheduler (EndSessions), and the cancellation on
 // a heartbeat response only when the scheduler could not end it.
 const heartbeatEvery = time.Second

@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/client"
 
-	"github.com/drover-crawl/drover/metrics"
+	"github.com/drover-crawl/drover/metrics/temporalmetrics"
 	"github.com/drover-crawl/drover/sink"
 )
 
@@ -33,7 +33,7 @@ func NewWorkerMetrics(reg *prometheus.Registry, log *slog.Logger) (*WorkerMetric
 	if err != nil {
 		return nil, err
 	}
-	h, closer, err := metrics.TemporalHandler(reg, log)
+	h, closer, err := temporalmetrics.TemporalHandler(reg, log)
 	if err != nil {
 		return nil, err
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/drover-crawl/drover/devstack"
 	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/node"
+	"github.com/drover-crawl/drover/node/temporalnode"
 	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/workflows"
 )
@@ -56,7 +57,7 @@ func runDrover(ctx context.Context, j Job, stop <-chan struct{}) (res Result, er
 		}
 		defer stopWorkerProcs(procs)
 	} else {
-		w, err := node.StartWorkers(tmp.Client(), node.WorkerConfig{Identity: "bench-worker", Activities: &activities.Activities{
+		w, err := temporalnode.StartWorkers(tmp.Client(), temporalnode.WorkerConfig{Identity: "bench-worker", Activities: &activities.Activities{
 			Schedulers: []string{sched.Addr()}, Token: session.DevToken, KafkaBrokers: k.Addr(), Identity: "bench-worker",
 		}})
 		if err != nil {

@@ -21,7 +21,7 @@ import (
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/devstack"
 	"github.com/drover-crawl/drover/internal/dirsize"
-	"github.com/drover-crawl/drover/node"
+	"github.com/drover-crawl/drover/node/temporalnode"
 	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/testweb"
 )
@@ -241,7 +241,7 @@ func runRecrawl(ctx context.Context, j Job, next <-chan struct{}, out io.Writer)
 		return Result{Run: 1}, err
 	}
 	defer core.Close()
-	w, err := node.StartWorkers(core.temporal.Client(), node.WorkerConfig{Identity: "bench-worker", Activities: &activities.Activities{
+	w, err := temporalnode.StartWorkers(core.temporal.Client(), temporalnode.WorkerConfig{Identity: "bench-worker", Activities: &activities.Activities{
 		Schedulers: []string{core.sched.Addr()}, Token: session.DevToken, KafkaBrokers: core.kafka.Addr(), Identity: "bench-worker",
 	}})
 	if err != nil {

@@ -22,7 +22,7 @@ import (
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/devstack"
 	"github.com/drover-crawl/drover/internal/await"
-	"github.com/drover-crawl/drover/node"
+	"github.com/drover-crawl/drover/node/temporalnode"
 	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/workflows"
@@ -169,7 +169,7 @@ func startRig(ctx context.Context, opts Options, name string, rabbit *RabbitNode
 	readyCtx, cancel := context.WithTimeout(ctx, readyWithin)
 	defer cancel()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if r.client, err = node.DialTemporal(readyCtx, client.Options{HostPort: r.temporalAddr, Logger: tlog.NewStructuredLogger(quiet)}, nil); err != nil {
+	if r.client, err = temporalnode.DialTemporal(readyCtx, client.Options{HostPort: r.temporalAddr, Logger: tlog.NewStructuredLogger(quiet)}, nil); err != nil {
 		return nil, fmt.Errorf("temporal: %w", err)
 	}
 	if err := r.waitScheduler(readyCtx); err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/drover-crawl/drover/campaign"
 	"github.com/drover-crawl/drover/metrics"
 	"github.com/drover-crawl/drover/node"
+	"github.com/drover-crawl/drover/node/temporalnode"
 	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/workflows"
 )
@@ -226,7 +227,7 @@ func TemporalServerArgs(ip string, port, uiPort int, dbFile string) []string {
 // synchronous=FULL) syncs the journal and the file on every transaction,
 // and the dev server commits one for every activity heartbeat: eight
 // fetchers heartbeated 16 times a second before heartbeats were
-// throttled (now one each per 5 s, node.HeartbeatThrottle), and every workflow task commits too. In WAL mode with NORMAL a commit
+// throttled (now one each per 5 s, temporalnode.HeartbeatThrottle), and every workflow task commits too. In WAL mode with NORMAL a commit
 // is an append to the -wal file, synced at checkpoints: a crash of any
 // process, Temporal's included, loses nothing committed (the OS holds the
 // writes; TestDevStackRestartsAKilledScheduler SIGKILLs it); a crash of
@@ -256,7 +257,7 @@ func BuildDevBinaries(ctx context.Context, dir string) error {
 func (s *Stack) waitReady(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, StackReadyTimeout)
 	defer cancel()
-	c, err := node.DialTemporal(ctx, client.Options{HostPort: s.TemporalAddr(), Namespace: DefaultTemporalNamespace,
+	c, err := temporalnode.DialTemporal(ctx, client.Options{HostPort: s.TemporalAddr(), Namespace: DefaultTemporalNamespace,
 		Logger: log.NewStructuredLogger(slog.New(node.QuietCancels(s.Opts.Log.Handler())))}, nil)
 	if err != nil {
 		return s.notReady(s.Temporal, err)

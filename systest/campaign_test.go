@@ -374,7 +374,7 @@ func TestPauseWithTemporalCLI(t *testing.T) {
 	h := ctCheckHistory(t, c, cfg.ID, run.GetRunID(), "campaign_history.json")
 	// The pause and the end reached the sessions through the scheduler
 	// (EndSessions): they completed, instead of waiting up to the
-	// heartbeat throttle (node.HeartbeatThrottle) for their cancellation.
+	// heartbeat throttle (temporalnode.HeartbeatThrottle) for their cancellation.
 	// A heartbeat response may win the race now and then, so one such
 	// end is the proof.
 	completed, canceled := ctSessionEnds(h)

@@ -19,6 +19,7 @@ import (
 	"github.com/drover-crawl/drover/envconf"
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/node/nodetest"
+	"github.com/drover-crawl/drover/node/temporalnode"
 	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"
@@ -32,7 +33,7 @@ func amqpURL() string { return envconf.Load(os.Getenv).AMQPURL }
 type stack struct {
 	*services
 	sched   *node.Scheduler
-	workers *node.Workers
+	workers *temporalnode.Workers
 }
 
 func startStack(t *testing.T) *stack { return withWorkers(t, startBareStack(t)) }
@@ -57,9 +58,9 @@ func withWorkers(t *testing.T, s *stack) *stack {
 // startWorkers starts in-process Temporal workers on c, as identity, whose
 // fetch sessions go to schedulers and whose pages go to the Kafka at
 // brokers; they stop at the end of the test.
-func startWorkers(t *testing.T, c client.Client, identity string, schedulers []string, brokers string) *node.Workers {
+func startWorkers(t *testing.T, c client.Client, identity string, schedulers []string, brokers string) *temporalnode.Workers {
 	t.Helper()
-	w, err := node.StartWorkers(c, node.WorkerConfig{Identity: identity, Activities: &activities.Activities{
+	w, err := temporalnode.StartWorkers(c, temporalnode.WorkerConfig{Identity: identity, Activities: &activities.Activities{
 		Schedulers: schedulers, Token: session.DevToken, KafkaBrokers: brokers, Identity: identity,
 	}})
 	require.NoError(t, err)

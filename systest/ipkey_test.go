@@ -30,6 +30,7 @@ import (
 	"github.com/drover-crawl/drover/internal/testenv"
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/node/nodetest"
+	"github.com/drover-crawl/drover/node/temporalnode"
 	"github.com/drover-crawl/drover/session"
 )
 
@@ -169,7 +170,7 @@ func startPeeredSchedulers(t *testing.T) *peeredSchedulers {
 // K'th session to the K'th), all host names resolving to 127.0.0.1; at
 // most sessions FetchSessions (0: the default).
 func startIPWorker(t *testing.T, sv *services, schedulers []string, identity string, sessions int) {
-	w, err := node.StartWorkers(sv.temporal.Client(), node.WorkerConfig{Identity: identity, MaxSessions: sessions, Activities: &activities.Activities{
+	w, err := temporalnode.StartWorkers(sv.temporal.Client(), temporalnode.WorkerConfig{Identity: identity, MaxSessions: sessions, Activities: &activities.Activities{
 		Schedulers: schedulers, Token: session.DevToken, KafkaBrokers: sv.kafka.Addr(), Identity: identity, Lookup: (&domainWeb{}).lookup,
 	}})
 	require.NoError(t, err)

@@ -25,6 +25,7 @@ import (
 	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/node/nodetest"
+	"github.com/drover-crawl/drover/node/temporalnode"
 	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"
@@ -140,7 +141,7 @@ func crawlDomain(t *testing.T, delay, latency time.Duration) *domainWeb {
 		c.Name, c.Index, c.Replicas = fmt.Sprintf("sched-%d", i), i, 2
 		addrs = append(addrs, nodetest.StartScheduler(t, node.SchedulerConfig{Server: c, SeenPath: filepath.Join(t.TempDir(), "seen")}).Addr())
 	}
-	w, err := node.StartWorkers(sv.temporal.Client(), node.WorkerConfig{Identity: "domain-worker", Activities: &activities.Activities{
+	w, err := temporalnode.StartWorkers(sv.temporal.Client(), temporalnode.WorkerConfig{Identity: "domain-worker", Activities: &activities.Activities{
 		Schedulers: addrs, Token: session.DevToken, KafkaBrokers: sv.kafka.Addr(), Identity: "domain-worker", Lookup: web.lookup,
 	}})
 	require.NoError(t, err)

@@ -40,6 +40,7 @@ import (
 	"github.com/drover-crawl/drover/metrics"
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/node/nodetest"
+	"github.com/drover-crawl/drover/node/temporalnode"
 	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"
@@ -223,7 +224,7 @@ func TestPrometheusScrapesACrawl(t *testing.T) {
 	t.Cleanup(func() { wc.Close(); wm.Close() })
 	acts := &activities.Activities{Schedulers: []string{sched.Addr()}, Token: session.DevToken, KafkaBrokers: k.Addr(), Identity: "prom-worker"}
 	wm.Instrument(acts)
-	w, err := node.StartWorkers(wc, node.WorkerConfig{Activities: acts})
+	w, err := temporalnode.StartWorkers(wc, temporalnode.WorkerConfig{Activities: acts})
 	require.NoError(t, err)
 	t.Cleanup(w.Stop)
 	sm, err := metrics.Serve("127.0.0.1:0", sreg)

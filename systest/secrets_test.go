@@ -35,7 +35,7 @@ import (
 	"github.com/drover-crawl/drover/internal/await"
 	"github.com/drover-crawl/drover/internal/testenv"
 	"github.com/drover-crawl/drover/metrics"
-	"github.com/drover-crawl/drover/node"
+	"github.com/drover-crawl/drover/node/temporalnode"
 	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/testweb/webtest"
@@ -134,10 +134,10 @@ func TestNoSecretLeaks(t *testing.T) {
 	// The front's check works: a client without the key is refused, a
 	// configuration error the worker exits on.
 	noKey := client.Options{HostPort: temporalAddr, Namespace: tmp.Namespace()}
-	require.NoError(t, (tlsconf.Temporal{CA: pki.CA}).Apply(&noKey))
+	require.NoError(t, temporalnode.Secure(&noKey, tlsconf.Temporal{CA: pki.CA}))
 	dctx, dcancel := context.WithTimeout(ctx, 30*time.Second)
 	defer dcancel()
-	if c, err := node.DialTemporal(dctx, noKey, nil); !errors.Is(err, node.ErrTemporalConfig) || keyFront.refused.Load() == 0 {
+	if c, err := temporalnode.DialTemporal(dctx, noKey, nil); !errors.Is(err, temporalnode.ErrTemporalConfig) || keyFront.refused.Load() == 0 {
 		if c != nil {
 			c.Close()
 		}

@@ -15,7 +15,7 @@ import (
 	"github.com/drover-crawl/drover/envconf"
 	"github.com/drover-crawl/drover/internal/relay"
 	"github.com/drover-crawl/drover/internal/testenv"
-	"github.com/drover-crawl/drover/node"
+	"github.com/drover-crawl/drover/node/temporalnode"
 	"github.com/drover-crawl/drover/starter/cli"
 	"github.com/drover-crawl/drover/tlsconf"
 	"github.com/drover-crawl/drover/tlsconf/tlstest"
@@ -56,12 +56,12 @@ func TestTemporalTLS(t *testing.T) {
 		opts := client.Options{HostPort: addr, Namespace: tmp.Namespace()}
 		// dial is called from the subtests too, on their goroutines: a
 		// failure here is reported on the test and returned, not FailNow.
-		if err := sec.Apply(&opts); !assert.NoError(t, err) {
+		if err := temporalnode.Secure(&opts, sec); !assert.NoError(t, err) {
 			return nil, err
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 12*time.Second)
 		defer cancel()
-		return node.DialTemporal(ctx, opts, nil)
+		return temporalnode.DialTemporal(ctx, opts, nil)
 	}
 	mtls := tlsconf.Temporal{CA: pki.CA, Cert: pki.ClientCert, Key: pki.ClientKey}
 	c, err := dial(tlsAddr, mtls)
@@ -101,7 +101,7 @@ func TestTemporalTLS(t *testing.T) {
 			// A client without a certificate may see its write cut before
 			// the server's alert arrives: then the hint is a guess, and
 			// the worker waits (until the test's bound) saying it.
-			config := errors.Is(err, node.ErrTemporalConfig) || (tc.name == "no client certificate" && strings.Contains(err.Error(), "unreachable"))
+			config := errors.Is(err, temporalnode.ErrTemporalConfig) || (tc.name == "no client certificate" && strings.Contains(err.Error(), "unreachable"))
 			assert.True(t, config, "worker's dial: %v (after %s); want a configuration error saying %q", err, took, tc.want)
 			assert.ErrorContains(t, err, tc.want, "worker's dial (after %s); want a configuration error saying it", took)
 			assert.LessOrEqual(t, took, 15*time.Second, "worker's dial gave up too late, want within 15s")

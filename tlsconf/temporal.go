@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-
-	"go.temporal.io/sdk/client"
 )
 
 // Temporal are a Temporal client's security settings, read from the
@@ -50,35 +48,34 @@ func (t Temporal) Enabled() bool {
 	return t.TLS || t.CA != "" || t.Cert != "" || t.Key != "" || t.ServerName != "" || t.APIKey != ""
 }
 
-// Apply sets o's ConnectionOptions.TLS and Credentials. Nothing is
-// changed when no setting is given (plaintext, as a dev server wants).
-func (t Temporal) Apply(o *client.Options) error {
+// TLSConfig is the client's TLS configuration: nil when no setting is
+// given (plaintext, as a dev server wants); the system's CAs unless CA
+// names others. temporalnode.Secure puts it, and the API key, into a
+// Temporal client's options (tlsconf links no Temporal code, for the
+// scheduler's sake).
+func (t Temporal) TLSConfig() (*tls.Config, error) {
 	if !t.Enabled() {
-		return nil
+		return nil, nil
 	}
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: t.ServerName}
 	if t.CA != "" {
 		pool, err := LoadPool(t.CA, "TEMPORAL_TLS_CA")
 		if err != nil {
-			return err
+			return nil, err
 		}
 		cfg.RootCAs = pool
 	}
 	if t.Cert != "" || t.Key != "" {
 		if t.Cert == "" || t.Key == "" {
-			return fmt.Errorf("TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY go together: give both")
+			return nil, fmt.Errorf("TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY go together: give both")
 		}
 		cert, err := tls.LoadX509KeyPair(t.Cert, t.Key)
 		if err != nil {
-			return fmt.Errorf("Temporal client certificate %s / key %s: %v", t.Cert, t.Key, err)
+			return nil, fmt.Errorf("Temporal client certificate %s / key %s: %v", t.Cert, t.Key, err)
 		}
 		cfg.Certificates = []tls.Certificate{cert}
 	}
-	o.ConnectionOptions.TLS = cfg
-	if t.APIKey != "" {
-		o.Credentials = client.NewAPIKeyStaticCredentials(t.APIKey)
-	}
-	return nil
+	return cfg, nil
 }
 
 // TemporalHint names a TLS mismatch with the Temporal server, or is "".

@@ -11,7 +11,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/client"
 
 	"github.com/drover-crawl/drover/tlsconf"
 	"github.com/drover-crawl/drover/tlsconf/tlstest"
@@ -122,26 +121,4 @@ func TestServerAndClientConfigs(t *testing.T) {
 	if c, err := (tlsconf.Options{CA: pki.CA}).AMQPTLS("amqps://u@rabbit:5671/"); c == nil || c.RootCAs == nil || err != nil {
 		assert.Fail(t, fmt.Sprintf("AMQPTLS(amqps://) = %v, %v; want the CA", c, err))
 	}
-}
-
-func TestTemporalApply(t *testing.T) {
-	pki := tlstest.New(t, "temporal")
-	var o client.Options
-	if err := (tlsconf.Temporal{}).Apply(&o); err != nil || o.ConnectionOptions.TLS != nil || o.Credentials != nil {
-		assert.Fail(t, fmt.Sprintf("no settings changed the options: %+v, %v", o.ConnectionOptions, err))
-	}
-	env := map[string]string{"TEMPORAL_TLS_CA": pki.CA, "TEMPORAL_TLS_CERT": pki.ClientCert, "TEMPORAL_TLS_KEY": pki.ClientKey,
-		"TEMPORAL_TLS_SERVER_NAME": "temporal.example", "TEMPORAL_API_KEY": "k"}
-	tt := tlsconf.TemporalFromEnv(func(k string) string { return env[k] })
-	require.NoError(t, tt.Apply(&o))
-	c := o.ConnectionOptions.TLS
-	if c == nil || c.RootCAs == nil || len(c.Certificates) != 1 || c.ServerName != "temporal.example" || o.Credentials == nil {
-		assert.Fail(t, fmt.Sprintf("Apply: TLS %+v, credentials %v", c, o.Credentials))
-	}
-	// An API key alone turns TLS on (system CAs).
-	o = client.Options{}
-	if err := (tlsconf.Temporal{APIKey: "k"}).Apply(&o); err != nil || o.ConnectionOptions.TLS == nil || o.Credentials == nil {
-		assert.Fail(t, fmt.Sprintf("API key alone: %+v, %v", o.ConnectionOptions, err))
-	}
-	assert.ErrorContains(t, (tlsconf.Temporal{Cert: pki.ClientCert}).Apply(&client.Options{}), "TEMPORAL_TLS_KEY", "cert without key")
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/metrics"
 	"github.com/drover-crawl/drover/node"
+	"github.com/drover-crawl/drover/node/temporalnode"
 	"github.com/drover-crawl/drover/sink"
 	"github.com/drover-crawl/drover/tlsconf"
 	"github.com/prometheus/client_golang/prometheus"
@@ -102,7 +103,7 @@ func run() int {
 	}
 	acts.SessionsRunning = sessionsRunning
 	wm.Instrument(acts)
-	w, err := node.StartWorkers(c, node.WorkerConfig{MaxSessions: *maxSessions, Identity: *identity, Activities: acts})
+	w, err := temporalnode.StartWorkers(c, temporalnode.WorkerConfig{MaxSessions: *maxSessions, Identity: *identity, Activities: acts})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		return 1
@@ -138,11 +139,11 @@ func limitMemory(withScheduler bool, schedulers int) func(sessions, campaigns in
 // namespace, credentials), with nil and the exit status.
 func dialTemporal(ctx context.Context, env envconf.Env, wm *activities.WorkerMetrics, log *slog.Logger) (client.Client, int) {
 	topts := client.Options{HostPort: env.TemporalAddress, Namespace: env.TemporalNamespace, MetricsHandler: wm.Temporal, Logger: tlog.NewStructuredLogger(slog.New(node.QuietCancels(log.Handler())))}
-	if err := tlsconf.TemporalFromEnv(nil).Apply(&topts); err != nil {
+	if err := temporalnode.Secure(&topts, tlsconf.TemporalFromEnv(nil)); err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		return nil, 2
 	}
-	c, err := node.DialTemporal(ctx, topts, log)
+	c, err := temporalnode.DialTemporal(ctx, topts, log)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "worker: %v (start the dev stack with `make dev`, or set TEMPORAL_ADDRESS)\n", err)
 		return nil, 1

@@ -11,7 +11,7 @@ import (
 // RegisterActivity registers them) and signatures; the tests mock every
 // call (env.OnActivity). The real ones (package activities) import this
 // package, so its tests cannot import them; node's compile-time check
-// (node.Activities) holds them to the same signatures.
+// (temporalnode.Activities) holds them to the same signatures.
 type stubActivities struct{}
 
 var errNotMocked = errors.New("activity not mocked by the test")

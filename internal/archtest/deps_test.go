@@ -127,6 +127,19 @@ func TestSessionLinksNoFrontier(t *testing.T) {
 	}
 }
 
+// TestSchedulerLinksNoTemporal: a scheduler has no Temporal client, and
+// the SDK with its gRPC and its protobuf descriptors made its binary half
+// again as large and its RSS at rest 35 MB against 22 (a scheduler's RSS
+// counts the pages of its binary it touched). Temporal's side of a process
+// is wired in node/temporalnode, not node; tlsconf builds Temporal's TLS
+// config without the SDK's types.
+func TestSchedulerLinksNoTemporal(t *testing.T) {
+	for _, dep := range deps(t, "scheduler") {
+		assert.Falsef(t, strings.HasPrefix(dep, "go.temporal.io/") || strings.HasPrefix(dep, "google.golang.org/grpc"),
+			"the scheduler links %s; `go list -deps -f '{{.ImportPath}}: {{.Imports}}' ./scheduler` shows which import brings it", dep)
+	}
+}
+
 // TestFailureIsALeaf: a failure record is shared by the seen store, the
 // session protocol and the starter, so it links no other package of the
 // project.

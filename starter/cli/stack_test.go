@@ -25,6 +25,7 @@ import (
 	"github.com/drover-crawl/drover/internal/testenv"
 	"github.com/drover-crawl/drover/node"
 	"github.com/drover-crawl/drover/node/nodetest"
+	"github.com/drover-crawl/drover/node/temporalnode"
 	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/session/sessiontest"
 	"github.com/drover-crawl/drover/sink"
@@ -57,7 +58,7 @@ func startRealStack(t *testing.T) *realStack {
 	require.NoError(t, err)
 	t.Cleanup(k.Close)
 	sched := nodetest.StartScheduler(t, node.SchedulerConfig{})
-	w, err := node.StartWorkers(tmp.Client(), node.WorkerConfig{Identity: "starter-test-worker", Activities: &activities.Activities{
+	w, err := temporalnode.StartWorkers(tmp.Client(), temporalnode.WorkerConfig{Identity: "starter-test-worker", Activities: &activities.Activities{
 		Schedulers: []string{sched.Addr()}, Token: session.DevToken, KafkaBrokers: k.Addr(), Identity: "starter-test-worker",
 	}})
 	require.NoError(t, err)

@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/drover-crawl/drover/node/temporalnode"
 	"github.com/drover-crawl/drover/tlsconf"
 	"github.com/drover-crawl/drover/workflows"
 )
@@ -39,7 +40,7 @@ func DialTemporal(ctx context.Context, env Env) (Campaigns, error) {
 		// The SDK's default logger writes to stderr; the CLI speaks for itself.
 		Logger: log.NewStructuredLogger(slog.New(slog.DiscardHandler)),
 	}
-	if err := env.Temporal.Apply(&opts); err != nil {
+	if err := temporalnode.Secure(&opts, env.Temporal); err != nil {
 		return nil, err
 	}
 	c, err := client.DialContext(dctx, opts)

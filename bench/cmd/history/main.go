@@ -22,6 +22,7 @@ import (
 	"github.com/drover-crawl/drover/devstack"
 	"github.com/drover-crawl/drover/frontier"
 	"github.com/drover-crawl/drover/node"
+	"github.com/drover-crawl/drover/node/temporalnode"
 	"github.com/drover-crawl/drover/session"
 	"github.com/drover-crawl/drover/testweb"
 	"github.com/drover-crawl/drover/workflows"
@@ -62,7 +63,7 @@ func run(d time.Duration) error {
 		return err
 	}
 	defer sched.Close()
-	w, err := node.StartWorkers(tmp.Client(), node.WorkerConfig{Identity: "history", Activities: &activities.Activities{
+	w, err := temporalnode.StartWorkers(tmp.Client(), temporalnode.WorkerConfig{Identity: "history", Activities: &activities.Activities{
 		Schedulers: []string{sched.Addr()}, Token: session.DevToken, KafkaBrokers: k.Addr(), Identity: "history",
 	}})
 	if err != nil {

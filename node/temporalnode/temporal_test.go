@@ -1,4 +1,4 @@
-package node
+package temporalnode
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package node
+package temporalnode
 
 import (
 	"context"
@@ -139,4 +139,20 @@ func checkTemporalAddr(addr string) error {
 // in step.
 func jitter(d time.Duration) time.Duration {
 	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
+}
+
+// Secure sets o's ConnectionOptions.TLS and Credentials from t's settings
+// (tlsconf.TemporalFromEnv). Nothing is changed when t gives none
+// (plaintext, as a dev server wants); an API key alone turns TLS on with
+// the system's CAs.
+func Secure(o *client.Options, t tlsconf.Temporal) error {
+	cfg, err := t.TLSConfig()
+	if err != nil || cfg == nil {
+		return err
+	}
+	o.ConnectionOptions.TLS = cfg
+	if t.APIKey != "" {
+		o.Credentials = client.NewAPIKeyStaticCredentials(t.APIKey)
+	}
+	return nil
 }
