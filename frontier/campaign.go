@@ -84,6 +84,10 @@ type campaignActor struct {
 	wg     sync.WaitGroup
 
 	hosts map[string]*host
+	// forgotten: the hosts dropped while idle (hostidle.go), with the
+	// pages fetched of each; forgetAt: when the next sweep is due.
+	forgotten map[string]int64
+	forgetAt  time.Time
 	// keyWaiting holds the hosts waiting for a place under their
 	// politeness key, by key (keyconc.go).
 	keyWaiting map[string]map[*host]struct{}
@@ -128,6 +132,10 @@ type campaignActor struct {
 	// running. Actor goroutine only.
 	recQueue  []recordJob
 	recording int
+	// recBacklog weighs the record jobs queued and being recorded (each
+	// one plus its links: recordWeight); over ServerConfig.RecordBacklog
+	// no lease is granted (dispatch). Atomic for the metrics.
+	recBacklog atomic.Int64
 
 	// counters (atomic: Stats reads them from the request goroutine too).
 	// unacked counts URLs received and not yet settled (acked, nacked, or
@@ -143,10 +151,10 @@ type campaignActor struct {
 	robotsDropped, ackFailed, messages           atomic.Int64
 	clockWaits                                   atomic.Int64
 	// remoteAsks: starts asked of another scheduler's clock (ipkey.go).
-	remoteAsks                   atomic.Int64
-	inflight                     atomic.Int64
-	nhosts, nsessions, hostsDown atomic.Int64
-	capped                       atomic.Bool
+	remoteAsks                               atomic.Int64
+	inflight                                 atomic.Int64
+	nhosts, nforgotten, nsessions, hostsDown atomic.Int64
+	capped                                   atomic.Bool
 	// live: the campaign's live rules (rules.go), read by the record
 	// goroutines too; replaced whole, by the actor.
 	live atomic.Pointer[liveRules]
@@ -191,6 +199,7 @@ func newCampaignActor(srv *Server, cfg campaign.Config) (*campaignActor, error) 
 		events:      make(chan func(), 1024),
 		done:        make(chan struct{}),
 		hosts:       map[string]*host{},
+		forgotten:   map[string]int64{},
 		keyWaiting:  map[string]map[*host]struct{}{},
 		keyAsks:     map[string]*keyAsk{},
 		ready:       hostHeap{ready: true},
@@ -288,6 +297,7 @@ func (a *campaignActor) loop() {
 			a.leaser().expireLeases()
 			a.consumer().releaseIfIdle()
 			a.consumer().resubscribeIfDue()
+			a.forgetIdleHosts(time.Now())
 		case <-a.done:
 			return
 		}
@@ -305,36 +315,37 @@ func (a *campaignActor) loop() {
 
 func (a *campaignActor) stats() session.Stats {
 	s := session.Stats{
-		Campaign:      a.cfg.ID,
-		Held:          a.unacked.Load(),
-		InFlight:      a.inflight.Load(),
-		Pending:       a.pending.Load(),
-		Fetched:       a.fetched.Load(),
-		Unchanged:     a.unchanged.Load(),
-		Failed:        a.failed.Load(),
-		Retried:       a.retried.Load(),
-		Disallowed:    a.disallowed.Load(),
-		Duplicates:    a.duplicates.Load(),
-		DeadLettered:  a.deadLtrd.Load(),
-		Skipped:       a.skipped.Load(),
-		Discovered:    a.discovered.Load(),
-		Published:     a.published.Load(),
-		Messages:      a.messages.Load(),
-		Acked:         a.acked.Load(),
-		Hosts:         a.nhosts.Load(),
-		Sessions:      a.nsessions.Load(),
-		CapReached:    a.capped.Load(),
-		RecordFailed:  a.recordFailed.Load(),
-		AckFailed:     a.ackFailed.Load(),
-		HostsDown:     a.hostsDown.Load(),
-		RobotsDropped: a.robotsDropped.Load(),
-		SlotAsks:      a.remoteAsks.Load(),
-		Consuming:     a.isConsuming.Load(),
-		FailedBy:      a.reasonCounts(),
-		ConsumeError:  a.consumeErrText(),
-		Vanished:      a.vanished.list(),
-		ParkedOwed:    a.parks.stillOwed(a.log),
-		ParkedMoving:  a.parkMoves.moving.Load(),
+		Campaign:       a.cfg.ID,
+		Held:           a.unacked.Load(),
+		InFlight:       a.inflight.Load(),
+		Pending:        a.pending.Load(),
+		Fetched:        a.fetched.Load(),
+		Unchanged:      a.unchanged.Load(),
+		Failed:         a.failed.Load(),
+		Retried:        a.retried.Load(),
+		Disallowed:     a.disallowed.Load(),
+		Duplicates:     a.duplicates.Load(),
+		DeadLettered:   a.deadLtrd.Load(),
+		Skipped:        a.skipped.Load(),
+		Discovered:     a.discovered.Load(),
+		Published:      a.published.Load(),
+		Messages:       a.messages.Load(),
+		Acked:          a.acked.Load(),
+		Hosts:          a.nhosts.Load(),
+		HostsForgotten: a.nforgotten.Load(),
+		Sessions:       a.nsessions.Load(),
+		CapReached:     a.capped.Load(),
+		RecordFailed:   a.recordFailed.Load(),
+		AckFailed:      a.ackFailed.Load(),
+		HostsDown:      a.hostsDown.Load(),
+		RobotsDropped:  a.robotsDropped.Load(),
+		SlotAsks:       a.remoteAsks.Load(),
+		Consuming:      a.isConsuming.Load(),
+		FailedBy:       a.reasonCounts(),
+		ConsumeError:   a.consumeErrText(),
+		Vanished:       a.vanished.list(),
+		ParkedOwed:     a.parks.stillOwed(a.log),
+		ParkedMoving:   a.parkMoves.moving.Load(),
 	}
 	a.revisit.stats(&s)
 	return s

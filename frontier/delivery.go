@@ -8,7 +8,6 @@ package frontier
 import (
 	"container/heap"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -135,11 +134,7 @@ func (a consumer) onURL(e *entry, now time.Time) {
 	}
 	h := a.hosts[hostName]
 	if h == nil {
-		delay, conc := a.cfg.PolitenessFor(hostName)
-		h = &host{name: strings.Clone(hostName), clock: strings.Clone(a.clockKey(hostName)), root: strings.Clone(urlrule.Origin(m.URL)), delay: delay, conc: conc, index: -1,
-			next: a.cfg.HostBlockedUntil(hostName)}
-		a.hosts[hostName] = h
-		a.nhosts.Store(int64(len(a.hosts)))
+		h = a.newHost(hostName, m.URL)
 	}
 	a.seq++
 	e.seq = a.seq

@@ -85,7 +85,7 @@ func (a leaser) dispatch() {
 		h.where = inNone
 		a.place(h, now)
 	}
-	if a.stopping || a.capReached() {
+	if a.stopping || a.capReached() || a.recorder().recordBacklogged() {
 		a.setTimer(now)
 		return
 	}

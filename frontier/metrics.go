@@ -193,8 +193,10 @@ func newServerCollector(s *Server) *serverCollector {
 		"leases_in_flight":  "Leases handed to fetchers and not yet reported.",
 		"publishes_pending": "Publish batches not yet confirmed.",
 		"sessions":          "Fetcher sessions connected.",
-		"hosts":             "Hosts known to this scheduler.",
+		"hosts":             "Hosts this scheduler has seen, in memory or forgotten while idle.",
+		"hosts_forgotten":   "Hosts forgotten while idle (the scheduler's -host-idle): counted in hosts, with only their page count kept.",
 		"hosts_down":        "Hosts failed for the campaign (unreachable after their retries).",
+		"record_backlog":    "Outcomes and their links waiting to be recorded; past the scheduler's -record-backlog no lease is granted.",
 		"consuming":         "1 when this scheduler consumes the campaign's shards.",
 		"parked_moving":     "Park messages this scheduler's park mover holds until their wait ends (unacked in their park queue).",
 	} {
@@ -266,6 +268,8 @@ func (col *serverCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge("publishes_pending", a.pending.Load())
 		gauge("sessions", a.nsessions.Load())
 		gauge("hosts", a.nhosts.Load())
+		gauge("hosts_forgotten", a.nforgotten.Load())
+		gauge("record_backlog", a.recBacklog.Load())
 		gauge("hosts_down", a.hostsDown.Load())
 		var consuming int64
 		if a.isConsuming.Load() {

@@ -80,27 +80,57 @@ type ServerConfig struct {
 	// answered without a seen-store lookup (seen.QueuedCache), shared by
 	// every campaign; 0 keeps none, and every link is looked up.
 	QueuedCacheBytes int64
+	// HostIdle is how long a campaign keeps the state of a host that has
+	// nothing held, leased or waiting, past its next allowed start: then
+	// it forgets the host (its robots.txt rules, politeness and turn) and
+	// keeps only its count of pages fetched, so that the hosts in memory
+	// are the hosts active, not every host seen. A URL of a forgotten host
+	// makes it again, and its robots.txt is fetched again first. 0
+	// forgets a host at the first sweep after it went idle (sweeps run
+	// every few seconds); negative never forgets one.
+	HostIdle time.Duration
+	// RecordBacklog bounds the outcomes reported and not yet recorded,
+	// weighed as one for each outcome and one for each of its links: past
+	// it the scheduler grants no lease until records catch up, so that
+	// what waits on it (and its memory) is bounded when recording falls
+	// behind fetching (every link new at a crawl's start, a slow
+	// RabbitMQ). 0 grants none while any outcome waits.
+	RecordBacklog int
 }
 
 // MaxQueuedCacheBytes bounds ServerConfig.QueuedCacheBytes: 16 GiB, two
 // generations of 2^29 keys.
 const MaxQueuedCacheBytes = 16 << 30
 
+// DefaultHostIdle is ServerConfig.HostIdle's default: ten minutes, twice
+// as long as a server keeps an idle connection many times over, and short
+// beside a robots.txt's day.
+const DefaultHostIdle = 10 * time.Minute
+
+// DefaultRecordBacklog is ServerConfig.RecordBacklog's default: 32,768
+// links, about 10 MB of records waiting (a link, its URL and a new link's
+// message are 300 bytes or so). It does not bind while records keep up: at
+// 4,000 pages a second of 40 links each, a record of 10 ms gathers under
+// 2,000.
+const DefaultRecordBacklog = 32768
+
 // DefaultServerConfig returns the defaults.
 func DefaultServerConfig() ServerConfig {
 	return ServerConfig{
-		Name:         "scheduler",
-		Token:        session.DevToken,
-		Index:        0,
-		Replicas:     1,
-		Prefetch:     256,
-		Batch:        DefaultBatch,
-		LeaseTimeout: time.Minute,
-		MaxLease:     5 * time.Minute,
-		KeepAlive:    5 * time.Second,
-		IdleRelease:  30 * time.Second,
-		RobotsTTL:    24 * time.Hour,
-		RevisitPoll:  time.Second,
+		Name:          "scheduler",
+		Token:         session.DevToken,
+		Index:         0,
+		Replicas:      1,
+		Prefetch:      256,
+		Batch:         DefaultBatch,
+		LeaseTimeout:  time.Minute,
+		MaxLease:      5 * time.Minute,
+		KeepAlive:     5 * time.Second,
+		IdleRelease:   30 * time.Second,
+		RobotsTTL:     24 * time.Hour,
+		RevisitPoll:   time.Second,
+		HostIdle:      DefaultHostIdle,
+		RecordBacklog: DefaultRecordBacklog,
 
 		QueuedCacheBytes: seen.DefaultQueuedCacheBytes,
 	}
@@ -117,6 +147,9 @@ func (c ServerConfig) Validate() error {
 	}
 	if c.Prefetch < 1 || c.Prefetch > 65535 {
 		errs = append(errs, fmt.Errorf("prefetch %d: must be between 1 and 65535", c.Prefetch))
+	}
+	if c.RecordBacklog < 0 {
+		errs = append(errs, fmt.Errorf("record backlog %d: must be 0 or more", c.RecordBacklog))
 	}
 	if c.Batch < 1 || c.Batch > 1000 {
 		errs = append(errs, fmt.Errorf("batch %d: must be between 1 and 1000", c.Batch))

@@ -35,20 +35,11 @@ func run() int {
 	env := envconf.Load(os.Getenv)
 	envconf.DefaultGC(os.Getenv, envconf.SchedulerGCPercent)
 	cfg := frontier.DefaultServerConfig()
+	serverFlags(flag.CommandLine, &cfg, env)
 	listen := flag.String("listen", env.Schedulers[0], "address to listen on")
-	flag.StringVar(&cfg.Name, "name", "", "scheduler name (default: scheduler-INDEX)")
-	flag.IntVar(&cfg.Index, "index", 0, "this scheduler's index among -replicas")
-	flag.IntVar(&cfg.Replicas, "replicas", 1, "number of schedulers sharing the campaigns")
-	flag.StringVar(&cfg.Self, "self", "", "this scheduler's address among $DROVER_SCHEDULER, where the others reach it for the IP keys it owns (default: -listen when listed, else the -index'th)")
-	flag.IntVar(&cfg.Prefetch, "prefetch", cfg.Prefetch, "URLs held per shard consumer (RabbitMQ counts messages: prefetch/batch of them, at least min(prefetch, 64))")
-	flag.IntVar(&cfg.Batch, "batch", cfg.Batch, "new links of one shard queue per RabbitMQ message (1: one URL a message)")
-	flag.StringVar(&cfg.QueueType, "queue-type", env.QueueType, "shard queue type of a campaign that names none: quorum or classic (default $DROVER_QUEUE_TYPE, else quorum when AMQP_URL names several nodes, classic for one)")
 	metricsAddr := flag.String("metrics-addr", metrics.DefaultSchedulerAddr, "serve Prometheus metrics on `ADDR`/metrics (\"off\": none)")
 	so := seenFlags(flag.CommandLine)
 	pprofAddr := flag.String("pprof-addr", "", "serve Go's profiles (net/http/pprof) on `ADDR`/debug/pprof/ (empty: off; bind loopback)")
-	flag.DurationVar(&cfg.RobotsTTL, "robots-ttl", cfg.RobotsTTL, "how long a host's robots.txt is trusted; then it is fetched again before the host's next page (at least 1s)")
-	flag.DurationVar(&cfg.RevisitPoll, "revisit-poll", cfg.RevisitPoll, "how often a continuous campaign's revisit schedule is read for the URLs due, and how far ahead they are released (10ms-1m)")
-	flag.Int64Var(&cfg.QueuedCacheBytes, "queued-cache-bytes", cfg.QueuedCacheBytes, "memory for the links known to be queued, answered without a seen-store lookup, shared by every campaign (0: none)")
 	sec := tlsconf.FromEnv(nil)
 	sec.Flags(flag.CommandLine, true)
 	flag.Parse()
@@ -110,6 +101,23 @@ func run() int {
 		return 1
 	}
 	return 0
+}
+
+// serverFlags binds the flags of cfg, the scheduler server's settings
+// (defaults: cfg's, and env's queue type).
+func serverFlags(fs *flag.FlagSet, cfg *frontier.ServerConfig, env envconf.Env) {
+	fs.StringVar(&cfg.Name, "name", "", "scheduler name (default: scheduler-INDEX)")
+	fs.IntVar(&cfg.Index, "index", 0, "this scheduler's index among -replicas")
+	fs.IntVar(&cfg.Replicas, "replicas", 1, "number of schedulers sharing the campaigns")
+	fs.StringVar(&cfg.Self, "self", "", "this scheduler's address among $DROVER_SCHEDULER, where the others reach it for the IP keys it owns (default: -listen when listed, else the -index'th)")
+	fs.IntVar(&cfg.Prefetch, "prefetch", cfg.Prefetch, "URLs held per shard consumer (RabbitMQ counts messages: prefetch/batch of them, at least min(prefetch, 64))")
+	fs.IntVar(&cfg.Batch, "batch", cfg.Batch, "new links of one shard queue per RabbitMQ message (1: one URL a message)")
+	fs.StringVar(&cfg.QueueType, "queue-type", env.QueueType, "shard queue type of a campaign that names none: quorum or classic (default $DROVER_QUEUE_TYPE, else quorum when AMQP_URL names several nodes, classic for one)")
+	fs.DurationVar(&cfg.RobotsTTL, "robots-ttl", cfg.RobotsTTL, "how long a host's robots.txt is trusted; then it is fetched again before the host's next page (at least 1s)")
+	fs.DurationVar(&cfg.RevisitPoll, "revisit-poll", cfg.RevisitPoll, "how often a continuous campaign's revisit schedule is read for the URLs due, and how far ahead they are released (10ms-1m)")
+	fs.DurationVar(&cfg.HostIdle, "host-idle", cfg.HostIdle, "how long a host with nothing queued or in flight keeps its state (robots.txt rules, politeness) before the scheduler forgets it; its next URL fetches robots.txt again (0: at once; negative: never)")
+	fs.IntVar(&cfg.RecordBacklog, "record-backlog", cfg.RecordBacklog, "outcomes and their links waiting to be recorded past which the scheduler grants no lease until records catch up (bounds its memory when recording falls behind)")
+	fs.Int64Var(&cfg.QueuedCacheBytes, "queued-cache-bytes", cfg.QueuedCacheBytes, "memory for the links known to be queued, answered without a seen-store lookup, shared by every campaign (0: none)")
 }
 
 // seenOptions are the seen store's flags.

@@ -68,6 +68,9 @@ type Stats struct {
 	// HostsDown: hosts failed for the campaign (unreachable after their
 	// retries); their URLs fail without a fetch.
 	HostsDown int64 `json:"hosts_down,omitempty"`
+	// HostsForgotten: hosts forgotten while idle (the scheduler's
+	// HostIdle), counted in Hosts; a URL of one makes it again.
+	HostsForgotten int64 `json:"hosts_forgotten,omitempty"`
 	// FailedBy counts the URLs that did not become a page, and the pages
 	// with an error status, by reason (dns, refused, timeout, tls, reset,
 	// robots, 4xx, 5xx, sink, lost, ...). `starter failures` lists them.
@@ -156,6 +159,7 @@ func (s *Stats) Add(o Stats) {
 	s.RecordFailed += o.RecordFailed
 	s.AckFailed += o.AckFailed
 	s.HostsDown += o.HostsDown
+	s.HostsForgotten += o.HostsForgotten
 	s.Continuous = s.Continuous || o.Continuous
 	s.Scheduled += o.Scheduled
 	s.Revisited += o.Revisited
