@@ -125,14 +125,15 @@ const WorkerGCPercent = 400
 
 // SchedulerGCPercent is the scheduler's GOGC when its environment sets
 // none. A scheduler's live heap is its held URLs and the records under way
-// (about 25 MB at a million URLs over 10,000 hosts), and it allocates
+// (about 25-30 MB at a million URLs over 10,000 hosts), and it allocates
 // about 10 KB per page recorded: at 50 the heap stays within one and a
-// half times what is live, a collection every few megabytes allocated,
-// for about the same share of the scheduler's CPU in the same crawl
-// (bench/README.md, "The scheduler under 128 MB"). A memory limit is no
-// substitute: what is live is the work waiting on the scheduler, and a
-// limit near it makes the collector run back to back while that work
-// grows.
+// half times what is live. The price is more collections: the
+// scheduler's share of the stack's CPU on the million-page web was 27-29%
+// at 100 and 30-31% at 50, in runs hours apart (bench/README.md, "The
+// scheduler's memory: its arenas, its binary, its backlog"). A memory
+// limit is no substitute: what is live is the work waiting on the
+// scheduler, and a limit near it makes the collector run back to back
+// while that work grows.
 const SchedulerGCPercent = 50
 
 // A worker's soft memory limit (Go's GOMEMLIMIT) follows what it runs:
