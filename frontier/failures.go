@@ -61,10 +61,15 @@ func (h *host) downFor(origin string) *downState {
 	return nil
 }
 
-// answered resets origin's count: it answered.
+// answered resets origin's count: it answered. The entry goes, so that a
+// host that failed once and recovered holds no failure state (and may be
+// forgotten while idle: hostidle.go).
 func (h *host) answered(origin string) {
 	if d := h.downs[origin]; d != nil && !d.down {
-		d.count = 0
+		delete(h.downs, origin)
+		if len(h.downs) == 0 {
+			h.downs = nil
+		}
 	}
 }
 

@@ -32,6 +32,7 @@ func (a *campaignActor) newHost(hostName, rawURL string) *host {
 	}
 	a.hosts[h.name] = h
 	a.nhosts.Store(int64(len(a.hosts) + len(a.forgotten)))
+	a.nforgotten.Store(int64(len(a.forgotten)))
 	return h
 }
 
@@ -54,8 +55,10 @@ func (a *campaignActor) forgetIdleHosts(now time.Time) {
 
 // forgettable reports whether nothing of the campaign's needs h: no URL
 // held or leased, no robots or resolve lease out, in no heap or line, no
-// start asked of another scheduler, not down nor counting failures toward
-// it, and its next allowed start idle ago.
+// start asked of another scheduler (an ask past its askBy counts as lost),
+// not down nor counting failures toward it, and its next allowed start
+// idle ago. A host down for the campaign is kept: its verdict fails its
+// URLs without a fetch.
 func (a *campaignActor) forgettable(h *host, now time.Time, idle time.Duration) bool {
 	switch {
 	case len(h.queue) > 0 || h.inflight > 0 || h.where != inNone:
@@ -64,7 +67,7 @@ func (a *campaignActor) forgettable(h *host, now time.Time, idle time.Duration) 
 		return false
 	case h.down || len(h.downs) > 0:
 		return false
-	case h.remote.asking || now.Before(h.remote.grant):
+	case h.remote.asking && now.Before(h.remote.askBy), now.Before(h.remote.grant):
 		return false
 	case now.Sub(h.next) < idle:
 		return false

@@ -67,3 +67,31 @@ func TestIdleHostForgottenAndMadeAgain(t *testing.T) {
 	st = waitStats(t, ctl, ccfg.ID, 20*time.Second, "both hosts forgotten", func(st session.Stats) bool { return st.HostsForgotten == 2 })
 	assert.Equal(t, int64(2), st.Hosts, "hosts seen, forgotten or not: %+v", st)
 }
+
+// A host whose origin failed once and then answered holds no failure
+// state, so it is forgotten when idle like any other; one that still
+// counts failures toward being down is not.
+func TestHostThatRecoveredIsForgotten(t *testing.T) {
+	cfg := frontier.DefaultServerConfig()
+	cfg.HostIdle = 0
+	sched := startScheduler(t, cfg, seen.NewMemory())
+	const a = "http://127.66.31.3:9"
+	ccfg := handCampaign(t, a+"/1")
+	ccfg.RetryBackoff = new(10 * time.Millisecond)
+	ctl, f := seedHand(t, sched.addr, ccfg)
+
+	var tries int
+	f.pages(t, 1, 20*time.Second, nil, func(l session.Lease) bool {
+		tries++
+		if tries == 1 {
+			f.report(t, session.Outcome{LeaseID: l.ID, Error: "connection refused", Reason: "refused", HostDown: true})
+			writeRaw(t, f.c, jsonFrame(t, session.FrameCredit, session.Credit{N: 1}))
+			return false
+		}
+		f.report(t, session.Outcome{LeaseID: l.ID, Stored: true, Status: 200})
+		return true
+	})
+	st := waitStats(t, ctl, ccfg.ID, 20*time.Second, "the host, answered after a refusal, forgotten", func(st session.Stats) bool { return st.HostsForgotten == 1 })
+	assert.Equal(t, int64(1), st.Fetched, "%+v", st)
+	assert.Equal(t, int64(1), st.Retried, "the refused try retried: %+v", st)
+}

@@ -89,9 +89,10 @@ type ServerConfig struct {
 	// forgets a host at the first sweep after it went idle (sweeps run
 	// every few seconds); negative never forgets one.
 	HostIdle time.Duration
-	// RecordBacklog bounds the outcomes reported and not yet recorded,
-	// weighed as one for each outcome and one for each of its links: past
-	// it the scheduler grants no lease until records catch up, so that
+	// RecordBacklog bounds each campaign's outcomes reported and not yet
+	// recorded, weighed as one for each outcome and one for each of its
+	// links: past it the campaign grants no lease until records catch up
+	// (each campaign on its own: N campaigns may hold N times it), so that
 	// what waits on it (and its memory) is bounded when recording falls
 	// behind fetching (every link new at a crawl's start, a slow
 	// RabbitMQ). 0 grants none while any outcome waits.

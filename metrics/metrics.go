@@ -1,8 +1,8 @@
 // Package metrics serves a drover process's Prometheus metrics: a registry
 // with the Go runtime's and the process's collectors, an HTTP endpoint for
-// it (/metrics), and the Temporal SDK's metrics on the same registry
-// (through go.temporal.io/sdk/contrib/tally and tally's Prometheus
-// reporter).
+// it (/metrics). The Temporal SDK's metrics go on the same registry
+// through its subpackage temporalmetrics, apart so that a process without
+// a Temporal client (the scheduler) links none of the SDK.
 //
 // drover's own metrics are named drover_*; the SDK's temporal_*. Every
 // drover metric is labelled by campaign at most, never by URL or host, so

@@ -12,7 +12,8 @@
 //
 // The limit is set when the program is loaded, before the Go runtime
 // starts its threads (a limit set from Go would leave the arenas those
-// threads made already). MALLOC_ARENA_MAX in the environment overrides it.
+// threads made already). MALLOC_ARENA_MAX in the environment, or
+// glibc.malloc.arena_max in GLIBC_TUNABLES, overrides it.
 // Without cgo, or with a C library other than glibc, importing the package
 // does nothing.
 package cmalloc

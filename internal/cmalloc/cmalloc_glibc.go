@@ -6,12 +6,15 @@ package cmalloc
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 // drover_two_arenas runs when the program is loaded, before the Go runtime
-// starts the threads that would each make an arena.
+// starts the threads that would each make an arena. A limit given in the
+// environment, either way glibc reads one, wins.
 __attribute__((constructor)) static void drover_two_arenas(void) {
 #ifdef M_ARENA_MAX
-	if (getenv("MALLOC_ARENA_MAX") == NULL) {
+	const char *tunables = getenv("GLIBC_TUNABLES");
+	if (getenv("MALLOC_ARENA_MAX") == NULL && (tunables == NULL || strstr(tunables, "malloc.arena_max") == NULL)) {
 		mallopt(M_ARENA_MAX, 2);
 	}
 #endif

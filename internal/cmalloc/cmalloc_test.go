@@ -39,7 +39,15 @@ func TestTwoArenasWhateverTheThreads(t *testing.T) {
 func childArenas(t *testing.T, env ...string) int {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestArenasChild$", "-test.count=1")
-	cmd.Env = append(append(os.Environ(), childEnv+"=1"), env...)
+	// The child's limit is the package's or the one given here, never one
+	// this process's environment happens to set.
+	var base []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "MALLOC_ARENA_MAX=") && !strings.HasPrefix(kv, "GLIBC_TUNABLES=") {
+			base = append(base, kv)
+		}
+	}
+	cmd.Env = append(append(base, childEnv+"=1"), env...)
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "child: %s", out)
 	for line := range strings.Lines(string(out)) {

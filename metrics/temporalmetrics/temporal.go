@@ -1,3 +1,6 @@
+// Package temporalmetrics puts the Temporal SDK's metrics (temporal_*) on a
+// drover process's Prometheus registry, through
+// go.temporal.io/sdk/contrib/tally and tally's Prometheus reporter.
 package temporalmetrics
 
 import (
