@@ -16,8 +16,8 @@ import (
 // kept of a forgotten host is its count of pages fetched, for
 // max-pages-per-host and the policies that weigh it (Item.HostFetched).
 
-// forgetSweep is how often the idle hosts are swept at most: every host
-// is looked at, so not every second.
+// forgetSweep is how often the idle hosts are swept with the default
+// HostIdle: every host is looked at, so not every second.
 const forgetSweep = 5 * time.Second
 
 // newHost makes the host of hostName for its first URL, rawURL (or its
@@ -36,8 +36,9 @@ func (a *campaignActor) newHost(hostName, rawURL string) *host {
 	return h
 }
 
-// forgetIdleHosts forgets the hosts idle for ServerConfig.HostIdle, at
-// most once per forgetSweep.
+// forgetIdleHosts forgets the hosts idle for ServerConfig.HostIdle. It
+// sweeps every forgetSweep, or every HostIdle when that is shorter (at
+// most once a second: the actor's tick).
 func (a *campaignActor) forgetIdleHosts(now time.Time) {
 	idle := a.srv.cfg.HostIdle
 	if idle < 0 || now.Before(a.forgetAt) {
