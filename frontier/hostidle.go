@@ -76,7 +76,8 @@ func (a *campaignActor) forgettable(h *host, now time.Time, idle time.Duration) 
 	if _, waiting := a.keyWaiting[h.clock][h]; waiting {
 		return false
 	}
-	if ka := a.keyAsks[h.clock]; ka != nil && (ka.asker == h || slices.Contains(ka.hosts, h)) {
+	// An ask's hosts include its asker.
+	if ka := a.keyAsks[h.clock]; ka != nil && slices.Contains(ka.hosts, h) {
 		return false
 	}
 	return true

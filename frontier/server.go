@@ -103,9 +103,9 @@ type ServerConfig struct {
 // generations of 2^29 keys.
 const MaxQueuedCacheBytes = 16 << 30
 
-// DefaultHostIdle is ServerConfig.HostIdle's default: ten minutes, twice
-// as long as a server keeps an idle connection many times over, and short
-// beside a robots.txt's day.
+// DefaultHostIdle is ServerConfig.HostIdle's default: ten minutes, far
+// longer than a server keeps an idle connection, and short beside a
+// robots.txt's day.
 const DefaultHostIdle = 10 * time.Minute
 
 // DefaultRecordBacklog is ServerConfig.RecordBacklog's default: 32,768
