@@ -265,7 +265,7 @@ func (a outcomes) onRobots(h *host, o session.Outcome, now time.Time) {
 		if o.Robots.Error != "" {
 			ferr = errors.New(o.Robots.Error)
 		}
-		r = urlrule.ParseRobots(o.Robots.Status, o.Robots.Body, ferr)
+		r = a.srv.robots.Parse(o.Robots.Status, o.Robots.Body, ferr)
 	}
 	h.robots = r
 	h.robotsState = robotsReady

@@ -15,6 +15,7 @@ import (
 
 	"github.com/drover-crawl/drover/frontier/seen"
 	"github.com/drover-crawl/drover/session"
+	"github.com/drover-crawl/drover/urlrule"
 )
 
 // ServerConfig configures a scheduler.
@@ -196,6 +197,9 @@ type Server struct {
 	peers *peerSet
 	// metrics: RegisterMetrics's hooks (metrics.go); nil without.
 	metrics atomic.Pointer[schedMetrics]
+	// robots: one parse of each robots.txt its hosts hold, whatever the
+	// number of hosts (and campaigns) that serve the same file.
+	robots urlrule.RobotsShare
 
 	// createMu serializes creating actors (declares included); lock order:
 	// createMu before mu.
