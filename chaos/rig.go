@@ -195,9 +195,15 @@ func (r *rig) startSchedulers(n int, seenMemTable int64) error {
 		}
 		addr, maddr := "127.0.0.1:"+strconv.Itoa(sport), "127.0.0.1:"+strconv.Itoa(mport)
 		name := fmt.Sprintf("scheduler-%d", i)
+		schedArgs := []string{"-listen", addr, "-name", name, "-seen", filepath.Join(r.dir, "seen", name), "-metrics-addr", maddr,
+			"-seen-memtable-bytes", strconv.FormatInt(seenMemTable, 10)}
+		if seenMemTable > 0 {
+			// Small memtables are there to compact often: at Pebble's
+			// own level 0 of 4 tables, as before the store gathered more.
+			schedArgs = append(schedArgs, "-seen-l0-tables", "4")
+		}
 		sched, err := r.sup.Start(devstack.ProcSpec{Name: name, Path: filepath.Join(r.opts.BinDir, "scheduler"),
-			Args: []string{"-listen", addr, "-name", name, "-seen", filepath.Join(r.dir, "seen", name), "-metrics-addr", maddr,
-				"-seen-memtable-bytes", strconv.FormatInt(seenMemTable, 10)},
+			Args: schedArgs,
 			Env: []string{"AMQP_URL=" + r.rabbit.URL, "DROVER_TOKEN=" + chaosToken}})
 		if err != nil {
 			return err

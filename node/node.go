@@ -40,7 +40,10 @@ type SchedulerConfig struct {
 	// SeenMemTableBytes is the seen store's memtable (0: Pebble's default);
 	// SeenCacheBytes its block cache (0: seen.DefaultCacheBytes).
 	SeenMemTableBytes, SeenCacheBytes int64
-	Log                               *slog.Logger
+	// SeenL0Tables is its level 0 before a compaction (0:
+	// seen.DefaultL0CompactionThreshold).
+	SeenL0Tables int
+	Log          *slog.Logger
 	// Metrics, when set, gets the scheduler's metrics (drover_scheduler_*).
 	Metrics prometheus.Registerer
 	// TLS, when set, serves every session over TLS (tlsconf.Options.Server);
@@ -153,7 +156,7 @@ func StartScheduler(ctx context.Context, cfg SchedulerConfig) (*Scheduler, error
 	var store seen.Store = seen.NewMemory()
 	if cfg.SeenPath != "" {
 		var err error
-		if store, err = seen.OpenPebble(cfg.SeenPath, seen.PebbleOptions{Log: cfg.Log, MemTableBytes: cfg.SeenMemTableBytes, CacheBytes: cfg.SeenCacheBytes}); err != nil {
+		if store, err = seen.OpenPebble(cfg.SeenPath, seen.PebbleOptions{Log: cfg.Log, MemTableBytes: cfg.SeenMemTableBytes, CacheBytes: cfg.SeenCacheBytes, L0Tables: cfg.SeenL0Tables}); err != nil {
 			return nil, err
 		}
 	}

@@ -81,7 +81,7 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "scheduler:", err)
 		return 2
 	}
-	s, err := node.StartScheduler(ctx, node.SchedulerConfig{Server: cfg, Listen: *listen, AMQPURL: env.AMQPURL, AMQPTLS: amqpTLS, SeenPath: so.path, SeenMemTableBytes: so.memTable, SeenCacheBytes: so.cache, Log: log,
+	s, err := node.StartScheduler(ctx, node.SchedulerConfig{Server: cfg, Listen: *listen, AMQPURL: env.AMQPURL, AMQPTLS: amqpTLS, SeenPath: so.path, SeenMemTableBytes: so.memTable, SeenCacheBytes: so.cache, SeenL0Tables: so.l0Tables, Log: log,
 		TLS: serverTLS, InsecurePlaintext: sec.InsecurePlaintext, Metrics: reg})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "scheduler:", err)
@@ -124,12 +124,14 @@ func serverFlags(fs *flag.FlagSet, cfg *frontier.ServerConfig, env envconf.Env) 
 type seenOptions struct {
 	path            string
 	memTable, cache int64
+	l0Tables        int
 }
 
 func seenFlags(fs *flag.FlagSet) *seenOptions {
 	o := &seenOptions{}
 	fs.StringVar(&o.path, "seen", "", "seen-set directory (default data/seen/NAME; \"mem\" keeps it in memory)")
 	fs.Int64Var(&o.memTable, "seen-memtable-bytes", 0, "the seen store's memtable size (0: Pebble's default, 4 MB); small ones flush and compact often")
+	fs.IntVar(&o.l0Tables, "seen-l0-tables", seen.DefaultL0CompactionThreshold, "tables the seen store's level 0 gathers before a compaction (Pebble's default is 4: more compactions, fewer tables to read)")
 	fs.Int64Var(&o.cache, "seen-cache-bytes", seen.DefaultCacheBytes, "the seen store's block cache (Pebble's; its Bloom filters and index blocks first; at least 1 MiB)")
 	return o
 }
@@ -140,6 +142,8 @@ func (o *seenOptions) check(name string) error {
 	switch {
 	case o.memTable < 0:
 		return errors.New("-seen-memtable-bytes must be 0 (the default) or more")
+	case o.l0Tables < 1:
+		return errors.New("-seen-l0-tables must be at least 1")
 	case o.cache < 1<<20:
 		return errors.New("-seen-cache-bytes must be at least 1 MiB")
 	case o.path == "":
