@@ -204,7 +204,7 @@ func (r *rig) startSchedulers(n int, seenMemTable int64) error {
 		}
 		sched, err := r.sup.Start(devstack.ProcSpec{Name: name, Path: filepath.Join(r.opts.BinDir, "scheduler"),
 			Args: schedArgs,
-			Env: []string{"AMQP_URL=" + r.rabbit.URL, "DROVER_TOKEN=" + chaosToken}})
+			Env:  []string{"AMQP_URL=" + r.rabbit.URL, "DROVER_TOKEN=" + chaosToken}})
 		if err != nil {
 			return err
 		}
